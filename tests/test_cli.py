@@ -1,0 +1,117 @@
+"""The blockgz command line, driven like a user would (CliRunner and a real subprocess)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from blockgz.cli import main
+from blockgz.sample import events_bytes
+
+
+@pytest.fixture
+def events(tmp_path):
+    path = tmp_path / "events.json"
+    path.write_bytes(events_bytes(500))
+    return path
+
+
+def run(*args, input=None):
+    return CliRunner().invoke(main, [str(a) for a in args], input=input, catch_exceptions=False)
+
+
+def test_compress_seek_cat_verify(events):
+    result = run("compress", events, "--block-size", "16KiB", "--first-offset", "100")
+    assert result.exit_code == 0, result.output
+    assert "500 records" in result.stderr
+    gz = events.with_suffix(".json.gz")
+    lines = events.read_bytes().splitlines()
+
+    result = run("seek", "--offset", "342", "--count", "2", gz)
+    assert result.stdout_bytes.splitlines() == lines[242:244]
+
+    result = run(
+        "seek",
+        "--offset",
+        "342",
+        "--count",
+        "1",
+        "--output",
+        "json",
+        events.with_suffix(".json.index.json"),
+    )
+    assert json.loads(result.stdout) == {"offset": 342, "value": lines[242].decode()}
+
+    assert run("cat", gz).stdout_bytes == events.read_bytes()
+    result = run("verify", gz)
+    assert result.exit_code == 0 and "ok" in result.stderr
+
+
+def test_compress_from_stdin_needs_output(events, tmp_path):
+    assert run("compress", "-").exit_code == 2
+    out = tmp_path / "stdin.json.gz"
+    result = run("compress", "-", "-o", out, "--preset", "small", input=events.read_bytes())
+    assert result.exit_code == 0, result.output
+    assert run("cat", out).stdout_bytes == events.read_bytes()
+
+
+def test_index_rebuilds_a_sidecar(events, tmp_path):
+    import gzip
+
+    gz = tmp_path / "plain.json.gz"
+    gz.write_bytes(gzip.compress(events.read_bytes()))
+    assert run("index", gz, "--first-offset", "9").exit_code == 0
+    assert (
+        run("seek", "--offset", "9", "--count", "1", gz).stdout_bytes
+        == events.read_bytes().splitlines()[0] + b"\n"
+    )
+
+
+def test_errors_are_one_line_without_traceback(events, tmp_path):
+    run("compress", events)
+    gz = events.with_suffix(".json.gz")
+    result = run("seek", "--offset", "100000", gz)
+    assert result.exit_code == 1
+    assert (
+        result.stderr.strip() == f"error: {gz}: offset 100000 is past the end: last offset is 499"
+    )
+    assert "Traceback" not in result.output
+
+    result = run("compress", events, "--block-size", "huge")
+    assert result.exit_code == 2 and "KiB, MiB, GiB" in result.stderr
+
+    raw = bytearray(gz.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF
+    gz.write_bytes(bytes(raw))
+    result = run("verify", gz)
+    assert result.exit_code == 1 and "bad: " in result.stderr and "block 0" in result.stderr
+
+
+def test_debug_shows_traceback(tmp_path):
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "blockgz.cli",
+            "--debug",
+            "seek",
+            "--offset",
+            "1",
+            str(tmp_path / "nope.gz"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert (
+        proc.returncode == 1 and "Traceback" in proc.stderr and "ObjectNotFoundError" in proc.stderr
+    )
+
+
+@pytest.mark.parametrize("command", ["compress", "seek", "cat", "index", "verify"])
+def test_every_command_has_help_with_examples(command):
+    result = run(command, "--help")
+    assert result.exit_code == 0 and "Examples:" in result.output
