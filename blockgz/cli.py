@@ -182,11 +182,53 @@ def _echo_records(records, output: str) -> None:
     out.flush()
 
 
+def _store_options(func: Callable) -> Callable:
+    """Options that reach the object store: an endpoint, and any Confluent-named setting."""
+    func = click.option(
+        "-O",
+        "--option",
+        "options",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="An S3 setting by its Confluent name, e.g. -O s3.region=eu-west-1 (repeatable).",
+    )(func)
+    func = click.option(
+        "--endpoint-url",
+        envvar="BLOCKGZ_ENDPOINT_URL",
+        help="S3 endpoint (store.url) for MinIO, Ceph, R2...; AWS_ENDPOINT_URL also works.",
+    )(func)
+    return func
+
+
+def _target_options(func: Callable) -> Callable:
+    func = click.option("--partition", type=click.IntRange(min=0), help="Kafka partition.")(func)
+    func = click.option("--topic", help="Topic, when TARGET is an archive prefix.")(func)
+    return _store_options(func)
+
+
+def _collect_options(endpoint_url: str | None, options: tuple[str, ...]) -> dict[str, str]:
+    collected = {}
+    for item in options:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--option")
+        collected[key.strip()] = value.strip()
+    if endpoint_url:
+        collected["store.url"] = endpoint_url
+    return collected
+
+
+def _archive(target: str, topic: str | None, partition: int | None, options: dict):
+    if topic is None or partition is None:
+        raise click.UsageError("an archive prefix needs both --topic and --partition")
+    from reader import open_archive
+
+    return open_archive(target, **options)
+
+
 @main.command()
 @click.argument("target")
-@click.option(
-    "--offset", type=click.IntRange(min=0), required=True, help="First Kafka offset to print."
-)
+@click.option("--offset", type=click.IntRange(min=0), required=True, help="First Kafka offset.")
 @click.option("--count", type=click.IntRange(min=1), help="Print at most this many records [all].")
 @click.option(
     "--output",
@@ -195,40 +237,103 @@ def _echo_records(records, output: str) -> None:
     show_default=True,
     help="raw prints each value; json adds the offset (and key/timestamp where kept).",
 )
+@click.option(
+    "--scan", is_flag=True, help="Stream .gz objects without an index instead of failing."
+)
+@_target_options
 @_fail_cleanly
-def seek(target, offset, count, output) -> None:
+def seek(target, offset, count, output, scan, topic, partition, endpoint_url, options) -> None:
     """Print records from OFFSET on, fetching only the block that holds it.
 
-    TARGET is a block-GZIP file or its .index.json. If OFFSET was compacted away,
-    printing starts at the next offset that exists.
+    TARGET is a block-GZIP object (local path or s3://bucket/key, or its .index.json),
+    or an archive prefix (a directory or s3://bucket/prefix) with --topic and --partition.
+    If OFFSET was compacted away, printing starts at the next offset that exists.
 
     \b
     Examples:
       blockgz seek --offset 1200 events.json.gz
-      blockgz seek --offset 1200 --count 1 --output json events.json.index.json
+      blockgz seek --offset 1200 --count 1 --output json s3://bucket/t+0+0000000000.json.gz
+      blockgz seek --offset 1200 --count 10 --topic orders --partition 3 s3://bucket/exports
+      blockgz seek --endpoint-url http://127.0.0.1:9000 --offset 5 --topic t --partition 0 s3://b
     """
-    from blockgz.blockfile import BlockGzipFile
+    options = _collect_options(endpoint_url, options)
+    if topic is None and partition is None:
+        from blockgz.store import split_object_url
+        from reader import IndexedObject
 
-    with BlockGzipFile(target) as archive:
-        _echo_records(archive.seek(offset, count), output)
+        store, key = split_object_url(target, options)
+        _echo_records(IndexedObject(store, key).seek(offset, count), output)
+        return
+    if scan:
+        options["scan.unindexed"] = "true"
+    with _archive(target, topic, partition, options) as archive:
+        _echo_records(archive.seek(topic, partition, offset, count), output)
 
 
 @main.command()
 @click.argument("target")
+@_target_options
 @_fail_cleanly
-def cat(target) -> None:
-    """Print every record of a block-GZIP (or any gzip) file.
+def cat(target, topic, partition, endpoint_url, options) -> None:
+    """Print every record of an object (any gzip or plain file), or of a topic-partition.
 
     \b
     Examples:
       blockgz cat events.json.gz | head
+      blockgz cat s3://bucket/topics/t/partition=0/t+0+0000000000.json.gz
+      blockgz cat --topic t --partition 0 s3://bucket/exports > t-0.json
     """
     import shutil
 
-    from isal import igzip
+    options = _collect_options(endpoint_url, options)
+    if topic is None and partition is None:
+        from blockgz.store import split_object_url
+        from reader.objects import data_key_for, stream_object
 
-    with igzip.open(target, "rb") as stream:
-        shutil.copyfileobj(stream, sys.stdout.buffer, 1024 * 1024)
+        store, key = split_object_url(target, options)
+        key = data_key_for(key)
+        with stream_object(store, key, compressed=key.endswith(".gz")) as stream:
+            shutil.copyfileobj(stream, sys.stdout.buffer, 1024 * 1024)
+        return
+    with _archive(target, topic, partition, options) as archive:
+        refs = archive.objects(topic, partition)
+        if refs:
+            _echo_records(archive.seek(topic, partition, refs[0].start_offset), "raw")
+
+
+@main.command(name="ls")
+@click.argument("target")
+@click.option("--topic", help="Only this topic.")
+@_store_options
+@_fail_cleanly
+def ls_command(target, topic, endpoint_url, options) -> None:
+    """List archived objects: topic, partition, offset range, records, bytes.
+
+    \b
+    Examples:
+      blockgz ls s3://bucket/exports
+      blockgz ls --topic orders s3://bucket/exports
+    """
+    from rich.console import Console
+    from rich.table import Table
+
+    from reader import open_archive
+
+    with open_archive(target, **_collect_options(endpoint_url, options)) as archive:
+        rows = archive.ls(topic)
+    table = Table("topic", "partition", "first offset", "last offset", "records", "bytes", "key")
+    for row in rows:
+        table.add_row(
+            row.topic,
+            str(row.partition),
+            str(row.first_offset),
+            "?" if row.last_offset is None else str(row.last_offset),
+            "?" if row.records is None else str(row.records),
+            str(row.size),
+            row.key + ("" if row.indexed else "  (no index)"),
+        )
+    Console(width=200).print(table)
+    click.echo(f"{len(rows)} objects", err=True)
 
 
 @main.command()
@@ -266,26 +371,53 @@ def index(file, first_offset) -> None:
 
 @main.command()
 @click.argument("target")
+@click.option("--topic", help="Verify every indexed object of this topic under a prefix.")
+@_store_options
 @_fail_cleanly
-def verify(target) -> None:
+def verify(target, topic, endpoint_url, options) -> None:
     """Check every block against the index; exit 1 naming each bad block.
 
     \b
     Examples:
       blockgz verify events.json.gz && echo intact
+      blockgz verify s3://bucket/topics/t/partition=0/t+0+0000000000.json.gz
+      blockgz verify --topic orders s3://bucket/exports
     """
-    from blockgz.blockfile import data_path_for
-    from blockgz.verify import verify_file
+    from blockgz.store import split_object_url
+    from reader import IndexedObject, open_archive
 
-    path = data_path_for(target)
-    with _progress(f"verifying {path}", path.stat().st_size) as advance:
-        report = verify_file(path, on_block=advance)
+    options = _collect_options(endpoint_url, options)
+    if topic is not None:
+        archive = open_archive(target, **options)
+        store, keys = archive.store, [r.key for r in archive.ls(topic) if r.indexed]
+    else:
+        store, key = split_object_url(target, options)
+        keys = [IndexedObject(store, key).key]
+    bad = sum(not _verify_object(IndexedObject(store, key)) for key in keys)
+    if bad:
+        sys.exit(1)
+
+
+def _verify_object(obj) -> bool:
+    from blockgz.verify import verify_blocks
+
+    index, size = obj.index, obj.store.head(obj.key).size
+
+    def read_raw(n: int) -> bytes:
+        chunk = index.chunks[n]
+        return obj.store.get_range(obj.key, chunk.byte_offset, chunk.byte_end)
+
+    with _progress(f"verifying {obj.url}", size) as advance:
+        report = verify_blocks(index, read_raw, size=size, source=obj.url, on_block=advance)
     for problem in report.problems:
         click.echo(f"bad: {problem}", err=True)
-    if not report.ok:
-        click.echo(f"{path}: {len(report.problems)} problem(s) in {report.blocks} blocks", err=True)
-        sys.exit(1)
-    click.echo(f"{path}: ok, {report.blocks} blocks, {report.records} records", err=True)
+    if report.ok:
+        click.echo(f"{obj.url}: ok, {report.blocks} blocks, {report.records} records", err=True)
+    else:
+        click.echo(
+            f"{obj.url}: {len(report.problems)} problem(s) in {report.blocks} blocks", err=True
+        )
+    return report.ok
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,0 +1,124 @@
+"""A local directory as an object store; objects appear atomically (temp file + rename).
+
+>>> import tempfile
+>>> store = LocalStore(tempfile.mkdtemp())
+>>> store.put("topics/t/partition=0/a.json", b"hello")
+>>> store.get_range("topics/t/partition=0/a.json", 1, 3)
+b'el'
+>>> [o.key for o in store.list("topics/t/")]
+['topics/t/partition=0/a.json']
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from blockgz.errors import ConfigError, ObjectNotFoundError
+from blockgz.store.base import ObjectInfo, ObjectStore, Upload
+
+
+class LocalStore(ObjectStore):
+    """Objects are files under ``root``; keys are ``/``-separated paths below it."""
+
+    def __init__(self, root: str | os.PathLike[str]):
+        self.root = Path(root).resolve()
+
+    def path(self, key: str) -> Path:
+        parts = key.split("/")
+        if (
+            not key
+            or key.startswith("/")
+            or any(p in ("", ".", "..") for p in parts[:-1])
+            or parts[-1] in (".", "..")
+        ):
+            raise ConfigError(f"object key {key!r} is not a clean relative path")
+        return self.root.joinpath(*parts)
+
+    def url(self, key: str) -> str:
+        return str(self.root.joinpath(*[p for p in key.split("/") if p]))
+
+    def put(self, key: str, data: bytes) -> None:
+        with self.open_upload(key) as upload:
+            upload.write(data)
+
+    def open_upload(self, key: str) -> Upload:
+        return _LocalUpload(key, self.path(key))
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        try:
+            fd = os.open(self.path(key), os.O_RDONLY)
+        except FileNotFoundError as exc:
+            raise ObjectNotFoundError(f"{self.url(key)}: no such object") from exc
+        try:
+            return os.pread(fd, max(0, end - start), start)
+        finally:
+            os.close(fd)
+
+    def iter_chunks(self, key: str, chunk_size: int = 1024 * 1024) -> Iterator[bytes]:
+        try:
+            f = open(self.path(key), "rb")  # noqa: SIM115 - closed by the with below
+        except FileNotFoundError as exc:
+            raise ObjectNotFoundError(f"{self.url(key)}: no such object") from exc
+        with f:
+            while chunk := f.read(chunk_size):
+                yield chunk
+
+    def head(self, key: str) -> ObjectInfo:
+        try:
+            return ObjectInfo(key, self.path(key).stat().st_size)
+        except FileNotFoundError as exc:
+            raise ObjectNotFoundError(f"{self.url(key)}: no such object") from exc
+
+    def list(self, prefix: str) -> Iterator[ObjectInfo]:
+        # Walk only the deepest directory the prefix names, as S3 lists only the prefix.
+        directory = self.root.joinpath(*prefix.split("/")[:-1]) if "/" in prefix else self.root
+        if not directory.is_dir():
+            return
+        found = []
+        for dirpath, _, files in os.walk(directory):
+            for name in files:
+                full = Path(dirpath, name)
+                key = full.relative_to(self.root).as_posix()
+                if (
+                    key.startswith(prefix)
+                    and not name.startswith(".")
+                    and not name.endswith(".tmp")
+                ):
+                    found.append(ObjectInfo(key, full.stat().st_size))
+        yield from sorted(found, key=lambda o: o.key)
+
+    def delete(self, key: str) -> None:
+        self.path(key).unlink(missing_ok=True)
+
+
+class _LocalUpload(Upload):
+    def __init__(self, key: str, path: Path):
+        self.key = key
+        self._path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, self._tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        self._file = os.fdopen(fd, "wb")
+        self._written = 0
+
+    @property
+    def bytes_written(self) -> int:
+        return self._written
+
+    def write(self, data) -> int:
+        n = self._file.write(data)
+        self._written += n
+        return n
+
+    def close(self) -> None:
+        if self._file.closed:
+            return
+        self._file.close()
+        os.replace(self._tmp, self._path)
+
+    def abort(self) -> None:
+        if not self._file.closed:
+            self._file.close()
+        Path(self._tmp).unlink(missing_ok=True)

@@ -1,0 +1,172 @@
+"""S3 (and any S3-compatible endpoint) through boto3, every call retried by our policy.
+
+store = S3Store(S3Settings.from_options({"s3.bucket.name": "archive",
+                                         "store.url": "http://127.0.0.1:9000"}))
+with store.open_upload("topics/t/partition=0/t+0+0000000000.json.gz") as up:
+    up.write(data)                  # parts go up in parallel while you write
+store.get_range(key, 0, 100)        # one GET with Range: bytes=0-99
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from blockgz.errors import ObjectNotFoundError, StoreAccessDeniedError, StoreError
+from blockgz.store.base import ObjectInfo, ObjectStore, Upload
+from blockgz.store.retry import call_with_retries
+from blockgz.store.settings import S3Settings
+
+T = TypeVar("T")
+_NOT_FOUND = {"NoSuchKey", "NoSuchBucket", "404", "NotFound", "NoSuchUpload"}
+_DENIED = {"AccessDenied", "403", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch"}
+
+
+def make_client(settings: S3Settings):
+    """A boto3 S3 client for ``settings``, with botocore's own retries off (we retry)."""
+    import boto3
+    from botocore.config import Config
+
+    session = boto3.session.Session(
+        aws_access_key_id=settings.access_key_id,
+        aws_secret_access_key=settings.secret_access_key,
+        profile_name=settings.profile,
+        region_name=settings.region,
+    )
+    config = Config(
+        s3={"addressing_style": "path" if settings.path_style else "virtual"},
+        retries={"total_max_attempts": 1},
+        max_pool_connections=max(10, settings.upload_concurrency * 2 + 4),
+        # Only checksum when the operation requires it: third-party S3 servers (and older
+        # MinIO/Ceph) reject the CRC trailers of boto3's newer default.
+        request_checksum_calculation="when_required",
+        response_checksum_validation="when_required",
+    )
+    # endpoint_url=None lets boto3 honour AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_S3 itself.
+    return session.client("s3", endpoint_url=settings.endpoint_url, config=config)
+
+
+class S3Store(ObjectStore):
+    """One bucket. Parts of all open uploads share ``s3.upload.concurrency`` threads."""
+
+    def __init__(self, settings: S3Settings, client=None):
+        self.settings = settings
+        self.bucket = settings.bucket
+        self.client = client or make_client(settings)
+        self._executor: ThreadPoolExecutor | None = None
+        self._executor_lock = threading.Lock()
+        # Bounds the parts in flight across every open upload of this store.
+        self.part_slots = threading.BoundedSemaphore(settings.upload_concurrency)
+
+    # -- plumbing ----------------------------------------------------------------------------
+    def call(self, what: str, fn: Callable[[], T]) -> T:
+        """Run one S3 request with retries; translate the final error."""
+        try:
+            return call_with_retries(
+                fn,
+                attempts=self.settings.part_retries,
+                base_ms=self.settings.retry_backoff_ms,
+                what=what,
+            )
+        except Exception as exc:
+            raise translate_error(exc, what) from exc
+
+    @property
+    def executor(self) -> ThreadPoolExecutor:
+        with self._executor_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    self.settings.upload_concurrency, thread_name_prefix="blockgz-s3"
+                )
+            return self._executor
+
+    def url(self, key: str) -> str:
+        return f"s3://{self.bucket}/{key}"
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+
+    # -- the interface ------------------------------------------------------------------------
+    def put(self, key: str, data: bytes) -> None:
+        args = {"Bucket": self.bucket, "Key": key, "Body": data, **self.settings.write_args()}
+        self.call(f"PUT {self.url(key)}", lambda: self.client.put_object(**args))
+
+    def open_upload(self, key: str) -> Upload:
+        from blockgz.store.multipart import MultipartUpload
+
+        return MultipartUpload(self, key)
+
+    def _read_args(self, key: str, **extra: Any) -> dict[str, Any]:
+        return {"Bucket": self.bucket, "Key": key, **self.settings.sse_customer_args(), **extra}
+
+    def get_range(self, key: str, start: int, end: int) -> bytes:
+        if end <= start:
+            return b""
+        args = self._read_args(key, Range=f"bytes={start}-{end - 1}")
+
+        def fetch() -> bytes:
+            return self.client.get_object(**args)["Body"].read()
+
+        return self.call(f"GET {self.url(key)} bytes {start}-{end - 1}", fetch)
+
+    def iter_chunks(self, key: str, chunk_size: int = 1024 * 1024) -> Iterator[bytes]:
+        # Streams with Range requests of growing position, so a dropped connection resumes
+        # where it stopped instead of restarting the object.
+        size = self.head(key).size
+        pos = 0
+        step = max(chunk_size, 8 * 1024 * 1024)
+        while pos < size:
+            end = min(size, pos + step)
+            data = self.get_range(key, pos, end)
+            for i in range(0, len(data), chunk_size):
+                yield data[i : i + chunk_size]
+            pos = end
+
+    def head(self, key: str) -> ObjectInfo:
+        args = self._read_args(key)
+        meta = self.call(f"HEAD {self.url(key)}", lambda: self.client.head_object(**args))
+        return ObjectInfo(key, int(meta["ContentLength"]))
+
+    def list(self, prefix: str) -> Iterator[ObjectInfo]:
+        token: str | None = None
+        while True:
+            args: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix}
+            if token:
+                args["ContinuationToken"] = token
+            page = self.call(
+                f"LIST {self.url(prefix)}", lambda a=args: self.client.list_objects_v2(**a)
+            )
+            for item in page.get("Contents", []):
+                yield ObjectInfo(item["Key"], int(item["Size"]))
+            if not page.get("IsTruncated"):
+                return
+            token = page["NextContinuationToken"]
+
+    def delete(self, key: str) -> None:
+        self.call(
+            f"DELETE {self.url(key)}",
+            lambda: self.client.delete_object(Bucket=self.bucket, Key=key),
+        )
+
+
+def translate_error(exc: Exception, what: str) -> Exception:
+    """Map a botocore error to the project's errors, keeping the message and cause."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        code = str(error.get("Code", ""))
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        message = f"{what}: {code or status} {error.get('Message') or ''}".rstrip()
+        if code in _NOT_FOUND or status == 404:
+            return ObjectNotFoundError(message)
+        if code in _DENIED or status == 403:
+            return StoreAccessDeniedError(message)
+        return StoreError(message)
+    if isinstance(exc, BotoCoreError):
+        return StoreError(f"{what}: {exc}")
+    return exc

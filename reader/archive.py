@@ -1,0 +1,308 @@
+"""An archive of topics in Confluent's S3-sink layout, read by Kafka offset.
+
+>>> import tempfile
+>>> from blockgz import BlockGzipWriter
+>>> from blockgz.store import LocalStore
+>>> root = tempfile.mkdtemp()
+>>> store = LocalStore(root)
+>>> for start in (0, 5):
+...     key = f"topics/t/partition=0/t+0+{start:010d}.json.gz"
+...     with store.open_upload(key) as up, BlockGzipWriter(up, first_offset=start) as w:
+...         for n in range(start, start + 5):
+...             w.write(b"v%d" % n)
+...     store.put(key.replace(".gz", ".index.json"), w.index.to_json().encode())
+>>> with open_archive(root) as archive:
+...     [r.value for r in archive.seek("t", 0, 3, count=4)]
+[b'v3', b'v4', b'v5', b'v6']
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from blockgz.decode import Record
+from blockgz.errors import ConfigError, ObjectNotFoundError, OffsetNotFoundError
+from blockgz.index import BlockIndex, sidecar_key
+from blockgz.store import ObjectStore, open_store
+from reader.layout import ObjectRef, parse_key, partition_prefix, topic_prefix
+from reader.objects import IndexedObject, stream_object
+
+J = TypeVar("J")
+R = TypeVar("R")
+
+
+@dataclass(frozen=True)
+class ObjectSummary:
+    """One line of ``blockgz ls``."""
+
+    key: str
+    topic: str
+    partition: int
+    first_offset: int
+    last_offset: int | None
+    records: int | None
+    size: int
+    indexed: bool
+
+
+def open_archive(url: str, **options: Any) -> Archive:
+    """Open an archive at ``s3://bucket/prefix``, ``file:///dir`` or a directory path.
+
+    Options: the S3 ones under Confluent's names (``store.url``, ``s3.region``, ...), plus
+    ``topics.dir`` (default ``topics``), ``directory.delim``, ``file.delim``, ``prefetch``
+    (blocks fetched ahead, default 2) and ``scan.unindexed`` (stream ``.gz`` objects that
+    have no index instead of failing).
+    """
+    store, prefix = open_store(url, options)
+    return Archive(
+        store,
+        prefix,
+        topics_dir=options.get("topics.dir", "topics"),
+        directory_delim=options.get("directory.delim", "/"),
+        file_delim=options.get("file.delim", "+"),
+        prefetch=int(options.get("prefetch", 2)),
+        scan_unindexed=str(options.get("scan.unindexed", "false")).lower() == "true",
+    )
+
+
+class Archive:
+    """Topic-partitions archived under one prefix. Listings and indexes are cached."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        prefix: str = "",
+        *,
+        topics_dir: str = "topics",
+        directory_delim: str = "/",
+        file_delim: str = "+",
+        prefetch: int = 2,
+        scan_unindexed: bool = False,
+    ):
+        if prefetch < 0:
+            raise ConfigError(f"prefetch must be 0 or more, got {prefetch}")
+        self.store = store
+        self.prefix = prefix
+        self.topics_dir = topics_dir
+        self.delim = directory_delim
+        self.file_delim = file_delim
+        self.prefetch = prefetch
+        self.scan_unindexed = scan_unindexed
+        self._objects: dict[tuple[str, int], list[ObjectRef]] = {}
+        self._indexes: dict[str, BlockIndex] = {}
+        self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(max(1, prefetch), thread_name_prefix="blockgz-read")
+
+    # -- listing ------------------------------------------------------------------------------
+    def objects(self, topic: str, partition: int) -> list[ObjectRef]:
+        """The partition's data objects by start offset; lists only the partition's prefix."""
+        cache_key = (topic, partition)
+        if cache_key not in self._objects:
+            prefix = partition_prefix(
+                self.prefix, topic, partition, topics_dir=self.topics_dir, delim=self.delim
+            )
+            self._objects[cache_key] = self._parse_listing(prefix, topic, partition)
+        return self._objects[cache_key]
+
+    def _parse_listing(
+        self, prefix: str, topic: str | None, partition: int | None
+    ) -> list[ObjectRef]:
+        listed = list(self.store.list(prefix))
+        keys = {o.key for o in listed}
+        refs = []
+        for info in listed:
+            ref = parse_key(info.key, size=info.size, file_delim=self.file_delim)
+            if ref is None or (topic and ref.topic != topic):
+                continue
+            if partition is not None and ref.partition != partition:
+                continue
+            has_index = ref.compressed and sidecar_key(info.key) in keys
+            refs.append(
+                ObjectRef(
+                    ref.key,
+                    ref.topic,
+                    ref.partition,
+                    ref.start_offset,
+                    ref.extension,
+                    ref.size,
+                    has_index,
+                )
+            )
+        return sorted(refs, key=lambda r: (r.topic, r.partition, r.start_offset))
+
+    def refresh(self) -> None:
+        """Forget cached listings and indexes (new objects may have arrived)."""
+        self._objects.clear()
+        self._indexes.clear()
+
+    def index(self, ref: ObjectRef) -> BlockIndex:
+        with self._lock:
+            cached = self._indexes.get(ref.key)
+        if cached is None:
+            cached = IndexedObject(self.store, ref.key).index
+            with self._lock:
+                self._indexes[ref.key] = cached
+        return cached
+
+    # -- reading ------------------------------------------------------------------------------
+    def seek(
+        self, topic: str, partition: int, offset: int, count: int | None = None
+    ) -> Iterator[Record]:
+        """Records of ``topic``/``partition`` from ``offset`` on, across blocks and objects.
+
+        An offset that no object holds (compacted, or a gap between objects) starts at the
+        next one that exists. Offsets before the first or after the last archived record
+        raise :class:`~blockgz.errors.OffsetNotFoundError`.
+        """
+        refs = self.objects(topic, partition)
+        where = f"{topic}/{partition} under {self.store.url(self.prefix)}"
+        if not refs:
+            raise ObjectNotFoundError(f"no archived objects for {where}")
+        if offset < refs[0].start_offset:
+            first_archived = refs[0].start_offset
+            raise OffsetNotFoundError(
+                f"offset {offset} of {where} is before the first archived offset {first_archived}"
+            )
+        first = bisect.bisect_right([r.start_offset for r in refs], offset) - 1
+        return self._records(refs, first, offset, count, where)
+
+    def read(self, topic: str, partition: int, start: int, end: int) -> Iterator[Record]:
+        """Records with ``start <= offset < end``."""
+        for record in self.seek(topic, partition, start):
+            if record.offset >= end:
+                return
+            yield record
+
+    def _records(self, refs, first, offset, count, where) -> Iterator[Record]:
+        remaining = count
+        yielded = False
+        jobs = self._plan(refs, first, offset, count)
+        for _job, records in _prefetched(jobs, self._fetch, self._executor, self.prefetch):
+            for record in records:
+                if record.offset < offset:
+                    continue
+                yield record
+                yielded = True
+                if remaining is not None:
+                    remaining -= 1
+                    if remaining == 0:
+                        return
+        if not yielded:
+            last = self._last_offset(refs[-1])
+            raise OffsetNotFoundError(
+                f"offset {offset} of {where} is past the end: last archived offset is {last}"
+            )
+
+    def _plan(self, refs, first, offset, count) -> Iterator[tuple[ObjectRef, int]]:
+        """The (object, block) pairs needed, in order; block -1 means "stream the object"."""
+        needed = count
+        for ref in refs[first:]:
+            if not ref.has_index:
+                if ref.compressed and not self.scan_unindexed:
+                    raise ObjectNotFoundError(
+                        f"{self.store.url(ref.key)} has no index sidecar, so offset {offset} "
+                        "cannot be located in it; build one with `blockgz index`, or pass "
+                        "scan.unindexed=true (--scan) to stream it from the start"
+                    )
+                yield ref, -1
+                continue
+            index = self.index(ref)
+            if index.last_offset is None or index.last_offset < offset:
+                continue  # this object ends before the offset: the next one starts after it
+            start = index.locate(offset) if offset >= (index.first_offset or 0) else 0
+            for block in range(start, len(index.chunks)):
+                yield ref, block
+                if needed is not None:
+                    chunk = index.chunks[block]
+                    needed -= chunk.num_records - (
+                        chunk.position_of(offset) if block == start else 0
+                    )
+                    if needed <= 0:
+                        return
+
+    def _fetch(self, job: tuple[ObjectRef, int]) -> list[Record]:
+        ref, block = job
+        if block >= 0:
+            return IndexedObject(self.store, ref.key, self.index(ref)).fetch_records(block)
+        return self._stream_records(ref)
+
+    def _stream_records(self, ref: ObjectRef) -> list[Record]:
+        """A non-seekable object read whole; offsets count up from its start offset."""
+        with stream_object(self.store, ref.key, compressed=ref.compressed) as stream:
+            lines = stream.read().split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        return [Record(ref.start_offset + n, line) for n, line in enumerate(lines)]
+
+    def _last_offset(self, ref: ObjectRef) -> int | None:
+        if ref.has_index:
+            return self.index(ref).last_offset
+        records = self._stream_records(ref)
+        return records[-1].offset if records else None
+
+    # -- listing for people ----------------------------------------------------------------
+    def ls(self, topic: str | None = None) -> list[ObjectSummary]:
+        """Every data object under the prefix (or one topic), with offsets and record counts."""
+        prefix = topic_prefix(self.prefix, topic, topics_dir=self.topics_dir, delim=self.delim)
+        refs = self._parse_listing(prefix, topic, None)
+        indexes = list(self._executor.map(lambda r: self.index(r) if r.has_index else None, refs))
+        out = []
+        for n, (ref, index) in enumerate(zip(refs, indexes, strict=True)):
+            following = refs[n + 1] if n + 1 < len(refs) else None
+            same_partition = following is not None and (following.topic, following.partition) == (
+                ref.topic,
+                ref.partition,
+            )
+            last = (
+                index.last_offset
+                if index
+                else (following.start_offset - 1 if same_partition else None)
+            )
+            out.append(
+                ObjectSummary(
+                    ref.key,
+                    ref.topic,
+                    ref.partition,
+                    ref.start_offset,
+                    last,
+                    index.record_count if index else None,
+                    ref.size,
+                    index is not None,
+                )
+            )
+        return out
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        self.store.close()
+
+    def __enter__(self) -> Archive:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+def _prefetched(
+    jobs: Iterator[J], fetch: Callable[[J], R], executor: ThreadPoolExecutor, depth: int
+) -> Iterator[tuple[J, R]]:
+    """``(job, fetch(job))`` in job order, keeping ``depth`` fetches running ahead."""
+    pending: deque[tuple[J, Future[R]]] = deque()
+    try:
+        for job in jobs:
+            pending.append((job, executor.submit(fetch, job)))
+            while len(pending) > depth:
+                done_job, future = pending.popleft()
+                yield done_job, future.result()
+        while pending:
+            done_job, future = pending.popleft()
+            yield done_job, future.result()
+    finally:
+        for _, future in pending:
+            future.cancel()

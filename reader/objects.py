@@ -1,0 +1,117 @@
+"""One block-GZIP object in a store: its index, one ranged GET per block, records out.
+
+>>> import tempfile
+>>> from blockgz import BlockGzipWriter
+>>> from blockgz.store import LocalStore
+>>> store = LocalStore(tempfile.mkdtemp())
+>>> with store.open_upload("t+0+0000000000.json.gz") as up, BlockGzipWriter(up, block_size=8) as w:
+...     for n in range(10):
+...         w.write(b"r%d" % n)
+>>> store.put("t+0+0000000000.json.index.json", w.index.to_json().encode())
+>>> [r.value for r in IndexedObject(store, "t+0+0000000000.json.gz").seek(7)]
+[b'r7', b'r8', b'r9']
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+
+from blockgz.decode import Record, chunk_records
+from blockgz.errors import ObjectNotFoundError, OffsetNotFoundError
+from blockgz.index import INDEX_SUFFIX, BlockIndex, sidecar_key
+from blockgz.store.base import ObjectStore
+
+
+def data_key_for(key: str) -> str:
+    """Accept a data key or its ``.index.json`` key and return the data key."""
+    return key[: -len(INDEX_SUFFIX)] + ".gz" if key.endswith(INDEX_SUFFIX) else key
+
+
+class IndexedObject:
+    """A block-GZIP object and its sidecar in ``store``; the index is fetched once, lazily."""
+
+    def __init__(self, store: ObjectStore, key: str, index: BlockIndex | None = None):
+        self.store = store
+        self.key = data_key_for(key)
+        self._index = index
+
+    @property
+    def url(self) -> str:
+        return self.store.url(self.key)
+
+    @property
+    def index(self) -> BlockIndex:
+        if self._index is None:
+            index_key = sidecar_key(self.key)
+            try:
+                text = self.store.get(index_key)
+            except ObjectNotFoundError:
+                raise ObjectNotFoundError(
+                    f"{self.url}: no index sidecar ({self.store.url(index_key)}); the object is "
+                    "not seekable until `blockgz index` builds one"
+                ) from None
+            self._index = BlockIndex.from_json(text, source=self.store.url(index_key))
+        return self._index
+
+    def fetch_records(self, block: int) -> list[Record]:
+        """One ranged GET for the block, decompressed and checked against the index."""
+        chunk = self.index.chunks[block]
+        raw = self.store.get_range(self.key, chunk.byte_offset, chunk.byte_end)
+        return chunk_records(raw, chunk, self.index.framing, block=block, source=self.url)
+
+    def seek(self, offset: int, count: int | None = None) -> Iterator[Record]:
+        """Records from ``offset`` on within this object (blocks fetched one at a time)."""
+        first = self.index.first_offset
+        if first is not None and offset < first:
+            raise OffsetNotFoundError(
+                f"{self.url}: offset {offset} is before the first offset {first}"
+            )
+        try:
+            start = self.index.locate(offset)
+        except OffsetNotFoundError as exc:
+            raise OffsetNotFoundError(f"{self.url}: {exc}") from None
+        return self._iter(start, offset, count)
+
+    def _iter(self, start: int, offset: int, count: int | None) -> Iterator[Record]:
+        remaining = count
+        for block in range(start, len(self.index.chunks)):
+            records = [r for r in self.fetch_records(block) if r.offset >= offset]
+            if remaining is not None:
+                records = records[:remaining]
+                remaining -= len(records)
+            yield from records
+            if remaining == 0:
+                return
+
+
+class ChunkStream(io.RawIOBase):
+    """A readable file over an iterator of byte chunks (for streaming decompression)."""
+
+    def __init__(self, chunks: Iterator[bytes]):
+        self._chunks = chunks
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        while not self._pending:
+            try:
+                self._pending = next(self._chunks)
+            except StopIteration:
+                return 0
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+
+def stream_object(store: ObjectStore, key: str, *, compressed: bool) -> io.BufferedIOBase:
+    """The object's bytes as a file, decompressed if it is gzip (any number of members)."""
+    raw = io.BufferedReader(ChunkStream(store.iter_chunks(key)), 1024 * 1024)
+    if not compressed:
+        return raw
+    from isal import igzip
+
+    return igzip.IGzipFile(fileobj=raw, mode="rb")
