@@ -21,7 +21,7 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -226,25 +226,25 @@ class Archive:
                     if needed <= 0:
                         return
 
-    def _fetch(self, job: tuple[ObjectRef, int]) -> list[Record]:
+    def _fetch(self, job: tuple[ObjectRef, int]) -> Iterable[Record]:
         ref, block = job
         if block >= 0:
             return IndexedObject(self.store, ref.key, self.index(ref)).fetch_records(block)
-        return self._stream_records(ref)
+        return self._stream_records(ref)  # lazy: the stream is read as the caller iterates
 
-    def _stream_records(self, ref: ObjectRef) -> list[Record]:
-        """A non-seekable object read whole; offsets count up from its start offset."""
+    def _stream_records(self, ref: ObjectRef) -> Iterator[Record]:
+        """A non-seekable object, streamed line by line; offsets count up from its start."""
         with stream_object(self.store, ref.key, compressed=ref.compressed) as stream:
-            lines = stream.read().split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
-        return [Record(ref.start_offset + n, line) for n, line in enumerate(lines)]
+            for n, line in enumerate(stream):
+                yield Record(ref.start_offset + n, line[:-1] if line.endswith(b"\n") else line)
 
     def _last_offset(self, ref: ObjectRef) -> int | None:
         if ref.has_index:
             return self.index(ref).last_offset
-        records = self._stream_records(ref)
-        return records[-1].offset if records else None
+        last = None
+        for record in self._stream_records(ref):
+            last = record.offset
+        return last
 
     # -- listing for people ----------------------------------------------------------------
     def ls(self, topic: str | None = None) -> list[ObjectSummary]:
