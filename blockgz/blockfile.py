@@ -16,8 +16,8 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from blockgz.decode import Record, chunk_records, inflate_chunk
-from blockgz.errors import ObjectNotFoundError, OffsetNotFoundError
+from blockgz.decode import Record, chunk_records, inflate_chunk, seek_records
+from blockgz.errors import ObjectNotFoundError
 from blockgz.index import INDEX_SUFFIX, BlockIndex, sidecar_key
 
 
@@ -81,33 +81,12 @@ class BlockGzipFile:
 
     def seek(self, offset: int, count: int | None = None) -> Iterator[Record]:
         """Records from ``offset`` on (the next existing one if it was compacted away)."""
-        first = self.index.first_offset
-        if first is not None and offset < first:
-            raise OffsetNotFoundError(
-                f"{self.path}: offset {offset} is before the first offset {first}"
-            )
-        try:
-            start = self.index.locate(offset)
-        except OffsetNotFoundError as exc:
-            raise OffsetNotFoundError(f"{self.path}: {exc}") from None
-        return self._iter_from(start, offset, count)
+        return seek_records(self.index, self.block_records, offset, count, source=str(self.path))
 
     def records(self) -> Iterator[Record]:
         """Every record in the file, in order."""
-        return self._iter_from(0, -1, None)
-
-    def _iter_from(self, block: int, offset: int, count: int | None) -> Iterator[Record]:
-        remaining = count
-        for pos in range(block, len(self.index.chunks)):
-            records = self.block_records(pos)
-            if pos == block:
-                records = records[self.index.chunks[pos].position_of(offset) :]
-            if remaining is not None:
-                records = records[:remaining]
-                remaining -= len(records)
-            yield from records
-            if remaining == 0:
-                return
+        first = self.index.first_offset
+        return iter(()) if first is None else self.seek(first)
 
     def close(self) -> None:
         if self._fd >= 0:

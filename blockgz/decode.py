@@ -4,7 +4,7 @@ Shared by the local-file reader and the object-store reader: both fetch a chunk'
 byte range, then call :func:`chunk_records`.
 
     >>> from blockgz.codec import Compression
-    >>> from blockgz.index import Chunk
+    >>> from blockgz.index import BlockIndex, Chunk
     >>> raw = Compression().compress(b"a\\nb\\n")
     >>> chunk_records(raw, Chunk(7, 2, 0, len(raw), 4))
     [Record(offset=7, value=b'a'), Record(offset=8, value=b'b')]
@@ -12,12 +12,13 @@ byte range, then call :func:`chunk_records`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from blockgz.codec import decompress_member, decompress_members
-from blockgz.errors import CorruptBlockError
+from blockgz.errors import CorruptBlockError, OffsetNotFoundError
 from blockgz.framing import NEWLINE, Framing
-from blockgz.index import Chunk
+from blockgz.index import BlockIndex, Chunk
 
 
 class Record(NamedTuple):
@@ -72,3 +73,41 @@ def chunk_records(
             byte_offset=chunk.byte_offset,
         )
     return [Record(o, v) for o, v in zip(chunk.record_offsets(), values, strict=True)]
+
+
+def seek_records(
+    index: BlockIndex,
+    block_records: Callable[[int], list[Record]],
+    offset: int,
+    count: int | None = None,
+    *,
+    source: str = "",
+) -> Iterator[Record]:
+    """Records from ``offset`` on, reading blocks through ``block_records(n)`` one at a time.
+
+    Checks the offset eagerly (before the first block is read): one before the first
+    offset or past the last raises :class:`OffsetNotFoundError` naming ``source``; one
+    compacted away starts at the next offset that exists.
+    """
+    first = index.first_offset
+    if first is not None and offset < first:
+        raise OffsetNotFoundError(f"{source}: offset {offset} is before the first offset {first}")
+    try:
+        start = index.locate(offset)
+    except OffsetNotFoundError as exc:
+        raise OffsetNotFoundError(f"{source}: {exc}") from None
+    return _records_from(index, block_records, start, offset, count)
+
+
+def _records_from(index, block_records, start: int, offset: int, count: int | None):
+    remaining = count
+    for block in range(start, len(index.chunks)):
+        records = block_records(block)
+        if block == start:
+            records = records[index.chunks[block].position_of(offset) :]
+        if remaining is not None:
+            records = records[:remaining]
+            remaining -= len(records)
+        yield from records
+        if remaining == 0:
+            return

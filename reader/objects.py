@@ -17,8 +17,8 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 
-from blockgz.decode import Record, chunk_records
-from blockgz.errors import ObjectNotFoundError, OffsetNotFoundError
+from blockgz.decode import Record, chunk_records, seek_records
+from blockgz.errors import ObjectNotFoundError
 from blockgz.index import INDEX_SUFFIX, BlockIndex, sidecar_key
 from blockgz.store.base import ObjectStore
 
@@ -61,28 +61,8 @@ class IndexedObject:
         return chunk_records(raw, chunk, self.index.framing, block=block, source=self.url)
 
     def seek(self, offset: int, count: int | None = None) -> Iterator[Record]:
-        """Records from ``offset`` on within this object (blocks fetched one at a time)."""
-        first = self.index.first_offset
-        if first is not None and offset < first:
-            raise OffsetNotFoundError(
-                f"{self.url}: offset {offset} is before the first offset {first}"
-            )
-        try:
-            start = self.index.locate(offset)
-        except OffsetNotFoundError as exc:
-            raise OffsetNotFoundError(f"{self.url}: {exc}") from None
-        return self._iter(start, offset, count)
-
-    def _iter(self, start: int, offset: int, count: int | None) -> Iterator[Record]:
-        remaining = count
-        for block in range(start, len(self.index.chunks)):
-            records = [r for r in self.fetch_records(block) if r.offset >= offset]
-            if remaining is not None:
-                records = records[:remaining]
-                remaining -= len(records)
-            yield from records
-            if remaining == 0:
-                return
+        """Records from ``offset`` on within this object (one ranged GET per block)."""
+        return seek_records(self.index, self.fetch_records, offset, count, source=self.url)
 
 
 class ChunkStream(io.RawIOBase):
