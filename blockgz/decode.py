@@ -32,7 +32,10 @@ def inflate_chunk(
     raw: bytes | memoryview, chunk: Chunk, *, block: int = 0, source: str = ""
 ) -> bytes:
     """Decompress a chunk's bytes and check their size against the index."""
-    where = f"{source}: block {block} (bytes {chunk.byte_offset}-{chunk.byte_end - 1})"
+    where = (
+        f"{source}: block {block} (offsets {chunk.first_record_offset}-{chunk.last_record_offset},"
+        f" bytes {chunk.byte_offset}-{chunk.byte_end - 1})"
+    )
     if len(raw) != chunk.byte_length:
         raise CorruptBlockError(
             f"{where}: read {len(raw)} bytes, the index promises {chunk.byte_length} (truncated?)",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
 import textwrap
@@ -12,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from blockgz.cli import main
-from blockgz.errors import ObjectNotFoundError, StoreError
+from blockgz.errors import CorruptBlockError, ObjectNotFoundError, StoreError
 from blockgz.store import open_store
 from reader import open_archive
 
@@ -222,3 +223,36 @@ def test_thousand_open_uploads_stay_small(moto_s3, bucket):
     print(f"1,000 open uploads hold {held_mib:.1f} MiB vs {fixed_buffers_mib} MiB of fixed buffers")
     listed = moto_s3.client().list_objects_v2(Bucket=bucket, Prefix="small/")
     assert listed["KeyCount"] == 1000
+
+
+def test_following_blocks_are_prefetched_concurrently(s3_proxy, bucket):
+    options = s3_options(s3_proxy.endpoint_url)
+    store, prefix = open_store(f"s3://{bucket}", options)
+    expected = build_partition(
+        store, prefix, objects=1, records_per_object=600, block_size=8 * 1024
+    )
+    with open_archive(f"s3://{bucket}", **options, prefetch=3) as archive:
+        archive.objects("orders", 0)
+        archive.index(archive.objects("orders", 0)[0])
+        s3_proxy.latency_s = 0.05
+        s3_proxy.clear_log()
+        got = [r.offset for r in archive.seek("orders", 0, 10)]
+    assert got == sorted(o for o in expected if o >= 10)
+    assert len(data_gets(s3_proxy)) > 10
+    assert s3_proxy.peak_in_flight >= 2  # block fetches overlap instead of queuing
+
+
+def test_corrupt_block_on_s3_names_key_block_and_offsets(s3_proxy, bucket, moto_s3):
+    options = s3_options(s3_proxy.endpoint_url)
+    store, prefix = open_store(f"s3://{bucket}", options)
+    build_partition(store, prefix, objects=1, records_per_object=300, block_size=8 * 1024)
+    key = "topics/orders/partition=0/orders+0+0000000000.json.gz"
+    raw = bytearray(moto_s3.client().get_object(Bucket=bucket, Key=key)["Body"].read())
+    raw[len(raw) // 2] ^= 0xFF
+    moto_s3.client().put_object(Bucket=bucket, Key=key, Body=bytes(raw))
+    pattern = re.escape(f"s3://{bucket}/{key}: block ") + r"\d+ \(offsets \d+-\d+, bytes"
+    with (
+        open_archive(f"s3://{bucket}", **options) as archive,
+        pytest.raises(CorruptBlockError, match=pattern),
+    ):
+        list(archive.seek("orders", 0, 0))
