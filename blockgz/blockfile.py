@@ -73,10 +73,13 @@ class BlockGzipFile:
         chunk = self.index.chunks[block]
         return inflate_chunk(self.read_raw(block), chunk, block=block, source=str(self.path))
 
-    def block_records(self, block: int) -> list[Record]:
+    def block_records(self, block: int, start: int = 0, stop: int | None = None) -> list[Record]:
+        """Records ``[start:stop]`` of one block (all of them by default)."""
         chunk = self.index.chunks[block]
+        raw = self.read_raw(block)
+        source = str(self.path)
         return chunk_records(
-            self.read_raw(block), chunk, self.index.framing, block=block, source=str(self.path)
+            raw, chunk, self.index.framing, block=block, source=source, start=start, stop=stop
         )
 
     def seek(self, offset: int, count: int | None = None) -> Iterator[Record]:

@@ -65,28 +65,32 @@ def chunk_records(
     *,
     block: int = 0,
     source: str = "",
+    start: int = 0,
+    stop: int | None = None,
 ) -> list[Record]:
-    """The records of one chunk, with their offsets; the count must match the index."""
-    values = framing.split(inflate_chunk(raw, chunk, block=block, source=source))
-    if len(values) != chunk.num_records:
+    """Records ``[start:stop]`` of one chunk, with offsets; the chunk's count must match."""
+    data = inflate_chunk(raw, chunk, block=block, source=source)
+    values, total = framing.slice(data, start, stop)
+    if total != chunk.num_records:
         raise CorruptBlockError(
-            f"{source}: block {block} holds {len(values)} records, the index promises "
+            f"{source}: block {block} holds {total} records, the index promises "
             f"{chunk.num_records}",
             block=block,
             byte_offset=chunk.byte_offset,
         )
-    return [Record(o, v) for o, v in zip(chunk.record_offsets(), values, strict=True)]
+    offsets = chunk.record_offsets()[start : start + len(values)]
+    return [Record(o, v) for o, v in zip(offsets, values, strict=True)]
 
 
 def seek_records(
     index: BlockIndex,
-    block_records: Callable[[int], list[Record]],
+    block_records: Callable[[int, int, int | None], list[Record]],
     offset: int,
     count: int | None = None,
     *,
     source: str = "",
 ) -> Iterator[Record]:
-    """Records from ``offset`` on, reading blocks through ``block_records(n)`` one at a time.
+    """Records from ``offset`` on, through ``block_records(n, start, stop)`` one block at a time.
 
     Checks the offset eagerly (before the first block is read): one before the first
     offset or past the last raises :class:`OffsetNotFoundError` naming ``source``; one
@@ -105,11 +109,9 @@ def seek_records(
 def _records_from(index, block_records, start: int, offset: int, count: int | None):
     remaining = count
     for block in range(start, len(index.chunks)):
-        records = block_records(block)
-        if block == start:
-            records = records[index.chunks[block].position_of(offset) :]
+        first = index.chunks[block].position_of(offset) if block == start else 0
+        records = block_records(block, first, None if remaining is None else first + remaining)
         if remaining is not None:
-            records = records[:remaining]
             remaining -= len(records)
         yield from records
         if remaining == 0:

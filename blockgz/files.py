@@ -133,11 +133,20 @@ def _open_source(src):
         yield src
 
 
+def temp_file_beside(path: Path) -> tuple[int, str]:
+    """A new temporary file in ``path``'s directory, with the mode a plain open() would give."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    current = os.umask(0)
+    os.umask(current)
+    os.chmod(tmp, 0o666 & ~current)  # mkstemp makes 0600
+    return fd, tmp
+
+
 @contextmanager
 def atomic_write(path: Path):
     """Write to a temporary file beside ``path``; rename over it only on success."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = temp_file_beside(path)
     try:
         with os.fdopen(fd, "wb") as out:
             yield out

@@ -54,6 +54,29 @@ class Separated:
             records.pop()
         return records
 
+    def slice(
+        self, data: bytes | bytearray, start: int, stop: int | None
+    ) -> tuple[list[bytes], int]:
+        """Records ``[start:stop]`` of a block as ``bytes``, and how many the block holds.
+
+        Only the wanted records are built: for a one-byte separator numpy finds every
+        separator position, so fetching one record of a 1 MiB block costs ~0.2 ms
+        instead of splitting ~1,800 records.
+        """
+        if (start == 0 and stop is None) or len(self.separator) != 1:
+            records = self.split(bytes(data))
+            return records[start:stop], len(records)
+        ends = np.flatnonzero(np.frombuffer(data, np.uint8) == self.separator[0])
+        total = len(ends) + (0 if not data or data[-1] == self.separator[0] else 1)
+        bounds = (
+            [0, *(ends + 1).tolist()]
+            if total == len(ends)
+            else [0, *(ends + 1).tolist(), len(data) + 1]
+        )
+        view = memoryview(data)
+        stop = total if stop is None else min(stop, total)
+        return [bytes(view[bounds[k] : bounds[k + 1] - 1]) for k in range(start, stop)], total
+
     def count(self, data: bytes | bytearray) -> int:
         if not data:
             return 0
@@ -103,6 +126,12 @@ class LengthPrefixed:
 
     def count(self, data: bytes | bytearray) -> int:
         return len(self.split(bytes(data)))
+
+    def slice(
+        self, data: bytes | bytearray, start: int, stop: int | None
+    ) -> tuple[list[bytes], int]:
+        records = self.split(bytes(data))
+        return records[start:stop], len(records)
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": "length-prefixed", "length_bytes": 4, "byteorder": "big"}

@@ -199,8 +199,8 @@ class Archive:
                 f"offset {offset} of {where} is past the end: last archived offset is {last}"
             )
 
-    def _plan(self, refs, first, offset, count) -> Iterator[tuple[ObjectRef, int]]:
-        """The (object, block) pairs needed, in order; block -1 means "stream the object"."""
+    def _plan(self, refs, first, offset, count) -> Iterator[tuple[ObjectRef, int, int, int | None]]:
+        """(object, block, start, stop) needed, in order; block -1 means "stream the object"."""
         needed = count
         for ref in refs[first:]:
             if not ref.has_index:
@@ -210,26 +210,26 @@ class Archive:
                         "cannot be located in it; build one with `blockgz index`, or pass "
                         "scan.unindexed=true (--scan) to stream it from the start"
                     )
-                yield ref, -1
+                yield ref, -1, 0, None
                 continue
             index = self.index(ref)
             if index.last_offset is None or index.last_offset < offset:
                 continue  # this object ends before the offset: the next one starts after it
             start = index.locate(offset) if offset >= (index.first_offset or 0) else 0
             for block in range(start, len(index.chunks)):
-                yield ref, block
+                chunk = index.chunks[block]
+                skip = chunk.position_of(offset) if block == start else 0
+                yield ref, block, skip, None if needed is None else skip + needed
                 if needed is not None:
-                    chunk = index.chunks[block]
-                    needed -= chunk.num_records - (
-                        chunk.position_of(offset) if block == start else 0
-                    )
+                    needed -= chunk.num_records - skip
                     if needed <= 0:
                         return
 
-    def _fetch(self, job: tuple[ObjectRef, int]) -> Iterable[Record]:
-        ref, block = job
+    def _fetch(self, job: tuple[ObjectRef, int, int, int | None]) -> Iterable[Record]:
+        ref, block, start, stop = job
         if block >= 0:
-            return IndexedObject(self.store, ref.key, self.index(ref)).fetch_records(block)
+            obj = IndexedObject(self.store, ref.key, self.index(ref))
+            return obj.fetch_records(block, start, stop)
         return self._stream_records(ref)  # lazy: the stream is read as the caller iterates
 
     def _stream_records(self, ref: ObjectRef) -> Iterator[Record]:

@@ -54,11 +54,12 @@ class IndexedObject:
             self._index = BlockIndex.from_json(text, source=self.store.url(index_key))
         return self._index
 
-    def fetch_records(self, block: int) -> list[Record]:
-        """One ranged GET for the block, decompressed and checked against the index."""
+    def fetch_records(self, block: int, start: int = 0, stop: int | None = None) -> list[Record]:
+        """One ranged GET for the block; records ``[start:stop]``, checked against the index."""
         chunk = self.index.chunks[block]
         raw = self.store.get_range(self.key, chunk.byte_offset, chunk.byte_end)
-        return chunk_records(raw, chunk, self.index.framing, block=block, source=self.url)
+        framing, url = self.index.framing, self.url
+        return chunk_records(raw, chunk, framing, block=block, source=url, start=start, stop=stop)
 
     def seek(self, offset: int, count: int | None = None) -> Iterator[Record]:
         """Records from ``offset`` on within this object (one ranged GET per block)."""

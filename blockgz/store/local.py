@@ -12,11 +12,11 @@ b'el'
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from blockgz.errors import ConfigError, ObjectNotFoundError
+from blockgz.files import temp_file_beside
 from blockgz.store.base import ObjectInfo, ObjectStore, Upload
 
 
@@ -98,8 +98,7 @@ class _LocalUpload(Upload):
     def __init__(self, key: str, path: Path):
         self.key = key
         self._path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, self._tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        fd, self._tmp = temp_file_beside(path)
         self._file = os.fdopen(fd, "wb")
         self._written = 0
 
