@@ -1,0 +1,70 @@
+"""Fixtures of the benchmark suite and the end-of-session report.
+
+Inputs are cached under ``.bench-cache/`` (keyed by size and by the record generator's
+source), outputs go to one temporary directory on the same disk for every tool.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchmarks import support
+from blockgz.files import compress_file
+from blockgz.index import BlockIndex, sidecar_key
+
+
+def pytest_report_header(config) -> list[str]:
+    note = "" if support.MEANINGFUL else "  (smoke-test scale: targets NOT meaningful)"
+    return [
+        f"blockgz benchmarks: BLOCKGZ_BENCH_SCALE={support.SCALE:g}, corpus "
+        f"{support.CORPUS_BYTES / support.MB:,.1f} MB, seek file "
+        f"{support.SEEK_FILE_BYTES / support.GiB:.2f} GiB{note}",
+        f"machine: {support.machine_line()}",
+    ]
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    """The cached NDJSON corpus (~200 MB at scale 1)."""
+    return support.corpus_path()
+
+
+@pytest.fixture(scope="session")
+def corpus_data(corpus: Path) -> bytes:
+    return corpus.read_bytes()
+
+
+@pytest.fixture(scope="session")
+def workdir(tmp_path_factory) -> Path:
+    """Where every compressor writes its output: one directory, same disk for all."""
+    return tmp_path_factory.mktemp("bench-out")
+
+
+@pytest.fixture(scope="session")
+def corpus_gz(corpus: Path, workdir: Path) -> Iterator[tuple[Path, BlockIndex]]:
+    """The corpus as block-GZIP with the defaults (fast, 1 MiB): read benchmarks and block cuts."""
+    path = workdir / "corpus-fast-1MiB.ndjson.gz"
+    index = compress_file(corpus, path, threads=2)
+    yield path, index
+    support.remove(path, Path(sidecar_key(str(path))))
+
+
+@pytest.fixture(scope="session")
+def seek_file() -> Path:
+    """The cached ~1 GiB block-GZIP file (the corpus written ~5 times over)."""
+    return support.seek_file_path()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    if not support.RESULTS:
+        return
+    report = support.render_report(support.RESULTS)
+    support.RESULTS_PATH.parent.mkdir(parents=True, exist_ok=True)
+    support.RESULTS_PATH.write_text(report, encoding="utf-8")
+    terminalreporter.section("blockgz vs peers")
+    for line in report.splitlines():
+        terminalreporter.write_line(line)
+    terminalreporter.write_line(f"(written to {support.RESULTS_PATH.relative_to(support.ROOT)})")
