@@ -443,6 +443,9 @@ class _ClientGone(Exception):
 
 class _ProxyHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive
+    # Headers and body go out in separate writes; with Nagle on, a small body waits for the
+    # client's delayed ACK (a 1 KiB GET took 68 ms instead of 25 ms at 20 ms latency).
+    disable_nagle_algorithm = True
     server: _ProxyServer
     _expecting = False  # the current request has "Expect: 100-continue", not yet answered
 

@@ -256,3 +256,19 @@ def test_corrupt_block_on_s3_names_key_block_and_offsets(s3_proxy, bucket, moto_
         pytest.raises(CorruptBlockError, match=pattern),
     ):
         list(archive.seek("orders", 0, 0))
+
+
+def test_cold_seek_is_list_index_and_one_range(s3_proxy, bucket):
+    options = s3_options(s3_proxy.endpoint_url)
+    store, prefix = open_store(f"s3://{bucket}", options)
+    build_partition(store, prefix, objects=2, records_per_object=300)
+    s3_proxy.clear_log()
+    with open_archive(f"s3://{bucket}", **options) as archive:
+        next(archive.seek("orders", 0, 450, count=1))
+    kinds = sorted(
+        ("LIST" if "list-type" in r.query else r.method)
+        + (" index" if r.path.endswith(".index.json") else "")
+        + (" range" if r.header("Range") else "")
+        for r in s3_proxy.requests
+    )
+    assert kinds == ["GET index", "GET range", "LIST"]
