@@ -7,21 +7,19 @@ cached corpus. Their report goes to ``results/s3.md`` (full scale only) and to t
 from __future__ import annotations
 
 import datetime as dt
-import importlib.metadata
 import math
-import os
-import platform
 import statistics
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
 import psutil
-import pytest
+
+from benchmarks.support import SCALE, _table, _version, machine_line
 
 MB = 1_000_000
 KiB = 1024
@@ -34,18 +32,6 @@ REPRODUCE = (
 )
 
 
-def read_scale() -> float:
-    raw = os.environ.get("BLOCKGZ_BENCH_SCALE", "1.0")
-    try:
-        value = float(raw)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value) or value <= 0:
-        raise pytest.UsageError(f"BLOCKGZ_BENCH_SCALE must be a positive number, got {raw!r}")
-    return value
-
-
-SCALE = read_scale()
 MEANINGFUL = SCALE >= 1.0  # the targets are defined at full size
 
 LATENCY_S = 0.020  # added by the proxy to every request: roughly a real S3 round trip
@@ -172,42 +158,10 @@ class CpuMeter:
 RESULTS: dict[str, dict[str, Any]] = {}
 
 
-def _version(dist: str) -> str:
-    try:
-        return importlib.metadata.version(dist)
-    except importlib.metadata.PackageNotFoundError:
-        return "not installed"
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def machine_line() -> str:
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    ram = psutil.virtual_memory().total / GiB
-    return (
-        f"{cpus} CPUs ({_cpu_model()}), {ram:.0f} GiB RAM, Linux {platform.release()}, "
-        f"Python {platform.python_version()}"
-    )
-
-
 def versions_line() -> str:
     return ", ".join(
         f"{name} {_version(name)}" for name in ("blockgz", "boto3", "moto", "isal", "werkzeug")
     )
-
-
-def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return out
 
 
 def _ms(seconds: float) -> str:
