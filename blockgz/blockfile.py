@@ -18,15 +18,13 @@ from pathlib import Path
 
 from blockgz.decode import Record, chunk_records, inflate_chunk, seek_records
 from blockgz.errors import ObjectNotFoundError
-from blockgz.index import INDEX_SUFFIX, BlockIndex, sidecar_key
+from blockgz.index import BlockIndex, data_key_for, sidecar_key
 
 
 def data_path_for(target: str | os.PathLike[str]) -> Path:
     """Accept a data file or its ``.index.json`` and return the data file's path."""
     path = Path(target)
-    if path.name.endswith(INDEX_SUFFIX):
-        return path.with_name(path.name[: -len(INDEX_SUFFIX)] + ".gz")
-    return path
+    return path.with_name(data_key_for(path.name))
 
 
 def load_index(index_path: str | os.PathLike[str]) -> BlockIndex:

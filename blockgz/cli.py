@@ -287,8 +287,9 @@ def cat(target, topic, partition, endpoint_url, options) -> None:
 
     options = _collect_options(endpoint_url, options)
     if topic is None and partition is None:
+        from blockgz.index import data_key_for
         from blockgz.store import split_object_url
-        from reader.objects import data_key_for, stream_object
+        from reader.objects import stream_object
 
         store, key = split_object_url(target, options)
         key = data_key_for(key)
@@ -399,16 +400,8 @@ def verify(target, topic, endpoint_url, options) -> None:
 
 
 def _verify_object(obj) -> bool:
-    from blockgz.verify import verify_blocks
-
-    index, size = obj.index, obj.store.head(obj.key).size
-
-    def read_raw(n: int) -> bytes:
-        chunk = index.chunks[n]
-        return obj.store.get_range(obj.key, chunk.byte_offset, chunk.byte_end)
-
-    with _progress(f"verifying {obj.url}", size) as advance:
-        report = verify_blocks(index, read_raw, size=size, source=obj.url, on_block=advance)
+    with _progress(f"verifying {obj.url}", obj.store.head(obj.key).size) as advance:
+        report = obj.verify(on_block=advance)
     for problem in report.problems:
         click.echo(f"bad: {problem}", err=True)
     if report.ok:

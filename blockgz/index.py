@@ -43,6 +43,11 @@ def sidecar_key(data_key: str) -> str:
     return base + INDEX_SUFFIX
 
 
+def data_key_for(key: str) -> str:
+    """Accept a data key or its ``.index.json`` key and return the data key."""
+    return key[: -len(INDEX_SUFFIX)] + ".gz" if key.endswith(INDEX_SUFFIX) else key
+
+
 @dataclass(frozen=True, slots=True)
 class Chunk:
     """One block: a run of whole records stored as one gzip member (or several, when rebuilt)."""

@@ -23,7 +23,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from blockgz.decode import Record
@@ -123,17 +123,7 @@ class Archive:
             if partition is not None and ref.partition != partition:
                 continue
             has_index = ref.compressed and sidecar_key(info.key) in keys
-            refs.append(
-                ObjectRef(
-                    ref.key,
-                    ref.topic,
-                    ref.partition,
-                    ref.start_offset,
-                    ref.extension,
-                    ref.size,
-                    has_index,
-                )
-            )
+            refs.append(replace(ref, has_index=has_index))
         return sorted(refs, key=lambda r: (r.topic, r.partition, r.start_offset))
 
     def refresh(self) -> None:

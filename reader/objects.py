@@ -15,17 +15,13 @@
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from blockgz.decode import Record, chunk_records, seek_records
 from blockgz.errors import ObjectNotFoundError
-from blockgz.index import INDEX_SUFFIX, BlockIndex, sidecar_key
+from blockgz.index import BlockIndex, data_key_for, sidecar_key
 from blockgz.store.base import ObjectStore
-
-
-def data_key_for(key: str) -> str:
-    """Accept a data key or its ``.index.json`` key and return the data key."""
-    return key[: -len(INDEX_SUFFIX)] + ".gz" if key.endswith(INDEX_SUFFIX) else key
+from blockgz.verify import VerifyReport, verify_blocks
 
 
 class IndexedObject:
@@ -54,16 +50,28 @@ class IndexedObject:
             self._index = BlockIndex.from_json(text, source=self.store.url(index_key))
         return self._index
 
+    def read_raw(self, block: int) -> bytes:
+        """The block's compressed bytes: one ranged GET."""
+        chunk = self.index.chunks[block]
+        return self.store.get_range(self.key, chunk.byte_offset, chunk.byte_end)
+
     def fetch_records(self, block: int, start: int = 0, stop: int | None = None) -> list[Record]:
         """One ranged GET for the block; records ``[start:stop]``, checked against the index."""
         chunk = self.index.chunks[block]
-        raw = self.store.get_range(self.key, chunk.byte_offset, chunk.byte_end)
+        raw = self.read_raw(block)
         framing, url = self.index.framing, self.url
         return chunk_records(raw, chunk, framing, block=block, source=url, start=start, stop=stop)
 
     def seek(self, offset: int, count: int | None = None) -> Iterator[Record]:
         """Records from ``offset`` on within this object (one ranged GET per block)."""
         return seek_records(self.index, self.fetch_records, offset, count, source=self.url)
+
+    def verify(self, on_block: Callable[[int], None] | None = None) -> VerifyReport:
+        """Check every block against the index (one ranged GET each)."""
+        size = self.store.head(self.key).size
+        return verify_blocks(
+            self.index, self.read_raw, size=size, source=self.url, on_block=on_block
+        )
 
 
 class ChunkStream(io.RawIOBase):
