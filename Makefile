@@ -13,7 +13,7 @@ $(STAMP): pyproject.toml
 	@PYTHON=$(PYTHON) scripts/check-prereqs
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,local]'
+	$(BIN)/python -m pip install -q -e '.[dev,local,spark]'
 	@rm -f $(VENV)/.installed-* && touch $@
 
 demo: $(STAMP)

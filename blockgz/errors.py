@@ -58,3 +58,32 @@ class ObjectNotFoundError(StoreError, FileNotFoundError):
 
 class StoreAccessDeniedError(StoreError, PermissionError):
     """The object store refused the request for lack of permission."""
+
+
+class BadRecordError(BlockGzError, ValueError):
+    """A Kafka record cannot be partitioned or encoded (not JSON, a missing field, a null value).
+
+    The message names the topic, partition and offset so the record can be found again.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        topic: str | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+    ):
+        where = f"{topic}-{partition}@{offset}: " if topic is not None else ""
+        super().__init__(where + message)
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+
+
+class SourceError(BlockGzError, RuntimeError):
+    """The Kafka source cannot read what it was asked for (unreachable broker, unknown topic)."""
+
+
+class DataLossError(SourceError):
+    """Offsets the job still needed are gone from Kafka (retention, topic deleted)."""

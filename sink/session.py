@@ -1,0 +1,120 @@
+"""Start a SparkSession that can run blockgz's Python data sources, quietly.
+
+Three things trip up a Python data source on a fresh machine (see the PySpark notes in
+DESIGN.md): workers start ``python3`` from ``PATH`` instead of this interpreter, the
+modules holding the data sources must be importable on the workers, and log4j prints
+pages of warnings. :func:`spark_session` fixes all three and registers the sources.
+
+Example (starts a JVM, so not run as a doctest)::
+
+    spark = spark_session("local[2,3]")
+    df = spark.readStream.format("blockgz-kafka").option("subscribe", "t").load()
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+_LOG4J = """\
+rootLogger.level = {level}
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{{HH:mm:ss}} %p %c{{1}}: %m%n
+logger.py.name = org.apache.spark.api.python
+logger.py.level = error
+logger.native.name = org.apache.hadoop.util.NativeCodeLoader
+logger.native.level = error
+logger.utils.name = org.apache.spark.util.Utils
+logger.utils.level = error
+logger.exec.name = org.apache.spark.sql.execution
+logger.exec.level = error
+logger.stream.name = org.apache.spark.sql.execution.streaming
+logger.stream.level = error
+logger.tsm.name = org.apache.spark.scheduler.TaskSetManager
+logger.tsm.level = error
+logger.executor.name = org.apache.spark.executor.Executor
+logger.executor.level = fatal
+logger.dagsched.name = org.apache.spark.scheduler.DAGScheduler
+logger.dagsched.level = error
+"""
+
+#: The project root, so workers can import ``sink``, ``reader`` and ``blockgz`` from a checkout.
+_PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
+
+
+def _log4j_file(level: str) -> str:
+    path = Path(tempfile.gettempdir()) / f"blockgz-log4j2-{level.lower()}.properties"
+    text = _LOG4J.format(level=level.lower())
+    if not path.exists() or path.read_text() != text:
+        path.write_text(text)
+    return str(path)
+
+
+def prepare_environment() -> None:
+    """Point Spark's Python workers at this interpreter and this checkout (idempotent)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if _PROJECT_ROOT not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([_PROJECT_ROOT, *paths])
+
+
+def spark_session(
+    master: str = "local[2,3]",
+    *,
+    app_name: str = "blockgz",
+    log_level: str = "WARN",
+    conf: dict[str, Any] | None = None,
+):
+    """Get (or create) a SparkSession with blockgz's data sources registered.
+
+    ``local[N,F]`` rather than ``local[N]``: plain local mode never retries a failed task.
+    """
+    prepare_environment()
+    from pyspark.sql import SparkSession
+
+    log4j = _log4j_file(log_level)
+    java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.executor.extraJavaOptions", java_opts)
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.streaming.stopTimeout", "30s")
+        .config("spark.python.worker.faulthandler.enabled", "true")
+    )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, str(value))
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel(log_level)
+    register_data_sources(spark)
+    return spark
+
+
+def register_data_sources(spark) -> None:
+    """Register the ``blockgz`` sink and the ``blockgz-kafka`` source on ``spark``."""
+    from sink.datasource import BlockGzDataSource
+    from sink.kafka_source import KafkaDataSource
+
+    spark.dataSource.register(BlockGzDataSource)
+    spark.dataSource.register(KafkaDataSource)
+
+
+def has_spark_kafka(spark) -> bool:
+    """True when Spark's own Kafka source (the spark-sql-kafka jar) is on the classpath."""
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.java.lang.Class.forName("org.apache.spark.sql.kafka010.KafkaSourceProvider")
+    except Exception:
+        return False
+    return True

@@ -1,0 +1,268 @@
+"""The export end to end on real local servers: Tansu (Kafka), moto (S3) and Spark local mode.
+
+One SparkSession serves the whole test session (``spark`` fixture, ``local[2,3]``). Each test
+uses its own topic and bucket.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+
+import pytest
+
+from blockgz.store import open_store
+from sink.commit import committed_offsets
+from sink.job import ExportFailed, run_export
+from sink.job_config import ExportConfig
+
+from .conftest import s3_options
+from .export_support import (
+    Exported,
+    manifest_keys_of,
+    produce_numbered,
+    read_exported,
+    value_for,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def topic_for(request) -> str:
+    return re.sub(r"[^A-Za-z0-9_]", "_", request.node.name)[:60]
+
+
+def job_for(kafka, moto_s3, bucket, topic, **options) -> ExportConfig:
+    return ExportConfig.from_mapping(
+        {
+            "name": "test-export",
+            "topics": topic,
+            "kafka.bootstrap.servers": kafka.bootstrap_servers,
+            "s3.bucket.name": bucket,
+            **s3_options(moto_s3.endpoint_url),
+            **options,
+        }
+    )
+
+
+def export_once(spark, job, checkpoint):
+    return run_export(
+        job, checkpoint=checkpoint, once=True, spark=spark, install_signal_handlers=False
+    )
+
+
+def bucket_contents(moto_s3, bucket) -> tuple[Exported, object, str]:
+    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    return read_exported(store, prefix), store, prefix
+
+
+def test_quickstart_layout_matches_confluent(spark, kafka, moto_s3, bucket, tmp_path):
+    kafka.create_topic("s3_topic", partitions=1)
+    produce_numbered(kafka.bootstrap_servers, "s3_topic", 1, 9)
+    job = job_for(
+        kafka,
+        moto_s3,
+        bucket,
+        "s3_topic",
+        **{
+            "format.class": "io.confluent.connect.s3.format.json.JsonFormat",
+            "partitioner.class": "io.confluent.connect.storage.partitioner.DefaultPartitioner",
+            "flush.size": "3",
+        },
+    )
+    result = export_once(spark, job, tmp_path / "ckpt")
+    exported, store, prefix = bucket_contents(moto_s3, bucket)
+    assert sorted(exported.objects) == [
+        "topics/s3_topic/partition=0/s3_topic+0+0000000000.json",
+        "topics/s3_topic/partition=0/s3_topic+0+0000000003.json",
+        "topics/s3_topic/partition=0/s3_topic+0+0000000006.json",
+    ]
+    assert exported.objects["topics/s3_topic/partition=0/s3_topic+0+0000000003.json"] == [
+        value_for(0, 3),
+        value_for(0, 4),
+        value_for(0, 5),
+    ]
+    assert result.records == 9 and result.files == 3
+    assert committed_offsets(store, prefix, job.sink) == {"s3_topic": {0: 9}}
+
+
+def test_batches_resume_from_the_checkpoint_exactly_once(
+    spark, kafka, moto_s3, bucket, tmp_path, request
+):
+    topic = topic_for(request)
+    kafka.create_topic(topic, partitions=3)
+    produce_numbered(kafka.bootstrap_servers, topic, 3, 40)
+    job = job_for(
+        kafka,
+        moto_s3,
+        bucket,
+        topic,
+        **{
+            "flush.size": "7",
+            "s3.compression.type": "blockgzip",
+            "maxOffsetsPerTrigger": "45",
+        },
+    )
+    first = export_once(spark, job, tmp_path / "ckpt")
+    assert first.batches >= 3, "maxOffsetsPerTrigger=45 over 120 records needs 3 batches"
+    produce_numbered(kafka.bootstrap_servers, topic, 3, 20, start=40)
+    second = export_once(spark, job, tmp_path / "ckpt")
+    assert first.records + second.records == 180
+    exported, store, prefix = bucket_contents(moto_s3, bucket)
+    exported.assert_exactly_once(3, 60)
+    data_keys = set(exported.objects)
+    assert manifest_keys_of(store, prefix, job.sink) == data_keys | exported.indexes
+    assert len(exported.indexes) == len(data_keys)
+    for key, docs in exported.objects.items():
+        p, first_offset = re.search(r"\+(\d+)\+(\d{10})\.json\.gz$", key).groups()
+        assert docs[0]["i"] == int(first_offset) and docs[0]["p"] == int(p)
+        assert len(docs) <= 7
+
+
+# -- every format x compression x partitioner, through Spark's batch writer ---------------
+def expected_dir(case: str, doc: dict) -> str:
+    when = datetime.fromtimestamp(doc["ts"] / 1000, UTC)
+    if case == "default":
+        return f"partition={doc['p']}"
+    if case == "field":
+        return f"country={doc['country']}/user.tier={doc['user']['tier']}"
+    if case == "daily":
+        return when.strftime("year=%Y/month=%m/day=%d")
+    if case == "hourly":
+        return when.strftime("year=%Y/month=%m/day=%d/hour=%H")
+    if case == "time":  # 6-hour buckets
+        floored = when.replace(hour=when.hour - when.hour % 6)
+        return floored.strftime("dt=%Y-%m-%d-%H")
+    raise AssertionError(case)
+
+
+PARTITIONERS = {
+    "default": {"partitioner.class": "default"},
+    "field": {
+        "partitioner.class": "io.confluent.connect.storage.partitioner.FieldPartitioner",
+        "partition.field.name": "country,user.tier",
+    },
+    "daily": {
+        "partitioner.class": "io.confluent.connect.storage.partitioner.DailyPartitioner",
+        "locale": "en_US",
+        "timezone": "UTC",
+        "timestamp.extractor": "Record",
+    },
+    "hourly": {
+        "partitioner.class": "hourly",
+        "locale": "en_US",
+        "timezone": "UTC",
+        "timestamp.extractor": "RecordField",
+        "timestamp.field": "ts",
+    },
+    "time": {
+        "partitioner.class": "io.confluent.connect.storage.partitioner.TimeBasedPartitioner",
+        "path.format": "'dt'=YYYY-MM-dd-HH",
+        "partition.duration.ms": str(6 * 3_600_000),
+        "locale": "en_US",
+        "timezone": "UTC",
+        "timestamp.extractor": "Record",
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def kafka_frame(spark, kafka):
+    """Kafka rows of a 2-partition topic (30 records each), read once through the source."""
+    topic = "matrix_topic"
+    kafka.create_topic(topic, partitions=2)
+    produce_numbered(kafka.bootstrap_servers, topic, 2, 30)
+    query = (
+        spark.readStream.format("blockgz-kafka")
+        .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("includeHeaders", "true")
+        .load()
+        .writeStream.format("memory")
+        .queryName("matrix_rows")
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(120)
+    frame = spark.table("matrix_rows").repartition(2, "partition").sortWithinPartitions("offset")
+    frame = frame.cache()
+    assert frame.count() == 60
+    return topic, frame
+
+
+@pytest.mark.parametrize("partitioner", sorted(PARTITIONERS))
+@pytest.mark.parametrize("compression", ["none", "gzip", "blockgzip"])
+@pytest.mark.parametrize("fmt", ["json", "bytearray"])
+def test_every_format_compression_partitioner(
+    kafka_frame, moto_s3, bucket, fmt, compression, partitioner
+):
+    topic, frame = kafka_frame
+    options = {
+        "s3.bucket.name": bucket,
+        **s3_options(moto_s3.endpoint_url),
+        "format.class": fmt,
+        "s3.compression.type": compression,
+        "flush.size": "4",
+        **PARTITIONERS[partitioner],
+    }
+    frame.write.format("blockgz").options(**options).mode("append").save()
+    exported, _, _ = bucket_contents(moto_s3, bucket)
+    exported.assert_exactly_once(2, 30)
+    ext = (".json" if fmt == "json" else ".bin") + ("" if compression == "none" else ".gz")
+    for key, docs in exported.objects.items():
+        head, name = key.rsplit("/", 1)
+        assert head.startswith(f"topics/{topic}/")
+        directory = head[len(f"topics/{topic}/") :]
+        assert {expected_dir(partitioner, d) for d in docs} == {directory}, key
+        partitions = {d["p"] for d in docs}
+        assert len(partitions) == 1
+        offsets = [d["i"] for d in docs]
+        assert offsets == sorted(offsets) and len(docs) <= 4
+        assert name == f"{topic}+{partitions.pop()}+{offsets[0]:010d}{ext}"
+    assert len(exported.indexes) == (len(exported.objects) if compression == "blockgzip" else 0)
+
+
+# -- bad input ------------------------------------------------------------------------------
+def test_non_json_value_fails_the_batch_naming_the_record_and_leaves_nothing(
+    spark, kafka, moto_s3, bucket, tmp_path, request
+):
+    from confluent_kafka import Producer
+
+    topic = topic_for(request)
+    kafka.create_topic(topic, partitions=1)
+    produce_numbered(kafka.bootstrap_servers, topic, 1, 5)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "batch.num.messages": 1})
+    producer.produce(topic, b"this is not json", partition=0)
+    assert producer.flush(10) == 0
+    del producer
+    job = job_for(
+        kafka,
+        moto_s3,
+        bucket,
+        topic,
+        **{"partitioner.class": "field", "partition.field.name": "country", "flush.size": "2"},
+    )
+    with pytest.raises(ExportFailed, match=rf"{topic}-0@5: value is not valid JSON"):
+        export_once(spark, job, tmp_path / "ckpt")
+    exported, store, prefix = bucket_contents(moto_s3, bucket)
+    assert exported.objects == {}, "a failed batch must not leave objects behind"
+    assert committed_offsets(store, prefix, job.sink) == {}
+
+
+def test_task_failure_is_retried_cleanly(spark, kafka, moto_s3, bucket, tmp_path, request):
+    topic = topic_for(request)
+    kafka.create_topic(topic, partitions=2)
+    produce_numbered(kafka.bootstrap_servers, topic, 2, 25)
+    job = job_for(
+        kafka,
+        moto_s3,
+        bucket,
+        topic,
+        **{"flush.size": "4", "blockgz.test.fault": "fail-first-attempt"},
+    )
+    result = export_once(spark, job, tmp_path / "ckpt")
+    assert result.records == 50
+    exported, store, prefix = bucket_contents(moto_s3, bucket)
+    exported.assert_exactly_once(2, 25)
+    assert manifest_keys_of(store, prefix, job.sink) == set(exported.objects)
