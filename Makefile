@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test bench lint format prereqs clean
+.PHONY: demo demo-format test bench lint format prereqs clean
 
 prereqs:
 	@PYTHON=$(PYTHON) scripts/check-prereqs
@@ -16,7 +16,12 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev,local,spark]'
 	@rm -f $(VENV)/.installed-* && touch $@
 
+# Confluent's S3-sink quickstart on a local Tansu broker, moto S3 and Spark local mode.
 demo: $(STAMP)
+	$(BIN)/blockgz quickstart
+
+# The block-GZIP format alone: sample events -> block-GZIP + index -> seek one offset.
+demo-format: $(STAMP)
 	$(BIN)/python scripts/demo.py
 
 test: $(STAMP)

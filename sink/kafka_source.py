@@ -65,7 +65,7 @@ SOURCE_NAME = "blockgz-kafka"
 
 TopicPartition = tuple[str, int]
 Offsets = dict[TopicPartition, int]
-StartSpec = Literal["earliest", "latest"] | Offsets
+StartSpec = Literal["earliest", "latest", "s3"] | Offsets
 
 EARLIEST = -2  # in startingOffsets JSON, as in Spark
 LATEST = -1
@@ -117,6 +117,8 @@ class SourceConfig:
     poll_timeout_ms: int = 120_000
     group_id_prefix: str = "blockgz-kafka-source"
     kafka: Mapping[str, str] = field(default_factory=dict)  # kafka.* without the prefix
+    # startingOffsets=s3 reads the blockgz sink's manifests: the sink's own options say where.
+    sink_options: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def timeout_s(self) -> float:
@@ -170,7 +172,17 @@ def parse_options(options: Mapping[str, str]) -> SourceConfig:
         poll_timeout_ms=_positive_int(opts, "kafkaConsumer.pollTimeoutMs", 120_000) or 120_000,
         group_id_prefix=opts.get("groupidprefix", "blockgz-kafka-source"),
         kafka=_kafka_settings(opts),
+        sink_options=_sink_settings(options) if starting == "s3" else {},
     )
+
+
+def _sink_settings(options: Mapping[str, Any]) -> dict[str, str]:
+    """The sink options given to the source for ``startingOffsets=s3`` (validated now)."""
+    from sink.config import SinkConfig
+
+    sink = {str(k): str(v) for k, v in options.items() if not str(k).startswith("kafka.")}
+    SinkConfig.from_options(sink)
+    return sink
 
 
 def _check_unsupported(opts: Mapping[str, str]) -> None:
@@ -246,11 +258,11 @@ def parse_starting_offsets(text: str) -> StartSpec:
     {('t', 0): 23, ('t', 1): -1}
     """
     value = text.strip()
-    if value.lower() in ("earliest", "latest"):
+    if value.lower() in ("earliest", "latest", "s3"):
         return value.lower()  # type: ignore[return-value]
     allowed = (
-        "startingOffsets must be earliest, latest or JSON like "
-        '{"topic": {"0": 23, "1": -2}} (-2 = earliest, -1 = latest)'
+        "startingOffsets must be earliest, latest, s3 (what the blockgz sink's manifests "
+        'committed) or JSON like {"topic": {"0": 23, "1": -2}} (-2 = earliest, -1 = latest)'
     )
     try:
         parsed = json.loads(value)
@@ -391,6 +403,23 @@ def resolve_start(
             earliest[tp] if offset == EARLIEST else latest[tp] if offset == LATEST else offset
         )
     return start
+
+
+def manifest_start(
+    sink_options: Mapping[str, str], partitions: Sequence[TopicPartition]
+) -> Offsets:
+    """``startingOffsets=s3``: per partition, the next offset the sink's manifests committed.
+
+    Partitions no manifest mentions start at earliest. (``blockgz export`` also removes
+    objects of batches that never committed; this source only reads.)
+    """
+    from sink.commit import committed_offsets
+    from sink.config import SinkConfig
+
+    config = SinkConfig.from_options(sink_options)
+    store, prefix = config.make_store()
+    committed = committed_offsets(store, prefix, config)
+    return {tp: committed.get(tp[0], {}).get(tp[1], EARLIEST) for tp in partitions}
 
 
 def split_limit(lags: Mapping[TopicPartition, int], limit: int) -> dict[TopicPartition, int]:
@@ -623,8 +652,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise SourceError(f"assigned partitions do not exist: {_names(missing)}")
         earliest = query_offsets(self.consumer, self.config, partitions, EARLIEST)
         latest = query_offsets(self.consumer, self.config, partitions, LATEST)
+        spec = self.config.starting
+        if spec == "s3":
+            spec = manifest_start(self.config.sink_options, partitions)
         start = resolve_start(
-            self.config.starting,
+            spec,
             partitions,
             earliest,
             latest,

@@ -266,3 +266,22 @@ def test_task_failure_is_retried_cleanly(spark, kafka, moto_s3, bucket, tmp_path
     exported, store, prefix = bucket_contents(moto_s3, bucket)
     exported.assert_exactly_once(2, 25)
     assert manifest_keys_of(store, prefix, job.sink) == set(exported.objects)
+
+
+def test_quickstart_command_explains_and_finds_three_objects(spark):
+    import io
+
+    from rich.console import Console
+
+    from sink.quickstart import run_quickstart
+
+    out = io.StringIO()
+    keys = run_quickstart(Console(file=out, width=120), seek_offset=4)
+    assert keys == [
+        "topics/s3_topic/partition=0/s3_topic+0+0000000000.json",
+        "topics/s3_topic/partition=0/s3_topic+0+0000000003.json",
+        "topics/s3_topic/partition=0/s3_topic+0+0000000006.json",
+    ]
+    text = out.getvalue()
+    assert 'offset 4: {"f1": "value5"}' in text and 'offset 8: {"f1": "value9"}' in text
+    assert "offset 3:" not in text

@@ -69,7 +69,7 @@ def test_defaults_follow_spark():
         ({"subscribePattern": "("}, ["subscribePattern is not a valid regex"]),
         ({"assign": "[0]"}, ["assign must be JSON like", '{"topicA": [0, 1]']),
         ({"assign": '{"a": [-1]}'}, ["assign must be JSON like", "'a'"]),
-        ({"subscribe": "a", "startingOffsets": "newest"}, ["earliest, latest or JSON", "-2"]),
+        ({"subscribe": "a", "startingOffsets": "newest"}, ["earliest, latest, s3", "JSON", "-2"]),
         ({"subscribe": "a", "startingOffsets": '{"a": {"0": -3}}'}, ["startingOffsets", "-3"]),
         ({"subscribe": "a", "startingOffsets": '{"a": {"x": 1}}'}, ["startingOffsets", "'x'"]),
         ({"subscribe": "a", "maxOffsetsPerTrigger": "0"}, ["maxOffsetsPerTrigger", "positive"]),
@@ -445,3 +445,28 @@ def test_read_gives_up_after_the_poll_timeout(fake):
     r = reader(**{"kafkaConsumer.pollTimeoutMs": "300"})
     with pytest.raises(SourceError, match="no record of t-0 at offset 0 arrived in 300 ms"):
         read_all(r, ks.KafkaInputPartition("t", 0, 0, 10))
+
+
+def test_starting_offsets_s3_reads_the_sink_manifests(tmp_path):
+    from sink.commit import TaskCommitMessage, write_manifest
+    from sink.config import SinkConfig
+    from sink.kafka_source import manifest_start, parse_options
+
+    sink = {"path": str(tmp_path), "name": "job"}
+    cfg = SinkConfig.from_options(sink)
+    store, prefix = cfg.make_store()
+    write_manifest(store, prefix, cfg, 0, [TaskCommitMessage(next_offsets={"t": {0: 7}})])
+    write_manifest(store, prefix, cfg, 1, [TaskCommitMessage(next_offsets={"t": {0: 12}})])
+    source = parse_options(
+        {"kafka.bootstrap.servers": "x:1", "subscribe": "t", "startingOffsets": "s3", **sink}
+    )
+    assert source.starting == "s3"
+    assert manifest_start(source.sink_options, [("t", 0), ("t", 1)]) == {("t", 0): 12, ("t", 1): -2}
+
+
+def test_starting_offsets_s3_needs_a_sink_target():
+    from blockgz.errors import ConfigError
+    from sink.kafka_source import parse_options
+
+    with pytest.raises(ConfigError, match="s3.bucket.name is required"):
+        parse_options({"kafka.bootstrap.servers": "x:1", "subscribe": "t", "startingOffsets": "s3"})
