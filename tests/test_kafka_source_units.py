@@ -468,5 +468,5 @@ def test_starting_offsets_s3_needs_a_sink_target():
     from blockgz.errors import ConfigError
     from sink.kafka_source import parse_options
 
-    with pytest.raises(ConfigError, match="s3.bucket.name is required"):
+    with pytest.raises(ConfigError, match=r"s3\.bucket\.name is required"):
         parse_options({"kafka.bootstrap.servers": "x:1", "subscribe": "t", "startingOffsets": "s3"})
