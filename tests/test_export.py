@@ -6,6 +6,7 @@ uses its own topic and bucket.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime
 
@@ -285,3 +286,72 @@ def test_quickstart_command_explains_and_finds_three_objects(spark):
     text = out.getvalue()
     assert 'offset 4: {"f1": "value5"}' in text and 'offset 8: {"f1": "value9"}' in text
     assert "offset 3:" not in text
+
+
+HOSTILE = ["../../etc", "a/b", "x=y", "..", "%2F", "new\nline", "", "Ünïcödé"]
+
+
+def hostile_topic(kafka, request, *, missing_field: bool) -> str:
+    """Records 0-7 have hostile ``country`` values, 8 is a tombstone, 9 may lack the field."""
+    topic = topic_for(request)
+    kafka.create_topic(topic, partitions=1)
+    records = [(b"k", json.dumps({"i": i, "country": c}).encode()) for i, c in enumerate(HOSTILE)]
+    records.append((b"k", None))
+    if missing_field:
+        records.append((b"k", b'{"i": 9}'))
+    kafka.produce(topic, records, partition=0)
+    return topic
+
+
+def test_nulls_and_missing_fields_fail_the_batch_naming_the_record(
+    spark, kafka, moto_s3, bucket, tmp_path, request
+):
+    topic = hostile_topic(kafka, request, missing_field=True)
+    base = {"partitioner.class": "field", "partition.field.name": "country"}
+    # fail (the default): the tombstone at offset 8 stops the batch, nothing is committed.
+    job = job_for(kafka, moto_s3, bucket, topic, **base)
+    with pytest.raises(ExportFailed, match=rf"{topic}-0@8: value is null"):
+        export_once(spark, job, tmp_path / "fail")
+    assert bucket_contents(moto_s3, bucket)[0].objects == {}
+    # write: the tombstone goes to the tombstone directory; offset 9 lacks the field.
+    job = job_for(kafka, moto_s3, bucket, topic, **base, **{"behavior.on.null.values": "write"})
+    with pytest.raises(ExportFailed, match=rf"{topic}-0@9: .*'country' is missing"):
+        export_once(spark, job, tmp_path / "write")
+    assert bucket_contents(moto_s3, bucket)[0].objects == {}
+
+
+@pytest.mark.parametrize("nulls", ["ignore", "write"])
+def test_hostile_field_values_stay_inside_the_topic_directory(
+    spark, kafka, moto_s3, bucket, tmp_path, request, nulls
+):
+    topic = hostile_topic(kafka, request, missing_field=False)
+    job = job_for(
+        kafka,
+        moto_s3,
+        bucket,
+        topic,
+        **{
+            "partitioner.class": "field",
+            "partition.field.name": "country",
+            "behavior.on.null.values": nulls,
+        },
+    )
+    result = run_export(
+        job,
+        checkpoint=tmp_path / "ckpt",
+        once=True,
+        spark=spark,
+        install_signal_handlers=False,
+    )
+    assert result.records == 9
+    s3 = moto_s3.client()
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="topics/")["Contents"]]
+    tombstones = [k for k in keys if "/tombstone/" in k]
+    assert len(tombstones) == (1 if nulls == "write" else 0)
+    assert len(keys) == len(HOSTILE) + len(tombstones)
+    for key in keys:
+        head, directory, segment, name = key.split("/")
+        assert (head, directory) == ("topics", topic)
+        assert segment.startswith("country=") or segment == "tombstone"
+        assert name.startswith(f"{topic}+0+")
+    assert f"topics/{topic}/country=..%2F..%2Fetc/{topic}+0+0000000000.json" in keys
