@@ -355,3 +355,48 @@ def test_hostile_field_values_stay_inside_the_topic_directory(
         assert segment.startswith("country=") or segment == "tombstone"
         assert name.startswith(f"{topic}+0+")
     assert f"topics/{topic}/country=..%2F..%2Fetc/{topic}+0+0000000000.json" in keys
+
+
+def test_transaction_markers_leave_exact_gaps_and_seeks_skip_them(
+    spark, kafka, moto_s3, bucket, tmp_path, request
+):
+    """Committed transactions put a marker after each batch: offsets 3, 7 and 11 hold none."""
+    from confluent_kafka import Producer
+
+    from reader import open_archive
+
+    topic = topic_for(request)
+    kafka.create_topic(topic, partitions=1)
+    producer = Producer(
+        {
+            "bootstrap.servers": kafka.bootstrap_servers,
+            "transactional.id": f"{topic}-tx",
+            "batch.num.messages": 1,
+            "linger.ms": 0,
+        }
+    )
+    producer.init_transactions(30)
+    for batch in range(4):
+        producer.begin_transaction()
+        for i in range(3):
+            producer.produce(topic, json.dumps({"b": batch, "i": i}).encode(), partition=0)
+        producer.commit_transaction(30)
+    del producer
+    job = job_for(
+        kafka,
+        moto_s3,
+        bucket,
+        topic,
+        **{"s3.compression.type": "blockgzip", "flush.size": "5"},
+    )
+    export_once(spark, job, tmp_path / "ckpt")
+    data_offsets = [o for o in range(15) if o % 4 != 3]  # 0-2, 4-6, 8-10, 12-14
+    with open_archive(f"s3://{bucket}", **s3_options(moto_s3.endpoint_url)) as archive:
+        records = list(archive.seek(topic, 0, 0))
+        assert [r.offset for r in records] == data_offsets
+        assert [json.loads(r.value) for r in records] == [
+            {"b": b, "i": i} for b in range(4) for i in range(3)
+        ]
+        assert [r.offset for r in archive.seek(topic, 0, 3, count=2)] == [4, 5]
+        listed = [(r.first_offset, r.last_offset, r.records) for r in archive.ls(topic)]
+        assert listed == [(0, 5, 5), (6, 12, 5), (13, 14, 2)]
