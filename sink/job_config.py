@@ -202,6 +202,10 @@ class ExportConfig:
                 "kafka.bootstrap.servers is required (host:port of the Kafka brokers)"
             )
         sink_config = SinkConfig.from_options(sink)
+        if source.get("startingOffsets", "").strip().lower() != "s3":
+            from sink.kafka_source import parse_options
+
+            parse_options(source)  # the same checks Spark would run only once the query starts
         unknown = unknown_options(sink)
         if unknown:
             log.warning("ignoring settings no part of blockgz reads: %s", ", ".join(unknown))

@@ -111,7 +111,38 @@ def test_debug_shows_traceback(tmp_path):
     )
 
 
-@pytest.mark.parametrize("command", ["compress", "seek", "cat", "index", "verify"])
+@pytest.mark.parametrize(
+    "command", ["compress", "seek", "cat", "ls", "index", "verify", "export", "quickstart"]
+)
 def test_every_command_has_help_with_examples(command):
     result = run(command, "--help")
-    assert result.exit_code == 0 and "Examples:" in result.output
+    assert result.exit_code == 0 and ("Examples:" in result.output or "Example:" in result.output)
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("s3.compression.type=zstd", ["s3.compression.type", "none, gzip, blockgzip"]),
+        ("partitioner.class=weekly", ["partitioner.class", "daily", "hourly"]),
+        ("behavior.on.null.values=drop", ["fail, ignore, write"]),
+        ("startingOffsets=newest", ["startingOffsets", "earliest, latest, s3"]),
+    ],
+)
+def test_export_config_errors_are_one_line_before_spark_starts(tmp_path, line, words):
+    config = tmp_path / "bad.properties"
+    config.write_text(
+        "name=bad\ntopics=t\nkafka.bootstrap.servers=127.0.0.1:1\ns3.bucket.name=b\n" + line + "\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "blockgz.cli", "export", str(config), "--once"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 1
+    error_lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert len(error_lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr and "SparkSession" not in proc.stderr
+    for word in words:
+        assert word in error_lines[0]
