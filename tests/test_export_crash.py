@@ -54,21 +54,14 @@ def write_config(path: Path, kafka, moto_s3, bucket, topic, **extra) -> Path:
 class ExportProcess:
     """``blockgz export --once`` in its own session, killable as a whole."""
 
-    def __init__(self, config: Path, checkpoint: Path, log: Path):
+    def __init__(self, config: Path, checkpoint: Path, log: Path, *, once: bool = True):
         self.tag = uuid.uuid4().hex
         env = {**os.environ, **fake_aws_env(), "BLOCKGZ_TEST_RUN": self.tag}
         self.log = log
         self.proc = subprocess.Popen(
-            [
-                BLOCKGZ,
-                "export",
-                str(config),
-                "--checkpoint",
-                str(checkpoint),
-                "--once",
-                "--master",
-                "local[2,3]",
-            ],
+            [BLOCKGZ, "export", str(config), "--checkpoint", str(checkpoint)]
+            + (["--once"] if once else [])
+            + ["--master", "local[2,3]"],
             stdout=log.open("ab"),
             stderr=subprocess.STDOUT,
             env=env,
@@ -212,3 +205,30 @@ def test_lost_checkpoint_resumes_from_s3_manifests(crash_setup, kafka, moto_s3, 
     )
     ExportProcess(resumed, tmp_path / "ckpt2", tmp_path / "export.log").finish()
     check_exactly_once(moto_s3, bucket, resumed)
+
+
+def test_sigterm_stops_a_running_export_cleanly(crash_setup, kafka, moto_s3, bucket, tmp_path):
+    config = write_config(
+        tmp_path / "job.properties",
+        kafka,
+        moto_s3,
+        bucket,
+        crash_setup,
+        **{"blockgz.trigger.interval": "1 second"},
+    )
+    run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log", once=False)
+    sink_config = SinkConfig.from_options({"s3.bucket.name": bucket, "name": "crash-test"})
+    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    deadline = time.monotonic() + 120
+    while not manifest_keys_of(store, prefix, sink_config):  # the first batch committed
+        assert run.proc.poll() is None, run.log.read_text()[-3000:]
+        assert time.monotonic() < deadline, "no batch committed in 120 s"
+        time.sleep(0.2)
+    run.proc.send_signal(signal.SIGTERM)
+    try:
+        code = run.proc.wait(60)
+    finally:
+        run.kill()
+    log = run.log.read_text()
+    assert code == 0, log[-3000:]
+    assert "stopped:" in log and "Traceback" not in log
