@@ -38,7 +38,6 @@ flush.size={flush}
 def run_quickstart(console: Console | None = None, *, seek_offset: int = 4) -> list[str]:
     """Run the whole quickstart; return the keys of the exported objects."""
     from blockgz.local_servers import LocalKafka, MotoS3
-
     from reader import open_archive
     from sink.job import run_export
     from sink.job_config import ExportConfig
