@@ -21,6 +21,8 @@ from __future__ import annotations
 import mmap
 from typing import BinaryIO
 
+import numpy as np
+
 from blockgz.codec import Compression
 from blockgz.errors import ConfigError, RecordFramingError
 from blockgz.framing import NEWLINE, Framing, Separated
@@ -124,6 +126,73 @@ class BlockGzipWriter:
         self._next_offset = offset + 1
         if len(self._buf) >= self.block_size or self._buf_count == self.max_records:
             self._cut()
+
+    # -- many framed records at once --------------------------------------------------------
+    def write_framed(self, data: bytes | memoryview, ends: np.ndarray, offsets: np.ndarray) -> None:
+        """Append records that are already framed and checked, in one call.
+
+        ``data`` holds the framed records back to back, ``ends[i]`` is where record ``i`` ends
+        in it (int64, increasing) and ``offsets[i]`` its Kafka offset (strictly increasing).
+        Blocks are cut exactly where :meth:`write` would cut them, so the bytes and the index
+        do not depend on which method (or which batching) wrote the records. The caller
+        vouches that no record contains the separator (the sink checks whole batches at once).
+        """
+        n = len(ends)
+        if n == 0:
+            return
+        if len(offsets) != n:
+            raise ValueError(f"{n} record ends but {len(offsets)} offsets")
+        if self._buf and not self._buf_count:
+            self._flush_delimited()
+        if self._unresolved:
+            self._pipeline.drain()
+        first = int(offsets[0])
+        if (self._last_offset is not None and first <= self._last_offset) or (
+            n > 1 and not bool(np.all(offsets[1:] > offsets[:-1]))
+        ):
+            raise ConfigError(
+                f"offsets must increase (batch from {first}, last {self._last_offset})"
+            )
+        limit, most = self.block_size, self.max_records
+        view = memoryview(data)
+        i = 0
+        while i < n:
+            held, count = len(self._buf), self._buf_count
+            base = int(ends[i - 1]) if i else 0
+            # The first record that fills the block, and the one that reaches max_records.
+            fills = int(np.searchsorted(ends, limit - held + base, side="left"))
+            full = i + (most - count) - 1 if most is not None else n
+            if fills >= n and full >= n:
+                self._append_framed(view, base, int(ends[-1]), offsets[i:])
+                return
+            if full < fills:
+                stop, cut_before = full + 1, False
+            else:
+                size = held + int(ends[fills]) - base
+                cut_before = size > limit and (count > 0 or fills > i)
+                stop = fills if cut_before else fills + 1
+            if stop > i:
+                self._append_framed(view, base, int(ends[stop - 1]), offsets[i:stop])
+            self._cut()
+            i = stop
+
+    def _append_framed(self, view: memoryview, start: int, end: int, offsets: np.ndarray) -> None:
+        first, last, count = int(offsets[0]), int(offsets[-1]), len(offsets)
+        if self._buf_count == 0:
+            self._buf_first = first
+            if last - first != count - 1:
+                self._buf_offsets = []
+        elif self._buf_offsets is None and (
+            first != self._next_offset or last - first != count - 1
+        ):
+            assert self._buf_first is not None
+            self._buf_offsets = list(range(self._buf_first, self._next_offset))
+        if self._buf_offsets is not None:
+            self._buf_offsets.extend(offsets.tolist())
+        self._buf += view[start:end]
+        self._buf_count += count
+        self._last_offset = last
+        self._next_offset = last + 1
 
     # -- raw delimited bytes -----------------------------------------------------------------
     def write_delimited(self, data: bytes | bytearray | memoryview | mmap.mmap) -> None:

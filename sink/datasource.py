@@ -87,6 +87,34 @@ def records_of(batch) -> Iterator[KafkaRecord]:
         yield KafkaRecord(topics[i], partitions[i], offsets[i], stamps[i], key, value, headers[i])
 
 
+def single_partition_run(batch) -> tuple[str, int] | None:
+    """``(topic, partition)`` when every row of the Arrow batch has that topic-partition and
+    a non-null value (what a Kafka source gives each task), else ``None``."""
+    import pyarrow.compute as pc
+
+    if batch.num_rows == 0 or batch.column("value").null_count:
+        return None
+    topics, partitions = batch.column("topic"), batch.column("partition")
+    if topics.null_count or partitions.null_count or batch.column("offset").null_count:
+        return None
+    bounds = pc.min_max(partitions)
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    if low != high or pc.count_distinct(topics).as_py() != 1:
+        return None
+    return topics[0].as_py(), low
+
+
+def run_values(batch) -> tuple[list[bytes], Any]:
+    """The values (as ``bytes``) and offsets (int64 numpy array) of a batch."""
+    import pyarrow as pa
+
+    values = batch.column("value")
+    if not pa.types.is_binary(values.type):  # a CAST(value AS STRING) DataFrame
+        values = values.cast(pa.binary())
+    offsets = batch.column("offset").to_numpy(zero_copy_only=False)
+    return values.to_pylist(), offsets
+
+
 def _task_identity() -> tuple[int | None, int]:
     """(micro-batch id, attempt number) of the running Spark task; (None, 0) outside Spark."""
     from pyspark import TaskContext
@@ -107,22 +135,30 @@ def write_task(config: SinkConfig, batches: Iterator[Any]) -> TaskCommitMessage:
     fault_pending = fault is not None
     files_done = 0
     try:
+
+        def writer_for(topic: str, part: int) -> TopicPartitionWriter:
+            nonlocal partitioner
+            writer = writers.get((topic, part))
+            if writer is None:
+                if partitioner is None:
+                    partitioner = config.partitioner()
+                writer = TopicPartitionWriter(
+                    topic, part, config, store, prefix, partitioner=partitioner
+                )
+                writers[(topic, part)] = writer
+            return writer
+
         for batch in batches:
+            run = single_partition_run(batch)
+            if run is not None:
+                writer = writer_for(*run)
+                if writer.writes_runs and writer.write_values(*run_values(batch)):
+                    if fault_pending and len(writer.written) > files_done:
+                        files_done = len(writer.written)
+                        fault_pending = faults.after_file(fault, files_done, *_task_identity())
+                    continue
             for record in records_of(batch):
-                tp = (record.topic, record.partition)
-                writer = writers.get(tp)
-                if writer is None:
-                    if partitioner is None:
-                        partitioner = config.partitioner()
-                    writer = TopicPartitionWriter(
-                        record.topic,
-                        record.partition,
-                        config,
-                        store,
-                        prefix,
-                        partitioner=partitioner,
-                    )
-                    writers[tp] = writer
+                writer = writer_for(record.topic, record.partition)
                 writer.write(record)
                 if fault_pending and len(writer.written) > files_done:
                     files_done = len(writer.written)

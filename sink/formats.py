@@ -40,6 +40,16 @@ class RecordEncoder(ABC):
     def encode_tombstone(self, record: KafkaRecord) -> bytes:
         """What ``behavior.on.null.values=write`` stores for a record whose value is null."""
 
+    def passes_through(self, values: list[bytes], framed: bytes) -> bool:
+        """Whether each of ``values`` (none null) is stored exactly as it is.
+
+        ``framed`` is the values joined and terminated by the separator. ``True`` lets the
+        sink write a whole batch at once; ``False`` sends it through :meth:`encode` record by
+        record, which also names the record behind any error. Encoders that change values
+        keep this default.
+        """
+        return False
+
 
 class JsonValueEncoder(RecordEncoder):
     """The value as one line of JSON (validated; re-serialised only when it spans lines)."""
@@ -59,6 +69,18 @@ class JsonValueEncoder(RecordEncoder):
 
     def encode_tombstone(self, record: KafkaRecord) -> bytes:
         return b"null"
+
+    def passes_through(self, values: list[bytes], framed: bytes) -> bool:
+        """Single-line, valid JSON values are stored byte for byte."""
+        if self.unwrap_payload or framed.count(b"\n") != len(values) or b"\r" in framed:
+            return False
+        loads = orjson.loads
+        try:
+            for value in values:
+                loads(value)
+        except orjson.JSONDecodeError:
+            return False  # encode() names the record
+        return True
 
 
 class JsonEnvelopeEncoder(RecordEncoder):
@@ -111,6 +133,14 @@ class ByteArrayEncoder(RecordEncoder):
 
     def encode_tombstone(self, record: KafkaRecord) -> bytes:
         return b""
+
+    def passes_through(self, values: list[bytes], framed: bytes) -> bool:
+        """Values without the separator are stored as they are."""
+        sep = self.separator
+        if len(sep) == 1:
+            return framed.count(sep) == len(values)
+        # Overlapping multi-byte separators make counting ambiguous: look in each value.
+        return not any(sep in value for value in values)
 
 
 def _payload(record: KafkaRecord) -> Any:

@@ -22,6 +22,8 @@ import zlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from blockgz.codec import Compression
 from blockgz.errors import RecordFramingError
 from blockgz.framing import Separated
@@ -121,6 +123,22 @@ class ObjectWriter:
         self.last_offset = offset
         self.records += 1
         self.uncompressed_size += len(data) + len(self.separator)
+
+    def write_framed(self, data: memoryview, ends: np.ndarray, offsets: np.ndarray) -> None:
+        """Append records already framed with the separator (see
+        :meth:`BlockGzipWriter.write_framed`); ``ends`` are relative to ``data``."""
+        if self._blocks is not None:
+            self._blocks.write_framed(data, ends, offsets)
+        else:
+            self._pending.append(data)
+            self._pending_bytes += len(data)
+            if self._pending_bytes >= WRITE_CHUNK:
+                self._flush_pending()
+        if self.first_offset is None:
+            self.first_offset = int(offsets[0])
+        self.last_offset = int(offsets[-1])
+        self.records += len(ends)
+        self.uncompressed_size += len(data)
 
     def _flush_pending(self) -> None:
         if not self._pending:

@@ -30,11 +30,14 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+import numpy as np
+
 from blockgz.errors import BadRecordError, RecordFramingError
 from blockgz.store.base import ObjectStore
 from sink.config import SinkConfig
 from sink.formats import encoder_for
 from sink.objects import ObjectWriter, WrittenFile
+from sink.partitioners import DefaultPartitioner
 from sink.records import KafkaRecord
 
 log = logging.getLogger("blockgz.sink")
@@ -89,6 +92,13 @@ class TopicPartitionWriter:
         self.last_offset: int | None = None
         self._next_schedule: int | None = None
         self._timezone = config.options.get("timezone") or "UTC"
+        #: Whether :meth:`write_values` may take whole runs of records.
+        self.writes_runs = (
+            type(self.partitioner) is DefaultPartitioner
+            and not config.rotate_interval_ms
+            and not config.rotate_schedule_interval_ms
+        )
+        self._default_encoded = f"partition={partition}"
 
     # -- naming -------------------------------------------------------------------------------
     def key_for(self, encoded: str, start_offset: int) -> str:
@@ -160,6 +170,51 @@ class TopicPartitionWriter:
             cfg.flush_size_bytes and writer.uncompressed_size >= cfg.flush_size_bytes
         ):
             self._commit(encoded)
+
+    def write_values(self, values: list[bytes], offsets: np.ndarray) -> bool:
+        """Write a run of this topic-partition's non-null values at once, or return ``False``
+        having written nothing (the caller then uses :meth:`write` per record).
+
+        The run goes through whole when the default partitioner is used, no rotation looks at
+        time, offsets increase and the encoder stores the values as they are. Files rotate on
+        ``flush.size``/``flush.size.bytes`` at exactly the records :meth:`write` would pick,
+        and blocks are cut at the same places, so both paths give the same objects.
+        """
+        count = len(values)
+        if not self.writes_runs or count == 0:
+            return False
+        if (self.last_offset is not None and offsets[0] <= self.last_offset) or (
+            count > 1 and not bool(np.all(offsets[1:] > offsets[:-1]))
+        ):
+            return False  # write() raises OutOfOrderError naming the record
+        sep = self.config.separator
+        framed = sep.join(values) + sep
+        if not self.encoder.passes_through(values, framed):
+            return False
+        ends = np.cumsum(np.fromiter(map(len, values), np.int64, count) + len(sep))
+        self.last_offset = int(offsets[-1])
+        encoded = self._default_encoded
+        view = memoryview(framed)
+        cfg = self.config
+        start = 0
+        while start < count:
+            writer = self.open_files.get(encoded) or self._open(encoded, int(offsets[start]))
+            base = int(ends[start - 1]) if start else 0
+            stop = count
+            if cfg.flush_size:
+                stop = min(stop, start + cfg.flush_size - writer.records)
+            if cfg.flush_size_bytes:
+                want = cfg.flush_size_bytes - writer.uncompressed_size + base
+                stop = min(stop, int(np.searchsorted(ends, want, side="left")) + 1)
+            writer.write_framed(
+                view[base : int(ends[stop - 1])], ends[start:stop] - base, offsets[start:stop]
+            )
+            if (cfg.flush_size and writer.records >= cfg.flush_size) or (
+                cfg.flush_size_bytes and writer.uncompressed_size >= cfg.flush_size_bytes
+            ):
+                self._commit(encoded)
+            start = stop
+        return True
 
     def _open(self, encoded: str, offset: int) -> ObjectWriter:
         cfg = self.config

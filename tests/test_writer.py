@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -87,6 +89,47 @@ def test_write_delimited_matches_write_for_any_chunking(chunks, block_size, thre
     expected, expected_index = write_all(records, block_size=block_size, first_offset=7, threads=1)
     assert out.getvalue() == expected
     assert writer.index.chunks == expected_index.chunks
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    records=records_st,
+    gaps=st.lists(st.integers(1, 4), min_size=60, max_size=60),
+    cuts=st.lists(st.integers(0, 60), max_size=6),
+    singles=st.lists(st.booleans(), min_size=8, max_size=8),
+    block_size=st.integers(1, 700),
+    max_records=st.one_of(st.none(), st.integers(1, 7)),
+)
+def test_write_framed_matches_write_for_any_batching(
+    records, gaps, cuts, singles, block_size, max_records
+):
+    """Batches of framed records (mixed with single writes) give the bytes write() gives."""
+    offsets = [5 + sum(gaps[:n]) for n in range(len(records))]
+    options = {"block_size": block_size, "max_records": max_records, "threads": 1}
+    expected, expected_index = write_all(records, offsets, **options)
+    bounds = sorted({0, len(records), *(c for c in cuts if c <= len(records))})
+    out = io.BytesIO()
+    with BlockGzipWriter(out, **options) as writer:
+        for n, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+            if singles[n % len(singles)]:
+                for k in range(lo, hi):
+                    writer.write(records[k], offsets[k])
+                continue
+            framed = [r + b"\n" for r in records[lo:hi]]
+            ends = np.cumsum([len(f) for f in framed], dtype=np.int64)
+            writer.write_framed(b"".join(framed), ends, np.array(offsets[lo:hi], np.int64))
+    assert out.getvalue() == expected
+    assert writer.index.chunks == expected_index.chunks
+
+
+def test_write_framed_refuses_offsets_that_do_not_increase():
+    writer = BlockGzipWriter(io.BytesIO())
+    writer.write(b"a", 9)
+    with pytest.raises(ConfigError, match="offsets must increase"):
+        writer.write_framed(b"b\nc\n", np.array([2, 4]), np.array([10, 10]))
+    with pytest.raises(ConfigError, match="offsets must increase"):
+        writer.write_framed(b"b\n", np.array([2]), np.array([9]))
+    writer.abort()
 
 
 def test_gapped_offsets_are_exact_and_contiguous_ones_compact():
