@@ -268,6 +268,27 @@ class SinkConfig:
 
         return build_partitioner(self.options)
 
+    def columns_read(self) -> tuple[str, ...] | None:
+        """The Kafka columns the sink reads with these options, or ``None`` when it may read
+        any (the JSON envelope, a custom partitioner). The export job drops the others before
+        Spark turns rows into Arrow for the Python writer: fewer bytes through the JVM.
+
+        >>> SinkConfig.from_options({"path": "/tmp/x"}).columns_read()
+        ('value', 'topic', 'partition', 'offset')
+        >>> SinkConfig.from_options({"path": "/tmp/x", "partitioner.class": "hourly",
+        ...                          "locale": "en", "timezone": "UTC"}).columns_read()
+        ('value', 'topic', 'partition', 'offset', 'timestamp')
+        """
+        from sink import partitioners
+
+        partitioner = self.partitioner()
+        if self.json_envelope or type(partitioner).__module__ != partitioners.__name__:
+            return None
+        columns: tuple[str, ...] = ("value", "topic", "partition", "offset")
+        if self.rotate_interval_ms or isinstance(partitioner, partitioners.TimeBasedPartitioner):
+            columns += ("timestamp",)
+        return columns
+
     def compression_settings(self) -> Compression:
         """The codec and level of gzip members: -1 means ISA-L 1 for blockgzip, zlib 6 for gzip."""
         if self.compression == "blockgzip":

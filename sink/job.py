@@ -241,7 +241,11 @@ def run_export(
     reader = spark.readStream.format(source)
     for key, value in source_options.items():
         reader = reader.option(key, value)
-    writer = reader.load().writeStream.format("blockgz")
+    frame = reader.load()
+    columns = job.sink.columns_read()
+    if columns is not None:
+        frame = frame.select(*columns)
+    writer = frame.writeStream.format("blockgz")
     for key, value in job.sink.options.items():
         writer = writer.option(key, value)
     writer = writer.option("blockgz.epoch", epoch).option("checkpointLocation", str(checkpoint))
