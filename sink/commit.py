@@ -103,6 +103,7 @@ def write_manifest(
             t: {str(p): n for p, n in sorted(ps.items())} for t, ps in sorted(offsets.items())
         },
         "files": [f.to_dict() for f in files],
+        "skipped_nulls": sum(m.skipped_nulls for m in messages if m is not None),
     }
     key = manifest_key(prefix, config, batch_id)
     store.put(key, json.dumps(doc, indent=1, sort_keys=True).encode())

@@ -68,6 +68,9 @@ CONNECT_KEYS_IGNORED = frozenset(
     }
 )
 
+#: Options of the Kafka source, given to the sink when its tasks read Kafka themselves.
+SOURCE_PREFIX = "blockgz.source."
+
 SINK_OPTION_NAMES = frozenset(
     {
         "name",
@@ -289,6 +292,15 @@ class SinkConfig:
             columns += ("timestamp",)
         return columns
 
+    def kafka_source_options(self) -> dict[str, str]:
+        """The ``blockgz.source.*`` options without the prefix: how sink tasks reach Kafka
+        when they are handed offset ranges instead of records (see :mod:`sink.kafka_source`)."""
+        return {
+            key[len(SOURCE_PREFIX) :]: value
+            for key, value in self.options.items()
+            if key.startswith(SOURCE_PREFIX)
+        }
+
     def compression_settings(self) -> Compression:
         """The codec and level of gzip members: -1 means ISA-L 1 for blockgzip, zlib 6 for gzip."""
         if self.compression == "blockgzip":
@@ -329,4 +341,4 @@ def unknown_options(options: Mapping[str, Any], *known: frozenset[str]) -> list[
     names |= PARTITIONER_OPTIONS
     for extra in known:
         names |= extra
-    return sorted(k for k in options if k not in names)
+    return sorted(k for k in options if k not in names and not k.startswith(SOURCE_PREFIX))

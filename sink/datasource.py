@@ -40,10 +40,19 @@ log = logging.getLogger("blockgz.sink")
 REQUIRED_COLUMNS = ("value", "topic", "partition", "offset")
 
 
-def _check_schema(schema) -> None:
+def _check_schema(schema, config: SinkConfig) -> None:
     from blockgz.errors import ConfigError
+    from sink.kafka_source import RANGE_COLUMNS
 
     names = set(schema.fieldNames())
+    if names == set(RANGE_COLUMNS):
+        if not config.kafka_source_options():
+            raise ConfigError(
+                "the rows are Kafka offset ranges (blockgz-kafka with blockgz.emit=ranges): "
+                "give the sink the source's options as blockgz.source.<option> so its tasks "
+                "can read them, or let blockgz export set this up"
+            )
+        return
     missing = [c for c in REQUIRED_COLUMNS if c not in names]
     if missing:
         raise ConfigError(
@@ -85,6 +94,26 @@ def records_of(batch) -> Iterator[KafkaRecord]:
         if isinstance(key, str):
             key = key.encode()
         yield KafkaRecord(topics[i], partitions[i], offsets[i], stamps[i], key, value, headers[i])
+
+
+def record_batches(config: SinkConfig, batches: Iterator[Any]) -> Iterator[Any]:
+    """The Arrow batches of Kafka records to write: the input itself, or, when its rows are
+    offset ranges (``blockgz.emit=ranges``), those ranges read from Kafka by this task."""
+    from sink.kafka_source import KafkaInputPartition, parse_options, read_range
+
+    source = None
+    for batch in batches:
+        if "endOffset" not in batch.schema.names:
+            yield batch
+            continue
+        if source is None:
+            source = parse_options(config.kafka_source_options())
+        for row in batch.to_pylist():
+            part = KafkaInputPartition(
+                row["topic"], row["partition"], row["startOffset"], row["endOffset"]
+            )
+            log.info("%s-%d: reading [%d, %d)", part.topic, part.partition, part.start, part.end)
+            yield from read_range(source, part)
 
 
 def single_partition_run(batch) -> tuple[str, int] | None:
@@ -148,7 +177,7 @@ def write_task(config: SinkConfig, batches: Iterator[Any]) -> TaskCommitMessage:
                 writers[(topic, part)] = writer
             return writer
 
-        for batch in batches:
+        for batch in record_batches(config, batches):
             run = single_partition_run(batch)
             if run is not None:
                 writer = writer_for(*run)
@@ -185,8 +214,8 @@ def write_task(config: SinkConfig, batches: Iterator[Any]) -> TaskCommitMessage:
 
 class _Writer:
     def __init__(self, options: dict[str, str], schema):
-        _check_schema(schema)
         self.config = SinkConfig.from_options(options)
+        _check_schema(schema, self.config)
 
     def write(self, iterator: Iterator[Any]) -> TaskCommitMessage:
         return write_task(self.config, iterator)

@@ -19,7 +19,7 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from sink.commit import (
     read_manifest,
     remove_uncommitted,
 )
+from sink.config import SOURCE_PREFIX
 from sink.job_config import ExportConfig
 
 log = logging.getLogger("blockgz.export")
@@ -238,15 +239,21 @@ def run_export(
         )
     source = "kafka" if has_spark_kafka(spark) else "blockgz-kafka"
     log.info("reading Kafka with the %s source", "Spark Kafka" if source == "kafka" else "blockgz")
+    tasks_read_kafka = source == "blockgz-kafka" and job.tasks_read_kafka
     reader = spark.readStream.format(source)
     for key, value in source_options.items():
         reader = reader.option(key, value)
+    sink_options = dict(job.sink.options)
+    if tasks_read_kafka:
+        # Spark plans and replays offset ranges; each sink task reads its range itself.
+        reader = reader.option("blockgz.emit", "ranges")
+        sink_options.update(range_reading_options(source_options))
     frame = reader.load()
-    columns = job.sink.columns_read()
+    columns = None if tasks_read_kafka else job.sink.columns_read()
     if columns is not None:
         frame = frame.select(*columns)
     writer = frame.writeStream.format("blockgz")
-    for key, value in job.sink.options.items():
+    for key, value in sink_options.items():
         writer = writer.option(key, value)
     writer = writer.option("blockgz.epoch", epoch).option("checkpointLocation", str(checkpoint))
     writer = (
@@ -276,8 +283,8 @@ def run_export(
                 seen_batch = progress["batchId"]
                 ends = _end_offsets(progress)
                 now = time.monotonic()
-                result.records += int(progress.get("numInputRows") or 0)
-                files = _count_files(store, prefix, sink_config, seen_batch)
+                files, records = _batch_output(store, prefix, sink_config, seen_batch)
+                result.records += records
                 if files is not None:
                     result.batches += 1
                     for tp, count in files.items():
@@ -305,6 +312,21 @@ def run_export(
         watermarks.close()
         if restore is not None:
             restore()
+
+
+def range_reading_options(source_options: Mapping[str, str]) -> dict[str, str]:
+    """The source options a sink task needs to read an offset range, as ``blockgz.source.*``.
+
+    >>> range_reading_options({"kafka.bootstrap.servers": "b:9092", "subscribe": "t",
+    ...                        "startingOffsets": "earliest", "maxOffsetsPerTrigger": "9"})
+    {'blockgz.source.kafka.bootstrap.servers': 'b:9092', 'blockgz.source.subscribe': 't'}
+    """
+    planning = {"startingoffsets", "maxoffsetspertrigger", "blockgz.emit"}
+    return {
+        SOURCE_PREFIX + key: value
+        for key, value in source_options.items()
+        if key.lower() not in planning
+    }
 
 
 def warn_if_not_exactly_once(job: ExportConfig) -> list[str]:
@@ -348,19 +370,23 @@ def _new_progress(query, after_batch: int) -> list[dict[str, Any]]:
     return out
 
 
-def _count_files(store, prefix: str, sink_config, batch_id: int):
-    """Files per topic-partition in a batch's manifest (None if the batch wrote no manifest)."""
+def _batch_output(store, prefix: str, sink_config, batch_id: int):
+    """From a batch's manifest: files per topic-partition (``None`` without a manifest) and
+    the records the batch consumed (written plus skipped nulls; Spark's row count would be
+    the number of offset ranges when tasks read Kafka themselves)."""
     from blockgz.errors import ObjectNotFoundError
 
     try:
         doc = read_manifest(store, manifest_key(prefix, sink_config, batch_id))
     except ObjectNotFoundError:
-        return None
+        return None, 0
     counts: dict[tuple[str, int], int] = {}
+    records = int(doc.get("skipped_nulls", 0))
     for f in doc["files"]:
         tp = (f["topic"], int(f["partition"]))
         counts[tp] = counts.get(tp, 0) + 1
-    return counts
+        records += int(f["records"])
+    return counts, records
 
 
 def _install_handlers(stop: threading.Event, result: ExportResult):

@@ -43,7 +43,13 @@ SOURCE_OPTIONS = frozenset(
     }
 )
 JOB_OPTIONS = frozenset(
-    {"blockgz.trigger.interval", "blockgz.checkpoint.dir", "topics", "topics.regex"}
+    {
+        "blockgz.trigger.interval",
+        "blockgz.checkpoint.dir",
+        "blockgz.tasks.read.kafka",
+        "topics",
+        "topics.regex",
+    }
 )
 DEFAULT_TRIGGER = "5 seconds"
 
@@ -152,6 +158,13 @@ def _json_value(value) -> str:
     return str(value)
 
 
+def _flag(opts: Mapping[str, str], key: str, default: bool) -> bool:
+    value = opts.get(key, "true" if default else "false").lower()
+    if value not in ("true", "false"):
+        raise ConfigError(f"{key}={value!r} is not allowed; allowed: true, false")
+    return value == "true"
+
+
 @dataclass(frozen=True)
 class ExportConfig:
     """The validated job: source options, sink config, Spark settings and the trigger."""
@@ -162,6 +175,9 @@ class ExportConfig:
     spark_conf: dict[str, str] = field(default_factory=dict)
     trigger_interval: str = DEFAULT_TRIGGER
     checkpoint_dir: str | None = None
+    #: With the blockgz-kafka source, sink tasks read their offset ranges from Kafka
+    #: themselves (records skip the JVM); ``false`` sends records through Spark's rows.
+    tasks_read_kafka: bool = True
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, str]) -> ExportConfig:
@@ -216,6 +232,7 @@ class ExportConfig:
             spark_conf=spark,
             trigger_interval=opts.get("blockgz.trigger.interval", DEFAULT_TRIGGER),
             checkpoint_dir=opts.get("blockgz.checkpoint.dir") or None,
+            tasks_read_kafka=_flag(opts, "blockgz.tasks.read.kafka", True),
         )
 
     @classmethod

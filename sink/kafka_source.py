@@ -20,6 +20,11 @@ same order, because Spark compares offsets as JSON strings. Partitions that appe
 topics matching the pattern, added partitions) start at their earliest offset. Each Spark task
 reads one topic-partition range with its own consumer, created inside ``read()``.
 
+With ``blockgz.emit=ranges`` (what ``blockgz export`` uses) each task gives one row,
+``topic, partition, startOffset, endOffset``, instead of the records: the ``blockgz`` sink then
+reads that range from Kafka itself (:func:`read_range`), so records never cross the JVM. Spark
+still plans, logs and replays the ranges, so exactly-once is unchanged.
+
 Example (needs a running Spark and Kafka, so it is not a doctest)::
 
     from sink.session import spark_session
@@ -74,6 +79,10 @@ BATCH_ROWS = 10_000  # rows per Arrow batch handed to Spark
 _CONSUME_WAIT_S = 0.2  # one consume() call; the poll timeout bounds the whole wait
 
 STRATEGIES = ("subscribe", "subscribePattern", "assign")
+EMIT_MODES = ("records", "ranges")
+#: The rows of ``blockgz.emit=ranges``: one per task, the offsets ``[startOffset, endOffset)``.
+RANGE_SCHEMA_DDL = "topic STRING, partition INT, startOffset BIGINT, endOffset BIGINT"
+RANGE_COLUMNS = ("topic", "partition", "startOffset", "endOffset")
 _BOOLEANS = {"true": True, "false": False}
 #: librdkafka settings the source owns (Spark rejects the same ones on its Kafka source).
 _REJECTED_KAFKA = {
@@ -120,6 +129,7 @@ class SourceConfig:
     kafka: Mapping[str, str] = field(default_factory=dict)  # kafka.* without the prefix
     # startingOffsets=s3 reads the blockgz sink's manifests: the sink's own options say where.
     sink_options: Mapping[str, str] = field(default_factory=dict)
+    emit_ranges: bool = False  # blockgz.emit=ranges: one offset-range row per task
 
     @property
     def timeout_s(self) -> float:
@@ -174,7 +184,15 @@ def parse_options(options: Mapping[str, str]) -> SourceConfig:
         group_id_prefix=opts.get("groupidprefix", "blockgz-kafka-source"),
         kafka=_kafka_settings(opts),
         sink_options=_sink_settings(options) if starting == "s3" else {},
+        emit_ranges=_choice(opts, "blockgz.emit", EMIT_MODES, "records") == "ranges",
     )
+
+
+def _choice(opts: Mapping[str, str], name: str, allowed: tuple[str, ...], default: str) -> str:
+    value = opts.get(name.lower(), default).strip().lower()
+    if value not in allowed:
+        raise ConfigError(f"{name}={value!r} is not allowed; allowed: {', '.join(allowed)}")
+    return value
 
 
 def _sink_settings(options: Mapping[str, Any]) -> dict[str, str]:
@@ -610,6 +628,8 @@ class KafkaDataSource(DataSource):
         return SOURCE_NAME
 
     def schema(self) -> str:
+        if self.config.emit_ranges:
+            return RANGE_SCHEMA_DDL
         return kafka_schema_ddl(self.config.include_headers)
 
     def streamReader(self, schema: Any) -> KafkaStreamReader:
@@ -710,6 +730,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, KafkaInputPartition)
+        if self.config.emit_ranges:
+            return iter([(partition.topic, partition.partition, partition.start, partition.end)])
         return read_range(self.config, partition)
 
     def commit(self, end: dict) -> None:

@@ -120,6 +120,37 @@ def test_batches_resume_from_the_checkpoint_exactly_once(
         assert len(docs) <= 7
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"s3.compression.type": "blockgzip", "flush.size": "6", "maxOffsetsPerTrigger": "50"},
+        {"partitioner.class": "field", "partition.field.name": "country", "flush.size": "4"},
+    ],
+    ids=["default-blockgzip", "field-none"],
+)
+def test_tasks_reading_kafka_write_what_records_through_spark_write(
+    spark, kafka, moto_s3, bucket, tmp_path, request, options
+):
+    """The export's two plans (sink tasks read their offset ranges themselves, or records
+    travel through Spark's rows) give the same objects, byte for byte."""
+    topic = "tasks_read_" + request.node.callspec.id.replace("-", "_")
+    kafka.create_topic(topic, partitions=2)
+    produce_numbered(kafka.bootstrap_servers, topic, 2, 30)
+    moto_s3.client().create_bucket(Bucket=bucket + "-rows")
+    results, contents = {}, {}
+    for target, read_in_tasks in ((bucket, "true"), (bucket + "-rows", "false")):
+        job = job_for(
+            kafka, moto_s3, target, topic, **options, **{"blockgz.tasks.read.kafka": read_in_tasks}
+        )
+        results[target] = export_once(spark, job, tmp_path / target)
+        store, prefix = open_store(f"s3://{target}", s3_options(moto_s3.endpoint_url))
+        contents[target] = {i.key: store.get(i.key) for i in store.list(prefix + "topics/")}
+        read_exported(store, prefix).assert_exactly_once(2, 30)
+    assert contents[bucket] == contents[bucket + "-rows"]
+    assert len(contents[bucket]) >= 8
+    assert results[bucket].records == results[bucket + "-rows"].records == 60
+
+
 # -- every format x compression x partitioner, through Spark's batch writer ---------------
 def expected_dir(case: str, doc: dict) -> str:
     when = datetime.fromtimestamp(doc["ts"] / 1000, UTC)
