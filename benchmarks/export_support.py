@@ -22,7 +22,7 @@ from typing import Any
 
 import psutil
 
-from benchmarks.support import MB, SCALE, _table, _version, machine_line
+from benchmarks.support import MB, SCALE, _table, _version, machine_line, report_head
 
 MiB = 1024 * 1024
 RESULTS_PATH = Path(__file__).resolve().parent / "results" / "export.md"
@@ -685,18 +685,13 @@ def _cases(results: dict[str, Any]) -> list[CaseResult]:
 def render(results: dict[str, Any]) -> str:
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     data: Dataset | None = results.get("dataset")
-    lines = ["# blockgz export: Kafka → S3 end to end", ""]
-    if not MEANINGFUL:
-        lines += [
-            f"> **BLOCKGZ_BENCH_SCALE={SCALE:g}: smoke-test scale; numbers and verdicts are "
-            "NOT meaningful.** The targets are defined on 1M records (scale 1.0).",
-            "",
-        ]
-    lines += [
-        "## Reproduce",
-        "",
-        "```sh",
+    lines = report_head(
+        "blockgz export: Kafka → S3 end to end",
         REPRODUCE,
+        MEANINGFUL,
+        "The targets are defined on 1M records (scale 1.0).",
+    )
+    lines += [
         "BLOCKGZ_BENCH_SCALE=0.02 " + REPRODUCE + "   # smoke test",
         "```",
         "",

