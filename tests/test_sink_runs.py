@@ -176,3 +176,25 @@ def test_clean_batches_of_one_partition_skip_the_record_path(tmp_path, monkeypat
     monkeypatch.setattr(TopicPartitionWriter, "write", refuse)
     files = in_batches(tmp_path, json_records(200), {"flush.size": "64"}, [50, 50, 50])
     assert [f.records for f in files] == [64, 64, 64, 8]
+
+
+def test_range_rows_without_source_options_are_refused(tmp_path):
+    from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+
+    from blockgz.errors import ConfigError
+    from sink.datasource import BlockGzStreamWriter
+
+    ranges = StructType(
+        [
+            StructField("topic", StringType()),
+            StructField("partition", IntegerType()),
+            StructField("startOffset", LongType()),
+            StructField("endOffset", LongType()),
+        ]
+    )
+    with pytest.raises(ConfigError, match=r"blockgz\.source\.<option>"):
+        BlockGzStreamWriter({"path": str(tmp_path)}, ranges)
+    writer = BlockGzStreamWriter(
+        {"path": str(tmp_path), "blockgz.source.kafka.bootstrap.servers": "127.0.0.1:1"}, ranges
+    )
+    assert writer.config.kafka_source_options() == {"kafka.bootstrap.servers": "127.0.0.1:1"}
