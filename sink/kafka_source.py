@@ -76,6 +76,7 @@ StartSpec = Literal["earliest", "latest", "s3"] | Offsets
 EARLIEST = -2  # in startingOffsets JSON, as in Spark
 LATEST = -1
 BATCH_ROWS = 10_000  # rows per Arrow batch handed to Spark
+FETCH_QUEUE_BACKOFF_MS = 10
 _CONSUME_WAIT_S = 0.2  # one consume() call; the poll timeout bounds the whole wait
 
 STRATEGIES = ("subscribe", "subscribePattern", "assign")
@@ -139,6 +140,10 @@ class SourceConfig:
         """librdkafka settings of a consumer that only assigns, reads and never commits."""
         config: dict[str, Any] = {"isolation.level": "read_uncommitted", **self.kafka}
         config.setdefault("group.id", f"{self.group_id_prefix}-{uuid.uuid4()}")
+        # librdkafka >= 2.4 postpones a partition's next fetch by this much (1 s by default)
+        # once its local queue holds queued.min.messages (100k): a task reading a range longer
+        # than that then waits with an empty queue. 10 ms reads a 250k range 2.2x faster here.
+        config.setdefault("fetch.queue.backoff.ms", FETCH_QUEUE_BACKOFF_MS)
         config.update(
             {
                 "bootstrap.servers": self.bootstrap_servers,

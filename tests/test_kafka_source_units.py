@@ -113,6 +113,13 @@ def test_consumer_config_never_commits_and_passes_kafka_settings_through():
     assert config(subscribe="t", **{"kafka.group.id": "g"}).consumer_config()["group.id"] == "g"
 
 
+def test_long_ranges_do_not_wait_out_librdkafkas_fetch_backoff():
+    """The 1 s default would stall every task reading more than queued.min.messages."""
+    assert config(subscribe="t").consumer_config()["fetch.queue.backoff.ms"] == 10
+    mine = config(subscribe="t", **{"kafka.fetch.queue.backoff.ms": "500"})
+    assert mine.consumer_config()["fetch.queue.backoff.ms"] == "500"
+
+
 def test_data_source_schema_and_name():
     source = ks.KafkaDataSource({**BASE, "subscribe": "t", "includeHeaders": "true"})
     assert ks.KafkaDataSource.name() == "blockgz-kafka"
