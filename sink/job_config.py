@@ -175,9 +175,9 @@ class ExportConfig:
     spark_conf: dict[str, str] = field(default_factory=dict)
     trigger_interval: str = DEFAULT_TRIGGER
     checkpoint_dir: str | None = None
-    #: With the blockgz-kafka source, sink tasks read their offset ranges from Kafka
-    #: themselves (records skip the JVM); ``false`` sends records through Spark's rows.
-    tasks_read_kafka: bool = True
+    #: Opt-in, with the blockgz-kafka source: sink tasks read their offset ranges from Kafka
+    #: themselves (records skip the JVM; Spark's metrics then count ranges, not records).
+    tasks_read_kafka: bool = False
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, str]) -> ExportConfig:
@@ -232,7 +232,7 @@ class ExportConfig:
             spark_conf=spark,
             trigger_interval=opts.get("blockgz.trigger.interval", DEFAULT_TRIGGER),
             checkpoint_dir=opts.get("blockgz.checkpoint.dir") or None,
-            tasks_read_kafka=_flag(opts, "blockgz.tasks.read.kafka", True),
+            tasks_read_kafka=_flag(opts, "blockgz.tasks.read.kafka", False),
         )
 
     @classmethod

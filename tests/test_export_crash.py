@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -108,7 +109,7 @@ class ExportProcess:
 
 @pytest.fixture
 def crash_setup(kafka, moto_s3, bucket, tmp_path, request):
-    topic = "crash_" + request.node.name.split("[")[0][-30:]
+    topic = "crash_" + re.sub(r"[^A-Za-z0-9_]", "_", request.node.name)[-45:]
     kafka.create_topic(topic, partitions=PARTITIONS)
     produce_numbered(kafka.bootstrap_servers, topic, PARTITIONS, PER_PARTITION)
     return topic
@@ -135,23 +136,26 @@ def orphans(moto_s3, bucket) -> set[str]:
     return set(exported.objects) - listed
 
 
+@pytest.mark.parametrize("tasks_read_kafka", ["false", "true"], ids=["rows", "tasks-read-kafka"])
 def test_sigkill_mid_batch_then_restart_from_checkpoint(
-    crash_setup, kafka, moto_s3, bucket, tmp_path
+    crash_setup, kafka, moto_s3, bucket, tmp_path, tasks_read_kafka
 ):
     marker = tmp_path / "paused"
+    plan = {"blockgz.tasks.read.kafka": tasks_read_kafka}
     config = write_config(
         tmp_path / "job.properties",
         kafka,
         moto_s3,
         bucket,
         crash_setup,
+        **plan,
         **{"blockgz.test.fault": f"pause-after-files:1:1:{marker}"},
     )
     run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log")
     run.wait_for(marker)
     run.kill()
     assert orphans(moto_s3, bucket), "the crash should leave batch 1's first object uncommitted"
-    clean = write_config(tmp_path / "job2.properties", kafka, moto_s3, bucket, crash_setup)
+    clean = write_config(tmp_path / "job2.properties", kafka, moto_s3, bucket, crash_setup, **plan)
     ExportProcess(clean, tmp_path / "ckpt", tmp_path / "export.log").finish()
     check_exactly_once(moto_s3, bucket, clean)
 
