@@ -440,7 +440,10 @@ def export(config, checkpoint, once, master, options) -> None:
     with Confluent's S3-sink settings, plus topics (or topics.regex) and
     kafka.bootstrap.servers. Spark's Kafka source options such as startingOffsets
     (earliest, latest, JSON, or s3: resume from what the manifests committed) and
-    maxOffsetsPerTrigger may sit in the same file; spark.* keys configure Spark.
+    maxOffsetsPerTrigger may sit in the same file; spark.* keys configure Spark;
+    blockgz.trigger.interval (default "5 seconds") paces a running job, and
+    blockgz.tasks.read.kafka=true lets the sink's tasks read Kafka themselves (faster;
+    Spark's metrics then count offset ranges, not records).
 
     Ctrl-C or SIGTERM stops cleanly: the running micro-batch is replayed on restart.
 
