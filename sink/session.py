@@ -97,8 +97,30 @@ def spark_session(
         builder = builder.config(key, str(value))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
+    quiet_accumulator_server(spark)
     register_data_sources(spark)
     return spark
+
+
+def quiet_accumulator_server(spark) -> None:
+    """Stop PySpark's accumulator server from printing a traceback when the JVM hangs up.
+
+    When the JVM goes away first (at exit, or while ``stop()`` runs) the server's reader
+    hits end-of-file and :mod:`socketserver` prints the ``EOFError`` with its traceback on
+    stderr: noise at the end of a clean stop. Only a closed connection is silenced; any
+    other error still prints.
+    """
+    server = getattr(spark.sparkContext, "_accumulatorServer", None)
+    if server is None or getattr(server, "_blockgz_quiet", False):
+        return
+    report = server.handle_error
+
+    def handle_error(request: Any, client_address: Any) -> None:
+        if not isinstance(sys.exc_info()[1], EOFError | ConnectionError):
+            report(request, client_address)
+
+    server.handle_error = handle_error
+    server._blockgz_quiet = True
 
 
 def register_data_sources(spark) -> None:

@@ -431,3 +431,18 @@ def test_transaction_markers_leave_exact_gaps_and_seeks_skip_them(
         assert [r.offset for r in archive.seek(topic, 0, 3, count=2)] == [4, 5]
         listed = [(r.first_offset, r.last_offset, r.records) for r in archive.ls(topic)]
         assert listed == [(0, 5, 5), (6, 12, 5), (13, 14, 2)]
+
+
+def test_the_jvm_hanging_up_on_the_accumulator_server_prints_no_traceback(spark, capfd):
+    """A clean stop must not end with PySpark's EOFError traceback (other errors still print)."""
+    server = spark.sparkContext._accumulatorServer
+    try:
+        raise EOFError
+    except EOFError:
+        server.handle_error(None, ("127.0.0.1", 0))
+    assert capfd.readouterr().err == ""
+    try:
+        raise ValueError("wrong token")
+    except ValueError:
+        server.handle_error(None, ("127.0.0.1", 0))
+    assert "ValueError: wrong token" in capfd.readouterr().err
