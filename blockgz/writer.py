@@ -102,10 +102,7 @@ class BlockGzipWriter:
     # -- one record at a time --------------------------------------------------------------
     def write(self, record: bytes, offset: int | None = None) -> None:
         """Append one record; ``offset`` defaults to the previous one plus one."""
-        if self._buf and not self._buf_count:  # raw bytes left by write_delimited
-            self._flush_delimited()
-        if self._unresolved:
-            self._pipeline.drain()  # offsets of raw blocks are known once they are delivered
+        self._settle_offsets()
         if offset is None:
             offset = self._next_offset
         elif self._last_offset is not None and offset <= self._last_offset:
@@ -142,10 +139,7 @@ class BlockGzipWriter:
             return
         if len(offsets) != n:
             raise ValueError(f"{n} record ends but {len(offsets)} offsets")
-        if self._buf and not self._buf_count:
-            self._flush_delimited()
-        if self._unresolved:
-            self._pipeline.drain()
+        self._settle_offsets()
         first = int(offsets[0])
         if (self._last_offset is not None and first <= self._last_offset) or (
             n > 1 and not bool(np.all(offsets[1:] > offsets[:-1]))
@@ -175,6 +169,14 @@ class BlockGzipWriter:
                 self._append_framed(view, base, int(ends[stop - 1]), offsets[i:stop])
             self._cut()
             i = stop
+
+    def _settle_offsets(self) -> None:
+        """Before records with explicit offsets: cut what write_delimited left and wait until
+        its blocks are delivered, which is when their offsets become known."""
+        if self._buf and not self._buf_count:
+            self._flush_delimited()
+        if self._unresolved:
+            self._pipeline.drain()
 
     def _append_framed(self, view: memoryview, start: int, end: int, offsets: np.ndarray) -> None:
         first, last, count = int(offsets[0]), int(offsets[-1]), len(offsets)

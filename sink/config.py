@@ -29,6 +29,7 @@ from blockgz.errors import ConfigError
 from blockgz.store.settings import OPTION_NAMES as S3_OPTION_NAMES
 from blockgz.units import parse_size
 from blockgz.writer import DEFAULT_BLOCK_SIZE
+from sink.options import bool_option, choice_option, int_option
 
 log = logging.getLogger("blockgz.sink")
 
@@ -99,38 +100,6 @@ SINK_OPTION_NAMES = frozenset(
         "blockgz.test.fault",
     }
 )
-
-
-def _int(options: Mapping[str, Any], name: str, default: int, low: int, high: int | None) -> int:
-    raw = options.get(name)
-    if raw is None or str(raw).strip() == "":
-        return default
-    try:
-        value = int(str(raw).strip())
-    except ValueError:
-        raise ConfigError(f"{name}: {raw!r} is not a whole number") from None
-    if value < low or (high is not None and value > high):
-        shown = f"{low}..{high}" if high is not None else f"{low} or more"
-        raise ConfigError(f"{name}: {value} is out of range; allowed: {shown}")
-    return value
-
-
-def _choice(options: Mapping[str, Any], name: str, allowed: tuple[str, ...], default: str) -> str:
-    raw = options.get(name)
-    value = default if raw is None or str(raw).strip() == "" else str(raw).strip()
-    if value.lower() not in allowed:
-        raise ConfigError(f"{name}: {value!r} is not allowed; allowed: {', '.join(allowed)}")
-    return value.lower()
-
-
-def _bool(options: Mapping[str, Any], name: str, default: bool) -> bool:
-    raw = options.get(name)
-    if raw is None or str(raw).strip() == "":
-        return default
-    text = str(raw).strip().lower()
-    if text not in ("true", "false"):
-        raise ConfigError(f"{name}: {raw!r} is not allowed; allowed: true, false")
-    return text == "true"
 
 
 def _format(options: Mapping[str, Any]) -> str:
@@ -204,11 +173,11 @@ class SinkConfig:
         """Validate Confluent-named options; unknown keys are logged, never fatal."""
         opts = {str(k): str(v) for k, v in options.items() if v is not None}
         fmt = _format(opts)
-        compression = _choice(opts, "s3.compression.type", COMPRESSIONS, "none")
-        level = _int(opts, "s3.compression.level", -1, -1, 9)
-        flush = _int(opts, "flush.size", 0, 0, None)
-        rotate_ms = _int(opts, "rotate.interval.ms", -1, -1, None)
-        schedule_ms = _int(opts, "rotate.schedule.interval.ms", -1, -1, None)
+        compression = choice_option(opts, "s3.compression.type", COMPRESSIONS, "none")
+        level = int_option(opts, "s3.compression.level", -1, -1, 9)
+        flush = int_option(opts, "flush.size", 0, 0, None)
+        rotate_ms = int_option(opts, "rotate.interval.ms", -1, -1, None)
+        schedule_ms = int_option(opts, "rotate.schedule.interval.ms", -1, -1, None)
         if schedule_ms > 0 and not opts.get("timezone"):
             raise ConfigError(
                 "rotate.schedule.interval.ms needs timezone (an IANA name such as UTC or "
@@ -222,7 +191,7 @@ class SinkConfig:
         )
         if block_size < 1:
             raise ConfigError("s3.compression.block.size: must be at least 1 byte")
-        block_records = _int(opts, "s3.compression.block.records", 0, 0, None)
+        block_records = int_option(opts, "s3.compression.block.records", 0, 0, None)
         if (block_records or "s3.compression.block.size" in opts) and compression != "blockgzip":
             raise ConfigError(
                 "s3.compression.block.size/.records only apply to s3.compression.type=blockgzip"
@@ -237,7 +206,7 @@ class SinkConfig:
             topics_dir=topics_dir,
             directory_delim=delim,
             file_delim=opts.get("file.delim", "+") or "+",
-            offset_pad_width=_int(opts, "filename.offset.zero.pad.width", 10, 0, 30),
+            offset_pad_width=int_option(opts, "filename.offset.zero.pad.width", 10, 0, 30),
             format=fmt,
             compression=compression,
             compression_level=level,
@@ -245,14 +214,14 @@ class SinkConfig:
             block_records=block_records or None,
             separator=_separator(opts) if fmt == "bytearray" else b"\n",
             bytearray_extension=opts.get("format.bytearray.extension", ".bin"),
-            json_envelope=_bool(opts, "format.json.envelope", False),
+            json_envelope=bool_option(opts, "format.json.envelope", False),
             flush_size=flush or None,
             flush_size_bytes=(
                 parse_size(size_bytes, name="flush.size.bytes") or None if size_bytes else None
             ),
             rotate_interval_ms=rotate_ms if rotate_ms > 0 else None,
             rotate_schedule_interval_ms=schedule_ms if schedule_ms > 0 else None,
-            null_behavior=_choice(opts, "behavior.on.null.values", NULL_BEHAVIORS, "fail"),
+            null_behavior=choice_option(opts, "behavior.on.null.values", NULL_BEHAVIORS, "fail"),
             tombstone_partition=opts.get("tombstone.encoded.partition", "tombstone"),
             manifest_dir=(opts.get("blockgz.manifest.dir") or "_blockgz").strip("/"),
             epoch=opts.get("blockgz.epoch", ""),

@@ -177,21 +177,23 @@ def write_task(config: SinkConfig, batches: Iterator[Any]) -> TaskCommitMessage:
                 writers[(topic, part)] = writer
             return writer
 
+        def after_write(writer: TopicPartitionWriter) -> None:
+            nonlocal fault_pending, files_done
+            if fault_pending and len(writer.written) > files_done:
+                files_done = len(writer.written)
+                fault_pending = faults.after_file(fault, files_done, *_task_identity())
+
         for batch in record_batches(config, batches):
             run = single_partition_run(batch)
             if run is not None:
                 writer = writer_for(*run)
                 if writer.writes_runs and writer.write_values(*run_values(batch)):
-                    if fault_pending and len(writer.written) > files_done:
-                        files_done = len(writer.written)
-                        fault_pending = faults.after_file(fault, files_done, *_task_identity())
+                    after_write(writer)
                     continue
             for record in records_of(batch):
                 writer = writer_for(record.topic, record.partition)
                 writer.write(record)
-                if fault_pending and len(writer.written) > files_done:
-                    files_done = len(writer.written)
-                    fault_pending = faults.after_file(fault, files_done, *_task_identity())
+                after_write(writer)
         message = TaskCommitMessage()
         for (topic, part), writer in sorted(writers.items()):
             message.files.extend(writer.close())

@@ -33,6 +33,9 @@ from sink.records import KafkaRecord, parse_json
 class RecordEncoder(ABC):
     """Turns a record into the bytes stored for it; ``None`` values are tombstones."""
 
+    #: Whether :meth:`passes_through` can ever say yes (else runs are not even tried).
+    may_pass_through = False
+
     @abstractmethod
     def encode(self, record: KafkaRecord) -> bytes: ...
 
@@ -56,6 +59,7 @@ class JsonValueEncoder(RecordEncoder):
 
     def __init__(self, *, unwrap_payload: bool = False):
         self.unwrap_payload = unwrap_payload
+        self.may_pass_through = not unwrap_payload
 
     def encode(self, record: KafkaRecord) -> bytes:
         value = record.value
@@ -72,7 +76,7 @@ class JsonValueEncoder(RecordEncoder):
 
     def passes_through(self, values: list[bytes], framed: bytes) -> bool:
         """Single-line, valid JSON values are stored byte for byte."""
-        if self.unwrap_payload or framed.count(b"\n") != len(values) or b"\r" in framed:
+        if not self.may_pass_through or framed.count(b"\n") != len(values) or b"\r" in framed:
             return False
         loads = orjson.loads
         try:
@@ -116,6 +120,8 @@ class JsonEnvelopeEncoder(RecordEncoder):
 
 class ByteArrayEncoder(RecordEncoder):
     """The raw value bytes; a value holding the separator would break framing, so it is refused."""
+
+    may_pass_through = True
 
     def __init__(self, separator: bytes = b"\n"):
         self.separator = separator

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from blockgz.errors import ConfigError
 from sink.config import SinkConfig, unknown_options
+from sink.options import bool_option
 
 log = logging.getLogger("blockgz.export")
 
@@ -158,13 +159,6 @@ def _json_value(value) -> str:
     return str(value)
 
 
-def _flag(opts: Mapping[str, str], key: str, default: bool) -> bool:
-    value = opts.get(key, "true" if default else "false").lower()
-    if value not in ("true", "false"):
-        raise ConfigError(f"{key}={value!r} is not allowed; allowed: true, false")
-    return value == "true"
-
-
 @dataclass(frozen=True)
 class ExportConfig:
     """The validated job: source options, sink config, Spark settings and the trigger."""
@@ -232,7 +226,7 @@ class ExportConfig:
             spark_conf=spark,
             trigger_interval=opts.get("blockgz.trigger.interval", DEFAULT_TRIGGER),
             checkpoint_dir=opts.get("blockgz.checkpoint.dir") or None,
-            tasks_read_kafka=_flag(opts, "blockgz.tasks.read.kafka", False),
+            tasks_read_kafka=bool_option(opts, "blockgz.tasks.read.kafka", False),
         )
 
     @classmethod

@@ -63,6 +63,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from blockgz.errors import ConfigError, DataLossError, SourceError
+from sink.options import bool_option, choice_option
 from sink.records import kafka_arrow_schema, kafka_schema_ddl
 
 log = logging.getLogger("blockgz.kafka_source")
@@ -84,7 +85,6 @@ EMIT_MODES = ("records", "ranges")
 #: The rows of ``blockgz.emit=ranges``: one per task, the offsets ``[startOffset, endOffset)``.
 RANGE_SCHEMA_DDL = "topic STRING, partition INT, startOffset BIGINT, endOffset BIGINT"
 RANGE_COLUMNS = ("topic", "partition", "startOffset", "endOffset")
-_BOOLEANS = {"true": True, "false": False}
 #: librdkafka settings the source owns (Spark rejects the same ones on its Kafka source).
 _REJECTED_KAFKA = {
     "auto.offset.reset": "set the source option startingOffsets instead",
@@ -183,21 +183,14 @@ def parse_options(options: Mapping[str, str]) -> SourceConfig:
         assigned=assigned,
         starting=starting,
         max_offsets_per_trigger=_positive_int(opts, "maxOffsetsPerTrigger", None),
-        fail_on_data_loss=_boolean(opts, "failOnDataLoss", True),
-        include_headers=_boolean(opts, "includeHeaders", False),
+        fail_on_data_loss=bool_option(opts, "failOnDataLoss", True, key="failondataloss"),
+        include_headers=bool_option(opts, "includeHeaders", False, key="includeheaders"),
         poll_timeout_ms=_positive_int(opts, "kafkaConsumer.pollTimeoutMs", 120_000) or 120_000,
         group_id_prefix=opts.get("groupidprefix", "blockgz-kafka-source"),
         kafka=_kafka_settings(opts),
         sink_options=_sink_settings(options) if starting == "s3" else {},
-        emit_ranges=_choice(opts, "blockgz.emit", EMIT_MODES, "records") == "ranges",
+        emit_ranges=choice_option(opts, "blockgz.emit", EMIT_MODES, "records") == "ranges",
     )
-
-
-def _choice(opts: Mapping[str, str], name: str, allowed: tuple[str, ...], default: str) -> str:
-    value = opts.get(name.lower(), default).strip().lower()
-    if value not in allowed:
-        raise ConfigError(f"{name}={value!r} is not allowed; allowed: {', '.join(allowed)}")
-    return value
 
 
 def _sink_settings(options: Mapping[str, Any]) -> dict[str, str]:
@@ -315,16 +308,6 @@ def _positive_int(opts: Mapping[str, str], name: str, default: int | None) -> in
         value = 0
     if value <= 0:
         raise ConfigError(f"{name} must be a positive integer; got {text!r}")
-    return value
-
-
-def _boolean(opts: Mapping[str, str], name: str, default: bool) -> bool:
-    text = opts.get(name.lower())
-    if text is None:
-        return default
-    value = _BOOLEANS.get(text.strip().lower())
-    if value is None:
-        raise ConfigError(f"{name} must be one of true, false; got {text!r}")
     return value
 
 

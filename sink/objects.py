@@ -118,11 +118,7 @@ class ObjectWriter:
             self._pending_bytes += len(data) + len(self.separator)
             if self._pending_bytes >= WRITE_CHUNK:
                 self._flush_pending()
-        if self.first_offset is None:
-            self.first_offset = offset
-        self.last_offset = offset
-        self.records += 1
-        self.uncompressed_size += len(data) + len(self.separator)
+        self._count(offset, offset, 1, len(data) + len(self.separator))
 
     def write_framed(self, data: memoryview, ends: np.ndarray, offsets: np.ndarray) -> None:
         """Append records already framed with the separator (see
@@ -134,11 +130,14 @@ class ObjectWriter:
             self._pending_bytes += len(data)
             if self._pending_bytes >= WRITE_CHUNK:
                 self._flush_pending()
+        self._count(int(offsets[0]), int(offsets[-1]), len(ends), len(data))
+
+    def _count(self, first: int, last: int, records: int, size: int) -> None:
         if self.first_offset is None:
-            self.first_offset = int(offsets[0])
-        self.last_offset = int(offsets[-1])
-        self.records += len(ends)
-        self.uncompressed_size += len(data)
+            self.first_offset = first
+        self.last_offset = last
+        self.records += records
+        self.uncompressed_size += size
 
     def _flush_pending(self) -> None:
         if not self._pending:

@@ -95,6 +95,7 @@ class TopicPartitionWriter:
         #: Whether :meth:`write_values` may take whole runs of records.
         self.writes_runs = (
             type(self.partitioner) is DefaultPartitioner
+            and self.encoder.may_pass_through
             and not config.rotate_interval_ms
             and not config.rotate_schedule_interval_ms
         )
@@ -165,11 +166,16 @@ class TopicPartitionWriter:
             writer.write(data, record.offset)
         except RecordFramingError as exc:
             raise record.fail(str(exc)) from None
-        cfg = self.config
-        if (cfg.flush_size and writer.records >= cfg.flush_size) or (
-            cfg.flush_size_bytes and writer.uncompressed_size >= cfg.flush_size_bytes
-        ):
+        if self._is_full(writer):
             self._commit(encoded)
+
+    def _is_full(self, writer: ObjectWriter) -> bool:
+        """``flush.size`` records or ``flush.size.bytes`` bytes reached: rotate."""
+        cfg = self.config
+        return bool(
+            (cfg.flush_size and writer.records >= cfg.flush_size)
+            or (cfg.flush_size_bytes and writer.uncompressed_size >= cfg.flush_size_bytes)
+        )
 
     def write_values(self, values: list[bytes], offsets: np.ndarray) -> bool:
         """Write a run of this topic-partition's non-null values at once, or return ``False``
@@ -209,9 +215,7 @@ class TopicPartitionWriter:
             writer.write_framed(
                 view[base : int(ends[stop - 1])], ends[start:stop] - base, offsets[start:stop]
             )
-            if (cfg.flush_size and writer.records >= cfg.flush_size) or (
-                cfg.flush_size_bytes and writer.uncompressed_size >= cfg.flush_size_bytes
-            ):
+            if self._is_full(writer):
                 self._commit(encoded)
             start = stop
         return True

@@ -52,6 +52,7 @@ from datetime import tzinfo
 from typing import Any
 
 from blockgz.errors import ConfigError
+from sink.options import bool_option
 from sink.pathsafe import escape_path_value
 from sink.records import KafkaRecord
 from sink.timeformat import ZoneOffsets, compile_pattern, parse_iso_millis, parse_timezone
@@ -588,15 +589,6 @@ def _text(options: Mapping[str, str], key: str, default: str = "") -> str:
     return default if value is None else str(value).strip()
 
 
-def _bool_option(options: Mapping[str, str], key: str, default: bool) -> bool:
-    text = _text(options, key).lower()
-    if not text:
-        return default
-    if text not in ("true", "false"):
-        raise ConfigError(f"{key}: {options[key]!r} is not allowed; allowed: true, false")
-    return text == "true"
-
-
 def _duration(options: Mapping[str, str]) -> int:
     text = _text(options, "partition.duration.ms")
     try:
@@ -722,7 +714,7 @@ def build_partitioner(options: Mapping[str, str]) -> Partitioner:
     kind = partitioner_kind(opts)
     delim = _check_delim(opts.get("directory.delim", "/"))
     file_delim = opts.get("file.delim", "+") or "+"
-    lowercase = _bool_option(opts, "partition.path.lowercase", False)
+    lowercase = bool_option(opts, "partition.path.lowercase", False)
     if kind == "default":
         return DefaultPartitioner(delim, lowercase)
     if kind == "field":
