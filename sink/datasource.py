@@ -99,7 +99,8 @@ def records_of(batch) -> Iterator[KafkaRecord]:
 def record_batches(config: SinkConfig, batches: Iterator[Any]) -> Iterator[Any]:
     """The Arrow batches of Kafka records to write: the input itself, or, when its rows are
     offset ranges (``blockgz.emit=ranges``), those ranges read from Kafka by this task."""
-    from sink.kafka_source import KafkaInputPartition, parse_options, read_range
+    from sink.kafka_options import parse_options
+    from sink.kafka_source import KafkaInputPartition, read_range
 
     source = None
     for batch in batches:

@@ -213,7 +213,7 @@ class ExportConfig:
             )
         sink_config = SinkConfig.from_options(sink)
         if source.get("startingOffsets", "").strip().lower() != "s3":
-            from sink.kafka_source import parse_options
+            from sink.kafka_options import parse_options
 
             parse_options(source)  # the same checks Spark would run only once the query starts
         unknown = unknown_options(sink)

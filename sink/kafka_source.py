@@ -44,15 +44,13 @@ Example (needs a running Spark and Kafka, so it is not a doctest)::
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import re
 import time
-import uuid
 from bisect import bisect_left
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -62,478 +60,36 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from blockgz.errors import ConfigError, DataLossError, SourceError
-from sink.options import bool_option, choice_option
+from blockgz.errors import SourceError
+from sink.kafka_offsets import (
+    check_range_start,
+    manifest_start,
+    offsets_from_json,
+    offsets_to_json,
+    plan_end,
+    report_data_loss,
+    resolve_start,
+    tp_name,
+    tp_names,
+)
+from sink.kafka_options import (
+    EARLIEST,
+    LATEST,
+    SOURCE_NAME,
+    Offsets,
+    SourceConfig,
+    TopicPartition,
+    parse_options,
+)
 from sink.records import kafka_arrow_schema, kafka_schema_ddl
 
 log = logging.getLogger("blockgz.kafka_source")
 
-SOURCE_NAME = "blockgz-kafka"
-
-TopicPartition = tuple[str, int]
-Offsets = dict[TopicPartition, int]
-StartSpec = Literal["earliest", "latest", "s3"] | Offsets
-
-EARLIEST = -2  # in startingOffsets JSON, as in Spark
-LATEST = -1
 BATCH_ROWS = 10_000  # rows per Arrow batch handed to Spark
-FETCH_QUEUE_BACKOFF_MS = 10
 _CONSUME_WAIT_S = 0.2  # one consume() call; the poll timeout bounds the whole wait
-
-STRATEGIES = ("subscribe", "subscribePattern", "assign")
-EMIT_MODES = ("records", "ranges")
 #: The rows of ``blockgz.emit=ranges``: one per task, the offsets ``[startOffset, endOffset)``.
 RANGE_SCHEMA_DDL = "topic STRING, partition INT, startOffset BIGINT, endOffset BIGINT"
 RANGE_COLUMNS = ("topic", "partition", "startOffset", "endOffset")
-#: librdkafka settings the source owns (Spark rejects the same ones on its Kafka source).
-_REJECTED_KAFKA = {
-    "auto.offset.reset": "set the source option startingOffsets instead",
-    "enable.auto.commit": "the source never commits offsets to Kafka; Spark's checkpoint has them",
-    "key.deserializer": "keys are always binary; cast them in the query",
-    "value.deserializer": "values are always binary; cast them in the query",
-    "interceptor.classes": "Java interceptors do not exist in librdkafka",
-}
-#: Spark Kafka source options this source does not implement but can safely run without.
-_IGNORED = (
-    "endingOffsets",
-    "endingOffsetsByTimestamp",
-    "endingTimestamp",
-    "minPartitions",
-    "minOffsetsPerTrigger",
-    "maxTriggerDelay",
-    "fetchOffset.numRetries",
-    "fetchOffset.retryIntervalMs",
-    "maxRecordsPerPartition",
-)
-#: Spark Kafka source options that would change which records are read: refused.
-_UNSUPPORTED = ("startingTimestamp", "startingOffsetsByTimestamp")
-
-
-# -- options ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SourceConfig:
-    """The validated options of one ``blockgz-kafka`` source (picklable, no clients)."""
-
-    bootstrap_servers: str
-    strategy: str  # one of STRATEGIES
-    topics: tuple[str, ...] = ()  # subscribe
-    pattern: str | None = None  # subscribePattern
-    assigned: tuple[TopicPartition, ...] = ()  # assign
-    starting: StartSpec = "latest"
-    max_offsets_per_trigger: int | None = None
-    fail_on_data_loss: bool = True
-    include_headers: bool = False
-    poll_timeout_ms: int = 120_000
-    group_id_prefix: str = "blockgz-kafka-source"
-    kafka: Mapping[str, str] = field(default_factory=dict)  # kafka.* without the prefix
-    # startingOffsets=s3 reads the blockgz sink's manifests: the sink's own options say where.
-    sink_options: Mapping[str, str] = field(default_factory=dict)
-    emit_ranges: bool = False  # blockgz.emit=ranges: one offset-range row per task
-
-    @property
-    def timeout_s(self) -> float:
-        return self.poll_timeout_ms / 1000
-
-    def consumer_config(self) -> dict[str, Any]:
-        """librdkafka settings of a consumer that only assigns, reads and never commits."""
-        config: dict[str, Any] = {"isolation.level": "read_uncommitted", **self.kafka}
-        config.setdefault("group.id", f"{self.group_id_prefix}-{uuid.uuid4()}")
-        # librdkafka >= 2.4 postpones a partition's next fetch by this much (1 s by default)
-        # once its local queue holds queued.min.messages (100k): a task reading a range longer
-        # than that then waits with an empty queue. 10 ms reads a 250k range 2.2x faster here.
-        config.setdefault("fetch.queue.backoff.ms", FETCH_QUEUE_BACKOFF_MS)
-        config.update(
-            {
-                "bootstrap.servers": self.bootstrap_servers,
-                "enable.auto.commit": False,
-                "enable.auto.offset.store": False,
-                "enable.partition.eof": True,
-                "auto.offset.reset": "error",
-            }
-        )
-        return config
-
-
-def parse_options(options: Mapping[str, str]) -> SourceConfig:
-    """Validate the source's options (case-insensitive names) into a :class:`SourceConfig`.
-
-    >>> parse_options({"kafka.bootstrap.servers": "b:9092", "subscribe": "a, b"}).topics
-    ('a', 'b')
-    >>> parse_options({"kafka.bootstrap.servers": "b:9092"})
-    Traceback (most recent call last):
-    ...
-    blockgz.errors.ConfigError: exactly one of subscribe, subscribePattern, assign must be set...
-    """
-    opts = {str(key).lower(): str(value) for key, value in options.items()}
-    _check_unsupported(opts)
-    bootstrap = opts.get("kafka.bootstrap.servers", "").strip()
-    if not bootstrap:
-        raise ConfigError(
-            "kafka.bootstrap.servers is required: the host:port list of the Kafka brokers"
-        )
-    strategy, topics, pattern, assigned = _parse_strategy(opts)
-    starting = parse_starting_offsets(opts.get("startingoffsets", "latest"))
-    return SourceConfig(
-        bootstrap_servers=bootstrap,
-        strategy=strategy,
-        topics=topics,
-        pattern=pattern,
-        assigned=assigned,
-        starting=starting,
-        max_offsets_per_trigger=_positive_int(opts, "maxOffsetsPerTrigger", None),
-        fail_on_data_loss=bool_option(opts, "failOnDataLoss", True, key="failondataloss"),
-        include_headers=bool_option(opts, "includeHeaders", False, key="includeheaders"),
-        poll_timeout_ms=_positive_int(opts, "kafkaConsumer.pollTimeoutMs", 120_000) or 120_000,
-        group_id_prefix=opts.get("groupidprefix", "blockgz-kafka-source"),
-        kafka=_kafka_settings(opts),
-        sink_options=_sink_settings(options) if starting == "s3" else {},
-        emit_ranges=choice_option(opts, "blockgz.emit", EMIT_MODES, "records") == "ranges",
-    )
-
-
-def _sink_settings(options: Mapping[str, Any]) -> dict[str, str]:
-    """The sink options given to the source for ``startingOffsets=s3`` (validated now)."""
-    from sink.config import SinkConfig
-
-    sink = {str(k): str(v) for k, v in options.items() if not str(k).startswith("kafka.")}
-    SinkConfig.from_options(sink)
-    return sink
-
-
-def _check_unsupported(opts: Mapping[str, str]) -> None:
-    for name in _UNSUPPORTED:
-        if name.lower() in opts:
-            raise ConfigError(
-                f"option {name} is not supported by the {SOURCE_NAME} source; "
-                "use startingOffsets (earliest, latest or per-partition JSON offsets)"
-            )
-    for name in _IGNORED:
-        if name.lower() in opts:
-            log.warning("option %s is ignored by the %s streaming source", name, SOURCE_NAME)
-
-
-def _parse_strategy(
-    opts: Mapping[str, str],
-) -> tuple[str, tuple[str, ...], str | None, tuple[TopicPartition, ...]]:
-    given = [name for name in STRATEGIES if name.lower() in opts]
-    if len(given) != 1:
-        raise ConfigError(
-            f"exactly one of {', '.join(STRATEGIES)} must be set for the {SOURCE_NAME} source "
-            f"(got {', '.join(given) or 'none'})"
-        )
-    strategy = given[0]
-    value = opts[strategy.lower()]
-    if strategy == "subscribe":
-        topics = tuple(t.strip() for t in value.split(",") if t.strip())
-        if not topics:
-            raise ConfigError("subscribe must list at least one topic, e.g. 'orders,payments'")
-        return strategy, topics, None, ()
-    if strategy == "subscribePattern":
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ConfigError(f"subscribePattern is not a valid regex ({exc}): {value!r}") from exc
-        return strategy, (), value, ()
-    return strategy, (), None, parse_assign(value)
-
-
-def parse_assign(text: str) -> tuple[TopicPartition, ...]:
-    """The partitions of an ``assign`` option: JSON ``{"topic": [0, 1]}``.
-
-    >>> parse_assign('{"b": [1, 0], "a": [2]}')
-    (('a', 2), ('b', 0), ('b', 1))
-    """
-    example = 'assign must be JSON like {"topicA": [0, 1], "topicB": [2]}'
-    try:
-        parsed = json.loads(text)
-    except ValueError as exc:
-        raise ConfigError(f"{example}; got {text!r}") from exc
-    if not isinstance(parsed, dict) or not parsed:
-        raise ConfigError(f"{example}; got {text!r}")
-    partitions: set[TopicPartition] = set()
-    for topic, ids in parsed.items():
-        if not isinstance(ids, list) or not all(_is_partition(p) for p in ids):
-            raise ConfigError(f"{example}; topic {topic!r} has {ids!r}")
-        partitions.update((topic, int(p)) for p in ids)
-    if not partitions:
-        raise ConfigError(f"{example}; it lists no partition")
-    return tuple(sorted(partitions))
-
-
-def _is_partition(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
-
-
-def parse_starting_offsets(text: str) -> StartSpec:
-    """``earliest``, ``latest``, or the per-partition offsets of a JSON ``startingOffsets``.
-
-    >>> parse_starting_offsets(' Earliest ')
-    'earliest'
-    >>> parse_starting_offsets('{"t": {"1": -1, "0": 23}}')
-    {('t', 0): 23, ('t', 1): -1}
-    """
-    value = text.strip()
-    if value.lower() in ("earliest", "latest", "s3"):
-        return value.lower()  # type: ignore[return-value]
-    allowed = (
-        "startingOffsets must be earliest, latest, s3 (what the blockgz sink's manifests "
-        'committed) or JSON like {"topic": {"0": 23, "1": -2}} (-2 = earliest, -1 = latest)'
-    )
-    try:
-        parsed = json.loads(value)
-    except ValueError as exc:
-        raise ConfigError(f"{allowed}; got {text!r}") from exc
-    if not isinstance(parsed, dict):
-        raise ConfigError(f"{allowed}; got {text!r}")
-    offsets: Offsets = {}
-    for topic, partitions in parsed.items():
-        if not isinstance(partitions, dict):
-            raise ConfigError(f"{allowed}; topic {topic!r} has {partitions!r}")
-        for partition, offset in partitions.items():
-            if not str(partition).isdigit() or not isinstance(offset, int) or offset < EARLIEST:
-                raise ConfigError(f"{allowed}; {topic!r} has {partition!r}: {offset!r}")
-            offsets[(topic, int(partition))] = offset
-    return dict(sorted(offsets.items()))
-
-
-def _positive_int(opts: Mapping[str, str], name: str, default: int | None) -> int | None:
-    text = opts.get(name.lower())
-    if text is None:
-        return default
-    try:
-        value = int(text.strip())
-    except ValueError:
-        value = 0
-    if value <= 0:
-        raise ConfigError(f"{name} must be a positive integer; got {text!r}")
-    return value
-
-
-def _kafka_settings(opts: Mapping[str, str]) -> dict[str, str]:
-    settings = {
-        key[len("kafka.") :]: value for key, value in opts.items() if key.startswith("kafka.")
-    }
-    for name, reason in _REJECTED_KAFKA.items():
-        if name in settings:
-            raise ConfigError(
-                f"kafka.{name} is not supported by the {SOURCE_NAME} source: {reason}"
-            )
-    settings.pop("bootstrap.servers", None)
-    return settings
-
-
-# -- offsets ----------------------------------------------------------------------------------
-
-
-def offsets_to_json(offsets: Mapping[TopicPartition, int]) -> dict[str, dict[str, int]]:
-    """The canonical JSON form: topics sorted, partitions sorted by number, keys as strings.
-
-    >>> offsets_to_json({("b", 10): 5, ("b", 2): 7, ("a", 0): 1})
-    {'a': {'0': 1}, 'b': {'2': 7, '10': 5}}
-    """
-    result: dict[str, dict[str, int]] = {}
-    for topic, partition in sorted(offsets):
-        result.setdefault(topic, {})[str(partition)] = int(offsets[(topic, partition)])
-    return result
-
-
-def offsets_from_json(data: Mapping[str, Mapping[str, Any]]) -> Offsets:
-    """The inverse of :func:`offsets_to_json` (partition keys may be strings or ints)."""
-    try:
-        return {
-            (str(topic), int(partition)): int(offset)
-            for topic, partitions in data.items()
-            for partition, offset in partitions.items()
-        }
-    except (AttributeError, TypeError, ValueError) as exc:
-        raise SourceError(f"not a {SOURCE_NAME} offset: {data!r}") from exc
-
-
-def _name(tp: TopicPartition) -> str:
-    return f"{tp[0]}-{tp[1]}"
-
-
-def _names(tps: Sequence[TopicPartition]) -> str:
-    return ", ".join(_name(tp) for tp in tps)
-
-
-def report_data_loss(message: str, fail_on_data_loss: bool) -> None:
-    """Raise :class:`DataLossError`, or log a warning when ``failOnDataLoss`` is false."""
-    if fail_on_data_loss:
-        raise DataLossError(
-            f"{message}. Some data may have been lost; if that is expected, restart the "
-            "query with failOnDataLoss=false to skip it"
-        )
-    log.warning("%s; skipping it (failOnDataLoss=false)", message)
-
-
-def resolve_start(
-    spec: StartSpec,
-    partitions: Sequence[TopicPartition],
-    earliest: Mapping[TopicPartition, int],
-    latest: Mapping[TopicPartition, int],
-    *,
-    every_partition: bool = False,
-) -> Offsets:
-    """The first offsets of a new query, from ``startingOffsets`` and the broker's offsets.
-
-    In a JSON spec -2 means earliest and -1 latest; partitions it leaves out start at
-    earliest, unless ``every_partition`` (``assign``) requires them all, as Spark does.
-
-    >>> parts = [("t", 0), ("t", 1)]
-    >>> resolve_start({("t", 0): -1}, parts, {("t", 0): 3, ("t", 1): 4}, {("t", 0): 9, ("t", 1): 8})
-    {('t', 0): 9, ('t', 1): 4}
-    """
-    if spec == "earliest":
-        return {tp: earliest[tp] for tp in partitions}
-    if spec == "latest":
-        return {tp: latest[tp] for tp in partitions}
-    assert isinstance(spec, dict)
-    unknown = sorted(spec.keys() - set(partitions))
-    if unknown:
-        raise ConfigError(
-            f"startingOffsets names partitions that are not subscribed or do not exist: "
-            f"{_names(unknown)} (existing: {_names(sorted(partitions)) or 'none'})"
-        )
-    missing = sorted(set(partitions) - spec.keys())
-    if every_partition and missing:
-        raise ConfigError(
-            "startingOffsets JSON must give an offset for every assigned partition "
-            f"(-2 = earliest, -1 = latest); missing: {_names(missing)}"
-        )
-    start: Offsets = {}
-    for tp in partitions:
-        offset = spec.get(tp, EARLIEST)
-        start[tp] = (
-            earliest[tp] if offset == EARLIEST else latest[tp] if offset == LATEST else offset
-        )
-    return start
-
-
-def manifest_start(
-    sink_options: Mapping[str, str], partitions: Sequence[TopicPartition]
-) -> Offsets:
-    """``startingOffsets=s3``: per partition, the next offset the sink's manifests committed.
-
-    Partitions no manifest mentions start at earliest. (``blockgz export`` also removes
-    objects of batches that never committed; this source only reads.)
-    """
-    from sink.commit import committed_offsets
-    from sink.config import SinkConfig
-
-    config = SinkConfig.from_options(sink_options)
-    store, prefix = config.make_store()
-    committed = committed_offsets(store, prefix, config)
-    return {tp: committed.get(tp[0], {}).get(tp[1], EARLIEST) for tp in partitions}
-
-
-def split_limit(lags: Mapping[TopicPartition, int], limit: int) -> dict[TopicPartition, int]:
-    """How many records each partition may read when ``limit`` is shared by lag.
-
-    Like Spark's Kafka source, the share is proportional to each partition's lag and every
-    lagging partition gets at least one record (when ``limit`` allows), so none starves; unlike
-    Spark, the sum never exceeds ``limit`` (largest remainders, ties in partition order).
-
-    >>> split_limit({("t", 0): 900, ("t", 1): 100, ("t", 2): 0}, 100)
-    {('t', 0): 90, ('t', 1): 10}
-    >>> split_limit({("t", 0): 9000, ("t", 1): 1}, 100)
-    {('t', 0): 99, ('t', 1): 1}
-    >>> split_limit({("t", 0): 5, ("t", 1): 3}, 100)
-    {('t', 0): 5, ('t', 1): 3}
-    """
-    lagging = {tp: lag for tp, lag in sorted(lags.items()) if lag > 0}
-    total = sum(lagging.values())
-    if total <= limit:
-        return lagging
-    if limit < len(lagging):  # one each, to the most lagging partitions
-        chosen = sorted(lagging, key=lambda tp: (-lagging[tp], tp))[:limit]
-        return {tp: 1 for tp in sorted(chosen)}
-    shares: dict[TopicPartition, int] = {}
-    remainders: dict[TopicPartition, int] = {}
-    for tp, lag in lagging.items():
-        shares[tp], remainders[tp] = divmod(limit * lag, total)
-    starved = [tp for tp, share in shares.items() if share == 0]
-    for tp in starved:
-        shares[tp] = 1
-    for _ in range(sum(shares.values()) - limit):  # pay for them from the largest shares
-        shares[min(shares, key=lambda tp: (-shares[tp], tp))] -= 1
-    leftover = limit - sum(shares.values())
-    fed = sorted(set(shares) - set(starved), key=lambda tp: (-remainders[tp], tp))
-    for tp in fed[:leftover]:
-        shares[tp] += 1
-    return shares
-
-
-def plan_end(
-    start: Mapping[TopicPartition, int],
-    latest: Mapping[TopicPartition, int],
-    earliest_new: Mapping[TopicPartition, int],
-    *,
-    max_rows: int | None = None,
-    target: Mapping[TopicPartition, int] | None = None,
-    fail_on_data_loss: bool = True,
-) -> Offsets:
-    """The end offsets of the next micro-batch (what ``latestOffset`` returns).
-
-    ``latest`` holds every current partition's latest offset and ``earliest_new`` the earliest
-    offset of those not in ``start``. A new partition enters at its earliest offset and is
-    read from the next batch on, so a batch's ranges depend only on its start and end offsets.
-    Partitions that vanished, new partitions that do not start at 0 and offsets that went
-    back are data loss. ``target`` (Trigger.AvailableNow) caps each partition and leaves out
-    the partitions it does not know; ``max_rows`` is shared out by :func:`split_limit`.
-
-    >>> plan_end({("t", 0): 5}, {("t", 0): 50, ("t", 1): 7}, {("t", 1): 0}, max_rows=10)
-    {('t', 0): 15, ('t', 1): 0}
-    """
-    for tp in sorted(start.keys() - latest.keys()):
-        report_data_loss(f"partition {_name(tp)} no longer exists", fail_on_data_loss)
-    end: Offsets = {}
-    for tp, newest in sorted(latest.items()):
-        if target is not None and tp not in target:
-            continue
-        if tp not in start:
-            first = earliest_new[tp]
-            if first > 0:
-                message = f"new partition {_name(tp)} starts at offset {first}, not 0"
-                report_data_loss(message, fail_on_data_loss)
-            end[tp] = first
-        elif newest < start[tp]:
-            message = (
-                f"partition {_name(tp)}'s latest offset went back from {start[tp]} to {newest} "
-                "(was the topic recreated?)"
-            )
-            report_data_loss(message, fail_on_data_loss)
-            end[tp] = newest
-        else:
-            cap = newest if target is None else min(newest, target[tp])
-            end[tp] = max(start[tp], cap)
-    if max_rows is not None:
-        lags = {tp: end[tp] - start[tp] for tp in end if tp in start}
-        for tp, admitted in split_limit(lags, max_rows).items():
-            end[tp] = start[tp] + admitted
-    return end
-
-
-def check_range_start(
-    tp: TopicPartition, start: int, end: int, earliest: int, fail_on_data_loss: bool
-) -> int:
-    """Where reading ``[start, end)`` begins, given the partition's earliest offset now.
-
-    Offsets below ``earliest`` were deleted (retention) before being read: data loss.
-
-    >>> check_range_start(("t", 0), 10, 20, 15, fail_on_data_loss=False)
-    15
-    """
-    if earliest <= start:
-        return start
-    message = (
-        f"offsets [{start}, {min(earliest, end)}) of {_name(tp)} are no longer in Kafka "
-        f"(its earliest offset is now {earliest})"
-    )
-    report_data_loss(message, fail_on_data_loss)
-    return min(earliest, end)
 
 
 # -- talking to Kafka -------------------------------------------------------------------------
@@ -658,7 +214,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         partitions = current_partitions(self.consumer, self.config)
         if self.config.strategy == "assign" and len(partitions) < len(self.config.assigned):
             missing = sorted(set(self.config.assigned) - set(partitions))
-            raise SourceError(f"assigned partitions do not exist: {_names(missing)}")
+            raise SourceError(f"assigned partitions do not exist: {tp_names(missing)}")
         earliest = query_offsets(self.consumer, self.config, partitions, EARLIEST)
         latest = query_offsets(self.consumer, self.config, partitions, LATEST)
         spec = self.config.starting
@@ -808,7 +364,7 @@ def _read_range(consumer: Any, config: SourceConfig, part: KafkaInputPartition) 
     last_progress, resets = time.monotonic(), 0
     while position < part.end:
         wanted = min(part.end - position, BATCH_ROWS)  # consume() waits for all it asks for
-        with _kafka_errors(config, f"cannot read {_name(tp)}"):
+        with _kafka_errors(config, f"cannot read {tp_name(tp)}"):
             messages = consumer.consume(num_messages=wanted, timeout=_CONSUME_WAIT_S)
         if not messages:  # a gap (compaction, transaction markers), or a slow broker
             position = max(position, consumer.position([KafkaTP(*tp)])[0].offset)
@@ -852,7 +408,8 @@ def _read_range(consumer: Any, config: SourceConfig, part: KafkaInputPartition) 
                 position = _seek(consumer, config, part, position)
                 break
             else:
-                raise SourceError(f"cannot read {_name(tp)} at {config.bootstrap_servers}: {error}")
+                where = f"{tp_name(tp)} at {config.bootstrap_servers}"
+                raise SourceError(f"cannot read {where}: {error}")
     if len(builder):
         yield builder.flush()
 
@@ -862,7 +419,7 @@ def _seek(consumer: Any, config: SourceConfig, part: KafkaInputPartition, offset
     from confluent_kafka import TopicPartition as KafkaTP
 
     tp = (part.topic, part.partition)
-    with _kafka_errors(config, f"cannot get the offsets of {_name(tp)}"):
+    with _kafka_errors(config, f"cannot get the offsets of {tp_name(tp)}"):
         earliest, high = consumer.get_watermark_offsets(
             KafkaTP(*tp), timeout=config.timeout_s, cached=False
         )
@@ -877,7 +434,7 @@ def _seek(consumer: Any, config: SourceConfig, part: KafkaInputPartition, offset
 def _check_end(tp: TopicPartition, high: int, end: int, fail_on_data_loss: bool) -> None:
     """The partition ends (``high``) before the planned end of the range: data loss."""
     if high < end:
-        message = f"{_name(tp)} ends at offset {high}, but the batch planned to read up to {end}"
+        message = f"{tp_name(tp)} ends at offset {high}, but the batch planned to read up to {end}"
         report_data_loss(message, fail_on_data_loss)
 
 
@@ -890,7 +447,7 @@ def _check_stall(
 ) -> None:
     if time.monotonic() - last_progress > config.timeout_s:
         raise SourceError(
-            f"no record of {_name(tp)} at offset {position} arrived in "
+            f"no record of {tp_name(tp)} at offset {position} arrived in "
             f"{config.poll_timeout_ms} ms (kafkaConsumer.pollTimeoutMs); "
             f"the range to read is [{part.start}, {part.end})"
         )

@@ -17,21 +17,23 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows  # noqa: E402
 
 from blockgz.errors import ConfigError, DataLossError, SourceError  # noqa: E402
+from sink import kafka_offsets as koff  # noqa: E402
+from sink import kafka_options as kopt  # noqa: E402
 from sink import kafka_source as ks  # noqa: E402
 from sink.records import kafka_arrow_schema  # noqa: E402
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 
 
-def config(**options: str) -> ks.SourceConfig:
-    return ks.parse_options({**BASE, **options})
+def config(**options: str) -> kopt.SourceConfig:
+    return kopt.parse_options({**BASE, **options})
 
 
 # -- options ----------------------------------------------------------------------------------
 
 
 def test_options_are_case_insensitive_and_typed():
-    cfg = ks.parse_options(
+    cfg = kopt.parse_options(
         {
             "KAFKA.BOOTSTRAP.SERVERS": "b1:9092,b2:9092",
             "Subscribe": " a ,b,",
@@ -83,14 +85,14 @@ def test_defaults_follow_spark():
 )
 def test_bad_options_name_the_option_and_the_allowed_values(options, words):
     with pytest.raises(ConfigError) as caught:
-        ks.parse_options({**BASE, **options})
+        kopt.parse_options({**BASE, **options})
     for word in words:
         assert word in str(caught.value)
 
 
 def test_bootstrap_servers_are_required():
     with pytest.raises(ConfigError, match=r"kafka\.bootstrap\.servers is required"):
-        ks.parse_options({"subscribe": "t"})
+        kopt.parse_options({"subscribe": "t"})
 
 
 def test_ignored_spark_options_warn(caplog):
@@ -134,15 +136,15 @@ def test_data_source_schema_and_name():
 def test_offset_json_is_canonical_whatever_the_insertion_order():
     a = {("t", 10): 1, ("t", 2): 2, ("b", 0): 3}
     b = dict(reversed(list(a.items())))
-    assert json.dumps(ks.offsets_to_json(a)) == json.dumps(ks.offsets_to_json(b))
-    assert json.dumps(ks.offsets_to_json(a)) == '{"b": {"0": 3}, "t": {"2": 2, "10": 1}}'
-    round_trip = json.loads(json.dumps(ks.offsets_to_json(a)))
-    assert ks.offsets_from_json(round_trip) == a
+    assert json.dumps(koff.offsets_to_json(a)) == json.dumps(koff.offsets_to_json(b))
+    assert json.dumps(koff.offsets_to_json(a)) == '{"b": {"0": 3}, "t": {"2": 2, "10": 1}}'
+    round_trip = json.loads(json.dumps(koff.offsets_to_json(a)))
+    assert koff.offsets_from_json(round_trip) == a
 
 
 def test_offsets_from_bad_json_is_a_source_error():
     with pytest.raises(SourceError):
-        ks.offsets_from_json({"t": 5})
+        koff.offsets_from_json({"t": 5})
 
 
 PARTS = [("t", 0), ("t", 1), ("u", 0)]
@@ -160,17 +162,17 @@ LATEST = {("t", 0): 10, ("t", 1): 7, ("u", 0): 9}
     ],
 )
 def test_resolve_start(spec, expected):
-    assert ks.resolve_start(spec, PARTS, EARLIEST, LATEST) == expected
+    assert koff.resolve_start(spec, PARTS, EARLIEST, LATEST) == expected
 
 
 def test_resolve_start_for_assign_needs_every_partition():
     with pytest.raises(ConfigError, match=r"every assigned partition.*missing: t-0, u-0"):
-        ks.resolve_start({("t", 1): 3}, PARTS, EARLIEST, LATEST, every_partition=True)
+        koff.resolve_start({("t", 1): 3}, PARTS, EARLIEST, LATEST, every_partition=True)
 
 
 def test_resolve_start_rejects_unknown_partitions():
     with pytest.raises(ConfigError, match="not subscribed or do not exist: t-7"):
-        ks.resolve_start({("t", 7): 3}, PARTS, EARLIEST, LATEST)
+        koff.resolve_start({("t", 7): 3}, PARTS, EARLIEST, LATEST)
 
 
 # -- limits -----------------------------------------------------------------------------------
@@ -178,17 +180,17 @@ def test_resolve_start_rejects_unknown_partitions():
 
 def test_split_limit_is_proportional_exact_and_deterministic():
     lags = {("t", 0): 700, ("t", 1): 200, ("t", 2): 100}
-    assert ks.split_limit(lags, 100) == {("t", 0): 70, ("t", 1): 20, ("t", 2): 10}
-    assert ks.split_limit(lags, 1000) == lags
-    assert ks.split_limit(lags, 5000) == lags
-    odd = ks.split_limit({("a", 0): 1, ("a", 1): 1, ("a", 2): 1, ("a", 3): 10}, 6)
+    assert koff.split_limit(lags, 100) == {("t", 0): 70, ("t", 1): 20, ("t", 2): 10}
+    assert koff.split_limit(lags, 1000) == lags
+    assert koff.split_limit(lags, 5000) == lags
+    odd = koff.split_limit({("a", 0): 1, ("a", 1): 1, ("a", 2): 1, ("a", 3): 10}, 6)
     assert sum(odd.values()) == 6 and odd[("a", 3)] == 3
 
 
 @pytest.mark.parametrize("limit", [1, 2, 3, 7, 10, 99, 1000, 1010, 1011])
 def test_split_limit_never_exceeds_the_limit_or_a_lag(limit):
     lags = {("t", p): lag for p, lag in enumerate([1000, 1, 5, 0, 3, 2])}
-    shares = ks.split_limit(lags, limit)
+    shares = koff.split_limit(lags, limit)
     assert sum(shares.values()) == min(limit, sum(lags.values()))
     assert all(0 < shares[tp] <= lags[tp] for tp in shares)
     if limit >= 5:  # every lagging partition moves: none starves
@@ -197,25 +199,25 @@ def test_split_limit_never_exceeds_the_limit_or_a_lag(limit):
 
 def test_split_limit_below_the_partition_count_picks_the_most_lagging():
     lags = {("t", 0): 3, ("t", 1): 9, ("t", 2): 9}
-    assert ks.split_limit(lags, 2) == {("t", 1): 1, ("t", 2): 1}
+    assert koff.split_limit(lags, 2) == {("t", 1): 1, ("t", 2): 1}
 
 
 def test_plan_end_honours_the_limit_and_target():
     start = {("t", 0): 0, ("t", 1): 50}
     latest = {("t", 0): 100, ("t", 1): 150}
-    assert ks.plan_end(start, latest, {}) == latest
-    assert ks.plan_end(start, latest, {}, max_rows=20) == {("t", 0): 10, ("t", 1): 60}
+    assert koff.plan_end(start, latest, {}) == latest
+    assert koff.plan_end(start, latest, {}, max_rows=20) == {("t", 0): 10, ("t", 1): 60}
     target = {("t", 0): 30, ("t", 1): 150}
-    assert ks.plan_end(start, latest, {}, target=target) == {("t", 0): 30, ("t", 1): 150}
-    assert ks.plan_end(latest, latest, {}) == latest  # no data: start unchanged
+    assert koff.plan_end(start, latest, {}, target=target) == {("t", 0): 30, ("t", 1): 150}
+    assert koff.plan_end(latest, latest, {}) == latest  # no data: start unchanged
 
 
 def test_plan_end_adds_new_partitions_at_earliest_without_reading_them():
     start = {("t", 0): 5}
     latest = {("t", 0): 5, ("t", 1): 40}
-    assert ks.plan_end(start, latest, {("t", 1): 0}) == {("t", 0): 5, ("t", 1): 0}
+    assert koff.plan_end(start, latest, {("t", 1): 0}) == {("t", 0): 5, ("t", 1): 0}
     # Trigger.AvailableNow: partitions unknown at the target's time stay out.
-    assert ks.plan_end(start, latest, {("t", 1): 0}, target={("t", 0): 5}) == {("t", 0): 5}
+    assert koff.plan_end(start, latest, {("t", 1): 0}, target={("t", 0): 5}) == {("t", 0): 5}
 
 
 @pytest.mark.parametrize(
@@ -228,17 +230,17 @@ def test_plan_end_adds_new_partitions_at_earliest_without_reading_them():
 )
 def test_plan_end_reports_data_loss(start, latest, earliest_new, message, caplog):
     with pytest.raises(DataLossError, match=message):
-        ks.plan_end(start, latest, earliest_new)
-    end = ks.plan_end(start, latest, earliest_new, fail_on_data_loss=False)
+        koff.plan_end(start, latest, earliest_new)
+    end = koff.plan_end(start, latest, earliest_new, fail_on_data_loss=False)
     assert message in caplog.text
     assert set(end) == set(latest)
 
 
 def test_check_range_start():
-    assert ks.check_range_start(("t", 0), 10, 20, 3, True) == 10
+    assert koff.check_range_start(("t", 0), 10, 20, 3, True) == 10
     with pytest.raises(DataLossError, match=r"offsets \[10, 15\) of t-0 are no longer in Kafka"):
-        ks.check_range_start(("t", 0), 10, 20, 15, True)
-    assert ks.check_range_start(("t", 0), 10, 20, 30, False) == 20
+        koff.check_range_start(("t", 0), 10, 20, 15, True)
+    assert koff.check_range_start(("t", 0), 10, 20, 30, False) == 20
 
 
 # -- the reader, against a fake consumer ------------------------------------------------------
@@ -457,7 +459,8 @@ def test_read_gives_up_after_the_poll_timeout(fake):
 def test_starting_offsets_s3_reads_the_sink_manifests(tmp_path):
     from sink.commit import TaskCommitMessage, write_manifest
     from sink.config import SinkConfig
-    from sink.kafka_source import manifest_start, parse_options
+    from sink.kafka_offsets import manifest_start
+    from sink.kafka_options import parse_options
 
     sink = {"path": str(tmp_path), "name": "job"}
     cfg = SinkConfig.from_options(sink)
@@ -473,7 +476,7 @@ def test_starting_offsets_s3_reads_the_sink_manifests(tmp_path):
 
 def test_starting_offsets_s3_needs_a_sink_target():
     from blockgz.errors import ConfigError
-    from sink.kafka_source import parse_options
+    from sink.kafka_options import parse_options
 
     with pytest.raises(ConfigError, match=r"s3\.bucket\.name is required"):
         parse_options({"kafka.bootstrap.servers": "x:1", "subscribe": "t", "startingOffsets": "s3"})
