@@ -77,3 +77,9 @@ def bool_option(
     if text not in ("true", "false"):
         raise ConfigError(f"{name}: {raw!r} is not allowed; allowed: true, false")
     return text == "true"
+
+
+def text_option(options: Mapping[str, Any], name: str, default: str = "") -> str:
+    """The option as stripped text; missing means ``default``."""
+    value = options.get(name)
+    return default if value is None else str(value).strip()

@@ -41,21 +41,25 @@ Differences from Confluent, all deliberate:
 
 from __future__ import annotations
 
-import importlib
-import math
 import numbers
-import re
-import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import tzinfo
 from typing import Any
 
 from blockgz.errors import ConfigError
-from sink.options import bool_option
+from sink.json_fields import field_path, json_kind, lookup_field, value_object
+from sink.options import bool_option, text_option
 from sink.pathsafe import escape_path_value
+from sink.plugins import import_named, instantiate
 from sink.records import KafkaRecord
-from sink.timeformat import ZoneOffsets, compile_pattern, parse_iso_millis, parse_timezone
+from sink.timeformat import ZoneOffsets, compile_pattern, parse_timezone
+from sink.timestamps import (
+    CONFLUENT_PARTITIONERS,
+    TimestampExtractor,
+    build_extractor,
+    builtin_extractor,
+)
 
 #: Every option key this module reads.
 PARTITIONER_OPTIONS = frozenset(
@@ -74,7 +78,7 @@ PARTITIONER_OPTIONS = frozenset(
     }
 )
 
-_CONFLUENT = "io.confluent.connect.storage.partitioner."
+
 _KINDS = {
     "default": "DefaultPartitioner",
     "field": "FieldPartitioner",
@@ -84,25 +88,14 @@ _KINDS = {
 }
 _PARTITIONER_ALIASES = {"timebased": "time"}
 for _kind, _cls in _KINDS.items():
-    for _spelling in (_kind, _cls, _CONFLUENT + _cls):
+    for _spelling in (_kind, _cls, CONFLUENT_PARTITIONERS + _cls):
         _PARTITIONER_ALIASES[_spelling.lower()] = _kind
 
 PARTITIONER_ALLOWED = (
     "default, field, time (or timebased), daily, hourly, their class names "
-    f"{_CONFLUENT}{{Default,Field,TimeBased,Daily,Hourly}}Partitioner, or module:Class naming "
+    f"{CONFLUENT_PARTITIONERS}{{Default,Field,TimeBased,Daily,Hourly}}Partitioner, or "
+    "module:Class naming "
     "a sink.partitioners.Partitioner subclass"
-)
-
-_EXTRACTOR_KINDS = ("Wallclock", "Record", "RecordField")
-_EXTRACTOR_ALIASES = {}
-for _kind in _EXTRACTOR_KINDS:
-    for _spelling in (_kind, f"{_CONFLUENT}TimeBasedPartitioner${_kind}TimestampExtractor"):
-        _EXTRACTOR_ALIASES[_spelling.lower()] = _kind
-
-EXTRACTOR_ALLOWED = (
-    "Wallclock, Record, RecordField (any case), their class names "
-    f"{_CONFLUENT}TimeBasedPartitioner${{Wallclock,Record,RecordField}}TimestampExtractor, or "
-    "module:Class with an extract(record) -> int method"
 )
 
 HOUR_MS = 3_600_000
@@ -145,105 +138,6 @@ class Partitioner(ABC):
     def timestamp(self, record: KafkaRecord) -> int | None:
         """The record time in epoch ms used for ``rotate.interval.ms``; None without extractor."""
         return None
-
-
-class TimestampExtractor(ABC):
-    """Reads a record's time (epoch milliseconds) for the time-based partitioners.
-
-    A custom ``timestamp.extractor=module:Class`` needs only an ``extract(record)`` method; an
-    optional ``configure(options)`` gets all sink options, and ``deterministic = False`` marks
-    one that does not depend on the record alone.
-    """
-
-    deterministic: bool = True
-
-    def configure(self, options: Mapping[str, str]) -> None:  # noqa: B027 - optional hook
-        """Read settings from the sink options (nothing by default)."""
-
-    @abstractmethod
-    def extract(self, record: KafkaRecord) -> int:
-        """Epoch milliseconds of ``record``."""
-
-
-class WallclockTimestampExtractor(TimestampExtractor):
-    """The current time (Confluent's default extractor): *not* deterministic.
-
-    >>> WallclockTimestampExtractor(clock=lambda: 1.5).extract(None)
-    1500
-    """
-
-    deterministic = False
-
-    def __init__(self, clock: Callable[[], float] = time.time):
-        self.clock = clock
-
-    def extract(self, record: KafkaRecord) -> int:
-        return int(self.clock() * 1000)
-
-
-class RecordTimestampExtractor(TimestampExtractor):
-    """The Kafka record's own timestamp (create or log-append time).
-
-    >>> RecordTimestampExtractor().extract(KafkaRecord("t", 0, 7, 1_000, None, None))
-    1000
-    """
-
-    def extract(self, record: KafkaRecord) -> int:
-        ts = record.timestamp_ms
-        if ts is None or ts < 0:
-            raise record.fail(
-                f"the record has no Kafka timestamp ({ts}), which timestamp.extractor=Record "
-                "needs; allowed instead: timestamp.extractor=RecordField (a time inside the "
-                "value) or Wallclock"
-            )
-        return ts
-
-
-class RecordFieldTimestampExtractor(TimestampExtractor):
-    """A time inside the JSON value: ``timestamp.field`` (dotted for nested fields).
-
-    Accepts epoch milliseconds as a JSON number (a fraction is truncated, as Java's
-    ``longValue``) or as text of digits, and ISO-8601 text (offset-less text is UTC). Unlike
-    Confluent, a text of digits is epoch milliseconds (Joda would read ``"2026"`` as a year).
-
-    >>> x = RecordFieldTimestampExtractor("meta.ts")
-    >>> x.extract(KafkaRecord("t", 0, 0, None, None, b'{"meta": {"ts": "2026-11-22T10:15Z"}}'))
-    1795342500000
-    >>> x.extract(KafkaRecord("t", 0, 0, None, None, b'{"meta": {"ts": 1795342500000}}'))
-    1795342500000
-    """
-
-    _DIGITS = re.compile(r"[+-]?\d+")
-
-    def __init__(self, field: str = "timestamp"):
-        self.field = field
-        self._path = _field_path(field, "timestamp.field")
-
-    def extract(self, record: KafkaRecord) -> int:
-        who = "timestamp.extractor=RecordField"
-        obj = _value_object(record, who)
-        value = _lookup(record, obj, self._path, self.field, "timestamp.field")
-        if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
-            raise record.fail(
-                f"timestamp.field {self.field!r} is {_json_kind(value)}; allowed: epoch "
-                "milliseconds (a number or a text of digits) or ISO-8601 text"
-            )
-        if isinstance(value, int):
-            return value
-        if isinstance(value, float):
-            if not math.isfinite(value):
-                raise record.fail(f"timestamp.field {self.field!r} is {value!r}, not a time")
-            return int(value)
-        text = str(value).strip()
-        if self._DIGITS.fullmatch(text):
-            return int(text)
-        try:
-            return parse_iso_millis(text)
-        except ValueError as exc:
-            raise record.fail(
-                f"timestamp.field {self.field!r} is the text {text[:60]!r}, which is neither "
-                f"epoch milliseconds nor ISO-8601 ({exc})"
-            ) from None
 
 
 # -- built-in partitioners ----------------------------------------------------------------------
@@ -296,17 +190,17 @@ class FieldPartitioner(Partitioner):
         self._specs = [
             (
                 name,
-                _field_path(name, "partition.field.name"),
+                field_path(name, "partition.field.name"),
                 escape_path_value(name.lower() if lowercase else name, self._extra) + "=",
             )
             for name in names
         ]
 
     def encode_partition(self, record: KafkaRecord) -> str:
-        obj = _value_object(record, "FieldPartitioner (partition.field.name)")
+        obj = value_object(record, "FieldPartitioner (partition.field.name)")
         segments = []
         for name, path, prefix in self._specs:
-            value = _lookup(record, obj, path, name, "partition.field.name")
+            value = lookup_field(record, obj, path, name, "partition.field.name")
             if value is None:
                 text = "null"
             elif isinstance(value, bool):
@@ -315,7 +209,7 @@ class FieldPartitioner(Partitioner):
                 text = str(value)
             else:
                 raise record.fail(
-                    f"partition.field.name {name!r} is {_json_kind(value)}; allowed types: "
+                    f"partition.field.name {name!r} is {json_kind(value)}; allowed types: "
                     "string, integer, boolean, null"
                 )
             if self.lowercase:
@@ -371,7 +265,7 @@ class TimeBasedPartitioner(Partitioner):
         self.lowercase = lowercase
         self.tz = parse_timezone(timezone) if isinstance(timezone, str) else timezone
         self.extractor = (
-            _builtin_extractor(extractor, timestamp_field)
+            builtin_extractor(extractor, timestamp_field)
             if isinstance(extractor, str)
             else extractor
         )
@@ -490,71 +384,7 @@ class HourlyPartitioner(TimeBasedPartitioner):
 
 
 # -- JSON helpers -------------------------------------------------------------------------------
-def _json_kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"a boolean ({'true' if value else 'false'})"
-    if isinstance(value, int):
-        return f"an integer ({value})"
-    if isinstance(value, float):
-        return f"a number with a fraction ({value!r})"
-    if isinstance(value, str):
-        return f"a string ({value[:40]!r})"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return f"a {type(value).__name__}"
-
-
-def _value_object(record: KafkaRecord, who: str) -> dict:
-    if record.value is None:
-        raise record.fail(f"the value is null (a tombstone); {who} needs a JSON object value")
-    obj = record.json()
-    if not isinstance(obj, dict):
-        raise record.fail(f"{who} needs a JSON object value, but the value is {_json_kind(obj)}")
-    return obj
-
-
-def _present(obj: dict, limit: int = 20) -> str:
-    names = [str(k) for k in obj]
-    if not names:
-        return "(none: the object is empty)"
-    shown = ", ".join(names[:limit])
-    return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")
-
-
-def _lookup(record: KafkaRecord, obj: dict, path: tuple[str, ...], name: str, option: str) -> Any:
-    current: Any = obj
-    for depth, part in enumerate(path):
-        parent = ".".join(path[:depth])
-        if not isinstance(current, dict):
-            raise record.fail(
-                f"{option} {name!r} cannot be read: {parent!r} is {_json_kind(current)}, "
-                "not an object"
-            )
-        if part not in current:
-            where = f" in {parent!r}" if parent else ""
-            raise record.fail(
-                f"{option} {name!r} is missing from the value; fields present{where}: "
-                f"{_present(current)}"
-            )
-        current = current[part]
-    return current
-
-
 # -- options ------------------------------------------------------------------------------------
-def _field_path(name: str, option: str) -> tuple[str, ...]:
-    parts = tuple(name.split("."))
-    if not name or any(not p for p in parts):
-        raise ConfigError(
-            f"{option}: {name!r} is not a field name; allowed: a name, or a dotted path to a "
-            "nested field such as user.country"
-        )
-    return parts
-
-
 def _field_list(fields: Sequence[str] | str) -> list[str]:
     raw = fields.split(",") if isinstance(fields, str) else list(fields)
     names = [str(n).strip() for n in raw]
@@ -564,7 +394,7 @@ def _field_list(fields: Sequence[str] | str) -> list[str]:
             "list of field names, dotted for nested fields, e.g. country or user.country,type"
         )
     for name in names:
-        _field_path(name, "partition.field.name")
+        field_path(name, "partition.field.name")
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise ConfigError(
@@ -584,13 +414,8 @@ def _check_delim(delim: str) -> str:
     return delim
 
 
-def _text(options: Mapping[str, str], key: str, default: str = "") -> str:
-    value = options.get(key)
-    return default if value is None else str(value).strip()
-
-
 def _duration(options: Mapping[str, str]) -> int:
-    text = _text(options, "partition.duration.ms")
+    text = text_option(options, "partition.duration.ms")
     try:
         value = int(text)
     except ValueError:
@@ -603,81 +428,13 @@ def _duration(options: Mapping[str, str]) -> int:
     return value
 
 
-def _import(spec: str, option: str, allowed: str) -> Any:
-    """The object ``module:Name`` or ``module.Name`` names (ConfigError naming ``option``)."""
-    if spec.lower().startswith("io.confluent."):
-        raise ConfigError(f"{option}: {spec!r} is not available in blockgz; allowed: {allowed}")
-    if ":" in spec:
-        module_name, _, attr = spec.partition(":")
-    else:
-        module_name, _, attr = spec.rpartition(".")
-    if not module_name or not attr:
-        raise ConfigError(f"{option}: unknown value {spec!r}; allowed: {allowed}")
-    try:
-        obj: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(
-            f"{option}: cannot import module {module_name!r} for {spec!r} ({exc}); "
-            f"allowed: {allowed}"
-        ) from None
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            raise ConfigError(
-                f"{option}: module {module_name!r} has no {attr!r}; allowed: {allowed}"
-            )
-        obj = getattr(obj, part)
-    return obj
-
-
-def _instantiate(cls: Any, spec: str, option: str) -> Any:
-    try:
-        return cls()
-    except TypeError as exc:
-        raise ConfigError(
-            f"{option}: {spec!r} must be constructible with no arguments ({exc})"
-        ) from None
-
-
-def _builtin_extractor(name: str, field: str = "timestamp") -> TimestampExtractor:
-    kind = _EXTRACTOR_ALIASES.get(name.strip().lower())
-    if kind == "Wallclock":
-        return WallclockTimestampExtractor()
-    if kind == "Record":
-        return RecordTimestampExtractor()
-    if kind == "RecordField":
-        return RecordFieldTimestampExtractor(field)
-    raise ConfigError(f"timestamp.extractor: unknown value {name!r}; allowed: {EXTRACTOR_ALLOWED}")
-
-
-def build_extractor(options: Mapping[str, str]) -> Any:
-    """The ``timestamp.extractor`` the options name (default ``Wallclock``), configured.
-
-    >>> type(build_extractor({"timestamp.extractor": "record"})).__name__
-    'RecordTimestampExtractor'
-    """
-    name = _text(options, "timestamp.extractor") or "Wallclock"
-    if name.lower() in _EXTRACTOR_ALIASES:
-        field = _text(options, "timestamp.field") or "timestamp"
-        return _builtin_extractor(name, field)
-    cls = _import(name, "timestamp.extractor", EXTRACTOR_ALLOWED)
-    if not isinstance(cls, type) or not callable(getattr(cls, "extract", None)):
-        raise ConfigError(
-            f"timestamp.extractor: {name!r} is not a class with an extract(record) method; "
-            f"allowed: {EXTRACTOR_ALLOWED}"
-        )
-    extractor = _instantiate(cls, name, "timestamp.extractor")
-    if callable(getattr(extractor, "configure", None)):
-        extractor.configure(options)
-    return extractor
-
-
 def partitioner_kind(options: Mapping[str, str]) -> str:
     """``default``, ``field``, ``time``, ``daily``, ``hourly`` or ``custom`` for the options.
 
-    >>> partitioner_kind({"partitioner.class": _CONFLUENT + "DailyPartitioner"})
+    >>> partitioner_kind({"partitioner.class": CONFLUENT_PARTITIONERS + "DailyPartitioner"})
     'daily'
     """
-    name = _text(options, "partitioner.class") or "default"
+    name = text_option(options, "partitioner.class") or "default"
     kind = _PARTITIONER_ALIASES.get(name.lower())
     if kind:
         return kind
@@ -719,20 +476,20 @@ def build_partitioner(options: Mapping[str, str]) -> Partitioner:
         return DefaultPartitioner(delim, lowercase)
     if kind == "field":
         return FieldPartitioner(
-            _text(opts, "partition.field.name"),
+            text_option(opts, "partition.field.name"),
             directory_delim=delim,
             file_delim=file_delim,
             lowercase=lowercase,
         )
     if kind == "custom":
-        spec = _text(opts, "partitioner.class")
-        cls = _import(spec, "partitioner.class", PARTITIONER_ALLOWED)
+        spec = text_option(opts, "partitioner.class")
+        cls = import_named(spec, "partitioner.class", PARTITIONER_ALLOWED)
         if not (isinstance(cls, type) and issubclass(cls, Partitioner)):
             raise ConfigError(
                 f"partitioner.class: {spec!r} is not a subclass of "
                 f"sink.partitioners.Partitioner; allowed: {PARTITIONER_ALLOWED}"
             )
-        partitioner = _instantiate(cls, spec, "partitioner.class")
+        partitioner = instantiate(cls, spec, "partitioner.class")
         partitioner.directory_delim = delim
         partitioner.configure(opts)
         return partitioner
@@ -740,13 +497,13 @@ def build_partitioner(options: Mapping[str, str]) -> Partitioner:
     required = ["locale", "timezone"]
     if kind == "time":
         required = ["path.format", "partition.duration.ms", *required]
-    missing = [key for key in required if not _text(opts, key)]
+    missing = [key for key in required if not text_option(opts, key)]
     if missing:
         raise ConfigError(
             f"partitioner.class={kind} needs {', '.join(missing)}; e.g. "
             + ", ".join(_EXAMPLES[key] for key in missing)
         )
-    locale, zone = _text(opts, "locale"), _text(opts, "timezone")
+    locale, zone = text_option(opts, "locale"), text_option(opts, "timezone")
     extractor = build_extractor(opts)
     common: dict[str, Any] = {"directory_delim": delim, "lowercase": lowercase}
     if kind == "daily":

@@ -24,16 +24,18 @@ from sink.partitioners import (
     FieldPartitioner,
     HourlyPartitioner,
     Partitioner,
-    RecordFieldTimestampExtractor,
-    RecordTimestampExtractor,
     TimeBasedPartitioner,
-    TimestampExtractor,
-    WallclockTimestampExtractor,
     build_partitioner,
 )
 from sink.pathsafe import escape_path_value, unescape_path_value
 from sink.records import KafkaRecord
 from sink.timeformat import compile_pattern, parse_iso_millis, tokenize
+from sink.timestamps import (
+    RecordFieldTimestampExtractor,
+    RecordTimestampExtractor,
+    TimestampExtractor,
+    WallclockTimestampExtractor,
+)
 
 HOURLY = "'year'=YYYY/'month'=MM/'day'=dd/'hour'=HH"
 
