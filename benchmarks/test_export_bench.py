@@ -24,7 +24,10 @@ from typing import Any
 
 import pytest
 
+from benchmarks import export_loop as loop
+from benchmarks import export_report as rep
 from benchmarks import export_support as eb
+from benchmarks import process_usage as pu
 from benchmarks import support
 from benchmarks.s3_support import s3_options
 
@@ -39,13 +42,13 @@ JOB_NAME = "bench-export"
 @pytest.fixture(scope="module")
 def report(request) -> Iterator[dict[str, Any]]:
     """Collects the results; at the end prints the report (and writes it at full scale)."""
-    eb.RESULTS.clear()
-    yield eb.RESULTS
-    results = eb.RESULTS
+    rep.RESULTS.clear()
+    yield rep.RESULTS
+    results = rep.RESULTS
     cases = [k for k in eb.ALL_KEYS if k in results]
     if not cases:
         return
-    text = eb.render(results)
+    text = rep.render(results)
     written = eb.MEANINGFUL and len(cases) == len(eb.ALL_KEYS)
     support.publish_report(request, "blockgz export", text, eb.RESULTS_PATH, written)
 
@@ -126,7 +129,7 @@ def warm_spark(spark, kafka, moto, tmp_path_factory, report):
 @pytest.fixture
 def quiet_machine(report) -> None:
     """Wait (up to 5 minutes) for other busy java/python processes to finish."""
-    busy = eb.wait_until_idle(300)
+    busy = pu.wait_until_idle(300)
     if busy:
         report.setdefault("notes", []).append(
             "other processes were busy when a case started: " + "; ".join(busy)
@@ -202,8 +205,8 @@ class Round:
     index: int
     value: Any = None
     seconds: float = 0.0
-    usage: eb.TreeUsage | None = None
-    sampler: eb.TreeSampler | None = None
+    usage: pu.TreeUsage | None = None
+    sampler: pu.TreeSampler | None = None
 
 
 def measure(
@@ -222,7 +225,7 @@ def measure(
 
     def run(fn: Callable[[], Any]) -> Any:
         current = rounds[-1]
-        sampler = eb.TreeSampler(servers).start()
+        sampler = pu.TreeSampler(servers).start()
         current.usage = sampler.usage
         current.value, current.seconds = _timed(fn)
         current.sampler = sampler
@@ -243,16 +246,16 @@ def case_result(key: str, rounds: list[Round], data: eb.Dataset, output: eb.Outp
     last = rounds[-1]
     assert last.usage is not None
     first = rounds[0].seconds if len(rounds) > 1 else None
-    return eb.CaseResult(
+    return rep.CaseResult(
         key, last.seconds, data.records, data.value_bytes, output, last.usage, extra, first
     )
 
 
-def record(benchmark, result: eb.CaseResult, data: eb.Dataset) -> None:
+def record(benchmark, result: rep.CaseResult, data: eb.Dataset) -> None:
     assert result.output.records == data.records, (
         f"{result.key}: found {result.output.records:,} records, produced {data.records:,}"
     )
-    eb.RESULTS[result.key] = result
+    rep.RESULTS[result.key] = result
     benchmark.extra_info.update(
         {
             "scale": eb.SCALE,
@@ -347,7 +350,7 @@ def test_export_consumer_loop(
     def prepare(i: int) -> Callable[[], Any]:
         bucket = new_bucket(moto, f"bench-export-loop-{tuning}-{i}")
         jobs = [
-            eb.LoopJob(
+            loop.LoopJob(
                 kafka.bootstrap_servers,
                 dataset.topic,
                 parts,
@@ -362,7 +365,7 @@ def test_export_consumer_loop(
 
         def run() -> list[dict[str, Any]]:
             clock[i] = time.time()
-            return eb.run_loop_processes(jobs)
+            return loop.run_loop_processes(jobs)
 
         return run
 

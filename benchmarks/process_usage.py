@@ -1,0 +1,215 @@
+"""Memory and CPU of a benchmark's process tree (driver, JVM, Python workers, loop processes,
+servers), sampled with psutil; and waiting for a quiet machine before a case starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import psutil
+
+SAMPLE_PERIOD_S = 0.2
+PSS_EVERY = 5  # PSS (smaps_rollup, ~0.5-7 ms per process) on every 5th sample: once a second
+
+
+GROUPS = ("driver", "jvm", "workers", "loop", "moto", "tansu")
+GROUP_LABELS = {
+    "driver": "this Python process (driver)",
+    "jvm": "JVM",
+    "workers": "Python workers (JVM's children)",
+    "loop": "loop processes",
+    "moto": "moto (child process)",
+    "tansu": "Tansu broker",
+}
+
+
+@dataclass
+class TreeUsage:
+    """Peaks (bytes) and CPU seconds per group of processes over one case."""
+
+    wall_s: float = 0.0
+    peak_rss: dict[str, int] = field(default_factory=dict)
+    peak_pss: dict[str, int] = field(default_factory=dict)
+    start_rss: dict[str, int] = field(default_factory=dict)
+    peak_driver_rss: int = 0  # this process + the JVM, summed per sample
+    peak_driver_pss: int = 0
+    peak_processes: dict[str, int] = field(default_factory=dict)
+    cpu_s: dict[str, float] = field(default_factory=dict)
+    other_cores: float | None = None
+    samples: int = 0
+
+    def set_cpu(self, group: str, seconds: float) -> None:
+        """Replace a group's sampled CPU by an exact figure (e.g. the loop's own rusage)."""
+        if self.other_cores is not None and self.wall_s:
+            missed = seconds - self.cpu_s.get(group, 0.0)
+            self.other_cores = max(0.0, self.other_cores - missed / self.wall_s)
+        self.cpu_s[group] = seconds
+
+
+class TreeSampler:
+    """Samples RSS (every ``period_s``) and PSS (every ``pss_every``-th sample) of this
+    process's tree in a background thread, grouped as in :data:`GROUPS`.
+
+    ``servers`` maps ``moto``/``tansu`` to their pids, so they are reported apart; the JVM is
+    the ``java`` child of this process and ``workers`` everything below it. CPU seconds are
+    ``cpu_times`` deltas of every process seen (a process that exits between two samples
+    loses at most its last ``period_s`` of CPU).
+    """
+
+    def __init__(
+        self,
+        servers: dict[str, int],
+        *,
+        period_s: float = SAMPLE_PERIOD_S,
+        pss_every: int = PSS_EVERY,
+    ):
+        self.servers = {pid: name for name, pid in servers.items() if pid}
+        self.period_s = period_s
+        self.pss_every = pss_every
+        self.me = psutil.Process()
+        self.usage = TreeUsage()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._cpu_first: dict[int, tuple[str, float]] = {}
+        self._cpu_last: dict[int, float] = {}
+        self._t0 = 0.0
+        self._t0_epoch = 0.0
+        self._busy0 = 0.0
+
+    def _classify(self) -> list[tuple[str, psutil.Process]]:
+        out: list[tuple[str, psutil.Process]] = [("driver", self.me)]
+        try:
+            children = self.me.children()
+        except psutil.Error:
+            return out
+        for child in children:
+            try:
+                name = self.servers.get(child.pid)
+                if name is None:
+                    if "resource_tracker" in " ".join(child.cmdline()):
+                        continue  # multiprocessing's helper, not a loop process
+                    name = "jvm" if child.name() == "java" else "loop"
+                out.append((name, child))
+                below = "workers" if name == "jvm" else name
+                out.extend((below, p) for p in child.children(recursive=True))
+            except psutil.Error:
+                continue
+        return out
+
+    def sample(self, *, first: bool = False) -> None:
+        with_pss = self.usage.samples % self.pss_every == 0
+        rss = dict.fromkeys(GROUPS, 0)
+        pss = dict.fromkeys(GROUPS, 0)
+        count = dict.fromkeys(GROUPS, 0)
+        for group, proc in self._classify():
+            try:
+                if with_pss:
+                    info = proc.memory_full_info()
+                    pss[group] += info.pss
+                else:
+                    info = proc.memory_info()
+                rss[group] += info.rss
+                cpu = proc.cpu_times()
+            except psutil.Error:
+                continue
+            count[group] += 1
+            used = cpu.user + cpu.system
+            if proc.pid not in self._cpu_first:
+                born_before = first or proc.create_time() < self._t0_epoch
+                self._cpu_first[proc.pid] = (group, used if born_before else 0.0)
+            self._cpu_last[proc.pid] = used
+        u = self.usage
+        if first:
+            u.start_rss = dict(rss)
+        for g in GROUPS:
+            u.peak_rss[g] = max(u.peak_rss.get(g, 0), rss[g])
+            u.peak_processes[g] = max(u.peak_processes.get(g, 0), count[g])
+            if with_pss:
+                u.peak_pss[g] = max(u.peak_pss.get(g, 0), pss[g])
+        u.peak_driver_rss = max(u.peak_driver_rss, rss["driver"] + rss["jvm"])
+        if with_pss:
+            u.peak_driver_pss = max(u.peak_driver_pss, pss["driver"] + pss["jvm"])
+        u.samples += 1
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.period_s):
+            self.sample()
+
+    def __enter__(self) -> TreeSampler:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> TreeSampler:
+        """Take the first sample and start the sampling thread."""
+        self._t0 = time.monotonic()
+        self._t0_epoch = time.time() - 0.5  # create_time has a coarse clock
+        self._busy0 = _machine_busy()
+        self.sample(first=True)
+        self._thread = threading.Thread(target=self._run, name="tree-sampler", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> TreeUsage:
+        """Stop sampling, take a last sample and total the CPU; returns :attr:`usage`."""
+        self._stop.set()
+        assert self._thread is not None
+        self._thread.join()
+        self.sample()
+        u = self.usage
+        u.wall_s = time.monotonic() - self._t0
+        cpu = dict.fromkeys(GROUPS, 0.0)
+        for pid, (group, first) in self._cpu_first.items():
+            cpu[group] += max(0.0, self._cpu_last.get(pid, first) - first)
+        u.cpu_s = cpu
+        busy = _machine_busy() - self._busy0
+        u.other_cores = max(0.0, busy - sum(cpu.values())) / max(u.wall_s, 1e-9)
+        return u
+
+
+def _machine_busy() -> float:
+    t = psutil.cpu_times()
+    return t.user + t.nice + t.system + t.irq + t.softirq + getattr(t, "steal", 0.0)
+
+
+def busy_processes(exclude: Iterable[int] = ()) -> list[str]:
+    """Other processes using CPU now (pytest, java, python): a heavy one spoils the numbers."""
+    mine = {os.getpid(), *exclude}
+    with contextlib.suppress(psutil.Error):
+        mine |= {p.pid for p in psutil.Process().children(recursive=True)}
+    procs = []
+    for p in psutil.process_iter(["name", "cmdline"]):
+        if p.pid in mine or (p.info["name"] or "") not in ("java", "python", "python3", "pytest"):
+            continue
+        try:
+            p.cpu_percent(None)
+            procs.append(p)
+        except psutil.Error:
+            continue
+    time.sleep(1.0)
+    out = []
+    for p in procs:
+        try:
+            load = p.cpu_percent(None)
+        except psutil.Error:
+            continue
+        if load > 20:
+            out.append(f"{p.pid} {p.info['name']} {load:.0f}%: {' '.join(p.info['cmdline'])[:100]}")
+    return out
+
+
+def wait_until_idle(timeout_s: float = 300.0) -> list[str]:
+    """Wait (up to ``timeout_s``) until no other java/python process is busy; return the
+    ones still busy (empty when the machine is quiet)."""
+    deadline = time.monotonic() + timeout_s
+    busy = busy_processes()
+    while busy and time.monotonic() < deadline:
+        time.sleep(10)
+        busy = busy_processes()
+    return busy
