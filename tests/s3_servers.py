@@ -24,7 +24,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import IO, Any, Literal, Self
 from urllib.parse import parse_qsl, urlsplit
 
@@ -39,6 +38,7 @@ from blockgz.local_servers import (
     fake_aws_env,
     make_s3_client,
 )
+from blockgz.local_servers.ports import StartStop
 
 __all__ = [
     "ACCESS_KEY",
@@ -433,7 +433,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             self.wfile.write(b"0\r\n\r\n")
 
 
-class FaultProxy:
+class FaultProxy(StartStop):
     """A loopback HTTP reverse proxy in front of an S3 endpoint, with latency and fault injection.
 
     Every request is logged in :attr:`requests`, optionally delayed by :attr:`latency_s`, then
@@ -518,17 +518,6 @@ class FaultProxy:
         if self._thread is not None:
             self._thread.join(timeout_s)
             self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def client(self, **config: Any) -> BaseClient:
         """A boto3 S3 client going through the proxy; ``config`` as for :func:`make_s3_client`."""

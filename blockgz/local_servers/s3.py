@@ -14,8 +14,9 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
+
+from blockgz.local_servers.ports import StartStop
 
 if TYPE_CHECKING:
     from botocore.client import BaseClient
@@ -118,7 +119,7 @@ sys.stdin.read()  # exit when the parent closes our stdin (or dies)
 """
 
 
-class MotoS3:
+class MotoS3(StartStop):
     """moto's S3 server on a free loopback port, with a boto3 client factory and a state reset.
 
     ``in_process=True`` (default) runs moto's ``ThreadedMotoServer`` in a daemon thread;
@@ -254,14 +255,3 @@ class MotoS3:
     def env(self) -> dict[str, str]:
         """:func:`fake_aws_env` for this server."""
         return fake_aws_env(self.endpoint_url)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
