@@ -11,9 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import support
-from blockgz.files import compress_file
-from blockgz.index import BlockIndex, sidecar_key
+from benchmarks import file_report, support
+from benchmarks import report as rp
+from blockgz.format.index import BlockIndex
+from blockgz.layout import sidecar_key
+from blockgz.objects.compress import compress_file
 
 
 def pytest_report_header(config) -> list[str]:
@@ -22,7 +24,7 @@ def pytest_report_header(config) -> list[str]:
         f"blockgz benchmarks: BLOCKGZ_BENCH_SCALE={support.SCALE:g}, corpus "
         f"{support.CORPUS_BYTES / support.MB:,.1f} MB, seek file "
         f"{support.SEEK_FILE_BYTES / support.GiB:.2f} GiB{note}",
-        f"machine: {support.machine_line()}",
+        f"machine: {rp.machine_line()}",
     ]
 
 
@@ -59,12 +61,9 @@ def seek_file() -> Path:
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """The file benchmarks' report, printed and written to ``results/latest.md`` (every run:
+    a smoke run's report says at its top that its numbers are not meaningful)."""
     if not support.RESULTS:
         return
-    report = support.render_report(support.RESULTS)
-    support.RESULTS_PATH.parent.mkdir(parents=True, exist_ok=True)
-    support.RESULTS_PATH.write_text(report, encoding="utf-8")
-    terminalreporter.section("blockgz vs peers")
-    for line in report.splitlines():
-        terminalreporter.write_line(line)
-    terminalreporter.write_line(f"(written to {support.RESULTS_PATH.relative_to(support.ROOT)})")
+    text = file_report.render(support.RESULTS)
+    rp.publish_report(config, "blockgz vs peers", text, support.RESULTS_PATH, written=True)

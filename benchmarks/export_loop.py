@@ -26,37 +26,31 @@ class LoopJob:
     consumer_config: dict[str, Any] = field(default_factory=dict)
 
 
-def _object_key(topic: str, partition: int, start: int) -> str:
-    return f"topics/{topic}/partition={partition}/{topic}+{partition}+{start:010d}.json.gz"
-
-
 class _LoopObject:
-    """One object of the loop: a BlockGzipWriter on a multipart upload, like the sink's."""
+    """One object of the loop: a block-GZIP multipart upload plus its sidecar, like the sink's."""
 
     def __init__(self, store, prefix: str, topic: str, partition: int, start: int):
-        from blockgz.codec import Compression
-        from blockgz.framing import Separated
-        from blockgz.writer import DEFAULT_BLOCK_SIZE, BlockGzipWriter
+        from blockgz.format.codec import Compression
+        from blockgz.format.writer import DEFAULT_BLOCK_SIZE
+        from blockgz.layout import Layout
+        from blockgz.objects.upload import BlockGzipUpload
 
-        self.store = store
-        self.key = prefix + _object_key(topic, partition, start)
-        self.upload = store.open_upload(self.key)
-        self.writer = BlockGzipWriter(
-            self.upload,
+        partitioned_path = f"{topic}/partition={partition}"  # the default partitioner's
+        key = Layout().data_key(prefix, partitioned_path, topic, partition, start, ".json.gz")
+        self.out = BlockGzipUpload(
+            store,
+            key,
             block_size=DEFAULT_BLOCK_SIZE,
             compression=Compression(),
             threads=1,
-            framing=Separated(b"\n"),
+            first_offset=start,
         )
         self.records = 0
 
     def close(self) -> tuple[str, int, int]:
-        from blockgz.index import sidecar_key
-
-        index = self.writer.close()
-        self.upload.close()
-        self.store.put(sidecar_key(self.key), index.to_json().encode())
-        return self.key, self.records, self.upload.bytes_written
+        """Finish the object, then write its ``.index.json``: (key, records, bytes)."""
+        index = self.out.close()
+        return self.out.key, self.records, index.byte_length
 
 
 def run_loop(job: LoopJob) -> dict[str, Any]:
@@ -109,7 +103,7 @@ def run_loop(job: LoopJob) -> dict[str, Any]:
                 obj = objects.get(p)
                 if obj is None:
                     obj = objects[p] = _LoopObject(store, prefix, job.topic, p, offset)
-                obj.writer.write(value, offset)
+                obj.out.writer.write(value, offset)  # the writer itself, as before
                 obj.records += 1
                 records += 1
                 value_bytes += len(value)

@@ -1,12 +1,16 @@
-"""The export benchmark's report: results table, targets, memory and CPU, as Markdown."""
+"""The export benchmark's report: results table, targets, memory and CPU, as Markdown.
+
+The pieces every report shares (tables, targets, head, machine and versions) are in
+:mod:`benchmarks.report`; the sections of this one are below.
+"""
 
 from __future__ import annotations
 
-import datetime as dt
-import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks import report as rp
 from benchmarks.export_support import (
     ALL_KEYS,
     ARROW_BATCH_ROWS,
@@ -19,7 +23,6 @@ from benchmarks.export_support import (
     KEY_TEXT,
     LOOP_CONSUMER_TUNING,
     MAX_OFFSETS_PER_TRIGGER,
-    MEANINGFUL,
     OFFSETS_PER_OBJECT,
     PARTITIONS,
     REPRODUCE,
@@ -37,7 +40,7 @@ from benchmarks.process_usage import (
     SAMPLE_PERIOD_S,
     TreeUsage,
 )
-from benchmarks.support import MB, SCALE, _table, _version, machine_line, report_head
+from benchmarks.support import MB
 
 
 @dataclass
@@ -61,111 +64,96 @@ class CaseResult:
 
 
 RESULTS: dict[str, Any] = {}
+PACKAGES = ("pyspark", "pyarrow", "confluent-kafka", "isal", "orjson", "boto3", "moto")
+Results = dict[str, Any]
 
 
-def _gb(n: int | None) -> str:
-    return "—" if not n else f"{n / 1024**3:.2f}"
-
-
-def java_version() -> str:
-    try:
-        done = subprocess.run(
-            ["java", "-version"], capture_output=True, text=True, timeout=20, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    lines = (done.stderr or done.stdout).strip().splitlines()
-    return lines[0] if lines else "unknown"
-
-
-def versions_line() -> str:
-    libs = ("pyspark", "pyarrow", "confluent-kafka", "isal", "orjson", "boto3", "moto")
-    out = ", ".join(f"{name} {_version(name)}" for name in libs)
+def _librdkafka() -> list[str]:
+    """The librdkafka bundled in confluent-kafka's wheel, for the versions line."""
     try:
         import confluent_kafka
-
-        out += f" (librdkafka {confluent_kafka.libversion()[0]})"
     except ImportError:
-        pass
-    return f"blockgz {_version('blockgz')}; {out}; {java_version()}"
+        return []
+    return [f"librdkafka {confluent_kafka.libversion()[0]}"]
 
 
-def _verdict(margin: float) -> str:
-    verdict = "PASS" if margin >= 0 else "FAIL"
-    return verdict if MEANINGFUL else verdict + " (not meaningful at this scale)"
+# -- targets
+def _vs(key: str, need: float | None) -> Callable[[Results], rp.Outcome]:
+    """A's records/s against case ``key``'s: at least ``need`` times, or for information."""
 
-
-def targets(results: dict[str, Any]) -> list[list[str]]:
-    rows = []
-    a = results.get(KEY_BLOCKGZ)
-    for key, need, label in (
-        (KEY_JSON, TARGET_VS_NATIVE, "blockgz export vs Spark's native file sink (json, gzip)"),
-        (KEY_LOOP, TARGET_VS_LOOP, "blockgz export vs plain consumer loop"),
-    ):
-        b = results.get(key)
-        if a is None or b is None:
-            continue
+    def check(results: Results) -> rp.Outcome:
+        a, b = results[KEY_BLOCKGZ], results[key]
         x = a.records_per_s / b.records_per_s
-        rows.append(
-            [
-                label,
-                f"{x:.2f}× ({a.records_per_s:,.0f} vs {b.records_per_s:,.0f} rec/s)",
-                f"≥ {need:g}×",
-                f"{x / need - 1:+.1%}",
-                _verdict(x / need - 1),
-            ]
-        )
-    for key, label in (
-        (KEY_BLOCKGZ_TASKS, "(for information) the default plan vs tasks reading Kafka (A')"),
-        (KEY_TEXT, "(for information) blockgz export vs Spark text sink, values only"),
-        (KEY_LOOP_DEFAULTS, "(for information) blockgz export vs the loop on librdkafka defaults"),
-    ):
-        other = results.get(key)
-        if a is not None and other is not None:
-            x = a.records_per_s / other.records_per_s
-            rows.append(
-                [
-                    label,
-                    f"{x:.2f}× ({a.records_per_s:,.0f} vs {other.records_per_s:,.0f} rec/s)",
-                    "—",
-                    "—",
-                    "—",
-                ]
-            )
-    return rows
+        measured = f"{x:.2f}× ({a.records_per_s:,.0f} vs {b.records_per_s:,.0f} rec/s)"
+        if need is None:
+            return rp.Outcome(measured)
+        return rp.at_least(measured, x, need, f"≥ {need:g}×")
+
+    return check
 
 
-def _cases(results: dict[str, Any]) -> list[CaseResult]:
+TARGETS = [
+    rp.Target(
+        "blockgz export vs Spark's native file sink (json, gzip)",
+        (KEY_BLOCKGZ, KEY_JSON),
+        _vs(KEY_JSON, TARGET_VS_NATIVE),
+    ),
+    rp.Target(
+        "blockgz export vs plain consumer loop",
+        (KEY_BLOCKGZ, KEY_LOOP),
+        _vs(KEY_LOOP, TARGET_VS_LOOP),
+    ),
+    rp.Target(
+        "(for information) the default plan vs tasks reading Kafka (A')",
+        (KEY_BLOCKGZ, KEY_BLOCKGZ_TASKS),
+        _vs(KEY_BLOCKGZ_TASKS, None),
+    ),
+    rp.Target(
+        "(for information) blockgz export vs Spark text sink, values only",
+        (KEY_BLOCKGZ, KEY_TEXT),
+        _vs(KEY_TEXT, None),
+    ),
+    rp.Target(
+        "(for information) blockgz export vs the loop on librdkafka defaults",
+        (KEY_BLOCKGZ, KEY_LOOP_DEFAULTS),
+        _vs(KEY_LOOP_DEFAULTS, None),
+    ),
+]
+
+
+# -- sections
+def _cases(results: Results) -> list[CaseResult]:
     return [results[k] for k in ALL_KEYS if k in results]
 
 
-def render(results: dict[str, Any]) -> str:
-    now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-    data: Dataset | None = results.get("dataset")
-    lines = report_head(
-        "blockgz export: Kafka → S3 end to end",
-        REPRODUCE,
-        MEANINGFUL,
-        "The targets are defined on 1M records (scale 1.0).",
+def _case_letter(c: CaseResult) -> str:
+    return CASE_TITLES[c.key].split(" ", 1)[0].rstrip(".")
+
+
+def _data_line(data: Dataset) -> str:
+    return (
+        f"- data: topic of {PARTITIONS} partitions, {data.records:,} records "
+        f"({data.records // PARTITIONS:,} each, one of them `produce_bulk`'s sentinel), "
+        f"values {data.value_bytes / MB:,.1f} MB ({data.value_bytes / data.records:.0f} B "
+        f"average, JSON with random hex), keys {data.key_bytes / max(1, data.records):.0f}"
+        f" B, no headers; produced in {data.produce_s:.1f} s (Tansu, memory storage)"
     )
-    lines += [
-        "BLOCKGZ_BENCH_SCALE=0.02 " + REPRODUCE + "   # smoke test",
-        "```",
-        "",
-        f"- run: {now}, `BLOCKGZ_BENCH_SCALE={SCALE:g}`",
-        f"- machine: {machine_line()}",
-        f"- versions: {versions_line()}",
-    ]
+
+
+def head_section(results: Results) -> list[str]:
+    lines = rp.report_head(
+        "blockgz export: Kafka → S3 end to end",
+        "The targets are defined on 1M records (scale 1.0).",
+        REPRODUCE,
+    )
+    lines += rp.run_lines(rp.versions_line(PACKAGES, [("java", "-version")], _librdkafka()))
+    data: Dataset | None = results.get("dataset")
     if data is not None:
-        lines.append(
-            f"- data: topic of {PARTITIONS} partitions, {data.records:,} records "
-            f"({data.records // PARTITIONS:,} each, one of them `produce_bulk`'s sentinel), "
-            f"values {data.value_bytes / MB:,.1f} MB ({data.value_bytes / data.records:.0f} B "
-            f"average, JSON with random hex), keys {data.key_bytes / max(1, data.records):.0f}"
-            f" B, no headers; produced in {data.produce_s:.1f} s (Tansu, memory storage)"
-        )
+        lines.append(_data_line(data))
     fixed = results.get("fixed", {})
-    lines += [
+    nan = float("nan")
+    return [
+        *lines,
         f"- Spark: one `SparkSession` `local[2,3]` (driver memory default), "
         f"`maxOffsetsPerTrigger={MAX_OFFSETS_PER_TRIGGER:,}` "
         f"({TOTAL_RECORDS // MAX_OFFSETS_PER_TRIGGER} micro-batches), "
@@ -173,12 +161,12 @@ def render(results: dict[str, Any]) -> str:
         f"{ARROW_BATCH_ROWS}` (the default), `includeHeaders=false`, fresh checkpoint per "
         "case; the Kafka source is blockgz-kafka (no spark-sql-kafka jar here)",
         f"- fixed costs, not in the timings: SparkSession start "
-        f"{fixed.get('session_s', float('nan')):.1f} s; warm-up exports of "
+        f"{fixed.get('session_s', nan):.1f} s; warm-up exports of "
         f"{PARTITIONS * WARMUP_PER_PARTITION:,} records (first use of the Python workers, "
-        f"JIT): blockgz {fixed.get('warmup_blockgz_s', float('nan')):.1f} s (A') "
-        f"{fixed.get('warmup_blockgz_tasks_s', float('nan')):.1f} s, json sink "
-        f"{fixed.get('warmup_json_s', float('nan')):.1f} s, text sink "
-        f"{fixed.get('warmup_text_s', float('nan')):.1f} s",
+        f"JIT): blockgz {fixed.get('warmup_blockgz_s', nan):.1f} s (A') "
+        f"{fixed.get('warmup_blockgz_tasks_s', nan):.1f} s, json sink "
+        f"{fixed.get('warmup_json_s', nan):.1f} s, text sink "
+        f"{fixed.get('warmup_text_s', nan):.1f} s",
         "- S3 is moto in a child process (`MotoS3(in_process=False)`), no added latency; "
         "Spark has no S3 jars here, so its native sinks write to local disk (the favourable "
         "case for them)",
@@ -188,48 +176,52 @@ def render(results: dict[str, Any]) -> str:
         "round (its time is shown: the JVM is still warming up on it), then the measured "
         "one. MB/s = 10^6 bytes of Kafka values per second",
         "",
-        "## Results",
-        "",
     ]
-    cases = _cases(results)
-    base = results.get(KEY_BLOCKGZ)
-    rows = []
-    for c in cases:
-        first = (
-            "—"
-            if c.first_seconds is None
-            else f"{c.first_seconds:.1f} ({c.records / c.first_seconds:,.0f})"
-        )
-        rows.append(
-            [
-                CASE_TITLES[c.key],
-                f"{c.seconds:.1f}",
-                first,
-                f"{c.records_per_s:,.0f}",
-                f"{c.mb_per_s:.1f}",
-                "1.00×" if c is base or base is None else f"{base.seconds / c.seconds:.2f}×",
-                f"{c.output.objects}",
-                f"{c.output.compressed / MB:,.1f}",
-                f"{c.output.uncompressed / max(1, c.output.records):.0f}",
-                f"{c.usage.other_cores:.2f}" + (" ⚠" if c.usage.other_cores > 0.2 else ""),
-            ]
-        )
-    lines += _table(
-        [
-            "case",
-            "wall s",
-            "first round s (records/s)",
-            "records/s",
-            "MB/s",
-            "A's speed vs this",
-            "objects",
-            "output MB",
-            "B/record uncompressed",
-            "other cores",
-        ],
-        rows,
+
+
+RESULTS_HEADER = (
+    "case",
+    "wall s",
+    "first round s (records/s)",
+    "records/s",
+    "MB/s",
+    "A's speed vs this",
+    "objects",
+    "output MB",
+    "B/record uncompressed",
+    "other cores",
+)
+
+
+def _results_row(c: CaseResult, base: CaseResult | None) -> list[str]:
+    first = (
+        "—"
+        if c.first_seconds is None
+        else f"{c.first_seconds:.1f} ({c.records / c.first_seconds:,.0f})"
     )
+    return [
+        CASE_TITLES[c.key],
+        f"{c.seconds:.1f}",
+        first,
+        f"{c.records_per_s:,.0f}",
+        f"{c.mb_per_s:.1f}",
+        "1.00×" if c is base or base is None else f"{base.seconds / c.seconds:.2f}×",
+        f"{c.output.objects}",
+        f"{c.output.compressed / MB:,.1f}",
+        f"{c.output.uncompressed / max(1, c.output.records):.0f}",
+        rp.load_cell(c.usage.other_cores),
+    ]
+
+
+def results_section(results: Results) -> list[str]:
+    base = results.get(KEY_BLOCKGZ)
+    rows = [_results_row(c, base) for c in _cases(results)]
+    return ["## Results", "", *rp.table(RESULTS_HEADER, rows), *_results_notes(results)]
+
+
+def _results_notes(results: Results) -> list[str]:
     a, loop = results.get(KEY_BLOCKGZ), results.get(KEY_LOOP)
+    lines = []
     if a is not None:
         lines += [
             "",
@@ -253,57 +245,60 @@ def render(results: dict[str, Any]) -> str:
             f"its processes were running {loop.extra['process_start_s']:.2f} s and had their "
             f"first records {loop.extra['first_message_s']:.2f} s after the clock started.",
         ]
-    lines += [
+    on_s3 = any(c.key not in (KEY_JSON, KEY_TEXT) for c in _cases(results))
+    return [
+        *lines,
         "",
         "Every case's output is decompressed and its lines counted after the run (not timed): "
         "each found exactly the produced records"
         + (
             "; for the S3 cases each index sidecar matches its object and each partition's "
             "objects cover offsets 0..end without gap or overlap."
-            if any(c.key != KEY_JSON and c.key != KEY_TEXT for c in cases)
+            if on_s3
             else "."
         ),
         "'other cores': CPU used by processes outside this benchmark's tree and its servers "
-        "(machine-wide, psutil); above 0.2 the row is marked ⚠.",
-        "",
-        "## Targets",
+        f"(machine-wide, psutil); above {rp.DISTURBED_CORES:g} the row is marked ⚠.",
         "",
     ]
-    lines += _table(["target", "measured", "required", "margin", "verdict"], targets(results))
-    lines += ["", "## Peak memory (GB)", ""]
-    rows = []
-    for c in cases:
-        u = c.usage
-        rows.append(
-            [
-                CASE_TITLES[c.key].split(" ", 1)[0].rstrip("."),
-                _gb(u.peak_rss.get("driver")),
-                _gb(u.peak_rss.get("jvm")),
-                f"{_gb(u.peak_driver_rss)} / {_gb(u.peak_driver_pss)}",
-                f"{_gb(u.peak_rss.get('workers'))} / {_gb(u.peak_pss.get('workers'))}",
-                f"{_gb(u.start_rss.get('workers'))}",
-                str(u.peak_processes.get("workers", 0)),
-                _loop_memory(c),
-                _gb(u.peak_rss.get("moto")),
-                _gb(u.peak_rss.get("tansu")),
-            ]
-        )
-    lines += _table(
-        [
-            "case",
-            "driver Python RSS",
-            "JVM RSS",
-            "driver side (Python + JVM) RSS / PSS",
-            "Python workers RSS / PSS",
-            "workers RSS at case start",
-            "worker processes (peak)",
-            "loop processes RSS / PSS (max per process)",
-            "moto RSS",
-            "Tansu RSS",
-        ],
-        rows,
-    )
-    lines += [
+
+
+MEMORY_HEADER = (
+    "case",
+    "driver Python RSS",
+    "JVM RSS",
+    "driver side (Python + JVM) RSS / PSS",
+    "Python workers RSS / PSS",
+    "workers RSS at case start",
+    "worker processes (peak)",
+    "loop processes RSS / PSS (max per process)",
+    "moto RSS",
+    "Tansu RSS",
+)
+
+
+def _memory_row(c: CaseResult) -> list[str]:
+    u = c.usage
+    return [
+        _case_letter(c),
+        rp.gb(u.peak_rss.get("driver")),
+        rp.gb(u.peak_rss.get("jvm")),
+        f"{rp.gb(u.peak_driver_rss)} / {rp.gb(u.peak_driver_pss)}",
+        f"{rp.gb(u.peak_rss.get('workers'))} / {rp.gb(u.peak_pss.get('workers'))}",
+        f"{rp.gb(u.start_rss.get('workers'))}",
+        str(u.peak_processes.get("workers", 0)),
+        _loop_memory(c),
+        rp.gb(u.peak_rss.get("moto")),
+        rp.gb(u.peak_rss.get("tansu")),
+    ]
+
+
+def memory_section(results: Results) -> list[str]:
+    rows = [_memory_row(c) for c in _cases(results)]
+    return [
+        "## Peak memory (GB)",
+        "",
+        *rp.table(MEMORY_HEADER, rows),
         "",
         f"Sampled with psutil every {SAMPLE_PERIOD_S} s (RSS) and every "
         f"{SAMPLE_PERIOD_S * PSS_EVERY:g} s (PSS, from `smaps_rollup`); each figure is the peak "
@@ -313,28 +308,43 @@ def render(results: dict[str, Any]) -> str:
         "('workers RSS at case start'). The loop "
         "processes' exact peak RSS per process (in brackets) is their `VmHWM`.",
         "",
-        "## CPU seconds per case",
-        "",
     ]
+
+
+def cpu_section(results: Results) -> list[str]:
     rows = []
-    for c in cases:
+    for c in _cases(results):
         cpu = c.usage.cpu_s
         total = sum(cpu.values())
         rows.append(
-            [CASE_TITLES[c.key].split(" ", 1)[0].rstrip("."), f"{c.seconds:.1f}"]
+            [_case_letter(c), f"{c.seconds:.1f}"]
             + [f"{cpu.get(g, 0.0):.1f}" for g in GROUPS]
             + [f"{total:.1f}", f"{total / max(1, c.records) * 1e6:.0f}"]
         )
-    lines += _table(
-        ["case", "wall s"]
-        + [GROUP_LABELS[g] for g in GROUPS]
-        + ["total CPU s", "CPU µs per record"],
-        rows,
-    )
-    lines.append("")
+    header = [
+        "case",
+        "wall s",
+        *(GROUP_LABELS[g] for g in GROUPS),
+        "total CPU s",
+        "CPU µs per record",
+    ]
+    return ["## CPU seconds per case", "", *rp.table(header, rows), ""]
+
+
+def notes_section(results: Results) -> list[str]:
     notes = results.get("notes")
-    if notes:
-        lines += ["## Notes", ""] + [f"- {n}" for n in notes] + [""]
+    if not notes:
+        return []
+    return ["## Notes", "", *(f"- {n}" for n in notes), ""]
+
+
+def render(results: Results) -> str:
+    lines = head_section(results)
+    lines += results_section(results)
+    lines += rp.targets_section(TARGETS, results, show_missing=False)
+    lines += memory_section(results)
+    lines += cpu_section(results)
+    lines += notes_section(results)
     return "\n".join(lines)
 
 
@@ -343,5 +353,5 @@ def _loop_memory(c: CaseResult) -> str:
         return "—"
     u = c.usage
     per = c.extra.get("loop_max_rss", [])
-    most = f" ({_gb(max(per))})" if per else ""
-    return f"{_gb(u.peak_rss.get('loop'))} / {_gb(u.peak_pss.get('loop'))}{most}"
+    most = f" ({rp.gb(max(per))})" if per else ""
+    return f"{rp.gb(u.peak_rss.get('loop'))} / {rp.gb(u.peak_pss.get('loop'))}{most}"

@@ -20,10 +20,11 @@ from isal import isal_zlib
 
 from benchmarks import support
 from benchmarks.support import KiB, MiB
-from blockgz.codec import Compression
-from blockgz.files import compress_file
-from blockgz.index import sidecar_key
-from blockgz.writer import BlockGzipWriter
+from blockgz.format.codec import Compression
+from blockgz.format.writer import BlockGzipWriter
+from blockgz.layout import sidecar_key
+from blockgz.objects.compress import compress_file
+from testkit.tools import require_tool
 
 pytestmark = pytest.mark.benchmark(group="compress")
 
@@ -88,7 +89,7 @@ CLI_PEERS = {
 
 @pytest.mark.parametrize("key", list(CLI_PEERS))
 def test_peer_cli(benchmark, corpus, workdir, key):
-    exe = support.require_tool(CLI_PEERS[key][0])
+    exe = require_tool(CLI_PEERS[key][0])
     argv = [exe, *CLI_PEERS[key][1:], str(corpus)]
     dst = workdir / f"{key.replace(' ', '_')}.ndjson.gz"
 

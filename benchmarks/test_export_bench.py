@@ -29,7 +29,8 @@ from benchmarks import export_report as rep
 from benchmarks import export_support as eb
 from benchmarks import process_usage as pu
 from benchmarks import support
-from benchmarks.s3_support import s3_options
+from benchmarks.report import publish_report
+from testkit.s3 import s3_options
 
 pytestmark = pytest.mark.timeout(3600)
 
@@ -49,8 +50,8 @@ def report(request) -> Iterator[dict[str, Any]]:
     if not cases:
         return
     text = rep.render(results)
-    written = eb.MEANINGFUL and len(cases) == len(eb.ALL_KEYS)
-    support.publish_report(request, "blockgz export", text, eb.RESULTS_PATH, written)
+    written = support.MEANINGFUL and len(cases) == len(eb.ALL_KEYS)
+    publish_report(request.config, "blockgz export", text, eb.RESULTS_PATH, written)
 
 
 @pytest.fixture(scope="module")
@@ -145,7 +146,7 @@ def new_bucket(moto, name: str) -> str:
 def job_config(kafka, moto, bucket: str, topic: str, tasks_read_kafka: bool = False):
     """The export job of case A: JSON values, block-GZIP, default partitioner, no flush.size
     (so one object per partition per micro-batch); A' lets the sink tasks read Kafka."""
-    from sink.job_config import ExportConfig
+    from sink.export.config import ExportConfig
 
     return ExportConfig.from_mapping(
         {
@@ -163,7 +164,7 @@ def job_config(kafka, moto, bucket: str, topic: str, tasks_read_kafka: bool = Fa
 
 
 def run_blockgz(spark, job, checkpoint: Path):
-    from sink.job import run_export
+    from sink.export.job import run_export
 
     return run_export(
         job, checkpoint=checkpoint, once=True, spark=spark, install_signal_handlers=False
@@ -279,8 +280,6 @@ def test_export_blockgz(
 ):
     """A: ``run_export`` with the blockgz sink (JSON, block-GZIP) to moto S3; A': the same
     with ``blockgz.tasks.read.kafka=true``."""
-    from sink.commit import committed_files
-
     jobs = {}
     tasks_read = plan == "tasks-read-kafka"
 
@@ -294,7 +293,7 @@ def test_export_blockgz(
     store, prefix = job.sink.make_store()
     try:
         output = eb.check_s3_output(store, prefix, dataset.topic)
-        listed = committed_files(store, prefix, job.sink)
+        listed = job.sink.manifest_log(store, prefix).committed_files()
     finally:
         store.close()
     assert sum(f.records for f in listed) == dataset.records

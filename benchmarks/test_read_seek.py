@@ -17,8 +17,9 @@ import pytest
 from isal import igzip
 
 from benchmarks import support
-from blockgz.blockfile import BlockGzipFile
-from blockgz.index import Chunk, sidecar_key
+from blockgz.format.index import Chunk
+from blockgz.layout import sidecar_key
+from blockgz.objects.indexed import IndexedReader
 
 STREAM_CHUNK = 1024 * 1024
 NEWLINE = ord("\n")
@@ -26,12 +27,12 @@ NEWLINE = ord("\n")
 
 @pytest.mark.benchmark(group="read")
 def test_decode_one_block(benchmark, corpus_gz):
-    """``BlockGzipFile.read_block`` on a random full-size block (pread + inflate + checks)."""
+    """``IndexedReader.read_block`` on a random full-size block (pread + inflate + checks)."""
     path, index = corpus_gz
     # The last block is a short remainder; every other one holds ~1 MiB.
     candidates = list(range(max(1, len(index.chunks) - 1)))
     rng = random.Random(20240610)
-    f = BlockGzipFile(path)
+    f = IndexedReader.open_file(path)
 
     def pick():
         return (rng.choice(candidates),), {}
@@ -67,7 +68,7 @@ def test_decode_whole_file(benchmark, corpus_gz, threads):
     path, index = corpus_gz
 
     def run() -> int:
-        with BlockGzipFile(path) as f:
+        with IndexedReader.open_file(path) as f:
             blocks = range(len(f.index.chunks))
             if threads == 1:
                 return sum(len(f.read_block(i)) for i in blocks)
@@ -125,7 +126,7 @@ class SeekCase:
 
 @pytest.fixture(scope="module")
 def seek_case(seek_file: Path) -> SeekCase:
-    with BlockGzipFile(seek_file) as f:
+    with IndexedReader.open_file(seek_file) as f:
         first = f.index.first_offset
         offset = first + f.index.record_count // 2
         chunk = f.index.chunks[f.index.locate(offset)]
@@ -135,7 +136,7 @@ def seek_case(seek_file: Path) -> SeekCase:
 
 
 def _cold_seek(case: SeekCase) -> bytes:
-    with BlockGzipFile(case.path) as f:
+    with IndexedReader.open_file(case.path) as f:
         record = next(f.seek(case.offset, count=1))
     return record.value
 
@@ -174,7 +175,7 @@ def test_seek_cold_open(benchmark, seek_case):
         support.K_SEEK,
         lambda: _cold_seek(case),
         group="seek",
-        tool="blockgz BlockGzipFile",
+        tool="blockgz IndexedReader.open_file",
         rounds=50,
         warmup_rounds=3,
         direction="decompress",

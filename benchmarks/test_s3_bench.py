@@ -22,17 +22,20 @@ import boto3
 import pytest
 from isal import igzip
 
+from benchmarks import report as rp
 from benchmarks import s3_support as s3b
 from benchmarks import support
-from blockgz import BlockGzipWriter
-from blockgz.index import BlockIndex, sidecar_key
+from blockgz.format.index import BlockIndex
+from blockgz.layout import Layout, sidecar_key
+from blockgz.objects.upload import BlockGzipUpload
 from blockgz.store import open_store
 from reader import open_archive
-from tests.s3_servers import FaultProxy, MotoS3
+from testkit.s3 import FaultProxy, MotoS3, s3_options
 
 BUCKET = "bench"
 UPLOAD_BUCKET = "bench-upload"
 PREFIX = "archive/"
+LAYOUT = Layout()  # the default key layout: topics/<topic>/partition=<p>/<topic>+<p>+<start>
 TOPIC = "events"
 PARTITION = 0
 SCAN_CHUNK = 1024 * 1024
@@ -98,8 +101,8 @@ def report(request):
         return
     text = s3b.render(results)
     complete = all(k in results for k in ("seek", "scan", "upload c=1", "upload c=4"))
-    written = s3b.MEANINGFUL and complete
-    support.publish_report(request, "blockgz on S3", text, s3b.RESULTS_PATH, written)
+    written = support.MEANINGFUL and complete
+    rp.publish_report(request.config, "blockgz on S3", text, s3b.RESULTS_PATH, written)
 
 
 @dataclass(frozen=True)
@@ -118,24 +121,22 @@ def seek_object(moto, report) -> SeekObject:
     corpus = support.corpus_path().read_bytes()
     moto.client().create_bucket(Bucket=BUCKET)
     store, prefix = open_store(
-        f"s3://{BUCKET}/{PREFIX}", s3b.s3_options(moto.endpoint_url, **{"s3.part.size": "67108864"})
+        f"s3://{BUCKET}/{PREFIX}", s3_options(moto.endpoint_url, **{"s3.part.size": "67108864"})
     )
-    key = f"{prefix}topics/{TOPIC}/partition={PARTITION}/{TOPIC}+{PARTITION}+{0:010d}.json.gz"
+    key = LAYOUT.data_key(prefix, f"{TOPIC}/partition={PARTITION}", TOPIC, PARTITION, 0, ".json.gz")
     started = time.perf_counter()
     try:
-        with store.open_upload(key) as upload:
-            writer = BlockGzipWriter(upload, block_size=s3b.BLOCK_SIZE, threads=2)
+        with BlockGzipUpload(store, key, block_size=s3b.BLOCK_SIZE, threads=2) as out:
             left = s3b.SEEK_OBJECT_BYTES
             while left >= len(corpus):
-                writer.write_delimited(corpus)
+                out.write_delimited(corpus)
                 left -= len(corpus)
             cut = corpus.rfind(b"\n", 0, left) + 1
             if cut:
-                writer.write_delimited(corpus[:cut])
-            index = writer.close()
-        index_json = index.to_json().encode()
-        store.put(sidecar_key(key), index_json)
-        build_s = time.perf_counter() - started
+                out.write_delimited(corpus[:cut])
+        build_s = time.perf_counter() - started  # the data object, then its sidecar
+        index = out.index
+        index_bytes = store.head(sidecar_key(key)).size
         assert store.head(key).size == index.byte_length
     finally:
         store.close()
@@ -146,11 +147,11 @@ def seek_object(moto, report) -> SeekObject:
         "compressed": index.byte_length,
         "records": index.record_count,
         "blocks": len(index.chunks),
-        "index_bytes": len(index_json),
+        "index_bytes": index_bytes,
         "target": target,
         "build_s": build_s,
     }
-    return SeekObject(key, sidecar_key(key), index, len(index_json), target, build_s)
+    return SeekObject(key, sidecar_key(key), index, index_bytes, target, build_s)
 
 
 @pytest.fixture(scope="module")
@@ -249,13 +250,13 @@ def test_s3_cold_seek(benchmark, moto, proxy, seek_object, cpu_meter, report):
     """Time to the first record from a cold ``open_archive``: LIST, index, one ranged GET."""
     obj = seek_object
     url = f"s3://{BUCKET}/{PREFIX}"
-    options = s3b.s3_options(proxy.endpoint_url)
+    options = s3_options(proxy.endpoint_url)
     log = RoundLog(proxy)
     records = []
 
     def cold_seek():
         t0 = time.monotonic()
-        archive = open_archive(url, **options)
+        archive = open_archive(url, options)
         record = next(archive.seek(TOPIC, PARTITION, obj.target, count=1))
         t1 = time.monotonic()
         log.to_close.append(archive)
@@ -280,7 +281,7 @@ def test_s3_cold_seek(benchmark, moto, proxy, seek_object, cpu_meter, report):
     s3b.RESULTS["seek"] = result
     diagnostics = _diagnostics(moto, obj, chunk)
     diagnostics.update(_nagle_effect(proxy, url, options, obj))
-    with open_archive(url, **options) as archive:  # listing and index cached after this
+    with open_archive(url, options) as archive:  # listing and index cached after this
         next(archive.seek(TOPIC, PARTITION, obj.target, count=1))
         diagnostics["warm_seek_s"] = _timed(
             lambda: next(archive.seek(TOPIC, PARTITION, obj.target, count=1))
@@ -341,7 +342,7 @@ def _nagle_effect(proxy: FaultProxy, url: str, options: dict[str, str], obj: See
 def _diagnostics(moto, obj: SeekObject, chunk) -> dict:
     """What moto itself costs per request (no proxy), and what a new boto3 client costs."""
     url = f"s3://{BUCKET}/{PREFIX}"
-    options = s3b.s3_options(moto.endpoint_url)
+    options = s3_options(moto.endpoint_url)
     client_s = _timed(lambda: open_store(url, options)[0].close())
     shared = boto3.session.Session(
         aws_access_key_id="testing", aws_secret_access_key="testing", region_name="us-east-1"
@@ -356,7 +357,7 @@ def _diagnostics(moto, obj: SeekObject, chunk) -> dict:
         big_range_s = _timed(lambda: store.get_range(obj.key, chunk.byte_offset, chunk.byte_end))
         small_range_s = _timed(lambda: store.get_range(small_key, 0, length))
         head_s = _timed(lambda: store.head(obj.index_key))
-        partition = obj.key.rsplit("/", 1)[0] + "/"
+        partition = LAYOUT.partition_prefix(prefix, TOPIC, PARTITION)
         list_s = _timed(lambda: list(store.list(partition)))
         store.delete(small_key)
     finally:
@@ -377,7 +378,7 @@ def test_s3_whole_object_scan(benchmark, proxy, seek_object, cpu_meter, report):
     """The baseline: one GET of the whole object, igzip-streamed until the same record."""
     obj = seek_object
     url = f"s3://{BUCKET}/{PREFIX}"
-    options = s3b.s3_options(proxy.endpoint_url)
+    options = s3_options(proxy.endpoint_url)
     line = obj.target - (obj.index.first_offset or 0)
     log = RoundLog(proxy)
     values = []
@@ -436,7 +437,7 @@ def test_s3_upload(
     """``store.open_upload``: 1 MiB writes, 5 MiB parts, ``concurrency`` parts in flight."""
     key = f"uploads/c{concurrency}.ndjson"
     direct = moto.client()
-    options = s3b.s3_options(
+    options = s3_options(
         proxy.endpoint_url,
         **{"s3.part.size": str(s3b.PART_SIZE), "s3.upload.concurrency": str(concurrency)},
     )

@@ -1,4 +1,4 @@
-"""blockgz: seekable block-GZIP for Kafka records, and the plumbing shared by sink and reader.
+"""blockgz: seekable block-GZIP for Kafka records, and the plumbing sink and reader share.
 
 Quick start::
 
@@ -12,33 +12,78 @@ Quick start::
     1000
     >>> len(w.index.chunks) > 1                          # made of several blocks
     True
+
+The entry points, each documented in its module:
+
+* writing: :class:`BlockGzipWriter` (to any binary file), :class:`BlockGzipUpload` (an object
+  plus its ``.index.json`` in a store), :func:`compress_file` (a local file);
+* reading: :func:`open_indexed` (a path or URL) and :class:`IndexedReader`;
+* stores: :func:`open_store` (``s3://bucket/prefix``, ``file:///dir`` or a path);
+* the format's pieces: :class:`BlockIndex`, :class:`Chunk`, :class:`Compression`,
+  :class:`Record`, :class:`Separated`, :class:`LengthPrefixed`; errors: :class:`BlockGzError`.
+
+Names are imported on first use, so ``import blockgz.errors`` (and ``blockgz --help``) stay fast.
 """
 
-from blockgz.blockfile import BlockGzipFile
-from blockgz.codec import Compression
-from blockgz.decode import Record
-from blockgz.errors import BlockGzError
-from blockgz.files import compress_file
-from blockgz.framing import NEWLINE, LengthPrefixed, Separated
-from blockgz.index import BlockIndex, Chunk, sidecar_key
-from blockgz.scan import scan_members
-from blockgz.verify import verify_file
-from blockgz.writer import BlockGzipWriter
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+_EXPORTS = {
+    "BlockGzError": "blockgz.errors",
+    "BlockGzipUpload": "blockgz.objects.upload",
+    "BlockGzipWriter": "blockgz.format.writer",
+    "BlockIndex": "blockgz.format.index",
+    "Chunk": "blockgz.format.index",
+    "Compression": "blockgz.format.codec",
+    "IndexedReader": "blockgz.objects.indexed",
+    "LengthPrefixed": "blockgz.format.framing",
+    "Record": "blockgz.format.decode",
+    "Separated": "blockgz.format.framing",
+    "compress_file": "blockgz.objects.compress",
+    "open_indexed": "blockgz.objects.indexed",
+    "open_store": "blockgz.store",
+}
 __all__ = [
-    "NEWLINE",
     "BlockGzError",
-    "BlockGzipFile",
+    "BlockGzipUpload",
     "BlockGzipWriter",
     "BlockIndex",
     "Chunk",
     "Compression",
+    "IndexedReader",
     "LengthPrefixed",
     "Record",
     "Separated",
     "compress_file",
-    "scan_members",
-    "sidecar_key",
-    "verify_file",
+    "open_indexed",
+    "open_store",
 ]
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from blockgz.errors import BlockGzError
+    from blockgz.format.codec import Compression
+    from blockgz.format.decode import Record
+    from blockgz.format.framing import LengthPrefixed, Separated
+    from blockgz.format.index import BlockIndex, Chunk
+    from blockgz.format.writer import BlockGzipWriter
+    from blockgz.objects.compress import compress_file
+    from blockgz.objects.indexed import IndexedReader, open_indexed
+    from blockgz.objects.upload import BlockGzipUpload
+    from blockgz.store import open_store
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'blockgz' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

@@ -66,7 +66,7 @@ def _progress(description: str, total: int) -> Iterator[Callable[[int], None]]:
 
 
 def _size(ctx, param, value):
-    from blockgz.units import parse_size
+    from blockgz.options import parse_size
 
     try:
         return parse_size(value, name=param.name.replace("_", "-"))
@@ -140,8 +140,8 @@ def compress(input, output, block_size, max_records, level, preset, threads, fir
       blockgz compress --preset small --block-size 4MiB events.json -o archive.json.gz
       kafkacat -C -t orders -e | blockgz compress - -o orders.json.gz --first-offset 0
     """
-    from blockgz.codec import Compression
-    from blockgz.files import compress_file
+    from blockgz.format.codec import Compression
+    from blockgz.objects.compress import compress_file
 
     if input == "-" and not output:
         raise click.UsageError("reading standard input needs --output")
@@ -225,7 +225,7 @@ def _archive(target: str, topic: str | None, partition: int | None, options: dic
         raise click.UsageError("an archive prefix needs both --topic and --partition")
     from reader import open_archive
 
-    return open_archive(target, **options)
+    return open_archive(target, options)
 
 
 @main.command()
@@ -260,11 +260,10 @@ def seek(target, offset, count, output, scan, topic, partition, endpoint_url, op
     """
     options = _collect_options(endpoint_url, options)
     if topic is None and partition is None:
-        from blockgz.store import split_object_url
-        from reader import IndexedObject
+        from blockgz.objects.indexed import open_indexed
 
-        store, key = split_object_url(target, options)
-        _echo_records(IndexedObject(store, key).seek(offset, count), output)
+        with open_indexed(target, options) as obj:
+            _echo_records(obj.seek(offset, count), output)
         return
     if scan:
         options["scan.unindexed"] = "true"
@@ -289,9 +288,9 @@ def cat(target, topic, partition, endpoint_url, options) -> None:
 
     options = _collect_options(endpoint_url, options)
     if topic is None and partition is None:
-        from blockgz.index import data_key_for
+        from blockgz.layout import data_key_for
+        from blockgz.objects.stream import stream_object
         from blockgz.store import split_object_url
-        from reader.objects import stream_object
 
         store, key = split_object_url(target, options)
         key = data_key_for(key)
@@ -322,7 +321,7 @@ def ls_command(target, topic, endpoint_url, options) -> None:
 
     from reader import open_archive
 
-    with open_archive(target, **_collect_options(endpoint_url, options)) as archive:
+    with open_archive(target, _collect_options(endpoint_url, options)) as archive:
         rows = archive.ls(topic)
     table = Table("topic", "partition", "first offset", "last offset", "records", "bytes", "key")
     for row in rows:
@@ -360,15 +359,17 @@ def index(file, first_offset) -> None:
       blockgz index events.json.gz
       bgzip -c events.json > events.json.gz && blockgz index events.json.gz
     """
-    from blockgz.files import write_index
-    from blockgz.scan import scan_members
+    from blockgz.format.rebuild import scan_members
+    from blockgz.objects.upload import publish_index
+    from blockgz.store import split_object_url
 
     with (
         open(file, "rb") as stream,
         _progress(f"indexing {file}", Path(file).stat().st_size) as adv,
     ):
         built = scan_members(stream, first_offset=first_offset, on_progress=adv)
-    path = write_index(file, built)
+    store, key = split_object_url(file)
+    path = store.url(publish_index(store, key, built))
     click.echo(f"{path}: {built.record_count} records in {len(built.chunks)} blocks", err=True)
 
 
@@ -386,31 +387,36 @@ def verify(target, topic, endpoint_url, options) -> None:
       blockgz verify s3://bucket/topics/t/partition=0/t+0+0000000000.json.gz
       blockgz verify --topic orders s3://bucket/exports
     """
+    from blockgz.layout import data_key_for
+    from blockgz.objects.indexed import IndexedReader
     from blockgz.store import split_object_url
-    from reader import IndexedObject, open_archive
+    from reader import open_archive
 
     options = _collect_options(endpoint_url, options)
     if topic is not None:
-        archive = open_archive(target, **options)
+        archive = open_archive(target, options)
         store, keys = archive.store, [r.key for r in archive.ls(topic) if r.indexed]
     else:
         store, key = split_object_url(target, options)
-        keys = [IndexedObject(store, key).key]
-    bad = sum(not _verify_object(IndexedObject(store, key)) for key in keys)
+        keys = [data_key_for(key)]
+    bad = 0
+    for key in keys:
+        with IndexedReader.open_object(store, key) as obj:
+            bad += not _verify_object(obj)
     if bad:
         sys.exit(1)
 
 
 def _verify_object(obj) -> bool:
-    with _progress(f"verifying {obj.url}", obj.store.head(obj.key).size) as advance:
+    with _progress(f"verifying {obj.source}", obj.index.byte_length) as advance:
         report = obj.verify(on_block=advance)
     for problem in report.problems:
         click.echo(f"bad: {problem}", err=True)
     if report.ok:
-        click.echo(f"{obj.url}: ok, {report.blocks} blocks, {report.records} records", err=True)
+        click.echo(f"{obj.source}: ok, {report.blocks} blocks, {report.records} records", err=True)
     else:
         click.echo(
-            f"{obj.url}: {len(report.problems)} problem(s) in {report.blocks} blocks", err=True
+            f"{obj.source}: {len(report.problems)} problem(s) in {report.blocks} blocks", err=True
         )
     return report.ok
 
@@ -453,9 +459,9 @@ def export(config, checkpoint, once, master, options) -> None:
       blockgz export s3-sink.json --checkpoint /var/lib/blockgz/s3-sink
       blockgz export s3-sink.properties -O startingOffsets=s3 --checkpoint /tmp/new
     """
-    from sink.job import run_export
-    from sink.job_config import ExportConfig
-    from sink.progress_view import ProgressView
+    from sink.export.config import ExportConfig
+    from sink.export.job import run_export
+    from sink.export.progress import ProgressView
 
     job = ExportConfig.from_file(config, _collect_options(None, options))
     checkpoint = checkpoint or job.checkpoint_dir or str(Path("checkpoints") / job.name)
@@ -489,7 +495,7 @@ def quickstart() -> None:
     Example:
       blockgz quickstart
     """
-    from sink.quickstart import run_quickstart
+    from sink.export.quickstart import run_quickstart
 
     run_quickstart()
 

@@ -1,7 +1,10 @@
-"""Every exception blockgz raises, under one base class.
+"""Every exception blockgz, sink and reader raise, under one base class.
 
 Each subclasses :class:`BlockGzError` and, where the meaning matches, a builtin, so
-callers can catch either ``BlockGzError`` or the familiar builtin::
+callers can catch either ``BlockGzError`` or the familiar builtin. They are grouped by kind
+of problem: settings, the format, the object store, Kafka records, the Kafka source, the
+export job. (The Kafka and export errors live here too, so that one module holds every error
+the CLI turns into a one-line message.) ::
 
     >>> from blockgz.errors import OffsetNotFoundError
     >>> issubclass(OffsetNotFoundError, LookupError)
@@ -23,6 +26,10 @@ class MissingDependencyError(BlockGzError, ImportError):
     """An optional library needed for the requested feature is not installed."""
 
 
+class IndexNotReadyError(BlockGzError, RuntimeError):
+    """A writer's index was asked for before the writer was closed."""
+
+
 class RecordFramingError(BlockGzError, ValueError):
     """A record cannot be framed, e.g. it contains the record separator."""
 
@@ -42,6 +49,10 @@ class CorruptBlockError(BlockGzError, ValueError):
         super().__init__(message)
         self.block = block
         self.byte_offset = byte_offset
+
+
+class CorruptManifestError(BlockGzError, ValueError):
+    """A batch manifest is not valid JSON or lacks what a manifest holds."""
 
 
 class OffsetNotFoundError(BlockGzError, LookupError):
@@ -81,9 +92,17 @@ class BadRecordError(BlockGzError, ValueError):
         self.offset = offset
 
 
+class OffsetOrderError(BadRecordError):
+    """Records arrived with offsets that do not increase (per writer, per topic-partition)."""
+
+
 class SourceError(BlockGzError, RuntimeError):
     """The Kafka source cannot read what it was asked for (unreachable broker, unknown topic)."""
 
 
 class DataLossError(SourceError):
     """Offsets the job still needed are gone from Kafka (retention, topic deleted)."""
+
+
+class ExportFailed(BlockGzError, RuntimeError):
+    """The streaming export stopped with an error; the message is the root cause."""

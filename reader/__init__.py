@@ -4,13 +4,11 @@
     >>> callable(open_archive)
     True
 
-``open_archive("s3://bucket/prefix", **{"store.url": ...})`` returns an :class:`Archive`
+``open_archive("s3://bucket/prefix", {"store.url": ...})`` returns an :class:`Archive`
 whose ``seek(topic, partition, offset)`` yields :class:`blockgz.Record` from that offset on.
+One object alone is read with :func:`blockgz.open_indexed`.
 """
 
 from reader.archive import Archive, ObjectSummary, open_archive
-from reader.objects import IndexedObject
 
-open = open_archive  # `reader.open(url)`, as DESIGN.md names it; mirrors gzip.open
-
-__all__ = ["Archive", "IndexedObject", "ObjectSummary", "open", "open_archive"]
+__all__ = ["Archive", "ObjectSummary", "open_archive"]

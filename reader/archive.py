@@ -1,16 +1,15 @@
 """An archive of topics in Confluent's S3-sink layout, read by Kafka offset.
 
 >>> import tempfile
->>> from blockgz import BlockGzipWriter
+>>> from blockgz import BlockGzipUpload
 >>> from blockgz.store import LocalStore
 >>> root = tempfile.mkdtemp()
 >>> store = LocalStore(root)
 >>> for start in (0, 5):
 ...     key = f"topics/t/partition=0/t+0+{start:010d}.json.gz"
-...     with store.open_upload(key) as up, BlockGzipWriter(up, first_offset=start) as w:
+...     with BlockGzipUpload(store, key, first_offset=start) as out:
 ...         for n in range(start, start + 5):
-...             w.write(b"v%d" % n)
-...     store.put(key.replace(".gz", ".index.json"), w.index.to_json().encode())
+...             out.write(b"v%d" % n)
 >>> with open_archive(root) as archive:
 ...     [r.value for r in archive.seek("t", 0, 3, count=4)]
 [b'v3', b'v4', b'v5', b'v6']
@@ -21,17 +20,19 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from blockgz.decode import Record
 from blockgz.errors import ConfigError, ObjectNotFoundError, OffsetNotFoundError
-from blockgz.index import BlockIndex, sidecar_key
+from blockgz.format.decode import Record
+from blockgz.format.index import BlockIndex
+from blockgz.layout import Layout, ObjectRef, sidecar_key
+from blockgz.objects.indexed import IndexedReader, load_index
+from blockgz.objects.stream import stream_object
+from blockgz.options import as_options
 from blockgz.store import ObjectStore, open_store
-from reader.layout import ObjectRef, parse_key, partition_prefix, topic_prefix
-from reader.objects import IndexedObject, stream_object
 
 J = TypeVar("J")
 R = TypeVar("R")
@@ -51,23 +52,22 @@ class ObjectSummary:
     indexed: bool
 
 
-def open_archive(url: str, **options: Any) -> Archive:
+def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
     """Open an archive at ``s3://bucket/prefix``, ``file:///dir`` or a directory path.
 
-    Options: the S3 ones under Confluent's names (``store.url``, ``s3.region``, ...), plus
-    ``topics.dir`` (default ``topics``), ``directory.delim``, ``file.delim``, ``prefetch``
-    (blocks fetched ahead, default 2) and ``scan.unindexed`` (stream ``.gz`` objects that
-    have no index instead of failing).
+    ``options`` are the S3 settings under Confluent's names (``store.url``, ``s3.region``,
+    ...), the export's key layout (``topics.dir``, ``directory.delim``, ``file.delim``),
+    ``prefetch`` (blocks fetched ahead, default 2) and ``scan.unindexed`` (stream ``.gz``
+    objects that have no index instead of failing).
     """
-    store, prefix = open_store(url, options)
+    opts = as_options(options)
+    store, prefix = open_store(url, opts)
     return Archive(
         store,
         prefix,
-        topics_dir=options.get("topics.dir", "topics"),
-        directory_delim=options.get("directory.delim", "/"),
-        file_delim=options.get("file.delim", "+"),
-        prefetch=int(options.get("prefetch", 2)),
-        scan_unindexed=str(options.get("scan.unindexed", "false")).lower() == "true",
+        layout=Layout.from_options(opts),
+        prefetch=opts.integer("prefetch", 2, low=0),
+        scan_unindexed=opts.flag("scan.unindexed", False),
     )
 
 
@@ -79,9 +79,7 @@ class Archive:
         store: ObjectStore,
         prefix: str = "",
         *,
-        topics_dir: str = "topics",
-        directory_delim: str = "/",
-        file_delim: str = "+",
+        layout: Layout | None = None,
         prefetch: int = 2,
         scan_unindexed: bool = False,
     ):
@@ -89,9 +87,7 @@ class Archive:
             raise ConfigError(f"prefetch must be 0 or more, got {prefetch}")
         self.store = store
         self.prefix = prefix
-        self.topics_dir = topics_dir
-        self.delim = directory_delim
-        self.file_delim = file_delim
+        self.layout = layout or Layout()
         self.prefetch = prefetch
         self.scan_unindexed = scan_unindexed
         self._objects: dict[tuple[str, int], list[ObjectRef]] = {}
@@ -104,9 +100,7 @@ class Archive:
         """The partition's data objects by start offset; lists only the partition's prefix."""
         cache_key = (topic, partition)
         if cache_key not in self._objects:
-            prefix = partition_prefix(
-                self.prefix, topic, partition, topics_dir=self.topics_dir, delim=self.delim
-            )
+            prefix = self.layout.partition_prefix(self.prefix, topic, partition)
             self._objects[cache_key] = self._parse_listing(prefix, topic, partition)
         return self._objects[cache_key]
 
@@ -117,7 +111,7 @@ class Archive:
         keys = {o.key for o in listed}
         refs = []
         for info in listed:
-            ref = parse_key(info.key, size=info.size, file_delim=self.file_delim)
+            ref = self.layout.parse_data_key(info.key, size=info.size)
             if ref is None or (topic and ref.topic != topic):
                 continue
             if partition is not None and ref.partition != partition:
@@ -135,7 +129,7 @@ class Archive:
         with self._lock:
             cached = self._indexes.get(ref.key)
         if cached is None:
-            cached = IndexedObject(self.store, ref.key).index
+            cached = load_index(self.store, ref.key)
             with self._lock:
                 self._indexes[ref.key] = cached
         return cached
@@ -218,8 +212,8 @@ class Archive:
     def _fetch(self, job: tuple[ObjectRef, int, int, int | None]) -> Iterable[Record]:
         ref, block, start, stop = job
         if block >= 0:
-            obj = IndexedObject(self.store, ref.key, self.index(ref))
-            return obj.fetch_records(block, start, stop)
+            obj = IndexedReader.open_object(self.store, ref.key, self.index(ref))
+            return obj.block_records(block, start, stop)
         return self._stream_records(ref)  # lazy: the stream is read as the caller iterates
 
     def _stream_records(self, ref: ObjectRef) -> Iterator[Record]:
@@ -239,7 +233,7 @@ class Archive:
     # -- listing for people ----------------------------------------------------------------
     def ls(self, topic: str | None = None) -> list[ObjectSummary]:
         """Every data object under the prefix (or one topic), with offsets and record counts."""
-        prefix = topic_prefix(self.prefix, topic, topics_dir=self.topics_dir, delim=self.delim)
+        prefix = self.layout.topic_prefix(self.prefix, topic)
         refs = self._parse_listing(prefix, topic, None)
         indexes = list(self._executor.map(lambda r: self.index(r) if r.has_index else None, refs))
         out = []

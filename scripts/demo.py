@@ -15,7 +15,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from blockgz import BlockGzipFile, compress_file
+from blockgz import IndexedReader, compress_file
 from blockgz.sample import events_bytes
 
 console = Console()
@@ -61,7 +61,7 @@ def main() -> None:
     )
 
     console.rule("[bold]4. Seek to offset 5,012,345: one block read")
-    with BlockGzipFile(work / "events.json.gz") as archive:
+    with IndexedReader.open_file(work / "events.json.gz") as archive:
         started = time.perf_counter()
         records = list(archive.seek(5_012_345, count=2))
         took = (time.perf_counter() - started) * 1000

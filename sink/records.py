@@ -1,6 +1,6 @@
 """Kafka records as the sink sees them, and the exact Arrow schema of Spark's Kafka source.
 
-Spark's Kafka source (and ours, :mod:`sink.kafka_source`) produce rows with the columns
+Spark's Kafka source (and ours, :mod:`sink.kafka.source`) produce rows with the columns
 ``key, value, topic, partition, offset, timestamp, timestampType`` and, with
 ``includeHeaders=true``, ``headers``. A Python data source must hand Spark Arrow batches
 whose schema *equals* Spark's conversion of that schema, so it is spelled out here once.

@@ -125,8 +125,8 @@ def quiet_accumulator_server(spark) -> None:
 
 def register_data_sources(spark) -> None:
     """Register the ``blockgz`` sink and the ``blockgz-kafka`` source on ``spark``."""
-    from sink.datasource import BlockGzDataSource
-    from sink.kafka_source import KafkaDataSource
+    from sink.kafka.source import KafkaDataSource
+    from sink.write.datasource import BlockGzDataSource
 
     spark.dataSource.register(BlockGzDataSource)
     spark.dataSource.register(KafkaDataSource)

@@ -1,25 +1,33 @@
-"""Shared fixtures. Servers (moto S3, Tansu Kafka, Spark) join here as the product grows."""
+"""Shared fixtures, and the one rule that splits the suite.
+
+``tests/unit/`` holds tests of pure logic and local files; ``tests/integration/`` holds tests
+that talk to a real local server (S3, Kafka, Spark). Every test under ``integration/`` is
+marked ``integration`` here, so ``-m "not integration"`` runs the unit tests alone. Servers are
+started once per session on free loopback ports. Helpers shared with the benchmarks live in
+``testkit/``.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import pytest
 
+_INTEGRATION = Path(__file__).parent / "integration"
 
-def require_tool(name: str) -> str:
-    """Path of an external tool, or skip the test with the install hint."""
-    path = shutil.which(name)
-    if path is None:
-        pytest.skip(f"{name} is not installed (scripts/install-tools installs it)")
-    return path
+
+def pytest_collection_modifyitems(items) -> None:
+    for item in items:
+        if _INTEGRATION in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")
 def moto_s3():
     """A real moto S3 server on a free loopback port, for the whole test session."""
-    from .s3_servers import MotoS3
+    from testkit.s3 import MotoS3
 
     with MotoS3() as server:
         yield server
@@ -28,7 +36,7 @@ def moto_s3():
 @pytest.fixture
 def s3_proxy(moto_s3):
     """A fault-injecting, request-logging proxy in front of the S3 server."""
-    from .s3_servers import FaultProxy
+    from testkit.s3 import FaultProxy
 
     with FaultProxy(moto_s3.endpoint_url) as proxy:
         yield proxy
@@ -44,18 +52,6 @@ def bucket(moto_s3, request):
     name = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:45].strip("-") + "-" + digest
     moto_s3.client().create_bucket(Bucket=name)
     return name
-
-
-def s3_options(endpoint_url: str, **extra) -> dict:
-    """Options for blockgz's S3 store against a test server (fast retries)."""
-    return {
-        "store.url": endpoint_url,
-        "s3.region": "us-east-1",
-        "aws.access.key.id": "testing",
-        "aws.secret.access.key": "testing",
-        "s3.retry.backoff.ms": "1",
-        **extra,
-    }
 
 
 @pytest.fixture(scope="session")
@@ -95,11 +91,11 @@ def _test_spark_session():
     try:
         return spark_session("local[2,3]", app_name="blockgz-tests")
     except ImportError as exc:  # the blockgz sink is not there yet: register the source alone
-        if exc.name != "sink.datasource":
+        if exc.name != "sink.write.datasource":
             raise
         from pyspark.sql import SparkSession
 
-        from sink.kafka_source import KafkaDataSource
+        from sink.kafka.source import KafkaDataSource
 
         session = SparkSession.getActiveSession()
         assert session is not None

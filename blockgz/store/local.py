@@ -12,11 +12,11 @@ b'el'
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from blockgz.errors import ConfigError, ObjectNotFoundError
-from blockgz.files import temp_file_beside
 from blockgz.store.base import ObjectInfo, ObjectStore, Upload
 
 
@@ -92,6 +92,16 @@ class LocalStore(ObjectStore):
 
     def delete(self, key: str) -> None:
         self.path(key).unlink(missing_ok=True)
+
+
+def temp_file_beside(path: Path) -> tuple[int, str]:
+    """A new temporary file in ``path``'s directory, with the mode a plain open() would give."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    current = os.umask(0)
+    os.umask(current)
+    os.chmod(tmp, 0o666 & ~current)  # mkstemp makes 0600
+    return fd, tmp
 
 
 class _LocalUpload(Upload):

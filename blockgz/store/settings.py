@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.errors import ConfigError
+from blockgz.options import Options, as_options
 
 MIB = 1024 * 1024
 MIN_PART_SIZE = 5 * MIB  # S3's minimum for every part but the last
@@ -53,34 +54,6 @@ OPTION_NAMES = (
 )
 
 
-def _int(options: Mapping[str, Any], name: str, default: int, low: int, high: int) -> int:
-    raw = options.get(name, default)
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name}: {raw!r} is not a whole number") from None
-    if not low <= value <= high:
-        raise ConfigError(f"{name}: {value} is out of range; allowed: {low}..{high}")
-    return value
-
-
-def _bool(options: Mapping[str, Any], name: str, default: bool) -> bool:
-    raw = options.get(name, default)
-    if isinstance(raw, bool):
-        return raw
-    if str(raw).strip().lower() in ("true", "false"):
-        return str(raw).strip().lower() == "true"
-    raise ConfigError(f"{name}: {raw!r} is not allowed; allowed: true, false")
-
-
-def _choice(options: Mapping[str, Any], name: str, allowed: tuple[str, ...], default: str) -> str:
-    value = str(options.get(name) or default)
-    if value not in allowed:
-        shown = ", ".join("'' (none)" if a == "" else a for a in allowed)
-        raise ConfigError(f"{name}: {value!r} is not allowed; allowed: {shown}")
-    return value
-
-
 @dataclass(frozen=True)
 class S3Settings:
     """Everything the S3 backend needs; build it with :meth:`from_options`."""
@@ -104,41 +77,50 @@ class S3Settings:
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> S3Settings:
         """Read Confluent-named options (``s3.part.size``, ``store.url``, ...) and validate them."""
-        bucket = options.get("s3.bucket.name")
+        opts = as_options(options)
+        bucket = opts.text("s3.bucket.name")
         if not bucket:
             raise ConfigError("s3.bucket.name is required")
-        endpoint = options.get("store.url") or None
+        endpoint = opts.text("store.url") or None
         if endpoint and "://" not in endpoint:
             endpoint = "https://" + endpoint  # as Confluent does for a bare host
-        sse = _choice(options, "s3.ssea.name", SSE_ALGORITHMS, "")
-        customer_key = options.get("s3.sse.customer.key") or None
+        sse = opts.choice("s3.ssea.name", SSE_ALGORITHMS, "")
+        customer_key = opts.text("s3.sse.customer.key") or None
         if customer_key and sse not in ("", "AES256"):
             raise ConfigError("s3.sse.customer.key (SSE-C) only works with s3.ssea.name=AES256")
-        kms_key = options.get("s3.sse.kms.key.id") or None
+        kms_key = opts.text("s3.sse.kms.key.id") or None
         if kms_key and not sse.startswith("aws:kms"):
             raise ConfigError("s3.sse.kms.key.id needs s3.ssea.name=aws:kms or aws:kms:dsse")
-        acl = options.get("s3.acl.canned") or None
-        if acl is not None:
-            acl = _choice(options, "s3.acl.canned", CANNED_ACLS, "private")
+        acl = (
+            opts.choice("s3.acl.canned", CANNED_ACLS, "private")
+            if opts.given("s3.acl.canned")
+            else None
+        )
         return cls(
-            bucket=str(bucket),
-            region=options.get("s3.region") or None,
+            bucket=bucket,
+            region=opts.text("s3.region") or None,
             endpoint_url=endpoint,
-            path_style=_bool(options, "s3.path.style.access.enabled", True),
-            access_key_id=options.get("aws.access.key.id") or None,
-            secret_access_key=options.get("aws.secret.access.key") or None,
-            profile=options.get("aws.profile") or None,
+            path_style=opts.flag("s3.path.style.access.enabled", True),
+            access_key_id=opts.text("aws.access.key.id") or None,
+            secret_access_key=opts.text("aws.secret.access.key") or None,
+            profile=opts.text("aws.profile") or None,
             sse_algorithm=sse,
             sse_kms_key_id=kms_key,
             sse_customer_key=customer_key,
             acl=acl,
-            part_size=_int(
-                options, "s3.part.size", DEFAULT_PART_SIZE, MIN_PART_SIZE, MAX_PART_SIZE
+            part_size=opts.integer(
+                "s3.part.size", DEFAULT_PART_SIZE, low=MIN_PART_SIZE, high=MAX_PART_SIZE
             ),
-            part_retries=_int(options, "s3.part.retries", 3, 1, 100),
-            retry_backoff_ms=_int(options, "s3.retry.backoff.ms", 200, 0, 24 * 3600 * 1000),
-            upload_concurrency=_int(options, "s3.upload.concurrency", 4, 1, 64),
+            part_retries=opts.integer("s3.part.retries", 3, low=1, high=100),
+            retry_backoff_ms=opts.integer("s3.retry.backoff.ms", 200, low=0, high=24 * 3600 * 1000),
+            upload_concurrency=opts.integer("s3.upload.concurrency", 4, low=1, high=64),
         )
+
+    @staticmethod
+    def select(options: Mapping[str, Any]) -> Options:
+        """The S3 settings among ``options`` (what a store needs, nothing else)."""
+        opts = as_options(options)
+        return Options({k: opts[k] for k in OPTION_NAMES if k in opts})
 
     def write_args(self) -> dict[str, Any]:
         """Extra arguments for PutObject and CreateMultipartUpload (SSE, ACL)."""

@@ -1,0 +1,118 @@
+"""Turn the compressed bytes of one indexed block back into records, checking everything.
+
+Shared by the local-file reader and the object-store reader: both fetch a chunk's
+byte range, then call :func:`chunk_records`.
+
+    >>> from blockgz.format.codec import Compression
+    >>> from blockgz.format.index import BlockIndex, Chunk
+    >>> raw = Compression().compress(b"a\\nb\\n")
+    >>> chunk_records(raw, Chunk(7, 2, 0, len(raw), 4))
+    [Record(offset=7, value=b'a'), Record(offset=8, value=b'b')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+
+from blockgz.errors import CorruptBlockError, OffsetNotFoundError
+from blockgz.format.codec import decompress_member, decompress_members
+from blockgz.format.framing import NEWLINE, Framing
+from blockgz.format.index import BlockIndex, Chunk
+
+
+class Record(NamedTuple):
+    """One record read back: its Kafka offset and its bytes."""
+
+    offset: int
+    value: bytes
+
+
+def inflate_chunk(
+    raw: bytes | memoryview, chunk: Chunk, *, block: int = 0, source: str = ""
+) -> bytes:
+    """Decompress a chunk's bytes and check their size against the index."""
+    where = (
+        f"{source}: block {block} (offsets {chunk.first_record_offset}-{chunk.last_record_offset},"
+        f" bytes {chunk.byte_offset}-{chunk.byte_end - 1})"
+    )
+    if len(raw) != chunk.byte_length:
+        raise CorruptBlockError(
+            f"{where}: read {len(raw)} bytes, the index promises {chunk.byte_length} (truncated?)",
+            block=block,
+            byte_offset=chunk.byte_offset,
+        )
+    try:
+        data = decompress_member(raw) if chunk.members == 1 else decompress_members(raw)
+    except CorruptBlockError as exc:
+        raise CorruptBlockError(
+            f"{where}: {exc}", block=block, byte_offset=chunk.byte_offset
+        ) from exc
+    if len(data) != chunk.byte_length_uncompressed:
+        raise CorruptBlockError(
+            f"{where}: decompressed to {len(data)} bytes, the index promises "
+            f"{chunk.byte_length_uncompressed}",
+            block=block,
+            byte_offset=chunk.byte_offset,
+        )
+    return data
+
+
+def chunk_records(
+    raw: bytes | memoryview,
+    chunk: Chunk,
+    framing: Framing = NEWLINE,
+    *,
+    block: int = 0,
+    source: str = "",
+    start: int = 0,
+    stop: int | None = None,
+) -> list[Record]:
+    """Records ``[start:stop]`` of one chunk, with offsets; the chunk's count must match."""
+    data = inflate_chunk(raw, chunk, block=block, source=source)
+    values, total = framing.slice(data, start, stop)
+    if total != chunk.num_records:
+        raise CorruptBlockError(
+            f"{source}: block {block} holds {total} records, the index promises "
+            f"{chunk.num_records}",
+            block=block,
+            byte_offset=chunk.byte_offset,
+        )
+    offsets = chunk.record_offsets()[start : start + len(values)]
+    return [Record(o, v) for o, v in zip(offsets, values, strict=True)]
+
+
+def seek_records(
+    index: BlockIndex,
+    block_records: Callable[[int, int, int | None], list[Record]],
+    offset: int,
+    count: int | None = None,
+    *,
+    source: str = "",
+) -> Iterator[Record]:
+    """Records from ``offset`` on, through ``block_records(n, start, stop)`` one block at a time.
+
+    Checks the offset eagerly (before the first block is read): one before the first
+    offset or past the last raises :class:`OffsetNotFoundError` naming ``source``; one
+    compacted away starts at the next offset that exists.
+    """
+    first = index.first_offset
+    if first is not None and offset < first:
+        raise OffsetNotFoundError(f"{source}: offset {offset} is before the first offset {first}")
+    try:
+        start = index.locate(offset)
+    except OffsetNotFoundError as exc:
+        raise OffsetNotFoundError(f"{source}: {exc}") from None
+    return _records_from(index, block_records, start, offset, count)
+
+
+def _records_from(index, block_records, start: int, offset: int, count: int | None):
+    remaining = count
+    for block in range(start, len(index.chunks)):
+        first = index.chunks[block].position_of(offset) if block == start else 0
+        records = block_records(block, first, None if remaining is None else first + remaining)
+        if remaining is not None:
+            remaining -= len(records)
+        yield from records
+        if remaining == 0:
+            return

@@ -1,0 +1,264 @@
+"""The ``.index.json`` sidecar: where each block starts, how long it is, which offsets it holds.
+
+The chunk keys are the DeviantArt ``kafka-connect-s3`` ones, so their indexes still
+load. blockgz adds a format name and version, the framing, totals, and — only for a
+chunk whose offsets are not contiguous — ``offset_deltas`` (the gaps between
+consecutive offsets), which keeps the index exact under compaction or interleaving
+and compact otherwise.
+
+    >>> idx = BlockIndex([Chunk(0, 3, 0, 40, 12)])
+    >>> BlockIndex.from_json(idx.to_json()).locate(2)
+    0
+
+Where the sidecar sits is :func:`blockgz.layout.sidecar_key`'s business.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from blockgz.errors import CorruptIndexError, IndexMismatchError, OffsetNotFoundError
+from blockgz.format.framing import NEWLINE, Framing, framing_from_json
+
+INDEX_FORMAT = "blockgz-index"
+INDEX_VERSION = 1
+_CHUNK_INT_KEYS = (
+    "first_record_offset",
+    "num_records",
+    "byte_offset",
+    "byte_length",
+    "byte_length_uncompressed",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One block: a run of whole records stored as one gzip member (or several, when rebuilt)."""
+
+    first_record_offset: int
+    num_records: int
+    byte_offset: int
+    byte_length: int
+    byte_length_uncompressed: int
+    offset_deltas: tuple[int, ...] | None = None
+    members: int = 1
+
+    @property
+    def last_record_offset(self) -> int:
+        if self.offset_deltas is None:
+            return self.first_record_offset + self.num_records - 1
+        return self.first_record_offset + sum(self.offset_deltas)
+
+    @property
+    def byte_end(self) -> int:
+        return self.byte_offset + self.byte_length
+
+    def record_offsets(self) -> list[int]:
+        """The Kafka offset of every record in the block, in order."""
+        first = self.first_record_offset
+        if self.offset_deltas is None:
+            return list(range(first, first + self.num_records))
+        offsets = [first]
+        for delta in self.offset_deltas:
+            first += delta
+            offsets.append(first)
+        return offsets
+
+    def position_of(self, offset: int) -> int:
+        """Index within the block of the first record whose offset is ``>= offset``."""
+        if self.offset_deltas is None:
+            return max(0, offset - self.first_record_offset)
+        return bisect.bisect_left(self.record_offsets(), offset)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "first_record_offset": self.first_record_offset,
+            "num_records": self.num_records,
+            "byte_offset": self.byte_offset,
+            "byte_length": self.byte_length,
+            "byte_length_uncompressed": self.byte_length_uncompressed,
+        }
+        if self.offset_deltas is not None:
+            out["offset_deltas"] = list(self.offset_deltas)
+        if self.members != 1:
+            out["members"] = self.members
+        return out
+
+
+def deltas_if_gapped(offsets: Sequence[int]) -> tuple[int, ...] | None:
+    """``None`` when ``offsets`` are contiguous, else the gaps between consecutive ones."""
+    if offsets[-1] - offsets[0] == len(offsets) - 1:
+        return None  # strictly increasing and spanning exactly len-1: contiguous
+    return tuple(b - a for a, b in itertools.pairwise(offsets))
+
+
+@dataclass(frozen=True)
+class BlockIndex:
+    """The blocks of one block-GZIP object, in file order."""
+
+    chunks: Sequence[Chunk]
+    framing: Framing = NEWLINE
+    codec: str | None = None
+    level: int | None = None
+    block_size: int | None = None
+    _lasts: list[int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "chunks", tuple(self.chunks))
+        object.__setattr__(self, "_lasts", [c.last_record_offset for c in self.chunks])
+
+    # -- derived facts ---------------------------------------------------------------
+    @property
+    def record_count(self) -> int:
+        return sum(c.num_records for c in self.chunks)
+
+    @property
+    def byte_length(self) -> int:
+        """Size of the data object in bytes."""
+        return self.chunks[-1].byte_end if self.chunks else 0
+
+    @property
+    def byte_length_uncompressed(self) -> int:
+        return sum(c.byte_length_uncompressed for c in self.chunks)
+
+    @property
+    def first_offset(self) -> int | None:
+        return self.chunks[0].first_record_offset if self.chunks else None
+
+    @property
+    def last_offset(self) -> int | None:
+        return self._lasts[-1] if self.chunks else None
+
+    def locate(self, offset: int) -> int:
+        """Position of the block holding the first record with offset ``>= offset``."""
+        pos = bisect.bisect_left(self._lasts, offset)
+        if pos == len(self.chunks):
+            last = self.last_offset
+            where = "the object holds no records" if last is None else f"last offset is {last}"
+            raise OffsetNotFoundError(f"offset {offset} is past the end: {where}")
+        return pos
+
+    def check_object_size(self, size: int, *, name: str = "data file") -> None:
+        """Raise :class:`IndexMismatchError` unless the blocks exactly tile ``size`` bytes."""
+        if size != self.byte_length:
+            raise IndexMismatchError(
+                f"{name} is {size} bytes but its index describes {self.byte_length} bytes"
+                + (" (truncated?)" if size < self.byte_length else "")
+            )
+
+    # -- JSON ------------------------------------------------------------------------
+    def to_json(self) -> str:
+        """Deterministic JSON: the same index always gives the same bytes."""
+        doc: dict[str, Any] = {
+            "format": INDEX_FORMAT,
+            "version": INDEX_VERSION,
+            "codec": self.codec,
+            "level": self.level,
+            "block_size": self.block_size,
+            "framing": self.framing.to_json(),
+            "record_count": self.record_count,
+            "first_record_offset": self.first_offset,
+            "last_record_offset": self.last_offset,
+            "byte_length": self.byte_length,
+            "byte_length_uncompressed": self.byte_length_uncompressed,
+            "chunks": [c.to_dict() for c in self.chunks],
+        }
+        return json.dumps(doc, separators=(",", ":")) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, source: str = "index") -> BlockIndex:
+        """Parse and validate an index; a DeviantArt index (no version) loads as newline-framed."""
+        try:
+            doc = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise CorruptIndexError(f"{source}: not valid JSON ({exc})") from exc
+        if not isinstance(doc, dict) or not isinstance(doc.get("chunks"), list):
+            raise CorruptIndexError(f"{source}: expected an object with a 'chunks' list")
+        version = doc.get("version", 0)
+        if not isinstance(version, int) or version > INDEX_VERSION:
+            raise CorruptIndexError(
+                f"{source}: index version {version!r} is newer than this blockgz reads "
+                f"(up to {INDEX_VERSION}); upgrade blockgz"
+            )
+        chunks = [_chunk_from_dict(raw, i, source) for i, raw in enumerate(doc["chunks"])]
+        index = cls(
+            chunks,
+            framing=_framing(doc.get("framing"), source),
+            codec=doc.get("codec"),
+            level=doc.get("level"),
+            block_size=doc.get("block_size"),
+        )
+        _check_layout(index, source)
+        _check_totals(index, doc, source)
+        return index
+
+
+def _framing(obj: Any, source: str) -> Framing:
+    try:
+        return framing_from_json(obj)
+    except CorruptIndexError as exc:
+        raise CorruptIndexError(f"{source}: {exc}") from exc
+
+
+def _chunk_from_dict(raw: Any, pos: int, source: str) -> Chunk:
+    if not isinstance(raw, dict):
+        raise CorruptIndexError(f"{source}: chunk {pos} is not an object")
+    values = []
+    for key in _CHUNK_INT_KEYS:
+        value = raw.get(key)
+        if type(value) is not int or value < 0:
+            raise CorruptIndexError(
+                f"{source}: chunk {pos} field {key!r} must be a non-negative integer, got {value!r}"
+            )
+        values.append(value)
+    if values[1] < 1 or values[3] < 1:
+        raise CorruptIndexError(f"{source}: chunk {pos} is empty (no records or no bytes)")
+    deltas = raw.get("offset_deltas")
+    if deltas is not None:
+        if (
+            not isinstance(deltas, list)
+            or len(deltas) != values[1] - 1
+            or not all(type(d) is int and d >= 1 for d in deltas)
+        ):
+            raise CorruptIndexError(
+                f"{source}: chunk {pos} offset_deltas must be {values[1] - 1} positive integers"
+            )
+        deltas = tuple(deltas)
+    members = raw.get("members", 1)
+    if type(members) is not int or members < 1:
+        raise CorruptIndexError(f"{source}: chunk {pos} members must be a positive integer")
+    return Chunk(*values, offset_deltas=deltas, members=members)
+
+
+def _check_layout(index: BlockIndex, source: str) -> None:
+    expected_byte, previous_last = 0, None
+    for pos, chunk in enumerate(index.chunks):
+        if chunk.byte_offset != expected_byte:
+            raise CorruptIndexError(
+                f"{source}: chunk {pos} starts at byte {chunk.byte_offset}, expected "
+                f"{expected_byte} (blocks must follow each other with no gap or overlap)"
+            )
+        if previous_last is not None and chunk.first_record_offset <= previous_last:
+            raise CorruptIndexError(
+                f"{source}: chunk {pos} starts at offset {chunk.first_record_offset}, "
+                f"not after the previous chunk's last offset {previous_last}"
+            )
+        expected_byte = chunk.byte_end
+        previous_last = chunk.last_record_offset
+
+
+def _check_totals(index: BlockIndex, doc: dict[str, Any], source: str) -> None:
+    for key, actual in (
+        ("record_count", index.record_count),
+        ("byte_length", index.byte_length),
+        ("byte_length_uncompressed", index.byte_length_uncompressed),
+    ):
+        if key in doc and doc[key] != actual:
+            raise CorruptIndexError(
+                f"{source}: {key} says {doc[key]!r} but the chunks add up to {actual}"
+            )

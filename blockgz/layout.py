@@ -1,0 +1,254 @@
+"""Object keys: the one place that builds and parses them.
+
+The data keys follow Confluent's S3 sink, so existing Athena/Hive tables and scripts keep working::
+
+    <prefix><topics.dir>/<topic>/<encoded partition>/<topic>+<partition>+<start offset>.<ext>
+
+with ``directory.delim`` in place of ``/`` and ``file.delim`` in place of ``+``. Beside a
+block-GZIP object sits its index sidecar (the data key minus ``.gz``, plus ``.index.json``), and
+an export's batch manifests sit under ``<prefix><manifest dir>/<job name>/manifests/``.
+
+    >>> layout = Layout()
+    >>> key = layout.data_key("", "orders/partition=3", "orders", 3, 1000, ".json.gz")
+    >>> key
+    'topics/orders/partition=3/orders+3+0000001000.json.gz'
+    >>> ref = layout.parse_data_key(key, size=10)
+    >>> ref.topic, ref.partition, ref.start_offset, ref.extension, ref.directory
+    ('orders', 3, 1000, 'json.gz', 'topics/orders/partition=3')
+    >>> sidecar_key(key)
+    'topics/orders/partition=3/orders+3+0000001000.json.index.json'
+    >>> layout.parse_data_key(sidecar_key(key)) is None
+    True
+    >>> layout.manifest_key("", "s3-sink", 7, epoch="20261123T180000Zab12cd")
+    '_blockgz/s3-sink/manifests/20261123T180000Zab12cd-00000000000000000007.json'
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from blockgz.errors import ConfigError
+
+if TYPE_CHECKING:
+    from blockgz.options import Options
+
+INDEX_SUFFIX = ".index.json"
+MANIFEST_SUFFIX = ".json"
+DEFAULT_MANIFEST_DIR = "_blockgz"
+_BATCH_DIGITS = 20
+_MANIFEST_NAME = re.compile(
+    r"^(?:(?P<epoch>[0-9A-Za-z]+)-)?(?P<batch>\d{20}|batch-[0-9a-f]+)\.json$"
+)
+
+
+def sidecar_key(data_key: str) -> str:
+    """The index key of a data object: the key minus a trailing ``.gz``, plus ``.index.json``."""
+    base = data_key[:-3] if data_key.endswith(".gz") else data_key
+    return base + INDEX_SUFFIX
+
+
+def data_key_for(key: str) -> str:
+    """Accept a data key or its ``.index.json`` key and return the data key.
+
+    >>> data_key_for("t+0+0000000000.json.index.json")
+    't+0+0000000000.json.gz'
+    """
+    return key[: -len(INDEX_SUFFIX)] + ".gz" if key.endswith(INDEX_SUFFIX) else key
+
+
+#: Characters a directory delimiter may not hold: escapes are made of ``%`` and hex digits, and
+#: ``.``, ``-``, ``_`` occur in topic names and extensions, so a key could not be split back.
+_NOT_IN_DIRECTORY_DELIM = "%._-"
+
+
+def check_directory_delim(delim: str) -> str:
+    """``directory.delim`` must be punctuation that no topic name or extension holds.
+
+    >>> check_directory_delim("-")
+    Traceback (most recent call last):
+    ...
+    blockgz.errors.ConfigError: directory.delim: '-' is not allowed; allowed: one or more ...
+    """
+    if not delim or any(c.isalnum() or c in _NOT_IN_DIRECTORY_DELIM for c in delim):
+        raise ConfigError(
+            f"directory.delim: {delim!r} is not allowed; allowed: one or more punctuation "
+            "characters other than % . - _ (default /)"
+        )
+    return delim
+
+
+def is_sidecar(key: str) -> bool:
+    return key.endswith(INDEX_SUFFIX)
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    """A data object of one topic-partition, known from its key (and a listing's size)."""
+
+    key: str
+    topic: str
+    partition: int
+    start_offset: int
+    extension: str
+    directory: str = ""
+    size: int = -1
+    has_index: bool = False
+
+    @property
+    def compressed(self) -> bool:
+        return self.extension.endswith("gz")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The key layout settings of an export (Confluent's names in brackets).
+
+    ``topics_dir`` [``topics.dir``], ``directory_delim`` [``directory.delim``], ``file_delim``
+    [``file.delim``], ``offset_pad_width`` [``filename.offset.zero.pad.width``] and blockgz's
+    ``manifest_dir`` [``blockgz.manifest.dir``].
+    """
+
+    topics_dir: str = "topics"
+    directory_delim: str = "/"
+    file_delim: str = "+"
+    offset_pad_width: int = 10
+    manifest_dir: str = DEFAULT_MANIFEST_DIR
+
+    def __post_init__(self) -> None:
+        check_directory_delim(self.directory_delim)
+        if (
+            not self.file_delim
+            or any(c.isdigit() for c in self.file_delim)
+            or self.directory_delim in self.file_delim
+        ):
+            raise ConfigError(
+                f"file.delim: {self.file_delim!r} is not allowed; allowed: text without digits "
+                "or the directory delimiter (default +)"
+            )
+        if not 0 <= self.offset_pad_width <= 30:
+            raise ConfigError(
+                f"filename.offset.zero.pad.width: {self.offset_pad_width} is out of range; "
+                "allowed: 0..30"
+            )
+
+    @classmethod
+    def from_options(cls, options: Options) -> Layout:
+        """Read the layout settings under their Confluent names."""
+        delim = options.get("directory.delim", "/")  # given but empty is an error, not "/"
+        return cls(
+            topics_dir=options.get("topics.dir", "topics").strip().strip(delim),  # may be ""
+            directory_delim=delim,
+            file_delim=options.get("file.delim", "+") or "+",
+            offset_pad_width=options.integer("filename.offset.zero.pad.width", 10, low=0, high=30),
+            manifest_dir=options.text("blockgz.manifest.dir", DEFAULT_MANIFEST_DIR).strip("/"),
+        )
+
+    # -- data objects -------------------------------------------------------------------------
+    def topics_root(self, prefix: str = "") -> str:
+        """``<prefix><topics.dir><delim>``: where every topic's directory starts."""
+        return f"{prefix}{self.topics_dir}{self.directory_delim}" if self.topics_dir else prefix
+
+    def topic_prefix(self, prefix: str = "", topic: str | None = None) -> str:
+        """The key prefix of one topic's objects (of all topics when ``topic`` is ``None``)."""
+        root = self.topics_root(prefix)
+        return f"{root}{topic}{self.directory_delim}" if topic else root
+
+    def partition_prefix(self, prefix: str, topic: str, partition: int) -> str:
+        """The key prefix of one partition's objects under the default partitioner."""
+        return f"{self.topic_prefix(prefix, topic)}partition={partition}{self.directory_delim}"
+
+    def file_name(self, topic: str, partition: int, start_offset: int, extension: str) -> str:
+        """``<topic>+<partition>+<start, zero-padded><extension>``; ``extension`` has its dot."""
+        start = str(start_offset).zfill(self.offset_pad_width)
+        return self.file_delim.join((topic, str(partition), start)) + extension
+
+    def data_key(
+        self,
+        prefix: str,
+        partitioned_path: str,
+        topic: str,
+        partition: int,
+        start_offset: int,
+        extension: str,
+    ) -> str:
+        """The key of a data object; ``partitioned_path`` is the partitioner's
+        ``<topic><delim><encoded partition>``."""
+        name = self.file_name(topic, partition, start_offset, extension)
+        return f"{self.topics_root(prefix)}{partitioned_path}{self.directory_delim}{name}"
+
+    @cached_property
+    def _stem_pattern(self) -> re.Pattern[str]:
+        # The topic is greedy: partition and start offset are the last two numbers of the name,
+        # so a topic holding the delimiter (file.delim=- and topic my-topic) still parses.
+        d = re.escape(self.file_delim)
+        return re.compile(rf"^(?P<topic>.+){d}(?P<partition>\d+){d}(?P<start>\d+)$")
+
+    @cached_property
+    def _name_pattern(self) -> re.Pattern[str]:
+        d = re.escape(self.file_delim)
+        return re.compile(
+            rf"^(?P<topic>.+){d}(?P<partition>\d+){d}(?P<start>\d+)\.(?P<ext>[A-Za-z0-9._-]+)$"
+        )
+
+    def parse_data_key(
+        self, key: str, *, size: int = -1, extension: str | None = None
+    ) -> ObjectRef | None:
+        """The :class:`ObjectRef` of a data key; ``None`` for sidecars, manifests and others.
+
+        ``extension`` (with its dot), when known, must match exactly; otherwise it is what
+        follows the first dot after the start offset.
+        """
+        if is_sidecar(key):
+            return None
+        directory, _, name = key.rpartition(self.directory_delim)
+        if extension is not None:
+            if not name.endswith(extension):
+                return None
+            match = self._stem_pattern.match(name[: len(name) - len(extension)])
+            ext = extension[1:] if extension.startswith(".") else extension
+        else:
+            match = self._name_pattern.match(name)
+            ext = match["ext"] if match else ""
+        if not match:
+            return None
+        return ObjectRef(
+            key=key,
+            topic=match["topic"],
+            partition=int(match["partition"]),
+            start_offset=int(match["start"]),
+            extension=ext,
+            directory=directory,
+            size=size,
+        )
+
+    # -- manifests ----------------------------------------------------------------------------
+    def manifest_prefix(self, prefix: str, job_name: str) -> str:
+        """``<prefix><manifest dir>/<job name>/manifests/``."""
+        return f"{prefix}{self.manifest_dir}/{job_name}/manifests/"
+
+    def manifest_key(
+        self, prefix: str, job_name: str, batch_id: int | str, *, epoch: str = ""
+    ) -> str:
+        """``…/manifests/[<epoch>-]<batch>.json``: a streaming batch id is zero-padded to 20
+        digits, so keys sort by epoch, then batch."""
+        batch = str(batch_id)
+        if batch.isdigit():
+            batch = batch.zfill(_BATCH_DIGITS)
+        head = f"{epoch}-" if epoch else ""
+        return f"{self.manifest_prefix(prefix, job_name)}{head}{batch}{MANIFEST_SUFFIX}"
+
+    @staticmethod
+    def parse_manifest_key(key: str) -> tuple[str, int | str] | None:
+        """``(epoch, batch)`` of a manifest key (a streaming batch id comes back as ``int``).
+
+        >>> Layout.parse_manifest_key("_blockgz/j/manifests/e1-00000000000000000042.json")
+        ('e1', 42)
+        """
+        match = _MANIFEST_NAME.match(key.rsplit("/", 1)[-1])
+        if match is None:
+            return None
+        batch = match["batch"]
+        return match["epoch"] or "", int(batch) if batch.isdigit() else batch

@@ -1,0 +1,275 @@
+"""Batch manifests: what each committed micro-batch of an export wrote, and where to resume.
+
+The sink writes one manifest per batch after every data object and index of the batch
+(DESIGN.md's commit order). A manifest lists the files and, per topic-partition, the next
+offset to read. The export job, the Kafka source (``startingOffsets=s3``) and the readers all
+go through :class:`ManifestLog`, so "what is committed" has one answer.
+
+Writing is idempotent: a manifest's key is a function of the job name, the checkpoint epoch
+and the batch id, and its bytes of the files it lists, so a replayed commit rewrites the same
+object.
+
+>>> import tempfile
+>>> from blockgz.store import LocalStore
+>>> log = ManifestLog(LocalStore(tempfile.mkdtemp()), "", Layout(), "s3-sink")
+>>> log.write(0, files=[], offsets={"t": {0: 10, 1: 4}})
+'_blockgz/s3-sink/manifests/00000000000000000000.json'
+>>> log.committed_offsets()
+{'t': {0: 10, 1: 4}}
+>>> log.resume_point([("t", 0), ("t", 2)])
+{('t', 0): 10, ('t', 2): -2}
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from blockgz.errors import CorruptManifestError, ObjectNotFoundError
+from blockgz.layout import Layout, data_key_for
+from blockgz.options import Options
+from blockgz.store.base import ObjectStore
+
+log = logging.getLogger("blockgz.manifests")
+
+MANIFEST_VERSION = 1
+#: ``startingOffsets`` JSON's "earliest", for partitions no manifest mentions.
+EARLIEST = -2
+_READ_THREADS = 8
+
+#: Per topic, per partition: the next offset to read.
+Offsets = dict[str, dict[int, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenFile:
+    """A finished data object: where it is and which records it holds (offsets may have gaps)."""
+
+    key: str
+    topic: str
+    partition: int
+    encoded_partition: str
+    first_offset: int
+    last_offset: int
+    records: int
+    size: int
+    uncompressed_size: int
+    index_key: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> WrittenFile:
+        return cls(**doc)
+
+
+def merge_offsets(target: Offsets, more: Mapping[str, Mapping[Any, Any]]) -> Offsets:
+    """Fold ``more`` into ``target`` keeping the highest next offset per topic-partition.
+
+    >>> merge_offsets({"t": {0: 5}}, {"t": {"0": 3, "1": 9}})
+    {'t': {0: 5, 1: 9}}
+    """
+    for topic, parts in more.items():
+        mine = target.setdefault(topic, {})
+        for part, nxt in parts.items():
+            mine[int(part)] = max(mine.get(int(part), 0), int(nxt))
+    return target
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """One committed batch: its files, the next offsets, and the nulls it skipped."""
+
+    name: str
+    epoch: str
+    batch: str
+    offsets: Offsets = field(default_factory=dict)
+    files: tuple[WrittenFile, ...] = ()
+    skipped_nulls: int = 0
+
+    def to_json(self) -> bytes:
+        """Deterministic bytes: files sorted, keys sorted."""
+        files = sorted(self.files, key=lambda f: (f.topic, f.partition, f.first_offset, f.key))
+        doc = {
+            "version": MANIFEST_VERSION,
+            "name": self.name,
+            "epoch": self.epoch,
+            "batch": self.batch,
+            "offsets": {
+                t: {str(p): n for p, n in sorted(ps.items())}
+                for t, ps in sorted(self.offsets.items())
+            },
+            "files": [f.to_dict() for f in files],
+            "skipped_nulls": self.skipped_nulls,
+        }
+        return json.dumps(doc, indent=1, sort_keys=True).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes | str, *, source: str = "manifest") -> Manifest:
+        try:
+            doc = json.loads(data)
+            return cls(
+                name=str(doc["name"]),
+                epoch=str(doc.get("epoch", "")),
+                batch=str(doc["batch"]),
+                offsets=merge_offsets({}, doc["offsets"]),
+                files=tuple(WrittenFile.from_dict(f) for f in doc["files"]),
+                skipped_nulls=int(doc.get("skipped_nulls", 0)),
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CorruptManifestError(f"{source}: not a blockgz manifest ({exc})") from exc
+
+    @property
+    def records(self) -> int:
+        """Records the batch consumed: written plus skipped nulls."""
+        return self.skipped_nulls + sum(f.records for f in self.files)
+
+
+class ManifestLog:
+    """The manifests of one export job (``name``) under a store prefix.
+
+    ``epoch`` names the checkpoint the job runs with; it is part of each new manifest's key so
+    that batch ids restarting from 0 after a lost checkpoint never overwrite older manifests.
+    Reading covers every epoch.
+    """
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        prefix: str,
+        layout: Layout,
+        name: str,
+        *,
+        epoch: str = "",
+    ):
+        self.store = store
+        self.prefix = prefix
+        self.layout = layout
+        self.name = name
+        self.epoch = epoch
+
+    @classmethod
+    def from_options(cls, options: Options) -> ManifestLog:
+        """The log an export with these (Confluent-named) options writes."""
+        from blockgz.store import StoreTarget
+
+        store, prefix = StoreTarget.from_options(options).open()
+        return cls(
+            store,
+            prefix,
+            Layout.from_options(options),
+            options.text("name", "blockgz"),
+            epoch=options.text("blockgz.epoch"),
+        )
+
+    # -- writing ------------------------------------------------------------------------------
+    def key(self, batch_id: int | str) -> str:
+        return self.layout.manifest_key(self.prefix, self.name, batch_id, epoch=self.epoch)
+
+    def write(
+        self,
+        batch_id: int | str,
+        *,
+        files: Iterable[WrittenFile],
+        offsets: Offsets,
+        skipped_nulls: int = 0,
+    ) -> str:
+        """Write the batch's manifest (idempotent: same input, same bytes) and return its key."""
+        manifest = Manifest(
+            self.name, self.epoch, str(batch_id), offsets, tuple(files), skipped_nulls
+        )
+        key = self.key(batch_id)
+        self.store.put(key, manifest.to_json())
+        return key
+
+    # -- reading ------------------------------------------------------------------------------
+    def keys(self) -> list[str]:
+        """Every manifest of this job (all epochs), oldest epoch first, then by batch."""
+        return sorted(
+            info.key
+            for info in self.store.list(self.layout.manifest_prefix(self.prefix, self.name))
+            if self.layout.parse_manifest_key(info.key) is not None
+        )
+
+    def read(self, key: str) -> Manifest:
+        return Manifest.from_json(self.store.get(key), source=self.store.url(key))
+
+    def read_batch(self, batch_id: int | str) -> Manifest | None:
+        """This epoch's manifest of ``batch_id``, or ``None`` if the batch has not committed."""
+        try:
+            return self.read(self.key(batch_id))
+        except ObjectNotFoundError:
+            return None
+
+    def manifests(self, keys: Sequence[str] | None = None) -> Iterator[Manifest]:
+        """Every manifest (or those of ``keys``), read in parallel, in key order."""
+        keys = self.keys() if keys is None else keys
+        with ThreadPoolExecutor(_READ_THREADS) as pool:
+            yield from pool.map(self.read, keys)
+
+    def committed_offsets(self) -> Offsets:
+        """Per topic-partition, the next offset after everything any manifest committed."""
+        offsets: Offsets = {}
+        for manifest in self.manifests():
+            merge_offsets(offsets, manifest.offsets)
+        return offsets
+
+    def committed_files(self) -> list[WrittenFile]:
+        """Every file listed by any manifest (for audits and tests)."""
+        return [f for manifest in self.manifests() for f in manifest.files]
+
+    def resume_point(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """Where each of ``partitions`` resumes: the committed next offset, or ``EARLIEST``."""
+        committed = self.committed_offsets()
+        return {(t, p): committed.get(t, {}).get(p, EARLIEST) for t, p in partitions}
+
+    # -- cleaning up --------------------------------------------------------------------------
+    def remove_uncommitted(self, offsets: Offsets) -> list[str]:
+        """Delete objects of the given topic-partitions that start at or after ``offsets``.
+
+        They come from a batch that never committed (its checkpoint was lost with it). Only the
+        topic-partitions in ``offsets`` are touched; each deletion is logged.
+        """
+        deleted: list[str] = []
+        for topic, parts in offsets.items():
+            for info in self.store.list(self.layout.topic_prefix(self.prefix, topic)):
+                ref = self.layout.parse_data_key(data_key_for(info.key))  # sidecars too
+                if ref is None or ref.topic != topic or ref.partition not in parts:
+                    continue
+                if ref.start_offset >= parts[ref.partition]:
+                    self.store.delete(info.key)
+                    deleted.append(info.key)
+                    log.warning(
+                        "%s-%d: removed %s, written by a batch that never committed",
+                        topic,
+                        ref.partition,
+                        info.key,
+                    )
+        return deleted
+
+
+def delete_written(store: ObjectStore, files: Iterable[WrittenFile]) -> int:
+    """Delete data objects and their indexes (a failed batch's); missing ones are fine."""
+    count = 0
+    for f in files:
+        for key in (f.index_key, f.key):
+            if not key:
+                continue
+            try:
+                store.delete(key)
+                count += 1
+            except ObjectNotFoundError:
+                pass
+    return count
+
+
+def new_epoch() -> str:
+    """A sortable id for a new checkpoint: UTC time plus a few random hex digits."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + secrets.token_hex(3)

@@ -1,0 +1,119 @@
+"""Compress a newline-delimited file into a block-GZIP object plus sidecar (``blockgz compress``).
+
+The output goes through :class:`~blockgz.objects.upload.BlockGzipUpload` on a local store, so
+the data file appears (by atomic rename) before its index, and neither appears on failure.
+
+    >>> import pathlib, tempfile
+    >>> tmp = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (tmp / "in.txt").write_bytes(b"a\\nb\\nc\\n")
+    >>> compress_file(tmp / "in.txt", tmp / "in.txt.gz").record_count
+    3
+    >>> sorted(p.name for p in tmp.iterdir())
+    ['in.txt', 'in.txt.gz', 'in.txt.index.json']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import mmap
+import os
+import stat
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import BinaryIO
+
+from blockgz.format.codec import Compression
+from blockgz.format.framing import NEWLINE, Separated
+from blockgz.format.index import BlockIndex
+from blockgz.format.writer import DEFAULT_BLOCK_SIZE
+from blockgz.objects.upload import BlockGzipUpload
+from blockgz.store.local import LocalStore
+
+READ_CHUNK = 4 * 1024 * 1024  # large reads keep per-call overhead out of the ~1 GB/s path
+
+
+def compress_file(
+    src: str | os.PathLike[str] | BinaryIO,
+    dst: str | os.PathLike[str],
+    *,
+    block_size: int = DEFAULT_BLOCK_SIZE,
+    max_records: int | None = None,
+    compression: Compression | None = None,
+    threads: int | None = None,
+    separator: bytes = b"\n",
+    first_offset: int = 0,
+    on_progress: Callable[[int], None] | None = None,
+) -> BlockIndex:
+    """Compress ``src`` (a path, ``-`` for stdin, or a binary stream) to ``dst`` and its sidecar.
+
+    Records are separated by ``separator``; their offsets count up from ``first_offset``.
+    """
+    dst = Path(dst).resolve()
+    upload = BlockGzipUpload(
+        LocalStore(dst.parent),
+        dst.name,
+        block_size=block_size,
+        max_records=max_records,
+        compression=compression,
+        threads=threads,
+        framing=NEWLINE if separator == b"\n" else Separated(separator),
+        first_offset=first_offset,
+    )
+    with _open_source(src) as source, upload:
+        _feed(source, upload, on_progress)
+    return upload.index
+
+
+def _feed(
+    source: BinaryIO, upload: BlockGzipUpload, on_progress: Callable[[int], None] | None
+) -> None:
+    mapped = _map_file(source)
+    if mapped is not None:  # a regular file: blocks are compressed straight from the page cache
+        size = len(mapped)
+        try:
+            upload.write_delimited(mapped)
+            upload.writer.close()  # every block compressed before the map goes away
+        finally:
+            _close_map(mapped)
+        if on_progress is not None:
+            on_progress(size)
+        return
+    buffer = bytearray(READ_CHUNK)
+    view = memoryview(buffer)
+    while n := source.readinto(buffer):  # type: ignore[attr-defined]
+        upload.write_delimited(view[:n])
+        if on_progress is not None:
+            on_progress(n)
+
+
+def _map_file(source: BinaryIO) -> mmap.mmap | None:
+    """Map a regular, non-empty file read-only; ``None`` for pipes, sockets and the like."""
+    try:
+        fd = source.fileno()
+        if not stat.S_ISREG(os.fstat(fd).st_mode) or os.fstat(fd).st_size == 0:
+            return None
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        return mmap.mmap(fd, 0, flags=flags, prot=mmap.PROT_READ)
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+
+
+def _close_map(mapped: mmap.mmap) -> None:
+    # A block view still referenced by a failed pipeline keeps it open; GC closes it later.
+    with contextlib.suppress(BufferError):
+        mapped.close()
+
+
+@contextmanager
+def _open_source(src: str | os.PathLike[str] | BinaryIO) -> Iterator[BinaryIO]:
+    if isinstance(src, (str, os.PathLike)):
+        if str(src) == "-":
+            yield sys.stdin.buffer
+            return
+        with open(src, "rb", buffering=0) as f:
+            yield f
+    else:
+        yield src

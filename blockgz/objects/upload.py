@@ -1,0 +1,139 @@
+"""Write a block-GZIP object and its index sidecar: the data first, then the index, or nothing.
+
+:class:`BlockGzipUpload` is the only way an indexed object gets written (the sink, ``blockgz
+compress``, the tests and the benchmarks all use it). Records stream into the store's upload
+(S3 parts go up while records keep coming); :meth:`~BlockGzipUpload.close` finishes the data
+object and then writes its sidecar, so a reader that trusts only indexed objects never sees a
+half-written one. Any failure aborts the upload, and a data object whose sidecar could not be
+written is deleted again.
+
+    >>> import tempfile
+    >>> from blockgz.store import LocalStore
+    >>> store = LocalStore(tempfile.mkdtemp())
+    >>> with BlockGzipUpload(store, "t+0+0000000005.json.gz", block_size=16) as out:
+    ...     for offset in (5, 6, 9):
+    ...         out.write(b'{"n": %d}' % offset, offset)
+    >>> out.index.record_count, [o.key for o in store.list("")]
+    (3, ['t+0+0000000005.json.gz', 't+0+0000000005.json.index.json'])
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+import numpy as np
+
+from blockgz.format.codec import Compression
+from blockgz.format.framing import NEWLINE, Framing
+from blockgz.format.index import BlockIndex
+from blockgz.format.writer import DEFAULT_BLOCK_SIZE, BlockGzipWriter
+from blockgz.layout import sidecar_key
+from blockgz.store.base import ObjectStore
+
+
+class BlockGzipUpload:
+    """A block-GZIP object being written to ``store`` under ``key``, with its sidecar on close.
+
+    Takes the :class:`~blockgz.format.writer.BlockGzipWriter` settings. As a context manager it
+    publishes on success and aborts on an exception.
+    """
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        key: str,
+        *,
+        block_size: int = DEFAULT_BLOCK_SIZE,
+        max_records: int | None = None,
+        compression: Compression | None = None,
+        threads: int | None = None,
+        framing: Framing = NEWLINE,
+        first_offset: int = 0,
+    ):
+        self.store = store
+        self.key = key
+        self._upload = store.open_upload(key)
+        try:
+            self.writer = BlockGzipWriter(
+                self._upload,
+                block_size=block_size,
+                max_records=max_records,
+                compression=compression,
+                threads=threads,
+                framing=framing,
+                first_offset=first_offset,
+            )
+        except BaseException:
+            self._upload.abort()
+            raise
+        self._index: BlockIndex | None = None
+
+    # -- writing ------------------------------------------------------------------------------
+    def write(self, record: bytes, offset: int | None = None) -> None:
+        """One record with its Kafka offset (see :meth:`BlockGzipWriter.write`)."""
+        self.writer.write(record, offset)
+
+    def write_framed(self, data: bytes | memoryview, ends: np.ndarray, offsets: np.ndarray) -> None:
+        """Records already framed (see :meth:`BlockGzipWriter.write_framed`)."""
+        self.writer.write_framed(data, ends, offsets)
+
+    def write_delimited(self, data) -> None:
+        """Raw separator-delimited bytes (see :meth:`BlockGzipWriter.write_delimited`)."""
+        self.writer.write_delimited(data)
+
+    @property
+    def bytes_written(self) -> int:
+        """Compressed bytes of the data object so far."""
+        return self.writer.bytes_written
+
+    @property
+    def index(self) -> BlockIndex:
+        """The published index (after :meth:`close`)."""
+        return self.writer.index
+
+    # -- finishing ----------------------------------------------------------------------------
+    def close(self) -> BlockIndex:
+        """Finish the data object, then write its sidecar; return the index. Idempotent."""
+        if self._index is not None:
+            return self._index
+        try:
+            index = self.writer.close()
+            self._upload.close()
+        except BaseException:
+            self.abort()
+            raise
+        try:
+            publish_index(self.store, self.key, index)
+        except BaseException:
+            self.store.delete(self.key)  # data without its index must not stay behind
+            raise
+        self._index = index
+        return index
+
+    def abort(self) -> None:
+        """Drop everything: pending blocks, buffered data and any multipart parts."""
+        try:
+            self.writer.abort()
+        finally:
+            self._upload.abort()
+
+    def __enter__(self) -> BlockGzipUpload:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def publish_index(store: ObjectStore, data_key: str, index: BlockIndex) -> str:
+    """Write ``index`` as the sidecar of the existing object ``data_key``; return its key."""
+    key = sidecar_key(data_key)
+    store.put(key, index.to_json().encode())
+    return key

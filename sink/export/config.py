@@ -1,0 +1,264 @@
+"""The export job's config file: a Kafka Connect ``.properties`` or JSON config, split in three.
+
+A user brings the config of their Confluent S3 sink connector. ``topics``/``topics.regex`` and
+``kafka.*`` settings go to the Kafka source (as Spark's Kafka source names them), Spark's
+source options (``startingOffsets``, ``maxOffsetsPerTrigger``, ...) may sit in the same file,
+``spark.*`` keys configure the SparkSession, and everything else is the sink's.
+
+>>> job = ExportConfig.from_mapping({
+...     "name": "s3-sink", "topics": "s3_topic", "kafka.bootstrap.servers": "127.0.0.1:9092",
+...     "s3.bucket.name": "quickstart", "flush.size": "3",
+...     "format.class": "io.confluent.connect.s3.format.json.JsonFormat"})
+>>> job.source_options["subscribe"], job.source_options["kafka.bootstrap.servers"]
+('s3_topic', '127.0.0.1:9092')
+>>> job.sink.flush_size, job.name
+(3, 's3-sink')
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from blockgz.errors import ConfigError
+from blockgz.options import Options
+from sink.kafka.options import SourceConfig, parse_options
+from sink.write.config import SinkConfig, unknown_options
+
+log = logging.getLogger("blockgz.export")
+
+#: Options of Spark's Kafka source that may appear in the job's config file.
+SOURCE_OPTIONS = frozenset(
+    {
+        "startingOffsets",
+        "maxOffsetsPerTrigger",
+        "minOffsetsPerTrigger",
+        "failOnDataLoss",
+        "includeHeaders",
+        "minPartitions",
+        "assign",
+        "subscribe",
+        "subscribePattern",
+    }
+)
+JOB_OPTIONS = frozenset(
+    {
+        "blockgz.trigger.interval",
+        "blockgz.checkpoint.dir",
+        "blockgz.tasks.read.kafka",
+        "topics",
+        "topics.regex",
+    }
+)
+DEFAULT_TRIGGER = "5 seconds"
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text: ``=``/``:``/space separators, ``#``/``!`` comments,
+    backslash line continuations and escapes.
+
+    Hand-written because the format is small and stable and no stdlib module reads it.
+
+    >>> parse_properties("# c\\na=1\\nb : two \\\\\\n  three\\nc\\\\ d=\\\\u0041\\\\t")
+    {'a': '1', 'b': 'two three', 'c d': 'A\\t'}
+    """
+    props: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if _continues(line):
+            logical += line[:-1]
+            continue
+        logical += line
+        key, value = _split_property(logical)
+        props[_unescape(key)] = _unescape(value)
+        logical = ""
+    if logical:
+        key, value = _split_property(logical)
+        props[_unescape(key)] = _unescape(value)
+    return props
+
+
+def _continues(line: str) -> bool:
+    trailing = len(line) - len(line.rstrip("\\"))
+    return trailing % 2 == 1
+
+
+def _split_property(line: str) -> tuple[str, str]:
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in "=: \t":
+            key = line[:i]
+            rest = line[i:].lstrip(" \t")
+            if rest[:1] in ("=", ":") and ch in " \t":
+                rest = rest[1:].lstrip(" \t")
+            elif ch in "=:":
+                rest = line[i + 1 :].lstrip(" \t")
+            return key, rest
+        i += 1
+    return line, ""
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out = []
+    i = 0
+    simple = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt == "u" and i + 6 <= len(text):
+                out.append(chr(int(text[i + 2 : i + 6], 16)))
+                i += 6
+                continue
+            out.append(simple.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def load_config_file(path: str | Path) -> dict[str, str]:
+    """Read a ``.properties`` file or a Connect JSON config (``{"name":…, "config":{…}}``)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such config file") from None
+    if text.lstrip().startswith("{"):
+        try:
+            doc = json.loads(text)
+        except ValueError as exc:
+            raise ConfigError(f"{path}: not valid JSON ({exc})") from None
+        if not isinstance(doc, dict):
+            raise ConfigError(f"{path}: a Connect JSON config is an object")
+        config = doc.get("config", doc)
+        if not isinstance(config, dict):
+            raise ConfigError(f"{path}: 'config' must be an object of settings")
+        options = {str(k): _json_value(v) for k, v in config.items()}
+        if "name" in doc and "name" not in options:
+            options["name"] = str(doc["name"])
+        return options
+    return parse_properties(text)
+
+
+def _json_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+@dataclass(frozen=True)
+class ExportConfig:
+    """The validated job: source options, sink config, Spark settings and the trigger."""
+
+    name: str
+    #: The Kafka source's options as Spark gets them (strings, Spark's names).
+    source_options: dict[str, str]
+    #: The same, validated and typed (``startingOffsets=s3`` reads as ``earliest`` here; the
+    #: job resolves it from the manifests, see :attr:`resume_from_manifests`).
+    source: SourceConfig
+    sink: SinkConfig
+    #: The sink's options as Spark gets them (the data source builds its own SinkConfig).
+    sink_options: dict[str, str] = field(default_factory=dict)
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    trigger_interval: str = DEFAULT_TRIGGER
+    checkpoint_dir: str | None = None
+    #: Opt-in, with the blockgz-kafka source: sink tasks read their offset ranges from Kafka
+    #: themselves (records skip the JVM; Spark's metrics then count ranges, not records).
+    tasks_read_kafka: bool = False
+    #: ``startingOffsets=s3``: a fresh checkpoint resumes from what the manifests committed.
+    resume_from_manifests: bool = False
+
+    @classmethod
+    def from_mapping(cls, options: Mapping[str, str]) -> ExportConfig:
+        """Split and validate; raises :class:`ConfigError` naming the key and allowed values."""
+        opts = Options(options)
+        source, sink, spark = split_options(opts)
+        sink_config = SinkConfig.from_options(sink)
+        resume = source.get("startingOffsets", "").lower() == "s3"
+        # The same checks Spark would run only once the query starts.
+        typed_source = parse_options(
+            {**source, "startingOffsets": "earliest"} if resume else source
+        )
+        unknown = unknown_options(sink)
+        if unknown:
+            log.warning("ignoring settings no part of blockgz reads: %s", ", ".join(unknown))
+        return cls(
+            name=sink_config.name,
+            source_options=source,
+            source=typed_source,
+            sink=sink_config,
+            sink_options=sink,
+            spark_conf=spark,
+            trigger_interval=opts.text("blockgz.trigger.interval", DEFAULT_TRIGGER),
+            checkpoint_dir=opts.text("blockgz.checkpoint.dir") or None,
+            tasks_read_kafka=opts.flag("blockgz.tasks.read.kafka", False),
+            resume_from_manifests=resume,
+        )
+
+    @classmethod
+    def from_file(
+        cls, path: str | Path, overrides: Mapping[str, str] | None = None
+    ) -> ExportConfig:
+        """Load a config file, apply ``overrides`` (``-O key=value``), validate."""
+        options = load_config_file(path)
+        options.update(overrides or {})
+        return cls.from_mapping(options)
+
+    @property
+    def topics(self) -> list[str]:
+        """Topics named explicitly (empty for a regex subscription)."""
+        if self.source.strategy == "subscribe":
+            return list(self.source.topics)
+        return sorted({topic for topic, _ in self.source.assigned})
+
+
+def split_options(opts: Options) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """The job's options split into (Kafka source, sink, Spark) settings.
+
+    ``topics``/``topics.regex`` become Spark's ``subscribe``/``subscribePattern``, and
+    ``startingOffsets`` defaults to ``earliest``.
+    """
+    source: dict[str, str] = {}
+    sink: dict[str, str] = {}
+    spark: dict[str, str] = {}
+    for key, value in opts.items():
+        if key.startswith("kafka.") or key in SOURCE_OPTIONS:
+            source[key] = value
+        elif key.startswith("spark."):
+            spark[key] = value
+        elif key not in JOB_OPTIONS:
+            sink[key] = value
+    chosen = [k for k in _TOPIC_KEYS if opts.given(k)]
+    if len(chosen) != 1:
+        raise ConfigError(
+            "name the Kafka topics with exactly one of: topics (a comma list), "
+            "topics.regex, or Spark's subscribe/subscribePattern/assign; "
+            f"got {chosen or 'none'}"
+        )
+    if opts.given("topics"):
+        source["subscribe"] = ",".join(t.strip() for t in opts["topics"].split(",") if t.strip())
+    if opts.given("topics.regex"):
+        source["subscribePattern"] = opts["topics.regex"]
+    # Kafka Connect sinks start a new consumer group at the earliest offset; Spark's
+    # source defaults to latest. An archiver wants everything, so Connect's default wins.
+    source.setdefault("startingOffsets", "earliest")
+    if not source.get("kafka.bootstrap.servers"):
+        raise ConfigError("kafka.bootstrap.servers is required (host:port of the Kafka brokers)")
+    return source, sink, spark
+
+
+_TOPIC_KEYS = ("topics", "topics.regex", "subscribe", "subscribePattern", "assign")

@@ -1,0 +1,453 @@
+"""``blockgz export``: run the Kafka → S3 streaming query, follow its progress, stop cleanly.
+
+The steps, each a function below: resolve where to start (:func:`starting_offsets`, which
+reads the manifests for ``startingOffsets=s3``), build and start the query
+(:func:`start_query`: Spark's own Kafka source when its jar is on the classpath, ours
+otherwise, into ``writeStream.format("blockgz")``), then follow it (:func:`follow`) until it
+drains (``once``), is stopped (a signal, or ``stop_event``) or fails (:class:`ExportFailed`
+with the root cause).
+
+Example (starts Spark, so not a doctest)::
+
+    job = ExportConfig.from_file("s3-sink.properties")
+    result = run_export(job, checkpoint="/var/lib/blockgz/s3-sink", once=True)
+    print(result.batches, result.files)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from blockgz.errors import BlockGzError, ExportFailed
+from blockgz.manifests import ManifestLog, Offsets, new_epoch
+from sink.export.config import ExportConfig
+from sink.write.config import INPUT_PREFIX, INPUT_READER
+
+log = logging.getLogger("blockgz.export")
+
+EPOCH_FILE = "blockgz-epoch"
+#: The sink's input reader when its tasks read their Kafka ranges themselves.
+RANGE_READER = "sink.kafka.ranges:read_range_rows"
+
+
+@dataclass
+class PartitionProgress:
+    """What the job knows of one topic-partition."""
+
+    next_offset: int | None = None
+    latest: int | None = None
+    files: int = 0
+    rate: float = 0.0
+
+    @property
+    def lag(self) -> int | None:
+        if self.latest is None or self.next_offset is None:
+            return None
+        return max(0, self.latest - self.next_offset)
+
+
+@dataclass
+class ExportResult:
+    """Summary of a run: batches and files committed, records read, per-partition state."""
+
+    batches: int = 0
+    files: int = 0
+    records: int = 0
+    partitions: dict[tuple[str, int], PartitionProgress] = field(default_factory=dict)
+    stopped_by_signal: bool = False
+
+
+def run_export(
+    job: ExportConfig,
+    *,
+    checkpoint: str | Path,
+    once: bool = False,
+    master: str | None = None,
+    on_progress: Callable[[ExportResult], None] | None = None,
+    stop_event: threading.Event | None = None,
+    install_signal_handlers: bool = True,
+    spark=None,
+) -> ExportResult:
+    """Run the export until drained (``once``), stopped (signal or ``stop_event``) or failed."""
+    from sink.session import spark_session
+
+    checkpoint = Path(checkpoint)
+    warn_if_not_exactly_once(job)
+    epoch = checkpoint_epoch(checkpoint)
+    options = starting_offsets(job, fresh=not (checkpoint / "offsets").exists())
+    if spark is None:
+        spark = spark_session(
+            master or default_master(), app_name=f"blockgz-export-{job.name}", conf=job.spark_conf
+        )
+    stop = stop_event or threading.Event()
+    result = ExportResult()
+    restore = _install_handlers(stop, result) if install_signal_handlers else None
+    try:
+        query = start_query(spark, job, options, checkpoint=checkpoint, epoch=epoch, once=once)
+        tracker = ProgressTracker(job, epoch, result)
+        try:
+            follow(query, tracker, stop, on_progress)
+        finally:
+            tracker.close()
+    finally:
+        if restore is not None:
+            restore()
+    return result
+
+
+# -- step 1: where to start -----------------------------------------------------------------
+def checkpoint_epoch(checkpoint: Path) -> str:
+    """The epoch of this checkpoint (created on first use): it keeps manifests of runs apart."""
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    path = checkpoint / EPOCH_FILE
+    if path.exists():
+        return path.read_text().strip()
+    epoch = new_epoch()
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(epoch + "\n")
+    tmp.replace(path)
+    return epoch
+
+
+def starting_offsets(job: ExportConfig, *, fresh: bool) -> dict[str, str]:
+    """The source options with ``startingOffsets=s3`` resolved (only a fresh checkpoint needs
+    it: otherwise Spark resumes from the checkpoint)."""
+    options = dict(job.source_options)
+    if not job.resume_from_manifests:
+        return options
+    if fresh:
+        options["startingOffsets"] = resume_from_manifests(job, kafka_partitions(job))
+    else:
+        options.pop("startingOffsets")
+    return options
+
+
+def resume_from_manifests(job: ExportConfig, partitions: list[tuple[str, int]]) -> str:
+    """``startingOffsets`` JSON from the manifests: the committed offset, or earliest (-2).
+
+    Objects that start at or after a committed offset come from a batch that never
+    committed; they are removed first so the restarted job can write its own.
+    """
+    manifests = job.sink.manifest_log()
+    start = manifests.resume_point(partitions)
+    committed: Offsets = {}
+    for (topic, part), offset in start.items():
+        if offset >= 0:
+            committed.setdefault(topic, {})[part] = offset
+    removed = manifests.remove_uncommitted(committed)
+    by_topic: dict[str, dict[str, int]] = {}
+    for (topic, part), offset in sorted(start.items()):
+        by_topic.setdefault(topic, {})[str(part)] = offset
+    text = json.dumps(by_topic)
+    log.info(
+        "startingOffsets=s3: resuming at %s (%d uncommitted objects removed)", text, len(removed)
+    )
+    return text
+
+
+def kafka_partitions(job: ExportConfig) -> list[tuple[str, int]]:
+    """The partitions of the job's topics, from the broker's metadata."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient(job.source.client_config())
+    meta = admin.list_topics(timeout=15)
+    wanted = set(job.topics)
+    regex = re.compile(job.source.pattern) if job.source.pattern else None
+    return sorted(
+        (name, p)
+        for name, topic in meta.topics.items()
+        if name in wanted or (regex is not None and regex.fullmatch(name))
+        for p in topic.partitions
+    )
+
+
+# -- step 2: the query ----------------------------------------------------------------------
+def start_query(
+    spark,
+    job: ExportConfig,
+    source_options: Mapping[str, str],
+    *,
+    checkpoint: Path,
+    epoch: str,
+    once: bool,
+):
+    """Build ``readStream → writeStream.format("blockgz")`` and start it."""
+    from sink.session import has_spark_kafka
+
+    source = "kafka" if has_spark_kafka(spark) else "blockgz-kafka"
+    log.info("reading Kafka with the %s source", "Spark Kafka" if source == "kafka" else "blockgz")
+    tasks_read_kafka = source == "blockgz-kafka" and job.tasks_read_kafka
+    reader = spark.readStream.format(source).options(**source_options)
+    sink_options = sink_query_options(job, epoch)
+    if tasks_read_kafka:
+        # Spark plans and replays offset ranges; each sink task reads its range itself.
+        reader = reader.option("blockgz.emit", "ranges")
+        sink_options.update(range_reading_options(source_options))
+    frame = reader.load()
+    columns = None if tasks_read_kafka else job.sink.columns_read()
+    if columns is not None:
+        frame = frame.select(*columns)
+    writer = (
+        frame.writeStream.format("blockgz")
+        .options(**sink_options)
+        .option("checkpointLocation", str(checkpoint))
+        .queryName(_query_name(job.name))
+    )
+    if once:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=job.trigger_interval)
+    return writer.start()
+
+
+def sink_query_options(job: ExportConfig, epoch: str) -> dict[str, str]:
+    """The sink's options as the query passes them: the job's, plus this checkpoint's epoch."""
+    return {**job.sink_options, "blockgz.epoch": epoch}
+
+
+def range_reading_options(source_options: Mapping[str, str]) -> dict[str, str]:
+    """The sink options that make its tasks read their offset ranges from Kafka: the input
+    reader, and the source options it needs under ``blockgz.source.*``.
+
+    >>> range_reading_options({"kafka.bootstrap.servers": "b:9092", "subscribe": "t",
+    ...                        "startingOffsets": "earliest", "maxOffsetsPerTrigger": "9"})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'blockgz.input.reader': 'sink.kafka.ranges:read_range_rows',
+     'blockgz.source.kafka.bootstrap.servers': 'b:9092', 'blockgz.source.subscribe': 't'}
+    """
+    planning = {"startingoffsets", "maxoffsetspertrigger", "blockgz.emit"}
+    options = {INPUT_READER: RANGE_READER}
+    for key, value in source_options.items():
+        if key.lower() not in planning:
+            options[INPUT_PREFIX + key] = value
+    return options
+
+
+def _query_name(name: str) -> str:
+    return "blockgz_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+def default_master() -> str:
+    """``local[<cores>,3]``: every core, and up to 3 attempts per task."""
+    from blockgz.format.pipeline import default_threads
+
+    return f"local[{default_threads()},3]"
+
+
+# -- step 3: following it -------------------------------------------------------------------
+def follow(
+    query,
+    tracker: ProgressTracker,
+    stop: threading.Event,
+    on_progress: Callable[[ExportResult], None] | None,
+) -> None:
+    """Wait for the query, feeding ``tracker`` each new batch's progress, until it ends."""
+    from pyspark.errors import StreamingQueryException
+
+    while query.isActive and not stop.is_set():
+        try:
+            query.awaitTermination(0.5)
+        except StreamingQueryException as exc:
+            raise ExportFailed(root_cause(exc)) from None
+        tracker.update(query.recentProgress)
+        if on_progress is not None:
+            on_progress(tracker.result)
+    if stop.is_set() and query.isActive:
+        log.info("stopping: the running batch is abandoned and will be replayed on restart")
+        query.stop()
+    error = query.exception()
+    if error is not None:
+        raise ExportFailed(root_cause(error)) from None
+
+
+class ProgressTracker:
+    """Turns Spark's progress reports and the batch manifests into an :class:`ExportResult`.
+
+    Records are counted from the manifests (written plus skipped nulls), which is right
+    whether Spark's rows are records or offset ranges.
+    """
+
+    def __init__(self, job: ExportConfig, epoch: str, result: ExportResult):
+        self.result = result
+        store, prefix = job.sink.make_store()
+        self.manifests = ManifestLog(store, prefix, job.sink.layout, job.sink.name, epoch=epoch)
+        self.watermarks = _Watermarks(job)
+        self._seen_batch = -1
+        self._last_ends: dict[tuple[str, int], int] = {}
+        self._last_time = time.monotonic()
+
+    def update(self, recent_progress) -> None:
+        for progress in _new_progress(recent_progress, self._seen_batch):
+            self._seen_batch = progress["batchId"]
+            self._count_batch(self._seen_batch)
+            self._advance(_end_offsets(progress))
+        latest = self.watermarks.refresh(list(self.result.partitions))
+        for tp, high in latest.items():
+            self.result.partitions.setdefault(tp, PartitionProgress()).latest = high
+
+    def _count_batch(self, batch_id: int) -> None:
+        manifest = self.manifests.read_batch(batch_id)
+        if manifest is None:
+            return
+        self.result.batches += 1
+        self.result.records += manifest.records
+        for f in manifest.files:
+            state = self.result.partitions.setdefault((f.topic, f.partition), PartitionProgress())
+            state.files += 1
+            self.result.files += 1
+
+    def _advance(self, ends: dict[tuple[str, int], int]) -> None:
+        now = time.monotonic()
+        for tp, end in ends.items():
+            state = self.result.partitions.setdefault(tp, PartitionProgress())
+            before = self._last_ends.get(tp, end)
+            state.rate = (end - before) / max(now - self._last_time, 1e-3)
+            state.next_offset = end
+        self._last_ends, self._last_time = ends, now
+
+    def close(self) -> None:
+        self.watermarks.close()
+
+
+class _Watermarks:
+    """High watermarks per topic-partition, refreshed at most every ``period_s``."""
+
+    def __init__(self, job: ExportConfig, period_s: float = 2.0):
+        self.job = job
+        self.period_s = period_s
+        self._consumer: Any = None
+        self._at = 0.0
+        self.latest: dict[tuple[str, int], int] = {}
+
+    def refresh(self, partitions) -> dict[tuple[str, int], int]:
+        if time.monotonic() - self._at < self.period_s:
+            return self.latest
+        self._at = time.monotonic()
+        try:
+            from confluent_kafka import Consumer, TopicPartition
+
+            if self._consumer is None:
+                conf = self.job.source.client_config()
+                conf.setdefault("group.id", "blockgz-export-progress")
+                conf["enable.auto.commit"] = False
+                self._consumer = Consumer(conf)
+            for topic, part in partitions:
+                _, high = self._consumer.get_watermark_offsets(
+                    TopicPartition(topic, part), timeout=2, cached=False
+                )
+                self.latest[(topic, part)] = high
+        except Exception:  # progress is best effort; the export itself does not depend on it
+            log.debug("could not read watermarks", exc_info=True)
+        return self.latest
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+
+def _new_progress(recent, after_batch: int) -> list[dict[str, Any]]:
+    out = []
+    for p in recent:
+        doc = json.loads(p.json) if hasattr(p, "json") else p
+        if doc.get("batchId", -1) > after_batch and doc.get("numInputRows", 0) >= 0:
+            out.append(doc)
+    out.sort(key=lambda d: d["batchId"])
+    return out
+
+
+def _end_offsets(progress: dict[str, Any]) -> dict[tuple[str, int], int]:
+    ends: dict[tuple[str, int], int] = {}
+    for source in progress.get("sources", []):
+        end = source.get("endOffset")
+        if isinstance(end, str):
+            try:
+                end = json.loads(end)
+            except ValueError:
+                continue
+        if isinstance(end, dict):
+            for topic, parts in end.items():
+                if isinstance(parts, dict):
+                    for p, n in parts.items():
+                        ends[(topic, int(p))] = int(n)
+    return ends
+
+
+def _error_names() -> list[str]:
+    names, todo = set(), [BlockGzError]
+    while todo:
+        cls = todo.pop()
+        names.add(cls.__name__)
+        todo.extend(cls.__subclasses__())
+    return sorted(names, key=len, reverse=True)
+
+
+def root_cause(exc: BaseException) -> str:
+    """The useful line of a Spark failure: the innermost blockgz error, else Python error.
+
+    Spark hands a worker's exception back as text inside a Java one, so the error is found
+    by its class name: any subclass of :class:`BlockGzError` first, then any ``…Error``.
+
+    >>> text = "Job aborted\\n  File x\\nblockgz.errors.BadRecordError: t-0@5: bad\\n"
+    >>> root_cause(RuntimeError(text))
+    'BadRecordError: t-0@5: bad'
+    """
+    text = str(exc)
+    names = "|".join(re.escape(n) for n in _error_names())
+    ours = re.findall(rf"(?:[\w.]+\.)?({names}): ([^\n]+)", text)
+    if ours:
+        name, message = ours[-1]
+        return f"{name}: {message}"
+    py = re.findall(r"^(\w+(?:Error|Exception)): ([^\n]+)$", text, re.M)
+    if py:
+        return f"{py[-1][0]}: {py[-1][1]}"
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+def warn_if_not_exactly_once(job: ExportConfig) -> list[str]:
+    """Log (and return) the settings that make keys depend on the wall clock."""
+    reasons = []
+    if not job.sink.partitioner().deterministic:
+        reasons.append(
+            "timestamp.extractor=Wallclock puts records in directories by processing time"
+        )
+    if job.sink.rotate_schedule_interval_ms:
+        reasons.append("rotate.schedule.interval.ms cuts files by the wall clock")
+    for reason in reasons:
+        log.warning(
+            "%s: a replayed batch may write different keys, so exactly-once does not hold "
+            "(as in Confluent's connector); use Record or RecordField for exactly-once",
+            reason,
+        )
+    return reasons
+
+
+def _install_handlers(stop: threading.Event, result: ExportResult):
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        result.stopped_by_signal = True
+        if stop.is_set():
+            raise KeyboardInterrupt  # a second Ctrl-C: stop waiting for Spark
+        stop.set()
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore():
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+    return restore
+
+
+__all__ = ["ExportConfig", "ExportFailed", "ExportResult", "run_export"]

@@ -1,0 +1,86 @@
+"""Live progress of an export, per topic-partition: offset, records/s, lag, objects written.
+
+On a terminal it is a rich table redrawn in place; elsewhere (logs, CI) one line per
+topic-partition whenever a batch commits, so a log file still says what happened where.
+"""
+
+from __future__ import annotations
+
+import logging
+from types import TracebackType
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from sink.export.job import ExportResult
+
+log = logging.getLogger("blockgz.export")
+
+
+def render(result: ExportResult, title: str = "") -> Table:
+    """The progress table for one snapshot."""
+    table = Table(title=title or None, title_justify="left", expand=False)
+    for name, justify in (
+        ("topic-partition", "left"),
+        ("next offset", "right"),
+        ("records/s", "right"),
+        ("lag", "right"),
+        ("objects", "right"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for (topic, part), state in sorted(result.partitions.items()):
+        table.add_row(
+            f"{topic}-{part}",
+            "-" if state.next_offset is None else f"{state.next_offset:,}",
+            f"{state.rate:,.0f}",
+            "-" if state.lag is None else f"{state.lag:,}",
+            f"{state.files:,}",
+        )
+    table.caption = (
+        f"{result.batches} batches, {result.records:,} records, {result.files:,} objects"
+    )
+    return table
+
+
+class ProgressView:
+    """``with ProgressView(console) as view: run_export(..., on_progress=view.update)``."""
+
+    def __init__(self, console: Console | None = None, title: str = ""):
+        self.console = console or Console(stderr=True)
+        self.title = title
+        self._live: Live | None = None
+        self._logged_batches = 0
+
+    def __enter__(self) -> ProgressView:
+        if self.console.is_terminal:
+            self._live = Live(console=self.console, refresh_per_second=2, transient=False)
+            self._live.__enter__()
+        return self
+
+    def update(self, result: ExportResult) -> None:
+        if self._live is not None:
+            self._live.update(render(result, self.title))
+            return
+        if result.batches == self._logged_batches:
+            return
+        self._logged_batches = result.batches
+        for (topic, part), state in sorted(result.partitions.items()):
+            log.info(
+                "%s-%d: next offset %s, lag %s, %d objects",
+                topic,
+                part,
+                state.next_offset,
+                "?" if state.lag is None else state.lag,
+                state.files,
+            )
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._live is not None:
+            self._live.__exit__(exc_type, exc, tb)
+            self._live = None

@@ -1,0 +1,261 @@
+"""The options of the ``blockgz-kafka`` source: Spark's Kafka source names, validated.
+
+No pyspark import here, so the export job checks a config before Spark starts.
+
+>>> parse_options({"kafka.bootstrap.servers": "b:9092", "subscribe": "t"}).strategy
+'subscribe'
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from blockgz.errors import ConfigError
+from blockgz.options import Options
+
+log = logging.getLogger("blockgz.kafka_source")
+
+SOURCE_NAME = "blockgz-kafka"
+
+TopicPartition = tuple[str, int]
+Offsets = dict[TopicPartition, int]
+StartSpec = Literal["earliest", "latest", "s3"] | Offsets
+
+EARLIEST = -2  # in startingOffsets JSON, as in Spark
+LATEST = -1
+FETCH_QUEUE_BACKOFF_MS = 10
+
+STRATEGIES = ("subscribe", "subscribePattern", "assign")
+EMIT_MODES = ("records", "ranges")
+#: librdkafka settings the source owns (Spark rejects the same ones on its Kafka source).
+_REJECTED_KAFKA = {
+    "auto.offset.reset": "set the source option startingOffsets instead",
+    "enable.auto.commit": "the source never commits offsets to Kafka; Spark's checkpoint has them",
+    "key.deserializer": "keys are always binary; cast them in the query",
+    "value.deserializer": "values are always binary; cast them in the query",
+    "interceptor.classes": "Java interceptors do not exist in librdkafka",
+}
+#: Spark Kafka source options this source does not implement but can safely run without.
+_IGNORED = (
+    "endingOffsets",
+    "endingOffsetsByTimestamp",
+    "endingTimestamp",
+    "minPartitions",
+    "minOffsetsPerTrigger",
+    "maxTriggerDelay",
+    "fetchOffset.numRetries",
+    "fetchOffset.retryIntervalMs",
+    "maxRecordsPerPartition",
+)
+#: Spark Kafka source options that would change which records are read: refused.
+_UNSUPPORTED = ("startingTimestamp", "startingOffsetsByTimestamp")
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """The validated options of one ``blockgz-kafka`` source (picklable, no clients)."""
+
+    bootstrap_servers: str
+    strategy: str  # one of STRATEGIES
+    topics: tuple[str, ...] = ()  # subscribe
+    pattern: str | None = None  # subscribePattern
+    assigned: tuple[TopicPartition, ...] = ()  # assign
+    starting: StartSpec = "latest"
+    max_offsets_per_trigger: int | None = None
+    fail_on_data_loss: bool = True
+    include_headers: bool = False
+    poll_timeout_ms: int = 120_000
+    group_id_prefix: str = "blockgz-kafka-source"
+    kafka: Mapping[str, str] = field(default_factory=dict)  # kafka.* without the prefix
+    # startingOffsets=s3 reads the blockgz sink's manifests: the sink's options say where
+    # (its target, key layout and job name; see blockgz.manifests.ManifestLog.from_options).
+    manifest_options: Mapping[str, str] = field(default_factory=dict)
+    emit_ranges: bool = False  # blockgz.emit=ranges: one offset-range row per task
+
+    @property
+    def timeout_s(self) -> float:
+        return self.poll_timeout_ms / 1000
+
+    def client_config(self) -> dict[str, Any]:
+        """The ``kafka.*`` settings (prefix removed) plus the brokers: any librdkafka client."""
+        return {**self.kafka, "bootstrap.servers": self.bootstrap_servers}
+
+    def consumer_config(self) -> dict[str, Any]:
+        """librdkafka settings of a consumer that only assigns, reads and never commits."""
+        config: dict[str, Any] = {"isolation.level": "read_uncommitted", **self.kafka}
+        config.setdefault("group.id", f"{self.group_id_prefix}-{uuid.uuid4()}")
+        # librdkafka >= 2.4 postpones a partition's next fetch by this much (1 s by default)
+        # once its local queue holds queued.min.messages (100k): a task reading a range longer
+        # than that then waits with an empty queue. 10 ms reads a 250k range 2.2x faster here.
+        config.setdefault("fetch.queue.backoff.ms", FETCH_QUEUE_BACKOFF_MS)
+        config.update(
+            {
+                "bootstrap.servers": self.bootstrap_servers,
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+                "enable.partition.eof": True,
+                "auto.offset.reset": "error",
+            }
+        )
+        return config
+
+
+def parse_options(options: Mapping[str, str]) -> SourceConfig:
+    """Validate the source's options (case-insensitive names) into a :class:`SourceConfig`.
+
+    >>> parse_options({"kafka.bootstrap.servers": "b:9092", "subscribe": "a, b"}).topics
+    ('a', 'b')
+    >>> parse_options({"kafka.bootstrap.servers": "b:9092"})
+    Traceback (most recent call last):
+    ...
+    blockgz.errors.ConfigError: exactly one of subscribe, subscribePattern, assign must be set...
+    """
+    opts = Options(options, keys_ignore_case=True)  # Spark lower-cases a source's options
+    _check_unsupported(opts)
+    bootstrap = opts.text("kafka.bootstrap.servers")
+    if not bootstrap:
+        raise ConfigError(
+            "kafka.bootstrap.servers is required: the host:port list of the Kafka brokers"
+        )
+    strategy, topics, pattern, assigned = _parse_strategy(opts)
+    starting = parse_starting_offsets(opts.text("startingOffsets", "latest"))
+    return SourceConfig(
+        bootstrap_servers=bootstrap,
+        strategy=strategy,
+        topics=topics,
+        pattern=pattern,
+        assigned=assigned,
+        starting=starting,
+        max_offsets_per_trigger=opts.integer("maxOffsetsPerTrigger", None, low=1),
+        fail_on_data_loss=opts.flag("failOnDataLoss", True),
+        include_headers=opts.flag("includeHeaders", False),
+        poll_timeout_ms=opts.integer("kafkaConsumer.pollTimeoutMs", 120_000, low=1),
+        group_id_prefix=opts.text("groupIdPrefix", "blockgz-kafka-source"),
+        kafka=_kafka_settings(opts),
+        manifest_options=_manifest_options(opts) if starting == "s3" else {},
+        emit_ranges=opts.choice("blockgz.emit", EMIT_MODES, "records") == "ranges",
+    )
+
+
+def _manifest_options(opts: Options) -> dict[str, str]:
+    """The options naming the sink's manifests, for ``startingOffsets=s3`` (checked now)."""
+    from blockgz.layout import Layout
+    from blockgz.store import StoreTarget
+
+    chosen = {key: value for key, value in opts.items() if not key.startswith("kafka.")}
+    StoreTarget.from_options(chosen)
+    Layout.from_options(Options(chosen))
+    return chosen
+
+
+def _check_unsupported(opts: Options) -> None:
+    for name in _UNSUPPORTED:
+        if name.lower() in opts:
+            raise ConfigError(
+                f"option {name} is not supported by the {SOURCE_NAME} source; "
+                "use startingOffsets (earliest, latest or per-partition JSON offsets)"
+            )
+    for name in _IGNORED:
+        if name.lower() in opts:
+            log.warning("option %s is ignored by the %s streaming source", name, SOURCE_NAME)
+
+
+def _parse_strategy(
+    opts: Mapping[str, str],
+) -> tuple[str, tuple[str, ...], str | None, tuple[TopicPartition, ...]]:
+    given = [name for name in STRATEGIES if name.lower() in opts]
+    if len(given) != 1:
+        raise ConfigError(
+            f"exactly one of {', '.join(STRATEGIES)} must be set for the {SOURCE_NAME} source "
+            f"(got {', '.join(given) or 'none'})"
+        )
+    strategy = given[0]
+    value = opts[strategy.lower()]
+    if strategy == "subscribe":
+        topics = tuple(t.strip() for t in value.split(",") if t.strip())
+        if not topics:
+            raise ConfigError("subscribe must list at least one topic, e.g. 'orders,payments'")
+        return strategy, topics, None, ()
+    if strategy == "subscribePattern":
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ConfigError(f"subscribePattern is not a valid regex ({exc}): {value!r}") from exc
+        return strategy, (), value, ()
+    return strategy, (), None, parse_assign(value)
+
+
+def parse_assign(text: str) -> tuple[TopicPartition, ...]:
+    """The partitions of an ``assign`` option: JSON ``{"topic": [0, 1]}``.
+
+    >>> parse_assign('{"b": [1, 0], "a": [2]}')
+    (('a', 2), ('b', 0), ('b', 1))
+    """
+    example = 'assign must be JSON like {"topicA": [0, 1], "topicB": [2]}'
+    try:
+        parsed = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{example}; got {text!r}") from exc
+    if not isinstance(parsed, dict) or not parsed:
+        raise ConfigError(f"{example}; got {text!r}")
+    partitions: set[TopicPartition] = set()
+    for topic, ids in parsed.items():
+        if not isinstance(ids, list) or not all(_is_partition(p) for p in ids):
+            raise ConfigError(f"{example}; topic {topic!r} has {ids!r}")
+        partitions.update((topic, int(p)) for p in ids)
+    if not partitions:
+        raise ConfigError(f"{example}; it lists no partition")
+    return tuple(sorted(partitions))
+
+
+def _is_partition(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def parse_starting_offsets(text: str) -> StartSpec:
+    """``earliest``, ``latest``, or the per-partition offsets of a JSON ``startingOffsets``.
+
+    >>> parse_starting_offsets(' Earliest ')
+    'earliest'
+    >>> parse_starting_offsets('{"t": {"1": -1, "0": 23}}')
+    {('t', 0): 23, ('t', 1): -1}
+    """
+    value = text.strip()
+    if value.lower() in ("earliest", "latest", "s3"):
+        return value.lower()  # type: ignore[return-value]
+    allowed = (
+        "startingOffsets must be earliest, latest, s3 (what the blockgz sink's manifests "
+        'committed) or JSON like {"topic": {"0": 23, "1": -2}} (-2 = earliest, -1 = latest)'
+    )
+    try:
+        parsed = json.loads(value)
+    except ValueError as exc:
+        raise ConfigError(f"{allowed}; got {text!r}") from exc
+    if not isinstance(parsed, dict):
+        raise ConfigError(f"{allowed}; got {text!r}")
+    offsets: Offsets = {}
+    for topic, partitions in parsed.items():
+        if not isinstance(partitions, dict):
+            raise ConfigError(f"{allowed}; topic {topic!r} has {partitions!r}")
+        for partition, offset in partitions.items():
+            if not str(partition).isdigit() or not isinstance(offset, int) or offset < EARLIEST:
+                raise ConfigError(f"{allowed}; {topic!r} has {partition!r}: {offset!r}")
+            offsets[(topic, int(partition))] = offset
+    return dict(sorted(offsets.items()))
+
+
+def _kafka_settings(opts: Options) -> dict[str, str]:
+    settings = opts.prefixed("kafka.")
+    for name, reason in _REJECTED_KAFKA.items():
+        if name in settings:
+            raise ConfigError(
+                f"kafka.{name} is not supported by the {SOURCE_NAME} source: {reason}"
+            )
+    settings.pop("bootstrap.servers", None)
+    return settings

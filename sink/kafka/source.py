@@ -1,0 +1,264 @@
+"""``blockgz-kafka``: a Spark streaming source for Kafka in Python, on confluent-kafka.
+
+For Spark installations without the ``spark-sql-kafka`` jar. It takes the same options as
+Spark's built-in ``kafka`` source and gives the same rows (:mod:`sink.records`), so a query
+can switch between the two by changing only the format name:
+
+* ``kafka.bootstrap.servers`` (required) and any other ``kafka.*`` setting, passed to
+  librdkafka without the prefix (``kafka.security.protocol``, ``kafka.isolation.level``, ...);
+* exactly one of ``subscribe`` (comma list), ``subscribePattern`` (regex, full match) or
+  ``assign`` (JSON ``{"topic": [0, 1]}``);
+* ``startingOffsets``: ``latest`` (default), ``earliest`` or JSON ``{"t": {"0": 23, "1": -2}}``
+  (-2 earliest, -1 latest; with ``subscribe*``, partitions left out start at earliest);
+* ``maxOffsetsPerTrigger``: a cap per micro-batch, shared by the partitions in proportion to
+  their lag; ``failOnDataLoss`` (default true); ``includeHeaders`` (default false);
+  ``kafkaConsumer.pollTimeoutMs`` (default 120000) bounds every wait on the broker;
+  ``groupIdPrefix`` (default ``blockgz-kafka-source``) names the never-committed group.
+
+Offsets are ``{"topic": {"partition": next offset}}`` with topics and partitions always in the
+same order, because Spark compares offsets as JSON strings. Partitions that appear later (new
+topics matching the pattern, added partitions) start at their earliest offset. Each Spark task
+reads one topic-partition range with its own consumer, created inside ``read()``.
+
+With ``blockgz.emit=ranges`` (what ``blockgz export`` uses with ``blockgz.tasks.read.kafka``)
+each task gives one row, ``topic, partition, startOffset, endOffset``, instead of the records:
+the ``blockgz`` sink then reads that range from Kafka itself (its input reader is
+:func:`sink.kafka.ranges.read_range_rows`), so records never cross the JVM. Spark still plans,
+logs and replays the ranges, so exactly-once is unchanged.
+
+Example (needs a running Spark and Kafka, so it is not a doctest)::
+
+    from sink.session import spark_session
+
+    spark = spark_session("local[2,3]")  # registers blockgz-kafka
+    rows = (
+        spark.readStream.format("blockgz-kafka")
+        .option("kafka.bootstrap.servers", "127.0.0.1:9092")
+        .option("subscribe", "orders")
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", 200_000)
+        .load()
+    )
+    query = rows.writeStream.format("blockgz").trigger(availableNow=True).start()
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
+
+from blockgz.errors import SourceError
+from sink.kafka.offsets import (
+    manifest_start,
+    offsets_from_json,
+    offsets_to_json,
+    plan_end,
+    resolve_start,
+    tp_names,
+)
+from sink.kafka.options import (
+    EARLIEST,
+    LATEST,
+    SOURCE_NAME,
+    Offsets,
+    SourceConfig,
+    TopicPartition,
+    parse_options,
+)
+from sink.kafka.ranges import kafka_errors, new_consumer, read_range
+from sink.records import kafka_schema_ddl
+
+log = logging.getLogger("blockgz.kafka_source")
+
+#: The rows of ``blockgz.emit=ranges``: one per task, the offsets ``[startOffset, endOffset)``.
+RANGE_SCHEMA_DDL = "topic STRING, partition INT, startOffset BIGINT, endOffset BIGINT"
+RANGE_COLUMNS = ("topic", "partition", "startOffset", "endOffset")
+
+
+# -- talking to Kafka -------------------------------------------------------------------------
+
+
+def current_partitions(consumer: Any, config: SourceConfig) -> list[TopicPartition]:
+    """The partitions the source reads now, from fresh metadata."""
+    with kafka_errors(config, "cannot get topic metadata"):
+        metadata = consumer.list_topics(timeout=config.timeout_s)
+    existing = {
+        (name, partition)
+        for name, topic in metadata.topics.items()
+        if topic.error is None
+        for partition in topic.partitions
+    }
+    if config.strategy == "assign":
+        return sorted(tp for tp in config.assigned if tp in existing)
+    if config.strategy == "subscribe":
+        wanted = set(config.topics)
+        return sorted(tp for tp in existing if tp[0] in wanted)
+    pattern = re.compile(config.pattern or "")
+    return sorted(tp for tp in existing if not tp[0].startswith("__") and pattern.fullmatch(tp[0]))
+
+
+def query_offsets(
+    consumer: Any, config: SourceConfig, partitions: Sequence[TopicPartition], which: int
+) -> Offsets:
+    """The earliest (``which=-2``) or latest (-1) offset of each partition, in one request.
+
+    "Latest" is the high watermark, or the last stable offset under read_committed.
+    """
+    if not partitions:
+        return {}
+    from confluent_kafka import TopicPartition as KafkaTP
+
+    with kafka_errors(config, "cannot list offsets"):
+        found = consumer.offsets_for_times(
+            [KafkaTP(topic, partition, which) for topic, partition in partitions],
+            timeout=config.timeout_s,
+        )
+    offsets: Offsets = {}
+    for tp in found:
+        if tp.error is not None or tp.offset < 0:
+            raise SourceError(f"cannot list the offsets of {tp.topic}-{tp.partition}: {tp.error}")
+        offsets[(tp.topic, tp.partition)] = tp.offset
+    return offsets
+
+
+# -- the data source --------------------------------------------------------------------------
+
+
+class KafkaDataSource(DataSource):
+    """``spark.readStream.format("blockgz-kafka")``: Spark's Kafka source, in Python."""
+
+    def __init__(self, options: Mapping[str, str]) -> None:
+        super().__init__(options)  # type: ignore[arg-type]
+        self.config = parse_options(options)
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> str:
+        if self.config.emit_ranges:
+            return RANGE_SCHEMA_DDL
+        return kafka_schema_ddl(self.config.include_headers)
+
+    def streamReader(self, schema: Any) -> KafkaStreamReader:
+        return KafkaStreamReader(self.config)
+
+
+@dataclass(frozen=True)
+class KafkaInputPartition(InputPartition):
+    """One Spark task: the offsets ``[start, end)`` of one topic-partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Plans micro-batches on the driver; :meth:`read` runs on executors on a pickled copy."""
+
+    def __init__(self, config: SourceConfig) -> None:
+        self.config = config
+        self._consumer: Any = None  # driver only; never pickled
+        self._target: Offsets | None = None  # Trigger.AvailableNow's frozen end
+        self._latest: Offsets = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_consumer"] = None
+        return state
+
+    @property
+    def consumer(self) -> Any:
+        if self._consumer is None:
+            self._consumer = new_consumer(self.config)
+        return self._consumer
+
+    def initialOffset(self) -> dict:
+        partitions = current_partitions(self.consumer, self.config)
+        if self.config.strategy == "assign" and len(partitions) < len(self.config.assigned):
+            missing = sorted(set(self.config.assigned) - set(partitions))
+            raise SourceError(f"assigned partitions do not exist: {tp_names(missing)}")
+        earliest = query_offsets(self.consumer, self.config, partitions, EARLIEST)
+        latest = query_offsets(self.consumer, self.config, partitions, LATEST)
+        spec = self.config.starting
+        if spec == "s3":
+            spec = manifest_start(self.config.manifest_options, partitions)
+        start = resolve_start(
+            spec,
+            partitions,
+            earliest,
+            latest,
+            every_partition=self.config.strategy == "assign",
+        )
+        return offsets_to_json(start)
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        if self.config.max_offsets_per_trigger is None:
+            return ReadAllAvailable()
+        return ReadMaxRows(self.config.max_offsets_per_trigger)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        partitions = current_partitions(self.consumer, self.config)
+        self._target = query_offsets(self.consumer, self.config, partitions, LATEST)
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        if isinstance(limit, ReadMaxRows):
+            max_rows: int | None = limit.max_rows
+        elif isinstance(limit, ReadAllAvailable):
+            max_rows = None
+        else:
+            raise SourceError(f"the {SOURCE_NAME} source does not support the read limit {limit}")
+        begin = offsets_from_json(start)
+        partitions = current_partitions(self.consumer, self.config)
+        latest = query_offsets(self.consumer, self.config, partitions, LATEST)
+        new = [tp for tp in partitions if tp not in begin]
+        earliest_new = query_offsets(self.consumer, self.config, new, EARLIEST)
+        self._latest = latest
+        end = plan_end(
+            begin,
+            latest,
+            earliest_new,
+            max_rows=max_rows,
+            target=self._target,
+            fail_on_data_loss=self.config.fail_on_data_loss,
+        )
+        return offsets_to_json(end)
+
+    def reportLatestOffset(self) -> dict | None:
+        return offsets_to_json(self._latest) if self._latest else None
+
+    def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        begin, until = offsets_from_json(start), offsets_from_json(end)
+        return [
+            KafkaInputPartition(topic, partition, begin[(topic, partition)], stop)
+            for (topic, partition), stop in sorted(until.items())
+            if (topic, partition) in begin and begin[(topic, partition)] < stop
+        ]
+
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, KafkaInputPartition)
+        if self.config.emit_ranges:
+            return iter([(partition.topic, partition.partition, partition.start, partition.end)])
+        return read_range(self.config, partition)
+
+    def commit(self, end: dict) -> None:
+        """Nothing to do: Spark's checkpoint holds the offsets, Kafka is not told."""
+
+    def stop(self) -> None:
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            with contextlib.suppress(Exception):
+                consumer.close()

@@ -1,0 +1,8 @@
+"""Where a record goes: Confluent's partitioners and what they need.
+
+* :mod:`sink.partitioning.partitioners`: default, field, time-based, daily, hourly, custom;
+* :mod:`sink.partitioning.timestamps`: ``timestamp.extractor`` (Wallclock, Record, RecordField);
+* :mod:`sink.partitioning.timeformat`: Joda ``path.format`` patterns, zones and ISO times;
+* :mod:`sink.partitioning.json_fields`: dotted field lookup in JSON values;
+* :mod:`sink.partitioning.pathsafe`: Hive-style escaping of values that become key segments.
+"""

@@ -1,0 +1,567 @@
+"""Confluent-compatible partitioners: the *encoded partition* (directory) of each record.
+
+An object's key is ``<topics.dir>/<topic>/<encoded partition>/<topic>+<partition>+<offset>.<ext>``;
+a partitioner computes the ``<encoded partition>`` part exactly as Confluent's built-ins do:
+
+=============================  =================================================================
+``partitioner.class``          encoded partition
+=============================  =================================================================
+``default``                    ``partition=<kafka partition>``
+``field``                      ``f1=v1/f2=v2`` from ``partition.field.name`` (schemaless JSON)
+``time`` (``timebased``)       ``path.format`` rendered at the start of the record's time bucket
+``daily`` / ``hourly``         ``year=YYYY/month=MM/day=dd`` (``/hour=HH``)
+``module:Class``               a :class:`Partitioner` subclass of your own
+=============================  =================================================================
+
+Confluent's class names (``io.confluent.connect.storage.partitioner.HourlyPartitioner``...) work
+too, so a Connect config can be pasted. :func:`build_partitioner` checks every option up front
+and raises :class:`ConfigError` naming the key and the allowed values.
+
+Differences from Confluent, all deliberate:
+
+* FieldPartitioner reads schemaless JSON objects (Confluent needs Connect Structs or Maps).
+* Field values are escaped (:mod:`sink.partitioning.pathsafe`), so a value like ``../x`` or
+  ``a/b`` stays in its ``name=value`` segment; plain values (letters, digits, ``-_. @,``)
+  look as in Confluent.
+* ``partition.path.lowercase=true`` (default false) lower-cases field names, values and rendered
+  time text (escapes keep Hive's upper-case hex), for Athena and Glue, which expect lower-case
+  partition directories. Confluent has no such option (its issues #381, #496).
+* ``timestamp.extractor`` defaults to ``Wallclock`` as in Confluent, so pasted configs behave
+  the same; such a partitioner has ``deterministic = False``, and replays after a failure may
+  put records under other paths. Use ``Record`` or ``RecordField`` for exactly-once layouts.
+
+    >>> from sink.records import KafkaRecord
+    >>> p = build_partitioner({"partitioner.class": "hourly", "locale": "en",
+    ...                        "timezone": "UTC", "timestamp.extractor": "Record"})
+    >>> record = KafkaRecord("clicks", 3, 42, 1_795_342_500_000, None, b"{}")  # 2026-11-22T10:15Z
+    >>> p.encode_partition(record)
+    'year=2026/month=11/day=22/hour=10'
+    >>> p.partitioned_path("clicks", p.encode_partition(record))
+    'clicks/year=2026/month=11/day=22/hour=10'
+"""
+
+from __future__ import annotations
+
+import numbers
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import tzinfo
+from typing import Any
+
+from blockgz.errors import ConfigError
+from blockgz.layout import check_directory_delim
+from blockgz.options import Options, as_options
+from sink.partitioning.json_fields import field_path, json_kind, lookup_field, value_object
+from sink.partitioning.pathsafe import escape_path_value
+from sink.partitioning.timeformat import ZoneOffsets, compile_pattern, parse_timezone
+from sink.partitioning.timestamps import (
+    _EXTRACTOR_ALIASES as _EXTRACTOR_NAMES,
+)
+from sink.partitioning.timestamps import (
+    CONFLUENT_PARTITIONERS,
+    TimestampExtractor,
+    build_extractor,
+    builtin_extractor,
+)
+from sink.plugins import import_named, instantiate
+from sink.records import KafkaRecord
+
+#: Every option key this module reads.
+PARTITIONER_OPTIONS = frozenset(
+    {
+        "partitioner.class",
+        "partition.field.name",
+        "path.format",
+        "partition.duration.ms",
+        "locale",
+        "timezone",
+        "timestamp.extractor",
+        "timestamp.field",
+        "directory.delim",
+        "file.delim",
+        "partition.path.lowercase",
+    }
+)
+
+
+_KINDS = {
+    "default": "DefaultPartitioner",
+    "field": "FieldPartitioner",
+    "time": "TimeBasedPartitioner",
+    "daily": "DailyPartitioner",
+    "hourly": "HourlyPartitioner",
+}
+_PARTITIONER_ALIASES = {"timebased": "time"}
+for _kind, _cls in _KINDS.items():
+    for _spelling in (_kind, _cls, CONFLUENT_PARTITIONERS + _cls):
+        _PARTITIONER_ALIASES[_spelling.lower()] = _kind
+
+PARTITIONER_ALLOWED = (
+    "default, field, time (or timebased), daily, hourly, their class names "
+    f"{CONFLUENT_PARTITIONERS}{{Default,Field,TimeBased,Daily,Hourly}}Partitioner, or "
+    "module:Class naming "
+    "a sink.partitioning.partitioners.Partitioner subclass"
+)
+
+HOUR_MS = 3_600_000
+DAY_MS = 86_400_000
+
+
+# -- base classes -------------------------------------------------------------------------------
+class Partitioner(ABC):
+    """Computes each record's encoded partition. Subclass it for a custom ``partitioner.class``.
+
+    A custom partitioner is built with no arguments, then given all sink options through
+    :meth:`configure` (call ``super().configure(options)`` to keep ``directory.delim``). Set
+    ``deterministic = False`` if its output depends on anything but the record (e.g. the clock).
+
+    >>> class ByKeyLength(Partitioner):
+    ...     def encode_partition(self, record):
+    ...         return f"keylen={len(record.key or b'')}"
+    >>> p = ByKeyLength()
+    >>> p.configure({"directory.delim": "/"})
+    >>> p.partitioned_path("t", p.encode_partition(KafkaRecord("t", 0, 0, None, b"abc", b"{}")))
+    't/keylen=3'
+    """
+
+    #: Same record, same partition, on every run: what exactly-once replays rely on.
+    deterministic: bool = True
+    directory_delim: str = "/"
+
+    def configure(self, options: Mapping[str, str]) -> None:
+        """Read settings from the sink options; the base class reads ``directory.delim``."""
+        self.directory_delim = options.get("directory.delim") or "/"
+
+    @abstractmethod
+    def encode_partition(self, record: KafkaRecord) -> str:
+        """The encoded partition of ``record``; raise ``record.fail(...)`` if it has none."""
+
+    def partitioned_path(self, topic: str, encoded: str) -> str:
+        """``topic + directory.delim + encoded``, as every Confluent built-in partitioner."""
+        return f"{topic}{self.directory_delim}{encoded}"
+
+    def timestamp(self, record: KafkaRecord) -> int | None:
+        """The record time in epoch ms used for ``rotate.interval.ms``; None without extractor."""
+        return None
+
+
+# -- built-in partitioners ----------------------------------------------------------------------
+class DefaultPartitioner(Partitioner):
+    """``partition=<kafka partition>``, keeping Kafka's partitioning.
+
+    >>> DefaultPartitioner().encode_partition(KafkaRecord("t", 7, 0, None, None, b"1"))
+    'partition=7'
+    """
+
+    def __init__(self, directory_delim: str = "/", lowercase: bool = False):
+        self.directory_delim = directory_delim
+        self.lowercase = lowercase  # nothing to lower-case, accepted for uniformity
+
+    def encode_partition(self, record: KafkaRecord) -> str:
+        return f"partition={record.partition}"
+
+
+class FieldPartitioner(Partitioner):
+    """``f1=v1/f2=v2`` from fields of the JSON object value (dotted names reach nested objects).
+
+    Strings, integers, booleans (``true``/``false``) and null (``null``) are allowed, as in
+    Confluent. Values are escaped with :func:`~sink.partitioning.pathsafe.escape_path_value`
+    (plus the directory and file delimiters) so no value can leave its segment. An empty
+    string gives ``f=`` as in Confluent, rather than Hive's ``__HIVE_DEFAULT_PARTITION__``:
+    the segment still has its ``f=`` prefix, so no empty directory name can arise, and keys
+    stay Confluent's.
+
+    >>> p = FieldPartitioner(["user.country", "vip"])
+    >>> p.encode_partition(KafkaRecord("t", 0, 0, None, None,
+    ...                                b'{"user": {"country": "DE/../x"}, "vip": true}'))
+    'user.country=DE%2F..%2Fx/vip=true'
+    """
+
+    def __init__(
+        self,
+        fields: Sequence[str] | str,
+        *,
+        directory_delim: str = "/",
+        file_delim: str = "+",
+        lowercase: bool = False,
+    ):
+        names = _field_list(fields)
+        self.fields = names
+        self.directory_delim = check_directory_delim(directory_delim)
+        self.lowercase = lowercase
+        # escape the delimiters too (those made of escape characters cannot be, nor need be)
+        self._extra = directory_delim + "".join(
+            c for c in file_delim if not c.isalnum() and c != "%"
+        )
+        self._specs = [
+            (
+                name,
+                field_path(name, "partition.field.name"),
+                escape_path_value(name.lower() if lowercase else name, self._extra) + "=",
+            )
+            for name in names
+        ]
+
+    def encode_partition(self, record: KafkaRecord) -> str:
+        obj = value_object(record, "FieldPartitioner (partition.field.name)")
+        segments = []
+        for name, path, prefix in self._specs:
+            value = lookup_field(record, obj, path, name, "partition.field.name")
+            if value is None:
+                text = "null"
+            elif isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, (int, str)):
+                text = str(value)
+            else:
+                raise record.fail(
+                    f"partition.field.name {name!r} is {json_kind(value)}; allowed types: "
+                    "string, integer, boolean, null"
+                )
+            if self.lowercase:
+                text = text.lower()
+            try:
+                segments.append(prefix + escape_path_value(text, self._extra))
+            except ValueError as exc:
+                raise record.fail(f"partition.field.name {name!r}: {exc}") from None
+        return self.directory_delim.join(segments)
+
+
+class TimeBasedPartitioner(Partitioner):
+    """``path.format`` rendered at the start of the record's ``partition.duration.ms`` bucket.
+
+    As Confluent's ``getPartition``, buckets are floored in the zone's *local* time, then the
+    bucket start is rendered in that zone. ``extractor`` is a :class:`TimestampExtractor` or
+    the name of a built-in one (Confluent's default, ``Wallclock``, is not deterministic).
+
+    >>> p = TimeBasedPartitioner("'date'=YYYY-MM-dd/'t'=HHmm", 15 * 60_000, "en",
+    ...                          "Asia/Kolkata", "Record")
+    >>> p.encode_partition(KafkaRecord("t", 0, 0, 1_795_342_500_000, None, b"{}"))
+    'date=2026-11-22/t=1545'
+    """
+
+    def __init__(
+        self,
+        path_format: str,
+        duration_ms: int,
+        locale: str,
+        timezone: str | tzinfo,
+        extractor: TimestampExtractor | str = "Wallclock",
+        *,
+        directory_delim: str = "/",
+        lowercase: bool = False,
+        timestamp_field: str = "timestamp",
+    ):
+        check_directory_delim(directory_delim)
+        if isinstance(duration_ms, bool) or not isinstance(duration_ms, int) or duration_ms <= 0:
+            raise ConfigError(
+                f"partition.duration.ms: {duration_ms!r} is not allowed; allowed: a whole "
+                "number of milliseconds > 0, e.g. 3600000 for hourly buckets"
+            )
+        if not path_format.strip() or path_format == directory_delim:
+            raise ConfigError(
+                f"path.format: must not be empty (got {path_format!r}); allowed: a Joda-Time "
+                "pattern such as 'year'=YYYY/'month'=MM/'day'=dd/'hour'=HH"
+            )
+        if path_format.endswith(directory_delim):  # Confluent strips one trailing delimiter
+            path_format = path_format[: -len(directory_delim)]
+        self.path_format = path_format
+        self.duration_ms = duration_ms
+        self.directory_delim = directory_delim
+        self.lowercase = lowercase
+        self.tz = parse_timezone(timezone) if isinstance(timezone, str) else timezone
+        self.extractor = (
+            builtin_extractor(extractor, timestamp_field)
+            if isinstance(extractor, str)
+            else extractor
+        )
+        self.deterministic = bool(getattr(self.extractor, "deterministic", True))
+        self._render = compile_pattern(path_format, locale)
+        self._zone = ZoneOffsets(self.tz)
+        self._rendered: dict[int, str] = {}
+        self._last_record: KafkaRecord | None = None
+        self._last_ts = 0
+
+    def timestamp(self, record: KafkaRecord) -> int:
+        """The extractor's epoch ms for ``record`` (computed once per record)."""
+        if record is self._last_record:
+            return self._last_ts
+        ts = self.extractor.extract(record)
+        if isinstance(ts, bool) or not isinstance(ts, numbers.Integral):
+            raise record.fail(
+                f"timestamp.extractor {type(self.extractor).__name__} returned {ts!r}; "
+                "it must return epoch milliseconds as an int"
+            )
+        ts = int(ts)
+        self._last_record, self._last_ts = record, ts
+        return ts
+
+    def encode_partition(self, record: KafkaRecord) -> str:
+        ts = self.timestamp(record)
+        try:
+            start = self._zone.bucket_start(ts, self.duration_ms)
+            text = self._rendered.get(start)
+            if text is None:
+                text = self._render(self._zone.local_datetime(start))
+                if self.lowercase:
+                    d = self.directory_delim
+                    text = d.join(part.lower() for part in text.split(d))
+                if len(self._rendered) >= 4096:
+                    self._rendered.clear()
+                self._rendered[start] = text
+        except (OverflowError, ValueError, OSError) as exc:
+            raise record.fail(
+                f"timestamp {ts} ms is outside the years 1..9999 a path can show ({exc})"
+            ) from None
+        return text
+
+
+def _fixed_format(delim: str, *fields: tuple[str, str]) -> str:
+    """A Joda pattern of ``name=<letters>`` fields joined by ``delim`` (quoted, as literal)."""
+    parts = []
+    for i, (name, letters) in enumerate(fields):
+        literal = (delim if i else "") + name + "="
+        parts.append("'" + literal.replace("'", "''") + "'" + letters)
+    return "".join(parts)
+
+
+class DailyPartitioner(TimeBasedPartitioner):
+    """``year=YYYY/month=MM/day=dd`` in one-day buckets of local time.
+
+    >>> p = DailyPartitioner("en", "America/New_York", "Record")
+    >>> p.encode_partition(KafkaRecord("t", 0, 0, 1_795_342_500_000, None, b"{}"))
+    'year=2026/month=11/day=22'
+    """
+
+    def __init__(
+        self,
+        locale: str,
+        timezone: str | tzinfo,
+        extractor: TimestampExtractor | str = "Wallclock",
+        *,
+        directory_delim: str = "/",
+        lowercase: bool = False,
+        timestamp_field: str = "timestamp",
+    ):
+        fmt = _fixed_format(directory_delim, ("year", "YYYY"), ("month", "MM"), ("day", "dd"))
+        super().__init__(
+            fmt,
+            DAY_MS,
+            locale,
+            timezone,
+            extractor,
+            directory_delim=directory_delim,
+            lowercase=lowercase,
+            timestamp_field=timestamp_field,
+        )
+
+
+class HourlyPartitioner(TimeBasedPartitioner):
+    """``year=YYYY/month=MM/day=dd/hour=HH`` in one-hour buckets of local time.
+
+    >>> p = HourlyPartitioner("en", "UTC", "Record")
+    >>> p.encode_partition(KafkaRecord("t", 0, 0, 1_795_342_500_000, None, b"{}"))
+    'year=2026/month=11/day=22/hour=10'
+    """
+
+    def __init__(
+        self,
+        locale: str,
+        timezone: str | tzinfo,
+        extractor: TimestampExtractor | str = "Wallclock",
+        *,
+        directory_delim: str = "/",
+        lowercase: bool = False,
+        timestamp_field: str = "timestamp",
+    ):
+        fmt = _fixed_format(
+            directory_delim, ("year", "YYYY"), ("month", "MM"), ("day", "dd"), ("hour", "HH")
+        )
+        super().__init__(
+            fmt,
+            HOUR_MS,
+            locale,
+            timezone,
+            extractor,
+            directory_delim=directory_delim,
+            lowercase=lowercase,
+            timestamp_field=timestamp_field,
+        )
+
+
+# -- JSON helpers -------------------------------------------------------------------------------
+# -- options ------------------------------------------------------------------------------------
+def _field_list(fields: Sequence[str] | str) -> list[str]:
+    raw = fields.split(",") if isinstance(fields, str) else list(fields)
+    names = [str(n).strip() for n in raw]
+    if not names or all(not n for n in names):
+        raise ConfigError(
+            "partition.field.name: is required by partitioner.class=field; allowed: a comma "
+            "list of field names, dotted for nested fields, e.g. country or user.country,type"
+        )
+    for name in names:
+        field_path(name, "partition.field.name")
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(
+            f"partition.field.name: {', '.join(dupes)} listed more than once; allowed: each "
+            "field once"
+        )
+    return names
+
+
+def partitioner_kind(name: str) -> str:
+    """``default``, ``field``, ``time``, ``daily``, ``hourly`` or ``custom`` for a class name.
+
+    >>> partitioner_kind(CONFLUENT_PARTITIONERS + "DailyPartitioner")
+    'daily'
+    """
+    name = name or "default"
+    kind = _PARTITIONER_ALIASES.get(name.lower())
+    if kind:
+        return kind
+    if ":" in name or ("." in name and not name.lower().startswith("io.confluent.")):
+        return "custom"
+    if name.lower().startswith("io.confluent."):
+        raise ConfigError(
+            f"partitioner.class: {name!r} is not available in blockgz; "
+            f"allowed: {PARTITIONER_ALLOWED}"
+        )
+    raise ConfigError(f"partitioner.class: unknown value {name!r}; allowed: {PARTITIONER_ALLOWED}")
+
+
+@dataclass(frozen=True)
+class PartitionerSettings:
+    """The partitioner options (Confluent's names and defaults unless noted), read once.
+
+    ``partitioner.class`` (``default``), ``partition.field.name``, ``path.format``,
+    ``partition.duration.ms``, ``locale``, ``timezone``, ``timestamp.extractor``
+    (``Wallclock``), ``timestamp.field`` (``timestamp``), ``directory.delim`` (``/``),
+    ``file.delim`` (``+``) and blockgz's own ``partition.path.lowercase`` (``false``). Options
+    another partitioner would need are ignored, as in Confluent (Daily and Hourly ignore
+    ``path.format`` and the duration). A user's class (``module:Class`` partitioner or
+    extractor) gets every sink option through its ``configure(options)``; that map is kept
+    for it alone.
+
+    >>> PartitionerSettings.from_options(Options({"partitioner.class": "hourly",
+    ...     "locale": "en", "timezone": "UTC"})).build().encode_partition(
+    ...     KafkaRecord("t", 0, 0, 1_795_342_500_000, None, b"{}"))  # Wallclock: any hour
+    'year=...'
+    """
+
+    kind: str = "default"
+    directory_delim: str = "/"
+    file_delim: str = "+"
+    lowercase: bool = False
+    fields: tuple[str, ...] = ()
+    path_format: str = ""
+    duration_ms: int = 0
+    locale: str = ""
+    timezone: str = ""
+    extractor: str = "Wallclock"
+    timestamp_field: str = "timestamp"
+    custom_class: str = ""
+    plugin_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_options(cls, options: Options) -> PartitionerSettings:
+        """Check every partitioner option and read it; the partitioner is built once to check."""
+        name = options.text("partitioner.class", "default")
+        kind = partitioner_kind(name)
+        extractor = options.text("timestamp.extractor", "Wallclock")
+        time_based = kind in ("time", "daily", "hourly")
+        if time_based:
+            required = ["locale", "timezone"]
+            if kind == "time":
+                required = ["path.format", "partition.duration.ms", *required]
+            missing = [key for key in required if not options.given(key)]
+            if missing:
+                raise ConfigError(
+                    f"partitioner.class={kind} needs {', '.join(missing)}; e.g. "
+                    + ", ".join(_EXAMPLES[key] for key in missing)
+                )
+        plugin = kind == "custom" or (time_based and extractor.lower() not in _EXTRACTOR_NAMES)
+        settings = cls(
+            kind=kind,
+            directory_delim=check_directory_delim(options.get("directory.delim", "/")),
+            file_delim=options.get("file.delim", "+") or "+",
+            lowercase=options.flag("partition.path.lowercase", False),
+            fields=tuple(_field_list(options.text("partition.field.name")))
+            if kind == "field"
+            else (),
+            path_format=options.text("path.format") if kind == "time" else "",
+            duration_ms=options.integer("partition.duration.ms", 0, low=1, hint=_DURATION_HINT)
+            if kind == "time"
+            else 0,
+            locale=options.text("locale"),
+            timezone=options.text("timezone"),
+            extractor=extractor,
+            timestamp_field=options.text("timestamp.field", "timestamp"),
+            custom_class=name if kind == "custom" else "",
+            plugin_options=dict(options) if plugin else {},
+        )
+        settings.build()
+        return settings
+
+    def build(self) -> Partitioner:
+        """A fresh partitioner (each write task builds its own)."""
+        common: dict[str, Any] = {
+            "directory_delim": self.directory_delim,
+            "lowercase": self.lowercase,
+        }
+        if self.kind == "default":
+            return DefaultPartitioner(self.directory_delim, self.lowercase)
+        if self.kind == "field":
+            return FieldPartitioner(self.fields, file_delim=self.file_delim, **common)
+        if self.kind == "custom":
+            return self._custom()
+        extractor = build_extractor(self.extractor, self.timestamp_field, self.plugin_options)
+        if self.kind == "daily":
+            return DailyPartitioner(self.locale, self.timezone, extractor, **common)
+        if self.kind == "hourly":
+            return HourlyPartitioner(self.locale, self.timezone, extractor, **common)
+        return TimeBasedPartitioner(
+            self.path_format, self.duration_ms, self.locale, self.timezone, extractor, **common
+        )
+
+    def _custom(self) -> Partitioner:
+        spec = self.custom_class
+        cls = import_named(spec, "partitioner.class", PARTITIONER_ALLOWED)
+        if not (isinstance(cls, type) and issubclass(cls, Partitioner)):
+            raise ConfigError(
+                f"partitioner.class: {spec!r} is not a subclass of "
+                f"sink.partitioning.partitioners.Partitioner; allowed: {PARTITIONER_ALLOWED}"
+            )
+        partitioner = instantiate(cls, spec, "partitioner.class")
+        partitioner.directory_delim = self.directory_delim
+        partitioner.configure(self.plugin_options)
+        return partitioner
+
+    @property
+    def time_based(self) -> bool:
+        return self.kind in ("time", "daily", "hourly")
+
+
+def build_partitioner(options: Mapping[str, Any]) -> Partitioner:
+    """Check the partitioner options and build the partitioner they describe.
+
+    >>> build_partitioner({"partitioner.class": "field", "partition.field.name": "Region",
+    ...                    "partition.path.lowercase": "true"}).encode_partition(
+    ...     KafkaRecord("t", 0, 0, None, None, b'{"Region": "EU-West"}'))
+    'region=eu-west'
+    >>> build_partitioner({"partitioner.class": "daily", "locale": "en"})
+    Traceback (most recent call last):
+    ...
+    blockgz.errors.ConfigError: partitioner.class=daily needs timezone; ...
+    """
+    return PartitionerSettings.from_options(as_options(options)).build()
+
+
+_DURATION_HINT = "a whole number of milliseconds > 0, e.g. 3600000 for hourly buckets"
+_EXAMPLES = {
+    "path.format": "path.format='year'=YYYY/'month'=MM/'day'=dd/'hour'=HH",
+    "partition.duration.ms": "partition.duration.ms=3600000",
+    "locale": "locale=en (a CLDR locale such as en_US, de_DE)",
+    "timezone": "timezone=UTC (or an IANA name such as Europe/Berlin)",
+}

@@ -1,0 +1,52 @@
+"""What a write task hands the driver, and the driver's batch manifest.
+
+Each task returns a :class:`TaskCommitMessage` (its files and, per topic-partition, the next
+offset after what it wrote). The driver's ``commit`` folds them into the batch manifest
+(:class:`blockgz.manifests.ManifestLog`); its ``abort`` deletes what the tasks wrote.
+
+>>> import tempfile
+>>> from sink.write.config import SinkConfig
+>>> cfg = SinkConfig.from_options({"path": tempfile.mkdtemp()})
+>>> msg = TaskCommitMessage(files=[], next_offsets={"t": {0: 10, 1: 4}})
+>>> write_manifest(cfg.manifest_log(), 0, [msg])
+'_blockgz/blockgz/manifests/00000000000000000000.json'
+>>> cfg.manifest_log().committed_offsets()
+{'t': {0: 10, 1: 4}}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from blockgz.manifests import ManifestLog, Offsets, WrittenFile, merge_offsets
+
+try:  # the message must subclass Spark's type when Spark is there; plain object otherwise
+    from pyspark.sql.datasource import WriterCommitMessage
+except ImportError:  # pragma: no cover - the [spark] extra is not installed
+    WriterCommitMessage = object  # type: ignore[assignment,misc]
+
+
+@dataclass
+class TaskCommitMessage(WriterCommitMessage):  # type: ignore[misc]
+    """What one write task made: its files and, per topic-partition, the next offset after it."""
+
+    files: list[WrittenFile] = field(default_factory=list)
+    next_offsets: Offsets = field(default_factory=dict)
+    skipped_nulls: int = 0
+
+
+def write_manifest(
+    log: ManifestLog, batch_id: int | str, messages: Sequence[TaskCommitMessage | None]
+) -> str:
+    """Fold the tasks' messages into the batch manifest; return its key (idempotent)."""
+    done = [m for m in messages if m is not None]
+    offsets: Offsets = {}
+    for message in done:
+        merge_offsets(offsets, message.next_offsets)
+    return log.write(
+        batch_id,
+        files=[f for m in done for f in m.files],
+        offsets=offsets,
+        skipped_nulls=sum(m.skipped_nulls for m in done),
+    )

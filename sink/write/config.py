@@ -1,0 +1,318 @@
+"""The sink's settings under Confluent's S3-sink option names, validated before any data moves.
+
+Options arrive as strings (Spark options, a ``.properties`` file, a Connect JSON config).
+:meth:`SinkConfig.from_options` checks them all and raises :class:`ConfigError` naming the key
+and the allowed values, so a bad config fails before Spark starts, not on the first record.
+What it returns is typed all the way down: nothing later reads the options again.
+
+>>> cfg = SinkConfig.from_options({
+...     "s3.bucket.name": "quickstart",
+...     "format.class": "io.confluent.connect.s3.format.json.JsonFormat",
+...     "flush.size": "3",
+... })
+>>> cfg.format, cfg.compression, cfg.flush_size, cfg.target_url
+('json', 'none', 3, 's3://quickstart')
+>>> SinkConfig.from_options({"s3.bucket.name": "b", "s3.compression.type": "zstd"})
+Traceback (most recent call last):
+...
+blockgz.errors.ConfigError: s3.compression.type: 'zstd' is not allowed; allowed: none, gzip, ...
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from blockgz.errors import ConfigError
+from blockgz.format.codec import Compression
+from blockgz.format.writer import DEFAULT_BLOCK_SIZE
+from blockgz.layout import Layout
+from blockgz.manifests import ManifestLog
+from blockgz.options import Options, as_options
+from blockgz.store import ObjectStore, StoreTarget
+from blockgz.store.settings import OPTION_NAMES as S3_OPTION_NAMES
+from sink.partitioning.partitioners import PARTITIONER_OPTIONS, PartitionerSettings
+
+log = logging.getLogger("blockgz.sink")
+
+FORMATS = {
+    "json": "json",
+    "bytearray": "bytearray",
+    "avro": "avro",
+    "io.confluent.connect.s3.format.json.JsonFormat": "json",
+    "io.confluent.connect.s3.format.bytearray.ByteArrayFormat": "bytearray",
+    "io.confluent.connect.s3.format.avro.AvroFormat": "avro",
+}
+COMPRESSIONS = ("none", "gzip", "blockgzip")
+NULL_BEHAVIORS = ("fail", "ignore", "write")
+
+#: Connect and Confluent keys that mean nothing here but are normal in a pasted connector
+#: config; they are accepted silently instead of being reported as unknown.
+CONNECT_KEYS_IGNORED = frozenset(
+    {
+        "name",
+        "connector.class",
+        "tasks.max",
+        "storage.class",
+        "key.converter",
+        "value.converter",
+        "key.converter.schemas.enable",
+        "schema.compatibility",
+        "schema.generator.class",
+        "s3.wan.mode",
+        "s3.http.send.expect.continue",
+        "s3.elastic.buffer.enable",
+        "s3.elastic.buffer.init.capacity",
+        "s3.send.digest",
+        "enable.conditional.writes",
+        "rotate.file.on.partition.change",
+        "retry.backoff.ms",
+        "path",
+    }
+)
+
+#: The two hooks of the sink (see :mod:`sink.write.hooks`) and the prefixes of their options.
+INPUT_READER = "blockgz.input.reader"
+INPUT_PREFIX = "blockgz.source."
+LISTENER = "blockgz.write.listener"
+LISTENER_PREFIX = "blockgz.write.listener."
+
+SINK_OPTION_NAMES = frozenset(
+    {
+        "name",
+        "path",
+        "topics.dir",
+        "directory.delim",
+        "file.delim",
+        "filename.offset.zero.pad.width",
+        "format.class",
+        "s3.compression.type",
+        "s3.compression.level",
+        "s3.compression.block.size",
+        "s3.compression.block.records",
+        "format.bytearray.separator",
+        "format.bytearray.extension",
+        "format.json.envelope",
+        "value.converter.schemas.enable",
+        "flush.size",
+        "flush.size.bytes",
+        "rotate.interval.ms",
+        "rotate.schedule.interval.ms",
+        "behavior.on.null.values",
+        "tombstone.encoded.partition",
+        "blockgz.manifest.dir",
+        "blockgz.epoch",
+        INPUT_READER,
+        LISTENER,
+    }
+)
+
+
+def _format(options: Options) -> str:
+    raw = options.text("format.class", "json")
+    fmt = FORMATS.get(raw) or FORMATS.get(raw.lower())
+    if fmt is None:
+        allowed = ", ".join(FORMATS)
+        raise ConfigError(f"format.class: {raw!r} is not allowed; allowed: {allowed}")
+    if fmt == "avro":
+        raise ConfigError(
+            "format.class: Avro output is not available yet; allowed today: json, bytearray "
+            "(and their io.confluent.connect.s3.format.* class names)"
+        )
+    return fmt
+
+
+def _separator(options: Options) -> bytes:
+    raw = options.get("format.bytearray.separator")
+    if raw is None:
+        return b"\n"
+    # Properties files cannot hold a bare newline, so accept the usual escapes.
+    text = raw.encode("utf-8").decode("unicode_escape").encode("latin-1")
+    if not text:
+        raise ConfigError("format.bytearray.separator: must not be empty (default: \\n)")
+    return text
+
+
+def _format_settings(opts: Options) -> dict[str, Any]:
+    fmt = _format(opts)
+    return {
+        "format": fmt,
+        "separator": _separator(opts) if fmt == "bytearray" else b"\n",
+        "bytearray_extension": opts.get("format.bytearray.extension", ".bin"),
+        "json_envelope": opts.flag("format.json.envelope", False),
+        "unwrap_payload": opts.flag("value.converter.schemas.enable", False),
+    }
+
+
+def _compression_settings(opts: Options) -> dict[str, Any]:
+    compression = opts.choice("s3.compression.type", COMPRESSIONS, "none")
+    block_records = opts.integer("s3.compression.block.records", 0, low=0)
+    if (block_records or opts.given("s3.compression.block.size")) and (compression != "blockgzip"):
+        raise ConfigError(
+            "s3.compression.block.size/.records only apply to s3.compression.type=blockgzip"
+        )
+    return {
+        "compression": compression,
+        "compression_level": opts.integer("s3.compression.level", -1, low=-1, high=9),
+        "block_size": opts.size("s3.compression.block.size", DEFAULT_BLOCK_SIZE),
+        "block_records": block_records or None,
+    }
+
+
+def _rotation_settings(opts: Options) -> dict[str, Any]:
+    schedule_ms = opts.integer("rotate.schedule.interval.ms", -1, low=-1)
+    if schedule_ms > 0 and not opts.given("timezone"):
+        raise ConfigError(
+            "rotate.schedule.interval.ms needs timezone (an IANA name such as UTC or "
+            "Europe/Berlin): scheduled rotation happens at multiples of the interval "
+            "from midnight in that zone"
+        )
+    rotate_ms = opts.integer("rotate.interval.ms", -1, low=-1)
+    return {
+        "flush_size": opts.integer("flush.size", 0, low=0) or None,
+        "flush_size_bytes": opts.size("flush.size.bytes", 0, low=0) or None,
+        "rotate_interval_ms": rotate_ms if rotate_ms > 0 else None,
+        "rotate_schedule_interval_ms": schedule_ms if schedule_ms > 0 else None,
+        "timezone": opts.text("timezone", "UTC"),
+    }
+
+
+def _null_settings(opts: Options) -> dict[str, Any]:
+    return {
+        "null_behavior": opts.choice("behavior.on.null.values", NULL_BEHAVIORS, "fail"),
+        "tombstone_partition": opts.get("tombstone.encoded.partition", "tombstone"),
+    }
+
+
+def _hook_settings(opts: Options) -> dict[str, Any]:
+    return {
+        "input_reader": opts.text(INPUT_READER),
+        "input_options": opts.prefixed(INPUT_PREFIX),
+        "listener": opts.text(LISTENER),
+        "listener_options": opts.prefixed(LISTENER_PREFIX),
+    }
+
+
+def _check_combinations(config: SinkConfig, opts: Options) -> None:
+    """Settings that are fine alone but not together."""
+    if config.json_envelope and config.format != "json":
+        raise ConfigError("format.json.envelope only applies to format.class=json")
+    config.compression_settings()
+
+
+@dataclass(frozen=True)
+class SinkConfig:
+    """Every sink setting, typed. Build with :meth:`from_options`."""
+
+    target: StoreTarget
+    name: str = "blockgz"
+    layout: Layout = field(default_factory=Layout)
+    format: str = "json"
+    compression: str = "none"
+    compression_level: int = -1
+    block_size: int = DEFAULT_BLOCK_SIZE
+    block_records: int | None = None
+    separator: bytes = b"\n"
+    bytearray_extension: str = ".bin"
+    json_envelope: bool = False
+    unwrap_payload: bool = False
+    flush_size: int | None = None
+    flush_size_bytes: int | None = None
+    rotate_interval_ms: int | None = None
+    rotate_schedule_interval_ms: int | None = None
+    timezone: str = "UTC"
+    null_behavior: str = "fail"
+    tombstone_partition: str = "tombstone"
+    partitioning: PartitionerSettings = field(default_factory=PartitionerSettings)
+    epoch: str = ""
+    #: ``module:function`` turning the task's input rows into Kafka records, with its options.
+    input_reader: str = ""
+    input_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    #: ``module:Class`` told about each finished object and committed batch, with its options.
+    listener: str = ""
+    listener_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> SinkConfig:
+        """Validate Confluent-named options; unknown keys are for the caller to report."""
+        opts = as_options(options)
+        config = cls(
+            target=StoreTarget.from_options(opts),
+            name=opts.text("name", "blockgz"),
+            layout=Layout.from_options(opts),
+            partitioning=PartitionerSettings.from_options(opts),
+            epoch=opts.text("blockgz.epoch"),
+            **_format_settings(opts),
+            **_compression_settings(opts),
+            **_rotation_settings(opts),
+            **_null_settings(opts),
+            **_hook_settings(opts),
+        )
+        _check_combinations(config, opts)
+        return config
+
+    def partitioner(self):
+        """A fresh partitioner (each write task builds its own)."""
+        return self.partitioning.build()
+
+    def columns_read(self) -> tuple[str, ...] | None:
+        """The Kafka columns the sink reads with these options, or ``None`` when it may read
+        any (the JSON envelope, a user's partitioner or extractor). The export job drops the
+        others before Spark turns rows into Arrow for the Python writer: fewer bytes through
+        the JVM.
+
+        >>> SinkConfig.from_options({"path": "/tmp/x"}).columns_read()
+        ('value', 'topic', 'partition', 'offset')
+        >>> SinkConfig.from_options({"path": "/tmp/x", "partitioner.class": "hourly",
+        ...                          "locale": "en", "timezone": "UTC"}).columns_read()
+        ('value', 'topic', 'partition', 'offset', 'timestamp')
+        """
+        if self.json_envelope or self.partitioning.plugin_options:
+            return None
+        columns: tuple[str, ...] = ("value", "topic", "partition", "offset")
+        if self.rotate_interval_ms or self.partitioning.time_based:
+            columns += ("timestamp",)
+        return columns
+
+    def compression_settings(self) -> Compression:
+        """The codec and level of gzip members: -1 means ISA-L 1 for blockgzip, zlib 6 for gzip."""
+        if self.compression == "blockgzip":
+            return (
+                Compression()
+                if self.compression_level < 0
+                else Compression.from_level(self.compression_level)
+            )
+        return Compression("zlib", 6 if self.compression_level < 0 else self.compression_level)
+
+    @property
+    def target_url(self) -> str:
+        return self.target.url
+
+    def make_store(self) -> tuple[ObjectStore, str]:
+        """Open the target: ``(store, key prefix)``."""
+        return self.target.open()
+
+    def manifest_log(self, store: ObjectStore | None = None, prefix: str = "") -> ManifestLog:
+        """The job's manifests (in ``store``, or in a newly opened target store)."""
+        if store is None:
+            store, prefix = self.make_store()
+        return ManifestLog(store, prefix, self.layout, self.name, epoch=self.epoch)
+
+    @property
+    def extension(self) -> str:
+        """The data object's extension, as Confluent names it (``.json``, ``.bin.gz``, ...)."""
+        base = ".json" if self.format == "json" else self.bytearray_extension
+        return base + ("" if self.compression == "none" else ".gz")
+
+
+def unknown_options(options: Mapping[str, Any], *known: frozenset[str]) -> list[str]:
+    """Keys that no part of blockgz reads (likely typos), for a warning."""
+    names = SINK_OPTION_NAMES | CONNECT_KEYS_IGNORED | frozenset(S3_OPTION_NAMES)
+    names |= PARTITIONER_OPTIONS
+    for extra in known:
+        names |= extra
+    return sorted(
+        k for k in options if k not in names and not k.startswith((INPUT_PREFIX, LISTENER_PREFIX))
+    )

@@ -1,0 +1,112 @@
+"""The ``blockgz`` Spark data source: write Kafka-shaped DataFrames in Confluent's S3 layout.
+
+Streaming (``writeStream.format("blockgz")``) and batch (``write.format("blockgz")``). Options
+are Confluent's S3-sink names (see :mod:`sink.write.config`). Each task writes the
+topic-partitions it is given (:mod:`sink.write.task`) and returns the files it made; the
+driver's ``commit`` writes the batch manifest; ``abort`` deletes what a failed batch wrote.
+
+Example (needs Spark, so not a doctest)::
+
+    (spark.readStream.format("blockgz-kafka")
+        .option("kafka.bootstrap.servers", "127.0.0.1:9092").option("subscribe", "s3_topic")
+        .load()
+        .writeStream.format("blockgz")
+        .option("s3.bucket.name", "quickstart").option("flush.size", "3")
+        .option("checkpointLocation", "/tmp/ckpt")
+        .start())
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceStreamArrowWriter,
+)
+
+from blockgz.errors import ConfigError
+from blockgz.manifests import delete_written
+from sink.write.commit import TaskCommitMessage, write_manifest
+from sink.write.config import INPUT_READER, SinkConfig
+from sink.write.hooks import load_listener
+from sink.write.task import write_task
+
+log = logging.getLogger("blockgz.sink")
+
+REQUIRED_COLUMNS = ("value", "topic", "partition", "offset")
+
+
+def _check_schema(schema, config: SinkConfig) -> None:
+    if config.input_reader:
+        return  # the input reader turns whatever the rows are into Kafka records
+    names = set(schema.fieldNames())
+    missing = [c for c in REQUIRED_COLUMNS if c not in names]
+    if missing:
+        raise ConfigError(
+            f"the blockgz sink needs Kafka's columns; missing: {', '.join(missing)} "
+            "(expected key, value, topic, partition, offset, timestamp, timestampType, "
+            f"and optionally headers), or an {INPUT_READER} that turns these rows into them"
+        )
+
+
+class _Writer:
+    def __init__(self, options: dict[str, str], schema):
+        self.config = SinkConfig.from_options(options)
+        _check_schema(schema, self.config)
+
+    def write(self, iterator: Iterator[Any]) -> TaskCommitMessage:
+        return write_task(self.config, iterator)
+
+    def _commit(self, messages: list[TaskCommitMessage | None], batch_id: int | str) -> None:
+        key = write_manifest(self.config.manifest_log(), batch_id, messages)
+        files = sum(len(m.files) for m in messages if m is not None)
+        log.info("batch %s committed: %d files, manifest %s", batch_id, files, key)
+        listener = load_listener(self.config.listener, self.config.listener_options)
+        if listener is not None:
+            listener.batch_committed(batch_id, key)
+
+    def _abort(self, messages: list[TaskCommitMessage | None], batch_id: int | str) -> None:
+        store, _ = self.config.make_store()
+        removed = delete_written(store, (f for m in messages if m is not None for f in m.files))
+        log.warning("batch %s aborted: removed %d objects written by its tasks", batch_id, removed)
+
+
+class BlockGzStreamWriter(_Writer, DataSourceStreamArrowWriter):
+    """Streaming writer: one manifest per micro-batch (batch id from the task's local property)."""
+
+    def commit(self, messages, batchId: int) -> None:
+        self._commit(messages, batchId)
+
+    def abort(self, messages, batchId: int) -> None:
+        self._abort(messages, batchId)
+
+
+class BlockGzBatchWriter(_Writer, DataSourceArrowWriter):
+    """Batch writer: the manifest is named after a hash of the files it lists."""
+
+    def commit(self, messages) -> None:
+        keys = sorted(f.key for m in messages if m is not None for f in m.files)
+        digest = hashlib.sha1("\n".join(keys).encode()).hexdigest()[:16]
+        self._commit(messages, f"batch-{digest}")
+
+    def abort(self, messages) -> None:
+        self._abort(messages, "batch")
+
+
+class BlockGzDataSource(DataSource):
+    """``format("blockgz")``: Kafka rows to objects laid out like Confluent's S3 sink."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "blockgz"
+
+    def writer(self, schema, overwrite: bool) -> BlockGzBatchWriter:
+        return BlockGzBatchWriter(self.options, schema)
+
+    def streamWriter(self, schema, overwrite: bool) -> BlockGzStreamWriter:
+        return BlockGzStreamWriter(self.options, schema)

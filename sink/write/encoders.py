@@ -1,0 +1,192 @@
+"""Record encoders: what one Kafka record becomes inside an object (without the separator).
+
+* ``json`` writes each value as one JSON line, as Confluent's JsonFormat does for schemaless
+  JSON. A value must be valid JSON; it is written byte for byte unless it spans lines, in which
+  case it is re-serialised compactly. ``value.converter.schemas.enable=true`` unwraps Connect's
+  ``{"schema": ..., "payload": ...}`` envelope and writes the payload, as Confluent does.
+  ``format.json.envelope=true`` wraps each value with its Kafka metadata instead.
+* ``bytearray`` writes the raw value bytes, as Confluent's ByteArrayFormat does.
+* Avro will get its own module (schemas and container files); :func:`encoder_for` is where it
+  plugs in.
+
+>>> from sink.records import KafkaRecord
+>>> enc = JsonValueEncoder()
+>>> enc.encode(KafkaRecord("t", 0, 7, 0, None, b'{"a": 1}'))
+b'{"a": 1}'
+>>> enc.encode(KafkaRecord("t", 0, 8, 0, None, b'{"a":\\n 2}'))
+b'{"a":2}'
+>>> JsonEnvelopeEncoder().encode(KafkaRecord("t", 0, 9, 1000, b"k", b'[1]'))
+b'{"topic":"t","partition":0,"offset":9,"timestamp":1000,"key":"k","value":[1]}'
+"""
+
+from __future__ import annotations
+
+import base64
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from sink.records import KafkaRecord, parse_json
+
+if TYPE_CHECKING:
+    from sink.write.config import SinkConfig
+
+
+class RecordEncoder(ABC):
+    """Turns a record into the bytes stored for it; ``None`` values are tombstones."""
+
+    #: Whether :meth:`passes_through` can ever say yes (else runs are not even tried).
+    may_pass_through = False
+
+    @abstractmethod
+    def encode(self, record: KafkaRecord) -> bytes: ...
+
+    @abstractmethod
+    def encode_tombstone(self, record: KafkaRecord) -> bytes:
+        """What ``behavior.on.null.values=write`` stores for a record whose value is null."""
+
+    def passes_through(self, values: list[bytes], framed: bytes) -> bool:
+        """Whether each of ``values`` (none null) is stored exactly as it is.
+
+        ``framed`` is the values joined and terminated by the separator. ``True`` lets the
+        sink write a whole batch at once; ``False`` sends it through :meth:`encode` record by
+        record, which also names the record behind any error. Encoders that change values
+        keep this default.
+        """
+        return False
+
+
+class JsonValueEncoder(RecordEncoder):
+    """The value as one line of JSON (validated; re-serialised only when it spans lines)."""
+
+    def __init__(self, *, unwrap_payload: bool = False):
+        self.unwrap_payload = unwrap_payload
+        self.may_pass_through = not unwrap_payload
+
+    def encode(self, record: KafkaRecord) -> bytes:
+        value = record.value
+        assert value is not None
+        if self.unwrap_payload:
+            return orjson.dumps(_payload(record))
+        parsed = record.json()  # validates; cached for partitioners that look inside
+        if b"\n" in value or b"\r" in value:
+            return orjson.dumps(parsed)
+        return value
+
+    def encode_tombstone(self, record: KafkaRecord) -> bytes:
+        return b"null"
+
+    def passes_through(self, values: list[bytes], framed: bytes) -> bool:
+        """Single-line, valid JSON values are stored byte for byte."""
+        if not self.may_pass_through or framed.count(b"\n") != len(values) or b"\r" in framed:
+            return False
+        loads = orjson.loads
+        try:
+            for value in values:
+                loads(value)
+        except orjson.JSONDecodeError:
+            return False  # encode() names the record
+        return True
+
+
+class JsonEnvelopeEncoder(RecordEncoder):
+    """``{"topic", "partition", "offset", "timestamp", "key", "headers"?, "value"}`` per line.
+
+    Keys and header values are UTF-8 text when they decode as such, otherwise
+    ``{"base64": "..."}``, so nothing is lost either way.
+    """
+
+    def __init__(self, *, unwrap_payload: bool = False):
+        self.unwrap_payload = unwrap_payload
+
+    def _wrap(self, record: KafkaRecord, value: Any) -> bytes:
+        doc: dict[str, Any] = {
+            "topic": record.topic,
+            "partition": record.partition,
+            "offset": record.offset,
+            "timestamp": record.timestamp_ms,
+            "key": _text_or_base64(record.key),
+        }
+        if record.headers:
+            doc["headers"] = [[k, _text_or_base64(v)] for k, v in record.headers]
+        doc["value"] = value
+        return orjson.dumps(doc)
+
+    def encode(self, record: KafkaRecord) -> bytes:
+        value = _payload(record) if self.unwrap_payload else record.json()
+        return self._wrap(record, value)
+
+    def encode_tombstone(self, record: KafkaRecord) -> bytes:
+        return self._wrap(record, None)
+
+
+class ByteArrayEncoder(RecordEncoder):
+    """The raw value bytes; a value holding the separator would break framing, so it is refused."""
+
+    may_pass_through = True
+
+    def __init__(self, separator: bytes = b"\n"):
+        self.separator = separator
+
+    def encode(self, record: KafkaRecord) -> bytes:
+        value = record.value
+        assert value is not None
+        if self.separator in value:
+            raise record.fail(
+                f"value contains the record separator {self.separator!r}, which would split it "
+                "into several records; choose a format.bytearray.separator that cannot occur "
+                "in the values"
+            )
+        return value
+
+    def encode_tombstone(self, record: KafkaRecord) -> bytes:
+        return b""
+
+    def passes_through(self, values: list[bytes], framed: bytes) -> bool:
+        """Values without the separator are stored as they are."""
+        sep = self.separator
+        if len(sep) == 1:
+            return framed.count(sep) == len(values)
+        # Overlapping multi-byte separators make counting ambiguous: look in each value.
+        return not any(sep in value for value in values)
+
+
+def _payload(record: KafkaRecord) -> Any:
+    doc = record.json()
+    if not isinstance(doc, dict) or "payload" not in doc:
+        raise record.fail(
+            "value.converter.schemas.enable=true but the value is not a "
+            '{"schema": ..., "payload": ...} envelope'
+        )
+    return doc["payload"]
+
+
+def _text_or_base64(data: bytes | None) -> Any:
+    if data is None:
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode("ascii")}
+
+
+def encoder_for(config: SinkConfig) -> RecordEncoder:
+    """The encoder of a sink config (``format.class``, its envelope and payload settings)."""
+    if config.format == "json":
+        if config.json_envelope:
+            return JsonEnvelopeEncoder(unwrap_payload=config.unwrap_payload)
+        return JsonValueEncoder(unwrap_payload=config.unwrap_payload)
+    if config.format == "bytearray":
+        return ByteArrayEncoder(config.separator)
+    raise AssertionError(f"format {config.format!r} passed validation but has no encoder")
+
+
+__all__ = [
+    "ByteArrayEncoder",
+    "JsonEnvelopeEncoder",
+    "JsonValueEncoder",
+    "RecordEncoder",
+    "encoder_for",
+    "parse_json",
+]

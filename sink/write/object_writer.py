@@ -1,0 +1,174 @@
+"""One output object being written: framing, compression, upload, and for block-GZIP its index.
+
+:class:`ObjectWriter` takes encoded records with their offsets and streams them into a store
+upload (S3 multipart parts go up in parallel while records keep coming). ``close()`` makes the
+object visible (for block-GZIP through :class:`~blockgz.objects.upload.BlockGzipUpload`: data
+first, then its ``.index.json``) and returns a :class:`~blockgz.manifests.WrittenFile` for the
+commit message; ``abort()`` drops it without a trace.
+
+>>> import tempfile
+>>> from blockgz.store import LocalStore
+>>> store = LocalStore(tempfile.mkdtemp())
+>>> w = ObjectWriter(store, "t/t+0+0000000005.json.gz", "blockgzip", Compression())
+>>> for offset in (5, 6, 9):
+...     w.write(b'{"n": %d}' % offset, offset)
+>>> done = w.close()
+>>> done.first_offset, done.last_offset, done.records, done.index_key
+(5, 9, 3, 't/t+0+0000000005.json.index.json')
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+import numpy as np
+
+from blockgz.errors import RecordFramingError
+from blockgz.format.codec import Compression
+from blockgz.format.framing import Separated
+from blockgz.format.writer import DEFAULT_BLOCK_SIZE
+from blockgz.layout import sidecar_key
+from blockgz.manifests import WrittenFile
+from blockgz.objects.upload import BlockGzipUpload
+from blockgz.store.base import ObjectStore, Upload
+
+#: Plain and gzip objects hand the upload about this much at a time (fewer Python calls).
+WRITE_CHUNK = 1024 * 1024
+
+
+class ObjectWriter:
+    """Write one object; ``compression`` is ``none``, ``gzip`` or ``blockgzip``."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        key: str,
+        compression: str,
+        codec: Compression,
+        *,
+        separator: bytes = b"\n",
+        block_size: int = DEFAULT_BLOCK_SIZE,
+        block_records: int | None = None,
+        topic: str = "",
+        partition: int = 0,
+        encoded_partition: str = "",
+    ):
+        self.store = store
+        self.key = key
+        self.compression = compression
+        self.separator = separator
+        self.topic = topic
+        self.partition = partition
+        self.encoded_partition = encoded_partition
+        self.first_offset: int | None = None
+        self.last_offset: int | None = None
+        self.records = 0
+        self.uncompressed_size = 0
+        self.first_timestamp: int | None = None  # for rotate.interval.ms, kept by the caller
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._deflate: Any = None
+        self._blocks: BlockGzipUpload | None = None
+        self._upload: Upload | None = None
+        if compression == "blockgzip":
+            self._blocks = BlockGzipUpload(
+                store,
+                key,
+                block_size=block_size,
+                max_records=block_records,
+                compression=codec,
+                threads=1,  # parallelism comes from Spark tasks and the upload's part threads
+                framing=Separated(separator),
+            )
+            return
+        self._upload = store.open_upload(key)
+        if compression == "gzip":
+            # One gzip member, as Confluent's GZIPOutputStream writes (zlib: deterministic).
+            self._deflate = zlib.compressobj(codec.level, zlib.DEFLATED, 31)
+
+    def write(self, data: bytes, offset: int) -> None:
+        """Append one encoded record (without separator) holding Kafka ``offset``."""
+        if self._blocks is not None:
+            try:
+                self._blocks.write(data, offset)
+            except RecordFramingError as exc:
+                raise RecordFramingError(f"{self.key} offset {offset}: {exc}") from None
+        else:
+            self._pending.append(data)
+            self._pending.append(self.separator)
+            self._pending_bytes += len(data) + len(self.separator)
+            if self._pending_bytes >= WRITE_CHUNK:
+                self._flush_pending()
+        self._count(offset, offset, 1, len(data) + len(self.separator))
+
+    def write_framed(self, data: memoryview, ends: np.ndarray, offsets: np.ndarray) -> None:
+        """Append records already framed with the separator (see
+        :meth:`BlockGzipWriter.write_framed`); ``ends`` are relative to ``data``."""
+        if self._blocks is not None:
+            self._blocks.write_framed(data, ends, offsets)
+        else:
+            self._pending.append(data)
+            self._pending_bytes += len(data)
+            if self._pending_bytes >= WRITE_CHUNK:
+                self._flush_pending()
+        self._count(int(offsets[0]), int(offsets[-1]), len(ends), len(data))
+
+    def _count(self, first: int, last: int, records: int, size: int) -> None:
+        if self.first_offset is None:
+            self.first_offset = first
+        self.last_offset = last
+        self.records += records
+        self.uncompressed_size += size
+
+    def _flush_pending(self) -> None:
+        if not self._pending:
+            return
+        chunk = b"".join(self._pending)
+        self._pending.clear()
+        self._pending_bytes = 0
+        if self._deflate is not None:
+            chunk = self._deflate.compress(chunk)
+        if chunk:
+            assert self._upload is not None
+            self._upload.write(chunk)
+
+    def close(self) -> WrittenFile:
+        """Finish the object (and its index) and describe it. Leaves nothing on failure."""
+        index_key = None
+        if self._blocks is not None:
+            self._blocks.close()  # data, then its sidecar; neither stays behind on failure
+            size = self._blocks.bytes_written
+            index_key = sidecar_key(self.key)
+        else:
+            assert self._upload is not None
+            try:
+                self._flush_pending()
+                if self._deflate is not None:
+                    self._upload.write(self._deflate.flush())
+                self._upload.close()
+            except BaseException:
+                self.abort()
+                raise
+            size = self._upload.bytes_written
+        assert self.first_offset is not None and self.last_offset is not None
+        return WrittenFile(
+            key=self.key,
+            topic=self.topic,
+            partition=self.partition,
+            encoded_partition=self.encoded_partition,
+            first_offset=self.first_offset,
+            last_offset=self.last_offset,
+            records=self.records,
+            size=size,
+            uncompressed_size=self.uncompressed_size,
+            index_key=index_key,
+        )
+
+    def abort(self) -> None:
+        """Drop the object: buffered data, open multipart parts, nothing left behind."""
+        self._pending.clear()
+        if self._blocks is not None:
+            self._blocks.abort()
+        if self._upload is not None:
+            self._upload.abort()

@@ -1,0 +1,288 @@
+"""Per topic-partition writing: partition each record, rotate files, name them like Confluent.
+
+One :class:`TopicPartitionWriter` owns the open files of one Kafka topic-partition (one per
+encoded partition, e.g. per day or per field value). Records must come in offset order. A file
+rotates when it holds ``flush.size`` records or ``flush.size.bytes`` bytes, when the record time
+has moved ``rotate.interval.ms`` past its first record, on the wall-clock schedule
+``rotate.schedule.interval.ms``, and at the end of every micro-batch (:meth:`close`).
+
+Everything but the wall-clock parts is a pure function of the records, so a replayed batch
+produces the same keys and the same bytes (see DESIGN.md, "Deterministic bytes").
+
+>>> import tempfile
+>>> from sink.write.config import SinkConfig
+>>> from sink.records import KafkaRecord
+>>> cfg = SinkConfig.from_options({"path": tempfile.mkdtemp(), "flush.size": "3"})
+>>> w = TopicPartitionWriter("s3_topic", 0, cfg, cfg.make_store()[0])
+>>> for n in range(7):
+...     w.write(KafkaRecord("s3_topic", 0, n, 0, None, b'{"n": %d}' % n))
+>>> [f.key for f in w.close()]  # doctest: +NORMALIZE_WHITESPACE
+['topics/s3_topic/partition=0/s3_topic+0+0000000000.json',
+ 'topics/s3_topic/partition=0/s3_topic+0+0000000003.json',
+ 'topics/s3_topic/partition=0/s3_topic+0+0000000006.json']
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+import numpy as np
+
+from blockgz.errors import OffsetOrderError, RecordFramingError
+from blockgz.manifests import WrittenFile
+from blockgz.store.base import ObjectStore
+from sink.partitioning.partitioners import DefaultPartitioner
+from sink.records import KafkaRecord
+from sink.write.config import SinkConfig
+from sink.write.encoders import encoder_for
+from sink.write.object_writer import ObjectWriter
+
+log = logging.getLogger("blockgz.sink")
+
+
+def next_scheduled_rotation(now_ms: int, interval_ms: int, timezone: str) -> int:
+    """The first multiple of ``interval_ms`` after ``now_ms``, counted from local midnight.
+
+    >>> next_scheduled_rotation(3_600_000 + 5, 3_600_000, "UTC")  # 01:00:00.005 -> 02:00
+    7200000
+    """
+    zone = ZoneInfo(timezone)
+    now = datetime.fromtimestamp(now_ms / 1000, zone)
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    since = now_ms - int(midnight.timestamp() * 1000)
+    step = (since // interval_ms + 1) * interval_ms
+    nxt = int(midnight.timestamp() * 1000) + step
+    tomorrow = int((midnight + timedelta(days=1)).timestamp() * 1000)
+    return min(nxt, tomorrow)  # a schedule restarts every midnight, as in Confluent
+
+
+class TopicPartitionWriter:
+    """Writes one topic-partition's records of one micro-batch into rotated objects."""
+
+    def __init__(
+        self,
+        topic: str,
+        partition: int,
+        config: SinkConfig,
+        store: ObjectStore,
+        prefix: str = "",
+        *,
+        partitioner=None,
+        clock: Callable[[], float] = time.time,
+        on_file: Callable[[WrittenFile], None] | None = None,
+    ):
+        self.topic = topic
+        self.partition = partition
+        self.config = config
+        self.store = store
+        self.prefix = prefix
+        self.partitioner = partitioner or config.partitioner()
+        self.encoder = encoder_for(config)
+        self.codec = config.compression_settings()
+        self.clock = clock
+        self.on_file = on_file
+        self.open_files: dict[str, ObjectWriter] = {}
+        self.written: list[WrittenFile] = []
+        self.skipped_nulls = 0
+        self.last_offset: int | None = None
+        self._next_schedule: int | None = None
+        #: Whether :meth:`write_values` may take whole runs of records.
+        self.writes_runs = (
+            type(self.partitioner) is DefaultPartitioner
+            and self.encoder.may_pass_through
+            and not config.rotate_interval_ms
+            and not config.rotate_schedule_interval_ms
+        )
+        self._default_encoded = f"partition={partition}"
+
+    # -- naming -------------------------------------------------------------------------------
+    def key_for(self, encoded: str, start_offset: int) -> str:
+        """``<topics.dir>/<topic>/<encoded>/<topic>+<partition>+<start>.<ext>``, as Confluent."""
+        return self.config.layout.data_key(
+            self.prefix,
+            self.partitioner.partitioned_path(self.topic, encoded),
+            self.topic,
+            self.partition,
+            start_offset,
+            self.config.extension,
+        )
+
+    # -- writing ------------------------------------------------------------------------------
+    def write(self, record: KafkaRecord) -> None:
+        """Partition, encode and append one record (offsets must increase)."""
+        if self.last_offset is not None and record.offset <= self.last_offset:
+            raise OffsetOrderError(
+                f"offset {record.offset} came after {self.last_offset}; the blockgz sink needs "
+                "each topic-partition's records in increasing offset order within a task (do "
+                "not repartition the Kafka DataFrame, or sortWithinPartitions('topic', "
+                "'partition', 'offset'))",
+                topic=record.topic,
+                partition=record.partition,
+                offset=record.offset,
+            )
+        self.last_offset = record.offset
+        if self.config.rotate_schedule_interval_ms:
+            self._rotate_on_schedule()
+        if record.value is None:
+            behavior = self.config.null_behavior
+            if behavior == "ignore":
+                self.skipped_nulls += 1
+                return
+            if behavior == "fail":
+                raise record.fail(
+                    "value is null (a tombstone) and behavior.on.null.values=fail; "
+                    "allowed: fail, ignore (skip it), write (store it under "
+                    f"{self.config.tombstone_partition!r})"
+                )
+            encoded = self.config.tombstone_partition
+            data = self.encoder.encode_tombstone(record)
+        else:
+            encoded = self.partitioner.encode_partition(record)
+            data = self.encoder.encode(record)
+        writer = self.open_files.get(encoded)
+        stamp = None
+        if self.config.rotate_interval_ms:
+            stamp = self.partitioner.timestamp(record)
+            if stamp is None:
+                stamp = record.timestamp_ms
+            if (
+                writer is not None
+                and stamp is not None
+                and writer.first_timestamp is not None
+                and stamp - writer.first_timestamp >= self.config.rotate_interval_ms
+            ):
+                self._commit(encoded)
+                writer = None
+        if writer is None:
+            writer = self._open(encoded, record.offset)
+            writer.first_timestamp = stamp
+        try:
+            writer.write(data, record.offset)
+        except RecordFramingError as exc:
+            raise record.fail(str(exc)) from None
+        if self._is_full(writer):
+            self._commit(encoded)
+
+    def _is_full(self, writer: ObjectWriter) -> bool:
+        """``flush.size`` records or ``flush.size.bytes`` bytes reached: rotate."""
+        cfg = self.config
+        return bool(
+            (cfg.flush_size and writer.records >= cfg.flush_size)
+            or (cfg.flush_size_bytes and writer.uncompressed_size >= cfg.flush_size_bytes)
+        )
+
+    def write_values(self, values: list[bytes], offsets: np.ndarray) -> bool:
+        """Write a run of this topic-partition's non-null values at once, or return ``False``
+        having written nothing (the caller then uses :meth:`write` per record).
+
+        The run goes through whole when the default partitioner is used, no rotation looks at
+        time, offsets increase and the encoder stores the values as they are. Files rotate on
+        ``flush.size``/``flush.size.bytes`` at exactly the records :meth:`write` would pick,
+        and blocks are cut at the same places, so both paths give the same objects.
+        """
+        count = len(values)
+        if not self.writes_runs or count == 0:
+            return False
+        if (self.last_offset is not None and offsets[0] <= self.last_offset) or (
+            count > 1 and not bool(np.all(offsets[1:] > offsets[:-1]))
+        ):
+            return False  # write() raises OutOfOrderError naming the record
+        sep = self.config.separator
+        framed = sep.join(values) + sep
+        if not self.encoder.passes_through(values, framed):
+            return False
+        ends = np.cumsum(np.fromiter(map(len, values), np.int64, count) + len(sep))
+        self.last_offset = int(offsets[-1])
+        encoded = self._default_encoded
+        view = memoryview(framed)
+        cfg = self.config
+        start = 0
+        while start < count:
+            writer = self.open_files.get(encoded) or self._open(encoded, int(offsets[start]))
+            base = int(ends[start - 1]) if start else 0
+            stop = count
+            if cfg.flush_size:
+                stop = min(stop, start + cfg.flush_size - writer.records)
+            if cfg.flush_size_bytes:
+                want = cfg.flush_size_bytes - writer.uncompressed_size + base
+                stop = min(stop, int(np.searchsorted(ends, want, side="left")) + 1)
+            writer.write_framed(
+                view[base : int(ends[stop - 1])], ends[start:stop] - base, offsets[start:stop]
+            )
+            if self._is_full(writer):
+                self._commit(encoded)
+            start = stop
+        return True
+
+    def _open(self, encoded: str, offset: int) -> ObjectWriter:
+        cfg = self.config
+        writer = ObjectWriter(
+            self.store,
+            self.key_for(encoded, offset),
+            cfg.compression,
+            self.codec,
+            separator=cfg.separator,
+            block_size=cfg.block_size,
+            block_records=cfg.block_records,
+            topic=self.topic,
+            partition=self.partition,
+            encoded_partition=encoded,
+        )
+        self.open_files[encoded] = writer
+        return writer
+
+    def _commit(self, encoded: str) -> None:
+        writer = self.open_files.pop(encoded)
+        done = writer.close()
+        self.written.append(done)
+        log.debug(
+            "%s-%d: wrote %s (%d records, offsets %d..%d, %d bytes)",
+            self.topic,
+            self.partition,
+            done.key,
+            done.records,
+            done.first_offset,
+            done.last_offset,
+            done.size,
+        )
+        if self.on_file is not None:
+            self.on_file(done)
+
+    def _rotate_on_schedule(self) -> None:
+        interval = self.config.rotate_schedule_interval_ms
+        assert interval is not None
+        now_ms = int(self.clock() * 1000)
+        if self._next_schedule is None:
+            self._next_schedule = next_scheduled_rotation(now_ms, interval, self.config.timezone)
+        elif now_ms >= self._next_schedule:
+            for encoded in list(self.open_files):
+                self._commit(encoded)
+            self._next_schedule = next_scheduled_rotation(now_ms, interval, self.config.timezone)
+
+    # -- the end of a micro-batch -------------------------------------------------------------
+    def close(self) -> list[WrittenFile]:
+        """Commit every open file (the micro-batch ends) and return all files written."""
+        for encoded in list(self.open_files):
+            self._commit(encoded)
+        return self.written
+
+    def abort(self) -> None:
+        """Drop open files and delete the ones already finished in this attempt."""
+        for writer in self.open_files.values():
+            try:
+                writer.abort()
+            except Exception:  # keep cleaning up; the original error is what matters
+                log.warning("could not abort the upload of %s", writer.key, exc_info=True)
+        self.open_files.clear()
+        for done in self.written:
+            for key in (done.index_key, done.key):
+                if key:
+                    try:
+                        self.store.delete(key)
+                    except Exception:
+                        log.warning("could not delete %s after a failure", key, exc_info=True)
+        self.written.clear()

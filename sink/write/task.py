@@ -1,0 +1,180 @@
+"""One Spark write task: Arrow batches of Kafka rows in, objects and a commit message out.
+
+Each task writes the topic-partitions it is given, in offset order, through one
+:class:`~sink.write.partition_writer.TopicPartitionWriter` per topic-partition. A batch holding
+only one topic-partition's non-null values (what a Kafka source gives each task) is written
+whole when the settings allow; anything else goes record by record. On any failure, every
+object this attempt wrote is deleted before the error goes on to Spark.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from blockgz.manifests import WrittenFile
+from sink.records import KafkaRecord
+from sink.write.commit import TaskCommitMessage
+from sink.write.config import SinkConfig
+from sink.write.hooks import TaskInfo, load_input_reader, load_listener
+from sink.write.partition_writer import TopicPartitionWriter
+
+log = logging.getLogger("blockgz.sink")
+
+
+def records_of(batch) -> Iterator[KafkaRecord]:
+    """Turn one Arrow batch of Kafka rows into :class:`KafkaRecord` objects, column-wise."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    names = batch.schema.names
+    n = batch.num_rows
+    values = batch.column("value").to_pylist()
+    topics = batch.column("topic").to_pylist()
+    partitions = batch.column("partition").to_pylist()
+    offsets = batch.column("offset").to_pylist()
+    keys = batch.column("key").to_pylist() if "key" in names else [None] * n
+    if "timestamp" in names:
+        micros = pc.cast(batch.column("timestamp"), pa.int64()).to_pylist()
+        stamps = [None if t is None else t // 1000 for t in micros]
+    else:
+        stamps = [None] * n
+    if "headers" in names:
+        headers = [
+            None if h is None else [(e["key"], e["value"]) for e in h]
+            for h in batch.column("headers").to_pylist()
+        ]
+    else:
+        headers = [None] * n
+    for i in range(n):
+        value = values[i]
+        if isinstance(value, str):  # a CAST(value AS STRING) DataFrame
+            value = value.encode()
+        key = keys[i]
+        if isinstance(key, str):
+            key = key.encode()
+        yield KafkaRecord(topics[i], partitions[i], offsets[i], stamps[i], key, value, headers[i])
+
+
+def single_partition_run(batch) -> tuple[str, int] | None:
+    """``(topic, partition)`` when every row of the Arrow batch has that topic-partition and
+    a non-null value (what a Kafka source gives each task), else ``None``."""
+    import pyarrow.compute as pc
+
+    if batch.num_rows == 0 or batch.column("value").null_count:
+        return None
+    topics, partitions = batch.column("topic"), batch.column("partition")
+    if topics.null_count or partitions.null_count or batch.column("offset").null_count:
+        return None
+    bounds = pc.min_max(partitions)
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    if low != high or pc.count_distinct(topics).as_py() != 1:
+        return None
+    return topics[0].as_py(), low
+
+
+def run_values(batch) -> tuple[list[bytes], Any]:
+    """The values (as ``bytes``) and offsets (int64 numpy array) of a batch."""
+    import pyarrow as pa
+
+    values = batch.column("value")
+    if not pa.types.is_binary(values.type):  # a CAST(value AS STRING) DataFrame
+        values = values.cast(pa.binary())
+    offsets = batch.column("offset").to_numpy(zero_copy_only=False)
+    return values.to_pylist(), offsets
+
+
+def task_identity() -> tuple[int | None, int]:
+    """(micro-batch id, attempt number) of the running Spark task; (None, 0) outside Spark."""
+    try:
+        from pyspark import TaskContext
+    except ImportError:  # pragma: no cover - the [spark] extra is not installed
+        return None, 0
+    context = TaskContext.get()
+    if context is None:
+        return None, 0
+    batch = context.getLocalProperty("streaming.sql.batchId")
+    return (int(batch) if batch is not None else None), context.attemptNumber()
+
+
+class WriteTask:
+    """The writers of one task attempt, one per topic-partition, sharing one partitioner."""
+
+    def __init__(self, config: SinkConfig):
+        self.config = config
+        self.store, self.prefix = config.make_store()
+        self.writers: dict[tuple[str, int], TopicPartitionWriter] = {}
+        self._partitioner = None
+        self._listener = load_listener(config.listener, config.listener_options)
+        self._files_done = 0
+        self._identity: tuple[int | None, int] | None = None
+
+    def writer_for(self, topic: str, partition: int) -> TopicPartitionWriter:
+        writer = self.writers.get((topic, partition))
+        if writer is None:
+            if self._partitioner is None:
+                self._partitioner = self.config.partitioner()
+            writer = TopicPartitionWriter(
+                topic,
+                partition,
+                self.config,
+                self.store,
+                self.prefix,
+                partitioner=self._partitioner,
+                on_file=self._file_done,
+            )
+            self.writers[(topic, partition)] = writer
+        return writer
+
+    def _file_done(self, file: WrittenFile) -> None:
+        self._files_done += 1
+        if self._listener is not None:
+            if self._identity is None:
+                self._identity = task_identity()
+            batch, attempt = self._identity
+            self._listener.file_written(file, TaskInfo(batch, attempt, self._files_done))
+
+    def write(self, batch) -> None:
+        """Write one Arrow batch of Kafka rows."""
+        run = single_partition_run(batch)
+        if run is not None:
+            writer = self.writer_for(*run)
+            if writer.writes_runs and writer.write_values(*run_values(batch)):
+                return
+        for record in records_of(batch):
+            self.writer_for(record.topic, record.partition).write(record)
+
+    def finish(self) -> TaskCommitMessage:
+        """Close every writer (the micro-batch ends) and describe what was written."""
+        message = TaskCommitMessage()
+        for (topic, part), writer in sorted(self.writers.items()):
+            message.files.extend(writer.close())
+            message.skipped_nulls += writer.skipped_nulls
+            assert writer.last_offset is not None
+            message.next_offsets.setdefault(topic, {})[part] = writer.last_offset + 1
+            log.info(
+                "%s-%d: %d files, next offset %d",
+                topic,
+                part,
+                len(writer.written),
+                writer.last_offset + 1,
+            )
+        return message
+
+    def abort(self) -> None:
+        for writer in self.writers.values():
+            writer.abort()
+
+
+def write_task(config: SinkConfig, batches: Iterator[Any]) -> TaskCommitMessage:
+    """Write every record of one task; on failure nothing this attempt wrote stays behind."""
+    task = WriteTask(config)
+    reader = load_input_reader(config.input_reader)
+    try:
+        for batch in batches if reader is None else reader(config.input_options, batches):
+            task.write(batch)
+        return task.finish()
+    except BaseException:
+        task.abort()
+        raise

@@ -1,0 +1,242 @@
+"""Crash tests: SIGKILL ``blockgz export`` mid-batch and inside the commit, then restart.
+
+Each run is a real ``blockgz export`` process (its own JVM and Python workers) against the
+session's Tansu and moto servers. The sink pauses at the chosen point (``testkit.faults``,
+through the sink's listener hook) and writes a marker file; the test then SIGKILLs the job's
+whole process group, as a machine failure would, and restarts it. Afterwards every offset
+must be in S3 exactly once and every object must be listed by a manifest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from blockgz.local_servers import fake_aws_env
+from blockgz.store import open_store
+from sink.write.config import SinkConfig
+from testkit.faults import fault_options
+from testkit.kafka_data import manifest_keys_of, produce_numbered, read_exported
+from testkit.s3 import s3_options
+
+pytestmark = pytest.mark.slow
+
+PARTITIONS = 3
+PER_PARTITION = 60
+BLOCKGZ = str(Path(sys.executable).with_name("blockgz"))
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write_config(path: Path, kafka, moto_s3, bucket, topic, **extra) -> Path:
+    options = {
+        "name": "crash-test",
+        "topics": topic,
+        "kafka.bootstrap.servers": kafka.bootstrap_servers,
+        "s3.bucket.name": bucket,
+        **s3_options(moto_s3.endpoint_url),
+        "s3.compression.type": "blockgzip",
+        "flush.size": "7",
+        "maxOffsetsPerTrigger": "60",
+        **extra,
+    }
+    path.write_text("".join(f"{k}={v}\n" for k, v in options.items()))
+    return path
+
+
+class ExportProcess:
+    """``blockgz export --once`` in its own session, killable as a whole."""
+
+    def __init__(self, config: Path, checkpoint: Path, log: Path, *, once: bool = True):
+        self.tag = uuid.uuid4().hex
+        # The driver loads the fault listener from testkit/, which is not installed: put the
+        # checkout on the path (Spark's workers get it from sink.session).
+        path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        env = {**os.environ, **fake_aws_env(), "BLOCKGZ_TEST_RUN": self.tag, "PYTHONPATH": path}
+        self.log = log
+        self.proc = subprocess.Popen(
+            [BLOCKGZ, "export", str(config), "--checkpoint", str(checkpoint)]
+            + (["--once"] if once else [])
+            + ["--master", "local[2,3]"],
+            stdout=log.open("ab"),
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+
+    def wait_for(self, marker: Path, timeout_s: float = 150) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not marker.exists():
+            if self.proc.poll() is not None:
+                pytest.fail(
+                    f"export exited ({self.proc.returncode}) before {marker.name}:\n"
+                    + self.log.read_text()[-3000:]
+                )
+            if time.monotonic() > deadline:
+                self.kill()
+                pytest.fail(
+                    f"no {marker.name} within {timeout_s} s:\n" + self.log.read_text()[-3000:]
+                )
+            time.sleep(0.2)  # polling a file with a deadline, not synchronising on time
+
+    def finish(self, timeout_s: float = 180) -> None:
+        try:
+            code = self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            pytest.fail("export did not finish:\n" + self.log.read_text()[-3000:])
+        assert code == 0, self.log.read_text()[-3000:]
+
+    def kill(self) -> None:
+        """SIGKILL the job's process group, then any process that inherited its tag."""
+        import psutil
+
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+        for p in psutil.process_iter():
+            try:
+                if p.environ().get("BLOCKGZ_TEST_RUN") == self.tag:
+                    p.kill()
+            except (psutil.Error, OSError):
+                continue
+
+
+@pytest.fixture
+def crash_setup(kafka, moto_s3, bucket, tmp_path, request):
+    topic = "crash_" + re.sub(r"[^A-Za-z0-9_]", "_", request.node.name)[-45:]
+    kafka.create_topic(topic, partitions=PARTITIONS)
+    produce_numbered(kafka.bootstrap_servers, topic, PARTITIONS, PER_PARTITION)
+    return topic
+
+
+def check_exactly_once(moto_s3, bucket, config_path: Path) -> None:
+    from sink.export.config import load_config_file
+
+    options = load_config_file(config_path)
+    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    exported = read_exported(store, prefix)
+    exported.assert_exactly_once(PARTITIONS, PER_PARTITION)
+    sink_config = SinkConfig.from_options({"s3.bucket.name": bucket, "name": options["name"]})
+    listed = manifest_keys_of(store, prefix, sink_config)
+    assert set(exported.objects) | exported.indexes == listed, "objects outside the manifests"
+
+
+def orphans(moto_s3, bucket) -> set[str]:
+    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    exported = read_exported(store, prefix)
+    listed = manifest_keys_of(
+        store, prefix, SinkConfig.from_options({"s3.bucket.name": bucket, "name": "crash-test"})
+    )
+    return set(exported.objects) - listed
+
+
+@pytest.mark.parametrize("tasks_read_kafka", ["false", "true"], ids=["rows", "tasks-read-kafka"])
+def test_sigkill_mid_batch_then_restart_from_checkpoint(
+    crash_setup, kafka, moto_s3, bucket, tmp_path, tasks_read_kafka
+):
+    marker = tmp_path / "paused"
+    plan = {"blockgz.tasks.read.kafka": tasks_read_kafka}
+    config = write_config(
+        tmp_path / "job.properties",
+        kafka,
+        moto_s3,
+        bucket,
+        crash_setup,
+        **plan,
+        **fault_options(f"pause-after-files:1:1:{marker}"),
+    )
+    run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log")
+    run.wait_for(marker)
+    run.kill()
+    assert orphans(moto_s3, bucket), "the crash should leave batch 1's first object uncommitted"
+    clean = write_config(tmp_path / "job2.properties", kafka, moto_s3, bucket, crash_setup, **plan)
+    ExportProcess(clean, tmp_path / "ckpt", tmp_path / "export.log").finish()
+    check_exactly_once(moto_s3, bucket, clean)
+
+
+def test_sigkill_inside_commit_then_restart_from_checkpoint(
+    crash_setup, kafka, moto_s3, bucket, tmp_path
+):
+    marker = tmp_path / "paused"
+    config = write_config(
+        tmp_path / "job.properties",
+        kafka,
+        moto_s3,
+        bucket,
+        crash_setup,
+        **fault_options(f"pause-in-commit:1:{marker}"),
+    )
+    run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log")
+    run.wait_for(marker)
+    run.kill()
+    assert not (tmp_path / "ckpt" / "commits" / "1").exists(), "Spark must not have committed"
+    clean = write_config(tmp_path / "job2.properties", kafka, moto_s3, bucket, crash_setup)
+    ExportProcess(clean, tmp_path / "ckpt", tmp_path / "export.log").finish()
+    check_exactly_once(moto_s3, bucket, clean)
+
+
+def test_lost_checkpoint_resumes_from_s3_manifests(crash_setup, kafka, moto_s3, bucket, tmp_path):
+    marker = tmp_path / "paused"
+    config = write_config(
+        tmp_path / "job.properties",
+        kafka,
+        moto_s3,
+        bucket,
+        crash_setup,
+        **fault_options(f"pause-after-files:2:1:{marker}"),
+    )
+    run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log")
+    run.wait_for(marker)
+    run.kill()
+    # Batch 1 starts at offset 20 in each partition; with flush.size=7 its second file starts
+    # at 27, which the resumed run (flush.size=5: 20, 25, 30, ...) never writes.
+    assert any("+0000000027." in key for key in orphans(moto_s3, bucket))
+    shutil.rmtree(tmp_path / "ckpt")
+    # A different flush.size too, so the new run's keys cannot simply overwrite the orphans.
+    resumed = write_config(
+        tmp_path / "job2.properties",
+        kafka,
+        moto_s3,
+        bucket,
+        crash_setup,
+        **{"startingOffsets": "s3", "flush.size": "5"},
+    )
+    ExportProcess(resumed, tmp_path / "ckpt2", tmp_path / "export.log").finish()
+    check_exactly_once(moto_s3, bucket, resumed)
+
+
+def test_sigterm_stops_a_running_export_cleanly(crash_setup, kafka, moto_s3, bucket, tmp_path):
+    config = write_config(
+        tmp_path / "job.properties",
+        kafka,
+        moto_s3,
+        bucket,
+        crash_setup,
+        **{"blockgz.trigger.interval": "1 second"},
+    )
+    run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log", once=False)
+    sink_config = SinkConfig.from_options({"s3.bucket.name": bucket, "name": "crash-test"})
+    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    deadline = time.monotonic() + 120
+    while not manifest_keys_of(store, prefix, sink_config):  # the first batch committed
+        assert run.proc.poll() is None, run.log.read_text()[-3000:]
+        assert time.monotonic() < deadline, "no batch committed in 120 s"
+        time.sleep(0.2)
+    run.proc.send_signal(signal.SIGTERM)
+    try:
+        code = run.proc.wait(60)
+    finally:
+        run.kill()
+    log = run.log.read_text()
+    assert code == 0, log[-3000:]
+    assert "stopped:" in log and "Traceback" not in log

@@ -1,0 +1,485 @@
+"""The Python Kafka source's logic without a broker or Spark: options, offsets, limits, reads."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pyspark")
+pa = pytest.importorskip("pyarrow")
+confluent_kafka = pytest.importorskip("confluent_kafka")
+
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows  # noqa: E402
+
+from blockgz.errors import ConfigError, DataLossError, SourceError  # noqa: E402
+from sink.kafka import offsets as koff  # noqa: E402
+from sink.kafka import options as kopt  # noqa: E402
+from sink.kafka import ranges as kranges  # noqa: E402
+from sink.kafka import source as ks  # noqa: E402
+from sink.records import kafka_arrow_schema  # noqa: E402
+
+BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
+
+
+def config(**options: str) -> kopt.SourceConfig:
+    return kopt.parse_options({**BASE, **options})
+
+
+# -- options ----------------------------------------------------------------------------------
+
+
+def test_options_are_case_insensitive_and_typed():
+    cfg = kopt.parse_options(
+        {
+            "KAFKA.BOOTSTRAP.SERVERS": "b1:9092,b2:9092",
+            "Subscribe": " a ,b,",
+            "startingoffsets": "EARLIEST",
+            "maxOffsetsPerTrigger": "500",
+            "failOnDataLoss": "False",
+            "includeHeaders": "TRUE",
+            "kafka.security.protocol": "SSL",
+        }
+    )
+    assert cfg.bootstrap_servers == "b1:9092,b2:9092"
+    assert (cfg.strategy, cfg.topics, cfg.starting) == ("subscribe", ("a", "b"), "earliest")
+    assert (cfg.max_offsets_per_trigger, cfg.fail_on_data_loss, cfg.include_headers) == (
+        500,
+        False,
+        True,
+    )
+    assert cfg.kafka == {"security.protocol": "SSL"}
+
+
+def test_defaults_follow_spark():
+    cfg = config(subscribe="t")
+    assert cfg.starting == "latest"
+    assert cfg.max_offsets_per_trigger is None
+    assert cfg.fail_on_data_loss is True
+    assert cfg.include_headers is False
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({}, ["subscribe, subscribePattern, assign", "none"]),
+        ({"subscribe": "a", "assign": '{"a":[0]}'}, ["exactly one of", "subscribe, assign"]),
+        ({"subscribe": " , "}, ["subscribe must list at least one topic"]),
+        ({"subscribePattern": "("}, ["subscribePattern is not a valid regex"]),
+        ({"assign": "[0]"}, ["assign must be JSON like", '{"topicA": [0, 1]']),
+        ({"assign": '{"a": [-1]}'}, ["assign must be JSON like", "'a'"]),
+        ({"subscribe": "a", "startingOffsets": "newest"}, ["earliest, latest, s3", "JSON", "-2"]),
+        ({"subscribe": "a", "startingOffsets": '{"a": {"0": -3}}'}, ["startingOffsets", "-3"]),
+        ({"subscribe": "a", "startingOffsets": '{"a": {"x": 1}}'}, ["startingOffsets", "'x'"]),
+        ({"subscribe": "a", "maxOffsetsPerTrigger": "0"}, ["maxOffsetsPerTrigger", "1 or more"]),
+        ({"subscribe": "a", "maxOffsetsPerTrigger": "1e5"}, ["maxOffsetsPerTrigger", "'1e5'"]),
+        ({"subscribe": "a", "failOnDataLoss": "yes"}, ["failOnDataLoss", "true, false"]),
+        ({"subscribe": "a", "includeHeaders": "1"}, ["includeHeaders", "true, false"]),
+        ({"subscribe": "a", "kafka.auto.offset.reset": "earliest"}, ["startingOffsets"]),
+        ({"subscribe": "a", "kafka.enable.auto.commit": "true"}, ["kafka.enable.auto.commit"]),
+        ({"subscribe": "a", "startingTimestamp": "1"}, ["startingTimestamp", "not supported"]),
+    ],
+)
+def test_bad_options_name_the_option_and_the_allowed_values(options, words):
+    with pytest.raises(ConfigError) as caught:
+        kopt.parse_options({**BASE, **options})
+    for word in words:
+        assert word in str(caught.value)
+
+
+def test_bootstrap_servers_are_required():
+    with pytest.raises(ConfigError, match=r"kafka\.bootstrap\.servers is required"):
+        kopt.parse_options({"subscribe": "t"})
+
+
+def test_ignored_spark_options_warn(caplog):
+    config(subscribe="t", minPartitions="8")
+    assert "minPartitions is ignored" in caplog.text
+
+
+def test_consumer_config_never_commits_and_passes_kafka_settings_through():
+    cfg = config(
+        subscribe="t", **{"kafka.isolation.level": "read_committed", "kafka.client.id": "me"}
+    )
+    conf = cfg.consumer_config()
+    assert conf["bootstrap.servers"] == "127.0.0.1:9092"
+    assert conf["enable.auto.commit"] is False
+    assert conf["enable.partition.eof"] is True
+    assert conf["isolation.level"] == "read_committed"
+    assert conf["client.id"] == "me"
+    assert conf["group.id"].startswith("blockgz-kafka-source-")
+    assert config(subscribe="t").consumer_config()["isolation.level"] == "read_uncommitted"
+    assert config(subscribe="t", **{"kafka.group.id": "g"}).consumer_config()["group.id"] == "g"
+
+
+def test_long_ranges_do_not_wait_out_librdkafkas_fetch_backoff():
+    """The 1 s default would stall every task reading more than queued.min.messages."""
+    assert config(subscribe="t").consumer_config()["fetch.queue.backoff.ms"] == 10
+    mine = config(subscribe="t", **{"kafka.fetch.queue.backoff.ms": "500"})
+    assert mine.consumer_config()["fetch.queue.backoff.ms"] == "500"
+
+
+def test_data_source_schema_and_name():
+    source = ks.KafkaDataSource({**BASE, "subscribe": "t", "includeHeaders": "true"})
+    assert ks.KafkaDataSource.name() == "blockgz-kafka"
+    assert source.schema().endswith("headers ARRAY<STRUCT<key: STRING, value: BINARY>>")
+    with pytest.raises(ConfigError):
+        ks.KafkaDataSource(BASE)
+
+
+# -- offsets ----------------------------------------------------------------------------------
+
+
+def test_offset_json_is_canonical_whatever_the_insertion_order():
+    a = {("t", 10): 1, ("t", 2): 2, ("b", 0): 3}
+    b = dict(reversed(list(a.items())))
+    assert json.dumps(koff.offsets_to_json(a)) == json.dumps(koff.offsets_to_json(b))
+    assert json.dumps(koff.offsets_to_json(a)) == '{"b": {"0": 3}, "t": {"2": 2, "10": 1}}'
+    round_trip = json.loads(json.dumps(koff.offsets_to_json(a)))
+    assert koff.offsets_from_json(round_trip) == a
+
+
+def test_offsets_from_bad_json_is_a_source_error():
+    with pytest.raises(SourceError):
+        koff.offsets_from_json({"t": 5})
+
+
+PARTS = [("t", 0), ("t", 1), ("u", 0)]
+EARLIEST = {("t", 0): 2, ("t", 1): 0, ("u", 0): 5}
+LATEST = {("t", 0): 10, ("t", 1): 7, ("u", 0): 9}
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("earliest", EARLIEST),
+        ("latest", LATEST),
+        ({("t", 0): 4, ("t", 1): -1, ("u", 0): -2}, {("t", 0): 4, ("t", 1): 7, ("u", 0): 5}),
+        ({("t", 1): 3}, {("t", 0): 2, ("t", 1): 3, ("u", 0): 5}),  # left out: earliest
+    ],
+)
+def test_resolve_start(spec, expected):
+    assert koff.resolve_start(spec, PARTS, EARLIEST, LATEST) == expected
+
+
+def test_resolve_start_for_assign_needs_every_partition():
+    with pytest.raises(ConfigError, match=r"every assigned partition.*missing: t-0, u-0"):
+        koff.resolve_start({("t", 1): 3}, PARTS, EARLIEST, LATEST, every_partition=True)
+
+
+def test_resolve_start_rejects_unknown_partitions():
+    with pytest.raises(ConfigError, match="not subscribed or do not exist: t-7"):
+        koff.resolve_start({("t", 7): 3}, PARTS, EARLIEST, LATEST)
+
+
+# -- limits -----------------------------------------------------------------------------------
+
+
+def test_split_limit_is_proportional_exact_and_deterministic():
+    lags = {("t", 0): 700, ("t", 1): 200, ("t", 2): 100}
+    assert koff.split_limit(lags, 100) == {("t", 0): 70, ("t", 1): 20, ("t", 2): 10}
+    assert koff.split_limit(lags, 1000) == lags
+    assert koff.split_limit(lags, 5000) == lags
+    odd = koff.split_limit({("a", 0): 1, ("a", 1): 1, ("a", 2): 1, ("a", 3): 10}, 6)
+    assert sum(odd.values()) == 6 and odd[("a", 3)] == 3
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 7, 10, 99, 1000, 1010, 1011])
+def test_split_limit_never_exceeds_the_limit_or_a_lag(limit):
+    lags = {("t", p): lag for p, lag in enumerate([1000, 1, 5, 0, 3, 2])}
+    shares = koff.split_limit(lags, limit)
+    assert sum(shares.values()) == min(limit, sum(lags.values()))
+    assert all(0 < shares[tp] <= lags[tp] for tp in shares)
+    if limit >= 5:  # every lagging partition moves: none starves
+        assert set(shares) == {tp for tp, lag in lags.items() if lag}
+
+
+def test_split_limit_below_the_partition_count_picks_the_most_lagging():
+    lags = {("t", 0): 3, ("t", 1): 9, ("t", 2): 9}
+    assert koff.split_limit(lags, 2) == {("t", 1): 1, ("t", 2): 1}
+
+
+def test_plan_end_honours_the_limit_and_target():
+    start = {("t", 0): 0, ("t", 1): 50}
+    latest = {("t", 0): 100, ("t", 1): 150}
+    assert koff.plan_end(start, latest, {}) == latest
+    assert koff.plan_end(start, latest, {}, max_rows=20) == {("t", 0): 10, ("t", 1): 60}
+    target = {("t", 0): 30, ("t", 1): 150}
+    assert koff.plan_end(start, latest, {}, target=target) == {("t", 0): 30, ("t", 1): 150}
+    assert koff.plan_end(latest, latest, {}) == latest  # no data: start unchanged
+
+
+def test_plan_end_adds_new_partitions_at_earliest_without_reading_them():
+    start = {("t", 0): 5}
+    latest = {("t", 0): 5, ("t", 1): 40}
+    assert koff.plan_end(start, latest, {("t", 1): 0}) == {("t", 0): 5, ("t", 1): 0}
+    # Trigger.AvailableNow: partitions unknown at the target's time stay out.
+    assert koff.plan_end(start, latest, {("t", 1): 0}, target={("t", 0): 5}) == {("t", 0): 5}
+
+
+@pytest.mark.parametrize(
+    ("start", "latest", "earliest_new", "message"),
+    [
+        ({("t", 0): 5, ("t", 1): 5}, {("t", 0): 5}, {}, "t-1 no longer exists"),
+        ({("t", 0): 5}, {("t", 0): 5, ("t", 1): 9}, {("t", 1): 3}, "starts at offset 3"),
+        ({("t", 0): 50}, {("t", 0): 5}, {}, "went back from 50 to 5"),
+    ],
+)
+def test_plan_end_reports_data_loss(start, latest, earliest_new, message, caplog):
+    with pytest.raises(DataLossError, match=message):
+        koff.plan_end(start, latest, earliest_new)
+    end = koff.plan_end(start, latest, earliest_new, fail_on_data_loss=False)
+    assert message in caplog.text
+    assert set(end) == set(latest)
+
+
+def test_check_range_start():
+    assert koff.check_range_start(("t", 0), 10, 20, 3, True) == 10
+    with pytest.raises(DataLossError, match=r"offsets \[10, 15\) of t-0 are no longer in Kafka"):
+        koff.check_range_start(("t", 0), 10, 20, 15, True)
+    assert koff.check_range_start(("t", 0), 10, 20, 30, False) == 20
+
+
+# -- the reader, against a fake consumer ------------------------------------------------------
+
+
+@dataclass
+class FakeMessage:
+    _offset: int
+    _value: bytes | None = b"v"
+    _key: bytes | None = None
+    _headers: list[tuple[str, bytes | None]] | None = None
+    _timestamp: tuple[int, int] = (1, 1_700_000_000_123)
+    _error: Any = None
+
+    def offset(self) -> int:
+        return self._offset
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def headers(self) -> list[tuple[str, bytes | None]] | None:
+        return self._headers
+
+    def timestamp(self) -> tuple[int, int]:
+        return self._timestamp
+
+    def error(self) -> Any:
+        return self._error
+
+
+def eof(offset: int) -> FakeMessage:
+    error = confluent_kafka.KafkaError(confluent_kafka.KafkaError._PARTITION_EOF)
+    return FakeMessage(offset, _error=error)
+
+
+@dataclass
+class FakeConsumer:
+    """Just enough of confluent_kafka.Consumer: one partition per topic name given."""
+
+    earliest: dict[tuple[str, int], int]
+    latest: dict[tuple[str, int], int]
+    log: list[FakeMessage] = field(default_factory=list)  # what the broker returns, in order
+    assigned: list[Any] = field(default_factory=list)
+    asked: list[int] = field(default_factory=list)
+    closed: bool = False
+
+    def list_topics(self, timeout: float) -> Any:
+        topics: dict[str, Any] = {}
+        for topic, partition in self.latest:
+            meta = topics.setdefault(topic, SimpleNamespace(error=None, partitions={}))
+            meta.partitions[partition] = None
+        return SimpleNamespace(topics=topics)
+
+    def offsets_for_times(self, tps: list[Any], timeout: float) -> list[Any]:
+        source = {-2: self.earliest, -1: self.latest}
+        return [
+            confluent_kafka.TopicPartition(
+                tp.topic, tp.partition, source[tp.offset][tp.topic, tp.partition]
+            )
+            for tp in tps
+        ]
+
+    def get_watermark_offsets(self, tp: Any, timeout: float, cached: bool) -> tuple[int, int]:
+        key = (tp.topic, tp.partition)
+        return self.earliest[key], self.latest[key]
+
+    def assign(self, tps: list[Any]) -> None:
+        self.assigned.append(tps)
+
+    def consume(self, num_messages: int, timeout: float) -> list[FakeMessage]:
+        self.asked.append(num_messages)
+        batch, self.log = self.log[:num_messages], self.log[num_messages:]
+        return batch
+
+    def position(self, tps: list[Any]) -> list[Any]:
+        return [confluent_kafka.TopicPartition(tps[0].topic, tps[0].partition, -1001)]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    consumer = FakeConsumer(
+        earliest={("t", 0): 0, ("t", 1): 0}, latest={("t", 0): 100, ("t", 1): 20}
+    )
+    monkeypatch.setattr(ks, "new_consumer", lambda config: consumer)
+    monkeypatch.setattr(kranges, "new_consumer", lambda config: consumer)
+    return consumer
+
+
+def reader(**options: str) -> ks.KafkaStreamReader:
+    source = ks.KafkaDataSource({**BASE, "subscribe": "t", **options})
+    return source.streamReader(None)
+
+
+def test_reader_plans_batches_with_stable_offset_json(fake):
+    r = reader(startingOffsets="earliest", maxOffsetsPerTrigger="60")
+    start = json.loads(json.dumps(r.initialOffset()))
+    assert start == {"t": {"0": 0, "1": 0}}
+    assert r.getDefaultReadLimit() == ReadMaxRows(60)
+    first = r.latestOffset(start, r.getDefaultReadLimit())
+    assert first == {"t": {"0": 50, "1": 10}}
+    everything = r.latestOffset(first, ReadAllAvailable())
+    assert everything == {"t": {"0": 100, "1": 20}}
+    again = r.latestOffset(everything, ReadMaxRows(60))
+    assert json.dumps(again) == json.dumps(everything)  # no data: start, byte for byte
+    assert r.partitions(everything, everything) == []
+    parts = r.partitions(start, first)
+    assert [(p.topic, p.partition, p.start, p.end) for p in parts] == [
+        ("t", 0, 0, 50),
+        ("t", 1, 0, 10),
+    ]
+    assert pickle.loads(pickle.dumps(parts[0])) == parts[0]
+
+
+def test_trigger_available_now_freezes_the_target(fake):
+    r = reader(startingOffsets="earliest")
+    start = r.initialOffset()
+    r.prepareForTriggerAvailableNow()
+    fake.latest[("t", 0)] = 500  # arrives after the target was taken
+    end = r.latestOffset(start, ReadAllAvailable())
+    assert end == {"t": {"0": 100, "1": 20}}
+    assert r.latestOffset(end, ReadAllAvailable()) == end
+
+
+def test_reader_pickles_without_its_consumer(fake):
+    r = reader()
+    r.initialOffset()
+    assert r._consumer is fake
+    copy = pickle.loads(pickle.dumps(r))
+    assert copy._consumer is None and copy.config == r.config
+    r.stop()
+    assert fake.closed
+
+
+def test_assign_needs_existing_partitions(fake):
+    r = ks.KafkaDataSource({**BASE, "assign": '{"t": [0, 5]}'}).streamReader(None)
+    with pytest.raises(SourceError, match="assigned partitions do not exist: t-5"):
+        r.initialOffset()
+
+
+def read_all(r: ks.KafkaStreamReader, partition: ks.KafkaInputPartition) -> Any:
+    batches = list(r.read(partition))
+    return pa.Table.from_batches(batches, schema=kafka_arrow_schema(r.config.include_headers))
+
+
+def test_read_skips_offsets_below_start_and_stops_at_end(fake):
+    fake.log = [FakeMessage(n, b"%d" % n) for n in range(0, 30)]  # a whole batch from 0
+    r = reader()
+    table = read_all(r, ks.KafkaInputPartition("t", 0, 5, 25))
+    assert table.column("offset").to_pylist() == list(range(5, 25))
+    assert table.column("value").to_pylist()[0] == b"5"
+    assert all(n <= 25 - 5 for n in fake.asked)  # never asks for more than the range
+    assert fake.closed
+
+
+def test_read_builds_exactly_sparks_arrow_schema(fake):
+    fake.log = [
+        FakeMessage(0, b"a", b"k", [("h", b"x"), ("n", None)], (1, 1_700_000_000_123)),
+        FakeMessage(1, None, None, None, (2, 5)),
+    ]
+    r = reader(includeHeaders="true")
+    batches = list(r.read(ks.KafkaInputPartition("t", 0, 0, 2)))
+    assert batches[0].schema.equals(kafka_arrow_schema(True))
+    rows = batches[0].to_pylist()
+    assert rows[0]["timestamp"].isoformat() == "2023-11-14T22:13:20.123000+00:00"
+    assert [row["timestampType"] for row in rows] == [0, 1]
+    assert rows[0]["headers"] == [{"key": "h", "value": b"x"}, {"key": "n", "value": None}]
+    assert rows[1]["headers"] is None and rows[1]["value"] is None
+    assert rows[0]["topic"] == "t" and rows[0]["partition"] == 0
+
+
+def test_read_splits_into_batches_of_10k_rows(fake):
+    fake.latest[("t", 0)] = 25_000
+    fake.log = [FakeMessage(n) for n in range(25_000)]
+    sizes = [b.num_rows for b in reader().read(ks.KafkaInputPartition("t", 0, 0, 25_000))]
+    assert sizes == [10_000, 10_000, 5_000]
+
+
+def test_read_stops_at_a_gap_at_the_end(fake):
+    fake.log = [FakeMessage(0), FakeMessage(2), eof(100)]  # offsets 1 and 3..9 compacted away
+    table = read_all(reader(), ks.KafkaInputPartition("t", 0, 0, 10))
+    assert table.column("offset").to_pylist() == [0, 2]
+
+
+def test_read_reports_a_partition_shorter_than_planned(fake):
+    fake.log = [FakeMessage(0), eof(1)]
+    with pytest.raises(DataLossError, match="t-0 ends at offset 1"):
+        read_all(reader(), ks.KafkaInputPartition("t", 0, 0, 10))
+    fake.log = [FakeMessage(0), eof(1)]
+    assert (
+        read_all(reader(failOnDataLoss="false"), ks.KafkaInputPartition("t", 0, 0, 10)).num_rows
+        == 1
+    )
+
+
+def test_read_reports_deleted_offsets(fake):
+    fake.earliest[("t", 0)] = 8
+    with pytest.raises(DataLossError, match=r"offsets \[0, 8\) of t-0"):
+        read_all(reader(), ks.KafkaInputPartition("t", 0, 0, 10))
+    fake.log = [FakeMessage(8), FakeMessage(9)]
+    table = read_all(reader(failOnDataLoss="false"), ks.KafkaInputPartition("t", 0, 0, 10))
+    assert table.column("offset").to_pylist() == [8, 9]
+    assert fake.assigned[-1][0].offset == 8
+
+
+def test_read_gives_up_after_the_poll_timeout(fake):
+    r = reader(**{"kafkaConsumer.pollTimeoutMs": "300"})
+    with pytest.raises(SourceError, match="no record of t-0 at offset 0 arrived in 300 ms"):
+        read_all(r, ks.KafkaInputPartition("t", 0, 0, 10))
+
+
+def test_starting_offsets_s3_reads_the_sink_manifests(tmp_path):
+    from blockgz.layout import Layout
+    from blockgz.manifests import ManifestLog
+    from blockgz.store import LocalStore
+    from sink.kafka.offsets import manifest_start
+    from sink.kafka.options import parse_options
+
+    log = ManifestLog(LocalStore(tmp_path), "", Layout(), "job")
+    log.write(0, files=[], offsets={"t": {0: 7}})
+    log.write(1, files=[], offsets={"t": {0: 12}})
+    sink = {"path": str(tmp_path), "name": "job"}
+    source = parse_options(
+        {"kafka.bootstrap.servers": "x:1", "subscribe": "t", "startingOffsets": "s3", **sink}
+    )
+    assert source.starting == "s3"
+    start = manifest_start(source.manifest_options, [("t", 0), ("t", 1)])
+    assert start == {("t", 0): 12, ("t", 1): -2}
+
+
+def test_starting_offsets_s3_needs_a_sink_target():
+    from blockgz.errors import ConfigError
+    from sink.kafka.options import parse_options
+
+    with pytest.raises(ConfigError, match=r"s3\.bucket\.name is required"):
+        parse_options({"kafka.bootstrap.servers": "x:1", "subscribe": "t", "startingOffsets": "s3"})

@@ -1,0 +1,287 @@
+"""Object keys (``blockgz.layout``): what :class:`Layout` builds, it parses back.
+
+Properties over Kafka-legal topics, partitions, offsets and every layout setting (padding,
+directory and file delimiters, ``topics.dir``, prefix, encoded partition, extension), plus the
+index sidecars, the batch manifests and the configuration errors.
+"""
+
+from __future__ import annotations
+
+import string
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from blockgz.errors import ConfigError
+from blockgz.layout import Layout, data_key_for, is_sidecar, sidecar_key
+from blockgz.options import Options
+
+EXTENSIONS = (".json", ".json.gz", ".bin", ".bin.gz", ".avro")
+
+# Kafka topic names: [a-zA-Z0-9._-]{1,249}, except "." and "..".
+topics = st.text(string.ascii_letters + string.digits + "._-", min_size=1, max_size=249).filter(
+    lambda t: t not in (".", "..")
+)
+partitions = st.integers(0, 2**31 - 1)
+offsets = st.integers(0, 2**63 - 1)
+extensions = st.sampled_from(EXTENSIONS)
+# Directory delimiters hold none of the characters of a topic name or an extension ("._-"): the
+# parser splits a key at its last directory delimiter, so Layout refuses those (tested below).
+directory_delims = st.one_of(
+    st.sampled_from(["/", "|", "!", "::", "#", "//", "\\"]),
+    st.text("/|!:#~;,@=^*&$<>\\", min_size=1, max_size=3),
+)
+# File delimiters: no digits; letters and the characters of topic names are fine (the parser is
+# greedy: partition and start offset are the last two numbers of the name).
+file_delims = st.one_of(
+    st.sampled_from(["+", "-", "_", "~", "x", ".", "--", "+x"]),
+    st.text(string.ascii_letters + "+-_~.:,=@!|/", min_size=1, max_size=3),
+)
+prefixes = st.sampled_from(["", "p/", "exports/2026/", "tenant-1_"])
+segments = st.sampled_from(["topics", "a", "b", "archive", "x-y.z"])
+partition_segments = st.sampled_from(
+    ["partition=3", "year=2026", "month=11", "f=a%2Fb", "g=", "v=1+2+3.json"]
+)
+pad_widths = st.integers(0, 30)
+
+
+@st.composite
+def layouts(draw) -> Layout:
+    delim = draw(directory_delims)
+    file_delim = draw(file_delims.filter(lambda d: delim not in d))
+    topics_dir = delim.join(draw(st.lists(segments, max_size=3)))  # "" included
+    return Layout(topics_dir, delim, file_delim, draw(pad_widths))
+
+
+@st.composite
+def data_keys(draw) -> tuple[Layout, dict]:
+    """A layout and the arguments of one ``data_key`` call."""
+    layout = draw(layouts())
+    topic = draw(topics)
+    encoded = layout.directory_delim.join(
+        draw(st.lists(partition_segments, min_size=1, max_size=3))
+    )
+    args = {
+        "prefix": draw(prefixes),
+        "partitioned_path": f"{topic}{layout.directory_delim}{encoded}",
+        "topic": topic,
+        "partition": draw(partitions),
+        "start_offset": draw(offsets),
+        "extension": draw(extensions),
+    }
+    return layout, args
+
+
+# -- data keys ----------------------------------------------------------------------------------
+@given(data_keys(), st.integers(-1, 2**40), st.booleans())
+def test_data_key_round_trips(case, size, ext_known):
+    layout, args = case
+    key = layout.data_key(**args)
+    ext = args["extension"]
+    ref = layout.parse_data_key(key, size=size, extension=ext if ext_known else None)
+    assert ref is not None, key
+    assert (ref.key, ref.topic, ref.partition, ref.start_offset) == (
+        key,
+        args["topic"],
+        args["partition"],
+        args["start_offset"],
+    )
+    assert ref.extension == ext[1:]
+    assert ref.compressed == ext.endswith(".gz")
+    assert (ref.size, ref.has_index) == (size, False)
+    name = layout.file_name(args["topic"], args["partition"], args["start_offset"], ext)
+    assert key.endswith(layout.directory_delim + name)
+    assert ref.directory == key[: -len(layout.directory_delim + name)]
+    assert ref.directory == layout.topics_root(args["prefix"]) + args["partitioned_path"]
+
+
+@given(data_keys())
+def test_data_key_sits_under_its_prefixes(case):
+    layout, args = case
+    key = layout.data_key(**args)
+    prefix, topic = args["prefix"], args["topic"]
+    assert key.startswith(layout.topic_prefix(prefix, topic))
+    assert layout.topic_prefix(prefix, topic).startswith(layout.topics_root(prefix))
+    assert layout.topic_prefix(prefix) == layout.topics_root(prefix)
+    default_path = f"{topic}{layout.directory_delim}partition={args['partition']}"
+    default_key = layout.data_key(**{**args, "partitioned_path": default_path})
+    assert default_key.startswith(layout.partition_prefix(prefix, topic, args["partition"]))
+
+
+@given(data_keys())
+def test_start_offset_is_zero_padded(case):
+    layout, args = case
+    key = layout.data_key(**args)
+    digits = str(args["start_offset"]).zfill(layout.offset_pad_width)
+    assert key.endswith(f"{layout.file_delim}{digits}{args['extension']}")
+
+
+@given(data_keys(), extensions)
+def test_another_extension_does_not_parse(case, other):
+    layout, args = case
+    if other != args["extension"]:
+        assert layout.parse_data_key(layout.data_key(**args), extension=other) is None
+
+
+@pytest.mark.parametrize(
+    ("topic", "file_delim"),
+    [
+        ("my-topic", "-"),
+        ("my_topic", "_"),
+        ("v1.2", "."),
+        ("a-1-2", "-"),
+        ("axb", "x"),
+        ("a--", "--"),
+    ],
+)
+def test_topic_holding_the_file_delimiter_round_trips(topic, file_delim):
+    layout = Layout(file_delim=file_delim)
+    key = layout.data_key("", f"{topic}/partition=4", topic, 4, 5, ".json.gz")
+    ref = layout.parse_data_key(key)
+    assert ref is not None
+    assert (ref.topic, ref.partition, ref.start_offset, ref.extension) == (topic, 4, 5, "json.gz")
+
+
+def test_confluent_default_key():
+    key = Layout().data_key("", "orders/partition=3", "orders", 3, 1000, ".json.gz")
+    assert key == "topics/orders/partition=3/orders+3+0000001000.json.gz"
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "topics/orders/partition=3/orders+3.json",
+        "topics/orders/partition=3/orders+x+5.json",
+        "topics/orders/partition=3/+3+5.json",
+        "topics/orders/partition=3/orders+3+5",
+        "_blockgz/job/manifests/00000000000000000007.json",
+    ],
+)
+def test_other_keys_do_not_parse(key):
+    assert Layout().parse_data_key(key) is None
+
+
+# -- index sidecars -----------------------------------------------------------------------------
+@given(data_keys().filter(lambda case: case[1]["extension"].endswith(".gz")))
+def test_sidecar_round_trips(case):
+    layout, args = case
+    key = layout.data_key(**args)
+    sidecar = sidecar_key(key)
+    assert sidecar == key[: -len(".gz")] + ".index.json"
+    assert is_sidecar(sidecar)
+    assert not is_sidecar(key)
+    assert data_key_for(sidecar) == key
+    assert data_key_for(key) == key
+    assert layout.parse_data_key(sidecar) is None
+    assert layout.parse_data_key(sidecar, extension=args["extension"]) is None
+
+
+# -- manifests ----------------------------------------------------------------------------------
+epochs = st.text(string.ascii_letters + string.digits, min_size=1, max_size=24)
+job_names = st.text(string.ascii_letters + string.digits + "-_.", min_size=1, max_size=20)
+batch_ids = st.one_of(
+    st.integers(0, 10**19),
+    st.text("0123456789abcdef", min_size=1, max_size=32).map(lambda h: f"batch-{h}"),
+)
+
+
+@given(prefixes, job_names, batch_ids, st.one_of(st.just(""), epochs))
+def test_manifest_key_round_trips(prefix, job, batch, epoch):
+    layout = Layout()
+    key = layout.manifest_key(prefix, job, batch, epoch=epoch)
+    assert key.startswith(layout.manifest_prefix(prefix, job))
+    assert key.endswith(".json")
+    assert Layout.parse_manifest_key(key) == (epoch, batch)
+
+
+@given(st.lists(st.tuples(epochs, st.integers(0, 10**19)), min_size=2, max_size=8, unique=True))
+def test_manifest_keys_sort_by_epoch_then_batch(ids):
+    layout = Layout()
+    by_key = sorted(ids, key=lambda i: layout.manifest_key("", "j", i[1], epoch=i[0]))
+    assert by_key == sorted(ids)
+
+
+def test_manifest_key_pads_a_numeric_text_batch():
+    key = Layout(manifest_dir="m").manifest_key("p/", "job", "7")
+    assert key == "p/m/job/manifests/00000000000000000007.json"
+    assert Layout.parse_manifest_key(key) == ("", 7)
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "_blockgz/j/manifests/7.json",
+        "_blockgz/j/manifests/e1-0000000000000000007.json",
+        "_blockgz/j/manifests/batch-.json",
+        "_blockgz/j/manifests/batch-ABC.json",
+        "_blockgz/j/manifests/e-1-00000000000000000007.json",
+        "_blockgz/j/manifests/00000000000000000007.json.tmp",
+    ],
+)
+def test_other_manifest_names_do_not_parse(key):
+    assert Layout.parse_manifest_key(key) is None
+
+
+# -- settings -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("kwargs", "option"),
+    [
+        ({"directory_delim": ""}, "directory.delim"),
+        ({"directory_delim": "%"}, "directory.delim"),
+        ({"directory_delim": "/%"}, "directory.delim"),
+        ({"directory_delim": "a"}, "directory.delim"),
+        ({"directory_delim": "1"}, "directory.delim"),
+        ({"file_delim": ""}, "file.delim"),
+        ({"file_delim": "1"}, "file.delim"),
+        ({"file_delim": "+0+"}, "file.delim"),
+        ({"file_delim": "a/b"}, "file.delim"),
+        ({"directory_delim": "|", "file_delim": "+|"}, "file.delim"),
+        ({"directory_delim": "-"}, "directory.delim"),
+        ({"directory_delim": "_"}, "directory.delim"),
+        ({"directory_delim": "."}, "directory.delim"),
+        ({"directory_delim": "/."}, "directory.delim"),
+        ({"offset_pad_width": -1}, "filename.offset.zero.pad.width"),
+        ({"offset_pad_width": 31}, "filename.offset.zero.pad.width"),
+    ],
+)
+def test_invalid_layouts_name_the_option(kwargs, option):
+    with pytest.raises(ConfigError, match="allowed") as info:
+        Layout(**kwargs)
+    assert str(info.value).startswith(f"{option}: ")
+
+
+@given(layouts())
+def test_generated_layouts_are_valid_and_read_back_from_options(layout):
+    options = Options(
+        {
+            "topics.dir": f" {layout.directory_delim}{layout.topics_dir} ",
+            "directory.delim": layout.directory_delim,
+            "file.delim": layout.file_delim,
+            "filename.offset.zero.pad.width": str(layout.offset_pad_width),
+        }
+    )
+    assert Layout.from_options(options) == layout
+
+
+def test_from_options_defaults_and_normalizes():
+    assert Layout.from_options(Options({})) == Layout()
+    layout = Layout.from_options(
+        Options({"topics.dir": "/archive/", "file.delim": "", "blockgz.manifest.dir": "/m/"})
+    )
+    assert layout == Layout(topics_dir="archive", manifest_dir="m")
+
+
+@pytest.mark.parametrize(
+    ("options", "option"),
+    [
+        ({"directory.delim": ""}, "directory.delim"),
+        ({"file.delim": "7"}, "file.delim"),
+        ({"filename.offset.zero.pad.width": "31"}, "filename.offset.zero.pad.width"),
+        ({"filename.offset.zero.pad.width": "ten"}, "filename.offset.zero.pad.width"),
+    ],
+)
+def test_from_options_errors_name_the_option(options, option):
+    with pytest.raises(ConfigError) as info:
+        Layout.from_options(Options(options))
+    assert str(info.value).startswith(f"{option}: ")

@@ -1,0 +1,86 @@
+"""The offset reader on a local directory archive (the same code path as S3, no server)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from blockgz.errors import ObjectNotFoundError, OffsetNotFoundError
+from blockgz.store import LocalStore
+from reader import open_archive
+from testkit.archives import build_partition
+
+
+@pytest.fixture(scope="module")
+def local_archive(tmp_path_factory):
+    root = tmp_path_factory.mktemp("archive")
+    expected = build_partition(LocalStore(root), gap_every=7)
+    return root, expected
+
+
+def test_seek_random_offsets_across_blocks_and_objects(local_archive):
+    root, expected = local_archive
+    offsets = sorted(expected)
+    rng = random.Random(3)
+    with open_archive(str(root)) as archive:
+        for offset in rng.sample(offsets, 60):
+            got = list(archive.seek("orders", 0, offset, count=25))
+            want = [o for o in offsets if o >= offset][:25]
+            assert [r.offset for r in got] == want
+            assert [r.value for r in got] == [expected[o] for o in want]
+
+
+def test_compacted_offset_starts_at_the_next_one(local_archive):
+    root, expected = local_archive
+    missing = next(o for o in range(max(expected)) if o not in expected)
+    with open_archive(str(root)) as archive:
+        assert next(archive.seek("orders", 0, missing)).offset == missing + 1
+
+
+def test_read_range_is_half_open(local_archive):
+    root, expected = local_archive
+    with open_archive(str(root)) as archive:
+        got = [r.offset for r in archive.read("orders", 0, 390, 420)]
+    assert got == [o for o in sorted(expected) if 390 <= o < 420]
+
+
+def test_read_everything_from_the_start(local_archive):
+    root, expected = local_archive
+    with open_archive(str(root)) as archive:
+        assert [r.value for r in archive.seek("orders", 0, 0)] == [
+            expected[o] for o in sorted(expected)
+        ]
+
+
+def test_clear_errors_for_missing_things(local_archive):
+    root, expected = local_archive
+    with open_archive(str(root)) as archive:
+        with pytest.raises(
+            OffsetNotFoundError, match=f"past the end: last archived offset is {max(expected)}"
+        ):
+            next(archive.seek("orders", 0, max(expected) + 1))
+        with pytest.raises(ObjectNotFoundError, match="no archived objects for orders/9"):
+            archive.seek("orders", 9, 0)
+
+
+def test_ls_shows_offset_ranges_and_counts(local_archive):
+    root, expected = local_archive
+    with open_archive(str(root)) as archive:
+        rows = archive.ls("orders")
+    assert len(rows) == 3 and all(r.indexed for r in rows)
+    assert sum(r.records for r in rows) == len(expected)
+    assert rows[0].first_offset == 0 and rows[-1].last_offset == max(expected)
+
+
+def test_object_without_index_is_an_error_unless_scanning(tmp_path):
+    store = LocalStore(tmp_path)
+    expected = build_partition(store, objects=1, records_per_object=50)
+    (tmp_path / "topics/orders/partition=0/orders+0+0000000000.json.index.json").unlink()
+    with (
+        open_archive(str(tmp_path)) as archive,
+        pytest.raises(ObjectNotFoundError, match="has no index sidecar"),
+    ):
+        next(archive.seek("orders", 0, 10))
+    with open_archive(str(tmp_path), {"scan.unindexed": "true"}) as archive:
+        assert next(archive.seek("orders", 0, 10)).value == expected[10]
