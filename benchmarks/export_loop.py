@@ -32,10 +32,10 @@ class _LoopObject:
     def __init__(self, store, prefix: str, topic: str, partition: int, start: int):
         from blockgz.format.codec import Compression
         from blockgz.format.writer import DEFAULT_BLOCK_SIZE
-        from blockgz.layout import Layout
+        from blockgz.layout import Layout, default_partition
         from blockgz.objects.upload import BlockGzipUpload
 
-        partitioned_path = f"{topic}/partition={partition}"  # the default partitioner's
+        partitioned_path = f"{topic}/{default_partition(partition)}"
         key = Layout().data_key(prefix, partitioned_path, topic, partition, start, ".json.gz")
         self.out = BlockGzipUpload(
             store,

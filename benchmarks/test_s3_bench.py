@@ -26,7 +26,7 @@ from benchmarks import report as rp
 from benchmarks import s3_support as s3b
 from benchmarks import support
 from blockgz.format.index import BlockIndex
-from blockgz.layout import Layout, sidecar_key
+from blockgz.layout import Layout, default_partition, sidecar_key
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.store import open_store
 from reader import open_archive
@@ -123,7 +123,9 @@ def seek_object(moto, report) -> SeekObject:
     store, prefix = open_store(
         f"s3://{BUCKET}/{PREFIX}", s3_options(moto.endpoint_url, **{"s3.part.size": "67108864"})
     )
-    key = LAYOUT.data_key(prefix, f"{TOPIC}/partition={PARTITION}", TOPIC, PARTITION, 0, ".json.gz")
+    key = LAYOUT.data_key(
+        prefix, f"{TOPIC}/{default_partition(PARTITION)}", TOPIC, PARTITION, 0, ".json.gz"
+    )
     started = time.perf_counter()
     try:
         with BlockGzipUpload(store, key, block_size=s3b.BLOCK_SIZE, threads=2) as out:

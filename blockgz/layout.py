@@ -64,6 +64,11 @@ def data_key_for(key: str) -> str:
 _NOT_IN_DIRECTORY_DELIM = "%._-"
 
 
+def default_partition(partition: int) -> str:
+    """The encoded partition of Confluent's DefaultPartitioner: ``partition=<kafka partition>``."""
+    return f"partition={partition}"
+
+
 def check_directory_delim(delim: str) -> str:
     """``directory.delim`` must be punctuation that no topic name or extension holds.
 
@@ -158,7 +163,8 @@ class Layout:
 
     def partition_prefix(self, prefix: str, topic: str, partition: int) -> str:
         """The key prefix of one partition's objects under the default partitioner."""
-        return f"{self.topic_prefix(prefix, topic)}partition={partition}{self.directory_delim}"
+        encoded = default_partition(partition)
+        return f"{self.topic_prefix(prefix, topic)}{encoded}{self.directory_delim}"
 
     def file_name(self, topic: str, partition: int, start_offset: int, extension: str) -> str:
         """``<topic>+<partition>+<start, zero-padded><extension>``; ``extension`` has its dot."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from blockgz.layout import Layout, default_partition
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.sample import events
 from blockgz.store import ObjectStore
@@ -27,9 +28,8 @@ def build_partition(
     values = iter(events(objects * records_per_object * 2))
     for _ in range(objects):
         start = offset
-        key = (
-            f"{prefix}topics/{topic}/partition={partition}/{topic}+{partition}+{start:010d}.json.gz"
-        )
+        path = f"{topic}/{default_partition(partition)}"
+        key = Layout().data_key(prefix, path, topic, partition, start, ".json.gz")
         with BlockGzipUpload(
             store, key, block_size=block_size, first_offset=start, threads=2
         ) as out:

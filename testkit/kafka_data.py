@@ -11,6 +11,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
+from blockgz.layout import is_sidecar
 from blockgz.store.base import ObjectStore
 from sink.write.config import SinkConfig
 
@@ -88,7 +89,7 @@ def read_exported(store: ObjectStore, prefix: str = "", topics_dir: str = "topic
     """Decode every data object under ``topics_dir``; index sidecars are collected apart."""
     out = Exported()
     for info in store.list(f"{prefix}{topics_dir}/"):
-        if info.key.endswith(".index.json"):
+        if is_sidecar(info.key):
             out.indexes.add(info.key)
             continue
         data = store.get(info.key)

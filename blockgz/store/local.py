@@ -57,6 +57,13 @@ class LocalStore(ObjectStore):
         finally:
             os.close(fd)
 
+    def get(self, key: str) -> bytes:
+        """The whole file in one read (sized by ``fstat``: no over-allocated buffer)."""
+        try:
+            return self.path(key).read_bytes()
+        except FileNotFoundError as exc:
+            raise ObjectNotFoundError(f"{self.url(key)}: no such object") from exc
+
     def iter_chunks(self, key: str, chunk_size: int = 1024 * 1024) -> Iterator[bytes]:
         try:
             f = open(self.path(key), "rb")  # noqa: SIM115 - closed by the with below

@@ -50,7 +50,7 @@ from datetime import tzinfo
 from typing import Any
 
 from blockgz.errors import ConfigError
-from blockgz.layout import check_directory_delim
+from blockgz.layout import check_directory_delim, default_partition
 from blockgz.options import Options, as_options
 from sink.partitioning.json_fields import field_path, json_kind, lookup_field, value_object
 from sink.partitioning.pathsafe import escape_path_value
@@ -159,7 +159,7 @@ class DefaultPartitioner(Partitioner):
         self.lowercase = lowercase  # nothing to lower-case, accepted for uniformity
 
     def encode_partition(self, record: KafkaRecord) -> str:
-        return f"partition={record.partition}"
+        return default_partition(record.partition)
 
 
 class FieldPartitioner(Partitioner):

@@ -33,6 +33,7 @@ from zoneinfo import ZoneInfo
 import numpy as np
 
 from blockgz.errors import OffsetOrderError, RecordFramingError
+from blockgz.layout import default_partition
 from blockgz.manifests import WrittenFile
 from blockgz.store.base import ObjectStore
 from sink.partitioning.partitioners import DefaultPartitioner
@@ -97,7 +98,7 @@ class TopicPartitionWriter:
             and not config.rotate_interval_ms
             and not config.rotate_schedule_interval_ms
         )
-        self._default_encoded = f"partition={partition}"
+        self._default_encoded = default_partition(partition)
 
     # -- naming -------------------------------------------------------------------------------
     def key_for(self, encoded: str, start_offset: int) -> str:
