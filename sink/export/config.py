@@ -25,34 +25,12 @@ from pathlib import Path
 
 from blockgz.errors import ConfigError
 from blockgz.options import Options
+from sink.export.settings_names import JOB_OPTIONS, SOURCE_OPTIONS, check_keys
 from sink.kafka.options import SourceConfig, parse_options
-from sink.write.config import SinkConfig, unknown_options
+from sink.write.config import SinkConfig
 
 log = logging.getLogger("blockgz.export")
 
-#: Options of Spark's Kafka source that may appear in the job's config file.
-SOURCE_OPTIONS = frozenset(
-    {
-        "startingOffsets",
-        "maxOffsetsPerTrigger",
-        "minOffsetsPerTrigger",
-        "failOnDataLoss",
-        "includeHeaders",
-        "minPartitions",
-        "assign",
-        "subscribe",
-        "subscribePattern",
-    }
-)
-JOB_OPTIONS = frozenset(
-    {
-        "blockgz.trigger.interval",
-        "blockgz.checkpoint.dir",
-        "blockgz.tasks.read.kafka",
-        "topics",
-        "topics.regex",
-    }
-)
 DEFAULT_TRIGGER = "5 seconds"
 
 
@@ -186,6 +164,7 @@ class ExportConfig:
     def from_mapping(cls, options: Mapping[str, str]) -> ExportConfig:
         """Split and validate; raises :class:`ConfigError` naming the key and allowed values."""
         opts = Options(options)
+        unknown = check_keys(opts)  # a likely typo is an error, before anything else
         source, sink, spark = split_options(opts)
         sink_config = SinkConfig.from_options(sink)
         resume = source.get("startingOffsets", "").lower() == "s3"
@@ -193,9 +172,8 @@ class ExportConfig:
         typed_source = parse_options(
             {**source, "startingOffsets": "earliest"} if resume else source
         )
-        unknown = unknown_options(sink)
         if unknown:
-            log.warning("ignoring settings no part of blockgz reads: %s", ", ".join(unknown))
+            log.warning("ignoring settings blockgz does not read: %s", ", ".join(unknown))
         return cls(
             name=sink_config.name,
             source_options=source,

@@ -314,19 +314,57 @@ def compile_pattern(pattern: str, locale: Any = "en", *, option: str = "path.for
 _FIXED = re.compile(r"([+-])(\d{2})(?::?(\d{2}))?")
 
 
+#: Java's ``ZoneId.SHORT_IDS``: the three-letter ids Confluent's docs and Java users write
+#: (``timezone=PST``), mapped as Java maps them (EST, MST and HST are fixed offsets there).
+JAVA_SHORT_IDS = {
+    "ACT": "Australia/Darwin",
+    "AET": "Australia/Sydney",
+    "AGT": "America/Argentina/Buenos_Aires",
+    "ART": "Africa/Cairo",
+    "AST": "America/Anchorage",
+    "BET": "America/Sao_Paulo",
+    "BST": "Asia/Dhaka",
+    "CAT": "Africa/Harare",
+    "CNT": "America/St_Johns",
+    "CST": "America/Chicago",
+    "CTT": "Asia/Shanghai",
+    "EAT": "Africa/Addis_Ababa",
+    "ECT": "Europe/Paris",
+    "EST": "-05:00",
+    "HST": "-10:00",
+    "IET": "America/Indiana/Indianapolis",
+    "IST": "Asia/Kolkata",
+    "JST": "Asia/Tokyo",
+    "MIT": "Pacific/Apia",
+    "MST": "-07:00",
+    "NET": "Asia/Yerevan",
+    "NST": "Pacific/Auckland",
+    "PLT": "Asia/Karachi",
+    "PNT": "America/Phoenix",
+    "PRT": "America/Puerto_Rico",
+    "PST": "America/Los_Angeles",
+    "SST": "Pacific/Guadalcanal",
+    "VST": "Asia/Ho_Chi_Minh",
+}
+
+
 def parse_timezone(text: str, option: str = "timezone") -> tzinfo:
-    """``UTC``, an IANA name (``Europe/Berlin``) or a fixed offset (``+05:30``), as Joda's forID.
+    """``UTC``, an IANA name (``Europe/Berlin``), a fixed offset (``+05:30``) or one of Java's
+    short ids (``PST``), as Joda's and Java's zone lookups read them.
 
     >>> parse_timezone("Asia/Kolkata").key
     'Asia/Kolkata'
     >>> parse_timezone("-08:00").tzname(None)
     '-08:00'
+    >>> parse_timezone("PST").key, parse_timezone("EST").tzname(None)
+    ('America/Los_Angeles', '-05:00')
     """
     from zoneinfo import ZoneInfo, available_timezones
 
     name = text.strip()
     if name.upper() == "UTC":
         return UTC
+    name = JAVA_SHORT_IDS.get(name, name)
     fixed = _FIXED.fullmatch(name)
     if fixed:
         sign, hours, minutes = fixed.group(1), int(fixed.group(2)), int(fixed.group(3) or 0)
@@ -346,8 +384,8 @@ def parse_timezone(text: str, option: str = "timezone") -> tzinfo:
             hint = f" (did you mean {matches[0]}?)"
     raise ConfigError(
         f"{option}: unknown time zone {text!r}{hint}; allowed: UTC, an IANA name such as "
-        "Europe/Berlin or America/New_York (zoneinfo.available_timezones()), or a fixed "
-        "offset such as +05:30"
+        "Europe/Berlin or America/New_York (zoneinfo.available_timezones()), a fixed "
+        "offset such as +05:30, or a Java short id such as PST"
     )
 
 

@@ -32,8 +32,8 @@ from blockgz.layout import Layout
 from blockgz.manifests import ManifestLog
 from blockgz.options import Options, as_options
 from blockgz.store import ObjectStore, StoreTarget
-from blockgz.store.settings import OPTION_NAMES as S3_OPTION_NAMES
-from sink.partitioning.partitioners import PARTITIONER_OPTIONS, PartitionerSettings
+from sink.partitioning.partitioners import PartitionerSettings
+from sink.partitioning.timeformat import parse_timezone
 
 log = logging.getLogger("blockgz.sink")
 
@@ -169,9 +169,12 @@ def _rotation_settings(opts: Options) -> dict[str, Any]:
             "Europe/Berlin): scheduled rotation happens at multiples of the interval "
             "from midnight in that zone"
         )
+    if opts.given("timezone"):
+        parse_timezone(opts.text("timezone"))  # checked now, not on the first record
     rotate_ms = opts.integer("rotate.interval.ms", -1, low=-1)
     return {
-        "flush_size": opts.integer("flush.size", 0, low=0) or None,
+        # Confluent requires >= 1; leaving it out (no limit) is blockgz's documented extension.
+        "flush_size": opts.integer("flush.size", None, low=1, hint="leave it out for no limit"),
         "flush_size_bytes": opts.size("flush.size.bytes", 0, low=0) or None,
         "rotate_interval_ms": rotate_ms if rotate_ms > 0 else None,
         "rotate_schedule_interval_ms": schedule_ms if schedule_ms > 0 else None,
@@ -305,14 +308,3 @@ class SinkConfig:
         """The data object's extension, as Confluent names it (``.json``, ``.bin.gz``, ...)."""
         base = ".json" if self.format == "json" else self.bytearray_extension
         return base + ("" if self.compression == "none" else ".gz")
-
-
-def unknown_options(options: Mapping[str, Any], *known: frozenset[str]) -> list[str]:
-    """Keys that no part of blockgz reads (likely typos), for a warning."""
-    names = SINK_OPTION_NAMES | CONNECT_KEYS_IGNORED | frozenset(S3_OPTION_NAMES)
-    names |= PARTITIONER_OPTIONS
-    for extra in known:
-        names |= extra
-    return sorted(
-        k for k in options if k not in names and not k.startswith((INPUT_PREFIX, LISTENER_PREFIX))
-    )

@@ -28,7 +28,6 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from zoneinfo import ZoneInfo
 
 import numpy as np
 
@@ -37,6 +36,7 @@ from blockgz.layout import default_partition
 from blockgz.manifests import WrittenFile
 from blockgz.store.base import ObjectStore
 from sink.partitioning.partitioners import DefaultPartitioner
+from sink.partitioning.timeformat import parse_timezone
 from sink.records import KafkaRecord
 from sink.write.config import SinkConfig
 from sink.write.encoders import encoder_for
@@ -51,7 +51,7 @@ def next_scheduled_rotation(now_ms: int, interval_ms: int, timezone: str) -> int
     >>> next_scheduled_rotation(3_600_000 + 5, 3_600_000, "UTC")  # 01:00:00.005 -> 02:00
     7200000
     """
-    zone = ZoneInfo(timezone)
+    zone = parse_timezone(timezone)
     now = datetime.fromtimestamp(now_ms / 1000, zone)
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
     since = now_ms - int(midnight.timestamp() * 1000)

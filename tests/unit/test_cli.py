@@ -126,6 +126,9 @@ def test_every_command_has_help_with_examples(command):
         ("partitioner.class=weekly", ["partitioner.class", "daily", "hourly"]),
         ("behavior.on.null.values=drop", ["fail, ignore, write"]),
         ("startingOffsets=newest", ["startingOffsets", "earliest, latest, s3"]),
+        ("flush.szie=3", ["flush.szie", "did you mean flush.size?"]),
+        ("flush.size=0", ["flush.size", "1 or more", "leave it out for no limit"]),
+        ("timezone=Mars/Base", ["timezone", "a Java short id such as PST"]),
     ],
 )
 def test_export_config_errors_are_one_line_before_spark_starts(tmp_path, line, words):

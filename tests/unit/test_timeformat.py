@@ -6,7 +6,7 @@ and ``ISODateTimeFormat.dateTimeParser()``), so they pin Confluent's exact behav
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -79,3 +79,21 @@ def test_parse_iso_millis_like_joda(text, expected):
 def test_parse_iso_millis_rejects(text):
     with pytest.raises(ValueError):
         parse_iso_millis(text)
+
+
+@pytest.mark.parametrize(
+    ("short", "zone"),
+    [("PST", "America/Los_Angeles"), ("ECT", "Europe/Paris"), ("IST", "Asia/Kolkata")],
+)
+def test_java_short_zone_ids_map_as_java_maps_them(short, zone):
+    from zoneinfo import ZoneInfo
+
+    from sink.partitioning.timeformat import parse_timezone
+
+    assert parse_timezone(short) == ZoneInfo(zone)
+
+
+def test_java_fixed_short_ids_are_offsets():
+    from sink.partitioning.timeformat import parse_timezone
+
+    assert parse_timezone("EST").utcoffset(None) == timedelta(hours=-5)
