@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from blockgz.errors import BlockGzError
+from blockgz.errors import BlockGzError, OffsetNotFoundError
 
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024  # below this a file takes well under a second
 
@@ -184,6 +184,40 @@ def _echo_records(records, output: str) -> None:
     out.flush()
 
 
+def _seek_object(target: str, offset: int, count: int | None, scan: bool, options: dict):
+    """Records of one object from ``offset`` on: through its index, or streamed with --scan."""
+    import itertools
+
+    from blockgz.errors import MissingIndexError
+    from blockgz.objects.indexed import open_indexed
+
+    try:
+        with open_indexed(target, options) as obj:
+            yield from obj.seek(offset, count)
+            return
+    except MissingIndexError:
+        if not scan:
+            raise
+    from blockgz.layout import Layout, data_key_for
+    from blockgz.options import Options
+    from blockgz.store import split_object_url
+    from reader.archive import stream_records
+
+    store, key = split_object_url(target, options)
+    key = data_key_for(key)
+    ref = Layout.from_options(Options(options)).parse_data_key(key)
+    start = ref.start_offset if ref is not None else 0  # a name without offsets counts from 0
+    records = stream_records(store, key, start, compressed=key.endswith(".gz"))
+    found = False
+    for record in itertools.islice((r for r in records if r.offset >= offset), count):
+        found = True
+        yield record
+    if not found:
+        raise OffsetNotFoundError(
+            f"{store.url(key)}: offset {offset} is past the end (streamed from offset {start})"
+        )
+
+
 def _store_options(func: Callable) -> Callable:
     """Options that reach the object store: an endpoint, and any Confluent-named setting."""
     func = click.option(
@@ -260,10 +294,7 @@ def seek(target, offset, count, output, scan, topic, partition, endpoint_url, op
     """
     options = _collect_options(endpoint_url, options)
     if topic is None and partition is None:
-        from blockgz.objects.indexed import open_indexed
-
-        with open_indexed(target, options) as obj:
-            _echo_records(obj.seek(offset, count), output)
+        _echo_records(_seek_object(target, offset, count, scan, options), output)
         return
     if scan:
         options["scan.unindexed"] = "true"
@@ -299,8 +330,9 @@ def cat(target, topic, partition, endpoint_url, options) -> None:
         return
     with _archive(target, topic, partition, options) as archive:
         refs = archive.objects(topic, partition)
-        if refs:
-            _echo_records(archive.seek(topic, partition, refs[0].start_offset), "raw")
+        if not refs:
+            raise archive.nothing_found(topic, partition)
+        _echo_records(archive.seek(topic, partition, refs[0].start_offset), "raw")
 
 
 @main.command(name="ls")
@@ -323,6 +355,8 @@ def ls_command(target, topic, endpoint_url, options) -> None:
 
     with open_archive(target, _collect_options(endpoint_url, options)) as archive:
         rows = archive.ls(topic)
+        if not rows:
+            raise archive.nothing_found(topic)
     table = Table("topic", "partition", "first offset", "last offset", "records", "bytes", "key")
     for row in rows:
         table.add_row(
@@ -396,6 +430,8 @@ def verify(target, topic, endpoint_url, options) -> None:
     if topic is not None:
         archive = open_archive(target, options)
         store, keys = archive.store, [r.key for r in archive.ls(topic) if r.indexed]
+        if not keys:
+            raise archive.nothing_found(topic)
     else:
         store, key = split_object_url(target, options)
         keys = [data_key_for(key)]

@@ -67,6 +67,10 @@ class ObjectNotFoundError(StoreError, FileNotFoundError):
     """The object, bucket or local path does not exist."""
 
 
+class MissingIndexError(ObjectNotFoundError):
+    """A gzip object has no ``.index.json`` sidecar, so it cannot be read by offset."""
+
+
 class StoreAccessDeniedError(StoreError, PermissionError):
     """The object store refused the request for lack of permission."""
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from blockgz.errors import ConfigError
 
@@ -36,6 +36,14 @@ if TYPE_CHECKING:
     from blockgz.options import Options
 
 INDEX_SUFFIX = ".index.json"
+#: The options a layout is read from (a reader given none of them learns them from manifests).
+LAYOUT_OPTIONS = (
+    "topics.dir",
+    "directory.delim",
+    "file.delim",
+    "filename.offset.zero.pad.width",
+    "blockgz.manifest.dir",
+)
 MANIFEST_SUFFIX = ".json"
 DEFAULT_MANIFEST_DIR = "_blockgz"
 _BATCH_DIGITS = 20
@@ -138,6 +146,16 @@ class Layout:
                 f"filename.offset.zero.pad.width: {self.offset_pad_width} is out of range; "
                 "allowed: 0..30"
             )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings under their option names, as a manifest records them."""
+        return {
+            "topics.dir": self.topics_dir,
+            "directory.delim": self.directory_delim,
+            "file.delim": self.file_delim,
+            "filename.offset.zero.pad.width": str(self.offset_pad_width),
+            "blockgz.manifest.dir": self.manifest_dir,
+        }
 
     @classmethod
     def from_options(cls, options: Options) -> Layout:

@@ -32,7 +32,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from blockgz.errors import CorruptManifestError, ObjectNotFoundError
-from blockgz.layout import Layout, data_key_for
+from blockgz.layout import DEFAULT_MANIFEST_DIR, Layout, data_key_for
 from blockgz.options import Options
 from blockgz.store.base import ObjectStore
 
@@ -93,6 +93,9 @@ class Manifest:
     offsets: Offsets = field(default_factory=dict)
     files: tuple[WrittenFile, ...] = ()
     skipped_nulls: int = 0
+    #: The key layout the batch was written with (option names to values), so readers can
+    #: find the objects without being told ``topics.dir`` and the delimiters.
+    layout: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
         """Deterministic bytes: files sorted, keys sorted."""
@@ -108,6 +111,7 @@ class Manifest:
             },
             "files": [f.to_dict() for f in files],
             "skipped_nulls": self.skipped_nulls,
+            "layout": dict(self.layout),
         }
         return json.dumps(doc, indent=1, sort_keys=True).encode()
 
@@ -122,6 +126,7 @@ class Manifest:
                 offsets=merge_offsets({}, doc["offsets"]),
                 files=tuple(WrittenFile.from_dict(f) for f in doc["files"]),
                 skipped_nulls=int(doc.get("skipped_nulls", 0)),
+                layout={str(k): str(v) for k, v in doc.get("layout", {}).items()},
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptManifestError(f"{source}: not a blockgz manifest ({exc})") from exc
@@ -183,7 +188,13 @@ class ManifestLog:
     ) -> str:
         """Write the batch's manifest (idempotent: same input, same bytes) and return its key."""
         manifest = Manifest(
-            self.name, self.epoch, str(batch_id), offsets, tuple(files), skipped_nulls
+            self.name,
+            self.epoch,
+            str(batch_id),
+            offsets,
+            tuple(files),
+            skipped_nulls,
+            self.layout.to_dict(),
         )
         key = self.key(batch_id)
         self.store.put(key, manifest.to_json())
@@ -253,6 +264,39 @@ class ManifestLog:
                         info.key,
                     )
         return deleted
+
+
+@dataclass(frozen=True)
+class ExportFound:
+    """An export found under a prefix by its manifests: the job's name and its key layout."""
+
+    prefix: str
+    name: str
+    layout: Layout
+
+
+def find_exports(store: ObjectStore, prefix: str) -> list[ExportFound]:
+    """The exports whose manifests sit under ``prefix`` (in the default manifest directory).
+
+    Costs one directory listing plus, per job, one listing page and one manifest read.
+
+    >>> import tempfile
+    >>> from blockgz.store import LocalStore
+    >>> store = LocalStore(tempfile.mkdtemp())
+    >>> _ = ManifestLog(store, "", Layout(topics_dir="bgz"), "job").write(0, files=[], offsets={})
+    >>> [(e.name, e.layout.topics_dir) for e in find_exports(store, "")]
+    [('job', 'bgz')]
+    """
+    found = []
+    for job_dir in store.list_prefixes(f"{prefix}{DEFAULT_MANIFEST_DIR}/"):
+        name = job_dir.rstrip("/").rsplit("/", 1)[-1]
+        log = ManifestLog(store, prefix, Layout(), name)
+        first = next(iter(store.list(log.layout.manifest_prefix(prefix, name))), None)
+        if first is None or Layout.parse_manifest_key(first.key) is None:
+            continue
+        recorded = log.read(first.key).layout
+        found.append(ExportFound(prefix, name, Layout.from_options(Options(recorded))))
+    return found
 
 
 def delete_written(store: ObjectStore, files: Iterable[WrittenFile]) -> int:

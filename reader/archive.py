@@ -28,11 +28,12 @@ from typing import Any, TypeVar
 from blockgz.errors import ConfigError, ObjectNotFoundError, OffsetNotFoundError
 from blockgz.format.decode import Record
 from blockgz.format.index import BlockIndex
-from blockgz.layout import Layout, ObjectRef, sidecar_key
+from blockgz.layout import LAYOUT_OPTIONS, Layout, ObjectRef, sidecar_key
+from blockgz.manifests import ExportFound, find_exports
 from blockgz.objects.indexed import IndexedReader, load_index
 from blockgz.objects.stream import stream_object
 from blockgz.options import as_options
-from blockgz.store import ObjectStore, open_store
+from blockgz.store import LocalStore, ObjectStore, open_store
 
 J = TypeVar("J")
 R = TypeVar("R")
@@ -62,10 +63,11 @@ def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
     """
     opts = as_options(options)
     store, prefix = open_store(url, opts)
+    given = any(opts.given(name) for name in LAYOUT_OPTIONS)
     return Archive(
         store,
         prefix,
-        layout=Layout.from_options(opts),
+        layout=Layout.from_options(opts) if given else None,
         prefetch=opts.integer("prefetch", 2, low=0),
         scan_unindexed=opts.flag("scan.unindexed", False),
     )
@@ -87,7 +89,10 @@ class Archive:
             raise ConfigError(f"prefetch must be 0 or more, got {prefetch}")
         self.store = store
         self.prefix = prefix
+        #: ``None`` given: the default layout, or the one the manifests under the prefix
+        #: recorded when the default finds nothing (an export with ``topics.dir=bgz``).
         self.layout = layout or Layout()
+        self._may_learn_layout = layout is None
         self.prefetch = prefetch
         self.scan_unindexed = scan_unindexed
         self._objects: dict[tuple[str, int], list[ObjectRef]] = {}
@@ -101,8 +106,58 @@ class Archive:
         cache_key = (topic, partition)
         if cache_key not in self._objects:
             prefix = self.layout.partition_prefix(self.prefix, topic, partition)
-            self._objects[cache_key] = self._parse_listing(prefix, topic, partition)
+            refs = self._parse_listing(prefix, topic, partition)
+            if not refs and self._learn_layout():
+                return self.objects(topic, partition)
+            self._objects[cache_key] = refs
         return self._objects[cache_key]
+
+    def _learn_layout(self) -> bool:
+        """Once: adopt the layout the manifests under the prefix recorded, if it differs."""
+        if not self._may_learn_layout:
+            return False
+        self._may_learn_layout = False
+        layouts = {found.layout for found in find_exports(self.store, self.prefix)}
+        if len(layouts) != 1 or self.layout in layouts:
+            return False
+        self.layout = layouts.pop()
+        self._objects.clear()
+        return True
+
+    def where(self, topic: str | None = None, partition: int | None = None) -> str:
+        """What was listed for ``topic``/``partition``, for messages."""
+        if topic is not None and partition is not None:
+            listed = self.layout.partition_prefix(self.prefix, topic, partition)
+        else:
+            listed = self.layout.topic_prefix(self.prefix, topic)
+        return f"{self.store.url(listed)} (topics.dir={self.layout.topics_dir!r})"
+
+    def nothing_found(self, topic: str | None = None, partition: int | None = None):
+        """The error for a listing that found no data object, with hints where others are."""
+        what = "data objects" if topic is None else f"archived objects of topic {topic!r}"
+        if partition is not None:
+            what += f", partition {partition}"
+        hints = [
+            f"{url} holds export {found.name!r} with topics.dir={found.layout.topics_dir!r}"
+            for url, found in self._exports_nearby()
+        ]
+        hint = f"; found instead: {'; '.join(hints)}" if hints else ""
+        return ObjectNotFoundError(f"no {what}: listed {self.where(topic, partition)}{hint}")
+
+    def _exports_nearby(self) -> list[tuple[str, ExportFound]]:
+        """(URL, export) for exports under this prefix and each parent up to the bucket's root
+        (for a local directory: it and its two parent directories)."""
+        parts = self.prefix.rstrip("/").split("/") if self.prefix else []
+        places = [
+            (self.store, "/".join(parts[:n]) + "/" if n else "") for n in range(len(parts), -1, -1)
+        ]
+        if isinstance(self.store, LocalStore):
+            places += [(LocalStore(parent), "") for parent in self.store.root.parents[:2]]
+        return [
+            (store.url(prefix).rstrip("/") + "/", found)
+            for store, prefix in places
+            for found in find_exports(store, prefix)
+        ]
 
     def _parse_listing(
         self, prefix: str, topic: str | None, partition: int | None
@@ -147,7 +202,7 @@ class Archive:
         refs = self.objects(topic, partition)
         where = f"{topic}/{partition} under {self.store.url(self.prefix)}"
         if not refs:
-            raise ObjectNotFoundError(f"no archived objects for {where}")
+            raise self.nothing_found(topic, partition)
         if offset < refs[0].start_offset:
             first_archived = refs[0].start_offset
             raise OffsetNotFoundError(
@@ -217,10 +272,7 @@ class Archive:
         return self._stream_records(ref)  # lazy: the stream is read as the caller iterates
 
     def _stream_records(self, ref: ObjectRef) -> Iterator[Record]:
-        """A non-seekable object, streamed line by line; offsets count up from its start."""
-        with stream_object(self.store, ref.key, compressed=ref.compressed) as stream:
-            for n, line in enumerate(stream):
-                yield Record(ref.start_offset + n, line[:-1] if line.endswith(b"\n") else line)
+        return stream_records(self.store, ref.key, ref.start_offset, compressed=ref.compressed)
 
     def _last_offset(self, ref: ObjectRef) -> int | None:
         if ref.has_index:
@@ -233,8 +285,9 @@ class Archive:
     # -- listing for people ----------------------------------------------------------------
     def ls(self, topic: str | None = None) -> list[ObjectSummary]:
         """Every data object under the prefix (or one topic), with offsets and record counts."""
-        prefix = self.layout.topic_prefix(self.prefix, topic)
-        refs = self._parse_listing(prefix, topic, None)
+        refs = self._parse_listing(self.layout.topic_prefix(self.prefix, topic), topic, None)
+        if not refs and self._learn_layout():
+            return self.ls(topic)
         indexes = list(self._executor.map(lambda r: self.index(r) if r.has_index else None, refs))
         out = []
         for n, (ref, index) in enumerate(zip(refs, indexes, strict=True)):
@@ -271,6 +324,16 @@ class Archive:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def stream_records(
+    store: ObjectStore, key: str, start_offset: int, *, compressed: bool
+) -> Iterator[Record]:
+    """A non-seekable object, streamed line by line; offsets count up from ``start_offset``
+    (the one in its name), so they are exact only when the object's offsets are contiguous."""
+    with stream_object(store, key, compressed=compressed) as stream:
+        for n, line in enumerate(stream):
+            yield Record(start_offset + n, line[:-1] if line.endswith(b"\n") else line)
 
 
 def _prefetched(

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from blockgz.errors import BlockGzError, IndexMismatchError, ObjectNotFoundError
+from blockgz.errors import BlockGzError, IndexMismatchError, MissingIndexError, ObjectNotFoundError
 from blockgz.format.decode import Record, chunk_records, inflate_chunk, seek_records
 from blockgz.format.index import BlockIndex
 from blockgz.layout import data_key_for, sidecar_key
@@ -98,9 +98,9 @@ def load_index(store: ObjectStore, data_key: str) -> BlockIndex:
     try:
         text = store.get(key)
     except ObjectNotFoundError:
-        raise ObjectNotFoundError(
+        raise MissingIndexError(
             f"{store.url(data_key)}: no index sidecar ({store.url(key)}); the object is not "
-            "seekable until `blockgz index` builds one"
+            "seekable until `blockgz index` builds one (or stream it with --scan)"
         ) from None
     return BlockIndex.from_json(text, source=store.url(key))
 

@@ -74,6 +74,16 @@ class ObjectStore(ABC):
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
         """Objects whose key starts with ``prefix``, in key order."""
 
+    def list_prefixes(self, prefix: str) -> list[str]:
+        """The "directories" right below ``prefix`` (each ends with ``/``), as S3 lists them
+        with a ``/`` delimiter. This default walks :meth:`list`; stores override it."""
+        found = {
+            prefix + info.key[len(prefix) :].split("/", 1)[0] + "/"
+            for info in self.list(prefix)
+            if "/" in info.key[len(prefix) :]
+        }
+        return sorted(found)
+
     @abstractmethod
     def delete(self, key: str) -> None:
         """Remove an object; a missing one is not an error."""

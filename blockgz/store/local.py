@@ -97,6 +97,18 @@ class LocalStore(ObjectStore):
                     found.append(ObjectInfo(key, full.stat().st_size))
         yield from sorted(found, key=lambda o: o.key)
 
+    def list_prefixes(self, prefix: str) -> list[str]:
+        head, _, start = prefix.rpartition("/")
+        directory = self.root.joinpath(*head.split("/")) if head else self.root
+        if not directory.is_dir():
+            return []
+        base = f"{head}/" if head else ""
+        return sorted(
+            f"{base}{entry.name}/"
+            for entry in os.scandir(directory)
+            if entry.is_dir() and entry.name.startswith(start) and not entry.name.startswith(".")
+        )
+
     def delete(self, key: str) -> None:
         self.path(key).unlink(missing_ok=True)
 

@@ -172,6 +172,22 @@ class S3Store(ObjectStore):
                 return
             token = page["NextContinuationToken"]
 
+    def list_prefixes(self, prefix: str) -> list[str]:
+        found: list[str] = []
+        token: str | None = None
+        while True:
+            args: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix, "Delimiter": "/"}
+            if token:
+                args["ContinuationToken"] = token
+            page = self.call(
+                f"LIST {self.url(prefix)} (directories)",
+                lambda a=args: self.client.list_objects_v2(**a),
+            )
+            found.extend(p["Prefix"] for p in page.get("CommonPrefixes", []))
+            if not page.get("IsTruncated"):
+                return found
+            token = page["NextContinuationToken"]
+
     def delete(self, key: str) -> None:
         self.call(
             f"DELETE {self.url(key)}",

@@ -149,3 +149,88 @@ def test_export_config_errors_are_one_line_before_spark_starts(tmp_path, line, w
     assert "Traceback" not in proc.stderr and "SparkSession" not in proc.stderr
     for word in words:
         assert word in error_lines[0]
+
+
+# -- a user's first hour: nothing found is an error that says where it looked ------------------
+def _export(root, topic="events", *, topics_dir="topics", path=None, partition=0):
+    """A small export as the sink lays it out: objects, sidecars and one manifest."""
+    from blockgz.layout import Layout, default_partition
+    from blockgz.manifests import ManifestLog, WrittenFile
+    from blockgz.objects.upload import BlockGzipUpload
+    from blockgz.store import LocalStore
+
+    store, layout = LocalStore(root), Layout(topics_dir=topics_dir)
+    directory = path or default_partition(partition)
+    key = layout.data_key("", f"{topic}/{directory}", topic, partition, 0, ".json.gz")
+    with BlockGzipUpload(store, key) as out:
+        for n in range(10):
+            out.write(b'{"n": %d}' % n, n)
+    done = WrittenFile(key, topic, partition, directory, 0, 9, 10, out.bytes_written, 90)
+    ManifestLog(store, "", layout, "job").write(0, files=[done], offsets={topic: {0: 10}})
+    return store
+
+
+def short_failure(*args) -> str:
+    """Run the CLI; it must fail with exit 1 and at most 3 lines, and return the output."""
+    import time
+
+    started = time.monotonic()
+    result = run(*args)
+    assert result.exit_code == 1, result.output
+    assert time.monotonic() - started < 10
+    lines = result.output.strip().splitlines()
+    assert 1 <= len(lines) <= 3 and "Traceback" not in result.output, result.output
+    return result.output
+
+
+def test_verify_of_a_topic_that_is_not_there_fails_saying_where(tmp_path):
+    _export(tmp_path)
+    out = short_failure("verify", "--topic", "nonexistent", tmp_path)
+    assert "no archived objects of topic 'nonexistent'" in out
+    assert f"{tmp_path}/topics/nonexistent" in out and "topics.dir='topics'" in out
+
+
+def test_cat_of_a_partition_with_no_objects_fails_saying_where(tmp_path):
+    _export(tmp_path, path="country=DE")  # a field partitioner's directory
+    out = short_failure("cat", "--topic", "events", "--partition", "1", tmp_path)
+    assert "partition 1" in out and f"{tmp_path}/topics/events/partition=1" in out
+
+
+def test_ls_learns_topics_dir_from_the_manifests(tmp_path):
+    _export(tmp_path, topics_dir="bgz")
+    result = run("ls", tmp_path)
+    assert result.exit_code == 0, result.output
+    assert "bgz/events/partition=0/events+0+0000000000.json.gz" in result.stdout
+    assert (
+        run(
+            "seek",
+            "--topic",
+            "events",
+            "--partition",
+            "0",
+            "--offset",
+            "3",
+            "--count",
+            "1",
+            tmp_path,
+        ).stdout
+        == '{"n": 3}\n'
+    )
+
+
+def test_ls_of_the_topics_dir_itself_hints_at_the_export_above(tmp_path):
+    _export(tmp_path, topics_dir="bgz")
+    out = short_failure("ls", tmp_path / "bgz")
+    assert "no data objects" in out
+    assert f"{tmp_path}/ holds export 'job' with topics.dir='bgz'" in out
+
+
+def test_seek_scan_streams_a_plain_gzip_object(tmp_path):
+    import gzip
+
+    key = tmp_path / "events+0+0000000100.json.gz"
+    key.write_bytes(gzip.compress(b"".join(b'{"n": %d}\n' % n for n in range(100, 110))))
+    assert "no index sidecar" in short_failure("seek", "--offset", "105", key)
+    result = run("seek", "--offset", "105", "--count", "2", "--scan", key)
+    assert result.exit_code == 0 and result.stdout == '{"n": 105}\n{"n": 106}\n'
+    assert "past the end" in short_failure("seek", "--offset", "500", "--scan", key)
