@@ -108,5 +108,9 @@ class DataLossError(SourceError):
     """Offsets the job still needed are gone from Kafka (retention, topic deleted)."""
 
 
+class PreflightError(BlockGzError, RuntimeError):
+    """A check before the export starts failed: the bucket, the brokers or a topic."""
+
+
 class ExportFailed(BlockGzError, RuntimeError):
     """The streaming export stopped with an error; the message is the root cause."""

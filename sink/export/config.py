@@ -159,6 +159,8 @@ class ExportConfig:
     tasks_read_kafka: bool = False
     #: ``startingOffsets=s3``: a fresh checkpoint resumes from what the manifests committed.
     resume_from_manifests: bool = False
+    #: ``blockgz.preflight``: check the bucket, brokers and topics before Spark starts.
+    preflight: bool = True
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, str]) -> ExportConfig:
@@ -185,6 +187,7 @@ class ExportConfig:
             checkpoint_dir=opts.text("blockgz.checkpoint.dir") or None,
             tasks_read_kafka=opts.flag("blockgz.tasks.read.kafka", False),
             resume_from_manifests=resume,
+            preflight=opts.flag("blockgz.preflight", True),
         )
 
     @classmethod

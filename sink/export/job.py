@@ -81,6 +81,10 @@ def run_export(
     from sink.session import spark_session
 
     checkpoint = Path(checkpoint)
+    if job.preflight:
+        from sink.export.preflight import preflight
+
+        preflight(job, once=once)
     warn_if_not_exactly_once(job)
     epoch = checkpoint_epoch(checkpoint)
     options = starting_offsets(job, fresh=not (checkpoint / "offsets").exists())
@@ -290,7 +294,9 @@ class ProgressTracker:
             self._seen_batch = progress["batchId"]
             self._count_batch(self._seen_batch)
             self._advance(_end_offsets(progress))
-        latest = self.watermarks.refresh(list(self.result.partitions))
+        partitions = list(self.result.partitions)
+        unknown = any(state.latest is None for state in self.result.partitions.values())
+        latest = self.watermarks.refresh(partitions, now=unknown)  # new partitions: at once
         for tp, high in latest.items():
             self.result.partitions.setdefault(tp, PartitionProgress()).latest = high
 
@@ -328,8 +334,9 @@ class _Watermarks:
         self._at = 0.0
         self.latest: dict[tuple[str, int], int] = {}
 
-    def refresh(self, partitions) -> dict[tuple[str, int], int]:
-        if time.monotonic() - self._at < self.period_s:
+    def refresh(self, partitions, *, now: bool = False) -> dict[tuple[str, int], int]:
+        """The watermarks, read again if ``period_s`` passed (or ``now``)."""
+        if not now and time.monotonic() - self._at < self.period_s:
             return self.latest
         self._at = time.monotonic()
         try:

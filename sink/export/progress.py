@@ -66,12 +66,13 @@ class ProgressView:
             return
         self._logged_batches = result.batches
         for (topic, part), state in sorted(result.partitions.items()):
+            lag = "" if state.lag is None else f", lag {state.lag:,}"  # left out when unknown
             log.info(
-                "%s-%d: next offset %s, lag %s, %d objects",
+                "%s-%d: next offset %s%s, %d objects",
                 topic,
                 part,
                 state.next_offset,
-                "?" if state.lag is None else state.lag,
+                lag,
                 state.files,
             )
 

@@ -42,6 +42,7 @@ JOB_OPTIONS = frozenset(
         "blockgz.trigger.interval",
         "blockgz.checkpoint.dir",
         "blockgz.tasks.read.kafka",
+        "blockgz.preflight",
         "topics",
         "topics.regex",
     }

@@ -1,0 +1,109 @@
+"""Checks run before Spark starts (and at every start of the job), each failing in one line.
+
+Within a few seconds: the bucket exists and takes a write under the export's prefix (a small
+object written and deleted again), the Kafka brokers answer, and every named topic exists
+(``topics.regex`` matching nothing is an error with ``--once``, a warning for a running job,
+which picks topics up as they appear). ``blockgz.preflight=false`` skips them where a probe is
+not allowed.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import secrets
+from typing import Any
+
+from blockgz.errors import BlockGzError, PreflightError
+from sink.export.config import ExportConfig
+
+log = logging.getLogger("blockgz.export")
+
+#: How long the brokers get to answer a metadata request.
+KAFKA_TIMEOUT_S = 5.0
+
+
+def preflight(job: ExportConfig, *, once: bool) -> None:
+    """Raise :class:`PreflightError` naming the setting, what was tried and what came back."""
+    check_store(job)
+    check_kafka(job, once=once)
+
+
+def check_store(job: ExportConfig) -> None:
+    """Write and delete a small object where the job writes its manifests."""
+    store, prefix = job.sink.make_store()
+    job_dir = job.sink.layout.manifest_prefix(prefix, job.name).removesuffix("manifests/")
+    key = f"{job_dir}preflight-{secrets.token_hex(4)}"  # beside the manifests, not among them
+    setting = (
+        f"s3.bucket.name={job.sink.target.s3.bucket}"
+        if job.sink.target.s3 is not None
+        else f"path={job.sink.target_url}"
+    )
+    try:
+        store.put(key, b"")
+        store.delete(key)
+    except (BlockGzError, OSError) as exc:
+        raise PreflightError(f"{setting}: cannot write a test object ({exc})") from exc
+    finally:
+        store.close()
+
+
+def check_kafka(job: ExportConfig, *, once: bool) -> None:
+    """The brokers answer a metadata request, and the job's topics exist."""
+    topics = _topics(job)
+    source = job.source
+    if source.strategy == "subscribe":
+        missing = sorted(set(source.topics) - set(topics))
+        if missing:
+            raise PreflightError(
+                f"topics={','.join(source.topics)}: no such topic {', '.join(missing)} at "
+                f"{source.bootstrap_servers} (existing: {_some(topics)})"
+            )
+    elif source.strategy == "assign":
+        absent = sorted(f"{t}-{p}" for t, p in source.assigned if p not in topics.get(t, ()))
+        if absent:
+            raise PreflightError(
+                f"assign: no such partition {', '.join(absent)} at {source.bootstrap_servers}"
+            )
+    else:
+        pattern = re.compile(source.pattern or "")
+        if not any(pattern.fullmatch(t) for t in topics if not t.startswith("__")):
+            message = (
+                f"topics.regex={source.pattern}: matches no topic at {source.bootstrap_servers}"
+                f" (existing: {_some(topics)})"
+            )
+            if once:
+                raise PreflightError(message)
+            log.warning("%s; the job picks matching topics up when they appear", message)
+
+
+def _topics(job: ExportConfig) -> dict[str, list[int]]:
+    """Topic name -> partitions, from one metadata request with a short deadline."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    quiet = logging.getLogger("blockgz.preflight.librdkafka")  # connection chatter, not shown
+    quiet.propagate = False
+    config: dict[str, Any] = {**job.source.client_config(), "logger": quiet}
+    admin = AdminClient(config)
+    try:
+        metadata = admin.list_topics(timeout=KAFKA_TIMEOUT_S)
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else exc
+        raise PreflightError(
+            f"kafka.bootstrap.servers={job.source.bootstrap_servers}: no broker answered "
+            f"within {KAFKA_TIMEOUT_S:.0f} s ({getattr(error, 'str', lambda: error)()})"
+        ) from None
+    return {
+        name: sorted(topic.partitions)
+        for name, topic in metadata.topics.items()
+        if topic.error is None
+    }
+
+
+def _some(topics: dict[str, list[int]], limit: int = 8) -> str:
+    names = sorted(t for t in topics if not t.startswith("__"))
+    if not names:
+        return "none"
+    shown = ", ".join(names[:limit])
+    return shown + (f", ... ({len(names) - limit} more)" if len(names) > limit else "")

@@ -1,0 +1,89 @@
+"""A user's first hour: an export that cannot run fails before Spark starts, in one line.
+
+Each case runs the real ``blockgz export`` command against the session's moto S3 and Tansu
+Kafka, and checks the exit code, the time to fail (generous bounds: this is no benchmark) and
+that the output without ``--debug`` is at most 3 lines.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from testkit.s3 import fake_aws_env, s3_options
+
+BLOCKGZ = str(Path(sys.executable).with_name("blockgz"))
+
+
+def export_once(tmp_path: Path, **options: str) -> tuple[int, list[str], float]:
+    config = tmp_path / "job.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in options.items()))
+    started = time.monotonic()
+    proc = subprocess.run(
+        [BLOCKGZ, "export", str(config), "--once", "--checkpoint", str(tmp_path / "ckpt")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, **fake_aws_env()},
+    )
+    lines = (proc.stdout + proc.stderr).strip().splitlines()
+    return proc.returncode, lines, time.monotonic() - started
+
+
+@pytest.fixture
+def job(kafka, moto_s3, bucket):
+    topic = f"first-hour-{bucket[-8:]}"
+    kafka.create_topic(topic, partitions=1)
+    return {
+        "name": "first-hour",
+        "topics": topic,
+        "kafka.bootstrap.servers": kafka.bootstrap_servers,
+        "s3.bucket.name": bucket,
+        **s3_options(moto_s3.endpoint_url),
+    }
+
+
+def assert_one_line_failure(code: int, lines: list[str], seconds: float, *words: str) -> None:
+    assert code == 1, lines
+    assert len(lines) <= 3 and not any("Traceback" in line for line in lines), lines
+    assert seconds < 30, seconds
+    error = [line for line in lines if line.startswith("error:")]
+    assert len(error) == 1, lines
+    for word in words:
+        assert word in error[0], error[0]
+
+
+def test_a_bucket_that_does_not_exist(tmp_path, job):
+    code, lines, seconds = export_once(tmp_path, **{**job, "s3.bucket.name": "no-such-bucket"})
+    assert_one_line_failure(code, lines, seconds, "s3.bucket.name=no-such-bucket", "NoSuchBucket")
+
+
+def test_no_broker_at_the_address(tmp_path, job):
+    code, lines, seconds = export_once(
+        tmp_path, **{**job, "kafka.bootstrap.servers": "127.0.0.1:1"}
+    )
+    assert_one_line_failure(
+        code, lines, seconds, "kafka.bootstrap.servers=127.0.0.1:1", "no broker answered"
+    )
+
+
+def test_a_topic_that_does_not_exist_with_once(tmp_path, job):
+    code, lines, seconds = export_once(tmp_path, **{**job, "topics": "no_such_topic"})
+    assert_one_line_failure(code, lines, seconds, "topics=no_such_topic", "no such topic")
+
+
+def test_a_regex_that_matches_nothing_with_once(tmp_path, job):
+    options = {k: v for k, v in job.items() if k != "topics"}
+    code, lines, seconds = export_once(tmp_path, **options, **{"topics.regex": "nothing-.*"})
+    assert_one_line_failure(code, lines, seconds, "topics.regex=nothing-.*", "matches no topic")
+
+
+def test_a_typo_in_a_key(tmp_path, job):
+    code, lines, seconds = export_once(tmp_path, **job, **{"flush.szie": "3"})
+    assert_one_line_failure(code, lines, seconds, "did you mean flush.size?")
