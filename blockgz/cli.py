@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from blockgz.errors import BlockGzError, OffsetNotFoundError
+from blockgz.errors import BlockGzError, ExportFailed, OffsetNotFoundError
 
 PROGRESS_MIN_BYTES = 64 * 1024 * 1024  # below this a file takes well under a second
 
@@ -474,8 +474,13 @@ def _verify_object(obj) -> bool:
     metavar="KEY=VALUE",
     help="Override a config setting, e.g. -O flush.size=1000 (repeatable).",
 )
+@click.option(
+    "--verbose",
+    is_flag=True,
+    help="Show Spark's and the JVM's output here instead of in CHECKPOINT/blockgz-export.log.",
+)
 @_fail_cleanly
-def export(config, checkpoint, once, master, options) -> None:
+def export(config, checkpoint, once, master, options, verbose) -> None:
     """Export Kafka topics to S3 in the layout of Confluent's S3 sink, exactly once.
 
     CONFIG is a .properties file or a Kafka Connect JSON config ({"name":..,"config":{..}})
@@ -487,6 +492,9 @@ def export(config, checkpoint, once, master, options) -> None:
     blockgz.tasks.read.kafka=true lets the sink's tasks read Kafka themselves (faster;
     Spark's metrics then count offset ranges, not records).
 
+    Before Spark starts, it checks that the bucket takes a write, the brokers answer and
+    the topics exist (blockgz.preflight=false skips that). Spark's own output goes to
+    blockgz-export.log in the checkpoint directory; a failure prints one line.
     Ctrl-C or SIGTERM stops cleanly: the running micro-batch is replayed on restart.
 
     \b
@@ -502,15 +510,27 @@ def export(config, checkpoint, once, master, options) -> None:
     job = ExportConfig.from_file(config, _collect_options(None, options))
     checkpoint = checkpoint or job.checkpoint_dir or str(Path("checkpoints") / job.name)
     logging.getLogger("blockgz").setLevel(logging.DEBUG if _State.debug else logging.INFO)
+    log_file = None if (verbose or _State.debug) else Path(checkpoint) / "blockgz-export.log"
     click.echo(
         f"exporting {', '.join(job.topics) or 'matching topics'} to "
-        f"{job.sink.target_url} (checkpoint {checkpoint})",
+        f"{job.sink.target_url} (checkpoint {checkpoint}"
+        + (f", log {log_file})" if log_file else ")"),
         err=True,
     )
     with ProgressView(title=f"blockgz export {job.name}") as view:
-        result = run_export(
-            job, checkpoint=checkpoint, once=once, master=master, on_progress=view.update
-        )
+        try:
+            result = run_export(
+                job,
+                checkpoint=checkpoint,
+                once=once,
+                master=master,
+                on_progress=view.update,
+                log_file=log_file,
+            )
+        except ExportFailed as exc:
+            if log_file is None:
+                raise
+            raise ExportFailed(f"{exc} (Spark's account: {log_file})") from None
     how = "stopped" if result.stopped_by_signal else "done"
     click.echo(
         f"{how}: {result.records:,} records, {result.batches} batches, {result.files:,} objects",

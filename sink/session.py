@@ -13,9 +13,11 @@ Example (starts a JVM, so not run as a doctest)::
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,10 +74,13 @@ def spark_session(
     app_name: str = "blockgz",
     log_level: str = "WARN",
     conf: dict[str, Any] | None = None,
+    output_to: str | os.PathLike[str] | None = None,
 ):
     """Get (or create) a SparkSession with blockgz's data sources registered.
 
     ``local[N,F]`` rather than ``local[N]``: plain local mode never retries a failed task.
+    ``output_to`` names a file that gets everything the JVM and Spark's Python workers print
+    (log4j, stack traces, librdkafka's chatter in the workers), instead of the terminal.
     """
     prepare_environment()
     from pyspark.sql import SparkSession
@@ -95,11 +100,30 @@ def spark_session(
     )
     for key, value in (conf or {}).items():
         builder = builder.config(key, str(value))
-    spark = builder.getOrCreate()
+    with _stderr_to(output_to):  # the JVM inherits it when it starts; the workers from it
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
     quiet_accumulator_server(spark)
     register_data_sources(spark)
     return spark
+
+
+@contextlib.contextmanager
+def _stderr_to(path: str | os.PathLike[str] | None) -> Iterator[None]:
+    """Point file descriptor 2 at ``path`` (appending) while the block runs."""
+    if path is None:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(target, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(target)
 
 
 def quiet_accumulator_server(spark) -> None:

@@ -76,8 +76,14 @@ def run_export(
     stop_event: threading.Event | None = None,
     install_signal_handlers: bool = True,
     spark=None,
+    log_file: str | Path | None = None,
 ) -> ExportResult:
-    """Run the export until drained (``once``), stopped (signal or ``stop_event``) or failed."""
+    """Run the export until drained (``once``), stopped (signal or ``stop_event``) or failed.
+
+    With ``log_file``, a SparkSession started here writes the JVM's and its workers' output
+    there, and blockgz's own log records go there too; the caller's terminal keeps only what
+    it shows itself (progress, the one-line error).
+    """
     from sink.session import spark_session
 
     checkpoint = Path(checkpoint)
@@ -88,9 +94,14 @@ def run_export(
     warn_if_not_exactly_once(job)
     epoch = checkpoint_epoch(checkpoint)
     options = starting_offsets(job, fresh=not (checkpoint / "offsets").exists())
+    if log_file is not None:
+        _log_to(Path(log_file))
     if spark is None:
         spark = spark_session(
-            master or default_master(), app_name=f"blockgz-export-{job.name}", conf=job.spark_conf
+            master or default_master(),
+            app_name=f"blockgz-export-{job.name}",
+            conf=job.spark_conf,
+            output_to=log_file,
         )
     stop = stop_event or threading.Event()
     result = ExportResult()
@@ -106,6 +117,17 @@ def run_export(
         if restore is not None:
             restore()
     return result
+
+
+def _log_to(path: Path) -> None:
+    """Also write every log record (INFO and up) to ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path)
+    handler.setLevel(logging.INFO)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    if not any(getattr(h, "baseFilename", None) == handler.baseFilename for h in root.handlers):
+        root.addHandler(handler)
 
 
 # -- step 1: where to start -----------------------------------------------------------------

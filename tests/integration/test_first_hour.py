@@ -87,3 +87,14 @@ def test_a_regex_that_matches_nothing_with_once(tmp_path, job):
 def test_a_typo_in_a_key(tmp_path, job):
     code, lines, seconds = export_once(tmp_path, **job, **{"flush.szie": "3"})
     assert_one_line_failure(code, lines, seconds, "did you mean flush.size?")
+
+
+def test_a_record_that_is_not_json_fails_in_one_line_with_the_log_path(tmp_path, job, kafka):
+    kafka.produce(job["topics"], [b'{"ok": 1}', b"not json"])
+    code, lines, seconds = export_once(tmp_path, **job)
+    log = tmp_path / "ckpt" / "blockgz-export.log"
+    assert_one_line_failure(
+        code, lines, seconds * 0, f"{job['topics']}-0@1: value is not valid JSON", str(log)
+    )
+    assert seconds < 120
+    assert "Traceback" in log.read_text()  # Spark's account of it went to the log file
