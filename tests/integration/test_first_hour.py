@@ -98,3 +98,10 @@ def test_a_record_that_is_not_json_fails_in_one_line_with_the_log_path(tmp_path,
     )
     assert seconds < 120
     assert "Traceback" in log.read_text()  # Spark's account of it went to the log file
+
+
+def test_a_record_missing_the_partition_field_fails_in_one_line(tmp_path, job, kafka):
+    kafka.produce(job["topics"], [b'{"country": "DE"}', b'{"city": "Paris"}'])
+    options = {**job, "partitioner.class": "field", "partition.field.name": "country"}
+    code, lines, _ = export_once(tmp_path, **options)
+    assert_one_line_failure(code, lines, 0, f"{job['topics']}-0@1", "'country' is missing")

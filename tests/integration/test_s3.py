@@ -270,3 +270,28 @@ def test_cold_seek_is_list_index_and_one_range(s3_proxy, bucket):
         for r in s3_proxy.requests
     )
     assert kinds == ["GET index", "GET range", "LIST"]
+
+
+def test_readers_learn_topics_dir_from_the_manifests_on_s3(moto_s3, bucket):
+    from blockgz.layout import Layout, default_partition
+    from blockgz.manifests import ManifestLog, WrittenFile
+    from blockgz.objects.upload import BlockGzipUpload
+
+    options = s3_options(moto_s3.endpoint_url)
+    store, _ = open_store(f"s3://{bucket}", options)
+    layout = Layout(topics_dir="bgz")
+    key = layout.data_key("", f"ev/{default_partition(0)}", "ev", 0, 0, ".json.gz")
+    with BlockGzipUpload(store, key) as out:
+        for n in range(5):
+            out.write(b"v%d" % n, n)
+    done = WrittenFile(key, "ev", 0, "partition=0", 0, 4, 5, out.bytes_written, 15)
+    ManifestLog(store, "", layout, "job").write(0, files=[done], offsets={"ev": {0: 5}})
+    assert store.list_prefixes("") == ["_blockgz/", "bgz/"]
+
+    with open_archive(f"s3://{bucket}", options) as archive:  # no topics.dir given
+        assert [r.value for r in archive.seek("ev", 0, 3)] == [b"v3", b"v4"]
+    args = [a for k, v in options.items() for a in ("-O", f"{k}={v}")]
+    result = CliRunner().invoke(main, ["ls", *args, f"s3://{bucket}/bgz"])
+    assert result.exit_code == 1
+    assert f"s3://{bucket}/ holds export 'job' with topics.dir='bgz'" in result.output
+    assert len(result.output.strip().splitlines()) == 1

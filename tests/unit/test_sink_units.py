@@ -398,3 +398,19 @@ def test_job_config_errors(remove, add, words):
         ExportConfig.from_mapping(props)
     for word in words:
         assert word in str(info.value)
+
+
+def test_confluent_configs_keep_working_as_pasted(tmp_path):
+    path = tmp_path / "pasted.properties"
+    path.write_text(
+        QUICKSTART
+        + "connector.class=io.confluent.connect.s3.S3SinkConnector\ntasks.max=4\n"
+        + "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
+        + "transforms=unwrap\ntransforms.unwrap.type=x.Y\n"
+        + "partitioner.class=io.confluent.connect.storage.partitioner.DailyPartitioner\n"
+        + "locale=en-US\ntimezone=PST\ntimestamp.extractor=Record\n"
+    )
+    job = ExportConfig.from_file(path)
+    assert job.sink.partitioning.timezone == "PST"
+    record = KafkaRecord("t", 0, 0, 1_795_305_600_000, None, b"{}")  # 2026-11-22T00:00Z
+    assert job.sink.partitioner().encode_partition(record) == "year=2026/month=11/day=21"
