@@ -147,6 +147,7 @@ def test_export_config_errors_are_one_line_before_spark_starts(tmp_path, line, w
     error_lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
     assert len(error_lines) == 1, proc.stderr
     assert "Traceback" not in proc.stderr and "SparkSession" not in proc.stderr
+    assert len((proc.stdout + proc.stderr).strip().splitlines()) <= 3
     for word in words:
         assert word in error_lines[0]
 
