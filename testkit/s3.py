@@ -286,6 +286,13 @@ class _ProxyHandler(BaseHTTPRequestHandler):
     def _read_body(self, sink: Callable[[bytes], object], record: RequestRecord) -> None:
         """Read the request body (after "100 Continue" if asked for) and pass it on in chunks."""
         self._continue()
+        pace = _Pacer(self.server.proxy.bandwidth_bps)
+        inner = sink
+
+        def sink(data: bytes) -> object:
+            pace.moved(len(data))  # the client's upload is as slow as the simulated link
+            return inner(data)
+
         if self._is_chunked():
             self._read_chunked(sink, record)
             return
@@ -435,7 +442,9 @@ class _ProxyHandler(BaseHTTPRequestHandler):
             return
         buffer = bytearray(self.server.proxy.chunk_size)
         view = memoryview(buffer)
+        pace = _Pacer(self.server.proxy.bandwidth_bps)
         while n := response.readinto(buffer):
+            pace.moved(n)
             record.response_bytes += n  # counted before the write: see RequestRecord
             if chunked:
                 self.wfile.write(b"%x\r\n" % n)
@@ -445,6 +454,23 @@ class _ProxyHandler(BaseHTTPRequestHandler):
                 self.wfile.write(view[:n])
         if chunked:
             self.wfile.write(b"0\r\n\r\n")
+
+
+class _Pacer:
+    """Holds one connection's transfer to ``bps`` bytes per second (``None``: no limit)."""
+
+    def __init__(self, bps: float | None):
+        self.bps = bps
+        self.started = time.monotonic()
+        self.total = 0
+
+    def moved(self, n: int) -> None:
+        if not self.bps:
+            return
+        self.total += n
+        ahead = self.total / self.bps - (time.monotonic() - self.started)
+        if ahead > 0:
+            time.sleep(ahead)  # simulated link speed, not synchronisation
 
 
 class FaultProxy(StartStop):
@@ -473,6 +499,7 @@ class FaultProxy(StartStop):
         upstream_url: str,
         *,
         latency_s: float = 0.0,
+        bandwidth_bps: float | None = None,
         chunk_size: int = _CHUNK,
         upstream_timeout_s: float = 60.0,
     ) -> None:
@@ -484,6 +511,8 @@ class FaultProxy(StartStop):
         self.upstream_port: int = upstream.port or 80
         self.upstream_timeout_s = upstream_timeout_s
         self.latency_s = latency_s
+        #: Per-connection bytes per second in each direction, as one stream to real S3 gets.
+        self.bandwidth_bps = bandwidth_bps
         self.chunk_size = chunk_size
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)

@@ -33,6 +33,18 @@ def moto_s3():
         yield server
 
 
+@pytest.fixture(scope="session")
+def seaweed_s3():
+    """SeaweedFS's S3 gateway (``weed mini``) on free loopback ports, for the whole session."""
+    from blockgz.local_servers.seaweed import SeaweedS3
+
+    reason = SeaweedS3.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with SeaweedS3() as server:
+        yield server
+
+
 @pytest.fixture
 def s3_proxy(moto_s3):
     """A fault-injecting, request-logging proxy in front of the S3 server."""

@@ -1,4 +1,4 @@
-"""Real local servers for ``blockgz quickstart``: S3 (moto) and Kafka (Tansu).
+"""Real local servers for ``blockgz quickstart``: S3 (moto, SeaweedFS) and Kafka (Tansu).
 
 They ship in the product only because ``blockgz quickstart`` (``make demo``) starts them; the
 tests and benchmarks use the same classes, and their own helpers live in ``testkit/``.
