@@ -16,7 +16,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[dev,local,spark]'
 	@rm -f $(VENV)/.installed-* && touch $@
 
-# Confluent's S3-sink quickstart on a local Tansu broker, moto S3 and Spark local mode.
+# Confluent's S3-sink quickstart on a local Tansu broker, SeaweedFS S3 and Spark local mode.
 demo: $(STAMP)
 	$(BIN)/blockgz quickstart
 

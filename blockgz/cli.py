@@ -543,7 +543,7 @@ def export(config, checkpoint, once, master, options, verbose) -> None:
 def quickstart() -> None:
     """Run Confluent's S3-sink quickstart on local servers, explaining each step.
 
-    Starts a Tansu Kafka broker and a moto S3 server on free loopback ports, produces nine
+    Starts a Tansu Kafka broker and a SeaweedFS S3 server on free loopback ports, produces nine
     records, exports them with flush.size=3, lists the three objects, seeks an offset,
     and shuts everything down. Needs the [spark,local] extras and Java 17+.
 

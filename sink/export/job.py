@@ -16,13 +16,14 @@ Example (starts Spark, so not a doctest)::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import re
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -94,40 +95,47 @@ def run_export(
     warn_if_not_exactly_once(job)
     epoch = checkpoint_epoch(checkpoint)
     options = starting_offsets(job, fresh=not (checkpoint / "offsets").exists())
-    if log_file is not None:
-        _log_to(Path(log_file))
-    if spark is None:
-        spark = spark_session(
-            master or default_master(),
-            app_name=f"blockgz-export-{job.name}",
-            conf=job.spark_conf,
-            output_to=log_file,
-        )
-    stop = stop_event or threading.Event()
-    result = ExportResult()
-    restore = _install_handlers(stop, result) if install_signal_handlers else None
-    try:
-        query = start_query(spark, job, options, checkpoint=checkpoint, epoch=epoch, once=once)
-        tracker = ProgressTracker(job, epoch, result)
+    with _log_records_to(log_file):
+        if spark is None:
+            spark = spark_session(
+                master or default_master(),
+                app_name=f"blockgz-export-{job.name}",
+                conf=job.spark_conf,
+                output_to=log_file,
+            )
+        stop = stop_event or threading.Event()
+        result = ExportResult()
+        restore = _install_handlers(stop, result) if install_signal_handlers else None
         try:
-            follow(query, tracker, stop, on_progress)
+            query = start_query(spark, job, options, checkpoint=checkpoint, epoch=epoch, once=once)
+            tracker = ProgressTracker(job, epoch, result)
+            try:
+                follow(query, tracker, stop, on_progress)
+            finally:
+                tracker.close()
         finally:
-            tracker.close()
-    finally:
-        if restore is not None:
-            restore()
+            if restore is not None:
+                restore()
     return result
 
 
-def _log_to(path: Path) -> None:
-    """Also write every log record (INFO and up) to ``path``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+@contextlib.contextmanager
+def _log_records_to(path: str | Path | None) -> Iterator[None]:
+    """While the block runs, also write every log record (INFO and up) to ``path``."""
+    if path is None:
+        yield
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     handler = logging.FileHandler(path)
     handler.setLevel(logging.INFO)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
-    if not any(getattr(h, "baseFilename", None) == handler.baseFilename for h in root.handlers):
-        root.addHandler(handler)
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        handler.close()
 
 
 # -- step 1: where to start -----------------------------------------------------------------

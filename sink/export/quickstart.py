@@ -1,6 +1,7 @@
 """``blockgz quickstart``: Confluent's S3-sink quickstart, end to end, on this machine.
 
-It starts a local Kafka broker (Tansu) and a local S3 server (moto), produces nine records,
+It starts a local Kafka broker (Tansu) and a local S3 server (SeaweedFS, or moto where SeaweedFS
+is not installed), produces nine records,
 exports them with ``flush.size=3`` (three objects, as in Confluent's quickstart), lists the
 objects, seeks an offset through the reader, and shuts everything down, explaining each step.
 """
@@ -38,6 +39,7 @@ flush.size={flush}
 def run_quickstart(console: Console | None = None, *, seek_offset: int = 4) -> list[str]:
     """Run the whole quickstart; return the keys of the exported objects."""
     from blockgz.local_servers import LocalKafka, MotoS3
+    from blockgz.local_servers.seaweed import SeaweedS3
     from reader import open_archive
     from sink.export.config import ExportConfig
     from sink.export.job import run_export
@@ -49,8 +51,11 @@ def run_quickstart(console: Console | None = None, *, seek_offset: int = 4) -> l
         console.print(f"\n[bold cyan]{n}.[/] {text}  [dim]({time.monotonic() - started:.1f} s)[/]")
 
     with tempfile.TemporaryDirectory(prefix="blockgz-quickstart-") as tmp:
-        step(1, "Starting a local Kafka broker (Tansu, in memory) and a local S3 server (moto).")
-        with LocalKafka() as kafka, MotoS3(in_process=False) as s3:
+        seaweed = SeaweedS3.unavailable_reason() is None
+        s3_server = SeaweedS3() if seaweed else MotoS3(in_process=False)
+        s3_name = "SeaweedFS" if seaweed else "moto"
+        step(1, f"Starting a local Kafka broker (Tansu, in memory) and a local S3 ({s3_name}).")
+        with LocalKafka() as kafka, s3_server as s3:
             console.print(f"   Kafka at {kafka.bootstrap_servers}, S3 at {s3.endpoint_url}")
             s3.client().create_bucket(Bucket=BUCKET)
 
@@ -78,8 +83,13 @@ def run_quickstart(console: Console | None = None, *, seek_offset: int = 4) -> l
                 "Spark takes ~10-20 s; the records then land in S3 exactly once.",
             )
             job = ExportConfig.from_file(config_path)
+            checkpoint = Path(tmp) / "checkpoint"
             result = run_export(
-                job, checkpoint=Path(tmp) / "checkpoint", once=True, install_signal_handlers=False
+                job,
+                checkpoint=checkpoint,
+                once=True,
+                install_signal_handlers=False,
+                log_file=checkpoint / "blockgz-export.log",  # Spark's start-up chatter
             )
             console.print(
                 f"   {result.records} records in {result.batches} batch(es), "

@@ -17,9 +17,31 @@ from blockgz.errors import CorruptBlockError, ObjectNotFoundError, StoreError
 from blockgz.store import open_store
 from reader import open_archive
 from testkit.archives import build_partition
-from testkit.s3 import s3_options
+from testkit.s3 import FaultProxy, s3_options
 
 MIB = 1024 * 1024
+
+
+@pytest.fixture(params=["moto", "seaweedfs"])
+def s3_server(request):
+    """Each test runs on moto and on SeaweedFS (the session's servers)."""
+    name = "moto_s3" if request.param == "moto" else "seaweed_s3"
+    return request.getfixturevalue(name)
+
+
+@pytest.fixture
+def s3_proxy(s3_server):
+    with FaultProxy(s3_server.endpoint_url) as proxy:
+        yield proxy
+
+
+@pytest.fixture
+def bucket(s3_server, request):
+    import hashlib
+
+    name = "t-" + hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:24]
+    s3_server.client().create_bucket(Bucket=name)
+    return name
 
 
 def data_gets(proxy):
@@ -77,7 +99,7 @@ def test_transient_faults_are_retried(s3_proxy, bucket):
     assert store.get_range("big.bin", 5, 10) == payload[5:10]
 
 
-def test_permanent_fault_aborts_the_multipart_upload(s3_proxy, bucket, moto_s3):
+def test_permanent_fault_aborts_the_multipart_upload(s3_proxy, bucket, s3_server):
     options = s3_options(s3_proxy.endpoint_url, **{"s3.part.size": str(5 * MIB)})
     store, _ = open_store(f"s3://{bucket}", options)
     s3_proxy.inject("500", times=None, method="PUT", query_contains="partNumber=2")
@@ -87,13 +109,13 @@ def test_permanent_fault_aborts_the_multipart_upload(s3_proxy, bucket, moto_s3):
     ):
         for _ in range(16):
             upload.write(b"x" * MIB)
-    client = moto_s3.client()
+    client = s3_server.client()
     assert client.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
     with pytest.raises(ObjectNotFoundError):
         store.head("doomed.bin")
 
 
-def test_failed_complete_aborts_too(s3_proxy, bucket, moto_s3):
+def test_failed_complete_aborts_too(s3_proxy, bucket, s3_server):
     options = s3_options(s3_proxy.endpoint_url, **{"s3.part.size": str(5 * MIB)})
     store, _ = open_store(f"s3://{bucket}", options)
     s3_proxy.inject("500", times=None, method="POST", query_contains="uploadId")
@@ -102,7 +124,7 @@ def test_failed_complete_aborts_too(s3_proxy, bucket, moto_s3):
         store.open_upload("doomed.bin") as upload,
     ):
         upload.write(b"y" * (6 * MIB))
-    assert moto_s3.client().list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    assert s3_server.client().list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
 
 
 def test_small_objects_are_one_put(s3_proxy, bucket):
@@ -114,13 +136,13 @@ def test_small_objects_are_one_put(s3_proxy, bucket):
     assert store.get_range("small.json", 0, 3) == b"{}\n"
 
 
-def test_sse_and_acl_options_reach_s3(moto_s3, bucket):
+def test_sse_and_acl_options_reach_s3(s3_server, bucket):
     options = s3_options(
-        moto_s3.endpoint_url, **{"s3.ssea.name": "AES256", "s3.acl.canned": "private"}
+        s3_server.endpoint_url, **{"s3.ssea.name": "AES256", "s3.acl.canned": "private"}
     )
     store, _ = open_store(f"s3://{bucket}", options)
     store.put("enc.json", b"{}\n")
-    head = moto_s3.client().head_object(Bucket=bucket, Key="enc.json")
+    head = s3_server.client().head_object(Bucket=bucket, Key="enc.json")
     assert head["ServerSideEncryption"] == "AES256"
 
 
@@ -191,13 +213,13 @@ def test_cli_against_s3(s3_proxy, bucket):
 
 
 @pytest.mark.slow
-def test_thousand_open_uploads_stay_small(moto_s3, bucket):
+def test_thousand_open_uploads_stay_small(s3_server, bucket):
     """1,000 open uploads of ~10 KB each: RSS held vs a fixed 25 MiB buffer per open file."""
     script = textwrap.dedent(
         f"""
         import gc, json, psutil
         from blockgz.store import open_store
-        store, _ = open_store("s3://{bucket}", {s3_options(moto_s3.endpoint_url)!r})
+        store, _ = open_store("s3://{bucket}", {s3_options(s3_server.endpoint_url)!r})
         store.put("warmup", b"x")
         gc.collect()
         me = psutil.Process()
@@ -219,7 +241,7 @@ def test_thousand_open_uploads_stay_small(moto_s3, bucket):
     # 9.6 MiB of data is held (the measurement sees it), and little more than that.
     assert 5 < held_mib < 64, f"1,000 open uploads hold {held_mib:.1f} MiB"
     print(f"1,000 open uploads hold {held_mib:.1f} MiB vs {fixed_buffers_mib} MiB of fixed buffers")
-    listed = moto_s3.client().list_objects_v2(Bucket=bucket, Prefix="small/")
+    listed = s3_server.client().list_objects_v2(Bucket=bucket, Prefix="small/")
     assert listed["KeyCount"] == 1000
 
 
@@ -240,14 +262,14 @@ def test_following_blocks_are_prefetched_concurrently(s3_proxy, bucket):
     assert s3_proxy.peak_in_flight >= 2  # block fetches overlap instead of queuing
 
 
-def test_corrupt_block_on_s3_names_key_block_and_offsets(s3_proxy, bucket, moto_s3):
+def test_corrupt_block_on_s3_names_key_block_and_offsets(s3_proxy, bucket, s3_server):
     options = s3_options(s3_proxy.endpoint_url)
     store, prefix = open_store(f"s3://{bucket}", options)
     build_partition(store, prefix, objects=1, records_per_object=300, block_size=8 * 1024)
     key = "topics/orders/partition=0/orders+0+0000000000.json.gz"
-    raw = bytearray(moto_s3.client().get_object(Bucket=bucket, Key=key)["Body"].read())
+    raw = bytearray(s3_server.client().get_object(Bucket=bucket, Key=key)["Body"].read())
     raw[len(raw) // 2] ^= 0xFF
-    moto_s3.client().put_object(Bucket=bucket, Key=key, Body=bytes(raw))
+    s3_server.client().put_object(Bucket=bucket, Key=key, Body=bytes(raw))
     pattern = re.escape(f"s3://{bucket}/{key}: block ") + r"\d+ \(offsets \d+-\d+, bytes"
     with (
         open_archive(f"s3://{bucket}", options) as archive,
@@ -272,12 +294,12 @@ def test_cold_seek_is_list_index_and_one_range(s3_proxy, bucket):
     assert kinds == ["GET index", "GET range", "LIST"]
 
 
-def test_readers_learn_topics_dir_from_the_manifests_on_s3(moto_s3, bucket):
+def test_readers_learn_topics_dir_from_the_manifests_on_s3(s3_server, bucket):
     from blockgz.layout import Layout, default_partition
     from blockgz.manifests import ManifestLog, WrittenFile
     from blockgz.objects.upload import BlockGzipUpload
 
-    options = s3_options(moto_s3.endpoint_url)
+    options = s3_options(s3_server.endpoint_url)
     store, _ = open_store(f"s3://{bucket}", options)
     layout = Layout(topics_dir="bgz")
     key = layout.data_key("", f"ev/{default_partition(0)}", "ev", 0, 0, ".json.gz")
