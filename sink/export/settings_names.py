@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 from blockgz.errors import ConfigError
 from blockgz.store.settings import OPTION_NAMES as S3_OPTION_NAMES
-from sink.partitioning.partitioners import PARTITIONER_OPTIONS
+from sink.partitioning.settings import PARTITIONER_OPTIONS
 from sink.write.config import CONNECT_KEYS_IGNORED, SINK_OPTION_NAMES
 
 #: Options of Spark's Kafka source that may appear in the job's config file.

@@ -1,15 +1,11 @@
-"""The bits of Joda-Time that Confluent's time-based partitioners use, re-done in Python.
+"""Joda-Time ``DateTimeFormat`` patterns (``path.format``), re-done in Python.
 
-* :func:`compile_pattern` renders a Joda ``DateTimeFormat`` pattern (``path.format``), with
-  Joda's letters and counts: ``Y`` is year-of-era (not week-year as in ``java.time``), ``x``
-  is the ISO week-year, ``yy``/``YY``/``xx`` are two-digit years, ``MMM`` a short month name.
-* :func:`parse_locale` and :func:`parse_timezone` check the ``locale`` and ``timezone`` options.
-* :class:`ZoneOffsets` does Joda's ``DateTimeZone`` arithmetic, and
-  :meth:`ZoneOffsets.bucket_start` is ``TimeBasedPartitioner.getPartition``: floor the
-  *local* time, then map the local bucket start back to an instant.
-* :func:`parse_iso_millis` reads ISO-8601 text like Joda's ``ISODateTimeFormat.dateTimeParser``.
+:func:`compile_pattern` renders a pattern with Joda's letters and counts: ``Y`` is year-of-era
+(not week-year as in ``java.time``), ``x`` is the ISO week-year, ``yy``/``YY``/``xx`` are
+two-digit years, ``MMM`` a short month name. :func:`parse_locale` checks the ``locale`` option.
+Zones are in :mod:`sink.partitioning.zones`, ISO-8601 text in :mod:`sink.partitioning.isotime`.
 
-    >>> from datetime import datetime, timezone
+    >>> from datetime import UTC, datetime
     >>> render = compile_pattern("'year'=YYYY/'month'=MM/'day'=dd/'hour'=HH", "en")
     >>> render(datetime(2026, 11, 22, 10, 15, tzinfo=UTC))
     'year=2026/month=11/day=22/hour=10'
@@ -19,17 +15,15 @@ Java 9+ JVM. One deliberate difference: Confluent builds its locale with ``new L
 which turns ``en_US`` into an unknown *language* and silently falls back to the JVM's default
 locale; here ``en_US``, ``en-US`` and ``de_DE`` mean what they say. Short zone names (``z``)
 are the tz database abbreviations (``EST``, ``CEST``, ``IST``; numeric ones print as Joda's
-``-03:00``), which match the JDK's except for a few legacy ones such as ``BRT``. Time fields,
-offsets and bucket boundaries match Joda-Time 2.14 exactly (checked on 350,000 instants around
-DST changes in 15 zones); names can differ where the JDK's CLDR version differs from babel's.
+``-03:00``), which match the JDK's except for a few legacy ones such as ``BRT``. Time fields
+match Joda-Time 2.14 exactly; names can differ where the JDK's CLDR version differs from babel's.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta, timezone, tzinfo
+from datetime import datetime, timedelta, tzinfo
 from functools import lru_cache
 from typing import Any
 
@@ -39,9 +33,6 @@ from blockgz.errors import ConfigError
 SUPPORTED_LETTERS = "GCYyxwMdDEeaKhHkmsSzZ"
 
 Renderer = Callable[[datetime], str]
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MS = timedelta(milliseconds=1)
 
 
 # -- patterns -----------------------------------------------------------------------------------
@@ -308,238 +299,3 @@ def compile_pattern(pattern: str, locale: Any = "en", *, option: str = "path.for
     if len(funcs) == 1:
         return funcs[0]
     return lambda dt: "".join([f(dt) for f in funcs])
-
-
-# -- zones --------------------------------------------------------------------------------------
-_FIXED = re.compile(r"([+-])(\d{2})(?::?(\d{2}))?")
-
-
-#: Java's ``ZoneId.SHORT_IDS``: the three-letter ids Confluent's docs and Java users write
-#: (``timezone=PST``), mapped as Java maps them (EST, MST and HST are fixed offsets there).
-JAVA_SHORT_IDS = {
-    "ACT": "Australia/Darwin",
-    "AET": "Australia/Sydney",
-    "AGT": "America/Argentina/Buenos_Aires",
-    "ART": "Africa/Cairo",
-    "AST": "America/Anchorage",
-    "BET": "America/Sao_Paulo",
-    "BST": "Asia/Dhaka",
-    "CAT": "Africa/Harare",
-    "CNT": "America/St_Johns",
-    "CST": "America/Chicago",
-    "CTT": "Asia/Shanghai",
-    "EAT": "Africa/Addis_Ababa",
-    "ECT": "Europe/Paris",
-    "EST": "-05:00",
-    "HST": "-10:00",
-    "IET": "America/Indiana/Indianapolis",
-    "IST": "Asia/Kolkata",
-    "JST": "Asia/Tokyo",
-    "MIT": "Pacific/Apia",
-    "MST": "-07:00",
-    "NET": "Asia/Yerevan",
-    "NST": "Pacific/Auckland",
-    "PLT": "Asia/Karachi",
-    "PNT": "America/Phoenix",
-    "PRT": "America/Puerto_Rico",
-    "PST": "America/Los_Angeles",
-    "SST": "Pacific/Guadalcanal",
-    "VST": "Asia/Ho_Chi_Minh",
-}
-
-
-def parse_timezone(text: str, option: str = "timezone") -> tzinfo:
-    """``UTC``, an IANA name (``Europe/Berlin``), a fixed offset (``+05:30``) or one of Java's
-    short ids (``PST``), as Joda's and Java's zone lookups read them.
-
-    >>> parse_timezone("Asia/Kolkata").key
-    'Asia/Kolkata'
-    >>> parse_timezone("-08:00").tzname(None)
-    '-08:00'
-    >>> parse_timezone("PST").key, parse_timezone("EST").tzname(None)
-    ('America/Los_Angeles', '-05:00')
-    """
-    from zoneinfo import ZoneInfo, available_timezones
-
-    name = text.strip()
-    if name.upper() == "UTC":
-        return UTC
-    name = JAVA_SHORT_IDS.get(name, name)
-    fixed = _FIXED.fullmatch(name)
-    if fixed:
-        sign, hours, minutes = fixed.group(1), int(fixed.group(2)), int(fixed.group(3) or 0)
-        if hours < 24 and minutes < 60:
-            delta = timedelta(hours=hours, minutes=minutes)
-            return timezone(-delta if sign == "-" else delta, f"{sign}{hours:02d}:{minutes:02d}")
-    elif name:
-        try:
-            return ZoneInfo(name)
-        except Exception:  # ZoneInfoNotFoundError, ValueError for odd keys, OSError
-            pass
-    hint = ""
-    if name:
-        lowered = name.lower()
-        matches = sorted(z for z in available_timezones() if z.lower() == lowered)
-        if matches:
-            hint = f" (did you mean {matches[0]}?)"
-    raise ConfigError(
-        f"{option}: unknown time zone {text!r}{hint}; allowed: UTC, an IANA name such as "
-        "Europe/Berlin or America/New_York (zoneinfo.available_timezones()), a fixed "
-        "offset such as +05:30, or a Java short id such as PST"
-    )
-
-
-def utc_datetime(ms: int) -> datetime:
-    """The aware UTC datetime of epoch milliseconds ``ms`` (OverflowError outside years 1..9999)."""
-    return _EPOCH + timedelta(milliseconds=ms)
-
-
-def _java_div(a: int, b: int) -> int:
-    """Java's long division (truncates toward zero, unlike ``//`` for negative numbers)."""
-    return a // b if a >= 0 else -((-a) // b)
-
-
-class ZoneOffsets:
-    """Joda ``DateTimeZone`` arithmetic on epoch milliseconds for one zone.
-
-    Offsets are cached per 15-minute slot (when the offset is the same at both ends of it), so
-    the per-record cost is a dict lookup.
-
-    >>> from zoneinfo import ZoneInfo
-    >>> z = ZoneOffsets(ZoneInfo("Asia/Kolkata"))
-    >>> z.offset(0) // 60_000
-    330
-    >>> z.bucket_start(1_800_000, 86_400_000)  # 00:30Z is 06:00 local: the day began at 18:30Z
-    -19800000
-    """
-
-    _SLOT = 900_000
-    _MAX_SLOTS = 1 << 16
-
-    def __init__(self, tz: tzinfo):
-        self.tz = tz
-        self._fixed: int | None = None
-        if isinstance(tz, timezone):
-            self._fixed = (tz.utcoffset(None) or timedelta(0)) // _MS
-        self._slots: dict[int, int] = {}
-
-    def _exact(self, utc_ms: int) -> int:
-        return utc_datetime(utc_ms).astimezone(self.tz).utcoffset() // _MS  # type: ignore[operator]
-
-    def offset(self, utc_ms: int) -> int:
-        """Milliseconds to add to UTC for local time at instant ``utc_ms`` (Joda's getOffset)."""
-        if self._fixed is not None:
-            return self._fixed
-        slot = utc_ms // self._SLOT
-        off = self._slots.get(slot)
-        if off is None:
-            start = slot * self._SLOT
-            off = self._exact(start)
-            if self._exact(start + self._SLOT - 1) != off:
-                return self._exact(utc_ms)  # a transition inside this slot: no caching
-            if len(self._slots) >= self._MAX_SLOTS:
-                self._slots.clear()
-            self._slots[slot] = off
-        return off
-
-    def local_to_utc(self, local_ms: int) -> int:
-        """Joda's ``convertLocalToUTC(local, strict=false)``.
-
-        In an overlap (clocks going back) the first guess stands; in a gap (clocks going
-        forward) zones west of Greenwich use the offset *before* the gap, as Joda does.
-        """
-        guess = self.offset(local_ms)
-        off = self.offset(local_ms - guess)
-        if guess != off and guess < 0 and self.offset(local_ms - off) != off:
-            off = guess  # local_ms falls in a DST gap
-        return local_ms - off
-
-    def bucket_start(self, utc_ms: int, duration_ms: int) -> int:
-        """``TimeBasedPartitioner.getPartition``: the instant starting ``utc_ms``'s bucket.
-
-        Floors the local time (Java division, so pre-1970 local times round toward 1970 as in
-        Confluent) and maps the local bucket start back to UTC.
-        """
-        local = utc_ms + self.offset(utc_ms)
-        return self.local_to_utc(_java_div(local, duration_ms) * duration_ms)
-
-    def local_datetime(self, utc_ms: int) -> datetime:
-        """The aware datetime of ``utc_ms`` in this zone (what the formatter prints)."""
-        return utc_datetime(utc_ms).astimezone(self.tz)
-
-
-# -- ISO-8601 text ------------------------------------------------------------------------------
-_ISO = re.compile(
-    r"""
-    (?:
-      (?P<year>\d{4})
-      (?:-(?:
-          W(?P<week>\d{1,2})(?:-(?P<wday>\d))?
-        | (?P<yday>\d{3})
-        | (?P<month>\d{1,2})(?:-(?P<day>\d{1,2}))?
-      ))?
-      (?:T(?P<time>[\d:.,]*)(?P<off1>Z|[+-][\d:]+)?)?
-    |
-      T(?P<time_only>[\d:.,]+)(?P<off2>Z|[+-][\d:]+)?
-    )
-    """,
-    re.VERBOSE,
-)
-_TIME = re.compile(r"(\d{1,2})(?::(\d{1,2})(?::(\d{1,2}))?)?(?:[.,](\d+))?")
-_OFFSET = re.compile(r"([+-])(\d{1,2})(?::?(\d{2})(?::?(\d{2}))?)?")
-
-
-def parse_iso_millis(text: str) -> int:
-    """Epoch milliseconds of ISO-8601 text, with the forms Joda's ``dateTimeParser`` accepts.
-
-    Dates ``yyyy[-MM[-dd]]``, ``yyyy-DDD``, ``yyyy-Www[-e]``; an optional ``T`` time
-    ``HH[:mm[:ss]]`` with a ``.``/``,`` fraction of its last unit; an optional offset ``Z`` or
-    ``±HH[:mm]``. Text without an offset is read as UTC (Joda uses the JVM's default zone,
-    which is UTC on typical Connect workers). Raises ValueError otherwise.
-
-    >>> parse_iso_millis("2026-11-22T10:15:00.250Z")
-    1795342500250
-    >>> parse_iso_millis("2026-11-22T11:15+01:00")
-    1795342500000
-    >>> parse_iso_millis("2026-W47-7")
-    1795305600000
-    """
-    m = _ISO.fullmatch(text.strip())
-    if m is None:
-        raise ValueError(f"{text!r} is not an ISO-8601 date-time")
-    if m["year"] is not None:
-        year = int(m["year"])
-        if m["week"] is not None:
-            day = date.fromisocalendar(year, int(m["week"]), int(m["wday"] or 1))
-        elif m["yday"] is not None:
-            day = date(year, 1, 1) + timedelta(days=int(m["yday"]) - 1)
-            if day.year != year:
-                raise ValueError(f"{text!r}: day of year out of range")
-        else:
-            day = date(year, int(m["month"] or 1), int(m["day"] or 1))
-        time_text, offset_text = m["time"] or "", m["off1"]
-    else:
-        day = date(1970, 1, 1)
-        time_text, offset_text = m["time_only"], m["off2"]
-    ms = (day.toordinal() - 719163) * 86_400_000
-    if time_text:
-        t = _TIME.fullmatch(time_text)
-        if t is None:
-            raise ValueError(f"{text!r}: bad time {time_text!r}")
-        hour, minute, second = int(t[1]), int(t[2] or 0), int(t[3] or 0)
-        if hour > 23 or minute > 59 or second > 59:
-            raise ValueError(f"{text!r}: time out of range")
-        ms += ((hour * 60 + minute) * 60 + second) * 1000
-        if t[4]:
-            unit = 1000 if t[3] else 60_000 if t[2] else 3_600_000
-            ms += int(t[4][:12].ljust(12, "0")) * unit // 10**12
-    if offset_text and offset_text != "Z":
-        o = _OFFSET.fullmatch(offset_text)
-        if o is None:
-            raise ValueError(f"{text!r}: bad offset {offset_text!r}")
-        minutes = int(o[2]) * 60 + int(o[3] or 0)
-        if int(o[2]) > 23 or int(o[3] or 0) > 59:
-            raise ValueError(f"{text!r}: offset out of range")
-        seconds = minutes * 60 + int(o[4] or 0)
-        ms -= (seconds if o[1] == "+" else -seconds) * 1000
-    return ms

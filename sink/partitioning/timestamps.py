@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from blockgz.errors import ConfigError
+from sink.partitioning.isotime import parse_iso_millis
 from sink.partitioning.json_fields import field_path, json_kind, lookup_field, value_object
-from sink.partitioning.timeformat import parse_iso_millis
 from sink.plugins import import_named, instantiate
 from sink.records import KafkaRecord
 

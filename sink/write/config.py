@@ -32,8 +32,8 @@ from blockgz.layout import Layout
 from blockgz.manifests import ManifestLog
 from blockgz.options import Options, as_options
 from blockgz.store import ObjectStore, StoreTarget
-from sink.partitioning.partitioners import PartitionerSettings
-from sink.partitioning.timeformat import parse_timezone
+from sink.partitioning.settings import PartitionerSettings
+from sink.partitioning.zones import parse_timezone
 
 log = logging.getLogger("blockgz.sink")
 

@@ -36,7 +36,7 @@ from blockgz.layout import default_partition
 from blockgz.manifests import WrittenFile
 from blockgz.store.base import ObjectStore
 from sink.partitioning.partitioners import DefaultPartitioner
-from sink.partitioning.timeformat import parse_timezone
+from sink.partitioning.zones import parse_timezone
 from sink.records import KafkaRecord
 from sink.write.config import SinkConfig
 from sink.write.encoders import encoder_for

@@ -15,16 +15,15 @@ import pytest
 
 from blockgz.errors import BadRecordError, ConfigError
 from sink.partitioning.partitioners import (
-    PARTITIONER_OPTIONS,
     DailyPartitioner,
     DefaultPartitioner,
     FieldPartitioner,
     HourlyPartitioner,
     Partitioner,
     TimeBasedPartitioner,
-    build_partitioner,
 )
 from sink.partitioning.pathsafe import unescape_path_value
+from sink.partitioning.settings import PARTITIONER_OPTIONS, build_partitioner
 from sink.partitioning.timestamps import RecordFieldTimestampExtractor
 from tests.unit.partitioning_support import HOURLY, build, ms, rec, time_options
 

@@ -11,7 +11,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from blockgz.errors import ConfigError
-from sink.partitioning.timeformat import compile_pattern, parse_iso_millis, tokenize
+from sink.partitioning.isotime import parse_iso_millis
+from sink.partitioning.timeformat import compile_pattern, tokenize
 
 
 @pytest.mark.parametrize(
@@ -88,12 +89,12 @@ def test_parse_iso_millis_rejects(text):
 def test_java_short_zone_ids_map_as_java_maps_them(short, zone):
     from zoneinfo import ZoneInfo
 
-    from sink.partitioning.timeformat import parse_timezone
+    from sink.partitioning.zones import parse_timezone
 
     assert parse_timezone(short) == ZoneInfo(zone)
 
 
 def test_java_fixed_short_ids_are_offsets():
-    from sink.partitioning.timeformat import parse_timezone
+    from sink.partitioning.zones import parse_timezone
 
     assert parse_timezone("EST").utcoffset(None) == timedelta(hours=-5)

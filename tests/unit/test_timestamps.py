@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from blockgz.errors import BadRecordError
-from sink.partitioning.partitioners import TimeBasedPartitioner, build_partitioner
+from sink.partitioning.partitioners import TimeBasedPartitioner
+from sink.partitioning.settings import build_partitioner
 from sink.partitioning.timestamps import (
     RecordFieldTimestampExtractor,
     RecordTimestampExtractor,
