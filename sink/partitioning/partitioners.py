@@ -14,8 +14,8 @@ a partitioner computes the ``<encoded partition>`` part exactly as Confluent's b
 =============================  =================================================================
 
 Confluent's class names (``io.confluent.connect.storage.partitioner.HourlyPartitioner``...) work
-too, so a Connect config can be pasted. :func:`build_partitioner` checks every option up front
-and raises :class:`ConfigError` naming the key and the allowed values.
+too, so a Connect config can be pasted. :func:`~sink.partitioning.settings.build_partitioner`
+checks every option and raises :class:`ConfigError` naming the key and the allowed values.
 
 Differences from Confluent, all deliberate:
 
