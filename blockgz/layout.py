@@ -204,18 +204,19 @@ class Layout:
         return f"{self.topics_root(prefix)}{partitioned_path}{self.directory_delim}{name}"
 
     @cached_property
-    def _stem_pattern(self) -> re.Pattern[str]:
+    def _stem(self) -> str:
         # The topic is greedy: partition and start offset are the last two numbers of the name,
         # so a topic holding the delimiter (file.delim=- and topic my-topic) still parses.
         d = re.escape(self.file_delim)
-        return re.compile(rf"^(?P<topic>.+){d}(?P<partition>\d+){d}(?P<start>\d+)$")
+        return rf"^(?P<topic>.+){d}(?P<partition>\d+){d}(?P<start>\d+)"
+
+    @cached_property
+    def _stem_pattern(self) -> re.Pattern[str]:
+        return re.compile(self._stem + "$")
 
     @cached_property
     def _name_pattern(self) -> re.Pattern[str]:
-        d = re.escape(self.file_delim)
-        return re.compile(
-            rf"^(?P<topic>.+){d}(?P<partition>\d+){d}(?P<start>\d+)\.(?P<ext>[A-Za-z0-9._-]+)$"
-        )
+        return re.compile(self._stem + r"\.(?P<ext>[A-Za-z0-9._-]+)$")
 
     def parse_data_key(
         self, key: str, *, size: int = -1, extension: str | None = None

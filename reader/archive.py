@@ -31,7 +31,7 @@ from blockgz.format.index import BlockIndex
 from blockgz.layout import LAYOUT_OPTIONS, Layout, ObjectRef, sidecar_key
 from blockgz.manifests import ExportFound, find_exports
 from blockgz.objects.indexed import IndexedReader, load_index
-from blockgz.objects.stream import stream_object
+from blockgz.objects.stream import stream_records
 from blockgz.options import as_options
 from blockgz.store import LocalStore, ObjectStore, open_store
 
@@ -324,16 +324,6 @@ class Archive:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
-
-
-def stream_records(
-    store: ObjectStore, key: str, start_offset: int, *, compressed: bool
-) -> Iterator[Record]:
-    """A non-seekable object, streamed line by line; offsets count up from ``start_offset``
-    (the one in its name), so they are exact only when the object's offsets are contiguous."""
-    with stream_object(store, key, compressed=compressed) as stream:
-        for n, line in enumerate(stream):
-            yield Record(start_offset + n, line[:-1] if line.endswith(b"\n") else line)
 
 
 def _prefetched(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 
+from blockgz.format.decode import Record
 from blockgz.store.base import ObjectStore
 
 
@@ -51,3 +52,13 @@ def stream_object(store: ObjectStore, key: str, *, compressed: bool) -> io.Buffe
     from isal import igzip
 
     return igzip.IGzipFile(fileobj=raw, mode="rb")
+
+
+def stream_records(
+    store: ObjectStore, key: str, start_offset: int, *, compressed: bool
+) -> Iterator[Record]:
+    """A non-seekable object, streamed line by line; offsets count up from ``start_offset``
+    (the one in its name), so they are exact only when the object's offsets are contiguous."""
+    with stream_object(store, key, compressed=compressed) as stream:
+        for n, line in enumerate(stream):
+            yield Record(start_offset + n, line[:-1] if line.endswith(b"\n") else line)

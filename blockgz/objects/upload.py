@@ -87,6 +87,11 @@ class BlockGzipUpload:
         return self.writer.bytes_written
 
     @property
+    def index_key(self) -> str:
+        """Where the sidecar goes (and, after :meth:`close`, is)."""
+        return sidecar_key(self.key)
+
+    @property
     def index(self) -> BlockIndex:
         """The published index (after :meth:`close`)."""
         return self.writer.index
@@ -103,7 +108,7 @@ class BlockGzipUpload:
             self.abort()
             raise
         try:
-            publish_index(self.store, self.key, index)
+            publish_index(self.store, self.key, index)  # at self.index_key
         except BaseException:
             self.store.delete(self.key)  # data without its index must not stay behind
             raise

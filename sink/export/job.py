@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from blockgz.errors import BlockGzError, ExportFailed
-from blockgz.manifests import ManifestLog, Offsets, new_epoch
+from blockgz.manifests import Offsets, new_epoch
 from sink.export.config import ExportConfig
 from sink.write.config import INPUT_PREFIX, INPUT_READER
 
@@ -313,7 +313,7 @@ class ProgressTracker:
     def __init__(self, job: ExportConfig, epoch: str, result: ExportResult):
         self.result = result
         store, prefix = job.sink.make_store()
-        self.manifests = ManifestLog(store, prefix, job.sink.layout, job.sink.name, epoch=epoch)
+        self.manifests = job.sink.manifest_log(store, prefix, epoch=epoch)
         self.watermarks = _Watermarks(job)
         self._seen_batch = -1
         self._last_ends: dict[tuple[str, int], int] = {}

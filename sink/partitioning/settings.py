@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.errors import ConfigError
-from blockgz.layout import check_directory_delim
+from blockgz.layout import Layout
 from blockgz.options import Options, as_options
 from sink.partitioning.partitioners import (
     DailyPartitioner,
@@ -126,8 +126,12 @@ class PartitionerSettings:
     plugin_options: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_options(cls, options: Options) -> PartitionerSettings:
-        """Check every partitioner option and read it; the partitioner is built once to check."""
+    def from_options(cls, options: Options, layout: Layout | None = None) -> PartitionerSettings:
+        """Check every partitioner option and read it; the partitioner is built once to check.
+
+        The delimiters come from ``layout`` when the caller has read it already.
+        """
+        layout = layout or Layout.from_options(options)
         name = options.text("partitioner.class", "default")
         kind = partitioner_kind(name)
         extractor = options.text("timestamp.extractor", "Wallclock")
@@ -145,8 +149,8 @@ class PartitionerSettings:
         plugin = kind == "custom" or (time_based and extractor.lower() not in _EXTRACTOR_NAMES)
         settings = cls(
             kind=kind,
-            directory_delim=check_directory_delim(options.get("directory.delim", "/")),
-            file_delim=options.get("file.delim", "+") or "+",
+            directory_delim=layout.directory_delim,
+            file_delim=layout.file_delim,
             lowercase=options.flag("partition.path.lowercase", False),
             fields=tuple(_field_list(options.text("partition.field.name")))
             if kind == "field"

@@ -241,11 +241,12 @@ class SinkConfig:
     def from_options(cls, options: Mapping[str, Any]) -> SinkConfig:
         """Validate Confluent-named options; unknown keys are for the caller to report."""
         opts = as_options(options)
+        layout = Layout.from_options(opts)
         config = cls(
             target=StoreTarget.from_options(opts),
             name=opts.text("name", "blockgz"),
-            layout=Layout.from_options(opts),
-            partitioning=PartitionerSettings.from_options(opts),
+            layout=layout,
+            partitioning=PartitionerSettings.from_options(opts, layout),
             epoch=opts.text("blockgz.epoch"),
             **_format_settings(opts),
             **_compression_settings(opts),
@@ -297,11 +298,15 @@ class SinkConfig:
         """Open the target: ``(store, key prefix)``."""
         return self.target.open()
 
-    def manifest_log(self, store: ObjectStore | None = None, prefix: str = "") -> ManifestLog:
-        """The job's manifests (in ``store``, or in a newly opened target store)."""
+    def manifest_log(
+        self, store: ObjectStore | None = None, prefix: str = "", *, epoch: str | None = None
+    ) -> ManifestLog:
+        """The job's manifests (in ``store``, or in a newly opened target store), written
+        under ``epoch`` (default: this config's)."""
         if store is None:
             store, prefix = self.make_store()
-        return ManifestLog(store, prefix, self.layout, self.name, epoch=self.epoch)
+        epoch = self.epoch if epoch is None else epoch
+        return ManifestLog(store, prefix, self.layout, self.name, epoch=epoch)
 
     @property
     def extension(self) -> str:

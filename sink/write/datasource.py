@@ -59,6 +59,17 @@ class _Writer:
         self.config = SinkConfig.from_options(options)
         _check_schema(schema, self.config)
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state.pop("_listener", None)  # the driver's; tasks load their own
+        return state
+
+    def _driver_listener(self):
+        """The listener told about commits, loaded once on the driver."""
+        if not hasattr(self, "_listener"):
+            self._listener = load_listener(self.config.listener, self.config.listener_options)
+        return self._listener
+
     def write(self, iterator: Iterator[Any]) -> TaskCommitMessage:
         return write_task(self.config, iterator)
 
@@ -66,7 +77,7 @@ class _Writer:
         key = write_manifest(self.config.manifest_log(), batch_id, messages)
         files = sum(len(m.files) for m in messages if m is not None)
         log.info("batch %s committed: %d files, manifest %s", batch_id, files, key)
-        listener = load_listener(self.config.listener, self.config.listener_options)
+        listener = self._driver_listener()
         if listener is not None:
             listener.batch_committed(batch_id, key)
 

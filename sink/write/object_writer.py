@@ -28,7 +28,6 @@ from blockgz.errors import RecordFramingError
 from blockgz.format.codec import Compression
 from blockgz.format.framing import Separated
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE
-from blockgz.layout import sidecar_key
 from blockgz.manifests import WrittenFile
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.store.base import ObjectStore, Upload
@@ -139,7 +138,7 @@ class ObjectWriter:
         if self._blocks is not None:
             self._blocks.close()  # data, then its sidecar; neither stays behind on failure
             size = self._blocks.bytes_written
-            index_key = sidecar_key(self.key)
+            index_key = self._blocks.index_key
         else:
             assert self._upload is not None
             try:

@@ -56,7 +56,7 @@ def violations(source: str, target: str, *, except_modules: tuple[str, ...] = ()
     return sorted(
         f"{module} imports {imported}"
         for module, imported_names in graph().items()
-        if within(module, source) and module not in except_modules
+        if within(module, source) and not any(within(module, e) for e in except_modules)
         for imported in imported_names
         if within(imported, target)
     )
@@ -95,7 +95,7 @@ def test_no_import_runs_the_wrong_way(source, target, exceptions):
 
 
 def test_the_rules_see_lazy_imports(tmp_path):
-    path = ROOT / "blockgz" / "cli.py"
+    path = ROOT / "blockgz" / "cli" / "export.py"
     assert any(within(name, "sink") for name in imports_of(path))  # imported inside a command
 
 

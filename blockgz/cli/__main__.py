@@ -1,0 +1,5 @@
+"""``python -m blockgz.cli``."""
+
+from blockgz.cli import main
+
+main()

@@ -1,0 +1,131 @@
+"""The ``blockgz`` command group and what its commands share: one-line errors, progress bars,
+store options.
+
+Errors print as one line (``error: ...``) with exit status 1; ``--debug`` shows the
+traceback. Heavy modules are imported inside commands so ``blockgz seek`` starts fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import click
+
+from blockgz.errors import BlockGzError
+
+PROGRESS_MIN_BYTES = 64 * 1024 * 1024  # below this a file takes well under a second
+
+
+class State:
+    debug = False
+
+
+def fail_cleanly(func: Callable) -> Callable:
+    """Turn project and OS errors into one line on stderr unless --debug."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except (BlockGzError, OSError) as exc:
+            if State.debug or isinstance(exc, BrokenPipeError):
+                if isinstance(exc, BrokenPipeError):
+                    sys.exit(0)  # `blockgz cat x | head` is not an error
+                raise
+            click.echo(f"error: {exc}", err=True)
+            sys.exit(1)
+
+    return wrapper
+
+
+@contextmanager
+def progress_bar(description: str, total: int) -> Iterator[Callable[[int], None]]:
+    """A rich progress bar on stderr for big inputs on a terminal; a no-op otherwise."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if total < PROGRESS_MIN_BYTES or not console.is_terminal:
+        yield lambda n: None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
+
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(description, total=total)
+        yield lambda n: bar.advance(task, n)
+
+
+def size_option(ctx, param, value):
+    from blockgz.options import parse_size
+
+    try:
+        return parse_size(value, name=param.name.replace("_", "-"))
+    except BlockGzError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show tracebacks and debug logs.")
+@click.version_option(package_name="blockgz")
+def main(debug: bool) -> None:
+    """Archive Kafka topics as seekable block-GZIP and read them back by offset.
+
+    \b
+    Examples:
+      blockgz compress events.json            # events.json.gz + events.json.index.json
+      blockgz seek --offset 1200 --count 5 events.json.gz
+      blockgz verify events.json.gz
+      blockgz export s3-sink.properties --once   # Kafka -> S3, Confluent's layout
+      blockgz quickstart                         # the whole thing on local servers
+    """
+    State.debug = debug
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def store_options(func: Callable) -> Callable:
+    """Options that reach the object store: an endpoint, and any Confluent-named setting."""
+    func = click.option(
+        "-O",
+        "--option",
+        "options",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="An S3 setting by its Confluent name, e.g. -O s3.region=eu-west-1 (repeatable).",
+    )(func)
+    func = click.option(
+        "--endpoint-url",
+        envvar="BLOCKGZ_ENDPOINT_URL",
+        help="S3 endpoint (store.url) for MinIO, Ceph, R2...; AWS_ENDPOINT_URL also works.",
+    )(func)
+    return func
+
+
+def target_options(func: Callable) -> Callable:
+    func = click.option("--partition", type=click.IntRange(min=0), help="Kafka partition.")(func)
+    func = click.option("--topic", help="Topic, when TARGET is an archive prefix.")(func)
+    return store_options(func)
+
+
+def collect_options(endpoint_url: str | None, options: tuple[str, ...]) -> dict[str, str]:
+    collected = {}
+    for item in options:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--option")
+        collected[key.strip()] = value.strip()
+    if endpoint_url:
+        collected["store.url"] = endpoint_url
+    return collected
