@@ -104,6 +104,23 @@ class SourceError(BlockGzError, RuntimeError):
     """The Kafka source cannot read what it was asked for (unreachable broker, unknown topic)."""
 
 
+class RegistryError(BlockGzError, RuntimeError):
+    """The schema registry cannot give a schema a record needs (unreachable, unknown id).
+
+    Not the record's fault: the batch fails and is retried, it is never dead-lettered. The
+    message names the record when one is known.
+    """
+
+    def __init__(self, message: str, *, record: tuple[str, int, int] | None = None):
+        where = f"{record[0]}-{record[1]}@{record[2]}: " if record is not None else ""
+        super().__init__(where + message)
+        self.record = record
+
+
+class UnknownSchemaError(RegistryError, LookupError):
+    """The registry answers, but has no schema under the id a record names (a bad record)."""
+
+
 class DataLossError(SourceError):
     """Offsets the job still needed are gone from Kafka (retention, topic deleted)."""
 

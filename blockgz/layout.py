@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from blockgz.options import Options
 
 INDEX_SUFFIX = ".index.json"
+AVRO_SUFFIX = ".avro"
 #: The options a layout is read from (a reader given none of them learns them from manifests).
 LAYOUT_OPTIONS = (
     "topics.dir",
@@ -53,7 +54,14 @@ _MANIFEST_NAME = re.compile(
 
 
 def sidecar_key(data_key: str) -> str:
-    """The index key of a data object: the key minus a trailing ``.gz``, plus ``.index.json``."""
+    """The index key of a data object: the key minus a trailing ``.gz``, plus ``.index.json``.
+
+    An Avro object keeps its ``.avro`` (Avro compresses inside the file, so blockgz writes no
+    ``.avro.gz``, which would share the sidecar):
+
+    >>> sidecar_key("t+0+0000000000.avro")
+    't+0+0000000000.avro.index.json'
+    """
     base = data_key[:-3] if data_key.endswith(".gz") else data_key
     return base + INDEX_SUFFIX
 
@@ -63,8 +71,13 @@ def data_key_for(key: str) -> str:
 
     >>> data_key_for("t+0+0000000000.json.index.json")
     't+0+0000000000.json.gz'
+    >>> data_key_for("t+0+0000000000.avro.index.json")
+    't+0+0000000000.avro'
     """
-    return key[: -len(INDEX_SUFFIX)] + ".gz" if key.endswith(INDEX_SUFFIX) else key
+    if not key.endswith(INDEX_SUFFIX):
+        return key
+    base = key[: -len(INDEX_SUFFIX)]
+    return base if base.endswith(AVRO_SUFFIX) else base + ".gz"
 
 
 #: Characters a directory delimiter may not hold: escapes are made of ``%`` and hex digits, and
@@ -113,6 +126,16 @@ class ObjectRef:
     @property
     def compressed(self) -> bool:
         return self.extension.endswith("gz")
+
+    @property
+    def is_avro(self) -> bool:
+        """An Avro container file (its blocks are indexed as a block-GZIP object's are)."""
+        return self.extension == "avro"
+
+    @property
+    def seekable(self) -> bool:
+        """Whether the format can have an index sidecar (block-GZIP or Avro)."""
+        return self.compressed or self.is_avro
 
 
 @dataclass(frozen=True)

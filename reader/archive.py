@@ -171,7 +171,7 @@ class Archive:
                 continue
             if partition is not None and ref.partition != partition:
                 continue
-            has_index = ref.compressed and sidecar_key(info.key) in keys
+            has_index = ref.seekable and sidecar_key(info.key) in keys
             refs.append(replace(ref, has_index=has_index))
         return sorted(refs, key=lambda r: (r.topic, r.partition, r.start_offset))
 
@@ -243,7 +243,7 @@ class Archive:
         needed = count
         for ref in refs[first:]:
             if not ref.has_index:
-                if ref.compressed and not self.scan_unindexed:
+                if ref.compressed and not ref.is_avro and not self.scan_unindexed:
                     raise ObjectNotFoundError(
                         f"{self.store.url(ref.key)} has no index sidecar, so offset {offset} "
                         "cannot be located in it; build one with `blockgz index`, or pass "
@@ -272,7 +272,7 @@ class Archive:
         return self._stream_records(ref)  # lazy: the stream is read as the caller iterates
 
     def _stream_records(self, ref: ObjectRef) -> Iterator[Record]:
-        return stream_records(self.store, ref.key, ref.start_offset, compressed=ref.compressed)
+        return stream_records(self.store, ref.key, ref.start_offset)
 
     def _last_offset(self, ref: ObjectRef) -> int | None:
         if ref.has_index:

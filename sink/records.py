@@ -62,6 +62,9 @@ class KafkaRecord:
 
     :meth:`json` parses the value once, on first use, for partitioners and extractors that
     look inside it; a value that is not JSON raises :class:`BadRecordError` naming the record.
+    A value converter (:mod:`sink.convert`) decodes it instead with :meth:`set_decoded`, and
+    then :meth:`json` gives the decoded value (an Avro record as a dict) and ``schema`` its
+    :class:`~sink.convert.schemas.ValueSchema`.
     """
 
     topic: str
@@ -71,7 +74,13 @@ class KafkaRecord:
     key: bytes | None
     value: bytes | None
     headers: list[tuple[str, bytes | None]] | None = None
+    schema: Any = field(default=None, repr=False, compare=False)
     _parsed: Any = field(default=_UNPARSED, repr=False, compare=False)
+
+    def set_decoded(self, schema: Any, datum: Any) -> None:
+        """Record what a converter made of the value: its schema (or ``None``) and data."""
+        self.schema = schema
+        self._parsed = datum
 
     def json(self) -> Any:
         """The value parsed as JSON (cached); ``None`` for a null value."""

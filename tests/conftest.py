@@ -83,6 +83,15 @@ def kafka():
 
 
 @pytest.fixture(scope="session")
+def registry():
+    """The loopback Schema Registry stand-in, for the whole session (subjects are per topic)."""
+    from blockgz.local_servers import LocalSchemaRegistry
+
+    with LocalSchemaRegistry() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def spark():
     """One SparkSession (``local[2,3]``) for the whole session, blockgz's data sources registered.
 

@@ -16,19 +16,40 @@ from blockgz.cli.app import (
 )
 
 
+def _json_default(value):
+    """JSON for what Avro decodes to: times as ISO-8601, decimals as text, bytes as base64."""
+    import base64
+    import datetime as dt
+    import decimal
+    import uuid
+
+    if isinstance(value, (dt.datetime, dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, (decimal.Decimal, uuid.UUID)):
+        return str(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(value).decode("ascii")
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
 def _echo_records(records, output: str) -> None:
+    """Lines of records: block-GZIP values as stored, decoded (Avro) values as JSON."""
     import json
 
     out = sys.stdout.buffer
     for record in records:
+        value = record.value
+        stored = isinstance(value, (bytes, bytearray))
         if output == "raw":
-            out.write(record.value + b"\n")
+            line = value if stored else json.dumps(value, default=_json_default).encode()
+            out.write(line + b"\n")
         else:
-            doc = {"offset": record.offset, "value": record.value.decode("utf-8", "replace")}
+            text = value.decode("utf-8", "replace") if stored else value
+            doc = {"offset": record.offset, "value": text}
             for field in ("key", "timestamp", "headers"):
                 if getattr(record, field, None) is not None:
                     doc[field] = getattr(record, field)
-            out.write(json.dumps(doc).encode() + b"\n")
+            out.write(json.dumps(doc, default=_json_default).encode() + b"\n")
     out.flush()
 
 
@@ -49,7 +70,8 @@ def _archive(target: str, topic: str | None, partition: int | None, options: dic
     type=click.Choice(["raw", "json"]),
     default="raw",
     show_default=True,
-    help="raw prints each value; json adds the offset (and key/timestamp where kept).",
+    help="raw prints each value (Avro records as JSON); json adds the offset "
+    "(and key/timestamp where kept).",
 )
 @click.option(
     "--scan", is_flag=True, help="Stream .gz objects without an index instead of failing."
@@ -59,9 +81,9 @@ def _archive(target: str, topic: str | None, partition: int | None, options: dic
 def seek(target, offset, count, output, scan, topic, partition, endpoint_url, options) -> None:
     """Print records from OFFSET on, fetching only the block that holds it.
 
-    TARGET is a block-GZIP object (local path or s3://bucket/key, or its .index.json),
-    or an archive prefix (a directory or s3://bucket/prefix) with --topic and --partition.
-    If OFFSET was compacted away, printing starts at the next offset that exists.
+    TARGET is a block-GZIP or Avro object (local path or s3://bucket/key, or its
+    .index.json), or an archive prefix (a directory or s3://bucket/prefix) with --topic and
+    --partition. If OFFSET was compacted away, printing starts at the next offset that exists.
 
     \b
     Examples:
@@ -87,11 +109,13 @@ def seek(target, offset, count, output, scan, topic, partition, endpoint_url, op
 @target_options
 @fail_cleanly
 def cat(target, topic, partition, endpoint_url, options) -> None:
-    """Print every record of an object (any gzip or plain file), or of a topic-partition.
+    """Print every record of an object (any gzip or plain file, or Avro as JSON lines), or of
+    a topic-partition.
 
     \b
     Examples:
       blockgz cat events.json.gz | head
+      blockgz cat s3://bucket/topics/t/partition=0/t+0+0000000000.avro
       blockgz cat s3://bucket/topics/t/partition=0/t+0+0000000000.json.gz
       blockgz cat --topic t --partition 0 s3://bucket/exports > t-0.json
     """
@@ -105,6 +129,11 @@ def cat(target, topic, partition, endpoint_url, options) -> None:
 
         store, key = split_object_url(target, options)
         key = data_key_for(key)
+        if key.endswith(".avro"):  # one JSON object per record, as avro-tools tojson
+            from blockgz.objects.stream import stream_records
+
+            _echo_records(stream_records(store, key, 0), "raw")
+            return
         with stream_object(store, key, compressed=key.endswith(".gz")) as stream:
             shutil.copyfileobj(stream, sys.stdout.buffer, 1024 * 1024)
         return

@@ -1,7 +1,8 @@
 """Turn the compressed bytes of one indexed block back into records, checking everything.
 
 Shared by the local-file reader and the object-store reader: both fetch a chunk's
-byte range, then call :func:`chunk_records`.
+byte range, then call :func:`chunk_records` (or, for an Avro file's block,
+:func:`avro_chunk_records`).
 
     >>> from blockgz.format.codec import Compression
     >>> from blockgz.format.index import BlockIndex, Chunk
@@ -13,19 +14,24 @@ byte range, then call :func:`chunk_records`.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from blockgz.errors import CorruptBlockError, OffsetNotFoundError
+from blockgz.format.avro import avro_block_values
 from blockgz.format.codec import decompress_member, decompress_members
 from blockgz.format.framing import NEWLINE, Framing
-from blockgz.format.index import BlockIndex, Chunk
+from blockgz.format.index import AvroBlocks, BlockIndex, Chunk
 
 
 class Record(NamedTuple):
-    """One record read back: its Kafka offset and its bytes."""
+    """One record read back: its Kafka offset and its value.
+
+    ``value`` is the record's bytes for a block-GZIP object, and the decoded datum (a
+    ``dict`` for an Avro record schema, logical types as fastavro returns them) for an Avro one.
+    """
 
     offset: int
-    value: bytes
+    value: Any
 
 
 def inflate_chunk(
@@ -78,6 +84,33 @@ def chunk_records(
             block=block,
             byte_offset=chunk.byte_offset,
         )
+    offsets = chunk.record_offsets()[start : start + len(values)]
+    return [Record(o, v) for o, v in zip(offsets, values, strict=True)]
+
+
+def avro_chunk_records(
+    raw: bytes | memoryview,
+    chunk: Chunk,
+    avro: AvroBlocks,
+    *,
+    block: int = 0,
+    source: str = "",
+    start: int = 0,
+    stop: int | None = None,
+) -> list[Record]:
+    """Records ``[start:stop]`` of one Avro block, decoded from its bytes alone (every record
+    is decoded and counted, so the block is checked whole).
+
+    >>> import io
+    >>> from blockgz.format.avro import AvroBlockWriter
+    >>> out = io.BytesIO()
+    >>> with AvroBlockWriter(out, "string", sync_marker=bytes(16)) as w:
+    ...     w.write_many(["a", "b", "c"], [5, 7, 9])
+    >>> c = w.index.chunks[0]
+    >>> avro_chunk_records(out.getvalue()[c.byte_offset : c.byte_end], c, w.index.avro, start=1)
+    [Record(offset=7, value='b'), Record(offset=9, value='c')]
+    """
+    values = avro_block_values(raw, chunk, avro, block=block, source=source)[start:stop]
     offsets = chunk.record_offsets()[start : start + len(values)]
     return [Record(o, v) for o, v in zip(offsets, values, strict=True)]
 

@@ -10,6 +10,18 @@ and compact otherwise.
     >>> BlockIndex.from_json(idx.to_json()).locate(2)
     0
 
+An Avro object container file is indexed the same way: each chunk is one Avro block (its
+count, size, data and sync marker), and an ``avro`` section holds what decoding one block alone
+needs (the writer schema, codec and sync marker) and where the blocks start (``header_length``).
+Such an index says ``"version": 2`` and ``"framing": {"kind": "avro"}``, so a blockgz that
+predates Avro refuses it instead of gunzipping Avro blocks.
+
+    >>> avro = AvroBlocks('"long"', "null", bytes(16), header_length=60)
+    >>> idx = BlockIndex([Chunk(7, 2, 60, 20, 2)], avro=avro)
+    >>> loaded = BlockIndex.from_json(idx.to_json())
+    >>> loaded.avro.codec, loaded.byte_length
+    ('null', 80)
+
 Where the sidecar sits is :func:`blockgz.layout.sidecar_key`'s business.
 """
 
@@ -26,7 +38,13 @@ from blockgz.errors import CorruptIndexError, IndexMismatchError, OffsetNotFound
 from blockgz.format.framing import NEWLINE, Framing, framing_from_json
 
 INDEX_FORMAT = "blockgz-index"
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # the newest version read; block-GZIP indexes are still written as version 1
+_BLOCK_GZIP_VERSION = 1
+_AVRO_VERSION = 2
+_AVRO_FRAMING = {"kind": "avro"}
+#: The Avro codecs an index may name (fastavro's names, the ones Confluent's sink writes).
+AVRO_CODECS = ("null", "deflate", "snappy", "bzip2", "xz", "zstandard")
+AVRO_SYNC_SIZE = 16
 _CHUNK_INT_KEYS = (
     "first_record_offset",
     "num_records",
@@ -97,15 +115,46 @@ def deltas_if_gapped(offsets: Sequence[int]) -> tuple[int, ...] | None:
     return tuple(b - a for a, b in itertools.pairwise(offsets))
 
 
+@dataclass(frozen=True, slots=True)
+class AvroBlocks:
+    """What the blocks of an Avro container file need to be decoded one at a time.
+
+    ``schema`` is the writer schema's JSON text exactly as the file header holds it, ``codec``
+    the header's ``avro.codec``, ``sync`` its 16-byte sync marker; the header ends (and the
+    first block starts) at ``header_length``. ``schema_id`` is the Schema Registry id, if any.
+    """
+
+    schema: str
+    codec: str
+    sync: bytes
+    header_length: int
+    schema_id: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "schema": self.schema,
+            "codec": self.codec,
+            "sync": self.sync.hex(),
+            "header_length": self.header_length,
+        }
+        if self.schema_id is not None:
+            out["schema_id"] = self.schema_id
+        return out
+
+
 @dataclass(frozen=True)
 class BlockIndex:
-    """The blocks of one block-GZIP object, in file order."""
+    """The blocks of one block-GZIP object (or, with ``avro``, of one Avro file), in file order.
+
+    For an Avro index, ``framing`` is unused and ``codec``/``level`` are the Avro codec's.
+    """
 
     chunks: Sequence[Chunk]
     framing: Framing = NEWLINE
     codec: str | None = None
     level: int | None = None
     block_size: int | None = None
+    avro: AvroBlocks | None = None
     _lasts: list[int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -120,7 +169,9 @@ class BlockIndex:
     @property
     def byte_length(self) -> int:
         """Size of the data object in bytes."""
-        return self.chunks[-1].byte_end if self.chunks else 0
+        if self.chunks:
+            return self.chunks[-1].byte_end
+        return self.avro.header_length if self.avro is not None else 0
 
     @property
     def byte_length_uncompressed(self) -> int:
@@ -154,20 +205,23 @@ class BlockIndex:
     # -- JSON ------------------------------------------------------------------------
     def to_json(self) -> str:
         """Deterministic JSON: the same index always gives the same bytes."""
+        avro = self.avro
         doc: dict[str, Any] = {
             "format": INDEX_FORMAT,
-            "version": INDEX_VERSION,
+            "version": _BLOCK_GZIP_VERSION if avro is None else _AVRO_VERSION,
             "codec": self.codec,
             "level": self.level,
             "block_size": self.block_size,
-            "framing": self.framing.to_json(),
+            "framing": self.framing.to_json() if avro is None else _AVRO_FRAMING,
             "record_count": self.record_count,
             "first_record_offset": self.first_offset,
             "last_record_offset": self.last_offset,
             "byte_length": self.byte_length,
             "byte_length_uncompressed": self.byte_length_uncompressed,
-            "chunks": [c.to_dict() for c in self.chunks],
         }
+        if avro is not None:
+            doc["avro"] = avro.to_dict()
+        doc["chunks"] = [c.to_dict() for c in self.chunks]
         return json.dumps(doc, separators=(",", ":")) + "\n"
 
     @classmethod
@@ -186,12 +240,14 @@ class BlockIndex:
                 f"(up to {INDEX_VERSION}); upgrade blockgz"
             )
         chunks = [_chunk_from_dict(raw, i, source) for i, raw in enumerate(doc["chunks"])]
+        avro = _avro(doc, source)
         index = cls(
             chunks,
-            framing=_framing(doc.get("framing"), source),
+            framing=NEWLINE if avro is not None else _framing(doc.get("framing"), source),
             codec=doc.get("codec"),
             level=doc.get("level"),
             block_size=doc.get("block_size"),
+            avro=avro,
         )
         _check_layout(index, source)
         _check_totals(index, doc, source)
@@ -199,10 +255,64 @@ class BlockIndex:
 
 
 def _framing(obj: Any, source: str) -> Framing:
+    if obj == _AVRO_FRAMING:
+        raise CorruptIndexError(f"{source}: framing is avro but the index has no 'avro' section")
     try:
         return framing_from_json(obj)
     except CorruptIndexError as exc:
         raise CorruptIndexError(f"{source}: {exc}") from exc
+
+
+def _avro(doc: dict[str, Any], source: str) -> AvroBlocks | None:
+    raw = doc.get("avro")
+    if raw is None:
+        return None
+    where = f"{source}: avro section"
+    if not isinstance(raw, dict):
+        raise CorruptIndexError(f"{where} must be an object, got {raw!r}")
+    if doc.get("framing", _AVRO_FRAMING) != _AVRO_FRAMING:
+        raise CorruptIndexError(
+            f"{source}: an Avro index must say framing {_AVRO_FRAMING}, got {doc['framing']!r}"
+        )
+    schema, codec, sync = raw.get("schema"), raw.get("codec"), raw.get("sync")
+    if not isinstance(schema, str) or not _is_json(schema):
+        raise CorruptIndexError(f"{where}: 'schema' must be the writer schema as JSON text")
+    if codec not in AVRO_CODECS:
+        raise CorruptIndexError(
+            f"{where}: codec {codec!r} is not known; allowed: {', '.join(AVRO_CODECS)}"
+        )
+    if doc.get("codec") not in (None, codec):
+        raise CorruptIndexError(
+            f"{source}: codec {doc['codec']!r} disagrees with the avro section's {codec!r}"
+        )
+    try:
+        marker = bytes.fromhex(sync) if isinstance(sync, str) else b""
+    except ValueError:
+        marker = b""
+    if len(marker) != AVRO_SYNC_SIZE:
+        raise CorruptIndexError(
+            f"{where}: 'sync' must be {AVRO_SYNC_SIZE} bytes as {2 * AVRO_SYNC_SIZE} hex digits, "
+            f"got {sync!r}"
+        )
+    length = raw.get("header_length")
+    if type(length) is not int or length < 1:
+        raise CorruptIndexError(
+            f"{where}: 'header_length' must be a positive integer, got {length!r}"
+        )
+    schema_id = raw.get("schema_id")
+    if schema_id is not None and (type(schema_id) is not int or schema_id < 0):
+        raise CorruptIndexError(
+            f"{where}: 'schema_id' must be a non-negative integer, got {schema_id!r}"
+        )
+    return AvroBlocks(schema, codec, marker, length, schema_id)
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _chunk_from_dict(raw: Any, pos: int, source: str) -> Chunk:
@@ -236,7 +346,8 @@ def _chunk_from_dict(raw: Any, pos: int, source: str) -> Chunk:
 
 
 def _check_layout(index: BlockIndex, source: str) -> None:
-    expected_byte, previous_last = 0, None
+    expected_byte = index.avro.header_length if index.avro is not None else 0
+    previous_last = None
     for pos, chunk in enumerate(index.chunks):
         if chunk.byte_offset != expected_byte:
             raise CorruptIndexError(

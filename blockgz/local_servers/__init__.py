@@ -14,6 +14,7 @@ only when a server or client is made, so it works without the ``[local]`` and ``
 
 from blockgz.local_servers.kafka import LocalKafka
 from blockgz.local_servers.ports import LOOPBACK
+from blockgz.local_servers.registry import LocalSchemaRegistry
 from blockgz.local_servers.s3 import (
     ACCESS_KEY,
     REGION,
@@ -29,6 +30,7 @@ __all__ = [
     "REGION",
     "SECRET_KEY",
     "LocalKafka",
+    "LocalSchemaRegistry",
     "MotoS3",
     "fake_aws_env",
     "make_s3_client",

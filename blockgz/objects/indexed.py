@@ -1,5 +1,9 @@
 """Read a block-GZIP object through its index: one byte range per block, records by offset.
 
+An Avro container file with an index (:class:`~blockgz.objects.avro_upload.AvroUpload` writes
+them) reads the same way: each block is decoded alone from its byte range and the index's
+Avro section, so a seek is still one ranged read.
+
 One reader, :class:`IndexedReader`, over a small "read this byte range" interface with two
 implementations: :class:`FileRanges` (a local file, one ``pread`` per block) and
 :class:`StoreRanges` (an object store, one ranged GET per block).
@@ -29,7 +33,14 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from blockgz.errors import BlockGzError, IndexMismatchError, MissingIndexError, ObjectNotFoundError
-from blockgz.format.decode import Record, chunk_records, inflate_chunk, seek_records
+from blockgz.format.avro import avro_block_bytes, header_problems, read_avro_header
+from blockgz.format.decode import (
+    Record,
+    avro_chunk_records,
+    chunk_records,
+    inflate_chunk,
+    seek_records,
+)
 from blockgz.format.index import BlockIndex
 from blockgz.layout import data_key_for, sidecar_key
 from blockgz.store.base import ObjectStore
@@ -119,7 +130,8 @@ class VerifyReport:
 
 
 class IndexedReader:
-    """A block-GZIP object and its index, opened for random access by Kafka offset."""
+    """A block-GZIP object (or an Avro container file) and its index, opened for random
+    access by Kafka offset."""
 
     def __init__(self, ranges: ByteRanges, index: BlockIndex):
         self.ranges = ranges
@@ -168,13 +180,28 @@ class IndexedReader:
         return self.ranges.read(chunk.byte_offset, chunk.byte_end)
 
     def read_block(self, block: int) -> bytes:
-        """The uncompressed bytes of one block, checked against the index."""
-        chunk = self.index.chunks[block]
+        """The uncompressed bytes of one block, checked against the index (for Avro: the
+        binary-encoded records)."""
+        chunk, avro = self.index.chunks[block], self.index.avro
+        if avro is not None:
+            return avro_block_bytes(
+                self.read_raw(block), chunk, avro, block=block, source=self.source
+            )
         return inflate_chunk(self.read_raw(block), chunk, block=block, source=self.source)
 
     def block_records(self, block: int, start: int = 0, stop: int | None = None) -> list[Record]:
         """Records ``[start:stop]`` of one block (all of them by default)."""
-        chunk = self.index.chunks[block]
+        chunk, avro = self.index.chunks[block], self.index.avro
+        if avro is not None:
+            return avro_chunk_records(
+                self.read_raw(block),
+                chunk,
+                avro,
+                block=block,
+                source=self.source,
+                start=start,
+                stop=stop,
+            )
         return chunk_records(
             self.read_raw(block),
             chunk,
@@ -196,12 +223,27 @@ class IndexedReader:
         return iter(()) if first is None else self.seek(first)
 
     def verify(self, on_block: Callable[[int], None] | None = None) -> VerifyReport:
-        """Decompress every block (CRC and size checked by the gzip trailer) and count records."""
+        """Decompress every block (CRC and size checked by the gzip trailer) and count records.
+
+        An Avro file's header must also match the index (schema, codec, sync marker, length),
+        and every block is decoded whole (its count and sync marker checked).
+        """
         report = VerifyReport()
         try:
             self.index.check_object_size(self.ranges.size(), name=self.source)
         except IndexMismatchError as exc:
             report.problems.append(str(exc))
+        avro = self.index.avro
+        if avro is not None:
+            try:
+                header = read_avro_header(
+                    self.ranges.read(0, avro.header_length), source=self.source
+                )
+                report.problems.extend(
+                    f"{self.source}: {problem}" for problem in header_problems(header, avro)
+                )
+            except BlockGzError as exc:
+                report.problems.append(str(exc))
         for block in range(len(self.index.chunks)):
             try:
                 report.records += len(self.block_records(block))

@@ -50,7 +50,7 @@ def seek_object(
     key = data_key_for(key)
     ref = Layout.from_options(as_options(options)).parse_data_key(key)
     start = ref.start_offset if ref is not None else 0
-    records = stream_records(store, key, start, compressed=key.endswith(".gz"))
+    records = stream_records(store, key, start)
     found = False
     for record in itertools.islice((r for r in records if r.offset >= offset), count):
         found = True

@@ -1,8 +1,8 @@
-"""Read a whole object as a stream: plain bytes, or gzip of any number of members.
+"""Read a whole object as a stream: plain bytes, gzip of any number of members, or Avro.
 
-For objects that cannot be seeked (uncompressed, plain gzip, block-GZIP without its index):
-bytes are fetched in large ranged reads (a dropped connection resumes where it stopped) and
-decompressed on the fly.
+For objects that cannot be seeked (uncompressed, plain gzip, block-GZIP without its index, an
+Avro file without one, as Confluent's sink writes them): bytes are fetched in large ranged
+reads (a dropped connection resumes where it stopped) and decompressed or decoded on the fly.
 
     >>> import gzip, tempfile
     >>> from blockgz.store import LocalStore
@@ -55,10 +55,21 @@ def stream_object(store: ObjectStore, key: str, *, compressed: bool) -> io.Buffe
 
 
 def stream_records(
-    store: ObjectStore, key: str, start_offset: int, *, compressed: bool
+    store: ObjectStore, key: str, start_offset: int, *, compressed: bool | None = None
 ) -> Iterator[Record]:
-    """A non-seekable object, streamed line by line; offsets count up from ``start_offset``
-    (the one in its name), so they are exact only when the object's offsets are contiguous."""
+    """A non-seekable object, streamed record by record (lines, or an Avro file's records as
+    Python values); offsets count up from ``start_offset`` (the one in its name), so they are
+    exact only when the object's offsets are contiguous. ``compressed`` defaults to the key
+    ending in ``.gz``."""
+    if key.endswith(".avro"):
+        import fastavro
+
+        with stream_object(store, key, compressed=False) as stream:
+            for n, value in enumerate(fastavro.reader(stream)):
+                yield Record(start_offset + n, value)
+        return
+    if compressed is None:
+        compressed = key.endswith(".gz")
     with stream_object(store, key, compressed=compressed) as stream:
         for n, line in enumerate(stream):
             yield Record(start_offset + n, line[:-1] if line.endswith(b"\n") else line)

@@ -9,8 +9,8 @@ with a "did you mean"; anything else is named in one warning.
 Traceback (most recent call last):
 ...
 blockgz.errors.ConfigError: flush.szie: not a setting blockgz knows; did you mean flush.size?
->>> check_keys(["transforms.unwrap.type", "my.custom.partitioner.option", "avro.codec"])
-['avro.codec', 'my.custom.partitioner.option']
+>>> check_keys(["transforms.unwrap.type", "my.custom.partitioner.option", "parquet.codec"])
+['my.custom.partitioner.option', 'parquet.codec']
 """
 
 from __future__ import annotations

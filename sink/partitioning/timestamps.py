@@ -11,6 +11,7 @@ import re
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from blockgz.errors import ConfigError
@@ -95,6 +96,7 @@ class RecordFieldTimestampExtractor(TimestampExtractor):
     Accepts epoch milliseconds as a JSON number (a fraction is truncated, as Java's
     ``longValue``) or as text of digits, and ISO-8601 text (offset-less text is UTC). Unlike
     Confluent, a text of digits is epoch milliseconds (Joda would read ``"2026"`` as a year).
+    A decoded Avro ``timestamp-millis`` (or ``-micros``) field is read as its instant.
 
     >>> x = RecordFieldTimestampExtractor("meta.ts")
     >>> x.extract(KafkaRecord("t", 0, 0, None, None, b'{"meta": {"ts": "2026-11-22T10:15Z"}}'))
@@ -120,6 +122,10 @@ class RecordFieldTimestampExtractor(TimestampExtractor):
             )
         if isinstance(value, int):
             return value
+        if isinstance(value, datetime):  # an Avro timestamp-millis/-micros, decoded
+            if value.tzinfo is None:
+                value = value.replace(tzinfo=UTC)
+            return (value - _EPOCH) // timedelta(milliseconds=1)
         if isinstance(value, float):
             if not math.isfinite(value):
                 raise record.fail(f"timestamp.field {self.field!r} is {value!r}, not a time")
@@ -134,6 +140,9 @@ class RecordFieldTimestampExtractor(TimestampExtractor):
                 f"timestamp.field {self.field!r} is the text {text[:60]!r}, which is neither "
                 f"epoch milliseconds nor ISO-8601 ({exc})"
             ) from None
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def builtin_extractor(name: str, field: str = "timestamp") -> TimestampExtractor:

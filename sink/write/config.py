@@ -32,6 +32,9 @@ from blockgz.layout import Layout
 from blockgz.manifests import ManifestLog
 from blockgz.options import Options, as_options
 from blockgz.store import ObjectStore, StoreTarget
+from sink.convert.connect_json import DECIMAL_FORMATS
+from sink.convert.converters import BYTEARRAY, JSON, ConverterSettings
+from sink.convert.evolution import COMPATIBILITIES
 from sink.partitioning.settings import PartitionerSettings
 from sink.partitioning.zones import parse_timezone
 
@@ -46,6 +49,8 @@ FORMATS = {
     "io.confluent.connect.s3.format.avro.AvroFormat": "avro",
 }
 COMPRESSIONS = ("none", "gzip", "blockgzip")
+#: fastavro's names of the Avro container codecs (Confluent has null, deflate, snappy, bzip2).
+AVRO_CODECS = ("null", "deflate", "snappy", "bzip2", "xz", "zstandard")
 NULL_BEHAVIORS = ("fail", "ignore", "write")
 
 #: Connect and Confluent keys that mean nothing here but are normal in a pasted connector
@@ -56,10 +61,7 @@ CONNECT_KEYS_IGNORED = frozenset(
         "connector.class",
         "tasks.max",
         "storage.class",
-        "key.converter",
-        "value.converter",
         "key.converter.schemas.enable",
-        "schema.compatibility",
         "schema.generator.class",
         "s3.wan.mode",
         "s3.http.send.expect.continue",
@@ -95,7 +97,15 @@ SINK_OPTION_NAMES = frozenset(
         "format.bytearray.separator",
         "format.bytearray.extension",
         "format.json.envelope",
+        "value.converter",
         "value.converter.schemas.enable",
+        "key.converter",
+        "schema.compatibility",
+        "avro.codec",
+        "connect.meta.data",
+        "enhanced.avro.schema.support",
+        "json.decimal.format",
+        "blockgz.avro.index",
         "flush.size",
         "flush.size.bytes",
         "rotate.interval.ms",
@@ -116,11 +126,6 @@ def _format(options: Options) -> str:
     if fmt is None:
         allowed = ", ".join(FORMATS)
         raise ConfigError(f"format.class: {raw!r} is not allowed; allowed: {allowed}")
-    if fmt == "avro":
-        raise ConfigError(
-            "format.class: Avro output is not available yet; allowed today: json, bytearray "
-            "(and their io.confluent.connect.s3.format.* class names)"
-        )
     return fmt
 
 
@@ -137,21 +142,32 @@ def _separator(options: Options) -> bytes:
 
 def _format_settings(opts: Options) -> dict[str, Any]:
     fmt = _format(opts)
+    converter = ConverterSettings.from_options(opts, "value")
+    ConverterSettings.from_options(opts, "key")  # checked; keys are not stored yet
     return {
         "format": fmt,
+        "value_converter": converter,
         "separator": _separator(opts) if fmt == "bytearray" else b"\n",
         "bytearray_extension": opts.get("format.bytearray.extension", ".bin"),
         "json_envelope": opts.flag("format.json.envelope", False),
-        "unwrap_payload": opts.flag("value.converter.schemas.enable", False),
+        # Without a converter class the flag alone unwraps Connect's envelope (blockgz <= 0.1).
+        "unwrap_payload": converter.kind in (None, JSON) and converter.schemas_enable,
+        "json_decimal_format": opts.choice("json.decimal.format", DECIMAL_FORMATS, "BASE64"),
+        "schema_compatibility": opts.choice("schema.compatibility", COMPATIBILITIES, "NONE"),
+        "avro_codec": opts.choice("avro.codec", AVRO_CODECS, "null"),
+        "connect_meta_data": opts.flag("connect.meta.data", True),
+        "avro_index": opts.flag("blockgz.avro.index", True),
     }
 
 
 def _compression_settings(opts: Options) -> dict[str, Any]:
     compression = opts.choice("s3.compression.type", COMPRESSIONS, "none")
     block_records = opts.integer("s3.compression.block.records", 0, low=0)
-    if (block_records or opts.given("s3.compression.block.size")) and (compression != "blockgzip"):
+    blocks = compression == "blockgzip" or _format(opts) == "avro"
+    if (block_records or opts.given("s3.compression.block.size")) and not blocks:
         raise ConfigError(
-            "s3.compression.block.size/.records only apply to s3.compression.type=blockgzip"
+            "s3.compression.block.size/.records only apply to s3.compression.type=blockgzip "
+            "and to format.class=avro (the size of an Avro block)"
         )
     return {
         "compression": compression,
@@ -202,7 +218,37 @@ def _check_combinations(config: SinkConfig, opts: Options) -> None:
     """Settings that are fine alone but not together."""
     if config.json_envelope and config.format != "json":
         raise ConfigError("format.json.envelope only applies to format.class=json")
+    kind = config.value_converter.kind
+    if config.format == "avro":
+        _check_avro(config, opts)
+    if config.format == "bytearray" and kind not in (None, BYTEARRAY):
+        raise ConfigError(
+            f"format.class=bytearray writes the value's bytes as they are, so value.converter "
+            f"must be org.apache.kafka.connect.converters.ByteArrayConverter or left out; got "
+            f"{opts.text('value.converter')!r} (use format.class=json or avro for decoded values)"
+        )
     config.compression_settings()
+
+
+def _check_avro(config: SinkConfig, opts: Options) -> None:
+    if not config.value_converter.has_schema:
+        raise ConfigError(
+            "format.class=avro needs values with a schema; set value.converter to "
+            "io.confluent.connect.avro.AvroConverter (with value.converter.schema.registry.url), "
+            "org.apache.kafka.connect.json.JsonConverter (schemas.enable=true), StringConverter "
+            "or ByteArrayConverter"
+        )
+    if config.compression != "none":
+        raise ConfigError(
+            f"s3.compression.type={config.compression} cannot be used with format.class=avro "
+            "(as in Confluent): Avro compresses inside the container; set avro.codec to one of "
+            + ", ".join(AVRO_CODECS)
+        )
+    if config.null_behavior == "write":
+        raise ConfigError(
+            "behavior.on.null.values=write cannot be used with format.class=avro: an Avro file "
+            "holds records of its schema, and a tombstone has none; allowed: fail, ignore"
+        )
 
 
 @dataclass(frozen=True)
@@ -221,6 +267,12 @@ class SinkConfig:
     bytearray_extension: str = ".bin"
     json_envelope: bool = False
     unwrap_payload: bool = False
+    value_converter: ConverterSettings = field(default_factory=ConverterSettings)
+    json_decimal_format: str = "BASE64"
+    schema_compatibility: str = "NONE"
+    avro_codec: str = "null"
+    connect_meta_data: bool = True
+    avro_index: bool = True
     flush_size: int | None = None
     flush_size_bytes: int | None = None
     rotate_interval_ms: int | None = None
@@ -311,5 +363,16 @@ class SinkConfig:
     @property
     def extension(self) -> str:
         """The data object's extension, as Confluent names it (``.json``, ``.bin.gz``, ...)."""
+        if self.format == "avro":
+            return ".avro"
         base = ".json" if self.format == "json" else self.bytearray_extension
         return base + ("" if self.compression == "none" else ".gz")
+
+    @property
+    def decodes_values(self) -> bool:
+        """Whether a value converter must decode each value before it is written (it must
+        unless the format takes the bytes as they are: JSON text, or bytearray)."""
+        kind = self.value_converter.kind
+        if kind is None or self.format == "bytearray":
+            return False
+        return not (kind == JSON and not self.value_converter.schemas_enable)

@@ -6,8 +6,9 @@
   ``{"schema": ..., "payload": ...}`` envelope and writes the payload, as Confluent does.
   ``format.json.envelope=true`` wraps each value with its Kafka metadata instead.
 * ``bytearray`` writes the raw value bytes, as Confluent's ByteArrayFormat does.
-* Avro will get its own module (schemas and container files); :func:`encoder_for` is where it
-  plugs in.
+* Values a converter decoded (:mod:`sink.convert`) are written as Confluent's JsonFormat
+  writes Connect records (:class:`ConnectJsonEncoder`), or handed to the Avro container writer
+  as they are (:class:`AvroDatumEncoder`).
 
 >>> from sink.records import KafkaRecord
 >>> enc = JsonValueEncoder()
@@ -27,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from sink.convert.connect_json import render_json
 from sink.records import KafkaRecord, parse_json
 
 if TYPE_CHECKING:
@@ -121,6 +123,44 @@ class JsonEnvelopeEncoder(RecordEncoder):
         return self._wrap(record, None)
 
 
+class ConnectJsonEncoder(RecordEncoder):
+    """A decoded value with a schema as one line of Connect's JSON (see
+    :func:`~sink.convert.connect_json.render_json`); with ``envelope`` wrapped like
+    :class:`JsonEnvelopeEncoder`. Values without a schema are written as plain JSON."""
+
+    def __init__(self, *, decimal_format: str = "BASE64", envelope: bool = False):
+        self.decimal_format = decimal_format
+        self.envelope = JsonEnvelopeEncoder() if envelope else None
+
+    def encode(self, record: KafkaRecord) -> bytes:
+        schema = record.schema
+        if schema is None:
+            line = orjson.dumps(record.json())
+        else:
+            try:
+                line = render_json(schema.json, record.json(), self.decimal_format)
+            except (TypeError, ValueError, AttributeError) as exc:
+                raise record.fail(f"cannot write the value as JSON ({exc})") from None
+        if self.envelope is not None:
+            return self.envelope._wrap(record, orjson.Fragment(line))
+        return line
+
+    def encode_tombstone(self, record: KafkaRecord) -> bytes:
+        if self.envelope is not None:
+            return self.envelope.encode_tombstone(record)
+        return b"null"
+
+
+class AvroDatumEncoder(RecordEncoder):
+    """The decoded value itself: the Avro container writer encodes it with the file's schema."""
+
+    def encode(self, record: KafkaRecord) -> Any:
+        return record.json()
+
+    def encode_tombstone(self, record: KafkaRecord) -> bytes:
+        raise record.fail("a null value cannot be written to an Avro file")
+
+
 class ByteArrayEncoder(RecordEncoder):
     """The raw value bytes; a value holding the separator would break framing, so it is refused."""
 
@@ -173,6 +213,12 @@ def _text_or_base64(data: bytes | None) -> Any:
 
 def encoder_for(config: SinkConfig) -> RecordEncoder:
     """The encoder of a sink config (``format.class``, its envelope and payload settings)."""
+    if config.format == "avro":
+        return AvroDatumEncoder()
+    if config.format == "json" and config.decodes_values:
+        return ConnectJsonEncoder(
+            decimal_format=config.json_decimal_format, envelope=config.json_envelope
+        )
     if config.format == "json":
         if config.json_envelope:
             return JsonEnvelopeEncoder(unwrap_payload=config.unwrap_payload)
@@ -183,7 +229,9 @@ def encoder_for(config: SinkConfig) -> RecordEncoder:
 
 
 __all__ = [
+    "AvroDatumEncoder",
     "ByteArrayEncoder",
+    "ConnectJsonEncoder",
     "JsonEnvelopeEncoder",
     "JsonValueEncoder",
     "RecordEncoder",

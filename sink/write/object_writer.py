@@ -65,6 +65,8 @@ class ObjectWriter:
         self.records = 0
         self.uncompressed_size = 0
         self.first_timestamp: int | None = None  # for rotate.interval.ms, kept by the caller
+        #: The value schema of the records (when a converter gives one), for schema.compatibility.
+        self.schema: Any = None
         self._pending: list[bytes] = []
         self._pending_bytes = 0
         self._deflate: Any = None

@@ -28,6 +28,7 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,12 +36,19 @@ from blockgz.errors import OffsetOrderError, RecordFramingError
 from blockgz.layout import default_partition
 from blockgz.manifests import WrittenFile
 from blockgz.store.base import ObjectStore
+from sink.convert.evolution import SchemaPolicy
+from sink.convert.schemas import ValueSchema
 from sink.partitioning.partitioners import DefaultPartitioner
 from sink.partitioning.zones import parse_timezone
 from sink.records import KafkaRecord
 from sink.write.config import SinkConfig
 from sink.write.encoders import encoder_for
 from sink.write.object_writer import ObjectWriter
+
+if TYPE_CHECKING:
+    from sink.write.avro_writer import AvroObjectWriter
+
+    OpenFile = ObjectWriter | AvroObjectWriter
 
 log = logging.getLogger("blockgz.sink")
 
@@ -83,10 +91,12 @@ class TopicPartitionWriter:
         self.prefix = prefix
         self.partitioner = partitioner or config.partitioner()
         self.encoder = encoder_for(config)
+        self.converter = config.value_converter.build() if config.decodes_values else None
+        self.schemas = SchemaPolicy(config.schema_compatibility)
         self.codec = config.compression_settings()
         self.clock = clock
         self.on_file = on_file
-        self.open_files: dict[str, ObjectWriter] = {}
+        self.open_files: dict[str, OpenFile] = {}
         self.written: list[WrittenFile] = []
         self.skipped_nulls = 0
         self.last_offset: int | None = None
@@ -95,6 +105,7 @@ class TopicPartitionWriter:
         self.writes_runs = (
             type(self.partitioner) is DefaultPartitioner
             and self.encoder.may_pass_through
+            and self.converter is None
             and not config.rotate_interval_ms
             and not config.rotate_schedule_interval_ms
         )
@@ -142,7 +153,11 @@ class TopicPartitionWriter:
             encoded = self.config.tombstone_partition
             data = self.encoder.encode_tombstone(record)
         else:
+            if self.converter is not None:
+                self.converter.decode(record)
             encoded = self.partitioner.encode_partition(record)
+            if record.schema is not None:
+                self._place_schema(record, encoded)
             data = self.encoder.encode(record)
         writer = self.open_files.get(encoded)
         stamp = None
@@ -159,7 +174,7 @@ class TopicPartitionWriter:
                 self._commit(encoded)
                 writer = None
         if writer is None:
-            writer = self._open(encoded, record.offset)
+            writer = self._open(encoded, record.offset, record.schema)
             writer.first_timestamp = stamp
         try:
             writer.write(data, record.offset)
@@ -168,7 +183,31 @@ class TopicPartitionWriter:
         if self._is_full(writer):
             self._commit(encoded)
 
-    def _is_full(self, writer: ObjectWriter) -> bool:
+    def _place_schema(self, record: KafkaRecord, encoded: str) -> None:
+        """Apply ``schema.compatibility``: rotate every open file (as Confluent commits all
+        of a topic-partition's files) or project the record to the schema files are kept in."""
+        schema: ValueSchema = record.schema
+        current = self.open_files.get(encoded)
+        target, rotate = self.schemas.place(
+            schema, getattr(current, "schema", None) if current is not None else None, record
+        )
+        if rotate:
+            log.info(
+                "%s-%d: value schema changed to %s at offset %d (schema.compatibility=%s): "
+                "rotating %d open files",
+                self.topic,
+                self.partition,
+                target.label,
+                record.offset,
+                self.config.schema_compatibility,
+                len(self.open_files),
+            )
+            for name in list(self.open_files):
+                self._commit(name)
+        if target is not schema:
+            record.set_decoded(target, schema.project(record.json(), target, record))
+
+    def _is_full(self, writer: OpenFile) -> bool:
         """``flush.size`` records or ``flush.size.bytes`` bytes reached: rotate."""
         cfg = self.config
         return bool(
@@ -219,8 +258,28 @@ class TopicPartitionWriter:
             start = stop
         return True
 
-    def _open(self, encoded: str, offset: int) -> ObjectWriter:
+    def _open(self, encoded: str, offset: int, schema: ValueSchema | None = None) -> OpenFile:
         cfg = self.config
+        writer: OpenFile
+        if cfg.format == "avro":
+            from sink.write.avro_writer import AvroObjectWriter
+
+            assert schema is not None  # the config check makes sure values have schemas
+            writer = AvroObjectWriter(
+                self.store,
+                self.key_for(encoded, offset),
+                schema,
+                codec=cfg.avro_codec,
+                block_size=cfg.block_size,
+                block_records=cfg.block_records,
+                indexed=cfg.avro_index,
+                connect_meta_data=cfg.connect_meta_data,
+                topic=self.topic,
+                partition=self.partition,
+                encoded_partition=encoded,
+            )
+            self.open_files[encoded] = writer
+            return writer
         writer = ObjectWriter(
             self.store,
             self.key_for(encoded, offset),
@@ -233,6 +292,7 @@ class TopicPartitionWriter:
             partition=self.partition,
             encoded_partition=encoded,
         )
+        writer.schema = schema
         self.open_files[encoded] = writer
         return writer
 

@@ -11,38 +11,16 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
 
 from blockgz.errors import BadRecordError, OffsetOrderError
-from sink.records import KafkaRecord, kafka_arrow_schema
+from sink.records import KafkaRecord
 from sink.write.config import SinkConfig
 from sink.write.partition_writer import TopicPartitionWriter
 from sink.write.task import single_partition_run, write_task
+from testkit.batches import arrow_batches
 
 T0 = 1_700_000_000_000
-
-
-def arrow_batches(records: list[KafkaRecord], sizes: list[int]) -> list[pa.RecordBatch]:
-    """Kafka-shaped Arrow batches of ``records``, cut into the given sizes."""
-    schema = kafka_arrow_schema(False)
-    batches, pos = [], 0
-    for size in [*sizes, len(records)]:
-        chunk = records[pos : pos + size]
-        if not chunk:
-            break
-        pos += len(chunk)
-        columns = {
-            "key": [r.key for r in chunk],
-            "value": [r.value for r in chunk],
-            "topic": [r.topic for r in chunk],
-            "partition": [r.partition for r in chunk],
-            "offset": [r.offset for r in chunk],
-            "timestamp": [r.timestamp_ms * 1000 for r in chunk],
-            "timestampType": [0] * len(chunk),
-        }
-        batches.append(pa.RecordBatch.from_pydict(columns, schema=schema))
-    return batches
 
 
 def tree(root: Path) -> dict[str, bytes]:

@@ -56,7 +56,11 @@ def read_lines(tmp_path: Path, key: str) -> list[bytes]:
     [
         ({"s3.compression.type": "lz4"}, ["s3.compression.type", "none, gzip, blockgzip"]),
         ({"format.class": "parquet"}, ["format.class", "json", "bytearray"]),
-        ({"format.class": "avro"}, ["Avro", "json, bytearray"]),
+        ({"format.class": "avro"}, ["format.class=avro", "AvroConverter", "value.converter"]),
+        ({"format.class": "avro", "value.converter": "avro"}, ["schema.registry.url"]),
+        ({"value.converter": "Protobuf"}, ["value.converter", "JsonConverter"]),
+        ({"schema.compatibility": "SOME"}, ["BACKWARD", "FULL"]),
+        ({"avro.codec": "lz4"}, ["snappy", "zstandard"]),
         ({"behavior.on.null.values": "drop"}, ["behavior.on.null.values", "fail, ignore, write"]),
         ({"flush.size": "-3"}, ["flush.size", "1 or more"]),
         ({"flush.size": "0"}, ["flush.size", "1 or more", "leave it out for no limit"]),

@@ -1,0 +1,123 @@
+"""One Avro output object: a container file of one schema, seekable through its sidecar.
+
+:class:`AvroObjectWriter` is :class:`~sink.write.object_writer.ObjectWriter`'s counterpart for
+``format.class=avro``: it takes decoded values with their offsets, streams them through
+:class:`~blockgz.objects.avro_upload.AvroUpload` (blocks cut at ``s3.compression.block.size``
+uncompressed bytes, the sync marker derived from the key, so a replay writes the same bytes)
+and returns a :class:`~blockgz.manifests.WrittenFile` on ``close()``.
+
+>>> import tempfile
+>>> from blockgz.store import LocalStore
+>>> from sink.convert.schemas import ValueSchema
+>>> schema = ValueSchema.from_json({"type": "record", "name": "r",
+...                                 "fields": [{"name": "f1", "type": "string"}]}, schema_id=1)
+>>> store = LocalStore(tempfile.mkdtemp())
+>>> w = AvroObjectWriter(store, "t/t+0+0000000000.avro", schema)
+>>> for offset in range(3):
+...     w.write({"f1": f"value{offset}"}, offset)
+>>> done = w.close()
+>>> done.records, done.index_key
+(3, 't/t+0+0000000000.avro.index.json')
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from blockgz.format.writer import DEFAULT_BLOCK_SIZE
+from blockgz.manifests import WrittenFile
+from blockgz.objects.avro_upload import AvroUpload
+from blockgz.store.base import ObjectStore
+from sink.convert.schemas import ValueSchema
+
+
+def output_schema(schema: ValueSchema, connect_meta_data: bool = True) -> Any:
+    """The schema written into the file: the value's schema, with Confluent's
+    ``connect.name`` on a named top-level type when ``connect.meta.data`` is on.
+
+    >>> output_schema(ValueSchema.from_json({"type": "record", "name": "r", "namespace": "n",
+    ...                                      "fields": []}))["connect.name"]
+    'n.r'
+    """
+    doc = schema.json
+    if (
+        connect_meta_data
+        and isinstance(doc, dict)
+        and doc.get("name")
+        and "connect.name" not in doc
+    ):
+        return {**doc, "connect.name": schema.name}
+    return doc
+
+
+class AvroObjectWriter:
+    """Write one ``.avro`` object holding records of ``schema``."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        key: str,
+        schema: ValueSchema,
+        *,
+        codec: str = "null",
+        block_size: int = DEFAULT_BLOCK_SIZE,
+        block_records: int | None = None,
+        indexed: bool = True,
+        connect_meta_data: bool = True,
+        topic: str = "",
+        partition: int = 0,
+        encoded_partition: str = "",
+    ):
+        self.store = store
+        self.key = key
+        self.schema = schema
+        self.topic = topic
+        self.partition = partition
+        self.encoded_partition = encoded_partition
+        self.first_offset: int | None = None
+        self.last_offset: int | None = None
+        self.records = 0
+        self.first_timestamp: int | None = None  # for rotate.interval.ms, kept by the caller
+        self._upload = AvroUpload(
+            store,
+            key,
+            output_schema(schema, connect_meta_data),
+            codec=codec,
+            block_size=block_size,
+            max_records=block_records,
+            indexed=indexed,
+            schema_id=schema.id,
+        )
+
+    @property
+    def uncompressed_size(self) -> int:
+        return self._upload.uncompressed_size
+
+    def write(self, datum: Any, offset: int) -> None:
+        """Append one decoded value (of this file's schema) holding Kafka ``offset``."""
+        self._upload.write(datum, offset)
+        if self.first_offset is None:
+            self.first_offset = offset
+        self.last_offset = offset
+        self.records += 1
+
+    def close(self) -> WrittenFile:
+        """Finish the object (then its sidecar) and describe it. Leaves nothing on failure."""
+        self._upload.close()
+        assert self.first_offset is not None and self.last_offset is not None
+        return WrittenFile(
+            key=self.key,
+            topic=self.topic,
+            partition=self.partition,
+            encoded_partition=self.encoded_partition,
+            first_offset=self.first_offset,
+            last_offset=self.last_offset,
+            records=self.records,
+            size=self._upload.bytes_written,
+            uncompressed_size=self.uncompressed_size,
+            index_key=self._upload.index_key,
+        )
+
+    def abort(self) -> None:
+        """Drop the object: open multipart parts, buffered blocks, nothing left behind."""
+        self._upload.abort()

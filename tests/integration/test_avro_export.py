@@ -1,0 +1,157 @@
+"""The Avro export end to end: Tansu, the registry stand-in, S3 (moto) and Spark local mode.
+
+Records are produced by confluent-kafka's real ``AvroSerializer``; the export decodes them
+with the AvroConverter and writes Avro container files (or block-GZIP JSON), which are read
+back with fastavro and the blockgz reader.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from blockgz.store import open_store
+from reader import open_archive
+from sink.export.config import ExportConfig
+from sink.export.job import ExportFailed, run_export
+from testkit.avro_data import V1, V2, avro_value_for, produce_avro, produce_avro_numbered
+from testkit.kafka_data import manifest_keys_of, read_exported
+from testkit.s3 import s3_options
+
+pytestmark = pytest.mark.slow
+
+
+def avro_job(kafka, moto_s3, registry, bucket, topic, **options) -> ExportConfig:
+    return ExportConfig.from_mapping(
+        {
+            "name": "avro-export",
+            "topics": topic,
+            "kafka.bootstrap.servers": kafka.bootstrap_servers,
+            "s3.bucket.name": bucket,
+            **s3_options(moto_s3.endpoint_url),
+            "value.converter": "io.confluent.connect.avro.AvroConverter",
+            "value.converter.schema.registry.url": registry.url,
+            **options,
+        }
+    )
+
+
+def export_once(spark, job, checkpoint):
+    return run_export(
+        job, checkpoint=checkpoint, once=True, spark=spark, install_signal_handlers=False
+    )
+
+
+def test_avro_quickstart_layout_exactly_once_and_seekable(
+    spark, kafka, moto_s3, registry, bucket, tmp_path
+):
+    topic = "avro_quickstart"
+    kafka.create_topic(topic, partitions=2)
+    produce_avro_numbered(kafka.bootstrap_servers, registry.url, topic, 2, 9)
+    job = avro_job(
+        kafka,
+        moto_s3,
+        registry,
+        bucket,
+        topic,
+        **{"format.class": "io.confluent.connect.s3.format.avro.AvroFormat", "flush.size": "3"},
+    )
+    result = export_once(spark, job, tmp_path / "ckpt")
+    assert result.records == 18 and result.files == 6
+    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    exported = read_exported(store, prefix)
+    exported.assert_exactly_once(2, 9)
+    assert sorted(k for k in exported.objects if "partition=0" in k) == [
+        f"topics/{topic}/partition=0/{topic}+0+{n:010d}.avro" for n in (0, 3, 6)
+    ]
+    assert exported.objects[f"topics/{topic}/partition=1/{topic}+1+0000000003.avro"] == [
+        avro_value_for(1, n) for n in (3, 4, 5)
+    ]
+    assert manifest_keys_of(store, prefix, job.sink) == set(exported.objects) | exported.indexes
+    with open_archive(f"s3://{bucket}", s3_options(moto_s3.endpoint_url)) as archive:
+        got = list(archive.seek(topic, 1, 4, count=3))
+    assert [r.offset for r in got] == [4, 5, 6]
+    assert got[0].value["country"] == avro_value_for(1, 4)["country"]
+
+
+def test_avro_evolution_through_spark_keeps_one_file_per_newer_schema(
+    spark, kafka, moto_s3, registry, bucket, tmp_path
+):
+    topic = "avro_evolution"
+    kafka.create_topic(topic, partitions=1)
+    # Two producers on v1 and v2, interleaved.
+    produce_avro(
+        kafka.bootstrap_servers,
+        registry.url,
+        topic,
+        [(0, i, V2 if i % 2 else V1) for i in range(12)],
+    )
+    job = avro_job(
+        kafka,
+        moto_s3,
+        registry,
+        bucket,
+        topic,
+        **{"format.class": "avro", "schema.compatibility": "BACKWARD", "avro.codec": "deflate"},
+    )
+    export_once(spark, job, tmp_path / "ckpt")
+    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    exported = read_exported(store, prefix)
+    exported.assert_exactly_once(1, 12)
+    starts = sorted(int(re.search(r"\+(\d{10})\.avro$", k).group(1)) for k in exported.objects)
+    assert starts == [0, 1], "v1 at offset 0, then one file in v2 for everything after"
+    last = exported.objects[f"topics/{topic}/partition=0/{topic}+0+0000000001.avro"]
+    assert [d["channel"] for d in last[:3]] == ["app", "web", "app"]
+
+
+def test_avro_to_block_gzip_json_then_seek(spark, kafka, moto_s3, registry, bucket, tmp_path):
+    topic = "avro_to_blockgzip"
+    kafka.create_topic(topic, partitions=1)
+    produce_avro_numbered(kafka.bootstrap_servers, registry.url, topic, 1, 40)
+    job = avro_job(
+        kafka,
+        moto_s3,
+        registry,
+        bucket,
+        topic,
+        **{
+            "format.class": "json",
+            "s3.compression.type": "blockgzip",
+            "s3.compression.block.records": "8",
+        },
+    )
+    export_once(spark, job, tmp_path / "ckpt")
+    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    read_exported(store, prefix).assert_exactly_once(1, 40)
+    with open_archive(f"s3://{bucket}", s3_options(moto_s3.endpoint_url)) as archive:
+        (record,) = list(archive.seek(topic, 0, 21, count=1))
+    import json
+
+    assert json.loads(record.value) == avro_value_for(0, 21)
+
+
+def test_registry_down_fails_the_export_and_commits_nothing(
+    spark, kafka, moto_s3, registry, bucket, tmp_path
+):
+    topic = "avro_registry_down"
+    kafka.create_topic(topic, partitions=1)
+    # A schema no Python worker has seen yet (workers cache schemas by id for their lifetime).
+    fresh = {**V1, "name": "DownEvent"}
+    produce_avro(kafka.bootstrap_servers, registry.url, topic, [(0, i, fresh) for i in range(5)])
+    job = avro_job(
+        kafka,
+        moto_s3,
+        registry,
+        bucket,
+        topic,
+        **{
+            "format.class": "avro",
+            "value.converter.max.retries": "0",
+        },
+    )
+    with registry.outage(), pytest.raises(ExportFailed, match="cannot reach the schema registry"):
+        export_once(spark, job, tmp_path / "ckpt")
+    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    assert read_exported(store, prefix).objects == {}
+    assert job.sink.manifest_log(store, prefix).committed_offsets() == {}
