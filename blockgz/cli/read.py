@@ -76,9 +76,16 @@ def _archive(target: str, topic: str | None, partition: int | None, options: dic
 @click.option(
     "--scan", is_flag=True, help="Stream .gz objects without an index instead of failing."
 )
+@click.option(
+    "--stats",
+    is_flag=True,
+    help="Afterwards, print the requests made to the store (LIST, GET, ranged GET, bytes).",
+)
 @target_options
 @fail_cleanly
-def seek(target, offset, count, output, scan, topic, partition, endpoint_url, options) -> None:
+def seek(
+    target, offset, count, output, scan, stats, topic, partition, endpoint_url, options
+) -> None:
     """Print records from OFFSET on, fetching only the block that holds it.
 
     TARGET is a block-GZIP or Avro object (local path or s3://bucket/key, or its
@@ -90,6 +97,7 @@ def seek(target, offset, count, output, scan, topic, partition, endpoint_url, op
       blockgz seek --offset 1200 events.json.gz
       blockgz seek --offset 1200 --count 1 --output json s3://bucket/t+0+0000000000.json.gz
       blockgz seek --offset 1200 --count 10 --topic orders --partition 3 s3://bucket/exports
+      blockgz seek --stats --offset 7 --count 1 --topic orders --partition 3 s3://bucket/exports
       blockgz seek --endpoint-url http://127.0.0.1:9000 --offset 5 --topic t --partition 0 s3://b
     """
     options = collect_options(endpoint_url, options)
@@ -102,6 +110,8 @@ def seek(target, offset, count, output, scan, topic, partition, endpoint_url, op
         options["scan.unindexed"] = "true"
     with _archive(target, topic, partition, options) as archive:
         _echo_records(archive.seek(topic, partition, offset, count), output)
+        if stats:
+            click.echo(f"read: {archive.store.requests.summary()}", err=True)
 
 
 @main.command()

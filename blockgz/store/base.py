@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +48,59 @@ class Upload(ABC):
             self.abort()
 
 
+@dataclass
+class RequestCounts:
+    """What a store was asked for, for ``--stats`` and for proving a seek's cost.
+
+    >>> counts = RequestCounts()
+    >>> counts.add("ranged_gets", 2048)
+    >>> counts.summary()
+    '1 ranged GET (2.0 KiB)'
+    """
+
+    gets: int = 0
+    ranged_gets: int = 0
+    heads: int = 0
+    lists: int = 0
+    bytes_read: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, kind: str, nbytes: int = 0) -> None:
+        with self._lock:
+            setattr(self, kind, getattr(self, kind) + 1)
+            self.bytes_read += nbytes
+
+    def summary(self) -> str:
+        """``1 GET, 1 ranged GET (312.0 KiB)``: what was requested, and bytes received."""
+        from blockgz.options import format_size
+
+        parts = [
+            f"{n} {name}{'s' if n != 1 else ''}"
+            for n, name in (
+                (self.lists, "LIST"),
+                (self.heads, "HEAD"),
+                (self.gets, "GET"),
+                (self.ranged_gets, "ranged GET"),
+            )
+            if n
+        ]
+        if not parts:
+            return "no requests"
+        return ", ".join(parts) + f" ({format_size(self.bytes_read)})"
+
+
 class ObjectStore(ABC):
-    """Where objects live. Keys use ``/`` whatever the backend."""
+    """Where objects live. Keys use ``/`` whatever the backend.
+
+    :attr:`requests` counts the read requests made through this instance.
+    """
+
+    @property
+    def requests(self) -> RequestCounts:
+        counts = self.__dict__.get("_request_counts")
+        if counts is None:
+            counts = self.__dict__["_request_counts"] = RequestCounts()
+        return counts
 
     @abstractmethod
     def put(self, key: str, data: bytes) -> None:

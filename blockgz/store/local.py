@@ -53,16 +53,20 @@ class LocalStore(ObjectStore):
         except FileNotFoundError as exc:
             raise ObjectNotFoundError(f"{self.url(key)}: no such object") from exc
         try:
-            return os.pread(fd, max(0, end - start), start)
+            data = os.pread(fd, max(0, end - start), start)
         finally:
             os.close(fd)
+        self.requests.add("ranged_gets", len(data))
+        return data
 
     def get(self, key: str) -> bytes:
         """The whole file in one read (sized by ``fstat``: no over-allocated buffer)."""
         try:
-            return self.path(key).read_bytes()
+            data = self.path(key).read_bytes()
         except FileNotFoundError as exc:
             raise ObjectNotFoundError(f"{self.url(key)}: no such object") from exc
+        self.requests.add("gets", len(data))
+        return data
 
     def iter_chunks(self, key: str, chunk_size: int = 1024 * 1024) -> Iterator[bytes]:
         try:
@@ -82,6 +86,7 @@ class LocalStore(ObjectStore):
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
         # Walk only the deepest directory the prefix names, as S3 lists only the prefix.
         directory = self.root.joinpath(*prefix.split("/")[:-1]) if "/" in prefix else self.root
+        self.requests.add("lists")
         if not directory.is_dir():
             return
         found = []

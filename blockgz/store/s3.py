@@ -151,14 +151,18 @@ class S3Store(ObjectStore):
         def fetch() -> bytes:
             return self.client.get_object(**args)["Body"].read()
 
-        return self.call(f"GET {self.url(key)} bytes {start}-{end - 1}", fetch)
+        data = self.call(f"GET {self.url(key)} bytes {start}-{end - 1}", fetch)
+        self.requests.add("ranged_gets", len(data))
+        return data
 
     def get(self, key: str) -> bytes:
         """A small object (an index, a manifest) in one plain GET: no HEAD, no ranges."""
         args = self._read_args(key)
-        return self.call(
+        data = self.call(
             f"GET {self.url(key)}", lambda: self.client.get_object(**args)["Body"].read()
         )
+        self.requests.add("gets", len(data))
+        return data
 
     def iter_chunks(self, key: str, chunk_size: int = 1024 * 1024) -> Iterator[bytes]:
         # Streams with Range requests of growing position, so a dropped connection resumes
@@ -176,6 +180,7 @@ class S3Store(ObjectStore):
     def head(self, key: str) -> ObjectInfo:
         args = self._read_args(key)
         meta = self.call(f"HEAD {self.url(key)}", lambda: self.client.head_object(**args))
+        self.requests.add("heads")
         return ObjectInfo(key, int(meta["ContentLength"]))
 
     def list(self, prefix: str) -> Iterator[ObjectInfo]:
@@ -187,6 +192,7 @@ class S3Store(ObjectStore):
             page = self.call(
                 f"LIST {self.url(prefix)}", lambda a=args: self.client.list_objects_v2(**a)
             )
+            self.requests.add("lists")
             for item in page.get("Contents", []):
                 yield ObjectInfo(item["Key"], int(item["Size"]))
             if not page.get("IsTruncated"):
@@ -204,6 +210,7 @@ class S3Store(ObjectStore):
                 f"LIST {self.url(prefix)} (directories)",
                 lambda a=args: self.client.list_objects_v2(**a),
             )
+            self.requests.add("lists")
             found.extend(p["Prefix"] for p in page.get("CommonPrefixes", []))
             if not page.get("IsTruncated"):
                 return found

@@ -1,13 +1,17 @@
 """``blockgz quickstart``: Confluent's S3-sink quickstart, end to end, on this machine.
 
-It starts a local Kafka broker (Tansu) and a local S3 server (SeaweedFS, or moto where SeaweedFS
-is not installed), produces nine records,
-exports them with ``flush.size=3`` (three objects, as in Confluent's quickstart), lists the
-objects, seeks an offset through the reader, and shuts everything down, explaining each step.
+It follows Confluent's own quickstart: a local Kafka broker (Tansu), a local S3 server
+(SeaweedFS, or moto where SeaweedFS is not installed) and a local Schema Registry (blockgz's
+loopback stand-in); nine ``{"f1": "valueN"}`` records produced with confluent-kafka's
+``AvroSerializer`` (what ``kafka-avro-console-producer`` does); the export with ``AvroFormat``
+and ``flush.size=3``; the three ``.avro`` objects listed and the first printed as avro-tools
+``tojson`` prints it. Then blockgz's own part: the same topic exported as block-GZIP JSON, and
+a seek that fetches one block with one ranged GET. Everything is shut down at the end.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import tempfile
 import time
@@ -20,9 +24,13 @@ TOPIC = "s3_topic"
 BUCKET = "quickstart"
 RECORDS = 9
 FLUSH_SIZE = 3
+#: The schema of Confluent's quickstart (``kafka-avro-console-producer --property value.schema``).
+VALUE_SCHEMA = {"type": "record", "name": "myrecord", "fields": [{"name": "f1", "type": "string"}]}
 
 PROPERTIES = """\
 name=s3-sink
+connector.class=io.confluent.connect.s3.S3SinkConnector
+tasks.max=1
 topics={topic}
 kafka.bootstrap.servers={bootstrap}
 s3.bucket.name={bucket}
@@ -30,15 +38,62 @@ s3.region=us-east-1
 store.url={endpoint}
 aws.access.key.id=testing
 aws.secret.access.key=testing
-format.class=io.confluent.connect.s3.format.json.JsonFormat
-partitioner.class=io.confluent.connect.storage.partitioner.DefaultPartitioner
+s3.part.size=5242880
 flush.size={flush}
+storage.class=io.confluent.connect.s3.storage.S3Storage
+format.class=io.confluent.connect.s3.format.avro.AvroFormat
+partitioner.class=io.confluent.connect.storage.partitioner.DefaultPartitioner
+schema.compatibility=NONE
+value.converter=io.confluent.connect.avro.AvroConverter
+value.converter.schema.registry.url={registry}
+"""
+
+#: blockgz's flagship on the same topic: seekable block-GZIP JSON, small blocks to show a seek.
+BLOCKGZIP_PROPERTIES = """\
+format.class=io.confluent.connect.s3.format.json.JsonFormat
+s3.compression.type=blockgzip
+s3.compression.block.records=2
+topics.dir=blockgz
 """
 
 
+def produce_avro_quickstart(bootstrap: str, registry_url: str) -> None:
+    """The nine records of the quickstart, serialised as the Avro console producer does."""
+    from confluent_kafka import Producer
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    serializer = AvroSerializer(
+        SchemaRegistryClient({"url": registry_url}), json.dumps(VALUE_SCHEMA)
+    )
+    context = SerializationContext(TOPIC, MessageField.VALUE)
+    # One record per Kafka batch keeps the local broker's high watermark exact.
+    producer = Producer({"bootstrap.servers": bootstrap, "batch.num.messages": 1, "linger.ms": 0})
+    for n in range(1, RECORDS + 1):
+        producer.produce(TOPIC, serializer({"f1": f"value{n}"}, context), partition=0)
+        producer.poll(0)
+    if producer.flush(30):
+        raise RuntimeError("the quickstart's records could not all be produced")
+
+
+def avro_tojson(data: bytes) -> list[str]:
+    """An Avro container file's records in Avro's JSON encoding, as ``avro-tools tojson``."""
+    import fastavro
+
+    reader = fastavro.reader(io.BytesIO(data))
+    schema = fastavro.parse_schema(reader.writer_schema)
+    lines = []
+    for record in reader:
+        out = io.StringIO()
+        fastavro.json_writer(out, schema, [record])
+        lines.append(out.getvalue().strip())
+    return lines
+
+
 def run_quickstart(console: Console | None = None, *, seek_offset: int = 4) -> list[str]:
-    """Run the whole quickstart; return the keys of the exported objects."""
-    from blockgz.local_servers import LocalKafka, MotoS3
+    """Run the whole quickstart; return the keys of the exported Avro objects."""
+    from blockgz.local_servers import LocalKafka, LocalSchemaRegistry, MotoS3
     from blockgz.local_servers.seaweed import SeaweedS3
     from reader import open_archive
     from sink.export.config import ExportConfig
@@ -50,71 +105,122 @@ def run_quickstart(console: Console | None = None, *, seek_offset: int = 4) -> l
     def step(n: int, text: str) -> None:
         console.print(f"\n[bold cyan]{n}.[/] {text}  [dim]({time.monotonic() - started:.1f} s)[/]")
 
+    def show(text: str, lexer: str = "properties") -> None:
+        console.print(Syntax(text, lexer, theme="ansi_dark", background_color="default"))
+
+    def export(config_path: Path, checkpoint: Path) -> None:
+        result = run_export(
+            ExportConfig.from_file(config_path),
+            checkpoint=checkpoint,
+            once=True,
+            install_signal_handlers=False,
+            log_file=checkpoint / "blockgz-export.log",  # Spark's start-up chatter
+        )
+        console.print(
+            f"   {result.records} records in {result.batches} batch(es), "
+            f"{result.files} object{'s' if result.files != 1 else ''} written."
+        )
+
     with tempfile.TemporaryDirectory(prefix="blockgz-quickstart-") as tmp:
         seaweed = SeaweedS3.unavailable_reason() is None
         s3_server = SeaweedS3() if seaweed else MotoS3(in_process=False)
         s3_name = "SeaweedFS" if seaweed else "moto"
-        step(1, f"Starting a local Kafka broker (Tansu, in memory) and a local S3 ({s3_name}).")
-        with LocalKafka() as kafka, s3_server as s3:
-            console.print(f"   Kafka at {kafka.bootstrap_servers}, S3 at {s3.endpoint_url}")
+        step(
+            1,
+            f"Starting a local Kafka broker (Tansu, in memory), a local S3 ({s3_name}) and a "
+            "local Schema Registry.",
+        )
+        with LocalKafka() as kafka, s3_server as s3, LocalSchemaRegistry() as registry:
+            console.print(
+                f"   Kafka at {kafka.bootstrap_servers}, S3 at {s3.endpoint_url}, "
+                f"Schema Registry at {registry.url}"
+            )
             s3.client().create_bucket(Bucket=BUCKET)
 
-            step(2, f"Creating topic {TOPIC!r} and producing {RECORDS} JSON records.")
+            step(
+                2,
+                f"Producing {RECORDS} Avro records to {TOPIC!r}, as kafka-avro-console-producer "
+                "does (confluent-kafka's AvroSerializer, schema registered as s3_topic-value).",
+            )
             kafka.create_topic(TOPIC, partitions=1)
-            values = [json.dumps({"f1": f"value{n}"}).encode() for n in range(1, RECORDS + 1)]
-            kafka.produce(TOPIC, values)
+            produce_avro_quickstart(kafka.bootstrap_servers, registry.url)
+            console.print(f"   value.schema={json.dumps(VALUE_SCHEMA)}")
             console.print('   {"f1": "value1"} ... {"f1": "value9"}')
 
-            step(3, "The connector config: the same keys as Confluent's S3 sink quickstart.")
+            step(3, "The connector config: Confluent's quickstart-s3.properties, as it is.")
             text = PROPERTIES.format(
                 topic=TOPIC,
                 bootstrap=kafka.bootstrap_servers,
                 bucket=BUCKET,
                 endpoint=s3.endpoint_url,
                 flush=FLUSH_SIZE,
+                registry=registry.url,
             )
-            config_path = Path(tmp) / "s3-sink.properties"
+            config_path = Path(tmp) / "quickstart-s3.properties"
             config_path.write_text(text)
-            console.print(Syntax(text, "properties", theme="ansi_dark", background_color="default"))
+            show(text)
 
             step(
                 4,
-                "Exporting with Spark (`blockgz export s3-sink.properties --once`). Starting "
-                "Spark takes ~10-20 s; the records then land in S3 exactly once.",
+                "Exporting with Spark (`blockgz export quickstart-s3.properties --once`). "
+                "Starting Spark takes ~10-20 s; the records then land in S3 exactly once.",
             )
-            job = ExportConfig.from_file(config_path)
-            checkpoint = Path(tmp) / "checkpoint"
-            result = run_export(
-                job,
-                checkpoint=checkpoint,
-                once=True,
-                install_signal_handlers=False,
-                log_file=checkpoint / "blockgz-export.log",  # Spark's start-up chatter
-            )
-            console.print(
-                f"   {result.records} records in {result.batches} batch(es), "
-                f"{result.files} objects written."
-            )
+            export(config_path, Path(tmp) / "checkpoint")
 
-            step(5, f"Listing the bucket: flush.size={FLUSH_SIZE} gives three objects.")
-            keys = sorted(
+            step(5, f"Listing the bucket: flush.size={FLUSH_SIZE} gives three Avro objects.")
+            client = s3.client()
+            listed = [
                 obj["Key"]
-                for obj in s3.client().list_objects_v2(Bucket=BUCKET).get("Contents", [])
+                for obj in client.list_objects_v2(Bucket=BUCKET).get("Contents", [])
                 if obj["Key"].startswith("topics/")
-            )
+            ]
+            keys = sorted(k for k in listed if k.endswith(".avro"))
             for key in keys:
                 console.print(f"   s3://{BUCKET}/{key}")
+            console.print(
+                f"   (+ {len(listed) - len(keys)} .index.json sidecars: blockgz's block index, "
+                "which makes each Avro file seekable; blockgz.avro.index=false leaves them out)"
+            )
 
             step(
-                6,
-                f"Reading from offset {seek_offset} "
-                f"(`blockgz seek s3://{BUCKET} --topic {TOPIC} --partition 0 "
-                f"--offset {seek_offset}`).",
+                6, f"The first object's records, as `avro-tools tojson {keys[0].rsplit('/')[-1]}`:"
             )
-            with open_archive(f"s3://{BUCKET}", job.sink_options) as archive:
-                for record in archive.seek(TOPIC, 0, seek_offset):
-                    console.print(f"   offset {record.offset}: {record.value.decode()}")
+            first = client.get_object(Bucket=BUCKET, Key=keys[0])["Body"].read()
+            for line in avro_tojson(first):
+                console.print(f"   {line}")
 
-            step(7, "Stopping S3 and Kafka.")
+            step(
+                7,
+                "blockgz's own part: the same topic as seekable block-GZIP JSON (these keys "
+                "added to the config, a second checkpoint):",
+            )
+            show(BLOCKGZIP_PROPERTIES)
+            blockgz_path = Path(tmp) / "blockgz-s3.properties"
+            blockgz_path.write_text(
+                text.replace("name=s3-sink", "name=s3-sink-blockgz")
+                .replace(f"flush.size={FLUSH_SIZE}\n", "")
+                .replace("format.class=io.confluent.connect.s3.format.avro.AvroFormat\n", "")
+                + BLOCKGZIP_PROPERTIES
+            )
+            export(blockgz_path, Path(tmp) / "checkpoint-blockgz")
+
+            step(
+                8,
+                f"Seeking offset {seek_offset} (`blockgz seek --stats -O topics.dir=blockgz "
+                f"--topic {TOPIC} --partition 0 --offset {seek_offset} --count 1 "
+                f"s3://{BUCKET}`):",
+            )
+            options = ExportConfig.from_file(blockgz_path).sink_options
+            with open_archive(f"s3://{BUCKET}", options) as archive:
+                for record in archive.seek(TOPIC, 0, seek_offset, count=1):
+                    console.print(f"   offset {record.offset}: {record.value.decode()}")
+                (ref,) = archive.objects(TOPIC, 0)
+                blocks = len(archive.index(ref).chunks)
+                console.print(
+                    f"   read: {archive.store.requests.summary()}: the listing, the index, "
+                    f"then the one block of {blocks} that holds offset {seek_offset}."
+                )
+
+            step(9, "Stopping the Schema Registry, S3 and Kafka.")
         console.print(f"\n[bold green]Done[/] in {time.monotonic() - started:.1f} s.")
         return keys

@@ -309,13 +309,17 @@ def test_quickstart_command_explains_and_finds_three_objects(spark):
     out = io.StringIO()
     keys = run_quickstart(Console(file=out, width=120), seek_offset=4)
     assert keys == [
-        "topics/s3_topic/partition=0/s3_topic+0+0000000000.json",
-        "topics/s3_topic/partition=0/s3_topic+0+0000000003.json",
-        "topics/s3_topic/partition=0/s3_topic+0+0000000006.json",
+        "topics/s3_topic/partition=0/s3_topic+0+0000000000.avro",
+        "topics/s3_topic/partition=0/s3_topic+0+0000000003.avro",
+        "topics/s3_topic/partition=0/s3_topic+0+0000000006.avro",
     ]
     text = out.getvalue()
-    assert 'offset 4: {"f1": "value5"}' in text and 'offset 8: {"f1": "value9"}' in text
-    assert "offset 3:" not in text
+    # The first Avro object as avro-tools tojson prints it.
+    assert '{"f1": "value1"}\n   {"f1": "value2"}\n   {"f1": "value3"}' in text
+    # The block-GZIP seek: one record, read with one LIST, one GET (index), one ranged GET.
+    assert 'offset 4: {"f1":"value5"}' in text
+    assert "offset 3:" not in text and "offset 5:" not in text
+    assert "read: 1 LIST, 1 GET, 1 ranged GET (" in text
 
 
 HOSTILE = ["../../etc", "a/b", "x=y", "..", "%2F", "new\nline", "", "Ünïcödé"]
