@@ -235,3 +235,90 @@ def test_seek_scan_streams_a_plain_gzip_object(tmp_path):
     result = run("seek", "--offset", "105", "--count", "2", "--scan", key)
     assert result.exit_code == 0 and result.stdout == '{"n": 105}\n{"n": 106}\n'
     assert "past the end" in short_failure("seek", "--offset", "500", "--scan", key)
+
+
+# -- Avro objects ---------------------------------------------------------------------------------
+AVRO_SCHEMA = {
+    "type": "record",
+    "name": "event",
+    "fields": [
+        {"name": "n", "type": "long"},
+        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "blob", "type": "bytes"},
+    ],
+}
+
+
+def write_avro_archive(root, *, indexed: bool = True) -> list[str]:
+    """Two Avro objects of topic t, partition 0 (offsets 0-49 and 50-99), small blocks."""
+    from blockgz.objects.avro_upload import AvroUpload
+    from blockgz.store import LocalStore
+
+    store, keys = LocalStore(root), []
+    for start in (0, 50):
+        key = f"topics/t/partition=0/t+0+{start:010d}.avro"
+        with AvroUpload(store, key, AVRO_SCHEMA, block_size=256, indexed=indexed) as out:
+            for n in range(start, start + 50):
+                out.write({"n": n, "at": 1_700_000_000_000 + n, "blob": b"\x00\x01"}, n)
+        keys.append(key)
+    return keys
+
+
+def test_seek_cat_ls_verify_on_avro_objects(tmp_path):
+    keys = write_avro_archive(tmp_path)
+    result = run(
+        "seek",
+        "--offset",
+        "48",
+        "--count",
+        "3",
+        "--topic",
+        "t",
+        "--partition",
+        "0",
+        "--stats",
+        tmp_path,
+    )
+    assert result.exit_code == 0, result.output
+    docs = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [d["n"] for d in docs] == [48, 49, 50]
+    assert docs[0]["at"] == "2023-11-14T22:13:20.048000+00:00" and docs[0]["blob"] == "AAE="
+    assert "ranged GET" in result.stderr
+
+    result = run("seek", "--offset", "7", "--count", "1", "--output", "json", tmp_path / keys[0])
+    assert json.loads(result.stdout)["offset"] == 7
+    assert json.loads(result.stdout)["value"]["n"] == 7
+
+    result = run("cat", tmp_path / keys[1])
+    assert [json.loads(line)["n"] for line in result.stdout.splitlines()] == list(range(50, 100))
+    result = run("cat", "--topic", "t", "--partition", "0", tmp_path)
+    assert len(result.stdout.splitlines()) == 100
+
+    result = run("ls", tmp_path)
+    assert result.exit_code == 0 and "t+0+0000000050.avro" in result.stdout
+    assert "no index" not in result.stdout
+    result = run("verify", "--topic", "t", tmp_path)
+    assert result.exit_code == 0 and result.stderr.count(": ok,") == 2
+
+
+def test_avro_without_index_is_read_by_streaming(tmp_path):
+    """Confluent's own Avro files (no sidecar) are read from the start of each object."""
+    write_avro_archive(tmp_path, indexed=False)
+    result = run(
+        "seek", "--offset", "60", "--count", "2", "--topic", "t", "--partition", "0", tmp_path
+    )
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["n"] for line in result.stdout.splitlines()] == [60, 61]
+    result = run("ls", tmp_path)
+    assert "(no index)" in result.stdout
+
+
+def test_verify_names_a_corrupt_avro_block(tmp_path):
+    keys = write_avro_archive(tmp_path)
+    path = tmp_path / keys[0]
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    result = run("verify", path)
+    assert result.exit_code == 1
+    assert "bad:" in result.stderr and "block" in result.stderr
