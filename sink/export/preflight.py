@@ -3,8 +3,9 @@
 Within a few seconds: the bucket exists and takes a write under the export's prefix (a small
 object written and deleted again), the Kafka brokers answer, and every named topic exists
 (``topics.regex`` matching nothing is an error with ``--once``, a warning for a running job,
-which picks topics up as they appear). ``blockgz.preflight=false`` skips them where a probe is
-not allowed.
+which picks topics up as they appear), and the schema registry of an AvroConverter answers
+with the credentials given. ``blockgz.preflight=false`` skips them where a probe is not
+allowed.
 """
 
 from __future__ import annotations
@@ -27,6 +28,30 @@ def preflight(job: ExportConfig, *, once: bool) -> None:
     """Raise :class:`PreflightError` naming the setting, what was tried and what came back."""
     check_store(job)
     check_kafka(job, once=once)
+    check_registry(job)
+
+
+def check_registry(job: ExportConfig) -> None:
+    """An AvroConverter's registry answers ``GET /config`` (reachable, credentials accepted)."""
+    settings = job.sink.value_converter.registry
+    if settings is None:
+        return
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+
+    config = {**settings.client_config(), "max.retries": 0, "timeout": KAFKA_TIMEOUT_S}
+    try:
+        SchemaRegistryClient(config).get_compatibility()
+    except Exception as exc:  # connection refused, 401, timeouts: all one line
+        status = getattr(exc, "http_status_code", None)
+        why = (
+            "the credentials were refused (value.converter.basic.auth.user.info)"
+            if status in (401, 403)
+            else f"{type(exc).__name__}: {getattr(exc, 'error_message', None) or exc}"
+        )
+        raise PreflightError(
+            f"value.converter.schema.registry.url={settings.url}: the schema registry did not "
+            f"answer ({why})"
+        ) from None
 
 
 def check_store(job: ExportConfig) -> None:

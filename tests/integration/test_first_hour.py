@@ -105,3 +105,48 @@ def test_a_record_missing_the_partition_field_fails_in_one_line(tmp_path, job, k
     options = {**job, "partitioner.class": "field", "partition.field.name": "country"}
     code, lines, _ = export_once(tmp_path, **options)
     assert_one_line_failure(code, lines, 0, f"{job['topics']}-0@1", "'country' is missing")
+
+
+def avro_options(registry_url: str, **extra: str) -> dict[str, str]:
+    return {
+        "format.class": "io.confluent.connect.s3.format.avro.AvroFormat",
+        "value.converter": "io.confluent.connect.avro.AvroConverter",
+        "value.converter.schema.registry.url": registry_url,
+        **extra,
+    }
+
+
+def test_a_schema_registry_that_is_not_there(tmp_path, job):
+    code, lines, seconds = export_once(tmp_path, **job, **avro_options("http://127.0.0.1:1"))
+    assert_one_line_failure(
+        code, lines, seconds, "value.converter.schema.registry.url=http://127.0.0.1:1"
+    )
+
+
+def test_registry_credentials_that_are_refused(tmp_path, job):
+    from blockgz.local_servers import LocalSchemaRegistry
+
+    with LocalSchemaRegistry(users={"alice": "secret"}) as registry:
+        options = avro_options(
+            registry.url,
+            **{
+                "value.converter.basic.auth.credentials.source": "USER_INFO",
+                "value.converter.basic.auth.user.info": "alice:wrong",
+            },
+        )
+        code, lines, seconds = export_once(tmp_path, **job, **options)
+    assert_one_line_failure(code, lines, seconds, "credentials were refused")
+
+
+def test_an_avro_config_without_a_converter(tmp_path, job):
+    options = {"format.class": "io.confluent.connect.s3.format.avro.AvroFormat"}
+    code, lines, seconds = export_once(tmp_path, **job, **options)
+    assert_one_line_failure(code, lines, seconds, "format.class=avro needs values with a schema")
+
+
+def test_a_record_that_is_not_avro_fails_in_one_line(tmp_path, job, kafka, registry):
+    kafka.produce(job["topics"], [b'{"f1": "value1"}'])
+    code, lines, _ = export_once(tmp_path, **job, **avro_options(registry.url))
+    assert_one_line_failure(
+        code, lines, 0, f"{job['topics']}-0@0: value is not in Confluent's Avro wire format"
+    )
