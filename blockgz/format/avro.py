@@ -407,6 +407,10 @@ class AvroBlockWriter:
         )
         return self._index
 
+    def abort(self) -> None:
+        """Drop the open block (the sink's upload is aborted by its owner)."""
+        self._chunks.clear()
+
     def __enter__(self) -> AvroBlockWriter:
         return self
 

@@ -24,18 +24,15 @@ same records to the same key gives the same bytes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from types import TracebackType
 from typing import Any
 
 from blockgz.format.avro import AvroBlockWriter, avro_sync_marker
-from blockgz.format.index import BlockIndex
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE
-from blockgz.layout import sidecar_key
-from blockgz.objects.upload import publish_index
+from blockgz.objects.upload import IndexedUpload
 from blockgz.store.base import ObjectStore
 
 
-class AvroUpload:
+class AvroUpload(IndexedUpload):
     """An Avro container file being written to ``store`` under ``key``, indexed on close.
 
     Takes the :class:`~blockgz.format.avro.AvroBlockWriter` settings; with ``indexed=False``
@@ -57,13 +54,12 @@ class AvroUpload:
         metadata: Mapping[str, str] | None = None,
         schema_id: int | None = None,
     ):
-        self.store = store
-        self.key = key
         self.indexed = indexed
-        self._upload = store.open_upload(key)
-        try:
-            self.writer = AvroBlockWriter(
-                self._upload,
+        self._open_upload(
+            store,
+            key,
+            lambda upload: AvroBlockWriter(
+                upload,
                 schema,
                 codec=codec,
                 codec_level=codec_level,
@@ -72,11 +68,8 @@ class AvroUpload:
                 sync_marker=avro_sync_marker(key),
                 metadata=metadata,
                 schema_id=schema_id,
-            )
-        except BaseException:
-            self._upload.abort()
-            raise
-        self._index: BlockIndex | None = None
+            ),
+        )
 
     # -- writing ------------------------------------------------------------------------------
     def write(self, datum: Any, offset: int) -> None:
@@ -88,59 +81,6 @@ class AvroUpload:
         self.writer.write_many(data, offsets)
 
     @property
-    def bytes_written(self) -> int:
-        """Bytes of the data object so far (header and finished blocks)."""
-        return self.writer.bytes_written
-
-    @property
     def uncompressed_size(self) -> int:
         """Encoded bytes of every record written so far."""
         return self.writer.uncompressed_size
-
-    @property
-    def index_key(self) -> str | None:
-        """Where the sidecar goes (and, after :meth:`close`, is); ``None`` when not indexed."""
-        return sidecar_key(self.key) if self.indexed else None
-
-    @property
-    def index(self) -> BlockIndex:
-        """The index (after :meth:`close`), published or not."""
-        return self.writer.index
-
-    # -- finishing ----------------------------------------------------------------------------
-    def close(self) -> BlockIndex:
-        """Finish the data object, then write its sidecar; return the index. Idempotent."""
-        if self._index is not None:
-            return self._index
-        try:
-            index = self.writer.close()
-            self._upload.close()
-        except BaseException:
-            self.abort()
-            raise
-        if self.indexed:
-            try:
-                publish_index(self.store, self.key, index)  # at self.index_key
-            except BaseException:
-                self.store.delete(self.key)  # data without its index must not stay behind
-                raise
-        self._index = index
-        return index
-
-    def abort(self) -> None:
-        """Drop everything: buffered records and any multipart parts."""
-        self._upload.abort()
-
-    def __enter__(self) -> AvroUpload:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()

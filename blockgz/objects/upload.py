@@ -19,7 +19,9 @@ written is deleted again.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import TracebackType
+from typing import Any, Self
 
 import numpy as np
 
@@ -28,10 +30,89 @@ from blockgz.format.framing import NEWLINE, Framing
 from blockgz.format.index import BlockIndex
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE, BlockGzipWriter
 from blockgz.layout import sidecar_key
-from blockgz.store.base import ObjectStore
+from blockgz.store.base import ObjectStore, Upload
 
 
-class BlockGzipUpload:
+class IndexedUpload:
+    """An object written through a block writer into a store upload, its sidecar on close.
+
+    The finishing every indexed format shares: data first, then (when ``indexed``) the
+    sidecar; an abort on any failure; a data object whose sidecar could not be written deleted
+    again. Subclasses open ``writer`` (with ``bytes_written``, ``index``, ``close()`` and
+    ``abort()``) over :meth:`_open_upload`'s upload.
+    """
+
+    indexed: bool = True
+    writer: Any
+
+    def _open_upload(self, store: ObjectStore, key: str, make_writer: Callable[[Upload], Any]):
+        self.store = store
+        self.key = key
+        self._index: BlockIndex | None = None
+        self._upload = store.open_upload(key)
+        try:
+            self.writer = make_writer(self._upload)
+        except BaseException:
+            self._upload.abort()
+            raise
+
+    @property
+    def bytes_written(self) -> int:
+        """Bytes of the data object so far."""
+        return self.writer.bytes_written
+
+    @property
+    def index_key(self) -> str | None:
+        """Where the sidecar goes (and, after :meth:`close`, is); ``None`` when not indexed."""
+        return sidecar_key(self.key) if self.indexed else None
+
+    @property
+    def index(self) -> BlockIndex:
+        """The index (after :meth:`close`), published or not."""
+        return self.writer.index
+
+    def close(self) -> BlockIndex:
+        """Finish the data object, then write its sidecar; return the index. Idempotent."""
+        if self._index is not None:
+            return self._index
+        try:
+            index = self.writer.close()
+            self._upload.close()
+        except BaseException:
+            self.abort()
+            raise
+        if self.indexed:
+            try:
+                publish_index(self.store, self.key, index)  # at self.index_key
+            except BaseException:
+                self.store.delete(self.key)  # data without its index must not stay behind
+                raise
+        self._index = index
+        return index
+
+    def abort(self) -> None:
+        """Drop everything: pending blocks, buffered data and any multipart parts."""
+        try:
+            self.writer.abort()
+        finally:
+            self._upload.abort()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+class BlockGzipUpload(IndexedUpload):
     """A block-GZIP object being written to ``store`` under ``key``, with its sidecar on close.
 
     Takes the :class:`~blockgz.format.writer.BlockGzipWriter` settings. As a context manager it
@@ -50,23 +131,19 @@ class BlockGzipUpload:
         framing: Framing = NEWLINE,
         first_offset: int = 0,
     ):
-        self.store = store
-        self.key = key
-        self._upload = store.open_upload(key)
-        try:
-            self.writer = BlockGzipWriter(
-                self._upload,
+        self._open_upload(
+            store,
+            key,
+            lambda upload: BlockGzipWriter(
+                upload,
                 block_size=block_size,
                 max_records=max_records,
                 compression=compression,
                 threads=threads,
                 framing=framing,
                 first_offset=first_offset,
-            )
-        except BaseException:
-            self._upload.abort()
-            raise
-        self._index: BlockIndex | None = None
+            ),
+        )
 
     # -- writing ------------------------------------------------------------------------------
     def write(self, record: bytes, offset: int | None = None) -> None:
@@ -80,61 +157,6 @@ class BlockGzipUpload:
     def write_delimited(self, data) -> None:
         """Raw separator-delimited bytes (see :meth:`BlockGzipWriter.write_delimited`)."""
         self.writer.write_delimited(data)
-
-    @property
-    def bytes_written(self) -> int:
-        """Compressed bytes of the data object so far."""
-        return self.writer.bytes_written
-
-    @property
-    def index_key(self) -> str:
-        """Where the sidecar goes (and, after :meth:`close`, is)."""
-        return sidecar_key(self.key)
-
-    @property
-    def index(self) -> BlockIndex:
-        """The published index (after :meth:`close`)."""
-        return self.writer.index
-
-    # -- finishing ----------------------------------------------------------------------------
-    def close(self) -> BlockIndex:
-        """Finish the data object, then write its sidecar; return the index. Idempotent."""
-        if self._index is not None:
-            return self._index
-        try:
-            index = self.writer.close()
-            self._upload.close()
-        except BaseException:
-            self.abort()
-            raise
-        try:
-            publish_index(self.store, self.key, index)  # at self.index_key
-        except BaseException:
-            self.store.delete(self.key)  # data without its index must not stay behind
-            raise
-        self._index = index
-        return index
-
-    def abort(self) -> None:
-        """Drop everything: pending blocks, buffered data and any multipart parts."""
-        try:
-            self.writer.abort()
-        finally:
-            self._upload.abort()
-
-    def __enter__(self) -> BlockGzipUpload:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.abort()
 
 
 def publish_index(store: ObjectStore, data_key: str, index: BlockIndex) -> str:

@@ -29,6 +29,7 @@ from blockgz.manifests import WrittenFile
 from blockgz.objects.avro_upload import AvroUpload
 from blockgz.store.base import ObjectStore
 from sink.convert.schemas import ValueSchema
+from sink.write.object_writer import OutputObject
 
 
 def output_schema(schema: ValueSchema, connect_meta_data: bool = True) -> Any:
@@ -50,7 +51,7 @@ def output_schema(schema: ValueSchema, connect_meta_data: bool = True) -> Any:
     return doc
 
 
-class AvroObjectWriter:
+class AvroObjectWriter(OutputObject):
     """Write one ``.avro`` object holding records of ``schema``."""
 
     def __init__(
@@ -68,16 +69,9 @@ class AvroObjectWriter:
         partition: int = 0,
         encoded_partition: str = "",
     ):
+        super().__init__(key, topic, partition, encoded_partition)
         self.store = store
-        self.key = key
         self.schema = schema
-        self.topic = topic
-        self.partition = partition
-        self.encoded_partition = encoded_partition
-        self.first_offset: int | None = None
-        self.last_offset: int | None = None
-        self.records = 0
-        self.first_timestamp: int | None = None  # for rotate.interval.ms, kept by the caller
         self._upload = AvroUpload(
             store,
             key,
@@ -96,26 +90,13 @@ class AvroObjectWriter:
     def write(self, datum: Any, offset: int) -> None:
         """Append one decoded value (of this file's schema) holding Kafka ``offset``."""
         self._upload.write(datum, offset)
-        if self.first_offset is None:
-            self.first_offset = offset
-        self.last_offset = offset
-        self.records += 1
+        self._count(offset, offset, 1)
 
     def close(self) -> WrittenFile:
         """Finish the object (then its sidecar) and describe it. Leaves nothing on failure."""
         self._upload.close()
-        assert self.first_offset is not None and self.last_offset is not None
-        return WrittenFile(
-            key=self.key,
-            topic=self.topic,
-            partition=self.partition,
-            encoded_partition=self.encoded_partition,
-            first_offset=self.first_offset,
-            last_offset=self.last_offset,
-            records=self.records,
-            size=self._upload.bytes_written,
-            uncompressed_size=self.uncompressed_size,
-            index_key=self._upload.index_key,
+        return self._written(
+            self._upload.bytes_written, self.uncompressed_size, self._upload.index_key
         )
 
     def abort(self) -> None:

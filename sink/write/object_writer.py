@@ -36,7 +36,44 @@ from blockgz.store.base import ObjectStore, Upload
 WRITE_CHUNK = 1024 * 1024
 
 
-class ObjectWriter:
+class OutputObject:
+    """What every output object tracks: its key, place, offsets, records and first time."""
+
+    def __init__(self, key: str, topic: str, partition: int, encoded_partition: str):
+        self.key = key
+        self.topic = topic
+        self.partition = partition
+        self.encoded_partition = encoded_partition
+        self.first_offset: int | None = None
+        self.last_offset: int | None = None
+        self.records = 0
+        self.first_timestamp: int | None = None  # for rotate.interval.ms, kept by the caller
+        #: The value schema of the records (when a converter gives one), for schema.compatibility.
+        self.schema: Any = None
+
+    def _count(self, first: int, last: int, records: int) -> None:
+        if self.first_offset is None:
+            self.first_offset = first
+        self.last_offset = last
+        self.records += records
+
+    def _written(self, size: int, uncompressed_size: int, index_key: str | None) -> WrittenFile:
+        assert self.first_offset is not None and self.last_offset is not None
+        return WrittenFile(
+            key=self.key,
+            topic=self.topic,
+            partition=self.partition,
+            encoded_partition=self.encoded_partition,
+            first_offset=self.first_offset,
+            last_offset=self.last_offset,
+            records=self.records,
+            size=size,
+            uncompressed_size=uncompressed_size,
+            index_key=index_key,
+        )
+
+
+class ObjectWriter(OutputObject):
     """Write one object; ``compression`` is ``none``, ``gzip`` or ``blockgzip``."""
 
     def __init__(
@@ -53,20 +90,11 @@ class ObjectWriter:
         partition: int = 0,
         encoded_partition: str = "",
     ):
+        super().__init__(key, topic, partition, encoded_partition)
         self.store = store
-        self.key = key
         self.compression = compression
         self.separator = separator
-        self.topic = topic
-        self.partition = partition
-        self.encoded_partition = encoded_partition
-        self.first_offset: int | None = None
-        self.last_offset: int | None = None
-        self.records = 0
         self.uncompressed_size = 0
-        self.first_timestamp: int | None = None  # for rotate.interval.ms, kept by the caller
-        #: The value schema of the records (when a converter gives one), for schema.compatibility.
-        self.schema: Any = None
         self._pending: list[bytes] = []
         self._pending_bytes = 0
         self._deflate: Any = None
@@ -101,7 +129,7 @@ class ObjectWriter:
             self._pending_bytes += len(data) + len(self.separator)
             if self._pending_bytes >= WRITE_CHUNK:
                 self._flush_pending()
-        self._count(offset, offset, 1, len(data) + len(self.separator))
+        self._count_bytes(offset, offset, 1, len(data) + len(self.separator))
 
     def write_framed(self, data: memoryview, ends: np.ndarray, offsets: np.ndarray) -> None:
         """Append records already framed with the separator (see
@@ -113,13 +141,10 @@ class ObjectWriter:
             self._pending_bytes += len(data)
             if self._pending_bytes >= WRITE_CHUNK:
                 self._flush_pending()
-        self._count(int(offsets[0]), int(offsets[-1]), len(ends), len(data))
+        self._count_bytes(int(offsets[0]), int(offsets[-1]), len(ends), len(data))
 
-    def _count(self, first: int, last: int, records: int, size: int) -> None:
-        if self.first_offset is None:
-            self.first_offset = first
-        self.last_offset = last
-        self.records += records
+    def _count_bytes(self, first: int, last: int, records: int, size: int) -> None:
+        self._count(first, last, records)
         self.uncompressed_size += size
 
     def _flush_pending(self) -> None:
@@ -152,19 +177,7 @@ class ObjectWriter:
                 self.abort()
                 raise
             size = self._upload.bytes_written
-        assert self.first_offset is not None and self.last_offset is not None
-        return WrittenFile(
-            key=self.key,
-            topic=self.topic,
-            partition=self.partition,
-            encoded_partition=self.encoded_partition,
-            first_offset=self.first_offset,
-            last_offset=self.last_offset,
-            records=self.records,
-            size=size,
-            uncompressed_size=self.uncompressed_size,
-            index_key=index_key,
-        )
+        return self._written(size, self.uncompressed_size, index_key)
 
     def abort(self) -> None:
         """Drop the object: buffered data, open multipart parts, nothing left behind."""

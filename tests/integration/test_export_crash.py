@@ -144,22 +144,27 @@ def orphans(moto_s3, bucket) -> set[str]:
 def test_sigkill_mid_batch_then_restart_from_checkpoint(
     crash_setup, kafka, moto_s3, bucket, tmp_path, tasks_read_kafka
 ):
-    marker = tmp_path / "paused"
     plan = {"blockgz.tasks.read.kafka": tasks_read_kafka}
+    kill_mid_batch_then_restart(kafka, moto_s3, bucket, tmp_path, crash_setup, plan)
+
+
+def kill_mid_batch_then_restart(kafka, moto_s3, bucket, tmp_path, topic, options) -> None:
+    """Pause after batch 1's first object, SIGKILL, restart cleanly, check exactly once."""
+    marker = tmp_path / "paused"
     config = write_config(
         tmp_path / "job.properties",
         kafka,
         moto_s3,
         bucket,
-        crash_setup,
-        **plan,
+        topic,
+        **options,
         **fault_options(f"pause-after-files:1:1:{marker}"),
     )
     run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log")
     run.wait_for(marker)
     run.kill()
     assert orphans(moto_s3, bucket), "the crash should leave batch 1's first object uncommitted"
-    clean = write_config(tmp_path / "job2.properties", kafka, moto_s3, bucket, crash_setup, **plan)
+    clean = write_config(tmp_path / "job2.properties", kafka, moto_s3, bucket, topic, **options)
     ExportProcess(clean, tmp_path / "ckpt", tmp_path / "export.log").finish()
     check_exactly_once(moto_s3, bucket, clean)
 
@@ -256,20 +261,4 @@ def test_sigkill_mid_batch_with_avro_then_restart(kafka, moto_s3, registry, buck
         "value.converter": "io.confluent.connect.avro.AvroConverter",
         "value.converter.schema.registry.url": registry.url,
     }
-    marker = tmp_path / "paused"
-    config = write_config(
-        tmp_path / "job.properties",
-        kafka,
-        moto_s3,
-        bucket,
-        topic,
-        **avro,
-        **fault_options(f"pause-after-files:1:1:{marker}"),
-    )
-    run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log")
-    run.wait_for(marker)
-    run.kill()
-    assert orphans(moto_s3, bucket), "the crash should leave batch 1's first object uncommitted"
-    clean = write_config(tmp_path / "job2.properties", kafka, moto_s3, bucket, topic, **avro)
-    ExportProcess(clean, tmp_path / "ckpt", tmp_path / "export.log").finish()
-    check_exactly_once(moto_s3, bucket, clean)
+    kill_mid_batch_then_restart(kafka, moto_s3, bucket, tmp_path, topic, avro)
