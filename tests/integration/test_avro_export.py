@@ -105,8 +105,11 @@ def test_avro_evolution_through_spark_keeps_one_file_per_newer_schema(
     assert [d["channel"] for d in last[:3]] == ["app", "web", "app"]
 
 
-def test_avro_to_block_gzip_json_then_seek(spark, kafka, moto_s3, registry, bucket, tmp_path):
-    topic = "avro_to_blockgzip"
+@pytest.mark.parametrize("tasks_read_kafka", ["false", "true"])
+def test_avro_to_block_gzip_json_then_seek(
+    spark, kafka, moto_s3, registry, bucket, tmp_path, tasks_read_kafka
+):
+    topic = f"avro_to_blockgzip_{tasks_read_kafka}"
     kafka.create_topic(topic, partitions=1)
     produce_avro_numbered(kafka.bootstrap_servers, registry.url, topic, 1, 40)
     job = avro_job(
@@ -119,6 +122,7 @@ def test_avro_to_block_gzip_json_then_seek(spark, kafka, moto_s3, registry, buck
             "format.class": "json",
             "s3.compression.type": "blockgzip",
             "s3.compression.block.records": "8",
+            "blockgz.tasks.read.kafka": tasks_read_kafka,
         },
     )
     export_once(spark, job, tmp_path / "ckpt")
