@@ -44,8 +44,14 @@ def _echo_records(records, output: str) -> None:
             line = value if stored else json.dumps(value, default=_json_default).encode()
             out.write(line + b"\n")
         else:
-            text = value.decode("utf-8", "replace") if stored else value
-            doc = {"offset": record.offset, "value": text}
+            doc = {"offset": record.offset}
+            if not stored:
+                doc["value"] = value
+            else:
+                try:
+                    doc["value"] = value.decode("utf-8")
+                except UnicodeDecodeError:  # binary values (Protobuf, ...) survive as base64
+                    doc["value_base64"] = _json_default(value)
             for field in ("key", "timestamp", "headers"):
                 if getattr(record, field, None) is not None:
                     doc[field] = getattr(record, field)
@@ -116,9 +122,17 @@ def seek(
 
 @main.command()
 @click.argument("target")
+@click.option(
+    "--output",
+    type=click.Choice(["raw", "json"]),
+    default="raw",
+    show_default=True,
+    help="raw prints the values as stored; json one object per record with its offset "
+    "(binary values as value_base64).",
+)
 @target_options
 @fail_cleanly
-def cat(target, topic, partition, endpoint_url, options) -> None:
+def cat(target, output, topic, partition, endpoint_url, options) -> None:
     """Print every record of an object (any gzip or plain file, or Avro as JSON lines), or of
     a topic-partition.
 
@@ -128,6 +142,7 @@ def cat(target, topic, partition, endpoint_url, options) -> None:
       blockgz cat s3://bucket/topics/t/partition=0/t+0+0000000000.avro
       blockgz cat s3://bucket/topics/t/partition=0/t+0+0000000000.json.gz
       blockgz cat --topic t --partition 0 s3://bucket/exports > t-0.json
+      blockgz cat --output json -O format.bytearray.framing=length-prefixed t+0+0000000000.bin
     """
     import shutil
 
@@ -139,10 +154,15 @@ def cat(target, topic, partition, endpoint_url, options) -> None:
 
         store, key = split_object_url(target, options)
         key = data_key_for(key)
-        if key.endswith(".avro"):  # one JSON object per record, as avro-tools tojson
+        if key.endswith(".avro") or output == "json":
+            from blockgz.format.framing import framing_from_options
+            from blockgz.layout import Layout
             from blockgz.objects.stream import stream_records
 
-            _echo_records(stream_records(store, key, 0), "raw")
+            ref = Layout().parse_data_key(key)
+            start = ref.start_offset if ref is not None else 0
+            framing = framing_from_options(options)
+            _echo_records(stream_records(store, key, start, framing=framing), output)
             return
         with stream_object(store, key, compressed=key.endswith(".gz")) as stream:
             shutil.copyfileobj(stream, sys.stdout.buffer, 1024 * 1024)
@@ -151,7 +171,7 @@ def cat(target, topic, partition, endpoint_url, options) -> None:
         refs = archive.objects(topic, partition)
         if not refs:
             raise archive.nothing_found(topic, partition)
-        _echo_records(archive.seek(topic, partition, refs[0].start_offset), "raw")
+        _echo_records(archive.seek(topic, partition, refs[0].start_offset), output)
 
 
 @main.command(name="ls")

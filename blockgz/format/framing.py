@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from blockgz.errors import CorruptBlockError, CorruptIndexError, RecordFramingError
+from blockgz.errors import ConfigError, CorruptBlockError, CorruptIndexError, RecordFramingError
 
 _U32 = struct.Struct(">I")
 
@@ -153,3 +153,32 @@ def framing_from_json(obj: dict[str, Any] | None) -> Framing:
     raise CorruptIndexError(
         f"index framing {obj!r} is not known; allowed kinds: separator, length-prefixed"
     )
+
+
+#: The option naming a bytearray framing (the sink's and the reader's), and its values.
+FRAMING_OPTION = "format.bytearray.framing"
+FRAMINGS = ("separator", "length-prefixed")
+
+
+def framing_from_options(options: Any) -> Framing:
+    """The framing ``format.bytearray.framing`` and ``format.bytearray.separator`` name
+    (the reader needs it for objects without an index, which do not say).
+
+    >>> framing_from_options({"format.bytearray.framing": "length-prefixed"})
+    LengthPrefixed()
+    >>> framing_from_options({})
+    Separated(separator=b'\\n')
+    """
+    from blockgz.options import as_options
+
+    opts = as_options(options or {})
+    if opts.choice(FRAMING_OPTION, FRAMINGS, "separator") == "length-prefixed":
+        return LengthPrefixed()
+    raw = opts.get("format.bytearray.separator")
+    if raw is None:
+        return NEWLINE
+    # Properties files cannot hold a bare newline, so accept the usual escapes.
+    separator = raw.encode("utf-8").decode("unicode_escape").encode("latin-1")
+    if not separator:
+        raise ConfigError("format.bytearray.separator: must not be empty (default: \\n)")
+    return Separated(separator)

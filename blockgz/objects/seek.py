@@ -17,6 +17,7 @@ from typing import Any
 
 from blockgz.errors import MissingIndexError, OffsetNotFoundError
 from blockgz.format.decode import Record
+from blockgz.format.framing import framing_from_options
 from blockgz.layout import Layout, data_key_for
 from blockgz.objects.indexed import open_indexed
 from blockgz.objects.stream import stream_records
@@ -35,7 +36,8 @@ def seek_object(
 
     With its ``.index.json``, only the blocks needed are read. Without one, ``scan=True``
     streams the object from its start, taking offsets from the start offset in its name (0 if
-    the name has none); otherwise :class:`~blockgz.errors.MissingIndexError` says so.
+    the name has none; ``format.bytearray.framing`` in ``options`` says how its records are
+    framed); otherwise :class:`~blockgz.errors.MissingIndexError` says so.
     """
     try:
         with open_indexed(target, options) as obj:
@@ -50,7 +52,7 @@ def seek_object(
     key = data_key_for(key)
     ref = Layout.from_options(as_options(options)).parse_data_key(key)
     start = ref.start_offset if ref is not None else 0
-    records = stream_records(store, key, start)
+    records = stream_records(store, key, start, framing=framing_from_options(options))
     found = False
     for record in itertools.islice((r for r in records if r.offset >= offset), count):
         found = True

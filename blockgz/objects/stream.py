@@ -18,7 +18,9 @@ from __future__ import annotations
 import io
 from collections.abc import Iterator
 
+from blockgz.errors import CorruptBlockError
 from blockgz.format.decode import Record
+from blockgz.format.framing import NEWLINE, Framing, LengthPrefixed
 from blockgz.store.base import ObjectStore
 
 
@@ -55,12 +57,26 @@ def stream_object(store: ObjectStore, key: str, *, compressed: bool) -> io.Buffe
 
 
 def stream_records(
-    store: ObjectStore, key: str, start_offset: int, *, compressed: bool | None = None
+    store: ObjectStore,
+    key: str,
+    start_offset: int,
+    *,
+    compressed: bool | None = None,
+    framing: Framing = NEWLINE,
 ) -> Iterator[Record]:
-    """A non-seekable object, streamed record by record (lines, or an Avro file's records as
-    Python values); offsets count up from ``start_offset`` (the one in its name), so they are
-    exact only when the object's offsets are contiguous. ``compressed`` defaults to the key
-    ending in ``.gz``."""
+    """A non-seekable object, streamed record by record (``framing``'s records, or an Avro
+    file's records as Python values); offsets count up from ``start_offset`` (the one in its
+    name), so they are exact only when the object's offsets are contiguous. ``compressed``
+    defaults to the key ending in ``.gz``.
+
+    >>> import tempfile
+    >>> from blockgz.store import LocalStore
+    >>> store = LocalStore(tempfile.mkdtemp())
+    >>> frame = LengthPrefixed().encode
+    >>> store.put("t+0+0000000007.bin", frame(b"a\\nb") + frame(b""))
+    >>> list(stream_records(store, "t+0+0000000007.bin", 7, framing=LengthPrefixed()))
+    [Record(offset=7, value=b'a\\nb'), Record(offset=8, value=b'')]
+    """
     if key.endswith(".avro"):
         import fastavro
 
@@ -70,6 +86,30 @@ def stream_records(
         return
     if compressed is None:
         compressed = key.endswith(".gz")
+    if isinstance(framing, LengthPrefixed):
+        with stream_object(store, key, compressed=compressed) as stream:
+            yield from _length_prefixed(stream, start_offset, store.url(key))
+        return
+    if framing != NEWLINE:
+        with stream_object(store, key, compressed=compressed) as stream:
+            data = stream.read()
+        for n, value in enumerate(framing.split(data)):
+            yield Record(start_offset + n, value)
+        return
     with stream_object(store, key, compressed=compressed) as stream:
         for n, line in enumerate(stream):
             yield Record(start_offset + n, line[:-1] if line.endswith(b"\n") else line)
+
+
+def _length_prefixed(stream: io.BufferedIOBase, start_offset: int, where: str) -> Iterator[Record]:
+    """Records of a length-prefixed stream (4-byte big-endian length, then the bytes)."""
+    offset = start_offset
+    while header := stream.read(4):
+        if len(header) < 4:
+            raise CorruptBlockError(f"{where}: ends inside a record's length (offset {offset})")
+        size = int.from_bytes(header, "big")
+        value = stream.read(size)
+        if len(value) < size:
+            raise CorruptBlockError(f"{where}: ends inside the record at offset {offset}")
+        yield Record(offset, value)
+        offset += 1

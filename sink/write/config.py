@@ -27,6 +27,14 @@ from typing import Any
 
 from blockgz.errors import ConfigError
 from blockgz.format.codec import Compression
+from blockgz.format.framing import (
+    FRAMING_OPTION,
+    FRAMINGS,
+    Framing,
+    LengthPrefixed,
+    Separated,
+    framing_from_options,
+)
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE
 from blockgz.layout import Layout
 from blockgz.manifests import ManifestLog
@@ -95,6 +103,7 @@ SINK_OPTION_NAMES = frozenset(
         "s3.compression.block.size",
         "s3.compression.block.records",
         "format.bytearray.separator",
+        FRAMING_OPTION,
         "format.bytearray.extension",
         "format.json.envelope",
         "value.converter",
@@ -130,14 +139,8 @@ def _format(options: Options) -> str:
 
 
 def _separator(options: Options) -> bytes:
-    raw = options.get("format.bytearray.separator")
-    if raw is None:
-        return b"\n"
-    # Properties files cannot hold a bare newline, so accept the usual escapes.
-    text = raw.encode("utf-8").decode("unicode_escape").encode("latin-1")
-    if not text:
-        raise ConfigError("format.bytearray.separator: must not be empty (default: \\n)")
-    return text
+    framing = framing_from_options(options)
+    return framing.separator if isinstance(framing, Separated) else b"\n"
 
 
 def _format_settings(opts: Options) -> dict[str, Any]:
@@ -148,6 +151,7 @@ def _format_settings(opts: Options) -> dict[str, Any]:
         "format": fmt,
         "value_converter": converter,
         "separator": _separator(opts) if fmt == "bytearray" else b"\n",
+        "bytearray_framing": opts.choice(FRAMING_OPTION, FRAMINGS, "separator"),
         "bytearray_extension": opts.get("format.bytearray.extension", ".bin"),
         "json_envelope": opts.flag("format.json.envelope", False),
         # Without a converter class the flag alone unwraps Connect's envelope (blockgz <= 0.1).
@@ -218,6 +222,14 @@ def _check_combinations(config: SinkConfig, opts: Options) -> None:
     """Settings that are fine alone but not together."""
     if config.json_envelope and config.format != "json":
         raise ConfigError("format.json.envelope only applies to format.class=json")
+    if config.bytearray_framing != "separator":
+        if config.format != "bytearray":
+            raise ConfigError("format.bytearray.framing only applies to format.class=bytearray")
+        if opts.given("format.bytearray.separator"):
+            raise ConfigError(
+                "format.bytearray.separator cannot be used with "
+                "format.bytearray.framing=length-prefixed (records carry their length instead)"
+            )
     kind = config.value_converter.kind
     if config.format == "avro":
         _check_avro(config, opts)
@@ -264,6 +276,7 @@ class SinkConfig:
     block_size: int = DEFAULT_BLOCK_SIZE
     block_records: int | None = None
     separator: bytes = b"\n"
+    bytearray_framing: str = "separator"
     bytearray_extension: str = ".bin"
     json_envelope: bool = False
     unwrap_payload: bool = False
@@ -367,6 +380,13 @@ class SinkConfig:
             return ".avro"
         base = ".json" if self.format == "json" else self.bytearray_extension
         return base + ("" if self.compression == "none" else ".gz")
+
+    @property
+    def framing(self) -> Framing:
+        """How records sit in an object: after the separator, or after their length."""
+        if self.bytearray_framing == "length-prefixed":
+            return LengthPrefixed()
+        return Separated(self.separator)
 
     @property
     def decodes_values(self) -> bool:

@@ -162,21 +162,21 @@ class AvroDatumEncoder(RecordEncoder):
 
 
 class ByteArrayEncoder(RecordEncoder):
-    """The raw value bytes; a value holding the separator would break framing, so it is refused."""
+    """The raw value bytes. With a separator, a value holding it would break framing, so it is
+    refused; with ``separator=None`` (length-prefixed framing) any bytes are fine."""
 
-    may_pass_through = True
-
-    def __init__(self, separator: bytes = b"\n"):
+    def __init__(self, separator: bytes | None = b"\n"):
         self.separator = separator
+        self.may_pass_through = separator is not None
 
     def encode(self, record: KafkaRecord) -> bytes:
         value = record.value
         assert value is not None
-        if self.separator in value:
+        if self.separator is not None and self.separator in value:
             raise record.fail(
                 f"value contains the record separator {self.separator!r}, which would split it "
-                "into several records; choose a format.bytearray.separator that cannot occur "
-                "in the values"
+                "into several records; set format.bytearray.framing=length-prefixed (any bytes), "
+                "or a format.bytearray.separator that cannot occur in the values"
             )
         return value
 
@@ -186,6 +186,8 @@ class ByteArrayEncoder(RecordEncoder):
     def passes_through(self, values: list[bytes], framed: bytes) -> bool:
         """Values without the separator are stored as they are."""
         sep = self.separator
+        if sep is None:
+            return False
         if len(sep) == 1:
             return framed.count(sep) == len(values)
         # Overlapping multi-byte separators make counting ambiguous: look in each value.
@@ -224,7 +226,8 @@ def encoder_for(config: SinkConfig) -> RecordEncoder:
             return JsonEnvelopeEncoder(unwrap_payload=config.unwrap_payload)
         return JsonValueEncoder(unwrap_payload=config.unwrap_payload)
     if config.format == "bytearray":
-        return ByteArrayEncoder(config.separator)
+        length_prefixed = config.bytearray_framing == "length-prefixed"
+        return ByteArrayEncoder(None if length_prefixed else config.separator)
     raise AssertionError(f"format {config.format!r} passed validation but has no encoder")
 
 

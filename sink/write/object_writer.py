@@ -26,7 +26,7 @@ import numpy as np
 
 from blockgz.errors import RecordFramingError
 from blockgz.format.codec import Compression
-from blockgz.format.framing import Separated
+from blockgz.format.framing import NEWLINE, Framing, Separated
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE
 from blockgz.manifests import WrittenFile
 from blockgz.objects.upload import BlockGzipUpload
@@ -83,7 +83,7 @@ class ObjectWriter(OutputObject):
         compression: str,
         codec: Compression,
         *,
-        separator: bytes = b"\n",
+        framing: Framing = NEWLINE,
         block_size: int = DEFAULT_BLOCK_SIZE,
         block_records: int | None = None,
         topic: str = "",
@@ -93,7 +93,9 @@ class ObjectWriter(OutputObject):
         super().__init__(key, topic, partition, encoded_partition)
         self.store = store
         self.compression = compression
-        self.separator = separator
+        self.framing = framing
+        #: Plain and gzip objects append the separator themselves (the encoder checked it).
+        self.separator = framing.separator if isinstance(framing, Separated) else None
         self.uncompressed_size = 0
         self._pending: list[bytes] = []
         self._pending_bytes = 0
@@ -108,7 +110,7 @@ class ObjectWriter(OutputObject):
                 max_records=block_records,
                 compression=codec,
                 threads=1,  # parallelism comes from Spark tasks and the upload's part threads
-                framing=Separated(separator),
+                framing=framing,
             )
             return
         self._upload = store.open_upload(key)
@@ -124,12 +126,15 @@ class ObjectWriter(OutputObject):
             except RecordFramingError as exc:
                 raise RecordFramingError(f"{self.key} offset {offset}: {exc}") from None
         else:
-            self._pending.append(data)
-            self._pending.append(self.separator)
-            self._pending_bytes += len(data) + len(self.separator)
+            if self.separator is not None:
+                self._pending.append(data)
+                self._pending.append(self.separator)
+            else:
+                self._pending.append(self.framing.encode(data))
+            self._pending_bytes += len(data) + self.framing.overhead(data)
             if self._pending_bytes >= WRITE_CHUNK:
                 self._flush_pending()
-        self._count_bytes(offset, offset, 1, len(data) + len(self.separator))
+        self._count_bytes(offset, offset, 1, len(data) + self.framing.overhead(data))
 
     def write_framed(self, data: memoryview, ends: np.ndarray, offsets: np.ndarray) -> None:
         """Append records already framed with the separator (see

@@ -285,7 +285,7 @@ class TopicPartitionWriter:
             self.key_for(encoded, offset),
             cfg.compression,
             self.codec,
-            separator=cfg.separator,
+            framing=cfg.framing,
             block_size=cfg.block_size,
             block_records=cfg.block_records,
             topic=self.topic,
