@@ -277,6 +277,10 @@ class Layout:
         """``<prefix><manifest dir>/<job name>/manifests/``."""
         return f"{prefix}{self.manifest_dir}/{job_name}/manifests/"
 
+    def deadletter_prefix(self, prefix: str, job_name: str) -> str:
+        """``<prefix><manifest dir>/<job name>/deadletters/``: the store's dead-letter queue."""
+        return f"{prefix}{self.manifest_dir}/{job_name}/deadletters/"
+
     def manifest_key(
         self, prefix: str, job_name: str, batch_id: int | str, *, epoch: str = ""
     ) -> str:

@@ -96,6 +96,8 @@ class Manifest:
     #: The key layout the batch was written with (option names to values), so readers can
     #: find the objects without being told ``topics.dir`` and the delimiters.
     layout: Mapping[str, str] = field(default_factory=dict)
+    #: Records sent to the dead-letter queue, per topic and partition (``errors.tolerance=all``).
+    dead_letters: Offsets = field(default_factory=dict)
 
     def to_json(self) -> bytes:
         """Deterministic bytes: files sorted, keys sorted."""
@@ -113,6 +115,11 @@ class Manifest:
             "skipped_nulls": self.skipped_nulls,
             "layout": dict(self.layout),
         }
+        if self.dead_letters:
+            doc["dead_letters"] = {
+                t: {str(p): n for p, n in sorted(ps.items())}
+                for t, ps in sorted(self.dead_letters.items())
+            }
         return json.dumps(doc, indent=1, sort_keys=True).encode()
 
     @classmethod
@@ -127,14 +134,20 @@ class Manifest:
                 files=tuple(WrittenFile.from_dict(f) for f in doc["files"]),
                 skipped_nulls=int(doc.get("skipped_nulls", 0)),
                 layout={str(k): str(v) for k, v in doc.get("layout", {}).items()},
+                dead_letters=merge_offsets({}, doc.get("dead_letters", {})),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptManifestError(f"{source}: not a blockgz manifest ({exc})") from exc
 
     @property
+    def dead_lettered(self) -> int:
+        """Records of the batch that went to the dead-letter queue."""
+        return sum(n for parts in self.dead_letters.values() for n in parts.values())
+
+    @property
     def records(self) -> int:
-        """Records the batch consumed: written plus skipped nulls."""
-        return self.skipped_nulls + sum(f.records for f in self.files)
+        """Records the batch consumed: written, skipped nulls and dead-lettered."""
+        return self.skipped_nulls + self.dead_lettered + sum(f.records for f in self.files)
 
 
 class ManifestLog:
@@ -185,6 +198,7 @@ class ManifestLog:
         files: Iterable[WrittenFile],
         offsets: Offsets,
         skipped_nulls: int = 0,
+        dead_letters: Offsets | None = None,
     ) -> str:
         """Write the batch's manifest (idempotent: same input, same bytes) and return its key."""
         manifest = Manifest(
@@ -195,6 +209,7 @@ class ManifestLog:
             tuple(files),
             skipped_nulls,
             self.layout.to_dict(),
+            dead_letters or {},
         )
         key = self.key(batch_id)
         self.store.put(key, manifest.to_json())

@@ -216,9 +216,12 @@ def split_options(opts: Options) -> tuple[dict[str, str], dict[str, str], dict[s
     source: dict[str, str] = {}
     sink: dict[str, str] = {}
     spark: dict[str, str] = {}
+    dead_letter_topic = bool(opts.text("errors.deadletterqueue.topic.name"))
     for key, value in opts.items():
         if key.startswith("kafka.") or key in SOURCE_OPTIONS:
             source[key] = value
+            if dead_letter_topic and key.startswith("kafka."):
+                sink[key] = value  # the sink's dead-letter producer talks to the same brokers
         elif key.startswith("spark."):
             spark[key] = value
         elif key not in JOB_OPTIONS:

@@ -34,6 +34,8 @@ class TaskCommitMessage(WriterCommitMessage):  # type: ignore[misc]
     files: list[WrittenFile] = field(default_factory=list)
     next_offsets: Offsets = field(default_factory=dict)
     skipped_nulls: int = 0
+    #: Records sent to the dead-letter queue, per topic and partition.
+    dead_letters: Offsets = field(default_factory=dict)
 
 
 def write_manifest(
@@ -42,11 +44,17 @@ def write_manifest(
     """Fold the tasks' messages into the batch manifest; return its key (idempotent)."""
     done = [m for m in messages if m is not None]
     offsets: Offsets = {}
+    dead: Offsets = {}
     for message in done:
         merge_offsets(offsets, message.next_offsets)
+        for topic, parts in message.dead_letters.items():
+            mine = dead.setdefault(topic, {})
+            for partition, count in parts.items():
+                mine[partition] = mine.get(partition, 0) + count
     return log.write(
         batch_id,
         files=[f for m in done for f in m.files],
         offsets=offsets,
         skipped_nulls=sum(m.skipped_nulls for m in done),
+        dead_letters=dead,
     )

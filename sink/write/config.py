@@ -45,6 +45,7 @@ from sink.convert.converters import BYTEARRAY, JSON, ConverterSettings
 from sink.convert.evolution import COMPATIBILITIES
 from sink.partitioning.settings import PartitionerSettings
 from sink.partitioning.zones import parse_timezone
+from sink.write.deadletter import STORE_OPTION, DeadLetterSettings
 
 log = logging.getLogger("blockgz.sink")
 
@@ -115,6 +116,14 @@ SINK_OPTION_NAMES = frozenset(
         "enhanced.avro.schema.support",
         "json.decimal.format",
         "blockgz.avro.index",
+        "errors.tolerance",
+        "errors.deadletterqueue.topic.name",
+        "errors.deadletterqueue.topic.replication.factor",
+        "errors.deadletterqueue.context.headers.enable",
+        "errors.log.enable",
+        "errors.log.include.messages",
+        "report.null.values.to.dlq",
+        STORE_OPTION,
         "flush.size",
         "flush.size.bytes",
         "rotate.interval.ms",
@@ -295,6 +304,7 @@ class SinkConfig:
     tombstone_partition: str = "tombstone"
     partitioning: PartitionerSettings = field(default_factory=PartitionerSettings)
     epoch: str = ""
+    dead_letters: DeadLetterSettings = field(default_factory=DeadLetterSettings)
     #: ``module:function`` turning the task's input rows into Kafka records, with its options.
     input_reader: str = ""
     input_options: Mapping[str, str] = field(default_factory=dict, repr=False)
@@ -313,6 +323,7 @@ class SinkConfig:
             layout=layout,
             partitioning=PartitionerSettings.from_options(opts, layout),
             epoch=opts.text("blockgz.epoch"),
+            dead_letters=DeadLetterSettings.from_options(opts),
             **_format_settings(opts),
             **_compression_settings(opts),
             **_rotation_settings(opts),

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from blockgz.errors import OffsetOrderError, RecordFramingError
+from blockgz.errors import BadRecordError, OffsetOrderError, RecordFramingError
 from blockgz.layout import default_partition
 from blockgz.manifests import WrittenFile
 from blockgz.store.base import ObjectStore
@@ -42,6 +42,7 @@ from sink.partitioning.partitioners import DefaultPartitioner
 from sink.partitioning.zones import parse_timezone
 from sink.records import KafkaRecord
 from sink.write.config import SinkConfig
+from sink.write.deadletter import DeadLetters, log_bad_record
 from sink.write.encoders import encoder_for
 from sink.write.object_writer import ObjectWriter
 
@@ -83,6 +84,7 @@ class TopicPartitionWriter:
         partitioner=None,
         clock: Callable[[], float] = time.time,
         on_file: Callable[[WrittenFile], None] | None = None,
+        dead_letters: DeadLetters | None = None,
     ):
         self.topic = topic
         self.partition = partition
@@ -96,6 +98,9 @@ class TopicPartitionWriter:
         self.codec = config.compression_settings()
         self.clock = clock
         self.on_file = on_file
+        #: Where bad records go under ``errors.tolerance=all`` (``None``: they fail the batch).
+        self.dead_letters = dead_letters
+        self._stage = "TASK_PUT"
         self.open_files: dict[str, OpenFile] = {}
         self.written: list[WrittenFile] = []
         self.skipped_nulls = 0
@@ -139,9 +144,36 @@ class TopicPartitionWriter:
         self.last_offset = record.offset
         if self.config.rotate_schedule_interval_ms:
             self._rotate_on_schedule()
+        if self.dead_letters is None:
+            self._write_one(record)
+            return
+        try:
+            self._write_one(record)
+        except BadRecordError as exc:
+            if isinstance(exc, OffsetOrderError):
+                raise
+            self._dead_letter(record, exc)
+
+    def _dead_letter(self, record: KafkaRecord, error: BaseException) -> None:
+        """``errors.tolerance=all``: the record goes to the queue; files it left empty go."""
+        assert self.dead_letters is not None
+        log_bad_record(self.config.dead_letters, record, error)
+        self.dead_letters.send(record, error, self._stage)
+        for encoded, writer in list(self.open_files.items()):
+            if writer.records == 0:  # opened for this record only
+                writer.abort()
+                del self.open_files[encoded]
+
+    def _write_one(self, record: KafkaRecord) -> None:
+        self._stage = "TASK_PUT"
         if record.value is None:
             behavior = self.config.null_behavior
             if behavior == "ignore":
+                if self.dead_letters is not None and self.config.dead_letters.report_nulls:
+                    raise record.fail(
+                        "value is null (a tombstone), skipped (behavior.on.null.values=ignore, "
+                        "report.null.values.to.dlq=true)"
+                    )
                 self.skipped_nulls += 1
                 return
             if behavior == "fail":
@@ -154,7 +186,9 @@ class TopicPartitionWriter:
             data = self.encoder.encode_tombstone(record)
         else:
             if self.converter is not None:
+                self._stage = "VALUE_CONVERTER"
                 self.converter.decode(record)
+                self._stage = "TASK_PUT"
             encoded = self.partitioner.encode_partition(record)
             if record.schema is not None:
                 self._place_schema(record, encoded)

@@ -17,6 +17,7 @@ from blockgz.manifests import WrittenFile
 from sink.records import KafkaRecord
 from sink.write.commit import TaskCommitMessage
 from sink.write.config import SinkConfig
+from sink.write.deadletter import DeadLetters, KafkaDeadLetters, StoreDeadLetters
 from sink.write.hooks import TaskInfo, load_input_reader, load_listener
 from sink.write.partition_writer import TopicPartitionWriter
 
@@ -109,6 +110,7 @@ class WriteTask:
         self._listener = load_listener(config.listener, config.listener_options)
         self._files_done = 0
         self._identity: tuple[int | None, int] | None = None
+        self.dead_letters = dead_letter_queue(config, self.store, self.prefix)
 
     def writer_for(self, topic: str, partition: int) -> TopicPartitionWriter:
         writer = self.writers.get((topic, partition))
@@ -123,6 +125,7 @@ class WriteTask:
                 self.prefix,
                 partitioner=self._partitioner,
                 on_file=self._file_done,
+                dead_letters=self.dead_letters,
             )
             self.writers[(topic, partition)] = writer
         return writer
@@ -148,23 +151,48 @@ class WriteTask:
     def finish(self) -> TaskCommitMessage:
         """Close every writer (the micro-batch ends) and describe what was written."""
         message = TaskCommitMessage()
+        if self.dead_letters is not None:
+            message.dead_letters = self.dead_letters.finish()
         for (topic, part), writer in sorted(self.writers.items()):
             message.files.extend(writer.close())
             message.skipped_nulls += writer.skipped_nulls
             assert writer.last_offset is not None
             message.next_offsets.setdefault(topic, {})[part] = writer.last_offset + 1
+            dead = message.dead_letters.get(topic, {}).get(part, 0)
             log.info(
-                "%s-%d: %d files, next offset %d",
+                "%s-%d: %d files, next offset %d%s",
                 topic,
                 part,
                 len(writer.written),
                 writer.last_offset + 1,
+                f", {dead} records to the dead-letter queue" if dead else "",
             )
         return message
 
     def abort(self) -> None:
         for writer in self.writers.values():
             writer.abort()
+        if self.dead_letters is not None:
+            self.dead_letters.abort()
+
+
+def dead_letter_queue(config: SinkConfig, store, prefix: str) -> DeadLetters | None:
+    """This task's dead-letter queue under ``errors.tolerance=all`` (else ``None``).
+
+    The Kafka queue cannot take a record back, so a task of a batch whose manifest already
+    exists (Spark replays a batch it committed to blockgz but not to its own log) only counts
+    what it would send; the store's queue overwrites its objects with the same bytes anyway.
+    """
+    settings = config.dead_letters
+    if not settings.enabled:
+        return None
+    if settings.to_store:
+        return StoreDeadLetters(store, config.layout.deadletter_prefix(prefix, config.name))
+    batch, _ = task_identity()
+    if batch is not None and config.manifest_log(store, prefix).read_batch(batch) is not None:
+        log.info("batch %d is committed already: its bad records are not sent again", batch)
+        return DeadLetters()
+    return KafkaDeadLetters(settings, connector=config.name)
 
 
 def write_task(config: SinkConfig, batches: Iterator[Any]) -> TaskCommitMessage:

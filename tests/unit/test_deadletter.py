@@ -1,0 +1,163 @@
+"""``errors.tolerance=all`` with the object-store dead-letter queue: nothing lost, nothing twice.
+
+Write tasks run on local directories here (the Kafka queue and the crash between a send and
+the manifest are in ``tests/integration/test_deadletter_export.py``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+
+import pytest
+
+from blockgz.errors import BadRecordError, ConfigError
+from blockgz.store import LocalStore
+from sink.records import KafkaRecord
+from sink.write.commit import write_manifest
+from sink.write.config import SinkConfig
+from sink.write.task import write_task
+from testkit.batches import arrow_batches
+
+STORE_DLQ = {"errors.tolerance": "all", "blockgz.deadletterqueue.store": "true"}
+
+
+def mixed_records(n: int, bad_share: float, seed: int = 3) -> tuple[list[KafkaRecord], set[int]]:
+    """JSON records with a ``country``; ``bad_share`` of them are not JSON or lack the field."""
+    rng = random.Random(seed)
+    records, bad = [], set()
+    for offset in range(n):
+        roll = rng.random()
+        if roll < bad_share / 2:
+            value = b"\xffnot json"
+            bad.add(offset)
+        elif roll < bad_share:
+            value = json.dumps({"i": offset}).encode()  # no country: the partitioner fails
+            bad.add(offset)
+        else:
+            value = json.dumps({"i": offset, "country": ["DE", "FR"][offset % 2]}).encode()
+        records.append(KafkaRecord("t", 0, offset, 1000 + offset, b"k%d" % offset, value))
+    return records, bad
+
+
+def run(tmp_path, records, **options):
+    config = SinkConfig.from_options(
+        {
+            "path": str(tmp_path),
+            "partitioner.class": "field",
+            "partition.field.name": "country",
+            "flush.size": "25",
+            **options,
+        }
+    )
+    return config, write_task(config, iter(arrow_batches(records, [97, 250])))
+
+
+def dead_lettered(tmp_path) -> list[dict]:
+    store = LocalStore(tmp_path)
+    docs = []
+    for info in store.list("_blockgz/blockgz/deadletters/"):
+        docs += [json.loads(line) for line in store.get(info.key).splitlines()]
+    return docs
+
+
+def archived_offsets(tmp_path) -> list[int]:
+    offsets = []
+    for path in (tmp_path / "topics").rglob("*.json"):
+        offsets += [json.loads(line)["i"] for line in path.read_bytes().splitlines()]
+    return offsets
+
+
+def test_ten_percent_bad_records_good_plus_dead_letters_equal_the_input(tmp_path):
+    records, bad = mixed_records(1000, 0.10)
+    config, message = run(tmp_path, records, **STORE_DLQ)
+    archived = archived_offsets(tmp_path)
+    dead = dead_lettered(tmp_path)
+    assert sorted(archived + [d["offset"] for d in dead]) == list(range(1000))
+    assert {d["offset"] for d in dead} == bad and 80 < len(bad) < 120
+    assert message.dead_letters == {"t": {0: len(bad)}}
+    assert message.next_offsets == {"t": {0: 1000}}
+    # The original key and value survive, with the reason.
+    sample = next(d for d in dead if d["offset"] in bad)
+    assert base64.b64decode(sample["key"]) == b"k%d" % sample["offset"]
+    assert base64.b64decode(sample["value"]) == records[sample["offset"]].value
+    assert sample["error"]["class"] == "BadRecordError"
+    assert sample["error"]["stage"] == "TASK_PUT"
+    # The manifest counts them, and counts every input record once.
+    store, prefix = config.make_store()
+    log = config.manifest_log(store, prefix)
+    write_manifest(log, 0, [message])
+    manifest = log.read_batch(0)
+    assert manifest.dead_letters == {"t": {0: len(bad)}}
+    assert manifest.records == 1000
+
+
+def test_a_replay_writes_the_same_dead_letter_objects(tmp_path):
+    records, _ = mixed_records(300, 0.2)
+    run(tmp_path / "a", records, **STORE_DLQ)
+    run(tmp_path / "b", records, **STORE_DLQ)
+    a = {p.relative_to(tmp_path / "a"): p.read_bytes() for p in (tmp_path / "a").rglob("*.*")}
+    b = {p.relative_to(tmp_path / "b"): p.read_bytes() for p in (tmp_path / "b").rglob("*.*")}
+    assert a == b
+
+
+def test_without_tolerance_the_first_bad_record_fails_the_batch(tmp_path):
+    records, bad = mixed_records(200, 0.1)
+    with pytest.raises(BadRecordError, match=rf"t-0@{min(bad)}:"):
+        run(tmp_path, records)
+    assert not list(tmp_path.rglob("*.json")), "a failed task leaves nothing behind"
+
+
+def test_skipped_nulls_are_reported_to_the_queue(tmp_path):
+    records = [KafkaRecord("t", 0, n, 0, None, b'{"country": "DE"}') for n in range(5)]
+    records[2] = KafkaRecord("t", 0, 2, 0, b"gone", None)
+    _, message = run(tmp_path, records, **STORE_DLQ, **{"behavior.on.null.values": "ignore"})
+    assert message.dead_letters == {"t": {0: 1}} and message.skipped_nulls == 0
+    (doc,) = dead_lettered(tmp_path)
+    assert doc["offset"] == 2 and doc["value"] is None
+    _, message = run(
+        tmp_path / "quiet",
+        records,
+        **STORE_DLQ,
+        **{"behavior.on.null.values": "ignore", "report.null.values.to.dlq": "false"},
+    )
+    assert message.dead_letters == {} and message.skipped_nulls == 1
+
+
+def test_avro_files_left_empty_by_a_bad_first_record_are_dropped(tmp_path):
+    records = [KafkaRecord("t", 0, 0, 0, None, b"\x00\xff")] + [
+        KafkaRecord("t", 0, n, 0, None, b"abc") for n in range(1, 4)
+    ]
+    records[0] = KafkaRecord("t", 0, 0, 0, None, b"\xff\xfe")  # not UTF-8
+    config = SinkConfig.from_options(
+        {
+            "path": str(tmp_path),
+            "format.class": "avro",
+            "value.converter": "string",
+            **STORE_DLQ,
+        }
+    )
+    message = write_task(config, iter(arrow_batches(records)))
+    assert message.dead_letters == {"t": {0: 1}}
+    (file,) = message.files
+    assert (file.first_offset, file.records) == (1, 3)
+    assert dead_lettered(tmp_path)[0]["error"]["stage"] == "VALUE_CONVERTER"
+
+
+@pytest.mark.parametrize(
+    ("options", "words"),
+    [
+        ({"errors.tolerance": "all"}, ["errors.deadletterqueue.topic.name", "store=true"]),
+        ({"errors.tolerance": "some"}, ["none, all"]),
+        (
+            {"errors.tolerance": "all", "errors.deadletterqueue.topic.name": "dlq"},
+            ["kafka.bootstrap.servers"],
+        ),
+    ],
+)
+def test_dead_letter_config_is_checked(tmp_path, options, words):
+    with pytest.raises(ConfigError) as info:
+        SinkConfig.from_options({"path": str(tmp_path), **options})
+    for word in words:
+        assert word in str(info.value)
