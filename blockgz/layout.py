@@ -21,14 +21,19 @@ an export's batch manifests sit under ``<prefix><manifest dir>/<job name>/manife
     True
     >>> layout.manifest_key("", "s3-sink", 7, epoch="20261123T180000Zab12cd")
     '_blockgz/s3-sink/manifests/20261123T180000Zab12cd-00000000000000000007.json'
+
+The readers also read archives of DeviantArt's ``kafka-connect-s3`` connector, whose keys are
+``<prefix><yyyy-MM-dd>/<topic>-<partition, 5 digits>-<first offset, 12 digits>.gz`` (the date
+is the upload day); :class:`DeviantArtLayout` parses them (``layout=deviantart``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from blockgz.errors import ConfigError
 
@@ -45,6 +50,9 @@ LAYOUT_OPTIONS = (
     "filename.offset.zero.pad.width",
     "blockgz.manifest.dir",
 )
+#: The option naming the key layout a reader expects, and its values (``confluent`` is the default).
+LAYOUT_KIND_OPTION = "layout"
+LAYOUT_KINDS = ("confluent", "deviantart")
 MANIFEST_SUFFIX = ".json"
 DEFAULT_MANIFEST_DIR = "_blockgz"
 _BATCH_DIGITS = 20
@@ -304,3 +312,96 @@ class Layout:
             return None
         batch = match["batch"]
         return match["epoch"] or "", int(batch) if batch.isdigit() else batch
+
+
+_DEVIANTART_NAME = re.compile(r"^(?P<topic>.+)-(?P<partition>\d{5,})-(?P<start>\d{12,})\.gz$")
+
+
+@dataclass(frozen=True)
+class DeviantArtLayout:
+    """The keys of DeviantArt's ``kafka-connect-s3`` sink (read only; blockgz writes Confluent's).
+
+    Each object is ``<prefix><yyyy-MM-dd>/<topic>-<partition>-<first offset>.gz`` (partition
+    zero-padded to 5 digits, offset to 12) with its index beside it as ``….index.json``
+    (:func:`sidecar_key`). The date is the upload day and comes *before* the topic, so one
+    partition's objects are spread over many date directories: both prefixes below are the
+    whole ``prefix``, and the partition is told from the file name (any directory is accepted).
+    Their ``last_chunk_index.<topic>-<partition>.txt`` cursor files are not data objects.
+
+    >>> layout = DeviantArtLayout()
+    >>> key = layout.data_key("systest/", "system-test", 0, 100, dt.date(2016, 2, 24))
+    >>> key
+    'systest/2016-02-24/system-test-00000-000000000100.gz'
+    >>> sidecar_key(key)
+    'systest/2016-02-24/system-test-00000-000000000100.index.json'
+    >>> ref = layout.parse_data_key(key, size=275)
+    >>> ref.topic, ref.partition, ref.start_offset, ref.directory
+    ('system-test', 0, 100, 'systest/2016-02-24')
+    >>> layout.parse_data_key("systest/last_chunk_index.system-test-00000.txt") is None
+    True
+    """
+
+    kind: ClassVar[str] = "deviantart"
+    partition_pad_width: ClassVar[int] = 5
+    offset_pad_width: ClassVar[int] = 12
+
+    def file_name(self, topic: str, partition: int, start_offset: int) -> str:
+        """``<topic>-<partition, 5 digits>-<first offset, 12 digits>.gz``."""
+        return f"{topic}-{partition:05d}-{start_offset:012d}.gz"
+
+    def data_key(
+        self, prefix: str, topic: str, partition: int, start_offset: int, day: dt.date
+    ) -> str:
+        """``<prefix><yyyy-MM-dd>/<file name>``; ``prefix`` is ``""`` or ends with ``/``."""
+        return f"{prefix}{day:%Y-%m-%d}/{self.file_name(topic, partition, start_offset)}"
+
+    def topic_prefix(self, prefix: str = "", topic: str | None = None) -> str:
+        """Where a topic's objects are listed: the whole prefix (dates come first)."""
+        return prefix
+
+    def partition_prefix(self, prefix: str, topic: str, partition: int) -> str:
+        """Where a partition's objects are listed: the whole prefix (dates come first)."""
+        return prefix
+
+    def parse_data_key(
+        self, key: str, *, size: int = -1, extension: str | None = None
+    ) -> ObjectRef | None:
+        """The :class:`ObjectRef` of a data key; ``None`` for index, cursor and other keys."""
+        directory, _, name = key.rpartition("/")
+        match = _DEVIANTART_NAME.match(name)
+        if match is None or extension not in (None, ".gz", "gz"):
+            return None
+        return ObjectRef(
+            key=key,
+            topic=match["topic"],
+            partition=int(match["partition"]),
+            start_offset=int(match["start"]),
+            extension="gz",
+            directory=directory,
+            size=size,
+        )
+
+
+def reader_layout(options: Options) -> Layout | DeviantArtLayout | None:
+    """The key layout a reader's ``options`` ask for; ``None`` when they name none.
+
+    ``layout`` is ``confluent`` (the default: read :class:`Layout`'s options) or ``deviantart``
+    (:class:`DeviantArtLayout`, which takes none of them).
+
+    >>> from blockgz.options import Options
+    >>> reader_layout(Options({"layout": "DeviantArt"}))
+    DeviantArtLayout()
+    >>> reader_layout(Options({})) is None, reader_layout(Options({"topics.dir": "x"})).topics_dir
+    (True, 'x')
+    """
+    kind = options.choice(LAYOUT_KIND_OPTION, LAYOUT_KINDS, "confluent")
+    given = [name for name in LAYOUT_OPTIONS if options.given(name)]
+    if kind == DeviantArtLayout.kind:
+        if given:
+            raise ConfigError(
+                f"{', '.join(given)}: not used with layout=deviantart, whose keys are always "
+                "<prefix><yyyy-MM-dd>/<topic>-<partition>-<offset>.gz; drop "
+                + ("it" if len(given) == 1 else "them")
+            )
+        return DeviantArtLayout()
+    return Layout.from_options(options) if given else None

@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from blockgz.errors import ConfigError, ObjectNotFoundError, OffsetNotFoundError
 from blockgz.format.decode import Record
 from blockgz.format.index import BlockIndex
-from blockgz.layout import LAYOUT_OPTIONS, Layout, ObjectRef, sidecar_key
+from blockgz.layout import DeviantArtLayout, Layout, ObjectRef, reader_layout, sidecar_key
 from blockgz.manifests import ExportFound, find_exports
 from blockgz.objects.indexed import IndexedReader, load_index
 from blockgz.objects.stream import stream_records
@@ -60,14 +60,32 @@ def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
     ...), the export's key layout (``topics.dir``, ``directory.delim``, ``file.delim``),
     ``prefetch`` (blocks fetched ahead, default 2) and ``scan.unindexed`` (stream ``.gz``
     objects that have no index instead of failing).
+
+    ``layout=deviantart`` reads an archive of DeviantArt's ``kafka-connect-s3`` connector
+    instead: ``<prefix><yyyy-MM-dd>/<topic>-<partition:05>-<offset:012>.gz`` and its
+    ``.index.json`` (see :class:`~blockgz.layout.DeviantArtLayout`). Every date directory under
+    the prefix is listed; when the same object name sits in several (re-uploaded after a
+    restart), the latest date's copy is read.
+
+    >>> import gzip, json, pathlib, tempfile
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> day = root / "2016-02-24"
+    >>> day.mkdir()
+    >>> block = gzip.compress(b"a\\nb\\n")
+    >>> _ = (day / "t-00000-000000000007.gz").write_bytes(block)
+    >>> chunk = {"first_record_offset": 7, "num_records": 2, "byte_offset": 0,
+    ...          "byte_length": len(block), "byte_length_uncompressed": 4}
+    >>> _ = (day / "t-00000-000000000007.index.json").write_text(json.dumps({"chunks": [chunk]}))
+    >>> with open_archive(str(root), {"layout": "deviantart"}) as archive:
+    ...     [(r.offset, r.value) for r in archive.seek("t", 0, 8)]
+    [(8, b'b')]
     """
     opts = as_options(options)
     store, prefix = open_store(url, opts)
-    given = any(opts.given(name) for name in LAYOUT_OPTIONS)
     return Archive(
         store,
         prefix,
-        layout=Layout.from_options(opts) if given else None,
+        layout=reader_layout(opts),
         prefetch=opts.integer("prefetch", 2, low=0),
         scan_unindexed=opts.flag("scan.unindexed", False),
     )
@@ -81,7 +99,7 @@ class Archive:
         store: ObjectStore,
         prefix: str = "",
         *,
-        layout: Layout | None = None,
+        layout: Layout | DeviantArtLayout | None = None,
         prefetch: int = 2,
         scan_unindexed: bool = False,
     ):
@@ -91,7 +109,7 @@ class Archive:
         self.prefix = prefix
         #: ``None`` given: the default layout, or the one the manifests under the prefix
         #: recorded when the default finds nothing (an export with ``topics.dir=bgz``).
-        self.layout = layout or Layout()
+        self.layout: Layout | DeviantArtLayout = layout or Layout()
         self._may_learn_layout = layout is None
         self.prefetch = prefetch
         self.scan_unindexed = scan_unindexed
@@ -130,6 +148,8 @@ class Archive:
             listed = self.layout.partition_prefix(self.prefix, topic, partition)
         else:
             listed = self.layout.topic_prefix(self.prefix, topic)
+        if isinstance(self.layout, DeviantArtLayout):
+            return f"{self.store.url(listed)} (layout=deviantart)"
         return f"{self.store.url(listed)} (topics.dir={self.layout.topics_dir!r})"
 
     def nothing_found(self, topic: str | None = None, partition: int | None = None):
@@ -173,7 +193,13 @@ class Archive:
                 continue
             has_index = ref.seekable and sidecar_key(info.key) in keys
             refs.append(replace(ref, has_index=has_index))
-        return sorted(refs, key=lambda r: (r.topic, r.partition, r.start_offset))
+        refs.sort(key=lambda r: (r.topic, r.partition, r.start_offset, r.key))
+        if isinstance(self.layout, DeviantArtLayout):
+            # The same name in several date directories: re-uploaded after a restart (the
+            # connector resumes from its last committed index). Keep the latest day's copy.
+            latest = {(r.topic, r.partition, r.start_offset): r for r in refs}
+            refs = [r for r in refs if latest[(r.topic, r.partition, r.start_offset)] is r]
+        return refs
 
     def refresh(self) -> None:
         """Forget cached listings and indexes (new objects may have arrived)."""

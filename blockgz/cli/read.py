@@ -97,6 +97,8 @@ def seek(
     TARGET is a block-GZIP or Avro object (local path or s3://bucket/key, or its
     .index.json), or an archive prefix (a directory or s3://bucket/prefix) with --topic and
     --partition. If OFFSET was compacted away, printing starts at the next offset that exists.
+    -O layout=deviantart reads a prefix written by DeviantArt's kafka-connect-s3
+    (<prefix>/<yyyy-MM-dd>/<topic>-<partition>-<offset>.gz); ls, cat and verify take it too.
 
     \b
     Examples:
@@ -105,6 +107,7 @@ def seek(
       blockgz seek --offset 1200 --count 10 --topic orders --partition 3 s3://bucket/exports
       blockgz seek --stats --offset 7 --count 1 --topic orders --partition 3 s3://bucket/exports
       blockgz seek --endpoint-url http://127.0.0.1:9000 --offset 5 --topic t --partition 0 s3://b
+      blockgz seek -O layout=deviantart --offset 5 --topic t --partition 0 s3://bucket/prefix
     """
     options = collect_options(endpoint_url, options)
     if topic is None and partition is None:
@@ -142,6 +145,7 @@ def cat(target, output, topic, partition, endpoint_url, options) -> None:
       blockgz cat s3://bucket/topics/t/partition=0/t+0+0000000000.avro
       blockgz cat s3://bucket/topics/t/partition=0/t+0+0000000000.json.gz
       blockgz cat --topic t --partition 0 s3://bucket/exports > t-0.json
+      blockgz cat -O layout=deviantart --topic t --partition 0 s3://bucket/prefix
       blockgz cat --output json -O format.bytearray.framing=length-prefixed t+0+0000000000.bin
     """
     import shutil
@@ -186,6 +190,7 @@ def ls_command(target, topic, endpoint_url, options) -> None:
     Examples:
       blockgz ls s3://bucket/exports
       blockgz ls --topic orders s3://bucket/exports
+      blockgz ls -O layout=deviantart s3://bucket/prefix   # DeviantArt's kafka-connect-s3
     """
     from rich.console import Console
     from rich.table import Table
@@ -224,6 +229,7 @@ def verify(target, topic, endpoint_url, options) -> None:
       blockgz verify events.json.gz && echo intact
       blockgz verify s3://bucket/topics/t/partition=0/t+0+0000000000.json.gz
       blockgz verify --topic orders s3://bucket/exports
+      blockgz verify -O layout=deviantart --topic orders s3://bucket/prefix
     """
     from blockgz.layout import data_key_for
     from blockgz.objects.indexed import IndexedReader

@@ -16,6 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from blockgz.errors import CorruptBlockError, OffsetNotFoundError
 from blockgz.format.avro import avro_block_values
 from blockgz.format.codec import decompress_member, decompress_members
@@ -34,14 +36,38 @@ class Record(NamedTuple):
     value: Any
 
 
+def utf16_units(data: bytes | bytearray | memoryview) -> int:
+    """How many UTF-16 code units (Java ``char``) the UTF-8 text ``data`` decodes to.
+
+    Every character is one unit except those beyond U+FFFF (4-byte UTF-8), which are two.
+
+    >>> utf16_units("a\\u00e9\\u20ac\\U0001f600\\n".encode())
+    6
+    """
+    octets = np.frombuffer(data, np.uint8)
+    continuation = np.count_nonzero((octets & 0xC0) == 0x80)
+    return len(octets) - int(continuation) + int(np.count_nonzero(octets >= 0xF0))
+
+
 def inflate_chunk(
     raw: bytes | memoryview, chunk: Chunk, *, block: int = 0, source: str = ""
 ) -> bytes:
-    """Decompress a chunk's bytes and check their size against the index."""
-    where = (
-        f"{source}: block {block} (offsets {chunk.first_record_offset}-{chunk.last_record_offset},"
-        f" bytes {chunk.byte_offset}-{chunk.byte_end - 1})"
+    """Decompress a chunk's bytes and check their size against the index.
+
+    A DeviantArt chunk (``chunk.utf16_length``) counts its size in UTF-16 code units, as Java's
+    ``String.length()`` does, so there the decoded text's UTF-16 length must match instead.
+
+    >>> from blockgz.format.codec import Compression
+    >>> raw = Compression().compress("\\u00e9t\\u00e9\\n".encode())
+    >>> inflate_chunk(raw, Chunk(0, 1, 0, len(raw), 4, utf16_length=True)).decode()
+    'été\\n'
+    """
+    offsets = (
+        f"offsets {chunk.first_record_offset}-{chunk.last_record_offset}"
+        if chunk.num_records
+        else f"no records, at offset {chunk.first_record_offset}"
     )
+    where = f"{source}: block {block} ({offsets}, bytes {chunk.byte_offset}-{chunk.byte_end - 1})"
     if len(raw) != chunk.byte_length:
         raise CorruptBlockError(
             f"{where}: read {len(raw)} bytes, the index promises {chunk.byte_length} (truncated?)",
@@ -54,10 +80,11 @@ def inflate_chunk(
         raise CorruptBlockError(
             f"{where}: {exc}", block=block, byte_offset=chunk.byte_offset
         ) from exc
-    if len(data) != chunk.byte_length_uncompressed:
+    expected = chunk.byte_length_uncompressed
+    if len(data) != expected and not (chunk.utf16_length and utf16_units(data) == expected):
+        unit = f" ({utf16_units(data)} UTF-16 code units)" if chunk.utf16_length else ""
         raise CorruptBlockError(
-            f"{where}: decompressed to {len(data)} bytes, the index promises "
-            f"{chunk.byte_length_uncompressed}",
+            f"{where}: decompressed to {len(data)} bytes{unit}, the index promises {expected}",
             block=block,
             byte_offset=chunk.byte_offset,
         )

@@ -22,6 +22,28 @@ predates Avro refuses it instead of gunzipping Avro blocks.
     >>> loaded.avro.codec, loaded.byte_length
     ('null', 80)
 
+An index without ``version`` is one written by DeviantArt's Java connector, and two of its
+habits are accepted only there (a versioned blockgz index stays strict):
+
+* a chunk may have ``num_records: 0``. Their writer closes the current gzip member before a
+  record that would push it past the block size; when that is the file's *first* record, the
+  member it closes is empty, so the chunk is a complete, empty gzip member (about 20 bytes,
+  ``byte_length_uncompressed`` 0) with the same ``first_record_offset`` as the next chunk. It
+  holds no part of any record: :meth:`BlockIndex.locate` never returns it, and reading it
+  yields no records.
+* ``byte_length_uncompressed`` counts UTF-16 code units (Java's ``String.length()`` of each
+  record plus one for the newline), not bytes, so such chunks say ``utf16_length`` and
+  :func:`blockgz.format.decode.inflate_chunk` compares the block's UTF-16 length instead.
+
+    >>> legacy = BlockIndex.from_json(
+    ...     '{"chunks": [{"first_record_offset": 5, "num_records": 0, "byte_offset": 0,'
+    ...     ' "byte_length": 20, "byte_length_uncompressed": 0},'
+    ...     ' {"first_record_offset": 5, "num_records": 1, "byte_offset": 20,'
+    ...     ' "byte_length": 30, "byte_length_uncompressed": 9}]}'
+    ... )
+    >>> legacy.locate(5), legacy.record_count, legacy.chunks[1].utf16_length
+    (1, 1, True)
+
 Where the sidecar sits is :func:`blockgz.layout.sidecar_key`'s business.
 """
 
@@ -56,7 +78,11 @@ _CHUNK_INT_KEYS = (
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """One block: a run of whole records stored as one gzip member (or several, when rebuilt)."""
+    """One block: a run of whole records stored as one gzip member (or several, when rebuilt).
+
+    ``utf16_length`` says that ``byte_length_uncompressed`` counts UTF-16 code units, as a
+    DeviantArt (versionless) index does; it is not written back and not compared.
+    """
 
     first_record_offset: int
     num_records: int
@@ -65,9 +91,11 @@ class Chunk:
     byte_length_uncompressed: int
     offset_deltas: tuple[int, ...] | None = None
     members: int = 1
+    utf16_length: bool = field(default=False, compare=False)
 
     @property
     def last_record_offset(self) -> int:
+        """The last record's offset; ``first_record_offset - 1`` for a chunk with no records."""
         if self.offset_deltas is None:
             return self.first_record_offset + self.num_records - 1
         return self.first_record_offset + sum(self.offset_deltas)
@@ -239,7 +267,10 @@ class BlockIndex:
                 f"{source}: index version {version!r} is newer than this blockgz reads "
                 f"(up to {INDEX_VERSION}); upgrade blockgz"
             )
-        chunks = [_chunk_from_dict(raw, i, source) for i, raw in enumerate(doc["chunks"])]
+        legacy = version == 0  # no version: DeviantArt's connector (see the module docstring)
+        chunks = [
+            _chunk_from_dict(raw, i, source, legacy=legacy) for i, raw in enumerate(doc["chunks"])
+        ]
         avro = _avro(doc, source)
         index = cls(
             chunks,
@@ -315,7 +346,9 @@ def _is_json(text: str) -> bool:
     return True
 
 
-def _chunk_from_dict(raw: Any, pos: int, source: str) -> Chunk:
+def _chunk_from_dict(raw: Any, pos: int, source: str, *, legacy: bool = False) -> Chunk:
+    """One chunk; ``legacy`` (a DeviantArt index) allows ``num_records: 0`` and counts
+    ``byte_length_uncompressed`` in UTF-16 code units."""
     if not isinstance(raw, dict):
         raise CorruptIndexError(f"{source}: chunk {pos} is not an object")
     values = []
@@ -326,8 +359,10 @@ def _chunk_from_dict(raw: Any, pos: int, source: str) -> Chunk:
                 f"{source}: chunk {pos} field {key!r} must be a non-negative integer, got {value!r}"
             )
         values.append(value)
-    if values[1] < 1 or values[3] < 1:
+    if values[3] < 1 or (values[1] < 1 and not legacy):
         raise CorruptIndexError(f"{source}: chunk {pos} is empty (no records or no bytes)")
+    if values[1] == 0 and raw.get("offset_deltas") is not None:
+        raise CorruptIndexError(f"{source}: chunk {pos} has no records but has offset_deltas")
     deltas = raw.get("offset_deltas")
     if deltas is not None:
         if (
@@ -342,7 +377,7 @@ def _chunk_from_dict(raw: Any, pos: int, source: str) -> Chunk:
     members = raw.get("members", 1)
     if type(members) is not int or members < 1:
         raise CorruptIndexError(f"{source}: chunk {pos} members must be a positive integer")
-    return Chunk(*values, offset_deltas=deltas, members=members)
+    return Chunk(*values, offset_deltas=deltas, members=members, utf16_length=legacy)
 
 
 def _check_layout(index: BlockIndex, source: str) -> None:
