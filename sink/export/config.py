@@ -240,6 +240,8 @@ def split_options(opts: Options) -> tuple[dict[str, str], dict[str, str], dict[s
     # Kafka Connect sinks start a new consumer group at the earliest offset; Spark's
     # source defaults to latest. An archiver wants everything, so Connect's default wins.
     source.setdefault("startingOffsets", "earliest")
+    if opts.text("errors.tolerance").lower() == "all":
+        source.setdefault("includeHeaders", "true")  # a dead letter keeps the record's headers
     if not source.get("kafka.bootstrap.servers"):
         raise ConfigError("kafka.bootstrap.servers is required (host:port of the Kafka brokers)")
     return source, sink, spark

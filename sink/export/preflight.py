@@ -29,6 +29,35 @@ def preflight(job: ExportConfig, *, once: bool) -> None:
     check_store(job)
     check_kafka(job, once=once)
     check_registry(job)
+    ensure_dead_letter_topic(job)
+
+
+def ensure_dead_letter_topic(job: ExportConfig) -> None:
+    """Create ``errors.deadletterqueue.topic.name`` when missing, as Kafka Connect does
+    (one partition, ``errors.deadletterqueue.topic.replication.factor`` replicas)."""
+    settings = job.sink.dead_letters
+    if not settings.enabled or not settings.topic:
+        return
+    if settings.topic in _topics(job):
+        return
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient(job.source.client_config())
+    topic = NewTopic(settings.topic, 1, settings.replication_factor)
+    try:
+        admin.create_topics([topic], request_timeout=KAFKA_TIMEOUT_S)[settings.topic].result(
+            KAFKA_TIMEOUT_S * 2
+        )
+    except KafkaException as exc:
+        error = exc.args[0] if exc.args else exc
+        if getattr(error, "name", lambda: "")() != "TOPIC_ALREADY_EXISTS":
+            raise PreflightError(
+                f"errors.deadletterqueue.topic.name={settings.topic}: cannot create it "
+                f"({getattr(error, 'str', lambda: error)()}); create it, or grant the job "
+                "CreateTopics"
+            ) from None
+    log.info("created the dead-letter topic %s", settings.topic)
 
 
 def check_registry(job: ExportConfig) -> None:

@@ -349,8 +349,8 @@ class SinkConfig:
         ...                          "locale": "en", "timezone": "UTC"}).columns_read()
         ('value', 'topic', 'partition', 'offset', 'timestamp')
         """
-        if self.json_envelope or self.partitioning.plugin_options:
-            return None
+        if self.json_envelope or self.partitioning.plugin_options or self.dead_letters.enabled:
+            return None  # a dead letter keeps the record's key and headers
         columns: tuple[str, ...] = ("value", "topic", "partition", "offset")
         if self.rotate_interval_ms or self.partitioning.time_based:
             columns += ("timestamp",)

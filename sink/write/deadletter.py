@@ -89,9 +89,7 @@ errors.deadletterqueue.topic.name (a Kafka topic) or blockgz.deadletterqueue.sto
             log_messages=opts.flag("errors.log.include.messages", False),
             report_nulls=opts.flag("report.null.values.to.dlq", True),
             to_store=opts.flag(STORE_OPTION, False),
-            producer={k[len("kafka.") :]: v for k, v in opts.prefixed("kafka.").items()}
-            if opts.prefixed("kafka.")
-            else {},
+            producer=opts.prefixed("kafka."),
         )
         if settings.tolerance == "all" and not (settings.topic or settings.to_store):
             raise ConfigError(

@@ -1,0 +1,116 @@
+"""``errors.tolerance=all`` end to end: Tansu, S3 (moto), Spark, and the Kafka dead-letter topic.
+
+One bad record does not stop the export: it goes to the dead-letter topic with its key, value,
+headers and Connect's ``__connect.errors.*`` context, the good records are archived, and the
+manifests count what went where. The crash cases (a kill between a dead-letter send and the
+manifest, and inside the commit) are in ``test_export_crash.py``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from blockgz.store import open_store
+from sink.export.config import ExportConfig
+from sink.export.job import run_export
+from testkit.kafka_data import read_exported
+from testkit.s3 import s3_options
+
+pytestmark = pytest.mark.slow
+
+
+def produce_mixed(kafka, topic: str, partitions: int, per_partition: int) -> set[tuple[int, int]]:
+    """Records ``{"i", "p", "country"}``; every tenth is not JSON. Returns the bad ones."""
+    bad = set()
+    for p in range(partitions):
+        rows = []
+        for i in range(per_partition):
+            if i % 10 == 7:
+                rows.append((b"k%d" % i, b"\xffbad %d" % i, [("origin", b"test")]))
+                bad.add((p, i))
+            else:
+                rows.append((b"k%d" % i, json.dumps({"i": i, "p": p, "country": "DE"}).encode()))
+        kafka.produce(topic, rows, partition=p)
+    return bad
+
+
+def read_topic(kafka, topic: str) -> list:
+    """Every message of a one-partition topic, from the start (assign, no group)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    end = kafka.high_watermarks(topic)[0]
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka.bootstrap_servers,
+            "group.id": "dlq-reader",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    messages = []
+    try:
+        while len(messages) < end:
+            batch = consumer.consume(500, timeout=10)
+            assert batch, f"read {len(messages)} of {end} dead letters"
+            messages += [m for m in batch if m.error() is None]
+    finally:
+        consumer.close()
+    return messages
+
+
+def dead_letter_job(kafka, moto_s3, bucket, topic, **extra) -> ExportConfig:
+    return ExportConfig.from_mapping(
+        {
+            "name": "dlq-export",
+            "topics": topic,
+            "kafka.bootstrap.servers": kafka.bootstrap_servers,
+            "s3.bucket.name": bucket,
+            **s3_options(moto_s3.endpoint_url),
+            "flush.size": "6",
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": f"{topic}-dlq",
+            "errors.deadletterqueue.topic.replication.factor": "1",
+            "errors.deadletterqueue.context.headers.enable": "true",
+            "errors.log.enable": "true",
+            **extra,
+        }
+    )
+
+
+def test_bad_records_go_to_the_dead_letter_topic_and_good_ones_to_s3(
+    spark, kafka, moto_s3, bucket, tmp_path
+):
+    topic = "dlq_mixed"
+    kafka.create_topic(topic, partitions=2)
+    bad = produce_mixed(kafka, topic, 2, 40)
+    job = dead_letter_job(kafka, moto_s3, bucket, topic)
+    result = run_export(
+        job, checkpoint=tmp_path / "ckpt", once=True, spark=spark, install_signal_handlers=False
+    )
+    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    archived = read_exported(store, prefix).offsets()
+    assert set(archived) == {(p, i) for p in range(2) for i in range(40)} - bad
+    assert max(archived.values()) == 1
+    dead = read_topic(kafka, f"{topic}-dlq")  # created by the preflight
+    assert len(dead) == len(bad) == 8
+    found = set()
+    for message in dead:
+        headers = {k: v.decode() for k, v in message.headers()}
+        key = (int(headers["__connect.errors.partition"]), int(headers["__connect.errors.offset"]))
+        found.add(key)
+        assert headers["__connect.errors.topic"] == topic
+        assert headers["__connect.errors.exception.class.name"] == "BadRecordError"
+        assert "not valid JSON" in headers["__connect.errors.exception.message"]
+        assert headers["origin"] == "test"  # the record's own headers are kept
+        assert message.value() == b"\xffbad %d" % key[1] and message.key() == b"k%d" % key[1]
+    assert found == bad
+    manifests = job.sink.manifest_log(store, prefix)
+    counts: dict[int, int] = {}
+    manifest_keys = manifests.keys()
+    for key in manifest_keys:
+        for part, n in manifests.read(key).dead_letters.get(topic, {}).items():
+            counts[part] = counts.get(part, 0) + n
+    assert counts == {0: 4, 1: 4}
+    assert result.records == 80
