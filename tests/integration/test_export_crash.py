@@ -262,3 +262,75 @@ def test_sigkill_mid_batch_with_avro_then_restart(kafka, moto_s3, registry, buck
         "value.converter.schema.registry.url": registry.url,
     }
     kill_mid_batch_then_restart(kafka, moto_s3, bucket, tmp_path, topic, avro)
+
+
+# -- the dead-letter topic through a crash ----------------------------------------------------
+def dead_letter_crash(kafka, moto_s3, bucket, tmp_path, topic: str, fault: str):
+    """Produce a topic with bad records, crash the export at ``fault``, restart it; return the
+    bad offsets, the dead letters' (partition, offset) list, and the manifests' count."""
+    from collections import Counter
+
+    from testkit.deadletters import produce_mixed, read_topic
+
+    kafka.create_topic(topic, partitions=PARTITIONS)
+    bad = produce_mixed(kafka, topic, PARTITIONS, PER_PARTITION)
+    dlq = {
+        "errors.tolerance": "all",
+        "errors.deadletterqueue.topic.name": f"{topic}-dlq",
+        "errors.deadletterqueue.topic.replication.factor": "1",
+        "errors.deadletterqueue.context.headers.enable": "true",
+    }
+    marker = tmp_path / "paused"
+    config = write_config(
+        tmp_path / "job.properties",
+        kafka,
+        moto_s3,
+        bucket,
+        topic,
+        **dlq,
+        **fault_options(fault.format(marker=marker)),
+    )
+    run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log")
+    run.wait_for(marker)
+    run.kill()
+    clean = write_config(tmp_path / "job2.properties", kafka, moto_s3, bucket, topic, **dlq)
+    ExportProcess(clean, tmp_path / "ckpt", tmp_path / "export.log").finish()
+
+    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    archived = read_exported(store, prefix).offsets()
+    every = {(p, i) for p in range(PARTITIONS) for i in range(PER_PARTITION)}
+    assert set(archived) == every - bad and max(archived.values()) == 1
+    sent = []
+    for message in read_topic(kafka, f"{topic}-dlq"):
+        headers = {k: v.decode() for k, v in message.headers()}
+        sent.append(
+            (int(headers["__connect.errors.partition"]), int(headers["__connect.errors.offset"]))
+        )
+    log = SinkConfig.from_options({"s3.bucket.name": bucket, "name": "crash-test"}).manifest_log(
+        store, prefix
+    )
+    manifest_keys = log.keys()
+    counted = sum(log.read(key).dead_lettered for key in manifest_keys)
+    return bad, Counter(sent), counted
+
+
+def test_kill_between_dead_letter_sends_and_the_manifest(kafka, moto_s3, bucket, tmp_path):
+    """Batch 1 sent some bad records, then the job died before its manifest: the replay sends
+    them again (at least once, each identifiable by its context headers); the manifests count
+    every bad record exactly once."""
+    bad, sent, counted = dead_letter_crash(
+        kafka, moto_s3, bucket, tmp_path, "crash_dlq_mid_batch", "pause-after-files:1:1:{marker}"
+    )
+    assert set(sent) == bad, "every bad record reaches the dead-letter topic"
+    assert counted == len(bad), "the manifests count each bad record once"
+    assert max(sent.values()) <= 2, "only the uncommitted batch is sent again, once"
+
+
+def test_kill_after_the_manifest_does_not_send_dead_letters_again(kafka, moto_s3, bucket, tmp_path):
+    """The batch's manifest was written, Spark's commit was not: the replay finds the manifest
+    and sends nothing again, so every bad record is in the topic exactly once."""
+    bad, sent, counted = dead_letter_crash(
+        kafka, moto_s3, bucket, tmp_path, "crash_dlq_in_commit", "pause-in-commit:1:{marker}"
+    )
+    assert set(sent) == bad and max(sent.values()) == 1
+    assert counted == len(bad)
