@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 
@@ -143,6 +143,13 @@ class ObjectStore(ABC):
     @abstractmethod
     def url(self, key: str) -> str:
         """A URL naming the object, for messages."""
+
+    #: Whether committed data objects get their offsets as tags (``s3.object.tagging``).
+    tags_objects: bool = False
+
+    def tag(self, key: str, tags: Mapping[str, str]) -> bool:
+        """Tag an object; stores without tags do nothing and say so (``False``)."""
+        return False
 
     def get(self, key: str) -> bytes:
         """The whole object in memory (for small objects such as indexes)."""

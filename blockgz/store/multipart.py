@@ -24,6 +24,7 @@ from concurrent.futures import Future
 
 from blockgz.errors import StoreError
 from blockgz.store.base import Upload
+from blockgz.store.s3 import content_md5
 from blockgz.store.settings import MAX_PARTS
 
 log = logging.getLogger("blockgz.store")
@@ -109,6 +110,8 @@ class MultipartUpload(Upload):
             "Body": data,
             **self._settings.sse_customer_args(),
         }
+        if self._settings.send_digest:  # s3.send.digest: S3 refuses a part that does not match
+            args["ContentMD5"] = content_md5(data)
         result = store.call(
             f"UploadPart {number} of {store.url(self.key)}",
             lambda: store.client.upload_part(**args),

@@ -25,7 +25,12 @@ from pathlib import Path
 
 from blockgz.errors import ConfigError
 from blockgz.options import Options
-from sink.export.settings_names import JOB_OPTIONS, SOURCE_OPTIONS, check_keys
+from sink.export.settings_names import (
+    JOB_OPTIONS,
+    SOURCE_OPTIONS,
+    check_keys,
+    describe_ignored,
+)
 from sink.kafka.options import SourceConfig, parse_options
 from sink.write.config import SinkConfig
 
@@ -175,7 +180,7 @@ class ExportConfig:
             {**source, "startingOffsets": "earliest"} if resume else source
         )
         if unknown:
-            log.warning("ignoring settings blockgz does not read: %s", ", ".join(unknown))
+            log.warning("ignoring settings blockgz does not read: %s", describe_ignored(unknown))
         return cls(
             name=sink_config.name,
             source_options=source,

@@ -58,6 +58,8 @@ FORMATS = {
     "io.confluent.connect.s3.format.avro.AvroFormat": "avro",
 }
 COMPRESSIONS = ("none", "gzip", "blockgzip")
+#: ``s3.schema.partition.affix.type``: where ``schema_name=<name>`` goes in the encoded partition.
+AFFIXES = ("NONE", "PREFIX", "SUFFIX")
 #: fastavro's names of the Avro container codecs (Confluent has null, deflate, snappy, bzip2).
 AVRO_CODECS = ("null", "deflate", "snappy", "bzip2", "xz", "zstandard")
 NULL_BEHAVIORS = ("fail", "ignore", "write")
@@ -69,17 +71,8 @@ CONNECT_KEYS_IGNORED = frozenset(
         "name",
         "connector.class",
         "tasks.max",
-        "storage.class",
         "key.converter.schemas.enable",
         "schema.generator.class",
-        "s3.wan.mode",
-        "s3.http.send.expect.continue",
-        "s3.elastic.buffer.enable",
-        "s3.elastic.buffer.init.capacity",
-        "s3.send.digest",
-        "enable.conditional.writes",
-        "rotate.file.on.partition.change",
-        "retry.backoff.ms",
         "path",
     }
 )
@@ -126,6 +119,9 @@ SINK_OPTION_NAMES = frozenset(
         STORE_OPTION,
         "flush.size",
         "flush.size.bytes",
+        "partitioner.max.open.files",
+        "rotate.file.on.partition.change",
+        "s3.schema.partition.affix.type",
         "rotate.interval.ms",
         "rotate.schedule.interval.ms",
         "behavior.on.null.values",
@@ -167,6 +163,7 @@ def _format_settings(opts: Options) -> dict[str, Any]:
         "unwrap_payload": converter.kind in (None, JSON) and converter.schemas_enable,
         "json_decimal_format": opts.choice("json.decimal.format", DECIMAL_FORMATS, "BASE64"),
         "schema_compatibility": opts.choice("schema.compatibility", COMPATIBILITIES, "NONE"),
+        "schema_affix": opts.choice("s3.schema.partition.affix.type", AFFIXES, "NONE"),
         "avro_codec": opts.choice("avro.codec", AVRO_CODECS, "null"),
         "connect_meta_data": opts.flag("connect.meta.data", True),
         "avro_index": opts.flag("blockgz.avro.index", True),
@@ -201,7 +198,12 @@ def _rotation_settings(opts: Options) -> dict[str, Any]:
     if opts.given("timezone"):
         parse_timezone(opts.text("timezone"))  # checked now, not on the first record
     rotate_ms = opts.integer("rotate.interval.ms", -1, low=-1)
+    max_open = opts.integer("partitioner.max.open.files", -1, low=-1)
+    if max_open == 0:
+        raise ConfigError("partitioner.max.open.files: 0 is not allowed; -1 (no limit) or >= 1")
     return {
+        "max_open_files": max_open if max_open > 0 else None,
+        "rotate_on_partition_change": opts.flag("rotate.file.on.partition.change", True),
         # Confluent requires >= 1; leaving it out (no limit) is blockgz's documented extension.
         "flush_size": opts.integer("flush.size", None, low=1, hint="leave it out for no limit"),
         "flush_size_bytes": opts.size("flush.size.bytes", 0, low=0) or None,
@@ -242,6 +244,12 @@ def _check_combinations(config: SinkConfig, opts: Options) -> None:
     kind = config.value_converter.kind
     if config.format == "avro":
         _check_avro(config, opts)
+    if config.schema_affix != "NONE" and not config.value_converter.has_schema:
+        raise ConfigError(
+            f"s3.schema.partition.affix.type={config.schema_affix} puts the value schema's name "
+            "in the path, so values need a schema: set value.converter (AvroConverter, or "
+            "JsonConverter with schemas.enable=true)"
+        )
     if config.format == "bytearray" and kind not in (None, BYTEARRAY):
         raise ConfigError(
             f"format.class=bytearray writes the value's bytes as they are, so value.converter "
@@ -299,6 +307,9 @@ class SinkConfig:
     flush_size_bytes: int | None = None
     rotate_interval_ms: int | None = None
     rotate_schedule_interval_ms: int | None = None
+    max_open_files: int | None = None
+    rotate_on_partition_change: bool = True
+    schema_affix: str = "NONE"
     timezone: str = "UTC"
     null_behavior: str = "fail"
     tombstone_partition: str = "tombstone"

@@ -36,6 +36,7 @@ from blockgz.errors import BadRecordError, OffsetOrderError, RecordFramingError
 from blockgz.layout import default_partition
 from blockgz.manifests import WrittenFile
 from blockgz.store.base import ObjectStore
+from blockgz.store.s3 import offset_tags
 from sink.convert.evolution import SchemaPolicy
 from sink.convert.schemas import ValueSchema
 from sink.partitioning.partitioners import DefaultPartitioner
@@ -101,6 +102,7 @@ class TopicPartitionWriter:
         #: Where bad records go under ``errors.tolerance=all`` (``None``: they fail the batch).
         self.dead_letters = dead_letters
         self._stage = "TASK_PUT"
+        self._last_encoded: str | None = None
         self.open_files: dict[str, OpenFile] = {}
         self.written: list[WrittenFile] = []
         self.skipped_nulls = 0
@@ -189,10 +191,11 @@ class TopicPartitionWriter:
                 self._stage = "VALUE_CONVERTER"
                 self.converter.decode(record)
                 self._stage = "TASK_PUT"
-            encoded = self.partitioner.encode_partition(record)
+            encoded = self._affixed(self.partitioner.encode_partition(record), record)
             if record.schema is not None:
                 self._place_schema(record, encoded)
             data = self.encoder.encode(record)
+        self._rotate_on_partition_change(encoded)
         writer = self.open_files.get(encoded)
         stamp = None
         if self.config.rotate_interval_ms:
@@ -208,6 +211,7 @@ class TopicPartitionWriter:
                 self._commit(encoded)
                 writer = None
         if writer is None:
+            self._limit_open_files()
             writer = self._open(encoded, record.offset, record.schema)
             writer.first_timestamp = stamp
         try:
@@ -216,6 +220,40 @@ class TopicPartitionWriter:
             raise record.fail(str(exc)) from None
         if self._is_full(writer):
             self._commit(encoded)
+
+    def _affixed(self, encoded: str, record: KafkaRecord) -> str:
+        """``s3.schema.partition.affix.type``: ``schema_name=<name>`` before or after."""
+        affix = self.config.schema_affix
+        if affix == "NONE":
+            return encoded
+        if record.schema is None:
+            raise record.fail(
+                f"s3.schema.partition.affix.type={affix} needs a value schema; this value has none"
+            )
+        segment = f"schema_name={record.schema.name}"
+        delim = self.config.partitioning.directory_delim
+        return f"{segment}{delim}{encoded}" if affix == "PREFIX" else f"{encoded}{delim}{segment}"
+
+    def _rotate_on_partition_change(self, encoded: str) -> None:
+        """``rotate.file.on.partition.change`` (with ``rotate.interval.ms``): a record for
+        another encoded partition than the previous one commits every open file, as Confluent
+        does; tombstones are exempt."""
+        previous, self._last_encoded = self._last_encoded, encoded
+        cfg = self.config
+        if not (cfg.rotate_interval_ms and cfg.rotate_on_partition_change):
+            return
+        tombstones = cfg.tombstone_partition
+        if previous is None or previous == encoded or tombstones in (previous, encoded):
+            return
+        for name in list(self.open_files):
+            self._commit(name)
+
+    def _limit_open_files(self) -> None:
+        """``partitioner.max.open.files``: before opening one more, commit the oldest open file
+        (the order records opened them in: deterministic)."""
+        limit = self.config.max_open_files
+        while limit is not None and len(self.open_files) >= limit:
+            self._commit(next(iter(self.open_files)))
 
     def _place_schema(self, record: KafkaRecord, encoded: str) -> None:
         """Apply ``schema.compatibility``: rotate every open file (as Confluent commits all
@@ -334,6 +372,8 @@ class TopicPartitionWriter:
         writer = self.open_files.pop(encoded)
         done = writer.close()
         self.written.append(done)
+        if self.store.tags_objects:  # s3.object.tagging, as Confluent tags committed files
+            self.store.tag(done.key, offset_tags(done.first_offset, done.last_offset, done.records))
         log.debug(
             "%s-%d: wrote %s (%d records, offsets %d..%d, %d bytes)",
             self.topic,

@@ -418,3 +418,65 @@ def test_confluent_configs_keep_working_as_pasted(tmp_path):
     assert job.sink.partitioning.timezone == "PST"
     record = KafkaRecord("t", 0, 0, 1_795_305_600_000, None, b"{}")  # 2026-11-22T00:00Z
     assert job.sink.partitioner().encode_partition(record) == "year=2026/month=11/day=21"
+
+
+# -- partitioner.max.open.files, rotate.file.on.partition.change, schema affix --------------
+def country_records(countries: str) -> list[KafkaRecord]:
+    return [rec(n, json.dumps({"country": c, "n": n}).encode()) for n, c in enumerate(countries)]
+
+
+FIELD = {"partitioner.class": "field", "partition.field.name": "country"}
+
+
+def test_max_open_files_commits_the_oldest_file_first(tmp_path):
+    files, _ = write_all(
+        tmp_path, country_records("ABCAD"), **FIELD, **{"partitioner.max.open.files": "2"}
+    )
+    # A, B open; C commits A (oldest); A reopens and commits B; D commits C.
+    assert [(f.encoded_partition, f.first_offset, f.records) for f in files] == [
+        ("country=A", 0, 1),
+        ("country=B", 1, 1),
+        ("country=C", 2, 1),
+        ("country=A", 3, 1),
+        ("country=D", 4, 1),
+    ]
+
+
+def test_partition_change_with_rotate_interval_commits_all_open_files(tmp_path):
+    options = {**FIELD, "rotate.interval.ms": "3600000"}
+    files, _ = write_all(tmp_path / "on", country_records("AABBA"), **options)
+    assert [(f.encoded_partition, f.records) for f in files] == [
+        ("country=A", 2),
+        ("country=B", 2),
+        ("country=A", 1),
+    ]
+    files, _ = write_all(
+        tmp_path / "off",
+        country_records("AABBA"),
+        **options,
+        **{"rotate.file.on.partition.change": "false"},
+    )
+    assert sorted((f.encoded_partition, f.records) for f in files) == [
+        ("country=A", 3),
+        ("country=B", 2),
+    ]
+
+
+def test_schema_name_affix_in_the_path(tmp_path):
+    records = [KafkaRecord("t", 0, n, T0, None, b"v%d" % n) for n in range(2)]
+    for affix, expected in (
+        ("PREFIX", "topics/t/schema_name=string/partition=0/t+0+0000000000.avro"),
+        ("SUFFIX", "topics/t/partition=0/schema_name=string/t+0+0000000000.avro"),
+    ):
+        files, _ = write_all(
+            tmp_path / affix,
+            records,
+            **{
+                "format.class": "avro",
+                "value.converter": "string",
+                "s3.schema.partition.affix.type": affix,
+            },
+        )
+        assert [f.key for f in files] == [expected]
+    with pytest.raises(ConfigError, match="values need a schema"):
+        SinkConfig.from_options({"path": str(tmp_path), "s3.schema.partition.affix.type": "PREFIX"})
