@@ -48,6 +48,8 @@ class PartitionProgress:
     latest: int | None = None
     files: int = 0
     rate: float = 0.0
+    #: Records sent to the dead-letter queue (``errors.tolerance=all``).
+    dead_letters: int = 0
 
     @property
     def lag(self) -> int | None:
@@ -63,6 +65,7 @@ class ExportResult:
     batches: int = 0
     files: int = 0
     records: int = 0
+    dead_letters: int = 0
     partitions: dict[tuple[str, int], PartitionProgress] = field(default_factory=dict)
     stopped_by_signal: bool = False
 
@@ -306,7 +309,7 @@ def follow(
 class ProgressTracker:
     """Turns Spark's progress reports and the batch manifests into an :class:`ExportResult`.
 
-    Records are counted from the manifests (written plus skipped nulls), which is right
+    Records are counted from the manifests (written, skipped nulls, dead letters), which is right
     whether Spark's rows are records or offset ranges.
     """
 
@@ -340,6 +343,11 @@ class ProgressTracker:
             state = self.result.partitions.setdefault((f.topic, f.partition), PartitionProgress())
             state.files += 1
             self.result.files += 1
+        for topic, parts in manifest.dead_letters.items():
+            for part, count in parts.items():
+                state = self.result.partitions.setdefault((topic, part), PartitionProgress())
+                state.dead_letters += count
+                self.result.dead_letters += count
 
     def _advance(self, ends: dict[tuple[str, int], int]) -> None:
         now = time.monotonic()

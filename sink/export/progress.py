@@ -19,26 +19,33 @@ log = logging.getLogger("blockgz.export")
 
 
 def render(result: ExportResult, title: str = "") -> Table:
-    """The progress table for one snapshot."""
+    """The progress table for one snapshot (a dead-letter column once there are any)."""
     table = Table(title=title or None, title_justify="left", expand=False)
-    for name, justify in (
+    columns = [
         ("topic-partition", "left"),
         ("next offset", "right"),
         ("records/s", "right"),
         ("lag", "right"),
         ("objects", "right"),
-    ):
+    ]
+    if result.dead_letters:
+        columns.append(("dead letters", "right"))
+    for name, justify in columns:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for (topic, part), state in sorted(result.partitions.items()):
-        table.add_row(
+        row = [
             f"{topic}-{part}",
             "-" if state.next_offset is None else f"{state.next_offset:,}",
             f"{state.rate:,.0f}",
             "-" if state.lag is None else f"{state.lag:,}",
             f"{state.files:,}",
-        )
+        ]
+        if result.dead_letters:
+            row.append(f"{state.dead_letters:,}")
+        table.add_row(*row)
     table.caption = (
         f"{result.batches} batches, {result.records:,} records, {result.files:,} objects"
+        + (f", {result.dead_letters:,} dead letters" if result.dead_letters else "")
     )
     return table
 
@@ -67,13 +74,15 @@ class ProgressView:
         self._logged_batches = result.batches
         for (topic, part), state in sorted(result.partitions.items()):
             lag = "" if state.lag is None else f", lag {state.lag:,}"  # left out when unknown
+            dead = f", {state.dead_letters:,} dead letters" if state.dead_letters else ""
             log.info(
-                "%s-%d: next offset %s%s, %d objects",
+                "%s-%d: next offset %s%s, %d objects%s",
                 topic,
                 part,
                 state.next_offset,
                 lag,
                 state.files,
+                dead,
             )
 
     def __exit__(
