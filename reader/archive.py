@@ -27,6 +27,8 @@ from typing import Any, TypeVar
 
 from blockgz.errors import ConfigError, ObjectNotFoundError, OffsetNotFoundError
 from blockgz.format.decode import Record
+from blockgz.format.envelope import unwrap
+from blockgz.format.framing import NEWLINE, Framing, framing_from_options
 from blockgz.format.index import BlockIndex
 from blockgz.layout import DeviantArtLayout, Layout, ObjectRef, reader_layout, sidecar_key
 from blockgz.manifests import ExportFound, find_exports
@@ -58,8 +60,11 @@ def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
 
     ``options`` are the S3 settings under Confluent's names (``store.url``, ``s3.region``,
     ...), the export's key layout (``topics.dir``, ``directory.delim``, ``file.delim``),
-    ``prefetch`` (blocks fetched ahead, default 2) and ``scan.unindexed`` (stream ``.gz``
-    objects that have no index instead of failing).
+    ``prefetch`` (blocks fetched ahead, default 2), ``scan.unindexed`` (stream ``.gz``
+    objects that have no index instead of failing), ``format.bytearray.framing`` (how objects
+    without an index frame their records) and ``format.json.envelope`` (default ``true``:
+    records the export wrapped in its envelope come back with their key, headers and timestamp;
+    ``false`` returns the lines as stored).
 
     ``layout=deviantart`` reads an archive of DeviantArt's ``kafka-connect-s3`` connector
     instead: ``<prefix><yyyy-MM-dd>/<topic>-<partition:05>-<offset:012>.gz`` and its
@@ -88,6 +93,8 @@ def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
         layout=reader_layout(opts),
         prefetch=opts.integer("prefetch", 2, low=0),
         scan_unindexed=opts.flag("scan.unindexed", False),
+        envelopes=opts.flag("format.json.envelope", True),
+        framing=framing_from_options(opts),
     )
 
 
@@ -102,6 +109,8 @@ class Archive:
         layout: Layout | DeviantArtLayout | None = None,
         prefetch: int = 2,
         scan_unindexed: bool = False,
+        envelopes: bool = True,
+        framing: Framing = NEWLINE,
     ):
         if prefetch < 0:
             raise ConfigError(f"prefetch must be 0 or more, got {prefetch}")
@@ -113,6 +122,10 @@ class Archive:
         self._may_learn_layout = layout is None
         self.prefetch = prefetch
         self.scan_unindexed = scan_unindexed
+        #: Unwrap ``format.json.envelope`` lines into records with key, headers and timestamp.
+        self.envelopes = envelopes
+        #: How records of objects without an index are framed (``format.bytearray.framing``).
+        self.framing = framing
         self._objects: dict[tuple[str, int], list[ObjectRef]] = {}
         self._indexes: dict[str, BlockIndex] = {}
         self._lock = threading.Lock()
@@ -252,7 +265,7 @@ class Archive:
             for record in records:
                 if record.offset < offset:
                     continue
-                yield record
+                yield unwrap(record) if self.envelopes else record
                 yielded = True
                 if remaining is not None:
                     remaining -= 1
@@ -298,7 +311,7 @@ class Archive:
         return self._stream_records(ref)  # lazy: the stream is read as the caller iterates
 
     def _stream_records(self, ref: ObjectRef) -> Iterator[Record]:
-        return stream_records(self.store, ref.key, ref.start_offset)
+        return stream_records(self.store, ref.key, ref.start_offset, framing=self.framing)
 
     def _last_offset(self, ref: ObjectRef) -> int | None:
         if ref.has_index:

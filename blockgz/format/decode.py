@@ -26,14 +26,31 @@ from blockgz.format.index import AvroBlocks, BlockIndex, Chunk
 
 
 class Record(NamedTuple):
-    """One record read back: its Kafka offset and its value.
+    """One record read back: its Kafka offset and its value, and where the archive kept them
+    (``format.json.envelope``), its key, headers and timestamp (epoch milliseconds).
 
     ``value`` is the record's bytes for a block-GZIP object, and the decoded datum (a
     ``dict`` for an Avro record schema, logical types as fastavro returns them) for an Avro one.
+
+    >>> Record(7, b"v")
+    Record(offset=7, value=b'v')
+    >>> Record(7, b"v", key=b"k", timestamp=1000).key
+    b'k'
     """
 
     offset: int
     value: Any
+    key: bytes | None = None
+    headers: list[tuple[str, bytes | None]] | None = None
+    timestamp: int | None = None
+
+    def __repr__(self) -> str:
+        kept = ", ".join(
+            f"{name}={getattr(self, name)!r}"
+            for name in ("key", "headers", "timestamp")
+            if getattr(self, name) is not None
+        )
+        return f"Record(offset={self.offset!r}, value={self.value!r}{', ' + kept if kept else ''})"
 
 
 def utf16_units(data: bytes | bytearray | memoryview) -> int:
