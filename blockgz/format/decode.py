@@ -26,31 +26,52 @@ from blockgz.format.index import AvroBlocks, BlockIndex, Chunk
 
 
 class Record(NamedTuple):
-    """One record read back: its Kafka offset and its value, and where the archive kept them
-    (``format.json.envelope``), its key, headers and timestamp (epoch milliseconds).
+    """One record read back: its Kafka offset and its value — a 2-tuple, so ``offset, value =
+    record`` works — and, where the archive kept them (``format.json.envelope``), its ``key``,
+    ``headers`` and ``timestamp`` (epoch milliseconds); ``None`` where it did not.
 
     ``value`` is the record's bytes for a block-GZIP object, and the decoded datum (a
     ``dict`` for an Avro record schema, logical types as fastavro returns them) for an Avro one.
 
     >>> Record(7, b"v")
     Record(offset=7, value=b'v')
-    >>> Record(7, b"v", key=b"k", timestamp=1000).key
-    b'k'
+    >>> kept = Record.kept(7, b"v", key=b"k", timestamp=1000)
+    >>> kept.key, kept.headers, kept == (7, b"v")
+    (b'k', None, True)
     """
 
     offset: int
     value: Any
-    key: bytes | None = None
-    headers: list[tuple[str, bytes | None]] | None = None
-    timestamp: int | None = None
+    # Class attributes, not fields: a plain record has no key, headers or timestamp.
+    key = None
+    headers = None
+    timestamp = None
+
+    @staticmethod
+    def kept(
+        offset: int,
+        value: Any,
+        *,
+        key: bytes | None = None,
+        headers: list[tuple[str, bytes | None]] | None = None,
+        timestamp: int | None = None,
+    ) -> Record:
+        """A record with the key, headers and timestamp the archive kept."""
+        record = _KeptRecord(offset, value)
+        record.__dict__.update(key=key, headers=headers, timestamp=timestamp)
+        return record
+
+
+class _KeptRecord(Record):
+    """A :class:`Record` that carries its key, headers and timestamp (in ``__dict__``)."""
 
     def __repr__(self) -> str:
-        kept = ", ".join(
-            f"{name}={getattr(self, name)!r}"
+        kept = "".join(
+            f", {name}={getattr(self, name)!r}"
             for name in ("key", "headers", "timestamp")
             if getattr(self, name) is not None
         )
-        return f"Record(offset={self.offset!r}, value={self.value!r}{', ' + kept if kept else ''})"
+        return f"Record(offset={self.offset!r}, value={self.value!r}{kept})"
 
 
 def utf16_units(data: bytes | bytearray | memoryview) -> int:

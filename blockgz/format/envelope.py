@@ -37,7 +37,7 @@ def unwrap(record: Record) -> Record:
     if not isinstance(doc, dict) or doc.get("offset") != record.offset or "value" not in doc:
         return record
     headers = doc.get("headers")
-    return Record(
+    return Record.kept(
         record.offset,
         json.dumps(doc["value"], separators=(",", ":"), ensure_ascii=False).encode(),
         key=_bytes(doc.get("key")),
