@@ -130,10 +130,28 @@ class ObjectRef:
     directory: str = ""
     size: int = -1
     has_index: bool = False
+    #: The ``.keys``/``.headers`` objects beside a value object (set by readers that list them).
+    companions: tuple[ObjectRef, ...] = ()
 
     @property
     def compressed(self) -> bool:
         return self.extension.endswith("gz")
+
+    @property
+    def role(self) -> str:
+        """``value``, or ``keys`` / ``headers`` for ``…+0000000042.keys.json`` and the like.
+
+        >>> Layout().parse_data_key("topics/t/partition=0/t+0+0000000042.keys.avro").role
+        'keys'
+        """
+        head = self.extension.split(".", 1)[0]
+        return head if head in ("keys", "headers") else "value"
+
+    @property
+    def format(self) -> str:
+        """``avro``, ``json`` or ``bytearray``, from the extension."""
+        ext = self.extension.removesuffix(".gz").split(".")[-1]
+        return ext if ext in ("avro", "json") else "bytearray"
 
     @property
     def is_avro(self) -> bool:

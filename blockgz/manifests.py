@@ -61,9 +61,15 @@ class WrittenFile:
     size: int
     uncompressed_size: int
     index_key: str | None = None
+    #: ``value``, or ``keys`` / ``headers`` for the files beside a value file
+    #: (``store.kafka.keys``, ``store.kafka.headers``), one entry per value record.
+    role: str = "value"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        doc = asdict(self)
+        if self.role == "value":
+            del doc["role"]  # manifests of value files read the same as before
+        return doc
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> WrittenFile:
@@ -147,7 +153,8 @@ class Manifest:
     @property
     def records(self) -> int:
         """Records the batch consumed: written, skipped nulls and dead-lettered."""
-        return self.skipped_nulls + self.dead_lettered + sum(f.records for f in self.files)
+        written = sum(f.records for f in self.files if f.role == "value")
+        return self.skipped_nulls + self.dead_lettered + written
 
 
 class ManifestLog:

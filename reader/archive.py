@@ -17,7 +17,9 @@
 
 from __future__ import annotations
 
+import base64
 import bisect
+import json
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -206,6 +208,7 @@ class Archive:
                 continue
             has_index = ref.seekable and sidecar_key(info.key) in keys
             refs.append(replace(ref, has_index=has_index))
+        refs = _with_companions(refs)
         refs.sort(key=lambda r: (r.topic, r.partition, r.start_offset, r.key))
         if isinstance(self.layout, DeviantArtLayout):
             # The same name in several date directories: re-uploaded after a restart (the
@@ -307,8 +310,32 @@ class Archive:
         ref, block, start, stop = job
         if block >= 0:
             obj = IndexedReader.open_object(self.store, ref.key, self.index(ref))
-            return obj.block_records(block, start, stop)
-        return self._stream_records(ref)  # lazy: the stream is read as the caller iterates
+            records = obj.block_records(block, start, stop)
+            if not ref.companions or not records:
+                return records
+            kept = [
+                self._companion_entries(c, records[0].offset, len(records))
+                for c in ref.companions
+            ]
+            return [
+                _kept(r, ref.companions, [entries[n] for entries in kept])
+                for n, r in enumerate(records)
+            ]
+        if not ref.companions:
+            return self._stream_records(ref)  # lazy: read as the caller iterates
+        streams = [self._stream_records(c) for c in ref.companions]
+        return (
+            _kept(r, ref.companions, [e.value for e in entries])
+            for r, *entries in zip(self._stream_records(ref), *streams, strict=False)
+        )
+
+    def _companion_entries(self, ref: ObjectRef, offset: int, count: int) -> list[Any]:
+        """The entries of a keys/headers object for ``count`` records from ``offset``."""
+        if ref.has_index:
+            with IndexedReader.open_object(self.store, ref.key, self.index(ref)) as obj:
+                return [r.value for r in obj.seek(offset, count)]
+        found = [r.value for r in self._stream_records(ref) if r.offset >= offset]
+        return found[:count]
 
     def _stream_records(self, ref: ObjectRef) -> Iterator[Record]:
         return stream_records(self.store, ref.key, ref.start_offset, framing=self.framing)
@@ -363,6 +390,58 @@ class Archive:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def _with_companions(refs: list[ObjectRef]) -> list[ObjectRef]:
+    """Value objects only, each with the ``.keys``/``.headers`` objects beside it."""
+    values = [r for r in refs if r.role == "value"]
+    beside: dict[tuple[str, str, int, int], list[ObjectRef]] = {}
+    for ref in refs:
+        if ref.role != "value":
+            beside.setdefault((ref.directory, ref.topic, ref.partition, ref.start_offset), [])
+            beside[(ref.directory, ref.topic, ref.partition, ref.start_offset)].append(ref)
+    return [
+        replace(r, companions=tuple(sorted(found, key=lambda c: c.role)))
+        if (found := beside.get((r.directory, r.topic, r.partition, r.start_offset)))
+        else r
+        for r in values
+    ]
+
+
+def _kept(record: Record, companions: tuple[ObjectRef, ...], entries: list[Any]) -> Record:
+    """The record with the key and headers its ``.keys``/``.headers`` entries hold."""
+    found = {c.role: _entry(c.format, entry) for c, entry in zip(companions, entries, strict=True)}
+    headers = found.get("headers", record.headers)
+    return Record.kept(
+        record.offset,
+        record.value,
+        key=found.get("keys", record.key),
+        headers=None
+        if headers is None
+        else [(h["key"], _from_text(h["value"])) for h in headers]
+        if "headers" in found
+        else headers,
+        timestamp=record.timestamp,
+    )
+
+
+def _entry(fmt: str, entry: Any) -> Any:
+    """A keys/headers entry as stored -> Python: JSON parsed (text and base64 to bytes)."""
+    if fmt == "json":
+        doc = json.loads(entry)
+        return doc if isinstance(doc, list) else _from_text(doc)
+    if isinstance(entry, str):  # an Avro "string" key
+        return entry.encode()
+    return entry  # bytearray bytes, Avro bytes, a decoded Avro key or headers list
+
+
+def _from_text(doc: Any) -> Any:
+    """Text back to bytes, ``{"base64": ...}`` to its bytes; other JSON as it is."""
+    if isinstance(doc, str):
+        return doc.encode()
+    if isinstance(doc, dict) and set(doc) == {"base64"}:
+        return base64.b64decode(doc["base64"])
+    return doc
 
 
 def _prefetched(

@@ -213,12 +213,6 @@ def _conditional_writes_act(opts: Options) -> bool:
     )
 
 
-_KEYS_HEADERS_NOT_YET = (
-    "blockgz does not write .keys/.headers files beside the value files yet; "
-    "format.json.envelope=true keeps each record's key, headers and timestamp with its value "
-    "in the same line"
-)
-
 #: Confluent options blockgz will not do, refused at startup when the config asks for them.
 #: With a value that asks for nothing (``enable.conditional.writes=false``, the S3Storage
 #: class) they are accepted: blockgz then does what they say.
@@ -234,24 +228,6 @@ REFUSED: dict[str, NotDone] = {
             "rotate.schedule.interval.ms": "600000",
             "timezone": "UTC",
         },
-    ),
-    "store.kafka.keys": NotDone(
-        _KEYS_HEADERS_NOT_YET,
-        _is_true("store.kafka.keys"),
-        {"store.kafka.keys": "true"},
-    ),
-    "store.kafka.headers": NotDone(
-        _KEYS_HEADERS_NOT_YET,
-        _is_true("store.kafka.headers"),
-        {"store.kafka.headers": "true"},
-    ),
-    "keys.format.class": NotDone(
-        _KEYS_HEADERS_NOT_YET,
-        example={"keys.format.class": "io.confluent.connect.s3.format.json.JsonFormat"},
-    ),
-    "headers.format.class": NotDone(
-        _KEYS_HEADERS_NOT_YET,
-        example={"headers.format.class": "io.confluent.connect.s3.format.json.JsonFormat"},
     ),
     "storage.class": NotDone(
         "blockgz writes through its own S3 store (or to a local directory); the only "

@@ -121,6 +121,10 @@ SINK_OPTION_NAMES = frozenset(
         "flush.size.bytes",
         "partitioner.max.open.files",
         "rotate.file.on.partition.change",
+        "store.kafka.keys",
+        "store.kafka.headers",
+        "keys.format.class",
+        "headers.format.class",
         "s3.schema.partition.affix.type",
         "rotate.interval.ms",
         "rotate.schedule.interval.ms",
@@ -134,12 +138,12 @@ SINK_OPTION_NAMES = frozenset(
 )
 
 
-def _format(options: Options) -> str:
-    raw = options.text("format.class", "json")
+def _format(options: Options, name: str = "format.class", default: str = "json") -> str:
+    raw = options.text(name, default)
     fmt = FORMATS.get(raw) or FORMATS.get(raw.lower())
     if fmt is None:
         allowed = ", ".join(FORMATS)
-        raise ConfigError(f"format.class: {raw!r} is not allowed; allowed: {allowed}")
+        raise ConfigError(f"{name}: {raw!r} is not allowed; allowed: {allowed}")
     return fmt
 
 
@@ -148,10 +152,27 @@ def _separator(options: Options) -> bytes:
     return framing.separator if isinstance(framing, Separated) else b"\n"
 
 
+def _companion_settings(opts: Options) -> dict[str, Any]:
+    """``store.kafka.keys`` / ``store.kafka.headers`` and their formats (Avro by default)."""
+    keys_format = _format(opts, "keys.format.class", "avro")
+    headers_format = _format(opts, "headers.format.class", "avro")
+    if headers_format == "bytearray":
+        raise ConfigError(
+            "headers.format.class=bytearray is not allowed (as in Confluent: headers are "
+            "key/value lists); allowed: avro, json"
+        )
+    return {
+        "store_keys": opts.flag("store.kafka.keys", False),
+        "store_headers": opts.flag("store.kafka.headers", False),
+        "keys_format": keys_format,
+        "headers_format": headers_format,
+        "key_converter": ConverterSettings.from_options(opts, "key"),
+    }
+
+
 def _format_settings(opts: Options) -> dict[str, Any]:
     fmt = _format(opts)
     converter = ConverterSettings.from_options(opts, "value")
-    ConverterSettings.from_options(opts, "key")  # checked; keys are not stored yet
     return {
         "format": fmt,
         "value_converter": converter,
@@ -276,7 +297,8 @@ def _check_avro(config: SinkConfig, opts: Options) -> None:
     if config.null_behavior == "write":
         raise ConfigError(
             "behavior.on.null.values=write cannot be used with format.class=avro: an Avro file "
-            "holds records of its schema, and a tombstone has none; allowed: fail, ignore"
+            "holds records of its schema, and a tombstone has none; allowed: fail, ignore "
+            "(with store.kafka.keys the keys files still hold every key)"
         )
 
 
@@ -303,6 +325,11 @@ class SinkConfig:
     avro_codec: str = "null"
     connect_meta_data: bool = True
     avro_index: bool = True
+    store_keys: bool = False
+    store_headers: bool = False
+    keys_format: str = "avro"
+    headers_format: str = "avro"
+    key_converter: ConverterSettings = field(default_factory=ConverterSettings)
     flush_size: int | None = None
     flush_size_bytes: int | None = None
     rotate_interval_ms: int | None = None
@@ -336,6 +363,7 @@ class SinkConfig:
             epoch=opts.text("blockgz.epoch"),
             dead_letters=DeadLetterSettings.from_options(opts),
             **_format_settings(opts),
+            **_companion_settings(opts),
             **_compression_settings(opts),
             **_rotation_settings(opts),
             **_null_settings(opts),
@@ -360,8 +388,14 @@ class SinkConfig:
         ...                          "locale": "en", "timezone": "UTC"}).columns_read()
         ('value', 'topic', 'partition', 'offset', 'timestamp')
         """
-        if self.json_envelope or self.partitioning.plugin_options or self.dead_letters.enabled:
-            return None  # a dead letter keeps the record's key and headers
+        if (
+            self.json_envelope
+            or self.partitioning.plugin_options
+            or self.dead_letters.enabled
+            or self.store_keys
+            or self.store_headers
+        ):
+            return None  # the record's key and headers are kept
         columns: tuple[str, ...] = ("value", "topic", "partition", "offset")
         if self.rotate_interval_ms or self.partitioning.time_based:
             columns += ("timestamp",)
@@ -398,9 +432,14 @@ class SinkConfig:
     @property
     def extension(self) -> str:
         """The data object's extension, as Confluent names it (``.json``, ``.bin.gz``, ...)."""
-        if self.format == "avro":
+        return self.extension_of(self.format)
+
+    def extension_of(self, fmt: str) -> str:
+        """The extension of a file in format ``fmt`` (values, keys or headers), compressed
+        as the value files are (Avro compresses inside)."""
+        if fmt == "avro":
             return ".avro"
-        base = ".json" if self.format == "json" else self.bytearray_extension
+        base = ".json" if fmt == "json" else self.bytearray_extension
         return base + ("" if self.compression == "none" else ".gz")
 
     @property

@@ -50,6 +50,8 @@ class OutputObject:
         self.first_timestamp: int | None = None  # for rotate.interval.ms, kept by the caller
         #: The value schema of the records (when a converter gives one), for schema.compatibility.
         self.schema: Any = None
+        #: The ``.keys``/``.headers`` files beside it (:mod:`sink.write.companions`), if any.
+        self.companions: Any = None
 
     def _count(self, first: int, last: int, records: int) -> None:
         if self.first_offset is None:

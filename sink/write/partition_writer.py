@@ -42,6 +42,7 @@ from sink.convert.schemas import ValueSchema
 from sink.partitioning.partitioners import DefaultPartitioner
 from sink.partitioning.zones import parse_timezone
 from sink.records import KafkaRecord
+from sink.write.companions import Companions, decode_key
 from sink.write.config import SinkConfig
 from sink.write.deadletter import DeadLetters, log_bad_record
 from sink.write.encoders import encoder_for
@@ -95,6 +96,7 @@ class TopicPartitionWriter:
         self.partitioner = partitioner or config.partitioner()
         self.encoder = encoder_for(config)
         self.converter = config.value_converter.build() if config.decodes_values else None
+        self.key_converter = config.key_converter.build() if config.store_keys else None
         self.schemas = SchemaPolicy(config.schema_compatibility)
         self.codec = config.compression_settings()
         self.clock = clock
@@ -113,6 +115,7 @@ class TopicPartitionWriter:
             type(self.partitioner) is DefaultPartitioner
             and self.encoder.may_pass_through
             and self.converter is None
+            and not (config.store_keys or config.store_headers)
             and not config.rotate_interval_ms
             and not config.rotate_schedule_interval_ms
         )
@@ -164,6 +167,8 @@ class TopicPartitionWriter:
         for encoded, writer in list(self.open_files.items()):
             if writer.records == 0:  # opened for this record only
                 writer.abort()
+                if writer.companions:
+                    writer.companions.abort()
                 del self.open_files[encoded]
 
     def _write_one(self, record: KafkaRecord) -> None:
@@ -197,6 +202,9 @@ class TopicPartitionWriter:
             data = self.encoder.encode(record)
         self._rotate_on_partition_change(encoded)
         writer = self.open_files.get(encoded)
+        if writer is not None and writer.companions and not writer.companions.accepts(record):
+            self._rotate_all(record, "key schema")  # an Avro keys file holds one key schema
+            writer = None
         stamp = None
         if self.config.rotate_interval_ms:
             stamp = self.partitioner.timestamp(record)
@@ -212,14 +220,30 @@ class TopicPartitionWriter:
                 writer = None
         if writer is None:
             self._limit_open_files()
-            writer = self._open(encoded, record.offset, record.schema)
+            writer = self._open(encoded, record.offset, record.schema, record)
             writer.first_timestamp = stamp
+        entries = writer.companions.encode(record) if writer.companions else None
         try:
             writer.write(data, record.offset)
         except RecordFramingError as exc:
             raise record.fail(str(exc)) from None
+        if entries is not None:
+            writer.companions.write(entries, record.offset)
         if self._is_full(writer):
             self._commit(encoded)
+
+    def _rotate_all(self, record: KafkaRecord, what: str) -> None:
+        """Commit every open file of the topic-partition, as Confluent does on a schema change."""
+        log.info(
+            "%s-%d: %s changed at offset %d: rotating %d open files",
+            self.topic,
+            self.partition,
+            what,
+            record.offset,
+            len(self.open_files),
+        )
+        for name in list(self.open_files):
+            self._commit(name)
 
     def _affixed(self, encoded: str, record: KafkaRecord) -> str:
         """``s3.schema.partition.affix.type``: ``schema_name=<name>`` before or after."""
@@ -264,18 +288,11 @@ class TopicPartitionWriter:
             schema, getattr(current, "schema", None) if current is not None else None, record
         )
         if rotate:
-            log.info(
-                "%s-%d: value schema changed to %s at offset %d (schema.compatibility=%s): "
-                "rotating %d open files",
-                self.topic,
-                self.partition,
-                target.label,
-                record.offset,
-                self.config.schema_compatibility,
-                len(self.open_files),
+            self._rotate_all(
+                record,
+                f"value schema ({target.label}, "
+                f"schema.compatibility={self.config.schema_compatibility})",
             )
-            for name in list(self.open_files):
-                self._commit(name)
         if target is not schema:
             record.set_decoded(target, schema.project(record.json(), target, record))
 
@@ -330,7 +347,38 @@ class TopicPartitionWriter:
             start = stop
         return True
 
-    def _open(self, encoded: str, offset: int, schema: ValueSchema | None = None) -> OpenFile:
+    def _open(
+        self,
+        encoded: str,
+        offset: int,
+        schema: ValueSchema | None = None,
+        record: KafkaRecord | None = None,
+    ) -> OpenFile:
+        writer = self._open_value_file(encoded, offset, schema)
+        if self.config.store_keys or self.config.store_headers:
+            key_schema = None
+            if record is not None and self.config.store_keys:
+                key_schema = decode_key(self.key_converter, record)[0]
+            try:
+                writer.companions = Companions.open(
+                    self.config,
+                    self.store,
+                    writer.key,
+                    self.topic,
+                    self.partition,
+                    encoded,
+                    key_schema=key_schema,
+                    key_converter=self.key_converter,
+                )
+            except BaseException:
+                writer.abort()
+                del self.open_files[encoded]
+                raise
+        return writer
+
+    def _open_value_file(
+        self, encoded: str, offset: int, schema: ValueSchema | None = None
+    ) -> OpenFile:
         cfg = self.config
         writer: OpenFile
         if cfg.format == "avro":
@@ -372,6 +420,11 @@ class TopicPartitionWriter:
         writer = self.open_files.pop(encoded)
         done = writer.close()
         self.written.append(done)
+        if writer.companions:  # the keys and headers files, after their value file
+            for companion in writer.companions.close():
+                self.written.append(companion)
+                if self.on_file is not None:
+                    self.on_file(companion)
         if self.store.tags_objects:  # s3.object.tagging, as Confluent tags committed files
             self.store.tag(done.key, offset_tags(done.first_offset, done.last_offset, done.records))
         log.debug(
@@ -410,6 +463,8 @@ class TopicPartitionWriter:
         for writer in self.open_files.values():
             try:
                 writer.abort()
+                if writer.companions:
+                    writer.companions.abort()
             except Exception:  # keep cleaning up; the original error is what matters
                 log.warning("could not abort the upload of %s", writer.key, exc_info=True)
         self.open_files.clear()
