@@ -245,8 +245,8 @@ def split_options(opts: Options) -> tuple[dict[str, str], dict[str, str], dict[s
     # Kafka Connect sinks start a new consumer group at the earliest offset; Spark's
     # source defaults to latest. An archiver wants everything, so Connect's default wins.
     source.setdefault("startingOffsets", "earliest")
-    if opts.text("errors.tolerance").lower() == "all":
-        source.setdefault("includeHeaders", "true")  # a dead letter keeps the record's headers
+    if opts.text("errors.tolerance").lower() == "all" or opts.flag("store.kafka.headers", False):
+        source.setdefault("includeHeaders", "true")  # headers are archived or dead-lettered
     if not source.get("kafka.bootstrap.servers"):
         raise ConfigError("kafka.bootstrap.servers is required (host:port of the Kafka brokers)")
     return source, sink, spark

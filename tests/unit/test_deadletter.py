@@ -1,7 +1,7 @@
 """``errors.tolerance=all`` with the object-store dead-letter queue: nothing lost, nothing twice.
 
 Write tasks run on local directories here (the Kafka queue and the crash between a send and
-the manifest are in ``tests/integration/test_deadletter_export.py``).
+the manifest are in ``tests/integration/test_faithful_export.py``).
 """
 
 from __future__ import annotations

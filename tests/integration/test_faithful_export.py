@@ -1,4 +1,4 @@
-"""``errors.tolerance=all`` end to end: Tansu, S3 (moto), Spark, and the Kafka dead-letter topic.
+"""A faithful archive end to end (Tansu, S3 on moto, Spark): dead letters, keys and headers.
 
 One bad record does not stop the export: it goes to the dead-letter topic with its key, value,
 headers and Connect's ``__connect.errors.*`` context, the good records are archived, and the
@@ -7,6 +7,8 @@ manifest, and inside the commit) are in ``test_export_crash.py``.
 """
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
@@ -74,3 +76,42 @@ def test_bad_records_go_to_the_dead_letter_topic_and_good_ones_to_s3(
             counts[part] = counts.get(part, 0) + n
     assert counts == {0: 4, 1: 4}
     assert result.records == 80
+
+
+def test_keys_and_headers_files_through_the_export(spark, kafka, moto_s3, bucket, tmp_path):
+    """store.kafka.keys/headers on S3: the archive gives back key, value and headers."""
+    from reader import open_archive
+
+    topic = "keys_headers_export"
+    kafka.create_topic(topic, partitions=1)
+    rows = [
+        (b"key-%d" % i, json.dumps({"i": i, "p": 0}).encode(), [("trace", b"t%d" % i)])
+        for i in range(20)
+    ]
+    kafka.produce(topic, rows, partition=0)
+    job = ExportConfig.from_mapping(
+        {
+            "name": "keys-headers",
+            "topics": topic,
+            "kafka.bootstrap.servers": kafka.bootstrap_servers,
+            "s3.bucket.name": bucket,
+            **s3_options(moto_s3.endpoint_url),
+            "flush.size": "8",
+            "s3.compression.type": "blockgzip",
+            "store.kafka.keys": "true",
+            "store.kafka.headers": "true",
+            "keys.format.class": "io.confluent.connect.s3.format.json.JsonFormat",
+        }
+    )
+    run_export(
+        job, checkpoint=tmp_path / "ckpt", once=True, spark=spark, install_signal_handlers=False
+    )
+    with open_archive(f"s3://{bucket}", s3_options(moto_s3.endpoint_url)) as archive:
+        got = list(archive.seek(topic, 0, 5, count=6))
+    assert [(r.offset, r.key, r.headers) for r in got] == [
+        (i, b"key-%d" % i, [("trace", b"t%d" % i)]) for i in range(5, 11)
+    ]
+    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    names = {info.key.rsplit("/", 1)[1] for info in store.list(prefix + "topics/")}
+    assert f"{topic}+0+0000000008.keys.json.gz" in names
+    assert f"{topic}+0+0000000008.headers.avro" in names
