@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from blockgz.errors import CorruptBlockError, OffsetNotFoundError
-from blockgz.format.avro import avro_block_values
+from blockgz.format.avro import avro_block_slice, avro_block_values
 from blockgz.format.codec import decompress_member, decompress_members
 from blockgz.format.framing import NEWLINE, Framing
 from blockgz.format.index import AvroBlocks, BlockIndex, Chunk
@@ -163,8 +163,8 @@ def avro_chunk_records(
     start: int = 0,
     stop: int | None = None,
 ) -> list[Record]:
-    """Records ``[start:stop]`` of one Avro block, decoded from its bytes alone (every record
-    is decoded and counted, so the block is checked whole).
+    """Records ``[start:stop]`` of one Avro block, decoded from its bytes alone (a whole block
+    is decoded and checked to its end; a slice skips the records before it undecoded).
 
     >>> import io
     >>> from blockgz.format.avro import AvroBlockWriter
@@ -175,7 +175,10 @@ def avro_chunk_records(
     >>> avro_chunk_records(out.getvalue()[c.byte_offset : c.byte_end], c, w.index.avro, start=1)
     [Record(offset=7, value='b'), Record(offset=9, value='c')]
     """
-    values = avro_block_values(raw, chunk, avro, block=block, source=source)[start:stop]
+    if start == 0 and stop is None:  # the whole block: decoded, counted and checked to the end
+        values = avro_block_values(raw, chunk, avro, block=block, source=source)
+    else:
+        values = avro_block_slice(raw, chunk, avro, start, stop, block=block, source=source)
     offsets = chunk.record_offsets()[start : start + len(values)]
     return [Record(o, v) for o, v in zip(offsets, values, strict=True)]
 
