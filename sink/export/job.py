@@ -301,6 +301,10 @@ def follow(
     if stop.is_set() and query.isActive:
         log.info("stopping: the running batch is abandoned and will be replayed on restart")
         query.stop()
+    # The query may end between two looks: count what its last batches committed.
+    tracker.update(query.recentProgress)
+    if on_progress is not None:
+        on_progress(tracker.result)
     error = query.exception()
     if error is not None:
         raise ExportFailed(root_cause(error)) from None
