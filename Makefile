@@ -5,6 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: demo demo-format test bench lint format prereqs clean
+.PHONY: bench-avro
 
 prereqs:
 	@PYTHON=$(PYTHON) scripts/check-prereqs
@@ -33,6 +34,10 @@ test: $(STAMP)
 bench: $(STAMP)
 	@scripts/install-tools
 	$(BIN)/python -m pytest benchmarks -p no:cacheprovider --benchmark-only --benchmark-columns=median,rounds
+
+# The Avro suite alone: export per avro.codec vs a plain fastavro loop, seek in a 1 GiB object.
+bench-avro: $(STAMP)
+	$(BIN)/python -m pytest benchmarks/test_avro_bench.py -p no:cacheprovider --benchmark-only --benchmark-columns=median,rounds
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
