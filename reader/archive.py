@@ -314,8 +314,7 @@ class Archive:
             if not ref.companions or not records:
                 return records
             kept = [
-                self._companion_entries(c, records[0].offset, len(records))
-                for c in ref.companions
+                self._companion_entries(c, records[0].offset, len(records)) for c in ref.companions
             ]
             return [
                 _kept(r, ref.companions, [entries[n] for entries in kept])
@@ -411,16 +410,15 @@ def _with_companions(refs: list[ObjectRef]) -> list[ObjectRef]:
 def _kept(record: Record, companions: tuple[ObjectRef, ...], entries: list[Any]) -> Record:
     """The record with the key and headers its ``.keys``/``.headers`` entries hold."""
     found = {c.role: _entry(c.format, entry) for c, entry in zip(companions, entries, strict=True)}
-    headers = found.get("headers", record.headers)
+    headers = record.headers
+    if "headers" in found:  # no headers and an empty list are the same to Kafka
+        kept = found["headers"]
+        headers = [(h["key"], _from_text(h["value"])) for h in kept] if kept else None
     return Record.kept(
         record.offset,
         record.value,
         key=found.get("keys", record.key),
-        headers=None
-        if headers is None
-        else [(h["key"], _from_text(h["value"])) for h in headers]
-        if "headers" in found
-        else headers,
+        headers=headers,
         timestamp=record.timestamp,
     )
 

@@ -92,6 +92,13 @@ class AvroObjectWriter(OutputObject):
         self._upload.write(datum, offset)
         self._count(offset, offset, 1)
 
+    def write_many(self, data: list[Any], offsets: Any) -> None:
+        """Append records (of this file's schema) holding Kafka ``offsets``, in one call."""
+        if not len(data):
+            return
+        self._upload.write_many(data, offsets)
+        self._count(int(offsets[0]), int(offsets[-1]), len(data))
+
     def close(self) -> WrittenFile:
         """Finish the object (then its sidecar) and describe it. Leaves nothing on failure."""
         self._upload.close()

@@ -150,6 +150,19 @@ class ObjectWriter(OutputObject):
                 self._flush_pending()
         self._count_bytes(int(offsets[0]), int(offsets[-1]), len(ends), len(data))
 
+    def write_lines(self, lines: list[bytes], offsets: np.ndarray) -> None:
+        """Append encoded records that hold no separator (JSON lines), in one call."""
+        if not lines:
+            return
+        if self.separator is None:
+            for line, offset in zip(lines, offsets, strict=True):
+                self.write(line, int(offset))
+            return
+        sep = self.separator
+        framed = sep.join(lines) + sep
+        ends = np.cumsum(np.fromiter(map(len, lines), np.int64, len(lines)) + len(sep))
+        self.write_framed(memoryview(framed), ends, np.asarray(offsets))
+
     def _count_bytes(self, first: int, last: int, records: int, size: int) -> None:
         self._count(first, last, records)
         self.uncompressed_size += size

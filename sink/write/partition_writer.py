@@ -28,7 +28,7 @@ import logging
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -115,7 +115,7 @@ class TopicPartitionWriter:
             type(self.partitioner) is DefaultPartitioner
             and self.encoder.may_pass_through
             and self.converter is None
-            and not (config.store_keys or config.store_headers)
+            and (self.key_converter is None and config.keys_format != "bytearray")
             and not config.rotate_interval_ms
             and not config.rotate_schedule_interval_ms
         )
@@ -304,14 +304,22 @@ class TopicPartitionWriter:
             or (cfg.flush_size_bytes and writer.uncompressed_size >= cfg.flush_size_bytes)
         )
 
-    def write_values(self, values: list[bytes], offsets: np.ndarray) -> bool:
+    def write_values(
+        self,
+        values: list[bytes],
+        offsets: np.ndarray,
+        keys: list[bytes | None] | None = None,
+        headers: list[Any] | None = None,
+    ) -> bool:
         """Write a run of this topic-partition's non-null values at once, or return ``False``
         having written nothing (the caller then uses :meth:`write` per record).
 
         The run goes through whole when the default partitioner is used, no rotation looks at
         time, offsets increase and the encoder stores the values as they are. Files rotate on
         ``flush.size``/``flush.size.bytes`` at exactly the records :meth:`write` would pick,
-        and blocks are cut at the same places, so both paths give the same objects.
+        and blocks are cut at the same places, so both paths give the same objects. With
+        ``store.kafka.keys``/``headers`` the run's ``keys`` (bytes) and ``headers`` (lists of
+        ``{"key", "value"}``, as Arrow gives them) go to the files beside it in bulk too.
         """
         count = len(values)
         if not self.writes_runs or count == 0:
@@ -342,6 +350,12 @@ class TopicPartitionWriter:
             writer.write_framed(
                 view[base : int(ends[stop - 1])], ends[start:stop] - base, offsets[start:stop]
             )
+            if writer.companions:
+                writer.companions.write_run(
+                    None if keys is None else keys[start:stop],
+                    None if headers is None else headers[start:stop],
+                    offsets[start:stop],
+                )
             if self._is_full(writer):
                 self._commit(encoded)
             start = stop

@@ -86,6 +86,19 @@ def run_values(batch) -> tuple[list[bytes], Any]:
     return values.to_pylist(), offsets
 
 
+def run_companions(batch, config: SinkConfig) -> tuple[list | None, list | None]:
+    """The batch's keys and headers when files beside the values keep them, else ``None``."""
+    names = batch.schema.names
+    keys = headers = None
+    if config.store_keys:
+        keys = batch.column("key").to_pylist() if "key" in names else [None] * batch.num_rows
+    if config.store_headers:
+        headers = (
+            batch.column("headers").to_pylist() if "headers" in names else [None] * batch.num_rows
+        )
+    return keys, headers
+
+
 def task_identity() -> tuple[int | None, int]:
     """(micro-batch id, attempt number) of the running Spark task; (None, 0) outside Spark."""
     try:
@@ -143,7 +156,9 @@ class WriteTask:
         run = single_partition_run(batch)
         if run is not None:
             writer = self.writer_for(*run)
-            if writer.writes_runs and writer.write_values(*run_values(batch)):
+            if writer.writes_runs and writer.write_values(
+                *run_values(batch), *run_companions(batch, self.config)
+            ):
                 return
         for record in records_of(batch):
             self.writer_for(record.topic, record.partition).write(record)
