@@ -18,7 +18,6 @@ import io
 import json
 import os
 import random
-import resource
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -236,7 +235,7 @@ def run_avro_loop(job: AvroLoopJob) -> dict[str, Any]:
     from confluent_kafka import Consumer, KafkaError, TopicPartition
     from confluent_kafka.schema_registry import SchemaRegistryClient
 
-    from benchmarks.export_loop import _peak_rss
+    from benchmarks.export_loop import loop_result
     from blockgz.store import open_store
 
     started = time.time()
@@ -302,18 +301,7 @@ def run_avro_loop(job: AvroLoopJob) -> dict[str, Any]:
     finally:
         consumer.close()
         store.close()
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return {
-        "pid": os.getpid(),
-        "records": records,
-        "value_bytes": value_bytes,
-        "objects": done,
-        "started": started,
-        "first_message": first_message,
-        "finished": time.time(),
-        "cpu_s": usage.ru_utime + usage.ru_stime,
-        "max_rss": _peak_rss(),
-    }
+    return loop_result(records, value_bytes, done, started, first_message)
 
 
 def run_avro_loop_processes(jobs: list[AvroLoopJob]) -> list[dict[str, Any]]:

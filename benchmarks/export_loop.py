@@ -115,18 +115,7 @@ def run_loop(job: LoopJob) -> dict[str, Any]:
     finally:
         consumer.close()
         store.close()
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return {
-        "pid": os.getpid(),
-        "records": records,
-        "value_bytes": value_bytes,
-        "objects": done,
-        "started": started,
-        "first_message": first_message,
-        "finished": time.time(),
-        "cpu_s": usage.ru_utime + usage.ru_stime,
-        "max_rss": _peak_rss(),
-    }
+    return loop_result(records, value_bytes, done, started, first_message)
 
 
 def _peak_rss() -> int:
@@ -145,3 +134,19 @@ def run_loop_processes(jobs: list[LoopJob]) -> list[dict[str, Any]]:
     context = multiprocessing.get_context("spawn")
     with context.Pool(len(jobs)) as pool:
         return pool.map(run_loop, jobs, chunksize=1)
+
+
+def loop_result(records: int, value_bytes: int, objects, started: float, first_message) -> dict:
+    """What one loop process reports: its counts, times, CPU and peak RSS."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return {
+        "pid": os.getpid(),
+        "records": records,
+        "value_bytes": value_bytes,
+        "objects": objects,
+        "started": started,
+        "first_message": first_message,
+        "finished": time.time(),
+        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "max_rss": _peak_rss(),
+    }

@@ -33,7 +33,6 @@ Entries by format:
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 import orjson
@@ -45,6 +44,7 @@ from sink.convert.connect_json import render_json
 from sink.convert.schemas import BYTES_SCHEMA, ValueSchema
 from sink.records import KafkaRecord
 from sink.write.config import SinkConfig
+from sink.write.encoders import text_or_base64
 
 HEADER_SCHEMA: dict[str, Any] = {
     "type": "array",
@@ -70,15 +70,6 @@ def companion_key(value_key: str, value_extension: str, role: str, extension: st
     't/t+0+0000000042.keys.avro'
     """
     return value_key[: len(value_key) - len(value_extension)] + f".{role}{extension}"
-
-
-def _text_or_base64(data: bytes | None) -> Any:
-    if data is None:
-        return None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return {"base64": base64.b64encode(data).decode("ascii")}
 
 
 class Companions:
@@ -145,7 +136,7 @@ class Companions:
                 entries["keys"] = key
             elif fmt == "json":
                 if self.key_converter is None:
-                    entries["keys"] = orjson.dumps(_text_or_base64(key))
+                    entries["keys"] = orjson.dumps(text_or_base64(key))
                 else:
                     entries["keys"] = b"null" if key is None else render_json(schema.json, key)
             else:
@@ -170,7 +161,7 @@ class Companions:
                 entries["headers"] = orjson.dumps(
                     None
                     if headers is None
-                    else [{"key": k, "value": _text_or_base64(v)} for k, v in headers]
+                    else [{"key": k, "value": text_or_base64(v)} for k, v in headers]
                 )
         return entries
 
@@ -194,12 +185,12 @@ class Companions:
                 continue
             dumps = orjson.dumps
             if role == "keys":
-                lines = [dumps(_text_or_base64(k)) for k in entries]
+                lines = [dumps(text_or_base64(k)) for k in entries]
             else:
                 lines = [
                     b"null"
                     if h is None
-                    else dumps([{"key": e["key"], "value": _text_or_base64(e["value"])} for e in h])
+                    else dumps([{"key": e["key"], "value": text_or_base64(e["value"])} for e in h])
                     for h in entries
                 ]
             writer.write_lines(lines, offsets)

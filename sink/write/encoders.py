@@ -108,10 +108,10 @@ class JsonEnvelopeEncoder(RecordEncoder):
             "partition": record.partition,
             "offset": record.offset,
             "timestamp": record.timestamp_ms,
-            "key": _text_or_base64(record.key),
+            "key": text_or_base64(record.key),
         }
         if record.headers:
-            doc["headers"] = [[k, _text_or_base64(v)] for k, v in record.headers]
+            doc["headers"] = [[k, text_or_base64(v)] for k, v in record.headers]
         doc["value"] = value
         return orjson.dumps(doc)
 
@@ -204,7 +204,8 @@ def _payload(record: KafkaRecord) -> Any:
     return doc["payload"]
 
 
-def _text_or_base64(data: bytes | None) -> Any:
+def text_or_base64(data: bytes | None) -> Any:
+    """Bytes as JSON: UTF-8 text when they decode, else ``{"base64": ...}`` (nothing lost)."""
     if data is None:
         return None
     try:
