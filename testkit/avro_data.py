@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from testkit.kafka_data import value_for
@@ -56,9 +56,12 @@ def produce_avro(
     registry_url: str,
     topic: str,
     rows: Iterable[tuple[int, int, dict[str, Any]]],
+    *,
+    skip: Collection[tuple[int, int]] = (),
 ) -> None:
     """Produce ``(partition, i, schema)`` rows with the Avro serializer (auto-registering each
-    schema under ``<topic>-value``), one record per Kafka batch (Tansu's watermark)."""
+    schema under ``<topic>-value``), one record per Kafka batch (Tansu's watermark). Rows in
+    ``skip`` get a value that is not Avro instead (bad records, for dead-letter tests)."""
     from confluent_kafka import Producer
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroSerializer
@@ -81,9 +84,10 @@ def produce_avro(
         if serializer is None:
             serializer = serializers[text] = AvroSerializer(client, text)
         doc = avro_value_for(partition, i, schema)
+        value = b"not avro %d" % i if (partition, i) in skip else serializer(doc, context)
         producer.produce(
             topic,
-            serializer(doc, context),
+            value,
             key=f"k{i}".encode(),
             partition=partition,
             timestamp=doc["ts"],

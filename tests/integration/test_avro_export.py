@@ -152,6 +152,7 @@ def test_registry_down_fails_the_export_and_commits_nothing(
         **{
             "format.class": "avro",
             "value.converter.max.retries": "0",
+            "blockgz.preflight": "false",  # down after the start: the preflight saw it up
         },
     )
     with registry.outage(), pytest.raises(ExportFailed, match="cannot reach the schema registry"):

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -169,27 +170,6 @@ def kill_mid_batch_then_restart(kafka, moto_s3, bucket, tmp_path, topic, options
     check_exactly_once(moto_s3, bucket, clean)
 
 
-def test_sigkill_inside_commit_then_restart_from_checkpoint(
-    crash_setup, kafka, moto_s3, bucket, tmp_path
-):
-    marker = tmp_path / "paused"
-    config = write_config(
-        tmp_path / "job.properties",
-        kafka,
-        moto_s3,
-        bucket,
-        crash_setup,
-        **fault_options(f"pause-in-commit:1:{marker}"),
-    )
-    run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log")
-    run.wait_for(marker)
-    run.kill()
-    assert not (tmp_path / "ckpt" / "commits" / "1").exists(), "Spark must not have committed"
-    clean = write_config(tmp_path / "job2.properties", kafka, moto_s3, bucket, crash_setup)
-    ExportProcess(clean, tmp_path / "ckpt", tmp_path / "export.log").finish()
-    check_exactly_once(moto_s3, bucket, clean)
-
-
 def test_lost_checkpoint_resumes_from_s3_manifests(crash_setup, kafka, moto_s3, bucket, tmp_path):
     marker = tmp_path / "paused"
     config = write_config(
@@ -247,39 +227,39 @@ def test_sigterm_stops_a_running_export_cleanly(crash_setup, kafka, moto_s3, buc
     assert "stopped:" in log and "Traceback" not in log
 
 
-def test_sigkill_mid_batch_with_avro_then_restart(kafka, moto_s3, registry, bucket, tmp_path):
-    """The same crash with Avro in and Avro out: still every offset exactly once."""
-    from testkit.avro_data import produce_avro_numbered
-
-    topic = "crash_avro_mid_batch"
-    kafka.create_topic(topic, partitions=PARTITIONS)
-    produce_avro_numbered(kafka.bootstrap_servers, registry.url, topic, PARTITIONS, PER_PARTITION)
-    avro = {
-        "format.class": "io.confluent.connect.s3.format.avro.AvroFormat",
-        "s3.compression.type": "none",
-        "avro.codec": "deflate",
-        "value.converter": "io.confluent.connect.avro.AvroConverter",
-        "value.converter.schema.registry.url": registry.url,
-    }
-    kill_mid_batch_then_restart(kafka, moto_s3, bucket, tmp_path, topic, avro)
-
-
-# -- the dead-letter topic through a crash ----------------------------------------------------
-def dead_letter_crash(kafka, moto_s3, bucket, tmp_path, topic: str, fault: str):
-    """Produce a topic with bad records, crash the export at ``fault``, restart it; return the
-    bad offsets, the dead letters' (partition, offset) list, and the manifests' count."""
-    from collections import Counter
-
+# -- Avro, and the dead-letter topic, through a crash --------------------------------------------
+def dead_letter_crash(
+    kafka, moto_s3, bucket, tmp_path, topic: str, fault: str, *, registry=None
+) -> tuple[set[tuple[int, int]], Counter, int]:
+    """Produce a topic where every tenth record is bad, crash the export at ``fault``, restart
+    it; return the bad offsets, how often each reached the dead-letter topic, and the count
+    the manifests hold. The good records must be archived exactly once. With ``registry`` the
+    good records are Avro (written as Avro) and the bad ones are not Avro."""
+    from testkit.avro_data import V1, produce_avro
     from testkit.deadletters import produce_mixed, read_topic
 
     kafka.create_topic(topic, partitions=PARTITIONS)
-    bad = produce_mixed(kafka, topic, PARTITIONS, PER_PARTITION)
-    dlq = {
+    options = {
         "errors.tolerance": "all",
         "errors.deadletterqueue.topic.name": f"{topic}-dlq",
         "errors.deadletterqueue.topic.replication.factor": "1",
         "errors.deadletterqueue.context.headers.enable": "true",
     }
+    if registry is None:
+        bad = produce_mixed(kafka, topic, PARTITIONS, PER_PARTITION)
+    else:
+        bad = {(p, i) for p in range(PARTITIONS) for i in range(PER_PARTITION) if i % 10 == 7}
+        good = [(p, i, V1) for p in range(PARTITIONS) for i in range(PER_PARTITION)]
+        produce_avro(kafka.bootstrap_servers, registry.url, topic, good, skip=bad)
+        options.update(
+            {
+                "format.class": "io.confluent.connect.s3.format.avro.AvroFormat",
+                "s3.compression.type": "none",
+                "avro.codec": "deflate",
+                "value.converter": "io.confluent.connect.avro.AvroConverter",
+                "value.converter.schema.registry.url": registry.url,
+            }
+        )
     marker = tmp_path / "paused"
     config = write_config(
         tmp_path / "job.properties",
@@ -287,48 +267,63 @@ def dead_letter_crash(kafka, moto_s3, bucket, tmp_path, topic: str, fault: str):
         moto_s3,
         bucket,
         topic,
-        **dlq,
+        **options,
         **fault_options(fault.format(marker=marker)),
     )
     run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log")
     run.wait_for(marker)
     run.kill()
-    clean = write_config(tmp_path / "job2.properties", kafka, moto_s3, bucket, topic, **dlq)
+    if fault.startswith("pause-in-commit"):
+        assert not (tmp_path / "ckpt" / "commits" / "1").exists(), "Spark must not have committed"
+    else:
+        assert orphans(moto_s3, bucket), "the crash should leave batch 1's objects uncommitted"
+    clean = write_config(tmp_path / "job2.properties", kafka, moto_s3, bucket, topic, **options)
     ExportProcess(clean, tmp_path / "ckpt", tmp_path / "export.log").finish()
 
     store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
     archived = read_exported(store, prefix).offsets()
     every = {(p, i) for p in range(PARTITIONS) for i in range(PER_PARTITION)}
     assert set(archived) == every - bad and max(archived.values()) == 1
-    sent = []
+    assert not orphans(moto_s3, bucket), "objects outside the manifests"
+    sent = Counter()
     for message in read_topic(kafka, f"{topic}-dlq"):
         headers = {k: v.decode() for k, v in message.headers()}
-        sent.append(
+        sent[
             (int(headers["__connect.errors.partition"]), int(headers["__connect.errors.offset"]))
-        )
+        ] += 1
     log = SinkConfig.from_options({"s3.bucket.name": bucket, "name": "crash-test"}).manifest_log(
         store, prefix
     )
     manifest_keys = log.keys()
     counted = sum(log.read(key).dead_lettered for key in manifest_keys)
-    return bad, Counter(sent), counted
+    return bad, sent, counted
 
 
-def test_kill_between_dead_letter_sends_and_the_manifest(kafka, moto_s3, bucket, tmp_path):
-    """Batch 1 sent some bad records, then the job died before its manifest: the replay sends
-    them again (at least once, each identifiable by its context headers); the manifests count
-    every bad record exactly once."""
+def test_avro_kill_between_dead_letter_sends_and_the_manifest(
+    kafka, moto_s3, registry, bucket, tmp_path
+):
+    """Avro in and out, bad records among them. Batch 1 wrote an object and sent some dead
+    letters, then the job died before its manifest: after the restart every good record is
+    archived exactly once; the replay sends batch 1's dead letters again (at least once, each
+    identifiable by its context headers); the manifests count every bad record once."""
     bad, sent, counted = dead_letter_crash(
-        kafka, moto_s3, bucket, tmp_path, "crash_dlq_mid_batch", "pause-after-files:1:1:{marker}"
+        kafka,
+        moto_s3,
+        bucket,
+        tmp_path,
+        "crash_avro_dlq_mid_batch",
+        "pause-after-files:1:1:{marker}",
+        registry=registry,
     )
     assert set(sent) == bad, "every bad record reaches the dead-letter topic"
     assert counted == len(bad), "the manifests count each bad record once"
     assert max(sent.values()) <= 2, "only the uncommitted batch is sent again, once"
 
 
-def test_kill_after_the_manifest_does_not_send_dead_letters_again(kafka, moto_s3, bucket, tmp_path):
-    """The batch's manifest was written, Spark's commit was not: the replay finds the manifest
-    and sends nothing again, so every bad record is in the topic exactly once."""
+def test_kill_inside_the_commit_does_not_send_dead_letters_again(kafka, moto_s3, bucket, tmp_path):
+    """Killed inside the commit: batch 1's manifest was written, Spark's commit was not. The
+    replay overwrites its objects with themselves and, finding the manifest, sends no dead
+    letter again: every good record once in S3, every bad one once in the topic."""
     bad, sent, counted = dead_letter_crash(
         kafka, moto_s3, bucket, tmp_path, "crash_dlq_in_commit", "pause-in-commit:1:{marker}"
     )

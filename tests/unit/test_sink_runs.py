@@ -61,6 +61,20 @@ CASES = {
     "json-blockgzip-records": {"s3.compression.block.records": "5", "flush.size": "50"},
     "json-gzip-bytes": {"s3.compression.type": "gzip", "flush.size.bytes": "2000"},
     "json-none": {"s3.compression.type": "none", "flush.size": "120"},
+    "keys-headers-avro": {
+        "store.kafka.keys": "true",
+        "store.kafka.headers": "true",
+        "flush.size": "60",
+        "s3.compression.block.size": "700",
+    },
+    "keys-headers-json": {
+        "store.kafka.keys": "true",
+        "keys.format.class": "json",
+        "store.kafka.headers": "true",
+        "headers.format.class": "json",
+        "s3.compression.type": "gzip",
+        "flush.size.bytes": "3000",
+    },
     "json-pad-delims": {
         "filename.offset.zero.pad.width": "4",
         "file.delim": "-",
@@ -77,6 +91,7 @@ def test_batches_write_what_single_records_write(tmp_path, case):
     expected = one_at_a_time(tmp_path / "a", records, options)
     got = in_batches(tmp_path / "b", records, options, sizes)
     assert got == expected
+    assert tree(tmp_path / "a") == tree(tmp_path / "b")
     assert len(got) > 1
     assert tree(tmp_path / "b") == tree(tmp_path / "a")
 
