@@ -48,6 +48,11 @@ class RecordEncoder(ABC):
     def encode_tombstone(self, record: KafkaRecord) -> bytes:
         """What ``behavior.on.null.values=write`` stores for a record whose value is null."""
 
+    def first_rejected(self, values: list[bytes], start: int = 0) -> int | None:
+        """The index (from ``start``) of the first value that cannot be stored as it is, or
+        ``None`` when all can: the batch path writes the runs between them."""
+        return start if start < len(values) else None
+
     def passes_through(self, values: list[bytes], framed: bytes) -> bool:
         """Whether each of ``values`` (none null) is stored exactly as it is.
 
@@ -78,6 +83,20 @@ class JsonValueEncoder(RecordEncoder):
 
     def encode_tombstone(self, record: KafkaRecord) -> bytes:
         return b"null"
+
+    def first_rejected(self, values: list[bytes], start: int = 0) -> int | None:
+        if not self.may_pass_through:
+            return super().first_rejected(values, start)
+        loads = orjson.loads
+        for i in range(start, len(values)):
+            value = values[i]
+            if b"\n" in value or b"\r" in value:
+                return i
+            try:
+                loads(value)
+            except orjson.JSONDecodeError:
+                return i
+        return None
 
     def passes_through(self, values: list[bytes], framed: bytes) -> bool:
         """Single-line, valid JSON values are stored byte for byte."""
@@ -182,6 +201,15 @@ class ByteArrayEncoder(RecordEncoder):
 
     def encode_tombstone(self, record: KafkaRecord) -> bytes:
         return b""
+
+    def first_rejected(self, values: list[bytes], start: int = 0) -> int | None:
+        sep = self.separator
+        if sep is None:
+            return super().first_rejected(values, start)
+        for i in range(start, len(values)):
+            if sep in values[i]:
+                return i
+        return None
 
     def passes_through(self, values: list[bytes], framed: bytes) -> bool:
         """Values without the separator are stored as they are."""

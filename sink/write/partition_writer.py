@@ -310,6 +310,8 @@ class TopicPartitionWriter:
         offsets: np.ndarray,
         keys: list[bytes | None] | None = None,
         headers: list[Any] | None = None,
+        *,
+        checked: bool = False,
     ) -> bool:
         """Write a run of this topic-partition's non-null values at once, or return ``False``
         having written nothing (the caller then uses :meth:`write` per record).
@@ -320,6 +322,7 @@ class TopicPartitionWriter:
         and blocks are cut at the same places, so both paths give the same objects. With
         ``store.kafka.keys``/``headers`` the run's ``keys`` (bytes) and ``headers`` (lists of
         ``{"key", "value"}``, as Arrow gives them) go to the files beside it in bulk too.
+        ``checked``: the caller found every value storable as it is (:meth:`first_rejected`).
         """
         count = len(values)
         if not self.writes_runs or count == 0:
@@ -330,7 +333,7 @@ class TopicPartitionWriter:
             return False  # write() raises OutOfOrderError naming the record
         sep = self.config.separator
         framed = sep.join(values) + sep
-        if not self.encoder.passes_through(values, framed):
+        if not checked and not self.encoder.passes_through(values, framed):
             return False
         ends = np.cumsum(np.fromiter(map(len, values), np.int64, count) + len(sep))
         self.last_offset = int(offsets[-1])

@@ -156,12 +156,47 @@ class WriteTask:
         run = single_partition_run(batch)
         if run is not None:
             writer = self.writer_for(*run)
-            if writer.writes_runs and writer.write_values(
-                *run_values(batch), *run_companions(batch, self.config)
-            ):
+            if writer.writes_runs and self._write_runs(writer, batch):
                 return
         for record in records_of(batch):
             self.writer_for(record.topic, record.partition).write(record)
+
+    def _write_runs(self, writer: TopicPartitionWriter, batch) -> bool:
+        """One topic-partition's batch on the batch path; ``False`` if none of it could go.
+
+        Under ``errors.tolerance=all`` a value the encoder rejects does not send the whole
+        batch record by record: the runs before and after it stay on the batch path and only
+        it goes through :meth:`TopicPartitionWriter.write` (to the dead-letter queue). Both
+        paths cut files and blocks at the same records, so the objects are the same.
+        """
+        values, offsets = run_values(batch)
+        keys, headers = run_companions(batch, self.config)
+        if writer.dead_letters is None:
+            return writer.write_values(values, offsets, keys, headers)
+        start, count = 0, len(values)
+        while start < count:
+            bad = writer.encoder.first_rejected(values, start)
+            stop = count if bad is None else bad
+            if stop > start:
+                part = slice(start, stop)
+                written = writer.write_values(
+                    values[part],
+                    offsets[part],
+                    None if keys is None else keys[part],
+                    None if headers is None else headers[part],
+                    checked=True,
+                )
+                if not written:  # declined (offsets out of order): records from here on
+                    if start == 0:
+                        return False
+                    for record in records_of(batch.slice(start)):
+                        writer.write(record)
+                    return True
+            if bad is None:
+                break
+            writer.write(next(records_of(batch.slice(bad, 1))))
+            start = bad + 1
+        return True
 
     def finish(self) -> TaskCommitMessage:
         """Close every writer (the micro-batch ends) and describe what was written."""

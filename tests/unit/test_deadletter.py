@@ -161,3 +161,39 @@ def test_dead_letter_config_is_checked(tmp_path, options, words):
         SinkConfig.from_options({"path": str(tmp_path), **options})
     for word in words:
         assert word in str(info.value)
+
+
+def test_the_batch_path_around_bad_records_writes_what_the_record_path_writes(tmp_path):
+    """Bad records split a batch into runs; the objects and dead letters are the same as when
+    every record goes through the record path (a batch of two partitions takes that path)."""
+
+    def two_partitions(n):
+        records, _ = mixed_records(n, 0.05)
+        for r in records[n // 2 :]:
+            r.partition = 1
+            r.offset -= n // 2
+        return records
+
+    def tree(root):
+        return {
+            str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+        }
+
+    options = {"flush.size": "30", "s3.compression.type": "blockgzip", **STORE_DLQ}
+    records = two_partitions(600)
+    per_partition = (
+        [r for r in records if r.partition == 0],
+        [r for r in records if r.partition == 1],
+    )
+    # A: batches holding both partitions (record by record).
+    mixed = [r for pair in zip(*per_partition, strict=True) for r in pair]
+    config = SinkConfig.from_options({"path": str(tmp_path / "a"), **options})
+    write_task(config, iter(arrow_batches(mixed, [40] * 30)))
+    # B: one partition per batch (the batch path, split around the bad records).
+    config = SinkConfig.from_options({"path": str(tmp_path / "b"), **options})
+    batches = arrow_batches(per_partition[0], [70] * 10) + arrow_batches(
+        per_partition[1], [70] * 10
+    )
+    message = write_task(config, iter(batches))
+    assert tree(tmp_path / "a") == tree(tmp_path / "b")
+    assert sum(message.dead_letters["t"].values()) > 10
