@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from blockgz.errors import CorruptBlockError, OffsetNotFoundError
-from blockgz.format.avro import avro_block_slice, avro_block_values
+from blockgz.format.avro_read import avro_block_slice, avro_block_values
 from blockgz.format.codec import decompress_member, decompress_members
 from blockgz.format.framing import NEWLINE, Framing
 from blockgz.format.index import AvroBlocks, BlockIndex, Chunk

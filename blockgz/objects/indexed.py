@@ -33,7 +33,7 @@ from types import TracebackType
 from typing import Any, Protocol
 
 from blockgz.errors import BlockGzError, IndexMismatchError, MissingIndexError, ObjectNotFoundError
-from blockgz.format.avro import avro_block_bytes, header_problems, read_avro_header
+from blockgz.format.avro_read import avro_block_bytes, header_problems, read_avro_header
 from blockgz.format.decode import (
     Record,
     avro_chunk_records,

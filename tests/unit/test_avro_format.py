@@ -27,11 +27,10 @@ from blockgz.errors import (
 from blockgz.format.avro import (
     AVRO_CODECS,
     AvroBlockWriter,
-    avro_block_values,
     avro_sync_marker,
     check_avro_codec,
-    read_avro_header,
 )
+from blockgz.format.avro_read import avro_block_values, read_avro_header
 from blockgz.format.index import BlockIndex, Chunk
 from blockgz.layout import data_key_for, sidecar_key
 from blockgz.objects.avro_upload import AvroUpload
