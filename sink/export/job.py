@@ -22,15 +22,13 @@ import logging
 import re
 import signal
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from blockgz.errors import BlockGzError, ExportFailed
 from blockgz.manifests import Offsets, new_epoch
 from sink.export.config import ExportConfig
+from sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
 from sink.write.config import INPUT_PREFIX, INPUT_READER
 
 log = logging.getLogger("blockgz.export")
@@ -38,36 +36,6 @@ log = logging.getLogger("blockgz.export")
 EPOCH_FILE = "blockgz-epoch"
 #: The sink's input reader when its tasks read their Kafka ranges themselves.
 RANGE_READER = "sink.kafka.ranges:read_range_rows"
-
-
-@dataclass
-class PartitionProgress:
-    """What the job knows of one topic-partition."""
-
-    next_offset: int | None = None
-    latest: int | None = None
-    files: int = 0
-    rate: float = 0.0
-    #: Records sent to the dead-letter queue (``errors.tolerance=all``).
-    dead_letters: int = 0
-
-    @property
-    def lag(self) -> int | None:
-        if self.latest is None or self.next_offset is None:
-            return None
-        return max(0, self.latest - self.next_offset)
-
-
-@dataclass
-class ExportResult:
-    """Summary of a run: batches and files committed, records read, per-partition state."""
-
-    batches: int = 0
-    files: int = 0
-    records: int = 0
-    dead_letters: int = 0
-    partitions: dict[tuple[str, int], PartitionProgress] = field(default_factory=dict)
-    stopped_by_signal: bool = False
 
 
 def run_export(
@@ -310,127 +278,6 @@ def follow(
         raise ExportFailed(root_cause(error)) from None
 
 
-class ProgressTracker:
-    """Turns Spark's progress reports and the batch manifests into an :class:`ExportResult`.
-
-    Records are counted from the manifests (written, skipped nulls, dead letters), which is right
-    whether Spark's rows are records or offset ranges.
-    """
-
-    def __init__(self, job: ExportConfig, epoch: str, result: ExportResult):
-        self.result = result
-        store, prefix = job.sink.make_store()
-        self.manifests = job.sink.manifest_log(store, prefix, epoch=epoch)
-        self.watermarks = _Watermarks(job)
-        self._seen_batch = -1
-        self._last_ends: dict[tuple[str, int], int] = {}
-        self._last_time = time.monotonic()
-
-    def update(self, recent_progress) -> None:
-        for progress in _new_progress(recent_progress, self._seen_batch):
-            self._seen_batch = progress["batchId"]
-            self._count_batch(self._seen_batch)
-            self._advance(_end_offsets(progress))
-        partitions = list(self.result.partitions)
-        unknown = any(state.latest is None for state in self.result.partitions.values())
-        latest = self.watermarks.refresh(partitions, now=unknown)  # new partitions: at once
-        for tp, high in latest.items():
-            self.result.partitions.setdefault(tp, PartitionProgress()).latest = high
-
-    def _count_batch(self, batch_id: int) -> None:
-        manifest = self.manifests.read_batch(batch_id)
-        if manifest is None:
-            return
-        self.result.batches += 1
-        self.result.records += manifest.records
-        for f in manifest.files:
-            state = self.result.partitions.setdefault((f.topic, f.partition), PartitionProgress())
-            state.files += 1
-            self.result.files += 1
-        for topic, parts in manifest.dead_letters.items():
-            for part, count in parts.items():
-                state = self.result.partitions.setdefault((topic, part), PartitionProgress())
-                state.dead_letters += count
-                self.result.dead_letters += count
-
-    def _advance(self, ends: dict[tuple[str, int], int]) -> None:
-        now = time.monotonic()
-        for tp, end in ends.items():
-            state = self.result.partitions.setdefault(tp, PartitionProgress())
-            before = self._last_ends.get(tp, end)
-            state.rate = (end - before) / max(now - self._last_time, 1e-3)
-            state.next_offset = end
-        self._last_ends, self._last_time = ends, now
-
-    def close(self) -> None:
-        self.watermarks.close()
-
-
-class _Watermarks:
-    """High watermarks per topic-partition, refreshed at most every ``period_s``."""
-
-    def __init__(self, job: ExportConfig, period_s: float = 2.0):
-        self.job = job
-        self.period_s = period_s
-        self._consumer: Any = None
-        self._at = 0.0
-        self.latest: dict[tuple[str, int], int] = {}
-
-    def refresh(self, partitions, *, now: bool = False) -> dict[tuple[str, int], int]:
-        """The watermarks, read again if ``period_s`` passed (or ``now``)."""
-        if not now and time.monotonic() - self._at < self.period_s:
-            return self.latest
-        self._at = time.monotonic()
-        try:
-            from confluent_kafka import Consumer, TopicPartition
-
-            if self._consumer is None:
-                conf = self.job.source.client_config()
-                conf.setdefault("group.id", "blockgz-export-progress")
-                conf["enable.auto.commit"] = False
-                self._consumer = Consumer(conf)
-            for topic, part in partitions:
-                _, high = self._consumer.get_watermark_offsets(
-                    TopicPartition(topic, part), timeout=2, cached=False
-                )
-                self.latest[(topic, part)] = high
-        except Exception:  # progress is best effort; the export itself does not depend on it
-            log.debug("could not read watermarks", exc_info=True)
-        return self.latest
-
-    def close(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
-
-
-def _new_progress(recent, after_batch: int) -> list[dict[str, Any]]:
-    out = []
-    for p in recent:
-        doc = json.loads(p.json) if hasattr(p, "json") else p
-        if doc.get("batchId", -1) > after_batch and doc.get("numInputRows", 0) >= 0:
-            out.append(doc)
-    out.sort(key=lambda d: d["batchId"])
-    return out
-
-
-def _end_offsets(progress: dict[str, Any]) -> dict[tuple[str, int], int]:
-    ends: dict[tuple[str, int], int] = {}
-    for source in progress.get("sources", []):
-        end = source.get("endOffset")
-        if isinstance(end, str):
-            try:
-                end = json.loads(end)
-            except ValueError:
-                continue
-        if isinstance(end, dict):
-            for topic, parts in end.items():
-                if isinstance(parts, dict):
-                    for p, n in parts.items():
-                        ends[(topic, int(p))] = int(n)
-    return ends
-
-
 def _error_names() -> list[str]:
     names, todo = set(), [BlockGzError]
     while todo:
@@ -499,4 +346,4 @@ def _install_handlers(stop: threading.Event, result: ExportResult):
     return restore
 
 
-__all__ = ["ExportConfig", "ExportFailed", "ExportResult", "run_export"]
+__all__ = ["ExportConfig", "ExportFailed", "ExportResult", "PartitionProgress", "run_export"]
