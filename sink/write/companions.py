@@ -79,6 +79,8 @@ class Companions:
         self.config = config
         self.writers = writers
         self.key_converter = key_converter
+        #: The last record's decoded key: accepts() and encode() ask for the same record.
+        self._decoded: tuple[KafkaRecord, tuple[ValueSchema, Any]] | None = None
 
     @classmethod
     def open(
@@ -90,11 +92,15 @@ class Companions:
         partition: int,
         encoded: str,
         *,
-        key_schema: ValueSchema | None = None,
+        first: KafkaRecord | None = None,
         key_converter=None,
     ) -> Companions:
         """The companions a value file at ``value_key`` needs (none: an empty set);
-        ``key_schema`` is the schema of the first record's key (for an Avro keys file)."""
+        an Avro keys file takes the schema of the ``first`` record's key."""
+        decoded = None
+        if first is not None and config.store_keys:
+            decoded = (first, decode_key(key_converter, first))
+        key_schema = decoded[1][0] if decoded is not None else None
         writers: dict[str, Any] = {}
         roles = [
             (role, fmt)
@@ -110,14 +116,18 @@ class Companions:
             if fmt == "avro":
                 schema = HEADERS_SCHEMA if role == "headers" else _nullable(key_schema)
             writers[role] = _open_writer(config, store, key, fmt, schema, topic, partition, encoded)
-        return cls(config, writers, key_converter)
+        companions = cls(config, writers, key_converter)
+        companions._decoded = decoded
+        return companions
 
     def __bool__(self) -> bool:
         return bool(self.writers)
 
     # -- entries ------------------------------------------------------------------------------
     def _key(self, record: KafkaRecord) -> tuple[ValueSchema, Any]:
-        return decode_key(self.key_converter, record)
+        if self._decoded is None or self._decoded[0] is not record:
+            self._decoded = (record, decode_key(self.key_converter, record))
+        return self._decoded[1]
 
     def accepts(self, record: KafkaRecord) -> bool:
         """Whether the record's key fits the keys file (an Avro keys file has one schema)."""

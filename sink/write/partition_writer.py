@@ -42,7 +42,7 @@ from sink.convert.schemas import ValueSchema
 from sink.partitioning.partitioners import DefaultPartitioner
 from sink.partitioning.zones import parse_timezone
 from sink.records import KafkaRecord
-from sink.write.companions import Companions, decode_key
+from sink.write.companions import Companions
 from sink.write.config import SinkConfig
 from sink.write.deadletter import DeadLetters, log_bad_record
 from sink.write.encoders import encoder_for
@@ -373,9 +373,6 @@ class TopicPartitionWriter:
     ) -> OpenFile:
         writer = self._open_value_file(encoded, offset, schema)
         if self.config.store_keys or self.config.store_headers:
-            key_schema = None
-            if record is not None and self.config.store_keys:
-                key_schema = decode_key(self.key_converter, record)[0]
             try:
                 writer.companions = Companions.open(
                     self.config,
@@ -384,7 +381,7 @@ class TopicPartitionWriter:
                     self.topic,
                     self.partition,
                     encoded,
-                    key_schema=key_schema,
+                    first=record,
                     key_converter=self.key_converter,
                 )
             except BaseException:
