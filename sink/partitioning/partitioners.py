@@ -282,7 +282,35 @@ def _fixed_format(delim: str, *fields: tuple[str, str]) -> str:
     return "".join(parts)
 
 
-class DailyPartitioner(TimeBasedPartitioner):
+class _FixedTimePartitioner(TimeBasedPartitioner):
+    """A time partitioner whose ``path.format`` and bucket are fixed (daily, hourly)."""
+
+    FIELDS: tuple[tuple[str, str], ...] = ()
+    DURATION_MS = 0
+
+    def __init__(
+        self,
+        locale: str,
+        timezone: str | tzinfo,
+        extractor: TimestampExtractor | str = "Wallclock",
+        *,
+        directory_delim: str = "/",
+        lowercase: bool = False,
+        timestamp_field: str = "timestamp",
+    ):
+        super().__init__(
+            _fixed_format(directory_delim, *self.FIELDS),
+            self.DURATION_MS,
+            locale,
+            timezone,
+            extractor,
+            directory_delim=directory_delim,
+            lowercase=lowercase,
+            timestamp_field=timestamp_field,
+        )
+
+
+class DailyPartitioner(_FixedTimePartitioner):
     """``year=YYYY/month=MM/day=dd`` in one-day buckets of local time.
 
     >>> p = DailyPartitioner("en", "America/New_York", "Record")
@@ -290,30 +318,11 @@ class DailyPartitioner(TimeBasedPartitioner):
     'year=2026/month=11/day=22'
     """
 
-    def __init__(
-        self,
-        locale: str,
-        timezone: str | tzinfo,
-        extractor: TimestampExtractor | str = "Wallclock",
-        *,
-        directory_delim: str = "/",
-        lowercase: bool = False,
-        timestamp_field: str = "timestamp",
-    ):
-        fmt = _fixed_format(directory_delim, ("year", "YYYY"), ("month", "MM"), ("day", "dd"))
-        super().__init__(
-            fmt,
-            DAY_MS,
-            locale,
-            timezone,
-            extractor,
-            directory_delim=directory_delim,
-            lowercase=lowercase,
-            timestamp_field=timestamp_field,
-        )
+    FIELDS = (("year", "YYYY"), ("month", "MM"), ("day", "dd"))
+    DURATION_MS = DAY_MS
 
 
-class HourlyPartitioner(TimeBasedPartitioner):
+class HourlyPartitioner(_FixedTimePartitioner):
     """``year=YYYY/month=MM/day=dd/hour=HH`` in one-hour buckets of local time.
 
     >>> p = HourlyPartitioner("en", "UTC", "Record")
@@ -321,29 +330,8 @@ class HourlyPartitioner(TimeBasedPartitioner):
     'year=2026/month=11/day=22/hour=10'
     """
 
-    def __init__(
-        self,
-        locale: str,
-        timezone: str | tzinfo,
-        extractor: TimestampExtractor | str = "Wallclock",
-        *,
-        directory_delim: str = "/",
-        lowercase: bool = False,
-        timestamp_field: str = "timestamp",
-    ):
-        fmt = _fixed_format(
-            directory_delim, ("year", "YYYY"), ("month", "MM"), ("day", "dd"), ("hour", "HH")
-        )
-        super().__init__(
-            fmt,
-            HOUR_MS,
-            locale,
-            timezone,
-            extractor,
-            directory_delim=directory_delim,
-            lowercase=lowercase,
-            timestamp_field=timestamp_field,
-        )
+    FIELDS = (("year", "YYYY"), ("month", "MM"), ("day", "dd"), ("hour", "HH"))
+    DURATION_MS = HOUR_MS
 
 
 # -- options ------------------------------------------------------------------------------------
