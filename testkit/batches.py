@@ -6,10 +6,12 @@ from sink.records import KafkaRecord, kafka_arrow_schema
 
 
 def arrow_batches(records: list[KafkaRecord], sizes: list[int] | None = None) -> list:
-    """Kafka-shaped Arrow batches of ``records``, cut into the given sizes (the rest last)."""
+    """Kafka-shaped Arrow batches of ``records``, cut into the given sizes (the rest last);
+    with a ``headers`` column when any record has headers (Spark's ``includeHeaders``)."""
     import pyarrow as pa
 
-    schema = kafka_arrow_schema(False)
+    with_headers = any(r.headers is not None for r in records)
+    schema = kafka_arrow_schema(with_headers)
     batches, pos = [], 0
     for size in [*(sizes or []), len(records)]:
         chunk = records[pos : pos + size]
@@ -25,5 +27,10 @@ def arrow_batches(records: list[KafkaRecord], sizes: list[int] | None = None) ->
             "timestamp": [(r.timestamp_ms or 0) * 1000 for r in chunk],
             "timestampType": [0] * len(chunk),
         }
+        if with_headers:
+            columns["headers"] = [
+                None if r.headers is None else [{"key": k, "value": v} for k, v in r.headers]
+                for r in chunk
+            ]
         batches.append(pa.RecordBatch.from_pydict(columns, schema=schema))
     return batches

@@ -38,6 +38,7 @@ from types import SimpleNamespace
 from typing import Any, Protocol
 
 import fastavro
+import numpy as np
 from fastavro.write import Writer
 
 from blockgz.errors import (
@@ -229,6 +230,11 @@ class AvroBlockWriter:
         self._cursor = 0  # ...from here on
         self._last = -1
         self._count_override: int | None = None  # the count of a block write_block frames
+        # Records given already encoded (write_encoded), not yet in a block. At most one of
+        # this and fastavro's open block holds records at any time.
+        self._raw: list[bytes] = []
+        self._raw_bytes = 0
+        self._raw_count = 0
         self._in_block = False  # a block is being written to the sink
         self._index: BlockIndex | None = None
 
@@ -241,12 +247,12 @@ class AvroBlockWriter:
     @property
     def uncompressed_size(self) -> int:
         """Encoded (uncompressed) bytes of every record written, the open block's included."""
-        return self._uncompressed_done + self._writer.io.tell()
+        return self._uncompressed_done + self._writer.io.tell() + self._raw_bytes
 
     @property
     def records(self) -> int:
         """Records written so far, the open block's included."""
-        return self._records_done + self._writer.block_count
+        return self._records_done + self._writer.block_count + self._raw_count
 
     @property
     def index(self) -> BlockIndex:
@@ -263,6 +269,9 @@ class AvroBlockWriter:
         """
         if offset <= self._last:
             self._refuse(offset)
+        if self._raw_count:  # encoded records are open: this one joins them, encoded alike
+            self._write_one_encoded(datum, offset)
+            return
         self._offsets.append(offset)
         writer = self._writer
         try:
@@ -290,6 +299,10 @@ class AvroBlockWriter:
             return
         if offsets[0] <= self._last or not all(map(operator.lt, offsets, offsets[1:])):
             self._refuse(offsets[0], batch=True)
+        if self._raw_count:
+            for datum, offset in zip(data, offsets, strict=True):
+                self._write_one_encoded(datum, offset)
+            return
         before = self.records
         self._offsets.extend(offsets)
         writer, most = self._writer, self.max_records
@@ -307,6 +320,66 @@ class AvroBlockWriter:
         except Exception as exc:
             self._recover(exc, offsets, before)
         self._last = offsets[-1]
+
+    def write_encoded(self, data: Any, ends: Any, offsets: Any) -> None:
+        """Append records already encoded in this file's schema: record ``i`` is
+        ``data[ends[i-1]:ends[i]]`` (``data`` bytes-like, e.g. a numpy ``uint8`` array) and
+        holds ``offsets[i]``. Blocks are cut exactly where :meth:`write` would cut them; the
+        bytes are trusted to match the schema (see :mod:`sink.write.arrow_entries`).
+        """
+        offsets = offsets.tolist() if hasattr(offsets, "tolist") else list(offsets)
+        count = len(offsets)
+        if len(ends) != count:
+            raise ConfigError(f"write_encoded: {len(ends)} records but {count} offsets")
+        if not count:
+            return
+        if offsets[0] <= self._last or not all(map(operator.lt, offsets, offsets[1:])):
+            self._refuse(offsets[0], batch=True)
+        writer = self._writer
+        if writer.block_count:  # fastavro's open block continues as encoded records
+            self._raw, self._raw_bytes = [writer.io.getvalue()], writer.io.tell()
+            self._raw_count, writer.block_count = writer.block_count, 0
+            writer.io.clear()
+        self._offsets.extend(offsets)
+        self._last = offsets[-1]
+        view = memoryview(data).cast("B") if not isinstance(data, bytes) else memoryview(data)
+        ends = np.asarray(ends, np.int64)
+        start = 0
+        while start < count:
+            base = int(ends[start - 1]) if start else 0
+            # fastavro cuts a block after the record that brings it to block_size bytes
+            cut = int(np.searchsorted(ends, base + self.block_size - self._raw_bytes, "left"))
+            if self.max_records is not None:
+                cut = min(cut, start + self.max_records - self._raw_count - 1)
+            stop = min(cut + 1, count)
+            self._raw.append(bytes(view[base : int(ends[stop - 1])]))
+            self._raw_bytes += int(ends[stop - 1]) - base
+            self._raw_count += stop - start
+            if cut < count:
+                self._write_raw_block()
+            start = stop
+
+    def _write_one_encoded(self, datum: Any, offset: int) -> None:
+        """One record into the encoded records (a record path call amid batch-path ones)."""
+        out = io.BytesIO()
+        try:
+            fastavro.schemaless_writer(out, self._writer.schema, datum)
+        except Exception as exc:
+            raise BadRecordError(
+                f"offset {offset}: the value does not match the Avro schema: {exc}", offset=offset
+            ) from exc
+        encoded = out.getvalue()
+        self.write_encoded(encoded, [len(encoded)], [offset])
+
+    def _write_raw_block(self) -> None:
+        """Frame the encoded records as one block (fastavro compresses and frames it)."""
+        block = SimpleNamespace(num_records=self._raw_count, bytes_=io.BytesIO(b"".join(self._raw)))
+        self._count_override = self._raw_count
+        try:
+            self._writer.write_block(block)
+        finally:
+            self._count_override = None
+        self._raw, self._raw_bytes, self._raw_count = [], 0, 0
 
     def _refuse(self, offset: int, *, batch: bool = False) -> None:
         if offset < 0:
@@ -378,6 +451,8 @@ class AvroBlockWriter:
             return self._index
         if self._writer.block_count:
             self._writer.dump()
+        if self._raw_count:
+            self._write_raw_block()
         self._index = BlockIndex(
             self._chunks,
             codec=self.codec,

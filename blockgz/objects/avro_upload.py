@@ -80,6 +80,10 @@ class AvroUpload(IndexedUpload):
         """Many records with their offsets (see :meth:`AvroBlockWriter.write_many`)."""
         self.writer.write_many(data, offsets)
 
+    def write_encoded(self, data: Any, ends: Any, offsets: Any) -> None:
+        """Records already encoded (see :meth:`AvroBlockWriter.write_encoded`)."""
+        self.writer.write_encoded(data, ends, offsets)
+
     @property
     def uncompressed_size(self) -> int:
         """Encoded bytes of every record written so far."""

@@ -99,6 +99,14 @@ class AvroObjectWriter(OutputObject):
         self._upload.write_many(data, offsets)
         self._count(int(offsets[0]), int(offsets[-1]), len(data))
 
+    def write_encoded(self, data: Any, ends: Any, offsets: Any) -> None:
+        """Append records already encoded in this file's schema (``ends`` relative to
+        ``data``), in one call; blocks are cut where :meth:`write` would cut them."""
+        if not len(ends):
+            return
+        self._upload.write_encoded(data, ends, offsets)
+        self._count(int(offsets[0]), int(offsets[-1]), len(ends))
+
     def close(self) -> WrittenFile:
         """Finish the object (then its sidecar) and describe it. Leaves nothing on failure."""
         self._upload.close()

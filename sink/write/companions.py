@@ -43,6 +43,7 @@ from blockgz.store.base import ObjectStore
 from sink.convert.connect_json import render_json
 from sink.convert.schemas import BYTES_SCHEMA, ValueSchema
 from sink.records import KafkaRecord
+from sink.write import arrow_entries
 from sink.write.config import SinkConfig
 from sink.write.encoders import text_or_base64
 
@@ -179,15 +180,26 @@ class Companions:
         for role, entry in entries.items():
             self.writers[role].write(entry, offset)
 
-    def write_run(self, keys: list | None, headers: list | None, offsets) -> None:
-        """A run of records at once (the sink's batch path): raw ``keys`` (no key converter)
-        and ``headers`` as Arrow lists them (``[{"key", "value"}, ...]`` or ``None``)."""
-        for role, entries in (("keys", keys), ("headers", headers)):
+    def write_run(self, keys: Any, headers: Any, offsets) -> None:
+        """A run of records at once (the sink's batch path): the run's raw ``keys`` and
+        ``headers`` as Arrow arrays (binary; ``list<struct<key, value>>``). Entries are laid
+        out from the Arrow buffers (:mod:`sink.write.arrow_entries`) where they can be, else
+        made one by one; both give the same bytes."""
+        for role, column in (("keys", keys), ("headers", headers)):
             writer = self.writers.get(role)
             if writer is None:
                 continue
-            assert entries is not None, f"the batch path needs the run's {role}"
+            assert column is not None, f"the batch path needs the run's {role}"
             fmt = self.config.keys_format if role == "keys" else self.config.headers_format
+            encoded = _encode_column(role, fmt, column)
+            if encoded is not None:
+                data, ends = encoded
+                if fmt == "avro":
+                    writer.write_encoded(data, ends, offsets)
+                else:
+                    writer.write_framed(memoryview(data), ends, offsets)
+                continue
+            entries = column.to_pylist()
             if fmt == "avro":
                 if role == "headers":
                     entries = [h or [] for h in entries]
@@ -219,6 +231,17 @@ class Companions:
     def abort(self) -> None:
         for writer in self.writers.values():
             writer.abort()
+
+
+def _encode_column(role: str, fmt: str, column: Any):
+    """The run's entries laid out from Arrow (``None``: made one by one instead)."""
+    if role == "keys":
+        if fmt == "avro":
+            return arrow_entries.avro_nullable_bytes(column)
+        if fmt == "json":
+            return arrow_entries.json_text_lines(column)
+        return None
+    return arrow_entries.avro_headers(column) if fmt == "avro" else None
 
 
 def decode_key(converter, record: KafkaRecord) -> tuple[ValueSchema, Any]:

@@ -86,17 +86,24 @@ def run_values(batch) -> tuple[list[bytes], Any]:
     return values.to_pylist(), offsets
 
 
-def run_companions(batch, config: SinkConfig) -> tuple[list | None, list | None]:
-    """The batch's keys and headers when files beside the values keep them, else ``None``."""
+def run_companions(batch, config: SinkConfig) -> tuple[Any, Any]:
+    """The batch's key and headers columns (Arrow) when files beside the values keep them,
+    else ``None``; a column the batch lacks is all nulls."""
+    import pyarrow as pa
+
+    from sink.records import kafka_arrow_schema
+
     names = batch.schema.names
-    keys = headers = None
-    if config.store_keys:
-        keys = batch.column("key").to_pylist() if "key" in names else [None] * batch.num_rows
-    if config.store_headers:
-        headers = (
-            batch.column("headers").to_pylist() if "headers" in names else [None] * batch.num_rows
-        )
-    return keys, headers
+    wanted = (("key", config.store_keys), ("headers", config.store_headers))
+    columns = []
+    for name, kept in wanted:
+        if not kept:
+            columns.append(None)
+        elif name in names:
+            columns.append(batch.column(name))
+        else:
+            columns.append(pa.nulls(batch.num_rows, kafka_arrow_schema(True).field(name).type))
+    return columns[0], columns[1]
 
 
 def task_identity() -> tuple[int | None, int]:

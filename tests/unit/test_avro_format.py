@@ -645,3 +645,60 @@ def test_seek_returns_exactly_the_records_from_an_offset(
         ):
             expected = [(o, r) for o, r in zip(offsets, records, strict=True) if o >= target]
             assert [(r.offset, r.value) for r in obj.seek(target)] == expected
+
+
+def _encoded(records: list[dict]) -> tuple[bytes, list[int]]:
+    ends, out = [], io.BytesIO()
+    for record in records:
+        fastavro.schemaless_writer(out, fastavro.parse_schema(SCHEMA), record)
+        ends.append(out.tell())
+    return out.getvalue(), ends
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    calls=st.lists(
+        st.tuples(st.sampled_from(["write", "write_many", "write_encoded"]), st.integers(1, 9)),
+        min_size=1,
+        max_size=12,
+    ),
+    block_size=st.integers(1, 300),
+    max_records=st.one_of(st.none(), st.integers(1, 7)),
+)
+def test_encoded_runs_cut_blocks_where_record_writes_do(calls, block_size, max_records):
+    """A file written with any mix of the three calls has the bytes and the index of the same
+    records written one by one (the batch path and the record path meet in one file)."""
+    total = sum(n for _, n in calls)
+    records, offsets = [order(n) for n in range(total)], gapped_offsets(total)
+    settings_ = {"block_size": block_size, "max_records": max_records}
+    expected, expected_index = write_file(records, offsets, **settings_)
+    out = io.BytesIO()
+    writer = AvroBlockWriter(out, SCHEMA, sync_marker=avro_sync_marker(KEY), **settings_)
+    at = 0
+    for how, n in calls:
+        part, part_offsets = records[at : at + n], offsets[at : at + n]
+        if how == "write":
+            for record, offset in zip(part, part_offsets, strict=True):
+                writer.write(record, offset)
+        elif how == "write_many":
+            writer.write_many(part, part_offsets)
+        else:
+            data, ends = _encoded(part)
+            writer.write_encoded(data, ends, part_offsets)
+        at += n
+    assert writer.records == total
+    index = writer.close()
+    assert out.getvalue() == expected
+    assert index.to_json() == expected_index.to_json()
+
+
+def test_a_bad_record_amid_encoded_runs_is_refused_alone():
+    out = io.BytesIO()
+    writer = AvroBlockWriter(out, SCHEMA, sync_marker=avro_sync_marker(KEY))
+    data, ends = _encoded([order(0)])
+    writer.write_encoded(data, ends, [0])
+    with pytest.raises(BadRecordError, match="offset 1"):
+        writer.write({"id": "not a number"}, 1)
+    writer.write(order(2), 2)
+    writer.close()
+    assert [r["id"] for r in fastavro.reader(io.BytesIO(out.getvalue()))] == [0, 2]
