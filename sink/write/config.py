@@ -294,11 +294,12 @@ def _check_avro(config: SinkConfig, opts: Options) -> None:
             "(as in Confluent): Avro compresses inside the container; set avro.codec to one of "
             + ", ".join(AVRO_CODECS)
         )
-    if config.null_behavior == "write":
+    if config.null_behavior == "write" and not config.store_keys:
         raise ConfigError(
-            "behavior.on.null.values=write cannot be used with format.class=avro: an Avro file "
-            "holds records of its schema, and a tombstone has none; allowed: fail, ignore "
-            "(with store.kafka.keys the keys files still hold every key)"
+            "behavior.on.null.values=write with format.class=avro needs store.kafka.keys=true "
+            "(as in Confluent: a tombstone is kept as its key, and an Avro value file holds "
+            "records of its schema, which a tombstone has none of); or set "
+            "behavior.on.null.values to fail or ignore"
         )
 
 
@@ -441,6 +442,14 @@ class SinkConfig:
             return ".avro"
         base = ".json" if fmt == "json" else self.bytearray_extension
         return base + ("" if self.compression == "none" else ".gz")
+
+    @property
+    def keeps_tombstone_keys_only(self) -> bool:
+        """``behavior.on.null.values=write`` with ``store.kafka.keys``: a tombstone is kept as
+        its key (and headers) under ``tombstone.encoded.partition``, no value file, as in
+        Confluent. Without keys stored, blockgz writes the null value itself (JSON ``null``,
+        an empty bytearray record), so the tombstone is not lost."""
+        return self.null_behavior == "write" and self.store_keys
 
     @property
     def framing(self) -> Framing:

@@ -46,12 +46,12 @@ from sink.write.companions import Companions
 from sink.write.config import SinkConfig
 from sink.write.deadletter import DeadLetters, log_bad_record
 from sink.write.encoders import encoder_for
-from sink.write.object_writer import ObjectWriter
+from sink.write.object_writer import NoValueFile, ObjectWriter
 
 if TYPE_CHECKING:
     from sink.write.avro_writer import AvroObjectWriter
 
-    OpenFile = ObjectWriter | AvroObjectWriter
+    OpenFile = ObjectWriter | AvroObjectWriter | NoValueFile
 
 log = logging.getLogger("blockgz.sink")
 
@@ -190,13 +190,21 @@ class TopicPartitionWriter:
                     f"{self.config.tombstone_partition!r})"
                 )
             encoded = self.config.tombstone_partition
-            data = self.encoder.encode_tombstone(record)
+            # With keys stored, a tombstone is its key (and headers) only, as in Confluent.
+            keys_only = self.config.keeps_tombstone_keys_only
+            data = None if keys_only else self.encoder.encode_tombstone(record)
         else:
             if self.converter is not None:
                 self._stage = "VALUE_CONVERTER"
                 self.converter.decode(record)
                 self._stage = "TASK_PUT"
             encoded = self._affixed(self.partitioner.encode_partition(record), record)
+            if encoded == self.config.tombstone_partition and self.config.keeps_tombstone_keys_only:
+                raise record.fail(
+                    f"its encoded partition {encoded!r} is tombstone.encoded.partition, where "
+                    "only tombstones' keys are kept; set tombstone.encoded.partition to a "
+                    "directory no record's partition can have"
+                )
             if record.schema is not None:
                 self._place_schema(record, encoded)
             data = self.encoder.encode(record)
@@ -308,8 +316,8 @@ class TopicPartitionWriter:
         self,
         values: list[bytes],
         offsets: np.ndarray,
-        keys: list[bytes | None] | None = None,
-        headers: list[Any] | None = None,
+        keys: Any = None,
+        headers: Any = None,
         *,
         checked: bool = False,
     ) -> bool:
@@ -320,8 +328,8 @@ class TopicPartitionWriter:
         time, offsets increase and the encoder stores the values as they are. Files rotate on
         ``flush.size``/``flush.size.bytes`` at exactly the records :meth:`write` would pick,
         and blocks are cut at the same places, so both paths give the same objects. With
-        ``store.kafka.keys``/``headers`` the run's ``keys`` (bytes) and ``headers`` (lists of
-        ``{"key", "value"}``, as Arrow gives them) go to the files beside it in bulk too.
+        ``store.kafka.keys``/``headers`` the run's ``keys`` and ``headers`` (Arrow columns, as
+        the batch holds them) go to the files beside it in bulk too.
         ``checked``: the caller found every value storable as it is (:meth:`first_rejected`).
         """
         count = len(values)
@@ -395,6 +403,10 @@ class TopicPartitionWriter:
     ) -> OpenFile:
         cfg = self.config
         writer: OpenFile
+        if encoded == cfg.tombstone_partition and cfg.keeps_tombstone_keys_only:
+            writer = NoValueFile(self.key_for(encoded, offset), self.topic, self.partition, encoded)
+            self.open_files[encoded] = writer
+            return writer
         if cfg.format == "avro":
             from sink.write.avro_writer import AvroObjectWriter
 
@@ -433,12 +445,15 @@ class TopicPartitionWriter:
     def _commit(self, encoded: str) -> None:
         writer = self.open_files.pop(encoded)
         done = writer.close()
-        self.written.append(done)
+        if done is not None:
+            self.written.append(done)
         if writer.companions:  # the keys and headers files, after their value file
             for companion in writer.companions.close():
                 self.written.append(companion)
                 if self.on_file is not None:
                     self.on_file(companion)
+        if done is None:  # tombstones kept as keys only (NoValueFile)
+            return
         if self.store.tags_objects:  # s3.object.tagging, as Confluent tags committed files
             self.store.tag(done.key, offset_tags(done.first_offset, done.last_offset, done.records))
         log.debug(

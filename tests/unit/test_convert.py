@@ -353,7 +353,7 @@ def test_converter_settings_read_connect_names():
                 "value.converter": "string",
                 "behavior.on.null.values": "write",
             },
-            ["tombstone", "fail, ignore"],
+            ["store.kafka.keys=true", "tombstone", "fail or ignore"],
         ),
     ],
 )

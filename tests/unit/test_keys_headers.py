@@ -17,6 +17,7 @@ from blockgz.errors import BadRecordError, ConfigError
 from reader import open_archive
 from sink.records import KafkaRecord, kafka_arrow_schema
 from sink.write.config import SinkConfig
+from sink.write.encoders import text_or_base64
 from sink.write.task import write_task
 
 
@@ -154,3 +155,51 @@ def test_manifests_count_records_once_with_companions(tmp_path):
     assert manifest.records == 6 and len(manifest.files) == 2
     assert {f.role for f in manifest.files} == {"value", "keys"}
     assert json.loads(store.get(log.key(0)))["files"][0].get("role") in (None, "keys")
+
+
+@pytest.mark.parametrize("fmt", ["json", "avro"])
+def test_tombstones_with_keys_stored_keep_only_their_keys_and_headers(tmp_path, fmt):
+    """behavior.on.null.values=write with store.kafka.keys, as Confluent: a tombstone goes to
+    tombstone.encoded.partition as keys (and headers) files, and no value file is written."""
+    recs = records(12)
+    for i in (2, 3, 7):  # tombstones
+        r = recs[i]
+        recs[i] = KafkaRecord(
+            r.topic, r.partition, r.offset, r.timestamp_ms, r.key, None, r.headers
+        )
+    options = {"behavior.on.null.values": "write", "store.kafka.keys": "true"}
+    options |= {"store.kafka.headers": "true", "keys.format.class": "json"}
+    if fmt == "avro":
+        options |= {"format.class": "avro", "value.converter": "string"}
+    message = write(tmp_path, recs, **options)
+    tombstone_files = [f for f in message.files if f.encoded_partition == "tombstone"]
+    assert sorted(f.role for f in tombstone_files) == ["headers", "keys"]
+    assert all(f.records == 3 for f in tombstone_files)
+    keys_file = next(f for f in tombstone_files if f.role == "keys")
+    assert keys_file.key == "topics/t/tombstone/t+0+0000000102.keys.json"
+    lines = (tmp_path / keys_file.key).read_bytes().splitlines()
+    assert [json.loads(line) for line in lines] == [text_or_base64(recs[i].key) for i in (2, 3, 7)]
+    values = sum(f.records for f in message.files if f.role == "value")
+    assert values == 9  # the other records, no null entry among them
+    tombstone_dir = sorted(p.name for p in (tmp_path / "topics/t/tombstone").iterdir())
+    assert tombstone_dir == [
+        "t+0+0000000102.headers.avro",
+        "t+0+0000000102.headers.avro.index.json",
+        "t+0+0000000102.keys.json",
+    ]
+
+
+def test_a_record_whose_partition_is_the_tombstone_directory_is_refused_not_dropped(tmp_path):
+    recs = [KafkaRecord("t", 0, 0, 1000, b"k", b'{"kind": "tombstone"}', None)]
+    with pytest.raises(BadRecordError, match="t-0@0: its encoded partition 'kind=tombstone'"):
+        write(
+            tmp_path,
+            recs,
+            **{
+                "behavior.on.null.values": "write",
+                "store.kafka.keys": "true",
+                "partitioner.class": "FieldPartitioner",
+                "partition.field.name": "kind",
+                "tombstone.encoded.partition": "kind=tombstone",
+            },
+        )
