@@ -48,10 +48,10 @@ class RecordEncoder(ABC):
     def encode_tombstone(self, record: KafkaRecord) -> bytes:
         """What ``behavior.on.null.values=write`` stores for a record whose value is null."""
 
-    def first_rejected(self, values: list[bytes], start: int = 0) -> int | None:
-        """The index (from ``start``) of the first value that cannot be stored as it is, or
-        ``None`` when all can: the batch path writes the runs between them."""
-        return start if start < len(values) else None
+    def rejected(self, values: list[bytes]) -> list[int]:
+        """The indexes of the values that cannot be stored as they are (in one pass): the
+        batch path writes the runs between them, each of them goes record by record."""
+        return list(range(len(values)))
 
     def passes_through(self, values: list[bytes], framed: bytes) -> bool:
         """Whether each of ``values`` (none null) is stored exactly as it is.
@@ -84,19 +84,19 @@ class JsonValueEncoder(RecordEncoder):
     def encode_tombstone(self, record: KafkaRecord) -> bytes:
         return b"null"
 
-    def first_rejected(self, values: list[bytes], start: int = 0) -> int | None:
+    def rejected(self, values: list[bytes]) -> list[int]:
         if not self.may_pass_through:
-            return super().first_rejected(values, start)
-        loads = orjson.loads
-        for i in range(start, len(values)):
-            value = values[i]
-            if b"\n" in value or b"\r" in value:
-                return i
+            return super().rejected(values)
+        loads, bad = orjson.loads, []
+        for i, value in enumerate(values):
             try:
                 loads(value)
             except orjson.JSONDecodeError:
-                return i
-        return None
+                bad.append(i)
+        joined = b"".join(values)
+        if b"\n" in joined or b"\r" in joined:  # valid, but written re-serialised on one line
+            bad = sorted({*bad, *(i for i, v in enumerate(values) if b"\n" in v or b"\r" in v)})
+        return bad
 
     def passes_through(self, values: list[bytes], framed: bytes) -> bool:
         """Single-line, valid JSON values are stored byte for byte."""
@@ -202,14 +202,11 @@ class ByteArrayEncoder(RecordEncoder):
     def encode_tombstone(self, record: KafkaRecord) -> bytes:
         return b""
 
-    def first_rejected(self, values: list[bytes], start: int = 0) -> int | None:
+    def rejected(self, values: list[bytes]) -> list[int]:
         sep = self.separator
         if sep is None:
-            return super().first_rejected(values, start)
-        for i in range(start, len(values)):
-            if sep in values[i]:
-                return i
-        return None
+            return super().rejected(values)
+        return [i for i, value in enumerate(values) if sep in value]
 
     def passes_through(self, values: list[bytes], framed: bytes) -> bool:
         """Values without the separator are stored as they are."""

@@ -330,7 +330,8 @@ class TopicPartitionWriter:
         and blocks are cut at the same places, so both paths give the same objects. With
         ``store.kafka.keys``/``headers`` the run's ``keys`` and ``headers`` (Arrow columns, as
         the batch holds them) go to the files beside it in bulk too.
-        ``checked``: the caller found every value storable as it is (:meth:`first_rejected`).
+        ``checked``: the caller found every value storable as it is
+        (:meth:`~sink.write.encoders.RecordEncoder.rejected`).
         """
         count = len(values)
         if not self.writes_runs or count == 0:

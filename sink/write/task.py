@@ -180,10 +180,12 @@ class WriteTask:
         keys, headers = run_companions(batch, self.config)
         if writer.dead_letters is None:
             return writer.write_values(values, offsets, keys, headers)
+        import pyarrow as pa
+
+        bad_rows = writer.encoder.rejected(values)
+        bad_records = records_of(batch.take(pa.array(bad_rows, pa.int64()))) if bad_rows else None
         start, count = 0, len(values)
-        while start < count:
-            bad = writer.encoder.first_rejected(values, start)
-            stop = count if bad is None else bad
+        for stop in [*bad_rows, count]:
             if stop > start:
                 part = slice(start, stop)
                 written = writer.write_values(
@@ -199,10 +201,10 @@ class WriteTask:
                     for record in records_of(batch.slice(start)):
                         writer.write(record)
                     return True
-            if bad is None:
-                break
-            writer.write(next(records_of(batch.slice(bad, 1))))
-            start = bad + 1
+            if stop < count:
+                assert bad_records is not None
+                writer.write(next(bad_records))
+            start = stop + 1
         return True
 
     def finish(self) -> TaskCommitMessage:
