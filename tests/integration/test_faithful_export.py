@@ -79,13 +79,19 @@ def test_bad_records_go_to_the_dead_letter_topic_and_good_ones_to_s3(
 
 
 def test_keys_and_headers_files_through_the_export(spark, kafka, moto_s3, bucket, tmp_path):
-    """store.kafka.keys/headers on S3: the archive gives back key, value and headers."""
+    """store.kafka.keys/headers on S3: the archive gives back key, value and headers; with
+    behavior.on.null.values=write, tombstones keep only their keys and headers (as Confluent)."""
     from reader import open_archive
 
     topic = "keys_headers_export"
     kafka.create_topic(topic, partitions=1)
+    tombstones = {13, 15}
     rows = [
-        (b"key-%d" % i, json.dumps({"i": i, "p": 0}).encode(), [("trace", b"t%d" % i)])
+        (
+            b"key-%d" % i,
+            None if i in tombstones else json.dumps({"i": i, "p": 0}).encode(),
+            [("trace", b"t%d" % i)],
+        )
         for i in range(20)
     ]
     kafka.produce(topic, rows, partition=0)
@@ -101,6 +107,7 @@ def test_keys_and_headers_files_through_the_export(spark, kafka, moto_s3, bucket
             "store.kafka.keys": "true",
             "store.kafka.headers": "true",
             "keys.format.class": "io.confluent.connect.s3.format.json.JsonFormat",
+            "behavior.on.null.values": "write",
         }
     )
     run_export(
@@ -115,3 +122,15 @@ def test_keys_and_headers_files_through_the_export(spark, kafka, moto_s3, bucket
     names = {info.key.rsplit("/", 1)[1] for info in store.list(prefix + "topics/")}
     assert f"{topic}+0+0000000008.keys.json.gz" in names
     assert f"{topic}+0+0000000008.headers.avro" in names
+    in_tombstone_dir = {
+        info.key.rsplit("/", 1)[1] for info in store.list(f"{prefix}topics/{topic}/tombstone/")
+    }
+    assert in_tombstone_dir == {
+        f"{topic}+0+0000000013.keys.json.gz",
+        f"{topic}+0+0000000013.keys.json.index.json",
+        f"{topic}+0+0000000013.headers.avro",
+        f"{topic}+0+0000000013.headers.avro.index.json",
+    }
+    with open_archive(f"s3://{bucket}", s3_options(moto_s3.endpoint_url)) as archive:
+        values = [r.offset for r in archive.seek(topic, 0, 0)]
+    assert values == [i for i in range(20) if i not in tombstones]
