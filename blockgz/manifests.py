@@ -223,11 +223,13 @@ class ManifestLog:
         return key
 
     # -- reading ------------------------------------------------------------------------------
-    def keys(self) -> list[str]:
-        """Every manifest of this job (all epochs), oldest epoch first, then by batch."""
+    def keys(self, *, after: str = "") -> list[str]:
+        """Every manifest of this job (all epochs), oldest epoch first, then by batch; only
+        those after the key ``after`` when given (the listing starts there)."""
+        prefix = self.layout.manifest_prefix(self.prefix, self.name)
         return sorted(
             info.key
-            for info in self.store.list(self.layout.manifest_prefix(self.prefix, self.name))
+            for info in self.store.list(prefix, start_after=after)
             if self.layout.parse_manifest_key(info.key) is not None
         )
 
@@ -248,14 +250,14 @@ class ManifestLog:
             yield from pool.map(self.read, keys)
 
     def committed_offsets(self) -> Offsets:
-        """Per topic-partition, the next offset after everything any manifest committed."""
-        offsets: Offsets = {}
-        for manifest in self.manifests():
-            merge_offsets(offsets, manifest.offsets)
-        return offsets
+        """Per topic-partition, the next offset after everything any manifest committed
+        (read through the catalog: its newest root and the manifests after it)."""
+        from blockgz.catalog import Catalog
+
+        return Catalog(self).view().offsets
 
     def committed_files(self) -> list[WrittenFile]:
-        """Every file listed by any manifest (for audits and tests)."""
+        """Every file listed by any manifest (for audits and tests): reads every one."""
         return [f for manifest in self.manifests() for f in manifest.files]
 
     def resume_point(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:

@@ -123,8 +123,9 @@ class ObjectStore(ABC):
         """Size of an object; :class:`~blockgz.errors.ObjectNotFoundError` if missing."""
 
     @abstractmethod
-    def list(self, prefix: str) -> Iterator[ObjectInfo]:
-        """Objects whose key starts with ``prefix``, in key order."""
+    def list(self, prefix: str, *, start_after: str = "") -> Iterator[ObjectInfo]:
+        """Objects whose key starts with ``prefix``, in key order; only keys after
+        ``start_after`` when given (S3's ``StartAfter``: the listing starts there)."""
 
     def list_prefixes(self, prefix: str) -> list[str]:
         """The "directories" right below ``prefix`` (each ends with ``/``), as S3 lists them

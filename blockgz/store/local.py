@@ -83,7 +83,7 @@ class LocalStore(ObjectStore):
         except FileNotFoundError as exc:
             raise ObjectNotFoundError(f"{self.url(key)}: no such object") from exc
 
-    def list(self, prefix: str) -> Iterator[ObjectInfo]:
+    def list(self, prefix: str, *, start_after: str = "") -> Iterator[ObjectInfo]:
         # Walk only the deepest directory the prefix names, as S3 lists only the prefix.
         directory = self.root.joinpath(*prefix.split("/")[:-1]) if "/" in prefix else self.root
         self.requests.add("lists")
@@ -96,6 +96,7 @@ class LocalStore(ObjectStore):
                 key = full.relative_to(self.root).as_posix()
                 if (
                     key.startswith(prefix)
+                    and key > start_after
                     and not name.startswith(".")
                     and not name.endswith(".tmp")
                 ):

@@ -317,10 +317,12 @@ class S3Store(ObjectStore):
         self.requests.add("heads")
         return ObjectInfo(key, int(meta["ContentLength"]))
 
-    def list(self, prefix: str) -> Iterator[ObjectInfo]:
+    def list(self, prefix: str, *, start_after: str = "") -> Iterator[ObjectInfo]:
         token: str | None = None
         while True:
             args: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix}
+            if start_after:
+                args["StartAfter"] = start_after
             if token:
                 args["ContinuationToken"] = token
             page = self.call(

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from blockgz.catalog import DEFAULT_EVERY
 from blockgz.errors import ConfigError
 from blockgz.format.codec import Compression
 from blockgz.format.framing import (
@@ -109,6 +110,7 @@ SINK_OPTION_NAMES = frozenset(
         "enhanced.avro.schema.support",
         "json.decimal.format",
         "blockgz.avro.index",
+        "blockgz.catalog.every",
         "errors.tolerance",
         "errors.deadletterqueue.topic.name",
         "errors.deadletterqueue.topic.replication.factor",
@@ -188,6 +190,7 @@ def _format_settings(opts: Options) -> dict[str, Any]:
         "avro_codec": opts.choice("avro.codec", AVRO_CODECS, "null"),
         "connect_meta_data": opts.flag("connect.meta.data", True),
         "avro_index": opts.flag("blockgz.avro.index", True),
+        "catalog_every": opts.integer("blockgz.catalog.every", DEFAULT_EVERY, low=0),
     }
 
 
@@ -326,6 +329,8 @@ class SinkConfig:
     avro_codec: str = "null"
     connect_meta_data: bool = True
     avro_index: bool = True
+    #: Compact the manifest log into the catalog after every this many batches (0: never).
+    catalog_every: int = DEFAULT_EVERY
     store_keys: bool = False
     store_headers: bool = False
     keys_format: str = "avro"

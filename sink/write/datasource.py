@@ -29,6 +29,7 @@ from pyspark.sql.datasource import (
     DataSourceStreamArrowWriter,
 )
 
+from blockgz.catalog import compact_every
 from blockgz.errors import ConfigError
 from blockgz.manifests import delete_written
 from sink.write.commit import TaskCommitMessage, write_manifest
@@ -74,9 +75,11 @@ class _Writer:
         return write_task(self.config, iterator)
 
     def _commit(self, messages: list[TaskCommitMessage | None], batch_id: int | str) -> None:
-        key = write_manifest(self.config.manifest_log(), batch_id, messages)
+        manifests = self.config.manifest_log()
+        key = write_manifest(manifests, batch_id, messages)
         files = sum(len(m.files) for m in messages if m is not None)
         log.info("batch %s committed: %d files, manifest %s", batch_id, files, key)
+        compact_every(manifests, batch_id, self.config.catalog_every)
         listener = self._driver_listener()
         if listener is not None:
             listener.batch_committed(batch_id, key)

@@ -1,0 +1,363 @@
+"""The archive's catalog: the manifest log, compacted, so reading it costs the same in year two.
+
+An export writes one manifest per micro-batch (:mod:`blockgz.manifests`); a job with a 5-second
+trigger writes ~6 million a year. Reading them all to resume, or to find which object holds an
+offset, would cost millions of requests. So every few batches the job *compacts* the log, as
+table formats checkpoint theirs: a **root** records what every manifest up to one key said
+(committed offsets, dead-letter and null counts, the key layout) and, per topic-partition, a
+table of **segments** — gzipped JSON lists of the files written, each with its offset range
+(at most :data:`SEGMENT_FILES` files per segment).
+
+Reading the catalog (:meth:`Catalog.view`) costs, however long the history:
+
+* 1 LIST of the roots (only the latest :data:`KEEP_ROOTS` are kept) and 1 GET of the newest;
+* 1 LIST of the manifests written after it (S3 ``StartAfter``: the page holds only those) and
+  1 GET per such manifest — at most the compaction interval, ``blockgz.catalog.every`` batches;
+* to find one offset's files: 1 GET of each segment whose range holds it (one, unless a time
+  or field partitioner spread that offset's neighbours over overlapping segments).
+
+Without any root (archives written before the catalog existed, or a job younger than one
+interval), the view is the manifests themselves, as before.
+
+>>> import tempfile
+>>> from blockgz.layout import Layout
+>>> from blockgz.manifests import ManifestLog, WrittenFile
+>>> from blockgz.store import LocalStore
+>>> log = ManifestLog(LocalStore(tempfile.mkdtemp()), "", Layout(), "job")
+>>> for batch in range(3):
+...     f = WrittenFile(f"topics/t/partition=0/t+0+{batch * 10:010d}.json", "t", 0,
+...                     "partition=0", batch * 10, batch * 10 + 9, 10, 100, 100)
+...     _ = log.write(batch, files=[f], offsets={"t": {0: batch * 10 + 10}})
+>>> catalog = Catalog(log)
+>>> catalog.compact().manifests
+3
+>>> view = catalog.view()
+>>> view.offsets, [f.first_offset for f in view.files("t", 0, from_offset=15)]
+({'t': {0: 30}}, [10, 20])
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from blockgz.errors import CorruptManifestError, ObjectNotFoundError
+from blockgz.manifests import Manifest, ManifestLog, Offsets, WrittenFile, merge_offsets
+
+log = logging.getLogger("blockgz.catalog")
+
+CATALOG_VERSION = 1
+#: Files (value objects and the keys/headers beside them) per segment, at most.
+SEGMENT_FILES = 4096
+#: Roots kept; older ones (and the segments only they used) are deleted by compaction.
+KEEP_ROOTS = 3
+#: Compact after every this many batches, by default (``blockgz.catalog.every``).
+DEFAULT_EVERY = 100
+_READ_THREADS = 8
+
+
+@dataclass(frozen=True)
+class SegmentRef:
+    """One segment of a topic-partition: where it is and the offsets its files span."""
+
+    key: str
+    first_offset: int
+    last_offset: int
+    files: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key": self.key, "first": self.first_offset, "last": self.last_offset,
+                "files": self.files}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> SegmentRef:
+        return cls(str(doc["key"]), int(doc["first"]), int(doc["last"]), int(doc["files"]))
+
+
+Segments = dict[str, dict[int, list[SegmentRef]]]
+
+
+@dataclass(frozen=True)
+class CatalogRoot:
+    """What every manifest up to ``through`` (a manifest key) said, and where its files are."""
+
+    seq: int
+    through: str
+    manifests: int
+    offsets: Offsets = field(default_factory=dict)
+    dead_letters: Offsets = field(default_factory=dict)
+    skipped_nulls: int = 0
+    records: int = 0
+    layout: Mapping[str, str] = field(default_factory=dict)
+    segments: Segments = field(default_factory=dict)
+
+    def to_json(self) -> bytes:
+        doc = {
+            "version": CATALOG_VERSION,
+            "seq": self.seq,
+            "through": self.through,
+            "manifests": self.manifests,
+            "offsets": _offsets_doc(self.offsets),
+            "dead_letters": _offsets_doc(self.dead_letters),
+            "skipped_nulls": self.skipped_nulls,
+            "records": self.records,
+            "layout": dict(self.layout),
+            "segments": {
+                t: {str(p): [s.to_dict() for s in refs] for p, refs in sorted(parts.items())}
+                for t, parts in sorted(self.segments.items())
+            },
+        }
+        return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes, *, source: str) -> CatalogRoot:
+        try:
+            doc = json.loads(data)
+            return cls(
+                seq=int(doc["seq"]),
+                through=str(doc["through"]),
+                manifests=int(doc["manifests"]),
+                offsets=merge_offsets({}, doc["offsets"]),
+                dead_letters=merge_offsets({}, doc.get("dead_letters", {})),
+                skipped_nulls=int(doc.get("skipped_nulls", 0)),
+                records=int(doc.get("records", 0)),
+                layout={str(k): str(v) for k, v in doc.get("layout", {}).items()},
+                segments={
+                    str(t): {
+                        int(p): [SegmentRef.from_dict(s) for s in refs] for p, refs in parts.items()
+                    }
+                    for t, parts in doc.get("segments", {}).items()
+                },
+            )
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CorruptManifestError(f"{source}: not a blockgz catalog root ({exc})") from exc
+
+    def segment_keys(self) -> set[str]:
+        return {s.key for parts in self.segments.values() for refs in parts.values() for s in refs}
+
+
+class CatalogView:
+    """The committed state of an export: a root (if any) plus the manifests after it."""
+
+    def __init__(self, catalog: Catalog, root: CatalogRoot | None, tail: list[Manifest]):
+        self.catalog = catalog
+        self.root = root
+        self.tail = tail
+        self.offsets: Offsets = merge_offsets({}, root.offsets) if root else {}
+        for manifest in tail:
+            merge_offsets(self.offsets, manifest.offsets)
+
+    @property
+    def layout(self) -> Mapping[str, str] | None:
+        """The key layout the export recorded (the newest manifest's, else the root's)."""
+        if self.tail:
+            return self.tail[-1].layout
+        return self.root.layout if self.root else None
+
+    def partitions(self) -> list[tuple[str, int]]:
+        """Every topic-partition the export committed something for."""
+        return sorted((t, p) for t, parts in self.offsets.items() for p in parts)
+
+    def files(
+        self, topic: str, partition: int, *, from_offset: int | None = None
+    ) -> list[WrittenFile]:
+        """The topic-partition's committed files (values and the keys/headers beside them),
+        sorted by first offset; with ``from_offset`` only those holding it or later offsets,
+        reading only the segments whose range reaches it."""
+        found: list[WrittenFile] = []
+        if self.root is not None:
+            refs = self.root.segments.get(topic, {}).get(partition, [])
+            if from_offset is not None:
+                refs = [s for s in refs if s.last_offset >= from_offset]
+            for files in self.catalog.read_segments([s.key for s in refs]):
+                found.extend(files)
+        for manifest in self.tail:
+            found.extend(f for f in manifest.files if (f.topic, f.partition) == (topic, partition))
+        if from_offset is not None:
+            found = [f for f in found if f.last_offset >= from_offset]
+        # A replayed batch lists the same files again: keep one of each.
+        unique = {f.key: f for f in found}
+        return sorted(unique.values(), key=lambda f: (f.first_offset, f.key))
+
+
+class Catalog:
+    """Compacts and reads one export job's catalog, beside its manifests."""
+
+    def __init__(self, manifests: ManifestLog):
+        self.log = manifests
+        self.store = manifests.store
+        base = f"{manifests.prefix}{manifests.layout.manifest_dir}/{manifests.name}/catalog/"
+        self.roots_prefix = base + "roots/"
+        self.segments_prefix = base + "segments/"
+
+    # -- reading ------------------------------------------------------------------------------
+    def root_keys(self) -> list[str]:
+        return sorted(
+            info.key for info in self.store.list(self.roots_prefix) if info.key.endswith(".json.gz")
+        )
+
+    def latest_root(self) -> CatalogRoot | None:
+        """The newest root (1 LIST, 1 GET), or ``None`` before the first compaction."""
+        keys = self.root_keys()
+        return self._read_root(keys[-1]) if keys else None
+
+    def _read_root(self, key: str) -> CatalogRoot:
+        return CatalogRoot.from_json(_gunzip(self.store.get(key)), source=self.store.url(key))
+
+    def view(self) -> CatalogView:
+        """The committed state: the newest root and the manifests after it."""
+        root = self.latest_root()
+        keys = self.log.keys(after=root.through if root else "")
+        return CatalogView(self, root, list(self.log.manifests(keys)))
+
+    def read_segments(self, keys: list[str]) -> list[list[WrittenFile]]:
+        """The files of each segment, read in parallel, in order."""
+        if len(keys) <= 1:
+            return [self._read_segment(k) for k in keys]
+        with ThreadPoolExecutor(min(_READ_THREADS, len(keys))) as pool:
+            return list(pool.map(self._read_segment, keys))
+
+    def _read_segment(self, key: str) -> list[WrittenFile]:
+        try:
+            doc = json.loads(_gunzip(self.store.get(key)))
+            return [WrittenFile.from_dict(f) for f in doc["files"]]
+        except ObjectNotFoundError:
+            raise
+        except (ValueError, KeyError, TypeError) as exc:
+            url = self.store.url(key)
+            raise CorruptManifestError(f"{url}: not a blockgz catalog segment ({exc})") from exc
+
+    # -- compacting ---------------------------------------------------------------------------
+    def compact(self) -> CatalogRoot | None:
+        """Fold the manifests written since the newest root into a new root (idempotent: with
+        nothing new, the newest root is returned as it is). ``None``: no manifest yet."""
+        root = self.latest_root()
+        keys = self.log.keys(after=root.through if root else "")
+        if not keys:
+            return root
+        manifests = list(self.log.manifests(keys))
+        seq = root.seq + 1 if root else 0
+        new = self._folded(root, manifests, keys[-1], seq)
+        self.store.put(self._root_key(seq), gzip.compress(new.to_json(), mtime=0))
+        log.info(
+            "catalog of %s: root %d folds %d more manifests (%d in all), through %s",
+            self.log.name,
+            seq,
+            len(manifests),
+            new.manifests,
+            keys[-1].rsplit("/", 1)[-1],
+        )
+        self._expire(new)
+        return new
+
+    def _root_key(self, seq: int) -> str:
+        return f"{self.roots_prefix}{seq:020d}.json.gz"
+
+    def _folded(
+        self, root: CatalogRoot | None, manifests: list[Manifest], through: str, seq: int
+    ) -> CatalogRoot:
+        offsets = merge_offsets({}, root.offsets) if root else {}
+        dead: Offsets = {t: dict(p) for t, p in root.dead_letters.items()} if root else {}
+        skipped = root.skipped_nulls if root else 0
+        records = root.records if root else 0
+        new_files: dict[tuple[str, int], list[WrittenFile]] = {}
+        for manifest in manifests:
+            merge_offsets(offsets, manifest.offsets)
+            for topic, parts in manifest.dead_letters.items():
+                for part, n in parts.items():
+                    dead.setdefault(topic, {})[part] = dead.get(topic, {}).get(part, 0) + n
+            skipped += manifest.skipped_nulls
+            records += manifest.records
+            for f in manifest.files:
+                new_files.setdefault((f.topic, f.partition), []).append(f)
+        segments: Segments = {
+            t: {p: list(refs) for p, refs in parts.items()}
+            for t, parts in (root.segments if root else {}).items()
+        }
+        for (topic, partition), files in sorted(new_files.items()):
+            refs = segments.setdefault(topic, {}).setdefault(partition, [])
+            self._append(refs, files, topic, partition, seq)
+        return CatalogRoot(
+            seq=seq,
+            through=through,
+            manifests=(root.manifests if root else 0) + len(manifests),
+            offsets=offsets,
+            dead_letters=dead,
+            skipped_nulls=skipped,
+            records=records,
+            layout=manifests[-1].layout,
+            segments=segments,
+        )
+
+    def _append(
+        self, refs: list[SegmentRef], files: list[WrittenFile], topic: str, partition: int, seq: int
+    ) -> None:
+        """Add ``files`` to the topic-partition's segments: the last one is rewritten while
+        it has room, then new ones follow."""
+        pending = list(files)
+        if refs and refs[-1].files < SEGMENT_FILES:
+            pending = self._read_segment(refs.pop().key) + pending
+        part = 0
+        while pending:
+            chunk, pending = pending[:SEGMENT_FILES], pending[SEGMENT_FILES:]
+            key = f"{self.segments_prefix}{topic}/{partition}/{seq:020d}-{part}.json.gz"
+            doc = {"files": [f.to_dict() for f in chunk]}
+            body = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+            self.store.put(key, gzip.compress(body, mtime=0))
+            refs.append(
+                SegmentRef(
+                    key,
+                    min(f.first_offset for f in chunk),
+                    max(f.last_offset for f in chunk),
+                    len(chunk),
+                )
+            )
+            part += 1
+
+    def _expire(self, newest: CatalogRoot) -> None:
+        """Delete roots beyond the newest :data:`KEEP_ROOTS`, and segments no kept root uses."""
+        keys = self.root_keys()
+        old, kept = keys[:-KEEP_ROOTS], keys[-KEEP_ROOTS:]
+        if not old:
+            return
+        in_use = newest.segment_keys()
+        for key in kept:
+            if key != self._root_key(newest.seq):
+                in_use |= self._read_root(key).segment_keys()
+        for key in old:
+            for segment in self._read_root(key).segment_keys() - in_use:
+                self.store.delete(segment)
+            self.store.delete(key)
+
+
+def compact_every(log: ManifestLog, batch_id: int | str, every: int) -> CatalogRoot | None:
+    """After committing ``batch_id``: compact when it closes an interval of ``every`` batches
+    (0 turns compaction off). A failure is logged, not raised: the manifests are the truth and
+    readers fall back to them; the next interval tries again."""
+    if every <= 0 or not str(batch_id).isdigit() or (int(batch_id) + 1) % every:
+        return None
+    try:
+        return Catalog(log).compact()
+    except Exception as exc:  # an optimisation failing must not fail a committed batch
+        log_name = log.name
+        logging.getLogger("blockgz.catalog").warning(
+            "catalog of %s: compaction after batch %s failed (%s); readers use the manifests "
+            "until the next one",
+            log_name,
+            batch_id,
+            exc,
+        )
+        return None
+
+
+def _offsets_doc(offsets: Offsets) -> dict[str, dict[str, int]]:
+    return {t: {str(p): n for p, n in sorted(ps.items())} for t, ps in sorted(offsets.items())}
+
+
+def _gunzip(data: bytes) -> bytes:
+    return gzip.decompress(data)
