@@ -163,6 +163,20 @@ class CatalogView:
         """Every topic-partition the export committed something for."""
         return sorted((t, p) for t, parts in self.offsets.items() for p in parts)
 
+    def first_offset(self, topic: str, partition: int) -> int | None:
+        """The first offset committed for the topic-partition (no segment is read)."""
+        firsts = [
+            s.first_offset
+            for s in (self.root.segments.get(topic, {}).get(partition, []) if self.root else [])
+        ]
+        for manifest in self.tail:
+            firsts += [
+                f.first_offset
+                for f in manifest.files
+                if (f.topic, f.partition) == (topic, partition)
+            ]
+        return min(firsts, default=None)
+
     def files(
         self, topic: str, partition: int, *, from_offset: int | None = None
     ) -> list[WrittenFile]:

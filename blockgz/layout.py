@@ -132,6 +132,8 @@ class ObjectRef:
     has_index: bool = False
     #: The ``.keys``/``.headers`` objects beside a value object (set by readers that list them).
     companions: tuple[ObjectRef, ...] = ()
+    #: The last offset it holds, when known without reading it (from the export's catalog).
+    last_offset: int | None = None
 
     @property
     def compressed(self) -> bool:

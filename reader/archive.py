@@ -38,6 +38,11 @@ from blockgz.objects.indexed import IndexedReader, load_index
 from blockgz.objects.stream import stream_records
 from blockgz.options import as_options
 from blockgz.store import LocalStore, ObjectStore, open_store
+from reader.catalog_source import CatalogSource, merged_by_offset, overlapping
+
+#: Keys asked for in the one listing page of a partition's prefix before the catalog is used.
+LISTING_PAGE = 1000
+_UNSET = object()
 
 J = TypeVar("J")
 R = TypeVar("R")
@@ -66,7 +71,9 @@ def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
     objects that have no index instead of failing), ``format.bytearray.framing`` (how objects
     without an index frame their records) and ``format.json.envelope`` (default ``true``:
     records the export wrapped in its envelope come back with their key, headers and timestamp;
-    ``false`` returns the lines as stored).
+    ``false`` returns the lines as stored) and ``catalog`` (default ``true``: where listing a
+    partition's prefix finds nothing or more than a page, the exports' catalogs say which
+    objects hold an offset; ``false`` lists only).
 
     ``layout=deviantart`` reads an archive of DeviantArt's ``kafka-connect-s3`` connector
     instead: ``<prefix><yyyy-MM-dd>/<topic>-<partition:05>-<offset:012>.gz`` and its
@@ -97,6 +104,7 @@ def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
         scan_unindexed=opts.flag("scan.unindexed", False),
         envelopes=opts.flag("format.json.envelope", True),
         framing=framing_from_options(opts),
+        use_catalog=opts.flag("catalog", True),
     )
 
 
@@ -113,6 +121,7 @@ class Archive:
         scan_unindexed: bool = False,
         envelopes: bool = True,
         framing: Framing = NEWLINE,
+        use_catalog: bool = True,
     ):
         if prefetch < 0:
             raise ConfigError(f"prefetch must be 0 or more, got {prefetch}")
@@ -128,6 +137,9 @@ class Archive:
         self.envelopes = envelopes
         #: How records of objects without an index are framed (``format.bytearray.framing``).
         self.framing = framing
+        #: Find objects through the exports' catalogs when listing cannot (``catalog``).
+        self.use_catalog = use_catalog
+        self._catalog: CatalogSource | object | None = _UNSET
         self._objects: dict[tuple[str, int], list[ObjectRef]] = {}
         self._indexes: dict[str, BlockIndex] = {}
         self._lock = threading.Lock()
@@ -135,15 +147,57 @@ class Archive:
 
     # -- listing ------------------------------------------------------------------------------
     def objects(self, topic: str, partition: int) -> list[ObjectRef]:
-        """The partition's data objects by start offset; lists only the partition's prefix."""
+        """The partition's data objects by start offset.
+
+        Lists the partition's prefix; when that finds nothing (a time or field partitioner
+        spreads a partition over many directories) or more than one listing page, the
+        exports' catalogs say instead (see :meth:`seek_objects`)."""
         cache_key = (topic, partition)
         if cache_key not in self._objects:
-            prefix = self.layout.partition_prefix(self.prefix, topic, partition)
-            refs = self._parse_listing(prefix, topic, partition)
-            if not refs and self._learn_layout():
+            refs, complete = self._list_partition(topic, partition)
+            source = None if complete and refs else self._catalog_source()
+            if source is not None and source.has(topic, partition):
+                refs = source.refs(topic, partition)
+            elif not complete:
+                prefix = self.layout.partition_prefix(self.prefix, topic, partition)
+                refs = self._parse_listing(prefix, topic, partition)
+            elif not refs and self._learn_layout():
                 return self.objects(topic, partition)
             self._objects[cache_key] = refs
         return self._objects[cache_key]
+
+    def seek_objects(self, topic: str, partition: int, offset: int) -> tuple[list[ObjectRef], int]:
+        """The objects a seek from ``offset`` reads, and the partition's first archived offset.
+
+        One listing page of the partition's prefix answers for most archives. Otherwise the
+        catalog does, reading only its segments that reach ``offset``: the cost stays bounded
+        however many objects the partition has (see :mod:`blockgz.catalog`).
+        """
+        if (topic, partition) not in self._objects:
+            refs, complete = self._list_partition(topic, partition)
+            if not (complete and refs):
+                source = self._catalog_source()
+                if source is not None and source.has(topic, partition):
+                    first = source.first_offset(topic, partition)
+                    found = source.refs(topic, partition, from_offset=offset)
+                    return found, first if first is not None else offset
+        refs = self.objects(topic, partition)
+        return refs, refs[0].start_offset if refs else offset
+
+    def _list_partition(self, topic: str, partition: int) -> tuple[list[ObjectRef], bool]:
+        """The partition prefix's first listing page: ``(refs, whether that was all)``."""
+        prefix = self.layout.partition_prefix(self.prefix, topic, partition)
+        listed = list(self.store.list(prefix, limit=LISTING_PAGE))
+        return self._refs_of_listing(listed, topic, partition), len(listed) < LISTING_PAGE
+
+    def _catalog_source(self) -> CatalogSource | None:
+        """The catalogs of the exports under the prefix (looked for once)."""
+        if self._catalog is _UNSET:
+            found = None
+            if not isinstance(self.layout, DeviantArtLayout) and self.use_catalog:
+                found = CatalogSource.find(self.store, self.prefix)
+            self._catalog = found
+        return self._catalog  # type: ignore[return-value]
 
     def _learn_layout(self) -> bool:
         """Once: adopt the layout the manifests under the prefix recorded, if it differs."""
@@ -197,7 +251,11 @@ class Archive:
     def _parse_listing(
         self, prefix: str, topic: str | None, partition: int | None
     ) -> list[ObjectRef]:
-        listed = list(self.store.list(prefix))
+        return self._refs_of_listing(list(self.store.list(prefix)), topic, partition)
+
+    def _refs_of_listing(
+        self, listed: list, topic: str | None, partition: int | None
+    ) -> list[ObjectRef]:
         keys = {o.key for o in listed}
         refs = []
         for info in listed:
@@ -221,6 +279,7 @@ class Archive:
         """Forget cached listings and indexes (new objects may have arrived)."""
         self._objects.clear()
         self._indexes.clear()
+        self._catalog = _UNSET
 
     def index(self, ref: ObjectRef) -> BlockIndex:
         with self._lock:
@@ -241,17 +300,35 @@ class Archive:
         next one that exists. Offsets before the first or after the last archived record
         raise :class:`~blockgz.errors.OffsetNotFoundError`.
         """
-        refs = self.objects(topic, partition)
+        refs, first_archived = self.seek_objects(topic, partition, offset)
         where = f"{topic}/{partition} under {self.store.url(self.prefix)}"
-        if not refs:
+        if not refs and first_archived == offset:
             raise self.nothing_found(topic, partition)
-        if offset < refs[0].start_offset:
-            first_archived = refs[0].start_offset
+        if offset < first_archived:
             raise OffsetNotFoundError(
                 f"offset {offset} of {where} is before the first archived offset {first_archived}"
             )
-        first = bisect.bisect_right([r.start_offset for r in refs], offset) - 1
+        if overlapping(refs):  # a time or field partitioner: one partition in many files
+            return self._merged(refs, offset, count, where)
+        if not refs:
+            raise OffsetNotFoundError(f"offset {offset} of {where} is past the end")
+        first = max(0, bisect.bisect_right([r.start_offset for r in refs], offset) - 1)
         return self._records(refs, first, offset, count, where)
+
+    def _merged(self, refs, offset, count, where) -> Iterator[Record]:
+        """Records from ``offset`` of objects whose offsets interleave, in offset order."""
+        reaching = [r for r in refs if r.last_offset is None or r.last_offset >= offset]
+        merged = merged_by_offset(
+            reaching, lambda ref: self._records([ref], 0, offset, None, where, quiet=True)
+        )
+        yielded = 0
+        for record in merged:
+            yield record
+            yielded += 1
+            if count is not None and yielded >= count:
+                return
+        if not yielded:
+            raise OffsetNotFoundError(f"offset {offset} of {where} is past the end")
 
     def read(self, topic: str, partition: int, start: int, end: int) -> Iterator[Record]:
         """Records with ``start <= offset < end``."""
@@ -260,7 +337,7 @@ class Archive:
                 return
             yield record
 
-    def _records(self, refs, first, offset, count, where) -> Iterator[Record]:
+    def _records(self, refs, first, offset, count, where, *, quiet=False) -> Iterator[Record]:
         remaining = count
         yielded = False
         jobs = self._plan(refs, first, offset, count)
@@ -274,7 +351,7 @@ class Archive:
                     remaining -= 1
                     if remaining == 0:
                         return
-        if not yielded:
+        if not yielded and not quiet:
             last = self._last_offset(refs[-1])
             raise OffsetNotFoundError(
                 f"offset {offset} of {where} is past the end: last archived offset is {last}"

@@ -123,9 +123,12 @@ class ObjectStore(ABC):
         """Size of an object; :class:`~blockgz.errors.ObjectNotFoundError` if missing."""
 
     @abstractmethod
-    def list(self, prefix: str, *, start_after: str = "") -> Iterator[ObjectInfo]:
+    def list(
+        self, prefix: str, *, start_after: str = "", limit: int | None = None
+    ) -> Iterator[ObjectInfo]:
         """Objects whose key starts with ``prefix``, in key order; only keys after
-        ``start_after`` when given (S3's ``StartAfter``: the listing starts there)."""
+        ``start_after`` when given (S3's ``StartAfter``: the listing starts there), and at
+        most ``limit`` of them (S3's ``MaxKeys``: no page is asked for beyond it)."""
 
     def list_prefixes(self, prefix: str) -> list[str]:
         """The "directories" right below ``prefix`` (each ends with ``/``), as S3 lists them

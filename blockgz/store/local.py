@@ -83,7 +83,9 @@ class LocalStore(ObjectStore):
         except FileNotFoundError as exc:
             raise ObjectNotFoundError(f"{self.url(key)}: no such object") from exc
 
-    def list(self, prefix: str, *, start_after: str = "") -> Iterator[ObjectInfo]:
+    def list(
+        self, prefix: str, *, start_after: str = "", limit: int | None = None
+    ) -> Iterator[ObjectInfo]:
         # Walk only the deepest directory the prefix names, as S3 lists only the prefix.
         directory = self.root.joinpath(*prefix.split("/")[:-1]) if "/" in prefix else self.root
         self.requests.add("lists")
@@ -101,7 +103,7 @@ class LocalStore(ObjectStore):
                     and not name.endswith(".tmp")
                 ):
                     found.append(ObjectInfo(key, full.stat().st_size))
-        yield from sorted(found, key=lambda o: o.key)
+        yield from sorted(found, key=lambda o: o.key)[:limit]
 
     def list_prefixes(self, prefix: str) -> list[str]:
         head, _, start = prefix.rpartition("/")

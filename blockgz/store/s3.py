@@ -317,12 +317,17 @@ class S3Store(ObjectStore):
         self.requests.add("heads")
         return ObjectInfo(key, int(meta["ContentLength"]))
 
-    def list(self, prefix: str, *, start_after: str = "") -> Iterator[ObjectInfo]:
+    def list(
+        self, prefix: str, *, start_after: str = "", limit: int | None = None
+    ) -> Iterator[ObjectInfo]:
         token: str | None = None
+        remaining = limit
         while True:
             args: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix}
             if start_after:
                 args["StartAfter"] = start_after
+            if remaining is not None:
+                args["MaxKeys"] = min(remaining, 1000)
             if token:
                 args["ContinuationToken"] = token
             page = self.call(
@@ -331,7 +336,9 @@ class S3Store(ObjectStore):
             self.requests.add("lists")
             for item in page.get("Contents", []):
                 yield ObjectInfo(item["Key"], int(item["Size"]))
-            if not page.get("IsTruncated"):
+            if remaining is not None:
+                remaining -= len(page.get("Contents", []))
+            if not page.get("IsTruncated") or remaining == 0:
                 return
             token = page["NextContinuationToken"]
 

@@ -155,7 +155,7 @@ def test_export_config_errors_are_one_line_before_spark_starts(tmp_path, line, w
 # -- a user's first hour: nothing found is an error that says where it looked ------------------
 def _export(root, topic="events", *, topics_dir="topics", path=None, partition=0):
     """A small export as the sink lays it out: objects, sidecars and one manifest."""
-    from blockgz.layout import Layout, default_partition
+    from blockgz.layout import Layout, default_partition, sidecar_key
     from blockgz.manifests import ManifestLog, WrittenFile
     from blockgz.objects.upload import BlockGzipUpload
     from blockgz.store import LocalStore
@@ -166,7 +166,9 @@ def _export(root, topic="events", *, topics_dir="topics", path=None, partition=0
     with BlockGzipUpload(store, key) as out:
         for n in range(10):
             out.write(b'{"n": %d}' % n, n)
-    done = WrittenFile(key, topic, partition, directory, 0, 9, 10, out.bytes_written, 90)
+    done = WrittenFile(
+        key, topic, partition, directory, 0, 9, 10, out.bytes_written, 90, sidecar_key(key)
+    )
     ManifestLog(store, "", layout, "job").write(0, files=[done], offsets={topic: {0: 10}})
     return store
 

@@ -1,0 +1,126 @@
+"""Where a topic-partition's objects are, from the exports' catalogs instead of a listing.
+
+With ``TimeBasedPartitioner`` or ``FieldPartitioner`` one Kafka partition's records are spread
+over many directories, and a year of 5-second batches puts millions of objects in one; listing
+is then no way to find an offset. The export's catalog (:mod:`blockgz.catalog`) knows every
+committed object with its first and last offset, whatever the partitioner: this module turns
+it into the reader's :class:`~blockgz.layout.ObjectRef` list for one topic-partition, reading
+only the segments that reach the offset asked for.
+
+Several exports may write under one prefix (other topics, or a job renamed); their objects
+are merged.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from itertools import pairwise
+
+from blockgz.catalog import Catalog, CatalogView
+from blockgz.format.decode import Record
+from blockgz.layout import Layout, ObjectRef
+from blockgz.manifests import ExportFound, ManifestLog, WrittenFile, find_exports
+from blockgz.store import ObjectStore
+
+
+class CatalogSource:
+    """The committed objects of every export under a prefix, per topic-partition."""
+
+    def __init__(self, store: ObjectStore, prefix: str, exports: list[ExportFound]):
+        self.exports = exports
+        self._views: list[tuple[Layout, CatalogView]] = [
+            (e.layout, Catalog(ManifestLog(store, prefix, e.layout, e.name)).view())
+            for e in exports
+        ]
+
+    @classmethod
+    def find(cls, store: ObjectStore, prefix: str) -> CatalogSource | None:
+        """The catalogs of the exports under ``prefix``; ``None`` when there is none."""
+        exports = find_exports(store, prefix)
+        return cls(store, prefix, exports) if exports else None
+
+    def has(self, topic: str, partition: int) -> bool:
+        return any(partition in view.offsets.get(topic, {}) for _, view in self._views)
+
+    def first_offset(self, topic: str, partition: int) -> int | None:
+        """The first offset any export committed for the topic-partition."""
+        firsts = [view.first_offset(topic, partition) for _, view in self._views]
+        return min((f for f in firsts if f is not None), default=None)
+
+    def refs(self, topic: str, partition: int, from_offset: int | None = None) -> list[ObjectRef]:
+        """The topic-partition's value objects (with their keys/headers objects), by first
+        offset; with ``from_offset``, only those holding it or a later offset."""
+        refs: dict[str, ObjectRef] = {}
+        for layout, view in self._views:
+            files = view.files(topic, partition, from_offset=from_offset)
+            for ref in refs_of(files, layout):
+                refs.setdefault(ref.key, ref)
+        return sorted(refs.values(), key=lambda r: (r.start_offset, r.key))
+
+
+def refs_of(files: list[WrittenFile], layout: Layout) -> list[ObjectRef]:
+    """Reader refs of committed files: value objects, each with the companions beside it."""
+    values: list[ObjectRef] = []
+    beside: dict[tuple[str, int], list[ObjectRef]] = {}
+    for f in files:
+        ref = layout.parse_data_key(f.key, size=f.size)
+        if ref is None:
+            continue
+        ref = replace(ref, has_index=f.index_key is not None, last_offset=f.last_offset)
+        if f.role == "value":
+            values.append(ref)
+        else:
+            beside.setdefault((ref.directory, f.first_offset), []).append(ref)
+    return [
+        replace(r, companions=tuple(sorted(found, key=lambda c: c.role)))
+        if (found := beside.get((r.directory, r.start_offset)))
+        else r
+        for r in values
+    ]
+
+
+def overlapping(refs: list[ObjectRef]) -> bool:
+    """Whether some object starts before the one before it ends (a time or field
+    partitioner wrote one partition's records into several open files at once)."""
+    return any(
+        a.last_offset is not None and a.last_offset >= b.start_offset for a, b in pairwise(refs)
+    )
+
+
+def merged_by_offset(
+    refs: list[ObjectRef], records_from: Callable[[ObjectRef], Iterator[Record]]
+) -> Iterator[Record]:
+    """Records of objects whose offsets interleave, in offset order. An object is opened only
+    once the merge reaches its first offset (none of its records can come earlier), so a seek
+    fetches the blocks it returns, not the first block of every later object.
+
+    >>> from blockgz.format.decode import Record
+    >>> a = ObjectRef("a", "t", 0, 0, "json", last_offset=4)
+    >>> b = ObjectRef("b", "t", 0, 1, "json", last_offset=3)
+    >>> held = {"a": [0, 2, 4], "b": [1, 3]}
+    >>> opened = lambda ref: iter(Record(o, b"") for o in held[ref.key])
+    >>> [r.offset for r in merged_by_offset([a, b], opened)]
+    [0, 1, 2, 3, 4]
+    """
+    pending = iter(sorted(refs, key=lambda r: (r.start_offset, r.key)))
+    upcoming = next(pending, None)
+    heap: list[tuple[int, int, Record, Iterator[Record]]] = []
+    order = 0
+    while heap or upcoming is not None:
+        while upcoming is not None and (not heap or upcoming.start_offset <= heap[0][0]):
+            records = records_from(upcoming)
+            first = next(records, None)
+            if first is not None:
+                heapq.heappush(heap, (first.offset, order, first, records))
+                order += 1
+            upcoming = next(pending, None)
+        if not heap:
+            continue
+        _, _, record, records = heapq.heappop(heap)
+        yield record
+        following = next(records, None)
+        if following is not None:
+            heapq.heappush(heap, (following.offset, order, following, records))
+            order += 1
