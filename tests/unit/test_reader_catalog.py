@@ -7,6 +7,7 @@ on, in offset order, though one partition's records are interleaved over many di
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -113,7 +114,7 @@ def test_the_catalog_was_compacted_and_objects_interleave(archive_dir):
     with open_archive(str(root)) as archive:
         refs = archive.objects("ev", 0)
     assert len({r.directory for r in refs}) > 1
-    assert any(a.last_offset >= b.start_offset for a, b in zip(refs, refs[1:], strict=False))
+    assert any(a.last_offset >= b.start_offset for a, b in itertools.pairwise(refs))
     from blockgz.layout import Layout
     from blockgz.manifests import ManifestLog
     from blockgz.store import LocalStore
@@ -139,14 +140,18 @@ def test_a_cold_seek_reads_a_bounded_number_of_objects(tmp_path):
 
 def test_without_the_catalog_a_time_partitioned_archive_says_what_it_listed(archive_dir):
     root, _ = archive_dir
-    with open_archive(str(root), {"catalog": "false"}) as archive:
-        with pytest.raises(ObjectNotFoundError, match="partition 0: listed"):
-            list(archive.seek("ev", 0, 5))
+    with (
+        open_archive(str(root), {"catalog": "false"}) as archive,
+        pytest.raises(ObjectNotFoundError, match="partition 0: listed"),
+    ):
+        list(archive.seek("ev", 0, 5))
 
 
 def test_offsets_outside_the_archive_are_named(archive_dir):
     root, records = archive_dir
     last = max(r.offset for r in records if r.partition == 1)
-    with open_archive(str(root)) as archive:
-        with pytest.raises(OffsetNotFoundError, match="past the end"):
-            list(archive.seek("ev", 1, last + 1))
+    with (
+        open_archive(str(root)) as archive,
+        pytest.raises(OffsetNotFoundError, match="past the end"),
+    ):
+        list(archive.seek("ev", 1, last + 1))
