@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
+from blockgz.catalog import compact_every
 from blockgz.layout import Layout, default_partition
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.sample import events
 from blockgz.store import ObjectStore
+from sink.records import KafkaRecord
 
 
 def build_partition(
@@ -41,3 +46,80 @@ def build_partition(
                 expected[offset] = value
                 offset += 1
     return expected
+
+
+# -- time- and field-partitioned exports, through the write task -------------------------------
+HOUR = 3_600_000
+T0 = 1_700_000_000_000 - 1_700_000_000_000 % (24 * HOUR)
+
+LAYOUTS = {
+    "field": {"partitioner.class": "FieldPartitioner", "partition.field.name": "kind"},
+    "hourly": {
+        "partitioner.class": "TimeBasedPartitioner",
+        "path.format": "'year'=YYYY/'month'=MM/'day'=dd/'hour'=HH",
+        "partition.duration.ms": str(HOUR),
+        "locale": "en-US",
+        "timezone": "UTC",
+        "timestamp.extractor": "Record",
+    },
+}
+
+
+def input_records(count: int, partitions: int = 2) -> list[KafkaRecord]:
+    """Records whose kind and hour jump around (late records, several open files at once),
+    with compaction and transaction-marker gaps in the offsets."""
+    rng = random.Random(7)
+    out = []
+    for p in range(partitions):
+        offset = 0
+        for n in range(count):
+            kind = rng.choice(["click", "view", "buy"])
+            stamp = T0 + rng.choice([0, 0, 1, 2, 3]) * HOUR + n
+            value = b'{"kind": "%s", "n": %d, "p": %d}' % (kind.encode(), n, p)
+            out.append(KafkaRecord("ev", p, offset, stamp, b"k%d" % n, value))
+            offset += rng.choice([1, 1, 1, 2, 4])
+    return out
+
+
+def export_batches(
+    path: str,
+    records: list[KafkaRecord],
+    layout: str,
+    *,
+    batches: int,
+    every: int = 4,
+    **extra: Any,
+):
+    """``batches`` micro-batches through the real write task into ``path`` (a directory or
+    ``s3://`` URL, S3 settings in ``extra``), a manifest each, compacted every ``every``."""
+    from sink.write.commit import write_manifest
+    from sink.write.config import SinkConfig
+    from sink.write.task import write_task
+    from testkit.batches import arrow_batches
+
+    config = SinkConfig.from_options(
+        {
+            "path": path,
+            "name": "job",
+            "flush.size": "7",
+            "s3.compression.type": "blockgzip",
+            "s3.compression.block.records": "3",
+            "blockgz.catalog.every": str(every),
+            **LAYOUTS[layout],
+            **extra,
+        }
+    )
+    log = config.manifest_log()
+    by_partition: dict[int, list[KafkaRecord]] = {}
+    for r in records:
+        by_partition.setdefault(r.partition, []).append(r)
+    for batch in range(batches):
+        messages = []
+        for recs in by_partition.values():
+            size = -(-len(recs) // batches)
+            chunk = recs[batch * size : (batch + 1) * size]
+            if chunk:
+                messages.append(write_task(config, iter(arrow_batches(chunk))))
+        write_manifest(log, batch, messages)
+        compact_every(log, batch, config.catalog_every)
+    return config

@@ -8,88 +8,22 @@ on, in offset order, though one partition's records are interleaved over many di
 from __future__ import annotations
 
 import itertools
-import random
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from blockgz.catalog import Catalog, compact_every
+from blockgz.catalog import Catalog
 from blockgz.errors import ObjectNotFoundError, OffsetNotFoundError
 from reader import open_archive
-from sink.records import KafkaRecord
-from sink.write.commit import write_manifest
-from sink.write.config import SinkConfig
-from sink.write.task import write_task
-from testkit.batches import arrow_batches
-
-HOUR = 3_600_000
-T0 = 1_700_000_000_000 - 1_700_000_000_000 % (24 * HOUR)
-
-LAYOUTS = {
-    "field": {"partitioner.class": "FieldPartitioner", "partition.field.name": "kind"},
-    "hourly": {
-        "partitioner.class": "TimeBasedPartitioner",
-        "path.format": "'year'=YYYY/'month'=MM/'day'=dd/'hour'=HH",
-        "partition.duration.ms": str(HOUR),
-        "locale": "en-US",
-        "timezone": "UTC",
-        "timestamp.extractor": "Record",
-    },
-}
-
-
-def input_records(count: int, partitions: int = 2) -> list[KafkaRecord]:
-    """Records whose kind and hour jump around (late records, several open files at once),
-    with compaction and transaction-marker gaps in the offsets."""
-    rng = random.Random(7)
-    out = []
-    for p in range(partitions):
-        offset = 0
-        for n in range(count):
-            kind = rng.choice(["click", "view", "buy"])
-            stamp = T0 + rng.choice([0, 0, 1, 2, 3]) * HOUR + n
-            value = b'{"kind": "%s", "n": %d, "p": %d}' % (kind.encode(), n, p)
-            out.append(KafkaRecord("ev", p, offset, stamp, b"k%d" % n, value))
-            offset += rng.choice([1, 1, 1, 2, 4])
-    return out
-
-
-def export(root, records, layout: str, *, batches: int, every: int = 4, **extra) -> SinkConfig:
-    """``batches`` micro-batches through the write task, a manifest each, compacted."""
-    config = SinkConfig.from_options(
-        {
-            "path": str(root),
-            "name": "job",
-            "flush.size": "7",
-            "s3.compression.type": "blockgzip",
-            "s3.compression.block.records": "3",
-            "blockgz.catalog.every": str(every),
-            **LAYOUTS[layout],
-            **extra,
-        }
-    )
-    log = config.manifest_log()
-    by_partition: dict[int, list[KafkaRecord]] = {}
-    for r in records:
-        by_partition.setdefault(r.partition, []).append(r)
-    for batch in range(batches):
-        messages = []
-        for recs in by_partition.values():
-            size = -(-len(recs) // batches)
-            chunk = recs[batch * size : (batch + 1) * size]
-            if chunk:
-                messages.append(write_task(config, iter(arrow_batches(chunk))))
-        write_manifest(log, batch, messages)
-        compact_every(log, batch, config.catalog_every)
-    return config
+from testkit.archives import LAYOUTS, export_batches, input_records
 
 
 @pytest.fixture(scope="module", params=sorted(LAYOUTS))
 def archive_dir(request, tmp_path_factory):
     root = tmp_path_factory.mktemp(request.param)
     records = input_records(300)
-    export(root, records, request.param, batches=10)
+    export_batches(str(root), records, request.param, batches=10)
     return root, records
 
 
@@ -125,7 +59,7 @@ def test_the_catalog_was_compacted_and_objects_interleave(archive_dir):
 
 def test_a_cold_seek_reads_a_bounded_number_of_objects(tmp_path):
     records = input_records(600, partitions=1)
-    export(tmp_path, records, "hourly", batches=60, every=10)
+    export_batches(str(tmp_path), records, "hourly", batches=60, every=10)
     with open_archive(str(tmp_path)) as archive:
         store = archive.store
         got = list(archive.seek("ev", 0, records[300].offset, count=1))
