@@ -34,7 +34,7 @@ from typing import Any
 from blockgz.errors import CorruptManifestError, ObjectNotFoundError
 from blockgz.layout import DEFAULT_MANIFEST_DIR, Layout, data_key_for
 from blockgz.options import Options
-from blockgz.store.base import ObjectStore
+from blockgz.store.base import ObjectInfo, ObjectStore
 
 log = logging.getLogger("blockgz.manifests")
 
@@ -266,28 +266,48 @@ class ManifestLog:
         return {(t, p): committed.get(t, {}).get(p, EARLIEST) for t, p in partitions}
 
     # -- cleaning up --------------------------------------------------------------------------
-    def remove_uncommitted(self, offsets: Offsets) -> list[str]:
+    def remove_uncommitted(
+        self, offsets: Offsets, *, partition_directories: bool = False
+    ) -> list[str]:
         """Delete objects of the given topic-partitions that start at or after ``offsets``.
 
         They come from a batch that never committed (its checkpoint was lost with it). Only the
-        topic-partitions in ``offsets`` are touched; each deletion is logged.
+        topic-partitions in ``offsets`` are touched; each deletion is logged. With
+        ``partition_directories`` (the default partitioner: one directory per partition), each
+        partition's listing starts after its committed objects (``StartAfter``), so the cost
+        does not grow with the history; otherwise the topic's whole prefix is listed.
         """
         deleted: list[str] = []
         for topic, parts in offsets.items():
-            for info in self.store.list(self.layout.topic_prefix(self.prefix, topic)):
-                ref = self.layout.parse_data_key(data_key_for(info.key))  # sidecars too
-                if ref is None or ref.topic != topic or ref.partition not in parts:
-                    continue
-                if ref.start_offset >= parts[ref.partition]:
-                    self.store.delete(info.key)
-                    deleted.append(info.key)
-                    log.warning(
-                        "%s-%d: removed %s, written by a batch that never committed",
-                        topic,
-                        ref.partition,
-                        info.key,
-                    )
+            if partition_directories:
+                listings = [self._listed_from(topic, p, nxt) for p, nxt in sorted(parts.items())]
+            else:
+                listings = [self.store.list(self.layout.topic_prefix(self.prefix, topic))]
+            for listing in listings:
+                for info in listing:
+                    ref = self.layout.parse_data_key(data_key_for(info.key))  # sidecars too
+                    if ref is None or ref.topic != topic or ref.partition not in parts:
+                        continue
+                    if ref.start_offset >= parts[ref.partition]:
+                        self.store.delete(info.key)
+                        deleted.append(info.key)
+                        log.warning(
+                            "%s-%d: removed %s, written by a batch that never committed",
+                            topic,
+                            ref.partition,
+                            info.key,
+                        )
         return deleted
+
+    def _listed_from(self, topic: str, partition: int, next_offset: int) -> Iterator[ObjectInfo]:
+        """The partition directory's objects, from those starting at ``next_offset`` on."""
+        prefix = self.layout.partition_prefix(self.prefix, topic, partition)
+        start_after = ""
+        # Zero-padded start offsets sort as numbers (while they fit the padding: a batch
+        # crossing into one more digit is listed whole); "/" sorts after any extension's ".".
+        if 0 < next_offset and len(str(next_offset)) < self.layout.offset_pad_width:
+            start_after = prefix + self.layout.file_name(topic, partition, next_offset - 1, "/")
+        return self.store.list(prefix, start_after=start_after)
 
 
 @dataclass(frozen=True)

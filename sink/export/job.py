@@ -28,6 +28,7 @@ from pathlib import Path
 from blockgz.errors import BlockGzError, ExportFailed
 from blockgz.manifests import Offsets, new_epoch
 from sink.export.config import ExportConfig
+from sink.partitioning.partitioners import DefaultPartitioner
 from sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
 from sink.write.config import INPUT_PREFIX, INPUT_READER
 
@@ -148,7 +149,9 @@ def resume_from_manifests(job: ExportConfig, partitions: list[tuple[str, int]]) 
     for (topic, part), offset in start.items():
         if offset >= 0:
             committed.setdefault(topic, {})[part] = offset
-    removed = manifests.remove_uncommitted(committed)
+    removed = manifests.remove_uncommitted(
+        committed, partition_directories=type(job.sink.partitioner()) is DefaultPartitioner
+    )
     by_topic: dict[str, dict[str, int]] = {}
     for (topic, part), offset in sorted(start.items()):
         by_topic.setdefault(topic, {})[str(part)] = offset

@@ -57,3 +57,29 @@ def test_resume_and_cold_seek_cost_a_bounded_number_of_requests(weed_proxy, weed
     assert all(r.response_bytes < 64_000 for r in served)  # no whole-history read
     root = Catalog(config.manifest_log()).latest_root()
     assert root is not None and root.manifests == 40
+
+
+def test_uncommitted_objects_are_found_without_listing_the_committed_ones(weed_proxy, weed_bucket):
+    from blockgz.layout import Layout
+    from blockgz.manifests import ManifestLog
+    from blockgz.store import open_store
+    from testkit.archives import build_partition
+
+    options = s3_options(weed_proxy.endpoint_url)
+    store, prefix = open_store(f"s3://{weed_bucket}", options)
+    build_partition(store, prefix, objects=3, records_per_object=100)  # starts 0, 100, 200
+    log = ManifestLog(store, prefix, Layout(), "job")
+    weed_proxy.clear_log()
+    removed = log.remove_uncommitted({"orders": {0: 100}}, partition_directories=True)
+    assert sorted(k.rsplit("/", 1)[1] for k in removed) == [
+        "orders+0+0000000100.json.gz",
+        "orders+0+0000000100.json.index.json",
+        "orders+0+0000000200.json.gz",
+        "orders+0+0000000200.json.index.json",
+    ]
+    (listing,) = [r for r in weed_proxy.requests if "list-type=2" in r.query]
+    assert "start-after=" in listing.query and "0000000099" in listing.query
+    assert [info.key.rsplit("/", 1)[1] for info in store.list(prefix)] == [
+        "orders+0+0000000000.json.gz",
+        "orders+0+0000000000.json.index.json",
+    ]

@@ -332,14 +332,18 @@ def test_epochs_keep_the_manifests_of_two_checkpoints_apart(tmp_path):
     assert a.manifest_log(store, prefix).committed_offsets() == {"t": {0: 9}}
 
 
-def test_remove_uncommitted_deletes_only_objects_past_the_committed_offset(tmp_path):
+@pytest.mark.parametrize("partition_directories", [False, True])
+def test_remove_uncommitted_deletes_only_objects_past_the_committed_offset(
+    tmp_path, partition_directories
+):
     files, store = write_all(
         tmp_path,
         [rec(n) for n in range(9)],
         **{"flush.size": "3", "s3.compression.type": "blockgzip"},
     )
     cfg, _, prefix = make(tmp_path)
-    removed = cfg.manifest_log(store, prefix).remove_uncommitted({"t": {0: 3}})
+    log = cfg.manifest_log(store, prefix)
+    removed = log.remove_uncommitted({"t": {0: 3}}, partition_directories=partition_directories)
     assert sorted(removed) == sorted(
         k for f in files[1:] for k in (f.key, f.index_key) if k is not None
     )
