@@ -305,7 +305,7 @@ class ManifestLog:
         start_after = ""
         # Zero-padded start offsets sort as numbers (while they fit the padding: a batch
         # crossing into one more digit is listed whole); "/" sorts after any extension's ".".
-        if 0 < next_offset and len(str(next_offset)) < self.layout.offset_pad_width:
+        if next_offset > 0 and len(str(next_offset)) < self.layout.offset_pad_width:
             start_after = prefix + self.layout.file_name(topic, partition, next_offset - 1, "/")
         return self.store.list(prefix, start_after=start_after)
 

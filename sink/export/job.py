@@ -28,8 +28,8 @@ from pathlib import Path
 from blockgz.errors import BlockGzError, ExportFailed
 from blockgz.manifests import Offsets, new_epoch
 from sink.export.config import ExportConfig
-from sink.partitioning.partitioners import DefaultPartitioner
 from sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
+from sink.partitioning.partitioners import DefaultPartitioner
 from sink.write.config import INPUT_PREFIX, INPUT_READER
 
 log = logging.getLogger("blockgz.export")
