@@ -131,6 +131,7 @@ class Archive:
         #: recorded when the default finds nothing (an export with ``topics.dir=bgz``).
         self.layout: Layout | DeviantArtLayout = layout or Layout()
         self._may_learn_layout = layout is None
+        self._may_relocate = True
         self.prefetch = prefetch
         self.scan_unindexed = scan_unindexed
         #: Unwrap ``format.json.envelope`` lines into records with key, headers and timestamp.
@@ -161,7 +162,7 @@ class Archive:
             elif not complete:
                 prefix = self.layout.partition_prefix(self.prefix, topic, partition)
                 refs = self._parse_listing(prefix, topic, partition)
-            elif not refs and self._learn_layout():
+            elif not refs and (self._relocate() or self._learn_layout()):
                 return self.objects(topic, partition)
             self._objects[cache_key] = refs
         return self._objects[cache_key]
@@ -181,6 +182,8 @@ class Archive:
                     first = source.first_offset(topic, partition)
                     found = source.refs(topic, partition, from_offset=offset)
                     return found, first if first is not None else offset
+                if not refs and (self._relocate() or self._learn_layout()):
+                    return self.seek_objects(topic, partition, offset)
         refs = self.objects(topic, partition)
         return refs, refs[0].start_offset if refs else offset
 
@@ -198,6 +201,32 @@ class Archive:
                 found = CatalogSource.find(self.store, self.prefix)
             self._catalog = found
         return self._catalog  # type: ignore[return-value]
+
+    def _relocate(self) -> bool:
+        """Once: the URL named the topics directory (``s3://arch/topics``) or a topic's
+        directory (``s3://arch/topics/ev``) rather than the root above them; move up to it."""
+        if not self._may_relocate or isinstance(self.layout, DeviantArtLayout):
+            return False
+        self._may_relocate = False
+        topics = self.layout.topics_dir
+        if not topics:
+            return False
+        store, parts = self.store, [p for p in self.prefix.split("/") if p]
+        local_root = isinstance(store, LocalStore) and not parts
+        if local_root:  # a directory path: its own name and its parents' are the parts
+            parts = [p.name for p in (store.root, *store.root.parents[:1])][::-1]
+        for depth in (1, 2):
+            if len(parts) >= depth and parts[-depth] == topics:
+                if local_root:
+                    self.store = LocalStore(store.root.parents[depth - 1])
+                    self.prefix = ""
+                else:
+                    kept = parts[:-depth]
+                    self.prefix = "/".join(kept) + "/" if kept else ""
+                self._objects.clear()
+                self._catalog = _UNSET
+                return True
+        return False
 
     def _learn_layout(self) -> bool:
         """Once: adopt the layout the manifests under the prefix recorded, if it differs."""
@@ -428,7 +457,7 @@ class Archive:
     def ls(self, topic: str | None = None) -> list[ObjectSummary]:
         """Every data object under the prefix (or one topic), with offsets and record counts."""
         refs = self._parse_listing(self.layout.topic_prefix(self.prefix, topic), topic, None)
-        if not refs and self._learn_layout():
+        if not refs and (self._relocate() or self._learn_layout()):
             return self.ls(topic)
         indexes = list(self._executor.map(lambda r: self.index(r) if r.has_index else None, refs))
         out = []

@@ -83,3 +83,30 @@ def test_uncommitted_objects_are_found_without_listing_the_committed_ones(weed_p
         "orders+0+0000000000.json.gz",
         "orders+0+0000000000.json.index.json",
     ]
+
+
+@pytest.mark.parametrize("below", ["arch/topics", "arch/topics/orders", "arch/topics/orders/"])
+def test_an_s3_archive_opens_from_its_topics_or_a_topic_directory(weed_proxy, weed_bucket, below):
+    from blockgz.store import open_store
+    from testkit.archives import build_partition
+
+    options = s3_options(weed_proxy.endpoint_url)
+    store, prefix = open_store(f"s3://{weed_bucket}/arch", options)
+    expected = build_partition(store, prefix, objects=2, records_per_object=50)
+    with open_archive(f"s3://{weed_bucket}/{below}", options) as archive:
+        (record,) = archive.seek("orders", 0, 70, count=1)
+    assert record.value == expected[70]
+
+
+def test_nothing_found_names_the_prefix_listed_and_topics_dir(weed_proxy, weed_bucket):
+    from blockgz.errors import ObjectNotFoundError
+
+    options = s3_options(weed_proxy.endpoint_url)
+    with (
+        open_archive(f"s3://{weed_bucket}/elsewhere", options) as archive,
+        pytest.raises(ObjectNotFoundError) as failure,
+    ):
+        list(archive.seek("ev", 0, 5))
+    message = str(failure.value)
+    assert f"listed s3://{weed_bucket}/elsewhere/topics/ev/partition=0/" in message
+    assert "topics.dir='topics'" in message

@@ -324,3 +324,13 @@ def test_verify_names_a_corrupt_avro_block(tmp_path):
     result = run("verify", path)
     assert result.exit_code == 1
     assert "bad:" in result.stderr and "block" in result.stderr
+
+
+@pytest.mark.parametrize("below", ["topics", "topics/events"])
+def test_an_archive_opens_from_its_topics_directory_or_a_topic_directory(tmp_path, below):
+    _export(tmp_path)
+    result = run("seek", "--topic", "events", "--partition", "0", "--offset", "3", "--count", "1",
+                 tmp_path / below)  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert result.stdout == '{"n": 3}\n'
+    assert "events+0+0000000000.json.gz" in run("ls", tmp_path / below).stdout
