@@ -41,6 +41,10 @@ class CatalogSource:
         exports = find_exports(store, prefix)
         return cls(store, prefix, exports) if exports else None
 
+    def partitions(self) -> set[tuple[str, int]]:
+        """Every topic-partition an export committed something for."""
+        return {tp for _, view in self._views for tp in view.partitions()}
+
     def has(self, topic: str, partition: int) -> bool:
         return any(partition in view.offsets.get(topic, {}) for _, view in self._views)
 

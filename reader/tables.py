@@ -1,0 +1,111 @@
+"""Archived records as Arrow tables and pandas DataFrames, for analytics code.
+
+Kafka's columns, as Spark's Kafka source names them: ``topic``, ``partition``, ``offset``,
+``timestamp`` (UTC, milliseconds; null where the archive kept none), ``key``, ``value`` (binary
+for block-GZIP objects; for Avro objects the decoded datum as JSON text) and ``headers``
+(a list of ``{key, value}``; null where none were kept). pyarrow is imported only here, so
+the rest of the reader works without it.
+
+>>> import tempfile
+>>> from blockgz import BlockGzipUpload
+>>> from blockgz.store import LocalStore
+>>> from reader import open_archive
+>>> root = tempfile.mkdtemp()
+>>> with BlockGzipUpload(LocalStore(root), "topics/t/partition=0/t+0+0000000000.json.gz") as out:
+...     for n in range(5):
+...         out.write(b'{"n": %d}' % n)
+>>> with open_archive(root) as archive:
+...     table = archive.read_arrow("t", 0, start=1, end=3)
+>>> table.column("offset").to_pylist(), table.column("value").to_pylist()
+([1, 2], [b'{"n": 1}', b'{"n": 2}'])
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from blockgz.errors import MissingDependencyError
+from blockgz.format.decode import Record
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: Rows per Arrow record batch built from the records.
+BATCH_ROWS = 65_536
+
+
+def _pyarrow():
+    try:
+        import pyarrow
+    except ImportError as exc:  # pragma: no cover - pyarrow is a dependency of the extras
+        raise MissingDependencyError(
+            "Arrow tables need pyarrow: pip install 'blockgz[spark]' (or pip install pyarrow)"
+        ) from exc
+    return pyarrow
+
+
+def kafka_schema() -> pa.Schema:
+    """The columns of a table of archived records (Spark's Kafka source names)."""
+    pa = _pyarrow()
+    header = pa.struct([("key", pa.string()), ("value", pa.binary())])
+    return pa.schema(
+        [
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("offset", pa.int64()),
+            ("timestamp", pa.timestamp("ms", tz="UTC")),
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+            ("headers", pa.list_(header)),
+        ]
+    )
+
+
+def record_batches(topic: str, partition: int, records: Iterable[Record]) -> Iterable[Any]:
+    """Arrow record batches of :func:`kafka_schema`, ``BATCH_ROWS`` rows at most each."""
+    pa = _pyarrow()
+    schema = kafka_schema()
+    rows: list[Record] = []
+
+    def batch():
+        values = [_value_bytes(r.value) for r in rows]
+        headers = [
+            None if r.headers is None else [{"key": k, "value": v} for k, v in r.headers]
+            for r in rows
+        ]
+        count = len(rows)
+        return pa.RecordBatch.from_arrays(
+            [
+                pa.array([topic] * count, pa.string()),
+                pa.array([partition] * count, pa.int32()),
+                pa.array([r.offset for r in rows], pa.int64()),
+                pa.array([r.timestamp for r in rows], pa.timestamp("ms", tz="UTC")),
+                pa.array([r.key for r in rows], pa.binary()),
+                pa.array(values, pa.binary()),
+                pa.array(headers, schema.field("headers").type),
+            ],
+            schema=schema,
+        )
+
+    for record in records:
+        rows.append(record)
+        if len(rows) == BATCH_ROWS:
+            yield batch()
+            rows = []
+    if rows:
+        yield batch()
+
+
+def table_of(topic: str, partition: int, records: Iterable[Record]) -> pa.Table:
+    """One Arrow table of the records (see :func:`kafka_schema`)."""
+    pa = _pyarrow()
+    return pa.Table.from_batches(list(record_batches(topic, partition, records)), kafka_schema())
+
+
+def _value_bytes(value: Any) -> bytes | None:
+    """A record's value as stored bytes; a decoded Avro datum as JSON text."""
+    if value is None or isinstance(value, bytes):
+        return value
+    return json.dumps(value, default=str, sort_keys=True).encode()

@@ -1,0 +1,112 @@
+"""The reader for analytics code: whole topics with offset or time windows, Arrow and pandas."""
+
+from __future__ import annotations
+
+import pytest
+
+from blockgz.errors import ConfigError
+from reader import open_archive
+from sink.records import KafkaRecord
+from sink.write.config import SinkConfig
+from sink.write.task import write_task
+from testkit.archives import export_batches, input_records
+from testkit.batches import arrow_batches
+
+T0 = 1_700_000_000_000
+
+
+def envelope_archive(root, count: int = 40) -> list[KafkaRecord]:
+    records = []
+    for p in range(2):
+        for n in range(count):
+            headers = [("trace", b"%d" % n)] if n % 2 else None
+            value = b'{"n":%d}' % n  # as the envelope writes it back
+            records.append(
+                KafkaRecord("ev", p, 10 + n * 2, T0 + n * 1000, b"k%d" % n, value, headers)
+            )
+    config = SinkConfig.from_options(
+        {
+            "path": str(root),
+            "flush.size": "9",
+            "s3.compression.type": "blockgzip",
+            "format.json.envelope": "true",
+        }
+    )
+    for p in range(2):
+        write_task(config, iter(arrow_batches([r for r in records if r.partition == p])))
+    return records
+
+
+def test_read_arrow_gives_kafka_columns_with_what_the_archive_kept(tmp_path):
+    records = envelope_archive(tmp_path)
+    with open_archive(str(tmp_path)) as archive:
+        table = archive.read_arrow("ev", 1, start=20, end=30)
+    expected = [r for r in records if r.partition == 1 and 20 <= r.offset < 30]
+    assert table.column_names == [
+        "topic", "partition", "offset", "timestamp", "key", "value", "headers",
+    ]  # fmt: skip
+    assert table.column("offset").to_pylist() == [r.offset for r in expected]
+    assert table.column("key").to_pylist() == [r.key for r in expected]
+    assert table.column("value").to_pylist() == [r.value for r in expected]
+    stamps = table.column("timestamp").cast("int64").to_pylist()
+    assert stamps == [r.timestamp_ms for r in expected]
+    headers = table.column("headers").to_pylist()
+    assert headers == [
+        None if r.headers is None else [{"key": k, "value": v} for k, v in r.headers]
+        for r in expected
+    ]
+    assert set(table.column("partition").to_pylist()) == {1}
+
+
+def test_to_pandas(tmp_path):
+    envelope_archive(tmp_path)
+    with open_archive(str(tmp_path)) as archive:
+        frame = archive.to_pandas("ev", 0)
+    assert len(frame) == 40 and frame["offset"].iloc[0] == 10
+
+
+def test_records_of_a_whole_topic_with_offset_and_time_windows(tmp_path):
+    records = envelope_archive(tmp_path)
+    with open_archive(str(tmp_path)) as archive:
+        assert archive.partitions("ev") == [0, 1]
+        everything = [(p, r.offset) for p, r in archive.records("ev")]
+        window = [(p, r.offset) for p, r in archive.records("ev", start=15, end=21)]
+        timed = [
+            (p, r.offset)
+            for p, r in archive.records("ev", [1], from_time=T0 + 5000, to_time=T0 + 8000)
+        ]
+        past_the_end = list(archive.records("ev", start=10_000))
+    assert everything == [(r.partition, r.offset) for r in records]
+    assert window == [(p, o) for p in (0, 1) for o in (16, 18, 20)]
+    assert timed == [(1, 20), (1, 22), (1, 24)]
+    assert past_the_end == []
+
+
+def test_a_time_window_on_an_archive_without_timestamps_says_so(tmp_path):
+    export_batches(str(tmp_path), input_records(30), "field", batches=2)
+    with (
+        open_archive(str(tmp_path)) as archive,
+        pytest.raises(ConfigError, match="kept no record timestamps"),
+    ):
+        next(archive.records("ev", from_time=T0))
+
+
+def test_records_of_a_field_partitioned_topic_come_in_offset_order(tmp_path):
+    records = input_records(120)
+    export_batches(str(tmp_path), records, "field", batches=5)
+    with open_archive(str(tmp_path)) as archive:
+        assert archive.partitions("ev") == [0, 1]
+        got = [(p, r.offset, r.value) for p, r in archive.records("ev")]
+    assert got == [(r.partition, r.offset, r.value) for r in records]
+
+
+def test_a_warm_seek_is_one_ranged_get(tmp_path):
+    envelope_archive(tmp_path, count=400)
+    with open_archive(str(tmp_path)) as archive:
+        list(archive.seek("ev", 0, 20, count=1))  # cold: listing and index
+        before = archive.store.requests.summary()
+        counts = archive.store.requests
+        lists, gets, ranged = counts.lists, counts.gets, counts.ranged_gets
+        (record,) = archive.seek("ev", 0, 24, count=1)  # the same object: its index is cached
+    assert record.offset == 24, before
+    assert (counts.lists - lists, counts.gets - gets, counts.ranged_gets - ranged) == (0, 0, 1)
