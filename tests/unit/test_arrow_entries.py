@@ -55,6 +55,7 @@ def sliced(values, arrow_type, lead: int):
     return pa.array(padding + values + padding, arrow_type).slice(lead, len(values))
 
 
+@settings(deadline=None)  # the first example pays for numpy's and fastavro's warm-up
 @given(keys, st.integers(0, 3))
 def test_avro_keys_match_fastavro(values, lead):
     assert split(avro_nullable_bytes(sliced(values, pa.binary(), lead))) == avro_each(
@@ -62,7 +63,7 @@ def test_avro_keys_match_fastavro(values, lead):
     )
 
 
-@settings(max_examples=200)
+@settings(max_examples=200, deadline=None)
 @given(header_lists, st.integers(0, 3))
 def test_avro_headers_match_fastavro(values, lead):
     encoded = avro_headers(sliced(values, HEADERS_TYPE, lead))
@@ -70,6 +71,7 @@ def test_avro_headers_match_fastavro(values, lead):
     assert split(encoded) == avro_each(HEADERS, [h or [] for h in values])
 
 
+@settings(deadline=None)
 @given(texts, st.integers(0, 3))
 def test_json_keys_match_the_record_path_or_decline(values, lead):
     encoded = json_text_lines(sliced(values, pa.binary(), lead))
