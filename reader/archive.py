@@ -369,6 +369,19 @@ class Archive:
             yield record
 
     # -- analytics ----------------------------------------------------------------------------
+    def topics(self) -> list[str]:
+        """The topics the archive holds (from the catalog and the topics directory)."""
+        found: set[str] = set()
+        source = self._catalog_source()
+        if source is not None:
+            found = {t for t, _ in source.partitions()}
+        if not isinstance(self.layout, DeviantArtLayout):
+            root = self.layout.topic_prefix(self.prefix)
+            found |= {d[len(root) :].rstrip("/") for d in self.store.list_prefixes(root)}
+        if not found and (self._relocate() or self._learn_layout()):
+            return self.topics()
+        return sorted(found)
+
     def partitions(self, topic: str) -> list[int]:
         """The partitions of ``topic`` the archive holds (from the catalog, else the listing
         of the topic's directory)."""

@@ -1,10 +1,10 @@
 """Archived records as Arrow tables and pandas DataFrames, for analytics code.
 
-Kafka's columns, as Spark's Kafka source names them: ``topic``, ``partition``, ``offset``,
-``timestamp`` (UTC, milliseconds; null where the archive kept none), ``key``, ``value`` (binary
-for block-GZIP objects; for Avro objects the decoded datum as JSON text) and ``headers``
-(a list of ``{key, value}``; null where none were kept). pyarrow is imported only here, so
-the rest of the reader works without it.
+Kafka's columns, as Spark's Kafka source names and types them: ``key``, ``value`` (binary for
+block-GZIP objects; for Avro objects the decoded datum as JSON text), ``topic``, ``partition``,
+``offset``, ``timestamp`` (UTC; null where the archive kept none), ``timestampType`` (null: not
+archived) and ``headers`` (a list of ``{key, value}``; null where none were kept). pyarrow
+is imported only here, so the rest of the reader works without it.
 
 >>> import tempfile
 >>> from blockgz import BlockGzipUpload
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from blockgz.errors import MissingDependencyError
 from blockgz.format.decode import Record
+from blockgz.kafka_columns import kafka_arrow_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -47,20 +48,8 @@ def _pyarrow():
 
 
 def kafka_schema() -> pa.Schema:
-    """The columns of a table of archived records (Spark's Kafka source names)."""
-    pa = _pyarrow()
-    header = pa.struct([("key", pa.string()), ("value", pa.binary())])
-    return pa.schema(
-        [
-            ("topic", pa.string()),
-            ("partition", pa.int32()),
-            ("offset", pa.int64()),
-            ("timestamp", pa.timestamp("ms", tz="UTC")),
-            ("key", pa.binary()),
-            ("value", pa.binary()),
-            ("headers", pa.list_(header)),
-        ]
-    )
+    """The columns of a table of archived records: Spark's Kafka source's, headers included."""
+    return kafka_arrow_schema(True)
 
 
 def record_batches(topic: str, partition: int, records: Iterable[Record]) -> Iterable[Any]:
@@ -70,20 +59,21 @@ def record_batches(topic: str, partition: int, records: Iterable[Record]) -> Ite
     rows: list[Record] = []
 
     def batch():
-        values = [_value_bytes(r.value) for r in rows]
         headers = [
             None if r.headers is None else [{"key": k, "value": v} for k, v in r.headers]
             for r in rows
         ]
         count = len(rows)
+        stamps = [None if r.timestamp is None else r.timestamp * 1000 for r in rows]
         return pa.RecordBatch.from_arrays(
             [
+                pa.array([r.key for r in rows], pa.binary()),
+                pa.array([_value_bytes(r.value) for r in rows], pa.binary()),
                 pa.array([topic] * count, pa.string()),
                 pa.array([partition] * count, pa.int32()),
                 pa.array([r.offset for r in rows], pa.int64()),
-                pa.array([r.timestamp for r in rows], pa.timestamp("ms", tz="UTC")),
-                pa.array([r.key for r in rows], pa.binary()),
-                pa.array(values, pa.binary()),
+                pa.array(stamps, pa.timestamp("us", tz="UTC")),
+                pa.nulls(count, pa.int32()),
                 pa.array(headers, schema.field("headers").type),
             ],
             schema=schema,

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.errors import BadRecordError
+from blockgz.kafka_columns import kafka_arrow_schema  # noqa: F401 - re-exported
 
 #: Spark SQL DDL of the Kafka source's rows (what ``readStream.format("kafka")`` gives).
 KAFKA_SCHEMA_DDL = (
@@ -28,29 +29,6 @@ KAFKA_HEADERS_DDL = "headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
 def kafka_schema_ddl(include_headers: bool) -> str:
     """The DDL of the Kafka rows, with the ``headers`` column when asked for."""
     return KAFKA_SCHEMA_DDL + (", " + KAFKA_HEADERS_DDL if include_headers else "")
-
-
-def kafka_arrow_schema(include_headers: bool):
-    """The Arrow schema Spark expects from a Python source producing Kafka rows.
-
-    Spark compares with ``equals``: timestamps are ``us`` in UTC, ``partition`` is int32
-    and the headers list's item field is named ``element``.
-    """
-    import pyarrow as pa
-
-    fields = [
-        pa.field("key", pa.binary()),
-        pa.field("value", pa.binary()),
-        pa.field("topic", pa.string()),
-        pa.field("partition", pa.int32()),
-        pa.field("offset", pa.int64()),
-        pa.field("timestamp", pa.timestamp("us", tz="UTC")),
-        pa.field("timestampType", pa.int32()),
-    ]
-    if include_headers:
-        header = pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])
-        fields.append(pa.field("headers", pa.list_(pa.field("element", header))))
-    return pa.schema(fields)
 
 
 _UNPARSED: Any = object()

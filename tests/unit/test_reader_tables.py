@@ -43,13 +43,13 @@ def test_read_arrow_gives_kafka_columns_with_what_the_archive_kept(tmp_path):
         table = archive.read_arrow("ev", 1, start=20, end=30)
     expected = [r for r in records if r.partition == 1 and 20 <= r.offset < 30]
     assert table.column_names == [
-        "topic", "partition", "offset", "timestamp", "key", "value", "headers",
+        "key", "value", "topic", "partition", "offset", "timestamp", "timestampType", "headers",
     ]  # fmt: skip
     assert table.column("offset").to_pylist() == [r.offset for r in expected]
     assert table.column("key").to_pylist() == [r.key for r in expected]
     assert table.column("value").to_pylist() == [r.value for r in expected]
     stamps = table.column("timestamp").cast("int64").to_pylist()
-    assert stamps == [r.timestamp_ms for r in expected]
+    assert stamps == [r.timestamp_ms * 1000 for r in expected]
     headers = table.column("headers").to_pylist()
     assert headers == [
         None if r.headers is None else [{"key": k, "value": v} for k, v in r.headers]

@@ -1,0 +1,245 @@
+"""Planning a scan of an archive: which blocks a query needs, grouped into Spark tasks.
+
+No peer pushes offset filters below the object; blockgz pushes them to the block. A query's
+conditions on ``topic``, ``partition`` and ``offset`` (:class:`ScanFilter`) decide which
+topic-partitions are looked at, which objects (by their start offsets, or the catalog's offset
+ranges) and, through each object's index, which blocks. The blocks are grouped into
+:class:`Split` s of about ``split_bytes`` compressed bytes each — not whole objects, so one
+large object is read by many tasks; objects without an index are read whole, one split each.
+
+Nothing here imports Spark (the reader's ``pushFilters`` and ``partitions`` call it on the
+driver; tests call it directly).
+
+>>> ScanFilter().with_range("offset", low=10, high=20).offsets.contains(15)
+True
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from blockgz.format.index import Chunk
+from blockgz.layout import ObjectRef
+from reader.archive import Archive
+
+#: Compressed bytes per split, by default (``blockgz.split.size``).
+DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class IntRange:
+    """Integers allowed by a conjunction of conditions: ``low..high`` (inclusive, ``None``:
+    open) and, after an ``=``/``IN``, only ``points``."""
+
+    low: int | None = None
+    high: int | None = None
+    points: frozenset[int] | None = None
+
+    def contains(self, value: int) -> bool:
+        if self.low is not None and value < self.low:
+            return False
+        if self.high is not None and value > self.high:
+            return False
+        return self.points is None or value in self.points
+
+    def overlaps(self, first: int, last: int) -> bool:
+        """Whether some allowed integer lies in ``first..last``."""
+        low = first if self.low is None else max(first, self.low)
+        high = last if self.high is None else min(last, self.high)
+        if low > high:
+            return False
+        if self.points is None:
+            return True
+        return any(low <= p <= high for p in self.points)
+
+    @property
+    def empty(self) -> bool:
+        if self.low is not None and self.high is not None and self.low > self.high:
+            return True
+        return self.points is not None and not any(self.contains(p) for p in self.points)
+
+    @property
+    def start(self) -> int | None:
+        """The smallest value allowed, when bounded below."""
+        if self.points is not None:
+            return min((p for p in self.points if self.contains(p)), default=None)
+        return self.low
+
+    def narrowed(
+        self,
+        *,
+        low: int | None = None,
+        high: int | None = None,
+        points: Iterable[int] | None = None,
+    ) -> IntRange:
+        new_low = self.low if low is None else (low if self.low is None else max(low, self.low))
+        new_high = (
+            self.high if high is None else (high if self.high is None else min(high, self.high))
+        )
+        new_points = self.points
+        if points is not None:
+            given = frozenset(points)
+            new_points = given if self.points is None else self.points & given
+        return IntRange(new_low, new_high, new_points)
+
+
+@dataclass(frozen=True)
+class ScanFilter:
+    """What a query allows of ``topic``, ``partition`` and ``offset`` (all: no condition)."""
+
+    topics: frozenset[str] | None = None
+    partitions: IntRange = field(default_factory=IntRange)
+    offsets: IntRange = field(default_factory=IntRange)
+
+    def with_topics(self, names: Iterable[str]) -> ScanFilter:
+        given = frozenset(names)
+        return replace(self, topics=given if self.topics is None else self.topics & given)
+
+    def with_range(self, column: str, **bounds) -> ScanFilter:
+        """Narrow ``partition`` or ``offset`` by ``low``/``high``/``points``."""
+        if column == "partition":
+            return replace(self, partitions=self.partitions.narrowed(**bounds))
+        return replace(self, offsets=self.offsets.narrowed(**bounds))
+
+    @property
+    def empty(self) -> bool:
+        return (self.topics is not None and not self.topics) or self.offsets.empty
+
+
+@dataclass(frozen=True)
+class Piece:
+    """Part of one object a split reads: some of its blocks, or (no ``chunks``) all of it."""
+
+    ref: ObjectRef
+    topic: str
+    partition: int
+    #: ``(block number, chunk)`` of the blocks to read, in file order; ``()``: the whole object.
+    chunks: tuple[tuple[int, Chunk], ...] = ()
+    #: The object's index as JSON, for blocks whose records need more than the bytes
+    #: (Avro, companions); ``""`` when not needed.
+    index_json: str = ""
+
+    @property
+    def whole(self) -> bool:
+        return not self.chunks
+
+    @property
+    def compressed_bytes(self) -> int:
+        if self.whole:
+            return max(self.ref.size, 0)
+        return sum(c.byte_length for _, c in self.chunks)
+
+
+@dataclass(frozen=True)
+class Split:
+    """What one Spark task reads."""
+
+    pieces: tuple[Piece, ...]
+
+    @property
+    def compressed_bytes(self) -> int:
+        return sum(p.compressed_bytes for p in self.pieces)
+
+
+def plan_scan(
+    archive: Archive,
+    scan: ScanFilter,
+    *,
+    topics: Iterable[str] | None = None,
+    topics_regex: str | None = None,
+    split_bytes: int = DEFAULT_SPLIT_BYTES,
+) -> list[Split]:
+    """The splits that read exactly the blocks the query can need, in topic-partition and
+    offset order."""
+    if scan.empty:
+        return []
+    pieces: list[Piece] = []
+    for topic in _topics(archive, scan, topics, topics_regex):
+        for partition in archive.partitions(topic):
+            if scan.partitions.contains(partition):
+                pieces.extend(_pieces(archive, topic, partition, scan.offsets))
+    return _grouped(pieces, split_bytes)
+
+
+def _topics(archive: Archive, scan: ScanFilter, topics, topics_regex) -> list[str]:
+    if topics is not None:
+        names = set(topics)
+    elif scan.topics is not None:
+        names = set(scan.topics)
+    else:
+        names = set(archive.topics())
+    if scan.topics is not None:
+        names &= scan.topics
+    if topics_regex:
+        pattern = re.compile(topics_regex)
+        names = {n for n in names if pattern.fullmatch(n)}
+    return sorted(names)
+
+
+def _pieces(archive: Archive, topic: str, partition: int, offsets: IntRange) -> list[Piece]:
+    start = offsets.start
+    if start is not None:
+        refs, _ = archive.seek_objects(topic, partition, start)
+    else:
+        refs = archive.objects(topic, partition)
+    starts = [r.start_offset for r in refs]
+    # Objects that start after the last wanted offset hold nothing wanted; without known last
+    # offsets (a listing of one partition's directory, where objects follow each other) the
+    # ones before the object holding the first wanted offset hold nothing either.
+    first = 0
+    if start is not None and not any(r.last_offset is not None for r in refs):
+        first = max(0, bisect.bisect_right(starts, start) - 1)
+    out = []
+    for ref in refs[first:]:
+        if offsets.high is not None and ref.start_offset > offsets.high:
+            break
+        if ref.last_offset is not None and not offsets.overlaps(ref.start_offset, ref.last_offset):
+            continue
+        if not ref.has_index:
+            out.append(Piece(ref, topic, partition))
+            continue
+        index = archive.index(ref)
+        wanted = tuple(
+            (n, c)
+            for n, c in enumerate(index.chunks)
+            if c.num_records and offsets.overlaps(c.first_record_offset, c.last_record_offset)
+        )
+        if wanted:
+            needs_index = index.avro is not None or bool(ref.companions)
+            out.append(Piece(ref, topic, partition, wanted, index.to_json() if needs_index else ""))
+    return out
+
+
+def _grouped(pieces: list[Piece], split_bytes: int) -> list[Split]:
+    """Pieces cut and packed into splits of about ``split_bytes`` compressed bytes."""
+    splits: list[Split] = []
+    current: list[Piece] = []
+    size = 0
+    for piece in pieces:
+        for part in _cut(piece, split_bytes):
+            if current and size + part.compressed_bytes > split_bytes:
+                splits.append(Split(tuple(current)))
+                current, size = [], 0
+            current.append(part)
+            size += part.compressed_bytes
+    if current:
+        splits.append(Split(tuple(current)))
+    return splits
+
+
+def _cut(piece: Piece, split_bytes: int) -> list[Piece]:
+    """A piece whose blocks exceed ``split_bytes`` as several pieces of whole blocks."""
+    if piece.whole or piece.compressed_bytes <= split_bytes:
+        return [piece]
+    parts, chunk_run, size = [], [], 0
+    for item in piece.chunks:
+        if chunk_run and size + item[1].byte_length > split_bytes:
+            parts.append(replace(piece, chunks=tuple(chunk_run)))
+            chunk_run, size = [], 0
+        chunk_run.append(item)
+        size += item[1].byte_length
+    parts.append(replace(piece, chunks=tuple(chunk_run)))
+    return parts
