@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from blockgz.format.framing import NEWLINE, Framing
 from blockgz.format.index import Chunk
 from blockgz.layout import ObjectRef
 from reader.archive import Archive
@@ -121,6 +122,8 @@ class Piece:
     #: The object's index as JSON, for blocks whose records need more than the bytes
     #: (Avro, companions); ``""`` when not needed.
     index_json: str = ""
+    #: How the object's records are framed (its index says).
+    framing: Framing = NEWLINE
 
     @property
     def whole(self) -> bool:

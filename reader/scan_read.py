@@ -1,0 +1,215 @@
+"""Reading one split of a scan (:mod:`reader.scan_plan`) into Arrow record batches.
+
+Each run of neighbouring blocks of one object is fetched with one ranged GET. A block of
+newline-separated records (JSON, or bytearray with the default separator) that carries no
+envelope and no keys/headers beside it becomes an Arrow batch without a Python object per
+record: numpy finds the separators and the values column is built over the block's bytes.
+Everything else (Avro, envelopes, keys and headers files, other framings, objects without an
+index) goes through the record reader (:class:`~reader.archive.Archive`), which knows them all.
+
+With ``value_type`` (an Arrow struct) the values are parsed as JSON into it by Arrow's JSON
+reader, a block at a time.
+
+Rows outside the scan's offsets are dropped here, so a block that only partly overlaps the
+query gives exactly the rows asked for.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from blockgz.errors import BadRecordError, CorruptBlockError
+from blockgz.format.decode import Record, inflate_chunk
+from blockgz.format.envelope import unwrap
+from blockgz.format.framing import NEWLINE
+from blockgz.format.index import BlockIndex, Chunk
+from blockgz.kafka_columns import kafka_arrow_schema
+from reader.archive import Archive
+from reader.scan_plan import IntRange, Piece, Split
+
+#: A line that starts like this is the export's envelope (``format.json.envelope``).
+_ENVELOPE_START = b'{"topic":'
+
+
+def split_batches(
+    archive: Archive, split: Split, offsets: IntRange, *, value_type: Any = None
+) -> Iterator[Any]:
+    """Arrow batches (Spark's Kafka schema, headers included) of the split's rows."""
+    for piece in split.pieces:
+        if piece.whole or piece.index_json:
+            yield from _record_path(archive, piece, offsets, value_type)
+            continue
+        for run in _runs(piece.chunks):
+            base, end = run[0][1].byte_offset, run[-1][1].byte_end
+            raw = archive.store.get_range(piece.ref.key, base, end)
+            for number, chunk in run:
+                block = raw[chunk.byte_offset - base : chunk.byte_end - base]
+                data = inflate_chunk(block, chunk, block=number, source=piece.ref.key)
+                batch = _block_batch(piece, chunk, data, offsets, value_type)
+                if batch is None:  # not plain lines: the record reader takes it
+                    batch = _records_batch(
+                        piece,
+                        _block_records(archive, piece, number, chunk, data),
+                        offsets,
+                        value_type,
+                    )
+                if batch.num_rows:
+                    yield batch
+
+
+def _runs(chunks: Iterable[tuple[int, Chunk]]) -> list[list[tuple[int, Chunk]]]:
+    """Blocks that follow each other in the file, grouped: one ranged GET each."""
+    runs: list[list[tuple[int, Chunk]]] = []
+    for number, chunk in chunks:
+        if runs and runs[-1][-1][0] == number - 1:
+            runs[-1].append((number, chunk))
+        else:
+            runs.append([(number, chunk)])
+    return runs
+
+
+def _block_batch(piece: Piece, chunk: Chunk, data: bytes, offsets: IntRange, value_type: Any):
+    """The block as a batch, built from its bytes; ``None`` if it needs the record reader."""
+    import pyarrow as pa
+
+    if piece.framing != NEWLINE or data.startswith(_ENVELOPE_START) or not data:
+        return None
+    octets = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(octets == 0x0A)
+    if not data.endswith(b"\n"):  # a last record without its separator still counts
+        ends = np.append(ends, len(data))
+    if len(ends) != chunk.num_records:
+        return None  # let the record reader name the mismatch
+    record_offsets = np.asarray(chunk.record_offsets(), np.int64)
+    if value_type is None:
+        starts = np.concatenate(([0], ends[:-1] + 1))
+        kept = np.delete(octets, ends[ends < len(data)])
+        value_offsets = np.concatenate((starts - np.arange(len(starts)), [len(kept)]))
+        values = pa.BinaryArray.from_buffers(
+            pa.binary(),
+            len(starts),
+            [None, pa.py_buffer(value_offsets.astype(np.int32)), pa.py_buffer(kept)],
+        )
+    else:
+        values = _parsed(data, value_type, piece)
+    return _filtered(_batch(piece, values, record_offsets, value_type), record_offsets, offsets)
+
+
+def _parsed(lines: bytes, value_type: Any, piece: Piece):
+    """JSON lines parsed into the struct ``value_type`` (one row per line)."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    schema = pa.schema(list(value_type))
+    options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
+    try:
+        table = pj.read_json(io.BytesIO(lines), parse_options=options)
+    except pa.ArrowInvalid as exc:
+        raise BadRecordError(
+            f"{piece.ref.key}: a value does not parse as JSON of the schema given "
+            f"(value.schema): {exc}"
+        ) from exc
+    table = table.select(schema.names).combine_chunks()
+    return pa.StructArray.from_arrays(
+        [table.column(n).chunk(0) if table.num_rows else pa.array([], f.type)
+         for n, f in zip(schema.names, schema, strict=True)],
+        fields=list(schema),
+    )  # fmt: skip
+
+
+def _batch(piece: Piece, values, record_offsets: np.ndarray, value_type: Any, **columns):
+    import pyarrow as pa
+
+    count = len(record_offsets)
+    schema = kafka_arrow_schema(True, value_type)
+    return pa.RecordBatch.from_arrays(
+        [
+            columns.get("key", pa.nulls(count, pa.binary())),
+            values,
+            pa.array([piece.topic] * count, pa.string()),
+            pa.array(np.full(count, piece.partition, np.int32)),
+            pa.array(record_offsets, pa.int64()),
+            columns.get("timestamp", pa.nulls(count, pa.timestamp("us", tz="UTC"))),
+            pa.nulls(count, pa.int32()),
+            columns.get("headers", pa.nulls(count, schema.field("headers").type)),
+        ],
+        schema=schema,
+    )
+
+
+def _filtered(batch, record_offsets: np.ndarray, offsets: IntRange):
+    import pyarrow as pa
+
+    mask = np.ones(len(record_offsets), bool)
+    if offsets.low is not None:
+        mask &= record_offsets >= offsets.low
+    if offsets.high is not None:
+        mask &= record_offsets <= offsets.high
+    if offsets.points is not None:
+        mask &= np.isin(record_offsets, np.fromiter(offsets.points, np.int64))
+    return batch if mask.all() else batch.filter(pa.array(mask))
+
+
+# -- the record reader's path ------------------------------------------------------------------
+def _block_records(archive: Archive, piece: Piece, number: int, chunk: Chunk, data: bytes):
+    """The block's records (envelopes unwrapped), from its bytes."""
+    values, total = piece.framing.slice(data, 0, None)
+    if total != chunk.num_records:
+        raise CorruptBlockError(
+            f"{piece.ref.key}: block {number} holds {total} records, the index promises "
+            f"{chunk.num_records}",
+            block=number,
+            byte_offset=chunk.byte_offset,
+        )
+    for offset, value in zip(chunk.record_offsets(), values, strict=True):
+        record = Record(offset, value)
+        yield unwrap(record) if archive.envelopes else record
+
+
+def _record_path(archive: Archive, piece: Piece, offsets: IntRange, value_type: Any):
+    """Whole objects, Avro and objects with keys/headers files: through the archive."""
+    ref = piece.ref
+    if piece.index_json:
+        with archive._lock:
+            archive._indexes.setdefault(ref.key, BlockIndex.from_json(piece.index_json))
+    jobs = [(ref, -1, 0, None)] if piece.whole else [(ref, n, 0, None) for n, _ in piece.chunks]
+    for job in jobs:
+        records = archive._fetch(job)
+        if archive.envelopes:
+            records = (unwrap(r) for r in records)
+        batch = _records_batch(piece, records, offsets, value_type)
+        if batch.num_rows:
+            yield batch
+
+
+def _records_batch(piece: Piece, records, offsets: IntRange, value_type: Any):
+    """A batch of Record objects (keys, headers and timestamps where kept)."""
+    import json
+
+    import pyarrow as pa
+
+    rows = [r for r in records if offsets.contains(r.offset)]
+    schema = kafka_arrow_schema(True, value_type)
+    raw = [v if v is None or isinstance(v, bytes) else json.dumps(v, default=str).encode()
+           for v in (r.value for r in rows)]  # fmt: skip
+    if value_type is None:
+        values = pa.array(raw, pa.binary())
+    else:  # a null value (a tombstone) parses as an object of nulls
+        values = _parsed(b"".join((v or b"{}") + b"\n" for v in raw), value_type, piece)
+    headers = [
+        None if r.headers is None else [{"key": k, "value": v} for k, v in r.headers] for r in rows
+    ]
+    stamps = [None if r.timestamp is None else r.timestamp * 1000 for r in rows]
+    return _batch(
+        piece,
+        values,
+        np.asarray([r.offset for r in rows], np.int64),
+        value_type,
+        key=pa.array([r.key for r in rows], pa.binary()),
+        timestamp=pa.array(stamps, pa.timestamp("us", tz="UTC")),
+        headers=pa.array(headers, schema.field("headers").type),
+    )

@@ -1,0 +1,163 @@
+"""Scan planning and split reading (what the Spark reader runs), on local archives.
+
+The rows a planned scan reads must be exactly the archived records its conditions allow, and
+the plan must touch only the blocks that can hold them.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from blockgz.store import LocalStore
+from reader import open_archive
+from reader.scan_plan import IntRange, ScanFilter, plan_scan
+from reader.scan_read import split_batches
+from sink.records import KafkaRecord
+from sink.write.config import SinkConfig
+from sink.write.task import write_task
+from testkit.archives import build_partition, export_batches, input_records
+from testkit.batches import arrow_batches
+
+
+def rows_of(archive, splits, scan: ScanFilter, value_type=None) -> list[tuple]:
+    out = []
+    for split in splits:
+        for batch in split_batches(archive, split, scan.offsets, value_type=value_type):
+            d = batch.to_pydict()
+            out += list(zip(d["topic"], d["partition"], d["offset"], d["value"], strict=True))
+    return out
+
+
+def scan_rows(root, scan: ScanFilter, **plan) -> list[tuple]:
+    with open_archive(str(root)) as archive:
+        return rows_of(archive, plan_scan(archive, scan, **plan), scan)
+
+
+@pytest.fixture(scope="module")
+def field_archive(tmp_path_factory):
+    root = tmp_path_factory.mktemp("field")
+    records = input_records(200)
+    export_batches(str(root), records, "field", batches=4)
+    return root, records
+
+
+@settings(max_examples=30, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_any_filter_reads_exactly_the_records_it_allows(field_archive, data):
+    root, records = field_archive
+    scan = ScanFilter()
+    if data.draw(st.booleans()):
+        scan = scan.with_range("partition", points=[data.draw(st.integers(0, 2))])
+    if data.draw(st.booleans()):
+        scan = scan.with_range("offset", low=data.draw(st.integers(0, 300)))
+    if data.draw(st.booleans()):
+        scan = scan.with_range("offset", high=data.draw(st.integers(0, 300)))
+    if data.draw(st.booleans()):
+        scan = scan.with_range("offset", points=data.draw(st.lists(st.integers(0, 300))))
+    if data.draw(st.booleans()):
+        scan = scan.with_topics(data.draw(st.sampled_from([["ev"], ["other"], ["ev", "x"]])))
+    topic_ok = scan.topics is None or "ev" in scan.topics
+    expected = [
+        ("ev", r.partition, r.offset, r.value)
+        for r in records
+        if topic_ok and scan.partitions.contains(r.partition) and scan.offsets.contains(r.offset)
+    ]
+    # A DataFrame has no order: objects of interleaved partitions are read one after another.
+    assert sorted(scan_rows(root, scan, split_bytes=2_000)) == sorted(expected)
+
+
+def test_ten_offsets_read_one_sidecar_and_one_range(tmp_path):
+    store = LocalStore(tmp_path)
+    expected = build_partition(store, objects=3, records_per_object=400, block_size=4096)
+    scan = ScanFilter().with_range("offset", low=450, high=459)
+    with open_archive(str(tmp_path)) as archive:
+        splits = plan_scan(archive, scan)
+        planned = archive.store.requests
+        assert (planned.lists, planned.gets) == (2, 1)  # topics dir + partition; one sidecar
+        (piece,) = [p for s in splits for p in s.pieces]
+        assert len(piece.chunks) <= 2  # the blocks holding 450..459, neighbours
+        rows = rows_of(archive, splits, scan)
+        assert archive.store.requests.ranged_gets == 1  # neighbouring blocks: one range
+    assert [(o, v) for _, _, o, v in rows] == [(o, expected[o]) for o in range(450, 460)]
+
+
+def test_large_objects_are_read_by_many_splits_of_whole_blocks(tmp_path):
+    store = LocalStore(tmp_path)
+    expected = build_partition(store, objects=1, records_per_object=3000, block_size=4096)
+    with open_archive(str(tmp_path)) as archive:
+        splits = plan_scan(archive, ScanFilter(), split_bytes=20_000)
+        assert len(splits) > 5
+        assert all(s.compressed_bytes <= 20_000 for s in splits)
+        rows = rows_of(archive, splits, ScanFilter())
+    assert [(o, v) for _, _, o, v in rows] == sorted(expected.items())
+
+
+def test_plain_gzip_objects_are_read_whole(tmp_path):
+    config = SinkConfig.from_options(
+        {"path": str(tmp_path), "flush.size": "25", "s3.compression.type": "gzip"}
+    )
+    records = [KafkaRecord("g", 0, n, 0, None, b'{"n":%d}' % n) for n in range(100)]
+    write_task(config, iter(arrow_batches(records)))
+    scan = ScanFilter().with_range("offset", low=30, high=60)
+    with open_archive(str(tmp_path)) as archive:
+        splits = plan_scan(archive, scan)
+        assert all(p.whole for s in splits for p in s.pieces)
+        rows = rows_of(archive, splits, scan)
+    assert [o for _, _, o, _ in rows] == list(range(30, 61))
+
+
+def test_envelopes_and_companions_fill_key_headers_and_timestamp(tmp_path):
+    records = [
+        KafkaRecord("e", 0, n, 1_000 + n, b"k%d" % n, b'{"n":%d}' % n, [("h", b"%d" % n)])
+        for n in range(30)
+    ]
+    for options in (
+        {"format.json.envelope": "true"},
+        {"store.kafka.keys": "true", "store.kafka.headers": "true"},
+    ):
+        root = tmp_path / str(len(options))
+        config = SinkConfig.from_options(
+            {"path": str(root), "flush.size": "10", "s3.compression.type": "blockgzip", **options}
+        )
+        write_task(config, iter(arrow_batches(records)))
+        scan = ScanFilter().with_range("offset", low=12, high=14)
+        with open_archive(str(root)) as archive:
+            (batch,) = [
+                b for s in plan_scan(archive, scan) for b in split_batches(archive, s, scan.offsets)
+            ]
+        d = batch.to_pydict()
+        assert d["key"] == [b"k12", b"k13", b"k14"], options
+        assert d["headers"] == [[{"key": "h", "value": b"%d" % n}] for n in (12, 13, 14)]
+        if "format.json.envelope" in options:
+            assert [t.timestamp() for t in d["timestamp"]] == [1.012, 1.013, 1.014]
+
+
+def test_values_parse_into_a_given_struct(tmp_path):
+    store = LocalStore(tmp_path)
+    rng = random.Random(3)
+    config = SinkConfig.from_options({"path": str(tmp_path), "s3.compression.type": "blockgzip"})
+    records = [
+        KafkaRecord(
+            "j", 0, n, 0, None, b'{"n": %d, "s": "x%d", "extra": %d}' % (n, n, rng.random())
+        )
+        for n in range(50)
+    ]
+    write_task(config, iter(arrow_batches(records)))
+    del store
+    value_type = pa.struct([("n", pa.int64()), ("s", pa.string())])
+    scan = ScanFilter().with_range("offset", points=[3, 40])
+    with open_archive(str(tmp_path)) as archive:
+        rows = rows_of(archive, plan_scan(archive, scan), scan, value_type)
+    assert [v for *_, v in rows] == [{"n": 3, "s": "x3"}, {"n": 40, "s": "x40"}]
+
+
+def test_int_ranges():
+    both = IntRange().narrowed(low=5).narrowed(high=9).narrowed(points=[1, 6, 7, 12])
+    assert [v for v in range(15) if both.contains(v)] == [6, 7]
+    assert both.overlaps(7, 20) and not both.overlaps(8, 20) and both.start == 6
+    assert IntRange(low=5, high=4).empty
