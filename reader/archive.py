@@ -75,7 +75,9 @@ def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
     records the export wrapped in its envelope come back with their key, headers and timestamp;
     ``false`` returns the lines as stored) and ``catalog`` (default ``true``: where listing a
     partition's prefix finds nothing or more than a page, the exports' catalogs say which
-    objects hold an offset; ``false`` lists only).
+    objects hold an offset; ``false`` lists only) and ``committed`` (default ``false``;
+    ``true``: where an export's manifests cover a partition, read only the objects they
+    committed, never one a running or failed batch left).
 
     ``layout=deviantart`` reads an archive of DeviantArt's ``kafka-connect-s3`` connector
     instead: ``<prefix><yyyy-MM-dd>/<topic>-<partition:05>-<offset:012>.gz`` and its
@@ -107,6 +109,7 @@ def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
         envelopes=opts.flag("format.json.envelope", True),
         framing=framing_from_options(opts),
         use_catalog=opts.flag("catalog", True),
+        committed_only=opts.flag("committed", False),
     )
 
 
@@ -124,6 +127,7 @@ class Archive:
         envelopes: bool = True,
         framing: Framing = NEWLINE,
         use_catalog: bool = True,
+        committed_only: bool = False,
     ):
         if prefetch < 0:
             raise ConfigError(f"prefetch must be 0 or more, got {prefetch}")
@@ -142,6 +146,8 @@ class Archive:
         self.framing = framing
         #: Find objects through the exports' catalogs when listing cannot (``catalog``).
         self.use_catalog = use_catalog
+        #: Read what the manifests committed, where they cover a partition (``committed``).
+        self.committed_only = committed_only
         self._catalog: CatalogSource | object | None = _UNSET
         self._objects: dict[tuple[str, int], list[ObjectRef]] = {}
         self._indexes: dict[str, BlockIndex] = {}
@@ -157,6 +163,10 @@ class Archive:
         exports' catalogs say instead (see :meth:`seek_objects`)."""
         cache_key = (topic, partition)
         if cache_key not in self._objects:
+            committed = self._committed_source(topic, partition)
+            if committed is not None:
+                self._objects[cache_key] = committed.refs(topic, partition)
+                return self._objects[cache_key]
             refs, complete = self._list_partition(topic, partition)
             source = None if complete and refs else self._catalog_source()
             if source is not None and source.has(topic, partition):
@@ -176,6 +186,11 @@ class Archive:
         catalog does, reading only its segments that reach ``offset``: the cost stays bounded
         however many objects the partition has (see :mod:`blockgz.catalog`).
         """
+        committed = self._committed_source(topic, partition)
+        if committed is not None:
+            first = committed.first_offset(topic, partition)
+            found = committed.refs(topic, partition, from_offset=offset)
+            return found, first if first is not None else offset
         if (topic, partition) not in self._objects:
             refs, complete = self._list_partition(topic, partition)
             if not (complete and refs):
@@ -194,6 +209,13 @@ class Archive:
         prefix = self.layout.partition_prefix(self.prefix, topic, partition)
         listed = list(self.store.list(prefix, limit=LISTING_PAGE))
         return self._refs_of_listing(listed, topic, partition), len(listed) < LISTING_PAGE
+
+    def _committed_source(self, topic: str, partition: int) -> CatalogSource | None:
+        """The catalogs, when only committed objects are wanted and they cover the partition."""
+        if not self.committed_only:
+            return None
+        source = self._catalog_source()
+        return source if source is not None and source.has(topic, partition) else None
 
     def _catalog_source(self) -> CatalogSource | None:
         """The catalogs of the exports under the prefix (looked for once)."""

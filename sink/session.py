@@ -148,11 +148,13 @@ def quiet_accumulator_server(spark) -> None:
 
 
 def register_data_sources(spark) -> None:
-    """Register the ``blockgz`` sink and the ``blockgz-kafka`` source on ``spark``."""
+    """Register ``blockgz`` (the sink, and the archive reader) and the ``blockgz-kafka``
+    source on ``spark``, and turn on the Python filter pushdown the reader plans with."""
+    from sink.blockgz_source import BlockGzSource
     from sink.kafka.source import KafkaDataSource
-    from sink.write.datasource import BlockGzDataSource
 
-    spark.dataSource.register(BlockGzDataSource)
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(BlockGzSource)
     spark.dataSource.register(KafkaDataSource)
 
 

@@ -161,3 +161,36 @@ def test_int_ranges():
     assert [v for v in range(15) if both.contains(v)] == [6, 7]
     assert both.overlaps(7, 20) and not both.overlaps(8, 20) and both.start == 6
     assert IntRange(low=5, high=4).empty
+
+
+def test_pushed_conditions_narrow_the_scan():
+    from pyspark.sql.datasource import (
+        EqualTo,
+        GreaterThan,
+        GreaterThanOrEqual,
+        In,
+        IsNotNull,
+        LessThan,
+        LessThanOrEqual,
+        StringStartsWith,
+    )
+
+    from reader.spark_source import narrowed
+
+    scan = ScanFilter()
+    for condition in (
+        EqualTo(("topic",), "orders"),
+        In(("partition",), (0, 2)),
+        GreaterThan(("offset",), 9),
+        LessThanOrEqual(("offset",), 20),
+        GreaterThanOrEqual(("partition",), 1),
+        LessThan(("offset",), 15),
+        IsNotNull(("offset",)),  # understood by no one: no change
+        StringStartsWith(("topic",), "ord"),
+        EqualTo(("value", "x"), 1),  # a nested column: no change
+    ):
+        scan = narrowed(scan, condition)
+    assert scan.topics == {"orders"}
+    assert [p for p in range(5) if scan.partitions.contains(p)] == [2]
+    assert [o for o in range(30) if scan.offsets.contains(o)] == list(range(10, 15))
+    assert narrowed(ScanFilter(), EqualTo(("offset",), True)) == ScanFilter()  # a boolean

@@ -1,0 +1,172 @@
+"""``spark.read.format("blockgz").load(url)``: an archive as a DataFrame of Kafka's columns.
+
+Conditions on ``topic``, ``partition`` and ``offset`` (``=``, ``<``, ``<=``, ``>``, ``>=``,
+``IN``, ``BETWEEN``) are pushed into planning (``pushFilters``): they choose the partitions,
+objects and blocks read (:mod:`reader.scan_plan`), and the rows a block holds outside them are
+dropped as it is read. Spark evaluates every condition again on what comes back, so a pushed
+condition can only save work, never change a result. Needs
+``spark.sql.python.filterPushdown.enabled=true`` (blockgz's sessions set it).
+
+Options: the archive's (S3 settings and key layout, as :func:`reader.open_archive` takes
+them), ``topics`` (comma-separated) or ``topics.regex``, ``committed`` (default ``true``: only
+what the export's manifests committed, where there are manifests; ``false``: every object
+listed), ``blockgz.split.size`` (compressed bytes per task, default 64 MiB) and
+``value.schema`` (a DDL field list such as ``"id BIGINT, name STRING"``: values are parsed as
+JSON into a struct of it instead of returned as bytes).
+
+Example (needs Spark, so not a doctest)::
+
+    df = (spark.read.format("blockgz")
+          .option("store.url", "http://127.0.0.1:9000")
+          .load("s3://archive/")
+          .where("topic = 'orders' AND partition = 0 AND offset BETWEEN 1000 AND 1009"))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSourceReader,
+    EqualTo,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
+    InputPartition,
+    LessThan,
+    LessThanOrEqual,
+)
+
+from blockgz.errors import ConfigError
+from blockgz.options import as_options
+from reader.archive import open_archive
+from reader.scan_plan import DEFAULT_SPLIT_BYTES, ScanFilter, Split, plan_scan
+from reader.scan_read import split_batches
+
+#: Kafka's columns, as Spark's Kafka source gives them.
+KAFKA_COLUMNS = (
+    "key BINARY, value {value}, topic STRING, partition INT, offset BIGINT, "
+    "timestamp TIMESTAMP, timestampType INT, headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
+)
+#: Options of this reader (the archive's own come on top).
+READ_OPTIONS = ("path", "topics", "topics.regex", "blockgz.split.size", "value.schema")
+
+
+def archive_schema(options: dict[str, str]) -> str:
+    """The DataFrame's schema as DDL: ``value`` is a struct when ``value.schema`` is given."""
+    value = options.get("value.schema", "").strip()
+    return KAFKA_COLUMNS.format(value=f"STRUCT<{value}>" if value else "BINARY")
+
+
+class SplitPartition(InputPartition):
+    """One Spark task: the blocks of one :class:`~reader.scan_plan.Split`."""
+
+    def __init__(self, split: Split):
+        super().__init__(split)
+        self.split = split
+
+
+class ArchiveReader(DataSourceReader):
+    """Plans on the driver (filters, then splits), reads splits on the executors."""
+
+    def __init__(self, options: dict[str, str], schema: Any):
+        self.options = dict(options)
+        if not self.options.get("path"):
+            raise ConfigError(
+                'spark.read.format("blockgz") needs the archive: .load("s3://bucket/prefix") '
+                "or a directory path"
+            )
+        opts = as_options(self.options)
+        self.split_bytes = opts.integer("blockgz.split.size", DEFAULT_SPLIT_BYTES, low=1)
+        topics = opts.text("topics")
+        self.topics = [t.strip() for t in topics.split(",") if t.strip()] if topics else None
+        self.topics_regex = opts.text("topics.regex") or None
+        self.committed = opts.flag("committed", True)
+        self.value_type = _value_arrow_type(schema)
+        self.scan = ScanFilter()
+
+    def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
+        """Narrow the scan by every condition it understands; hand all of them back, so
+        that Spark checks each row again (pruning can only skip work)."""
+        for condition in filters:
+            self.scan = narrowed(self.scan, condition)
+            yield condition
+
+    def _archive(self):
+        archive_options = {k: v for k, v in self.options.items() if k not in READ_OPTIONS}
+        archive_options["committed"] = "true" if self.committed else "false"
+        return open_archive(self.options["path"], archive_options)
+
+    def partitions(self) -> list[SplitPartition]:
+        with self._archive() as archive:
+            splits = plan_scan(
+                archive,
+                self.scan,
+                topics=self.topics,
+                topics_regex=self.topics_regex,
+                split_bytes=self.split_bytes,
+            )
+        return [SplitPartition(s) for s in splits] or [SplitPartition(Split(()))]
+
+    def read(self, partition: SplitPartition) -> Iterator[Any]:
+        with self._archive() as archive:
+            yield from split_batches(
+                archive, partition.split, self.scan.offsets, value_type=self.value_type
+            )
+
+
+class ArchiveReadSource:
+    """What ``format("blockgz")`` adds for reading (mixed into the sink's data source)."""
+
+    options: dict[str, str]
+
+    def schema(self) -> str:
+        return archive_schema(self.options)
+
+    def reader(self, schema: Any) -> ArchiveReader:
+        return ArchiveReader(self.options, schema)
+
+
+def narrowed(scan: ScanFilter, condition: Any) -> ScanFilter:
+    """The scan narrowed by one pushed condition it understands (else unchanged)."""
+    attribute = getattr(condition, "attribute", None)
+    if attribute is None or len(attribute) != 1:
+        return scan
+    column, value = attribute[0], getattr(condition, "value", None)
+    if column == "topic":
+        if isinstance(condition, EqualTo) and isinstance(value, str):
+            return scan.with_topics([value])
+        if isinstance(condition, In) and all(isinstance(v, str) for v in value):
+            return scan.with_topics(value)
+        return scan
+    if column not in ("partition", "offset"):
+        return scan
+    if isinstance(condition, In):
+        if all(isinstance(v, int) for v in value):
+            return scan.with_range(column, points=value)
+        return scan
+    if not isinstance(value, int) or isinstance(value, bool):
+        return scan
+    if isinstance(condition, EqualTo):
+        return scan.with_range(column, points=[value])
+    if isinstance(condition, GreaterThan):
+        return scan.with_range(column, low=value + 1)
+    if isinstance(condition, GreaterThanOrEqual):
+        return scan.with_range(column, low=value)
+    if isinstance(condition, LessThan):
+        return scan.with_range(column, high=value - 1)
+    if isinstance(condition, LessThanOrEqual):
+        return scan.with_range(column, high=value)
+    return scan
+
+
+def _value_arrow_type(schema: Any) -> Any:
+    """The Arrow type of ``value`` when it is a struct (values parsed as JSON), else ``None``."""
+    from pyspark.sql.pandas.types import to_arrow_type
+    from pyspark.sql.types import StructType
+
+    field = schema["value"] if "value" in schema.fieldNames() else None
+    if field is None or not isinstance(field.dataType, StructType):
+        return None
+    return to_arrow_type(field.dataType, timezone="UTC")
