@@ -131,3 +131,8 @@ class PreflightError(BlockGzError, RuntimeError):
 
 class ExportFailed(BlockGzError, RuntimeError):
     """The streaming export stopped with an error; the message is the root cause."""
+
+
+class ReplayError(BlockGzError, RuntimeError):
+    """Replaying an archive into Kafka cannot go on: the target refuses, or a record was not
+    delivered (the message says which, and that a rerun resumes where delivery stopped)."""

@@ -1,0 +1,329 @@
+"""Replay an archive into a Kafka topic: keys, headers and timestamps where kept, in order.
+
+Each topic-partition's records go in offset order to the same partition number of the target
+topic (or, ``by_key``, to the partition Kafka's default partitioner picks for the key), through
+an idempotent producer, so retries inside a run never duplicate a record.
+
+**Resuming after a kill, without duplicates.** Every replayed record carries one more header,
+``blockgz.replay`` = ``<source topic>/<source partition>/<source offset>``. An idempotent
+producer keeps each target partition's records in the order they were sent, so whatever a
+killed run delivered to a target partition is a prefix of what it sent there: the newest marker
+in each target partition says exactly how far the run got for each source partition. A rerun
+reads those tails and skips, record by record, what its target partition already holds. The
+partition of every record is computed here (Kafka's murmur2 for keys, the offset for null keys)
+rather than left to the client, so the rerun knows where each record went. ``mark=False``
+leaves the header out and gives up resuming.
+
+>>> kafka_partition(b"user-1", 12)  # the partition Kafka's Java producer picks
+8
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from blockgz.errors import ConfigError, ReplayError
+from reader.archive import Archive
+
+log = logging.getLogger("blockgz.replay")
+
+MARKER = "blockgz.replay"
+#: Records read back from each target partition's end, at first, to find the newest markers.
+TAIL_WINDOW = 1000
+
+
+def murmur2(data: bytes) -> int:
+    """Kafka's murmur2 hash (``org.apache.kafka.common.utils.Utils.murmur2``), as a signed
+    32-bit int. Written here because the partition of each record must be known to resume
+    exactly, and librdkafka picks partitions with another hash by default.
+
+    >>> murmur2(b"21"), murmur2(b"foobar")  # Kafka's own test vectors
+    (-973932308, -790332482)
+    """
+    length = len(data)
+    seed, m = 0x9747B28C, 0x5BD1E995
+    h = (seed ^ length) & 0xFFFFFFFF
+    for i in range(0, length - length % 4, 4):
+        k = int.from_bytes(data[i : i + 4], "little")
+        k = (k * m) & 0xFFFFFFFF
+        k ^= k >> 24
+        k = (k * m) & 0xFFFFFFFF
+        h = ((h * m) & 0xFFFFFFFF) ^ k
+    rest = length % 4
+    tail = length - rest
+    if rest == 3:
+        h ^= data[tail + 2] << 16
+    if rest >= 2:
+        h ^= data[tail + 1] << 8
+    if rest >= 1:
+        h ^= data[tail]
+        h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 13
+    h = (h * m) & 0xFFFFFFFF
+    h ^= h >> 15
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def kafka_partition(key: bytes, partitions: int) -> int:
+    """The partition Kafka's default partitioner gives a non-null key."""
+    return (murmur2(key) & 0x7FFFFFFF) % partitions
+
+
+@dataclass
+class ReplaySettings:
+    """What to replay, and where to."""
+
+    topic: str
+    to_topic: str
+    partitions: list[int] | None = None
+    start: int | None = None
+    end: int | None = None
+    from_time: int | None = None
+    to_time: int | None = None
+    by_key: bool = False
+    mark: bool = True
+    allow_same_topic: bool = False
+    #: librdkafka settings (``bootstrap.servers`` at least); idempotence is always on.
+    producer: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ReplayResult:
+    """Per source partition: records sent now, and records skipped as delivered before."""
+
+    sent: dict[int, int] = field(default_factory=dict)
+    skipped: dict[int, int] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def total_sent(self) -> int:
+        return sum(self.sent.values())
+
+
+class _Deliveries:
+    def __init__(self):
+        self.done = 0
+        self.failures: list[str] = []
+
+    def __call__(self, error, message) -> None:
+        if error is not None:
+            self.failures.append(
+                f"{message.topic()}[{message.partition()}]: {error} "
+                f"({dict(message.headers() or []).get(MARKER, b'').decode()})"
+            )
+        else:
+            self.done += 1
+
+
+def replay(
+    archive: Archive,
+    settings: ReplaySettings,
+    *,
+    on_progress: Callable[[int, int], None] | None = None,
+) -> ReplayResult:
+    """Replay the archived range into ``settings.to_topic``; see the module's notes.
+
+    ``on_progress(partition, records sent so far)`` is called now and then.
+    """
+    from confluent_kafka import Producer
+
+    if settings.to_topic == settings.topic and not settings.allow_same_topic:
+        raise ConfigError(
+            f"--to-topic {settings.to_topic!r} is the topic the archive holds; replaying into "
+            "it would append a second copy of its records (pass --allow-same-topic if that is "
+            "what you want)"
+        )
+    config = {
+        "linger.ms": 20,
+        "acks": "all",
+        **settings.producer,
+        "enable.idempotence": True,
+    }
+    targets = _target_partitions(config, settings.to_topic)
+    sources = (
+        settings.partitions
+        if settings.partitions is not None
+        else archive.partitions(settings.topic)
+    )
+    if not settings.by_key:
+        missing = [p for p in sources if p >= targets]
+        if missing:
+            raise ConfigError(
+                f"topic {settings.to_topic!r} has {targets} partitions; partitions {missing} of "
+                f"{settings.topic!r} have no partition of the same number there (create it with "
+                "more partitions, or pass --by-key to spread records by key)"
+            )
+    delivered = (
+        delivered_so_far(config, settings.to_topic, targets, settings.topic, set(sources))
+        if settings.mark
+        else {}
+    )
+    producer = Producer(config)
+    deliveries = _Deliveries()
+    result = ReplayResult()
+    started = time.monotonic()
+    try:
+        for source in sources:
+            sent = skipped = 0
+            records = archive.records(
+                settings.topic,
+                [source],
+                start=settings.start,
+                end=settings.end,
+                from_time=settings.from_time,
+                to_time=settings.to_time,
+            )
+            for _, record in records:
+                target = _partition_of(record, source, targets, settings.by_key)
+                if record.offset <= delivered.get((source, target), -1):
+                    skipped += 1
+                    continue
+                _produce(producer, settings, record, source, target, deliveries)
+                sent += 1
+                if on_progress is not None and sent % 1000 == 0:
+                    on_progress(source, sent)
+                if deliveries.failures:
+                    break
+            result.sent[source], result.skipped[source] = sent, skipped
+            if on_progress is not None:
+                on_progress(source, sent)
+            log.info(
+                "%s-%d -> %s: %d records sent, %d already there",
+                settings.topic,
+                source,
+                settings.to_topic,
+                sent,
+                skipped,
+            )
+            if deliveries.failures:
+                break
+    finally:
+        remaining = producer.flush(60)
+    result.seconds = time.monotonic() - started
+    if deliveries.failures or remaining:
+        what = deliveries.failures[0] if deliveries.failures else f"{remaining} still queued"
+        raise ReplayError(
+            f"replay into {settings.to_topic!r} stopped: {what}; "
+            f"{len(deliveries.failures)} records failed. Run it again: it resumes after what "
+            "each partition holds"
+        )
+    return result
+
+
+def _produce(producer, settings: ReplaySettings, record, source: int, target: int, done) -> None:
+    headers = list(record.headers or [])
+    if settings.mark:
+        headers.append((MARKER, f"{settings.topic}/{source}/{record.offset}".encode()))
+    kwargs: dict[str, Any] = {"partition": target, "on_delivery": done}
+    if headers:
+        kwargs["headers"] = headers
+    if record.timestamp is not None:
+        kwargs["timestamp"] = record.timestamp
+    value = record.value
+    if value is not None and not isinstance(value, bytes):  # a decoded Avro value
+        import json
+
+        value = json.dumps(value, default=str, sort_keys=True).encode()
+    while True:
+        try:
+            producer.produce(settings.to_topic, value=value, key=record.key, **kwargs)
+            break
+        except BufferError:  # the local queue is full: let deliveries drain it
+            producer.poll(0.1)
+    producer.poll(0)
+
+
+def _partition_of(record, source: int, targets: int, by_key: bool) -> int:
+    if not by_key:
+        return source
+    if record.key is None:
+        return record.offset % targets
+    return kafka_partition(record.key, targets)
+
+
+def _target_partitions(config: Mapping[str, Any], topic: str) -> int:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({k: v for k, v in config.items() if _admin_setting(k)})
+    try:
+        metadata = admin.list_topics(timeout=15)  # all topics: asking for one may create it
+    except Exception as exc:  # KafkaException: the brokers cannot be reached
+        raise ReplayError(
+            f"cannot reach Kafka at {config.get('bootstrap.servers')}: {exc}"
+        ) from exc
+    found = metadata.topics.get(topic)
+    if found is None or found.error is not None or not found.partitions:
+        raise ConfigError(
+            f"topic {topic!r} does not exist at {config.get('bootstrap.servers')}; create it "
+            "first (blockgz replay does not create topics: their settings are yours to choose)"
+        )
+    return len(found.partitions)
+
+
+def _admin_setting(name: str) -> bool:
+    return name == "bootstrap.servers" or name.startswith(("security.", "sasl.", "ssl."))
+
+
+def delivered_so_far(
+    config: Mapping[str, Any],
+    topic: str,
+    partitions: int,
+    source_topic: str,
+    sources: Iterable[int],
+) -> dict[tuple[int, int], int]:
+    """``(source partition, target partition) -> last source offset`` a previous run
+    delivered, from the newest ``blockgz.replay`` markers at the end of each target partition."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    wanted = set(sources)
+    consumer = Consumer(
+        {
+            **{k: v for k, v in config.items() if _admin_setting(k)},
+            "group.id": "blockgz-replay-resume",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+        }
+    )
+    found: dict[tuple[int, int], int] = {}
+    try:
+        for target in range(partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, target), timeout=15)
+            window = TAIL_WINDOW
+            while high > low:
+                begin = max(low, high - window)
+                seen = _markers(consumer, topic, target, begin, high, source_topic)
+                for source, offset in seen.items():
+                    found[(source, target)] = max(offset, found.get((source, target), -1))
+                if begin == low or {s for s, t in found if t == target} >= wanted:
+                    break
+                window *= 8
+    finally:
+        consumer.close()
+    return found
+
+
+def _markers(consumer, topic: str, target: int, begin: int, end: int, source_topic: str):
+    """Newest source offset per source partition among the markers in ``[begin, end)``."""
+    from confluent_kafka import TopicPartition
+
+    consumer.assign([TopicPartition(topic, target, begin)])
+    newest: dict[int, int] = {}
+    position = begin
+    deadline = time.monotonic() + 60
+    while position < end and time.monotonic() < deadline:
+        for message in consumer.consume(1000, timeout=1):
+            if message.error() is not None:
+                continue
+            position = message.offset() + 1
+            marker = dict(message.headers() or []).get(MARKER)
+            if marker is None:
+                continue
+            source_name, source_part, source_offset = marker.decode().rsplit("/", 2)
+            if source_name == source_topic:
+                part = int(source_part)
+                newest[part] = max(int(source_offset), newest.get(part, -1))
+    return newest
