@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: demo demo-format test bench lint format prereqs clean
-.PHONY: bench-avro
+.PHONY: bench-avro bench-read
 
 prereqs:
 	@PYTHON=$(PYTHON) scripts/check-prereqs
@@ -36,6 +36,9 @@ bench: $(STAMP)
 	$(BIN)/python -m pytest benchmarks -p no:cacheprovider --benchmark-only --benchmark-columns=median,rounds
 
 # The Avro suite alone: export per avro.codec vs a plain fastavro loop, seek in a 1 GiB object.
+bench-read: $(STAMP)
+	$(BIN)/python -m pytest benchmarks/test_read_side_bench.py -p no:cacheprovider -s --benchmark-disable
+
 bench-avro: $(STAMP)
 	$(BIN)/python -m pytest benchmarks/test_avro_bench.py -p no:cacheprovider --benchmark-only --benchmark-columns=median,rounds
 

@@ -1,0 +1,242 @@
+"""The read side against Spark's own JSON reader and a plain producer loop, in one run.
+
+* **Filtered read**: ``spark.read.format("blockgz")`` for 100 offsets of a 1 GiB (times
+  ``BLOCKGZ_BENCH_SCALE``) archive — 8 block-GZIP objects of one topic-partition, Confluent's
+  layout — against reading the same objects whole with ``spark.read.json`` (goal ≥ 50×
+  faster, ≤ 2 blocks fetched per matching object).
+* **Full scan**: both readers parse every value into the same struct and sum a field (goal
+  blockgz ≥ 1.0× ``spark.read.json``; its gzip objects are one task each, blockgz splits them
+  by blocks).
+* **Replay**: ``reader.replay.replay`` of 200k records (times the scale) into Tansu against a
+  plain confluent-kafka producer loop over the same values held in memory (goal ≥ 0.7×).
+
+Run: ``make bench-read`` (writes ``results/read_side.md``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+import pytest
+
+from benchmarks import report as rp
+from benchmarks import support
+
+RESULTS_PATH = Path(__file__).with_name("results") / "read_side.md"
+OBJECTS = 8
+ROUNDS = 3
+REPLAY_RECORDS = max(5_000, int(200_000 * support.SCALE))
+VALUE_SCHEMA = "user_id STRING, items BIGINT"
+RESULTS: dict[str, object] = {}
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory) -> tuple[Path, int]:
+    """``topics/bench/partition=0/`` with 8 objects cut from the cached 1 GiB seek file's
+    lines (block-GZIP, 1 MiB blocks); returns the root and the record count."""
+    from blockgz.objects.compress import compress_file
+
+    root = support.CACHE_DIR / f"read-archive-{support.SEEK_FILE_BYTES}"
+    done = root / "done"
+    if not done.exists():
+        shutil.rmtree(root, ignore_errors=True)
+        directory = root / "topics" / "bench" / "partition=0"
+        directory.mkdir(parents=True)
+        per_object = support.SEEK_FILE_BYTES // OBJECTS
+        offset = 0
+        for _ in range(OBJECTS):
+            part = tmp_path_factory.mktemp("part") / "part.ndjson"
+            support._replicate(support.corpus_path(), part, per_object)
+            name = f"bench+0+{offset:010d}.json.gz"
+            index = compress_file(part, directory / name, threads=2, first_offset=offset)
+            offset += index.record_count
+            part.unlink()
+        done.write_text(str(offset))
+    return root, int(done.read_text())
+
+
+@pytest.fixture(scope="module")
+def spark():
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Spark needs Java 17+")
+    from sink.session import spark_session
+
+    session = spark_session("local[2,3]", app_name="blockgz-bench-read")
+    yield session
+    session.stop()
+
+
+def _timed(fn, rounds: int = ROUNDS) -> tuple[list[float], object]:
+    times, result = [], None
+    fn()  # warm-up: the first query of a kind pays for Spark's planning caches
+    for _ in range(rounds):
+        started = time.perf_counter()
+        result = fn()
+        times.append(time.perf_counter() - started)
+    return times, result
+
+
+def test_filtered_read_vs_spark_json(spark, archive, benchmark):
+    root, total = archive
+    middle = total // 2
+    blockgz_df = (
+        spark.read.format("blockgz")
+        .load(str(root))
+        .where(
+            f"topic = 'bench' AND partition = 0 AND offset >= {middle} AND offset < {middle + 100}"
+        )
+    )
+    json_df = _spark_json(spark, root)
+
+    def filtered():
+        return blockgz_df.select("offset").collect()
+
+    def whole():
+        return json_df.count()
+
+    filtered_times, rows = _timed(filtered)
+    assert [r.offset for r in rows] == list(range(middle, middle + 100))
+    whole_times, count = _timed(whole, rounds=1)
+    assert count == total
+    blocks = _blocks_for(root, middle, middle + 99)
+    RESULTS["filtered"] = (
+        statistics.median(filtered_times),
+        statistics.median(whole_times),
+        blocks,
+    )
+    benchmark.pedantic(filtered, rounds=1, iterations=1)
+
+
+def _spark_json(spark, root: Path, schema: str | None = None):
+    """Spark's JSON reader on the data objects (its glob leaves the sidecars out)."""
+    reader = spark.read.option("pathGlobFilter", "*.json.gz")
+    if schema:
+        reader = reader.schema(schema)
+    return reader.json(str(root / "topics" / "bench" / "partition=0"))
+
+
+def _blocks_for(root: Path, first: int, last: int) -> int:
+    from reader import open_archive
+    from reader.scan_plan import ScanFilter, plan_scan
+
+    with open_archive(str(root)) as archive:
+        splits = plan_scan(archive, ScanFilter().with_range("offset", low=first, high=last))
+        return max(len(p.chunks) for s in splits for p in s.pieces)
+
+
+def test_full_scan_vs_spark_json(spark, archive, benchmark):
+    root, total = archive
+    blockgz_df = spark.read.format("blockgz").option("value.schema", VALUE_SCHEMA).load(str(root))
+    json_df = _spark_json(spark, root, VALUE_SCHEMA)
+
+    def scan_blockgz():
+        return blockgz_df.selectExpr("count(*) AS n", "sum(value.items) AS b").collect()[0]
+
+    def scan_json():
+        return json_df.selectExpr("count(*) AS n", "sum(items) AS b").collect()[0]
+
+    blockgz_times, ours = _timed(scan_blockgz, rounds=2)
+    json_times, theirs = _timed(scan_json, rounds=2)
+    assert (ours.n, ours.b) == (theirs.n, theirs.b) and ours.n == total
+    RESULTS["scan"] = (statistics.median(blockgz_times), statistics.median(json_times), total)
+    benchmark.pedantic(scan_blockgz, rounds=1, iterations=1)
+
+
+@pytest.fixture(scope="module")
+def kafka():
+    from blockgz.local_servers import LocalKafka
+
+    reason = LocalKafka.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with LocalKafka() as broker:
+        yield broker
+
+
+def test_replay_vs_producer_loop(kafka, tmp_path, benchmark):
+    from confluent_kafka import Producer
+
+    from reader import open_archive
+    from reader.replay import ReplaySettings, replay
+    from sink.records import KafkaRecord
+    from sink.write.config import SinkConfig
+    from sink.write.task import write_task
+    from testkit.batches import arrow_batches
+
+    lines = support.corpus_path().read_bytes().split(b"\n", REPLAY_RECORDS)[:REPLAY_RECORDS]
+    records = [KafkaRecord("src", 0, n, 0, None, v) for n, v in enumerate(lines)]
+    config = SinkConfig.from_options(
+        {"path": str(tmp_path), "flush.size": "50000", "s3.compression.type": "blockgzip"}
+    )
+    write_task(config, iter(arrow_batches(records)))
+    producer_settings = {"linger.ms": 20, "acks": "all", "enable.idempotence": True}
+    times: dict[str, list[float]] = {"replay": [], "loop": []}
+    for round_ in range(ROUNDS):
+        for case in ("loop", "replay"):
+            topic = f"out-{case}-{round_}"
+            kafka.create_topic(topic, partitions=1)
+            started = time.perf_counter()
+            if case == "loop":
+                producer = Producer(
+                    {"bootstrap.servers": kafka.bootstrap_servers, **producer_settings}
+                )
+                for record in records:
+                    while True:
+                        try:
+                            producer.produce(topic, value=record.value, partition=0)
+                            break
+                        except BufferError:
+                            producer.poll(0.1)
+                    producer.poll(0)
+                assert producer.flush(60) == 0
+            else:
+                settings = ReplaySettings(
+                    topic="src",
+                    to_topic=topic,
+                    producer={"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 20},
+                )
+                with open_archive(str(tmp_path)) as archive:
+                    assert replay(archive, settings).total_sent == len(records)
+            times[case].append(time.perf_counter() - started)
+    RESULTS["replay"] = (statistics.median(times["replay"]), statistics.median(times["loop"]))
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+def test_report():
+    """The table with the goals, printed and written to ``results/read_side.md``."""
+    if len(RESULTS) < 3:
+        pytest.skip("run the whole file: the report needs every case")
+    filtered, whole, blocks = RESULTS["filtered"]
+    scan_ours, scan_json, total = RESULTS["scan"]
+    replay_s, loop_s = RESULTS["replay"]
+    rows = [
+        ["filtered read, 100 offsets (blockgz) vs whole read (spark.read.json)",
+         f"{filtered:.2f} s vs {whole:.2f} s", f"{whole / filtered:.0f}×", "≥ 50×",
+         rp.verdict(whole / filtered >= 50)],
+        ["blocks fetched for the matching object", f"{blocks}", "", "≤ 2", rp.verdict(blocks <= 2)],
+        ["full scan, JSON parsed (blockgz vs spark.read.json)",
+         f"{scan_ours:.2f} s vs {scan_json:.2f} s", f"{scan_json / scan_ours:.2f}×", "≥ 1.0×",
+         rp.verdict(scan_json / scan_ours >= 1.0)],
+        [f"replay {REPLAY_RECORDS:,} records vs a producer loop",
+         f"{replay_s:.2f} s vs {loop_s:.2f} s", f"{loop_s / replay_s:.2f}×", "≥ 0.7×",
+         rp.verdict(loop_s / replay_s >= 0.7)],
+    ]  # fmt: skip
+    lines = [
+        "# blockgz: the read side against spark.read.json and a producer loop",
+        "",
+        f"- archive: {OBJECTS} block-GZIP objects, {rp.gb(support.SEEK_FILE_BYTES)} of JSON lines,"
+        f" {total:,} records, one topic-partition, local files; Spark local[2,3]",
+        f"- machine: {rp.machine_line()}",
+        "",
+        *rp.table(["case", "time", "ratio", "goal", "verdict"], rows),
+    ]
+    if not support.MEANINGFUL:
+        lines.insert(1, "\n**Smoke-test scale: not meaningful.**\n")
+    text = "\n".join(lines) + "\n"
+    print("\n" + text)
+    RESULTS_PATH.write_text(text)
