@@ -177,17 +177,28 @@ def replay(
                 from_time=settings.from_time,
                 to_time=settings.to_time,
             )
+            produce, poll = producer.produce, producer.poll
+            last_delivered = {t: n for (src, t), n in delivered.items() if src == source}
+            marker = f"{settings.topic}/{source}/".encode() if settings.mark else None
             for _, record in records:
-                target = _partition_of(record, source, targets, settings.by_key)
-                if record.offset <= delivered.get((source, target), -1):
+                target = source if not settings.by_key else _partition_of(record, targets)
+                if record.offset <= last_delivered.get(target, -1):
                     skipped += 1
                     continue
-                _produce(producer, settings, record, source, target, deliveries)
+                kwargs = _message(record, target, marker, deliveries)
+                while True:
+                    try:
+                        produce(settings.to_topic, **kwargs)
+                        break
+                    except BufferError:  # the local queue is full: let deliveries drain it
+                        poll(0.1)
                 sent += 1
-                if on_progress is not None and sent % 1000 == 0:
-                    on_progress(source, sent)
-                if deliveries.failures:
-                    break
+                if sent % 64 == 0:  # serve delivery reports now and then, not per record
+                    poll(0)
+                    if deliveries.failures:
+                        break
+                    if on_progress is not None and sent % 1024 == 0:
+                        on_progress(source, sent)
             result.sent[source], result.skipped[source] = sent, skipped
             if on_progress is not None:
                 on_progress(source, sent)
@@ -214,32 +225,31 @@ def replay(
     return result
 
 
-def _produce(producer, settings: ReplaySettings, record, source: int, target: int, done) -> None:
-    headers = list(record.headers or [])
-    if settings.mark:
-        headers.append((MARKER, f"{settings.topic}/{source}/{record.offset}".encode()))
-    kwargs: dict[str, Any] = {"partition": target, "on_delivery": done}
-    if headers:
-        kwargs["headers"] = headers
-    if record.timestamp is not None:
-        kwargs["timestamp"] = record.timestamp
+def _message(record, target: int, marker: bytes | None, done) -> dict[str, Any]:
+    """The producer's arguments for one archived record."""
     value = record.value
     if value is not None and not isinstance(value, bytes):  # a decoded Avro value
         import json
 
         value = json.dumps(value, default=str, sort_keys=True).encode()
-    while True:
-        try:
-            producer.produce(settings.to_topic, value=value, key=record.key, **kwargs)
-            break
-        except BufferError:  # the local queue is full: let deliveries drain it
-            producer.poll(0.1)
-    producer.poll(0)
+    kwargs: dict[str, Any] = {
+        "value": value,
+        "key": record.key,
+        "partition": target,
+        "on_delivery": done,
+    }
+    headers = record.headers
+    if marker is not None:
+        headers = [*(headers or ()), (MARKER, marker + str(record.offset).encode())]
+    if headers:
+        kwargs["headers"] = headers
+    if record.timestamp is not None:
+        kwargs["timestamp"] = record.timestamp
+    return kwargs
 
 
-def _partition_of(record, source: int, targets: int, by_key: bool) -> int:
-    if not by_key:
-        return source
+def _partition_of(record, targets: int) -> int:
+    """``--by-key``: Kafka's partition for the key; a null key by its offset."""
     if record.key is None:
         return record.offset % targets
     return kafka_partition(record.key, targets)

@@ -130,7 +130,7 @@ def _batch(piece: Piece, values, record_offsets: np.ndarray, value_type: Any, **
         [
             columns.get("key", pa.nulls(count, pa.binary())),
             values,
-            pa.array([piece.topic] * count, pa.string()),
+            pa.repeat(pa.scalar(piece.topic, pa.string()), count),
             pa.array(np.full(count, piece.partition, np.int32)),
             pa.array(record_offsets, pa.int64()),
             columns.get("timestamp", pa.nulls(count, pa.timestamp("us", tz="UTC"))),

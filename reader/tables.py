@@ -69,7 +69,7 @@ def record_batches(topic: str, partition: int, records: Iterable[Record]) -> Ite
             [
                 pa.array([r.key for r in rows], pa.binary()),
                 pa.array([_value_bytes(r.value) for r in rows], pa.binary()),
-                pa.array([topic] * count, pa.string()),
+                pa.repeat(pa.scalar(topic, pa.string()), count),
                 pa.array([partition] * count, pa.int32()),
                 pa.array([r.offset for r in rows], pa.int64()),
                 pa.array(stamps, pa.timestamp("us", tz="UTC")),
