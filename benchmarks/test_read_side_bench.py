@@ -229,7 +229,7 @@ def test_report():
     lines = [
         "# blockgz: the read side against spark.read.json and a producer loop",
         "",
-        f"- archive: {OBJECTS} block-GZIP objects, {rp.gb(support.SEEK_FILE_BYTES)} of JSON lines,"
+        f"- archive: {OBJECTS} block-GZIP objects, {support.size_label(support.SEEK_FILE_BYTES)} of JSON lines,"
         f" {total:,} records, one topic-partition, local files; Spark local[2,3]",
         f"- machine: {rp.machine_line()}",
         "",
