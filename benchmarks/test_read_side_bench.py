@@ -229,8 +229,8 @@ def test_report():
     lines = [
         "# blockgz: the read side against spark.read.json and a producer loop",
         "",
-        f"- archive: {OBJECTS} block-GZIP objects, {support.size_label(support.SEEK_FILE_BYTES)} of JSON lines,"
-        f" {total:,} records, one topic-partition, local files; Spark local[2,3]",
+        f"- archive: {OBJECTS} block-GZIP objects, {support.size_label(support.SEEK_FILE_BYTES)} "
+        f"of JSON lines, {total:,} records, one topic-partition, local files; Spark local[2,3]",
         f"- machine: {rp.machine_line()}",
         "",
         *rp.table(["case", "time", "ratio", "goal", "verdict"], rows),
