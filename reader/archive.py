@@ -193,7 +193,9 @@ class Archive:
             return found, first if first is not None else offset
         if (topic, partition) not in self._objects:
             refs, complete = self._list_partition(topic, partition)
-            if not (complete and refs):
+            if complete and refs:  # the one listing page answers: keep it for later seeks
+                self._objects[(topic, partition)] = refs
+            else:
                 source = self._catalog_source()
                 if source is not None and source.has(topic, partition):
                     first = source.first_offset(topic, partition)

@@ -105,6 +105,7 @@ def test_a_warm_seek_is_one_ranged_get(tmp_path):
     with open_archive(str(tmp_path)) as archive:
         list(archive.seek("ev", 0, 20, count=1))  # cold: listing and index
         before = archive.store.requests.summary()
+        assert before.startswith("1 LIST, 1 GET, 1 ranged GET")
         counts = archive.store.requests
         lists, gets, ranged = counts.lists, counts.gets, counts.ranged_gets
         (record,) = archive.seek("ev", 0, 24, count=1)  # the same object: its index is cached

@@ -78,7 +78,7 @@ def test_ten_offsets_read_one_sidecar_and_one_range(tmp_path):
     with open_archive(str(tmp_path)) as archive:
         splits = plan_scan(archive, scan)
         planned = archive.store.requests
-        assert (planned.lists, planned.gets) == (2, 1)  # topics dir + partition; one sidecar
+        assert (planned.lists, planned.gets) == (1, 1)  # the partition's listing; one sidecar
         (piece,) = [p for s in splits for p in s.pieces]
         assert len(piece.chunks) <= 2  # the blocks holding 450..459, neighbours
         rows = rows_of(archive, splits, scan)
