@@ -306,7 +306,7 @@ def test_readers_learn_topics_dir_from_the_manifests_on_s3(s3_server, bucket):
     with BlockGzipUpload(store, key) as out:
         for n in range(5):
             out.write(b"v%d" % n, n)
-    done = WrittenFile(key, "ev", 0, "partition=0", 0, 4, 5, out.bytes_written, 15)
+    done = WrittenFile(key, "ev", 0, "partition=0", 0, 4, 5, out.bytes_written, 15, out.index_key)
     ManifestLog(store, "", layout, "job").write(0, files=[done], offsets={"ev": {0: 5}})
     assert store.list_prefixes("") == ["_blockgz/", "bgz/"]
 
