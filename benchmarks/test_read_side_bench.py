@@ -207,6 +207,14 @@ def test_replay_vs_producer_loop(kafka, tmp_path, benchmark):
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
 
 
+def test_replay_report_alone():
+    """``-k replay``: the replay row alone, for quick runs."""
+    if "replay" not in RESULTS or len(RESULTS) == 3:
+        pytest.skip("the full report covers it")
+    replay_s, loop_s = RESULTS["replay"]
+    print(f"\nreplay {replay_s:.2f} s vs loop {loop_s:.2f} s: {loop_s / replay_s:.2f}x")
+
+
 def test_report():
     """The table with the goals, printed and written to ``results/read_side.md``."""
     if len(RESULTS) < 3:

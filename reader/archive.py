@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 
 from blockgz.errors import ConfigError, ObjectNotFoundError, OffsetNotFoundError
 from blockgz.format.decode import Record
-from blockgz.format.envelope import unwrap
+from blockgz.format.envelope import ENVELOPE_START, unwrap
 from blockgz.format.framing import NEWLINE, Framing, framing_from_options
 from blockgz.format.index import BlockIndex
 from blockgz.layout import DeviantArtLayout, Layout, ObjectRef, reader_layout, sidecar_key
@@ -491,10 +491,13 @@ class Archive:
         yielded = False
         jobs = self._plan(refs, first, offset, count)
         for _job, records in _prefetched(jobs, self._fetch, self._executor, self.prefetch):
+            # The export wraps all records or none: a block whose first record is no envelope
+            # is yielded as it is, without a check per record.
+            wrapped = self.envelopes and (not isinstance(records, list) or _enveloped(records))
             for record in records:
                 if record.offset < offset:
                     continue
-                yield unwrap(record) if self.envelopes else record
+                yield unwrap(record) if wrapped else record
                 yielded = True
                 if remaining is not None:
                     remaining -= 1
@@ -615,6 +618,12 @@ class Archive:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def _enveloped(records: list[Record]) -> bool:
+    """Whether a block's records look like the export's envelope (its first one does)."""
+    first = records[0].value if records else None
+    return isinstance(first, (bytes, bytearray)) and first.startswith(ENVELOPE_START)
 
 
 def _with_companions(refs: list[ObjectRef]) -> list[ObjectRef]:

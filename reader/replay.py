@@ -177,7 +177,7 @@ def replay(
                 from_time=settings.from_time,
                 to_time=settings.to_time,
             )
-            produce, poll = producer.produce, producer.poll
+            produce, poll, to_topic = producer.produce, producer.poll, settings.to_topic
             last_delivered = {t: n for (src, t), n in delivered.items() if src == source}
             marker = f"{settings.topic}/{source}/".encode() if settings.mark else None
             for _, record in records:
@@ -185,10 +185,22 @@ def replay(
                 if record.offset <= last_delivered.get(target, -1):
                     skipped += 1
                     continue
-                kwargs = _message(record, target, marker, deliveries)
+                value, headers = record.value, record.headers
+                if value is not None and type(value) is not bytes:  # a decoded Avro value
+                    value = _json_bytes(value)
+                if marker is not None:
+                    headers = [*(headers or ()), (MARKER, marker + b"%d" % record.offset)]
                 while True:
                     try:
-                        produce(settings.to_topic, **kwargs)
+                        produce(
+                            to_topic,
+                            value,
+                            record.key,
+                            partition=target,
+                            on_delivery=deliveries,
+                            timestamp=record.timestamp or 0,
+                            headers=headers,
+                        )
                         break
                     except BufferError:  # the local queue is full: let deliveries drain it
                         poll(0.1)
@@ -225,27 +237,11 @@ def replay(
     return result
 
 
-def _message(record, target: int, marker: bytes | None, done) -> dict[str, Any]:
-    """The producer's arguments for one archived record."""
-    value = record.value
-    if value is not None and not isinstance(value, bytes):  # a decoded Avro value
-        import json
+def _json_bytes(value: Any) -> bytes:
+    """A decoded (Avro) value as JSON text."""
+    import json
 
-        value = json.dumps(value, default=str, sort_keys=True).encode()
-    kwargs: dict[str, Any] = {
-        "value": value,
-        "key": record.key,
-        "partition": target,
-        "on_delivery": done,
-    }
-    headers = record.headers
-    if marker is not None:
-        headers = [*(headers or ()), (MARKER, marker + str(record.offset).encode())]
-    if headers:
-        kwargs["headers"] = headers
-    if record.timestamp is not None:
-        kwargs["timestamp"] = record.timestamp
-    return kwargs
+    return json.dumps(value, default=str, sort_keys=True).encode()
 
 
 def _partition_of(record, targets: int) -> int:
