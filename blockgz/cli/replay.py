@@ -49,11 +49,15 @@ def _epoch_ms(ctx, param, value: str | None) -> int | None:
     "--no-marker", is_flag=True,
     help="Leave out the blockgz.replay header (then a rerun cannot tell what was delivered).",
 )  # fmt: skip
+@click.option(
+    "--master", metavar="URL",
+    help="Run as a Spark job (local[4], spark://host:7077): one task per archived partition.",
+)  # fmt: skip
 @store_options
 @fail_cleanly
 def replay(
     source, topic, partitions, from_offset, to_offset, from_time, to_time, to_topic,
-    bootstrap_servers, by_key, allow_same_topic, no_marker, endpoint_url, options,
+    bootstrap_servers, by_key, allow_same_topic, no_marker, master, endpoint_url, options,
 ) -> None:  # fmt: skip
     """Replay archived records of SOURCE (an archive prefix) into a Kafka topic.
 
@@ -70,6 +74,8 @@ def replay(
           --bootstrap-servers kafka:9092
       blockgz replay s3://bucket/exports --topic orders --partition 3 --from-offset 1000 \\
           --to-offset 2000 --to-topic orders-fix --bootstrap-servers kafka:9092
+      blockgz replay s3://bucket/exports --topic orders --master 'local[4]' \\
+          --to-topic orders-restored --bootstrap-servers kafka:9092
       blockgz replay s3://bucket/exports --topic orders --from-time 2026-11-01T00:00:00Z \\
           --to-topic orders-nov --by-key --bootstrap-servers kafka:9092 \\
           -O kafka.compression.type=zstd
@@ -98,8 +104,18 @@ def replay(
         producer=producer,
     )
     console = Console(stderr=True)
-    with open_archive(source, archive_options) as archive, _progress(console) as show:
-        result = run_replay(archive, settings, on_progress=show)
+    if master:
+        from reader.replay import replay_on_spark
+        from sink.session import spark_session
+
+        spark = spark_session(master, app_name="blockgz-replay")
+        try:
+            result = replay_on_spark(spark, source, archive_options, settings)
+        finally:
+            spark.stop()
+    else:
+        with open_archive(source, archive_options) as archive, _progress(console) as show:
+            result = run_replay(archive, settings, on_progress=show)
     rate = result.total_sent / result.seconds if result.seconds else 0.0
     skipped = sum(result.skipped.values())
     click.echo(

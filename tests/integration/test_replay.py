@@ -185,3 +185,28 @@ def test_refusals_say_why(kafka, tmp_path, args, words):
     assert result.exit_code == 1
     for word in words:
         assert word in result.stderr
+
+
+def test_a_spark_replay_runs_one_task_per_partition(spark, kafka, tmp_path):
+    from reader.replay import ReplaySettings, replay_on_spark
+
+    records = archive_of(tmp_path, "sparky", 3, 60)
+    kafka.create_topic("sparky-out", partitions=3)
+    settings = ReplaySettings(
+        topic="sparky",
+        to_topic="sparky-out",
+        producer={
+            "bootstrap.servers": kafka.bootstrap_servers,
+            "batch.num.messages": 1,
+            "linger.ms": 0,
+        },
+    )
+    result = replay_on_spark(spark, str(tmp_path), {}, settings)
+    assert result.sent == {0: 60, 1: 60, 2: 60}
+    got = read_all(kafka, "sparky-out")
+    for p in range(3):
+        assert [as_replayed(m) for m in got[p]] == [
+            expected_of(r) for r in records if r.partition == p
+        ]
+    again = replay_on_spark(spark, str(tmp_path), {}, settings)  # a rerun sends nothing twice
+    assert again.sent == {0: 0, 1: 0, 2: 0} and again.skipped == {0: 60, 1: 60, 2: 60}
