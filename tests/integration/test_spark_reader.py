@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from testkit.archives import build_partition, export_batches, input_records
 from testkit.s3 import FaultProxy, s3_options
@@ -77,3 +79,46 @@ def test_values_parse_into_the_schema_given(spark, weed_proxy, weed_bucket):
     assert sorted((r.offset, r.kind, r.n) for r in rows) == [
         (r.offset, r.json()["kind"], r.json()["n"]) for r in expected
     ]
+
+
+@pytest.fixture(scope="module")
+def field_export(seaweed_s3):
+    """A field-partitioned export with offset gaps, written once for the property test."""
+    bucket = "r-field-property"
+    seaweed_s3.client().create_bucket(Bucket=bucket)
+    options = s3_options(seaweed_s3.endpoint_url)
+    records = input_records(120)
+    export_batches(f"s3://{bucket}/arch", records, "field", batches=3, **options)
+    return f"s3://{bucket}/arch", options, records
+
+
+@settings(max_examples=8, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    partitions=st.none() | st.lists(st.integers(0, 2), min_size=1, max_size=2, unique=True),
+    low=st.none() | st.integers(0, 200),
+    high=st.none() | st.integers(0, 200),
+    points=st.none() | st.lists(st.integers(0, 200), min_size=1, max_size=5),
+)
+def test_the_dataframe_holds_exactly_the_records_a_filter_allows(
+    spark, field_export, partitions, low, high, points
+):
+    url, options, records = field_export
+    conditions = ["topic = 'ev'"]
+    if partitions is not None:
+        conditions.append(f"partition IN ({', '.join(map(str, partitions))})")
+    if low is not None:
+        conditions.append(f"offset >= {low}")
+    if high is not None:
+        conditions.append(f"offset < {high}")
+    if points is not None:
+        conditions.append(f"offset IN ({', '.join(map(str, points))})")
+    rows = read(spark, url, options).where(" AND ".join(conditions)).collect()
+    expected = sorted(
+        (r.partition, r.offset, r.value)
+        for r in records
+        if (partitions is None or r.partition in partitions)
+        and (low is None or r.offset >= low)
+        and (high is None or r.offset < high)
+        and (points is None or r.offset in points)
+    )
+    assert sorted((r.partition, r.offset, bytes(r.value)) for r in rows) == expected
