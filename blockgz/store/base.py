@@ -155,6 +155,12 @@ class ObjectStore(ABC):
         """Tag an object; stores without tags do nothing and say so (``False``)."""
         return False
 
+    def abort_uploads(self, prefix: str, *, started_before: float | None = None) -> list[str]:
+        """Abort unfinished uploads under ``prefix`` (started before the epoch time
+        ``started_before``, when given) and return their keys. Stores whose uploads cannot
+        outlive their writer have none."""
+        return []
+
     def get(self, key: str) -> bytes:
         """The whole object in memory (for small objects such as indexes)."""
         return b"".join(self.iter_chunks(key))

@@ -342,6 +342,41 @@ class S3Store(ObjectStore):
                 return
             token = page["NextContinuationToken"]
 
+    def abort_uploads(self, prefix: str, *, started_before: float | None = None) -> list[str]:
+        """Abort the multipart uploads under ``prefix`` that a killed writer left (their parts
+        are billed and invisible until aborted); each is logged."""
+        aborted: list[str] = []
+        markers: dict[str, str] = {}
+        while True:
+            args: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix, **markers}
+            page = self.call(
+                f"ListMultipartUploads {self.url(prefix)}",
+                lambda a=args: self.client.list_multipart_uploads(**a),
+            )
+            for upload in page.get("Uploads", []):
+                initiated = upload.get("Initiated")
+                if (
+                    started_before is not None
+                    and initiated is not None
+                    and initiated.timestamp() >= started_before
+                ):
+                    continue  # begun after the caller started: someone else's, alive
+                key, upload_id = upload["Key"], upload["UploadId"]
+                self.call(
+                    f"AbortMultipartUpload {self.url(key)}",
+                    lambda k=key, u=upload_id: self.client.abort_multipart_upload(
+                        Bucket=self.bucket, Key=k, UploadId=u
+                    ),
+                )
+                log.warning("aborted an unfinished multipart upload of %s", self.url(key))
+                aborted.append(key)
+            if not page.get("IsTruncated"):
+                return aborted
+            markers = {
+                "KeyMarker": page.get("NextKeyMarker", ""),
+                "UploadIdMarker": page.get("NextUploadIdMarker", ""),
+            }
+
     def list_prefixes(self, prefix: str) -> list[str]:
         found: list[str] = []
         token: str | None = None

@@ -22,6 +22,7 @@ import logging
 import re
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
@@ -65,6 +66,8 @@ def run_export(
 
         preflight(job, once=once)
     warn_if_not_exactly_once(job)
+    if job.preflight:
+        abort_left_uploads(job, started_before=time.time())
     epoch = checkpoint_epoch(checkpoint)
     options = starting_offsets(job, fresh=not (checkpoint / "offsets").exists())
     with _log_records_to(log_file):
@@ -160,6 +163,30 @@ def resume_from_manifests(job: ExportConfig, partitions: list[tuple[str, int]]) 
         "startingOffsets=s3: resuming at %s (%d uncommitted objects removed)", text, len(removed)
     )
     return text
+
+
+def abort_left_uploads(job: ExportConfig, *, started_before: float) -> list[str]:
+    """Abort multipart uploads a killed run of this job left behind: under the directories of
+    the topics it exports and under its own job directory (manifests, catalog, dead letters).
+
+    Safe because one export runs per job and topic at a time (as its checkpoint requires):
+    when this run starts, no writer of those objects is alive. Uploads begun after
+    ``started_before`` are left alone.
+    """
+    store, prefix = job.sink.make_store()
+    layout = job.sink.layout
+    topics = list(job.topics) or sorted({t for t, _ in kafka_partitions(job)})
+    prefixes = [layout.topic_prefix(prefix, t) for t in topics]
+    prefixes.append(layout.manifest_prefix(prefix, job.name).removesuffix("manifests/"))
+    aborted: list[str] = []
+    try:
+        for where in prefixes:
+            aborted += store.abort_uploads(where, started_before=started_before)
+    finally:
+        store.close()
+    if aborted:
+        log.warning("aborted %d multipart uploads a stopped run left unfinished", len(aborted))
+    return aborted
 
 
 def kafka_partitions(job: ExportConfig) -> list[tuple[str, int]]:

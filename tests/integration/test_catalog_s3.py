@@ -110,3 +110,37 @@ def test_nothing_found_names_the_prefix_listed_and_topics_dir(weed_proxy, weed_b
     message = str(failure.value)
     assert f"listed s3://{weed_bucket}/elsewhere/topics/ev/partition=0/" in message
     assert "topics.dir='topics'" in message
+
+
+def test_a_killed_runs_multipart_uploads_are_aborted_at_start(seaweed_s3, weed_bucket):
+    import time
+
+    from sink.export.config import ExportConfig
+    from sink.export.job import abort_left_uploads
+
+    client = seaweed_s3.client()
+    left = [
+        "topics/mine/partition=0/mine+0+0000000000.json.gz",  # the job's topic
+        "_blockgz/job/manifests/00000000000000000007.json",  # its job directory
+        "topics/other/partition=0/other+0+0000000000.json.gz",  # another job's topic
+    ]
+    for key in left:
+        client.create_multipart_upload(Bucket=weed_bucket, Key=key)
+    job = ExportConfig.from_mapping(
+        {
+            "name": "job",
+            "topics": "mine",
+            "kafka.bootstrap.servers": "127.0.0.1:1",  # not contacted: topics are named
+            "s3.bucket.name": weed_bucket,
+            **s3_options(seaweed_s3.endpoint_url),
+        }
+    )
+    aborted = abort_left_uploads(job, started_before=time.time() + 1)
+    assert sorted(aborted) == sorted(left[:2])
+    remaining = client.list_multipart_uploads(Bucket=weed_bucket).get("Uploads", [])
+    assert [u["Key"] for u in remaining] == [left[2]]
+    # an upload begun after this run started is alive: not touched
+    client.create_multipart_upload(Bucket=weed_bucket, Key=left[0])
+    assert abort_left_uploads(job, started_before=0.0) == []
+    remaining = client.list_multipart_uploads(Bucket=weed_bucket).get("Uploads", [])
+    assert sorted(u["Key"] for u in remaining) == sorted([left[0], left[2]])
