@@ -336,6 +336,17 @@ class Archive:
         self._indexes.clear()
         self._catalog = _UNSET
 
+    def avro_schema(self, ref: ObjectRef) -> str:
+        """The writer's schema of an Avro object (from its index, else its header)."""
+        if ref.has_index:
+            avro = self.index(ref).avro
+            if avro is not None:
+                return avro.schema
+        from blockgz.format.avro_read import read_avro_header
+
+        head = self.store.get_range(ref.key, 0, min(ref.size, 1 << 20) if ref.size > 0 else 1 << 20)
+        return read_avro_header(head, source=self.store.url(ref.key)).schema
+
     def index(self, ref: ObjectRef) -> BlockIndex:
         with self._lock:
             cached = self._indexes.get(ref.key)

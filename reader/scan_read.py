@@ -194,22 +194,41 @@ def _records_batch(piece: Piece, records, offsets: IntRange, value_type: Any):
 
     rows = [r for r in records if offsets.contains(r.offset)]
     schema = kafka_arrow_schema(True, value_type)
+    decoded = any(r.value is not None and not isinstance(r.value, bytes) for r in rows)
+    if decoded and value_type is not None:  # Avro values, into their own schema's type
+        values = pa.array([r.value for r in rows], type=value_type)
+        return _batch(
+            piece,
+            values,
+            np.asarray([r.offset for r in rows], np.int64),
+            value_type,
+            **_kept_columns(rows, schema),
+        )
     raw = [v if v is None or isinstance(v, bytes) else json.dumps(v, default=str).encode()
            for v in (r.value for r in rows)]  # fmt: skip
     if value_type is None:
         values = pa.array(raw, pa.binary())
     else:  # a null value (a tombstone) parses as an object of nulls
         values = _parsed(b"".join((v or b"{}") + b"\n" for v in raw), value_type, piece)
-    headers = [
-        None if r.headers is None else [{"key": k, "value": v} for k, v in r.headers] for r in rows
-    ]
-    stamps = [None if r.timestamp is None else r.timestamp * 1000 for r in rows]
     return _batch(
         piece,
         values,
         np.asarray([r.offset for r in rows], np.int64),
         value_type,
-        key=pa.array([r.key for r in rows], pa.binary()),
-        timestamp=pa.array(stamps, pa.timestamp("us", tz="UTC")),
-        headers=pa.array(headers, schema.field("headers").type),
+        **_kept_columns(rows, schema),
     )
+
+
+def _kept_columns(rows, schema) -> dict[str, Any]:
+    """Key, timestamp and headers columns of records that kept them (else nulls)."""
+    import pyarrow as pa
+
+    headers = [
+        None if r.headers is None else [{"key": k, "value": v} for k, v in r.headers] for r in rows
+    ]
+    stamps = [None if r.timestamp is None else r.timestamp * 1000 for r in rows]
+    return {
+        "key": pa.array([r.key for r in rows], pa.binary()),
+        "timestamp": pa.array(stamps, pa.timestamp("us", tz="UTC")),
+        "headers": pa.array(headers, schema.field("headers").type),
+    }

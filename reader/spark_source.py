@@ -12,7 +12,9 @@ them), ``topics`` (comma-separated) or ``topics.regex``, ``committed`` (default 
 what the export's manifests committed, where there are manifests; ``false``: every object
 listed), ``blockgz.split.size`` (compressed bytes per task, default 64 MiB) and
 ``value.schema`` (a DDL field list such as ``"id BIGINT, name STRING"``: values are parsed as
-JSON into a struct of it instead of returned as bytes).
+JSON into a struct of it instead of returned as bytes) and ``value.format`` (``binary``, the
+default; ``json`` with ``value.schema``; ``avro``: Avro objects' values in their own schema's
+type, taken from the first ``.avro`` object, as Spark's ``from_avro`` maps it).
 
 Example (needs Spark, so not a doctest)::
 
@@ -50,13 +52,52 @@ KAFKA_COLUMNS = (
     "timestamp TIMESTAMP, timestampType INT, headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
 )
 #: Options of this reader (the archive's own come on top).
-READ_OPTIONS = ("path", "topics", "topics.regex", "blockgz.split.size", "value.schema")
+READ_OPTIONS = (
+    "path",
+    "topics",
+    "topics.regex",
+    "blockgz.split.size",
+    "value.schema",
+    "value.format",
+)
+VALUE_FORMATS = ("binary", "json", "avro")
 
 
 def archive_schema(options: dict[str, str]) -> str:
-    """The DataFrame's schema as DDL: ``value`` is a struct when ``value.schema`` is given."""
-    value = options.get("value.schema", "").strip()
-    return KAFKA_COLUMNS.format(value=f"STRUCT<{value}>" if value else "BINARY")
+    """The DataFrame's schema as DDL: ``value`` is a struct when ``value.schema`` is given,
+    or, with ``value.format=avro``, the type of the archive's Avro schema."""
+    opts = as_options(options)
+    value_format = opts.choice("value.format", VALUE_FORMATS, "binary")
+    value = opts.text("value.schema").strip()
+    if value:
+        return KAFKA_COLUMNS.format(value=f"STRUCT<{value}>")
+    if value_format == "json":
+        raise ConfigError(
+            "value.format=json needs value.schema, the fields to parse each value into "
+            '(e.g. "id BIGINT, name STRING")'
+        )
+    if value_format == "avro":
+        return KAFKA_COLUMNS.format(value=_archive_avro_type(options))
+    return KAFKA_COLUMNS.format(value="BINARY")
+
+
+def _archive_avro_type(options: dict[str, str]) -> str:
+    """The Spark type of the values of the first Avro object of the topics read."""
+    from reader.avro_types import avro_to_ddl
+
+    path = options.get("path") or ""
+    archive_options = {k: v for k, v in options.items() if k not in READ_OPTIONS}
+    wanted = [t.strip() for t in options.get("topics", "").split(",") if t.strip()]
+    with open_archive(path, archive_options) as archive:
+        for topic in wanted or archive.topics():
+            for partition in archive.partitions(topic):
+                for ref in archive.objects(topic, partition):
+                    if ref.is_avro:
+                        return avro_to_ddl(archive.avro_schema(ref), where=f"{topic} value")
+    raise ConfigError(
+        f"value.format=avro: no .avro object found under {path} to take the schema from; "
+        "give it as value.schema"
+    )
 
 
 class SplitPartition(InputPartition):
@@ -162,11 +203,11 @@ def narrowed(scan: ScanFilter, condition: Any) -> ScanFilter:
 
 
 def _value_arrow_type(schema: Any) -> Any:
-    """The Arrow type of ``value`` when it is a struct (values parsed as JSON), else ``None``."""
+    """The Arrow type of ``value`` unless it is bytes (parsed JSON, or Avro's type)."""
     from pyspark.sql.pandas.types import to_arrow_type
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import BinaryType
 
     field = schema["value"] if "value" in schema.fieldNames() else None
-    if field is None or not isinstance(field.dataType, StructType):
+    if field is None or isinstance(field.dataType, BinaryType):
         return None
     return to_arrow_type(field.dataType, timezone="UTC")

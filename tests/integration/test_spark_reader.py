@@ -122,3 +122,44 @@ def test_the_dataframe_holds_exactly_the_records_a_filter_allows(
         and (points is None or r.offset in points)
     )
     assert sorted((r.partition, r.offset, bytes(r.value)) for r in rows) == expected
+
+
+def test_avro_values_come_back_in_their_schemas_type(spark, weed_proxy, weed_bucket):
+    import json
+
+    from sink.records import KafkaRecord
+    from sink.write.config import SinkConfig
+    from sink.write.task import write_task
+    from testkit.batches import arrow_batches
+
+    options = s3_options(weed_proxy.endpoint_url)
+    schema = {
+        "type": "struct",
+        "name": "Order",
+        "optional": False,
+        "fields": [
+            {"field": "id", "type": "int64", "optional": False},
+            {"field": "item", "type": "string", "optional": True},
+        ],
+    }
+    records = [
+        KafkaRecord(
+            "orders", 0, n, 0, None,
+            json.dumps({"schema": schema, "payload": {"id": n, "item": f"i{n}"}}).encode(),
+        )
+        for n in range(30)
+    ]  # fmt: skip
+    config = SinkConfig.from_options(
+        {
+            "path": f"s3://{weed_bucket}/avro",
+            "format.class": "avro",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "flush.size": "10",
+            **options,
+        }
+    )
+    write_task(config, iter(arrow_batches(records)))
+    frame = read(spark, f"s3://{weed_bucket}/avro", {**options, "value.format": "avro"})
+    assert frame.schema["value"].dataType.simpleString() == "struct<id:bigint,item:string>"
+    rows = frame.where("offset BETWEEN 12 AND 14").select("offset", "value.id", "value.item")
+    assert sorted(tuple(r) for r in rows.collect()) == [(n, n, f"i{n}") for n in (12, 13, 14)]
