@@ -349,20 +349,19 @@ class Catalog:
             self.store.delete(key)
 
 
-def compact_every(log: ManifestLog, batch_id: int | str, every: int) -> CatalogRoot | None:
+def compact_every(manifests: ManifestLog, batch_id: int | str, every: int) -> CatalogRoot | None:
     """After committing ``batch_id``: compact when it closes an interval of ``every`` batches
     (0 turns compaction off). A failure is logged, not raised: the manifests are the truth and
     readers fall back to them; the next interval tries again."""
     if every <= 0 or not str(batch_id).isdigit() or (int(batch_id) + 1) % every:
         return None
     try:
-        return Catalog(log).compact()
+        return Catalog(manifests).compact()
     except Exception as exc:  # an optimisation failing must not fail a committed batch
-        log_name = log.name
-        logging.getLogger("blockgz.catalog").warning(
+        log.warning(
             "catalog of %s: compaction after batch %s failed (%s); readers use the manifests "
             "until the next one",
-            log_name,
+            manifests.name,
             batch_id,
             exc,
         )

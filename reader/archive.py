@@ -17,10 +17,7 @@
 
 from __future__ import annotations
 
-import base64
 import bisect
-import itertools
-import json
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -39,12 +36,13 @@ from blockgz.objects.indexed import IndexedReader, load_index
 from blockgz.objects.stream import stream_records
 from blockgz.options import as_options
 from blockgz.store import LocalStore, ObjectStore, open_store
+from reader.analytics import ArchiveAnalytics
 from reader.catalog_source import CatalogSource, merged_by_offset, overlapping
+from reader.companion_entries import with_companions, with_entries
 
 #: Keys asked for in the one listing page of a partition's prefix before the catalog is used.
 LISTING_PAGE = 1000
 _UNSET = object()
-_PAST_ANY_OFFSET = 2**63 - 1
 
 J = TypeVar("J")
 R = TypeVar("R")
@@ -113,7 +111,7 @@ def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
     )
 
 
-class Archive:
+class Archive(ArchiveAnalytics):
     """Topic-partitions archived under one prefix. Listings and indexes are cached."""
 
     def __init__(
@@ -156,55 +154,48 @@ class Archive:
 
     # -- listing ------------------------------------------------------------------------------
     def objects(self, topic: str, partition: int) -> list[ObjectRef]:
-        """The partition's data objects by start offset.
-
-        Lists the partition's prefix; when that finds nothing (a time or field partitioner
-        spreads a partition over many directories) or more than one listing page, the
-        exports' catalogs say instead (see :meth:`seek_objects`)."""
-        cache_key = (topic, partition)
-        if cache_key not in self._objects:
-            committed = self._committed_source(topic, partition)
-            if committed is not None:
-                self._objects[cache_key] = committed.refs(topic, partition)
-                return self._objects[cache_key]
-            refs, complete = self._list_partition(topic, partition)
-            source = None if complete and refs else self._catalog_source()
-            if source is not None and source.has(topic, partition):
-                refs = source.refs(topic, partition)
-            elif not complete:
-                prefix = self.layout.partition_prefix(self.prefix, topic, partition)
-                refs = self._parse_listing(prefix, topic, partition)
-            elif not refs and (self._relocate() or self._learn_layout()):
-                return self.objects(topic, partition)
-            self._objects[cache_key] = refs
-        return self._objects[cache_key]
+        """The partition's data objects by start offset (see :meth:`seek_objects`)."""
+        return self._locate(topic, partition, None)[0]
 
     def seek_objects(self, topic: str, partition: int, offset: int) -> tuple[list[ObjectRef], int]:
-        """The objects a seek from ``offset`` reads, and the partition's first archived offset.
+        """The objects a seek from ``offset`` reads, and the partition's first archived offset
+        (``offset`` itself when nothing is archived).
 
-        One listing page of the partition's prefix answers for most archives. Otherwise the
-        catalog does, reading only its segments that reach ``offset``: the cost stays bounded
-        however many objects the partition has (see :mod:`blockgz.catalog`).
+        One listing page of the partition's prefix answers for most archives. When it finds
+        nothing (a time or field partitioner spreads a partition over many directories) or
+        more than a page, the exports' catalogs answer, reading only their segments that reach
+        ``offset``: the cost stays bounded however many objects the partition has (see
+        :mod:`blockgz.catalog`).
         """
-        committed = self._committed_source(topic, partition)
-        if committed is not None:
-            first = committed.first_offset(topic, partition)
-            found = committed.refs(topic, partition, from_offset=offset)
-            return found, first if first is not None else offset
-        if (topic, partition) not in self._objects:
+        refs, first = self._locate(topic, partition, offset)
+        return refs, offset if first is None else first
+
+    def _locate(
+        self, topic: str, partition: int, from_offset: int | None
+    ) -> tuple[list[ObjectRef], int | None]:
+        """``(objects holding from_offset or later, first archived offset)``; every object
+        (kept for later calls) when ``from_offset`` is ``None``."""
+        key = (topic, partition)
+        if key in self._objects:
+            refs = self._objects[key]
+            return refs, refs[0].start_offset if refs else None
+        source = self._committed_source(topic, partition)
+        if source is None:
             refs, complete = self._list_partition(topic, partition)
-            if complete and refs:  # the one listing page answers: keep it for later seeks
-                self._objects[(topic, partition)] = refs
-            else:
+            if not (complete and refs):
                 source = self._catalog_source()
-                if source is not None and source.has(topic, partition):
-                    first = source.first_offset(topic, partition)
-                    found = source.refs(topic, partition, from_offset=offset)
-                    return found, first if first is not None else offset
+            if source is None or not source.has(topic, partition):
                 if not refs and (self._relocate() or self._learn_layout()):
-                    return self.seek_objects(topic, partition, offset)
-        refs = self.objects(topic, partition)
-        return refs, refs[0].start_offset if refs else offset
+                    return self._locate(topic, partition, from_offset)
+                if not complete:  # more than a page and no catalog: every page
+                    prefix = self.layout.partition_prefix(self.prefix, topic, partition)
+                    refs = self._parse_listing(prefix, topic, partition)
+                self._objects[key] = refs
+                return refs, refs[0].start_offset if refs else None
+        found = source.refs(topic, partition, from_offset=from_offset)
+        if from_offset is None:
+            self._objects[key] = found
+        return found, source.first_offset(topic, partition)
 
     def _list_partition(self, topic: str, partition: int) -> tuple[list[ObjectRef], bool]:
         """The partition prefix's first listing page: ``(refs, whether that was all)``."""
@@ -321,7 +312,7 @@ class Archive:
                 continue
             has_index = ref.seekable and sidecar_key(info.key) in keys
             refs.append(replace(ref, has_index=has_index))
-        refs = _with_companions(refs)
+        refs = with_companions(refs)
         refs.sort(key=lambda r: (r.topic, r.partition, r.start_offset, r.key))
         if isinstance(self.layout, DeviantArtLayout):
             # The same name in several date directories: re-uploaded after a restart (the
@@ -346,6 +337,23 @@ class Archive:
 
         head = self.store.get_range(ref.key, 0, min(ref.size, 1 << 20) if ref.size > 0 else 1 << 20)
         return read_avro_header(head, source=self.store.url(ref.key)).schema
+
+    def remember_index(self, ref: ObjectRef, index: BlockIndex) -> None:
+        """Use ``index`` for ``ref`` (loaded elsewhere, e.g. when a scan was planned)."""
+        with self._lock:
+            self._indexes.setdefault(ref.key, index)
+
+    def block_records(self, ref: ObjectRef, block: int) -> Iterable[Record]:
+        """The records of one block of ``ref`` (``-1``: the whole object, streamed), with the
+        keys and headers kept beside it and envelopes unwrapped."""
+        return self._unwrapped(self._fetch((ref, block, 0, None)))
+
+    def _unwrapped(self, records: Iterable[Record]) -> Iterable[Record]:
+        """Envelopes unwrapped. The export wraps all records or none: a block whose first
+        record is no envelope is passed on as it is, with no check per record."""
+        if not self.envelopes or (isinstance(records, list) and not _enveloped(records)):
+            return records
+        return (unwrap(r) for r in records)
 
     def index(self, ref: ObjectRef) -> BlockIndex:
         with self._lock:
@@ -403,112 +411,15 @@ class Archive:
                 return
             yield record
 
-    # -- analytics ----------------------------------------------------------------------------
-    def topics(self) -> list[str]:
-        """The topics the archive holds (from the catalog and the topics directory)."""
-        found: set[str] = set()
-        source = self._catalog_source()
-        if source is not None:
-            found = {t for t, _ in source.partitions()}
-        if not isinstance(self.layout, DeviantArtLayout):
-            root = self.layout.topic_prefix(self.prefix)
-            found |= {d[len(root) :].rstrip("/") for d in self.store.list_prefixes(root)}
-        if not found and (self._relocate() or self._learn_layout()):
-            return self.topics()
-        return sorted(found)
-
-    def partitions(self, topic: str) -> list[int]:
-        """The partitions of ``topic`` the archive holds (from the catalog, else the listing
-        of the topic's directory)."""
-        source = self._catalog_source()
-        found: set[int] = set()
-        if source is not None:
-            found = {p for t, p in source.partitions() if t == topic}
-        if not found:
-            for directory in self.store.list_prefixes(self.layout.topic_prefix(self.prefix, topic)):
-                name = directory.rstrip("/").rsplit("/", 1)[-1]
-                if name.startswith("partition=") and name[10:].isdigit():
-                    found.add(int(name[10:]))
-        if not found and (self._relocate() or self._learn_layout()):
-            return self.partitions(topic)
-        return sorted(found)
-
-    def records(
-        self,
-        topic: str,
-        partitions: Iterable[int] | None = None,
-        *,
-        start: int | None = None,
-        end: int | None = None,
-        from_time: int | None = None,
-        to_time: int | None = None,
-    ) -> Iterator[tuple[int, Record]]:
-        """``(partition, record)`` for every archived record of ``topic`` (or of the given
-        ``partitions``), partition by partition in offset order, with ``start <= offset <
-        end`` and ``from_time <= timestamp < to_time`` (epoch ms; needs an archive that kept
-        timestamps, ``format.json.envelope``). Blocks are fetched ``prefetch`` ahead, so
-        memory stays bounded whatever the size of the topic."""
-        timed = from_time is not None or to_time is not None
-        for partition in self.partitions(topic) if partitions is None else partitions:
-            begin = self.first_offset(topic, partition)
-            if start is not None:
-                begin = max(begin, start)
-            try:
-                found = self.seek(topic, partition, begin)
-                head = next(found)  # an offset past the end raises here
-            except OffsetNotFoundError:
-                continue
-            for record in itertools.chain([head], found):
-                if end is not None and record.offset >= end:
-                    break
-                if timed:
-                    if record.timestamp is None:
-                        raise ConfigError(
-                            f"{topic}/{partition}: the archive kept no record timestamps, so a "
-                            "time window cannot be applied (exports keep them with "
-                            "format.json.envelope=true); give offsets instead"
-                        )
-                    if (from_time is not None and record.timestamp < from_time) or (
-                        to_time is not None and record.timestamp >= to_time
-                    ):
-                        continue
-                yield partition, record
-
-    def first_offset(self, topic: str, partition: int) -> int:
-        """The partition's first archived offset (from the catalog or one listing)."""
-        refs, first = self.seek_objects(topic, partition, _PAST_ANY_OFFSET)
-        if not refs and first == _PAST_ANY_OFFSET:
-            raise self.nothing_found(topic, partition)
-        return first
-
-    def read_arrow(
-        self, topic: str, partition: int, start: int | None = None, end: int | None = None
-    ) -> Any:
-        """The records with ``start <= offset < end`` as a ``pyarrow.Table`` of Kafka's
-        columns (see :mod:`reader.tables`)."""
-        from reader.tables import table_of
-
-        records = (r for _, r in self.records(topic, [partition], start=start, end=end))
-        return table_of(topic, partition, records)
-
-    def to_pandas(
-        self, topic: str, partition: int, start: int | None = None, end: int | None = None
-    ) -> Any:
-        """:meth:`read_arrow` as a pandas DataFrame."""
-        return self.read_arrow(topic, partition, start, end).to_pandas()
-
     def _records(self, refs, first, offset, count, where, *, quiet=False) -> Iterator[Record]:
         remaining = count
         yielded = False
         jobs = self._plan(refs, first, offset, count)
         for _job, records in _prefetched(jobs, self._fetch, self._executor, self.prefetch):
-            # The export wraps all records or none: a block whose first record is no envelope
-            # is yielded as it is, without a check per record.
-            wrapped = self.envelopes and (not isinstance(records, list) or _enveloped(records))
-            for record in records:
+            for record in self._unwrapped(records):
                 if record.offset < offset:
                     continue
-                yield unwrap(record) if wrapped else record
+                yield record
                 yielded = True
                 if remaining is not None:
                     remaining -= 1
@@ -557,14 +468,14 @@ class Archive:
                 self._companion_entries(c, records[0].offset, len(records)) for c in ref.companions
             ]
             return [
-                _kept(r, ref.companions, [entries[n] for entries in kept])
+                with_entries(r, ref.companions, [entries[n] for entries in kept])
                 for n, r in enumerate(records)
             ]
         if not ref.companions:
             return self._stream_records(ref)  # lazy: read as the caller iterates
         streams = [self._stream_records(c) for c in ref.companions]
         return (
-            _kept(r, ref.companions, [e.value for e in entries])
+            with_entries(r, ref.companions, [e.value for e in entries])
             for r, *entries in zip(self._stream_records(ref), *streams, strict=False)
         )
 
@@ -635,57 +546,6 @@ def _enveloped(records: list[Record]) -> bool:
     """Whether a block's records look like the export's envelope (its first one does)."""
     first = records[0].value if records else None
     return isinstance(first, (bytes, bytearray)) and first.startswith(ENVELOPE_START)
-
-
-def _with_companions(refs: list[ObjectRef]) -> list[ObjectRef]:
-    """Value objects only, each with the ``.keys``/``.headers`` objects beside it."""
-    values = [r for r in refs if r.role == "value"]
-    beside: dict[tuple[str, str, int, int], list[ObjectRef]] = {}
-    for ref in refs:
-        if ref.role != "value":
-            beside.setdefault((ref.directory, ref.topic, ref.partition, ref.start_offset), [])
-            beside[(ref.directory, ref.topic, ref.partition, ref.start_offset)].append(ref)
-    return [
-        replace(r, companions=tuple(sorted(found, key=lambda c: c.role)))
-        if (found := beside.get((r.directory, r.topic, r.partition, r.start_offset)))
-        else r
-        for r in values
-    ]
-
-
-def _kept(record: Record, companions: tuple[ObjectRef, ...], entries: list[Any]) -> Record:
-    """The record with the key and headers its ``.keys``/``.headers`` entries hold."""
-    found = {c.role: _entry(c.format, entry) for c, entry in zip(companions, entries, strict=True)}
-    headers = record.headers
-    if "headers" in found:  # no headers and an empty list are the same to Kafka
-        kept = found["headers"]
-        headers = [(h["key"], _from_text(h["value"])) for h in kept] if kept else None
-    return Record.kept(
-        record.offset,
-        record.value,
-        key=found.get("keys", record.key),
-        headers=headers,
-        timestamp=record.timestamp,
-    )
-
-
-def _entry(fmt: str, entry: Any) -> Any:
-    """A keys/headers entry as stored -> Python: JSON parsed (text and base64 to bytes)."""
-    if fmt == "json":
-        doc = json.loads(entry)
-        return doc if isinstance(doc, list) else _from_text(doc)
-    if isinstance(entry, str):  # an Avro "string" key
-        return entry.encode()
-    return entry  # bytearray bytes, Avro bytes, a decoded Avro key or headers list
-
-
-def _from_text(doc: Any) -> Any:
-    """Text back to bytes, ``{"base64": ...}`` to its bytes; other JSON as it is."""
-    if isinstance(doc, str):
-        return doc.encode()
-    if isinstance(doc, dict) and set(doc) == {"base64"}:
-        return base64.b64decode(doc["base64"])
-    return doc
 
 
 def _prefetched(

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.errors import ConfigError, ReplayError
+from blockgz.format.datum_json import datum_json
 from reader.archive import Archive
 
 log = logging.getLogger("blockgz.replay")
@@ -187,7 +188,7 @@ def replay(
                     continue
                 value, headers = record.value, record.headers
                 if value is not None and type(value) is not bytes:  # a decoded Avro value
-                    value = _json_bytes(value)
+                    value = datum_json(value)
                 if marker is not None:
                     headers = [*(headers or ()), (MARKER, marker + b"%d" % record.offset)]
                 while True:
@@ -235,13 +236,6 @@ def replay(
             "each partition holds"
         )
     return result
-
-
-def _json_bytes(value: Any) -> bytes:
-    """A decoded (Avro) value as JSON text."""
-    import json
-
-    return json.dumps(value, default=str, sort_keys=True).encode()
 
 
 def _partition_of(record, targets: int) -> int:

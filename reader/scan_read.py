@@ -27,9 +27,9 @@ from blockgz.format.decode import Record, inflate_chunk
 from blockgz.format.envelope import unwrap
 from blockgz.format.framing import NEWLINE
 from blockgz.format.index import BlockIndex, Chunk
-from blockgz.kafka_columns import kafka_arrow_schema
 from reader.archive import Archive
 from reader.scan_plan import IntRange, Piece, Split
+from reader.tables import kafka_batch, kept_columns, value_bytes
 
 #: A line that starts like this is the export's envelope (``format.json.envelope``).
 _ENVELOPE_START = b'{"topic":'
@@ -96,7 +96,8 @@ def _block_batch(piece: Piece, chunk: Chunk, data: bytes, offsets: IntRange, val
         )
     else:
         values = _parsed(data, value_type, piece)
-    return _filtered(_batch(piece, values, record_offsets, value_type), record_offsets, offsets)
+    batch = kafka_batch(piece.topic, piece.partition, values, record_offsets, value_type)
+    return _filtered(batch, record_offsets, offsets)
 
 
 def _parsed(lines: bytes, value_type: Any, piece: Piece):
@@ -119,26 +120,6 @@ def _parsed(lines: bytes, value_type: Any, piece: Piece):
          for n, f in zip(schema.names, schema, strict=True)],
         fields=list(schema),
     )  # fmt: skip
-
-
-def _batch(piece: Piece, values, record_offsets: np.ndarray, value_type: Any, **columns):
-    import pyarrow as pa
-
-    count = len(record_offsets)
-    schema = kafka_arrow_schema(True, value_type)
-    return pa.RecordBatch.from_arrays(
-        [
-            columns.get("key", pa.nulls(count, pa.binary())),
-            values,
-            pa.repeat(pa.scalar(piece.topic, pa.string()), count),
-            pa.array(np.full(count, piece.partition, np.int32)),
-            pa.array(record_offsets, pa.int64()),
-            columns.get("timestamp", pa.nulls(count, pa.timestamp("us", tz="UTC"))),
-            pa.nulls(count, pa.int32()),
-            columns.get("headers", pa.nulls(count, schema.field("headers").type)),
-        ],
-        schema=schema,
-    )
 
 
 def _filtered(batch, record_offsets: np.ndarray, offsets: IntRange):
@@ -173,62 +154,28 @@ def _block_records(archive: Archive, piece: Piece, number: int, chunk: Chunk, da
 def _record_path(archive: Archive, piece: Piece, offsets: IntRange, value_type: Any):
     """Whole objects, Avro and objects with keys/headers files: through the archive."""
     ref = piece.ref
-    if piece.index_json:
-        with archive._lock:
-            archive._indexes.setdefault(ref.key, BlockIndex.from_json(piece.index_json))
-    jobs = [(ref, -1, 0, None)] if piece.whole else [(ref, n, 0, None) for n, _ in piece.chunks]
-    for job in jobs:
-        records = archive._fetch(job)
-        if archive.envelopes:
-            records = (unwrap(r) for r in records)
-        batch = _records_batch(piece, records, offsets, value_type)
+    if piece.index_json:  # planned with it: no GET of the sidecar again
+        archive.remember_index(ref, BlockIndex.from_json(piece.index_json))
+    for block in [-1] if piece.whole else [n for n, _ in piece.chunks]:
+        batch = _records_batch(piece, archive.block_records(ref, block), offsets, value_type)
         if batch.num_rows:
             yield batch
 
 
 def _records_batch(piece: Piece, records, offsets: IntRange, value_type: Any):
     """A batch of Record objects (keys, headers and timestamps where kept)."""
-    import json
-
     import pyarrow as pa
 
     rows = [r for r in records if offsets.contains(r.offset)]
-    schema = kafka_arrow_schema(True, value_type)
     decoded = any(r.value is not None and not isinstance(r.value, bytes) for r in rows)
     if decoded and value_type is not None:  # Avro values, into their own schema's type
         values = pa.array([r.value for r in rows], type=value_type)
-        return _batch(
-            piece,
-            values,
-            np.asarray([r.offset for r in rows], np.int64),
-            value_type,
-            **_kept_columns(rows, schema),
-        )
-    raw = [v if v is None or isinstance(v, bytes) else json.dumps(v, default=str).encode()
-           for v in (r.value for r in rows)]  # fmt: skip
-    if value_type is None:
-        values = pa.array(raw, pa.binary())
+    elif value_type is None:
+        values = pa.array([value_bytes(r.value) for r in rows], pa.binary())
     else:  # a null value (a tombstone) parses as an object of nulls
-        values = _parsed(b"".join((v or b"{}") + b"\n" for v in raw), value_type, piece)
-    return _batch(
-        piece,
-        values,
-        np.asarray([r.offset for r in rows], np.int64),
-        value_type,
-        **_kept_columns(rows, schema),
+        lines = b"".join((value_bytes(r.value) or b"{}") + b"\n" for r in rows)
+        values = _parsed(lines, value_type, piece)
+    offsets_of = [r.offset for r in rows]
+    return kafka_batch(
+        piece.topic, piece.partition, values, offsets_of, value_type, **kept_columns(rows)
     )
-
-
-def _kept_columns(rows, schema) -> dict[str, Any]:
-    """Key, timestamp and headers columns of records that kept them (else nulls)."""
-    import pyarrow as pa
-
-    headers = [
-        None if r.headers is None else [{"key": k, "value": v} for k, v in r.headers] for r in rows
-    ]
-    stamps = [None if r.timestamp is None else r.timestamp * 1000 for r in rows]
-    return {
-        "key": pa.array([r.key for r in rows], pa.binary()),
-        "timestamp": pa.array(stamps, pa.timestamp("us", tz="UTC")),
-        "headers": pa.array(headers, schema.field("headers").type),
-    }

@@ -22,11 +22,11 @@ is imported only here, so the rest of the reader works without it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from blockgz.errors import MissingDependencyError
+from blockgz.format.datum_json import datum_json
 from blockgz.format.decode import Record
 from blockgz.kafka_columns import kafka_arrow_schema
 
@@ -52,32 +52,46 @@ def kafka_schema() -> pa.Schema:
     return kafka_arrow_schema(True)
 
 
+def kafka_batch(
+    topic: str,
+    partition: int,
+    values: Any,
+    offsets: Any,
+    value_type: Any = None,
+    **kept: Any,
+) -> Any:
+    """One Arrow batch of Spark's Kafka schema: ``values`` (an Arrow array, ``binary`` unless
+    ``value_type``) at ``offsets``, and the ``key``/``timestamp``/``headers`` columns given in
+    ``kept`` (see :func:`kept_columns`; nulls otherwise)."""
+    import numpy as np
+
+    pa = _pyarrow()
+    count = len(offsets)
+    schema = kafka_arrow_schema(True, value_type)
+    return pa.RecordBatch.from_arrays(
+        [
+            kept.get("key", pa.nulls(count, pa.binary())),
+            values,
+            pa.repeat(pa.scalar(topic, pa.string()), count),
+            pa.array(np.full(count, partition, np.int32)),
+            pa.array(np.asarray(offsets, np.int64), pa.int64()),
+            kept.get("timestamp", pa.nulls(count, pa.timestamp("us", tz="UTC"))),
+            pa.nulls(count, pa.int32()),
+            kept.get("headers", pa.nulls(count, schema.field("headers").type)),
+        ],
+        schema=schema,
+    )
+
+
 def record_batches(topic: str, partition: int, records: Iterable[Record]) -> Iterable[Any]:
     """Arrow record batches of :func:`kafka_schema`, ``BATCH_ROWS`` rows at most each."""
     pa = _pyarrow()
-    schema = kafka_schema()
     rows: list[Record] = []
 
     def batch():
-        headers = [
-            None if r.headers is None else [{"key": k, "value": v} for k, v in r.headers]
-            for r in rows
-        ]
-        count = len(rows)
-        stamps = [None if r.timestamp is None else r.timestamp * 1000 for r in rows]
-        return pa.RecordBatch.from_arrays(
-            [
-                pa.array([r.key for r in rows], pa.binary()),
-                pa.array([_value_bytes(r.value) for r in rows], pa.binary()),
-                pa.repeat(pa.scalar(topic, pa.string()), count),
-                pa.array([partition] * count, pa.int32()),
-                pa.array([r.offset for r in rows], pa.int64()),
-                pa.array(stamps, pa.timestamp("us", tz="UTC")),
-                pa.nulls(count, pa.int32()),
-                pa.array(headers, schema.field("headers").type),
-            ],
-            schema=schema,
-        )
+        values = pa.array([value_bytes(r.value) for r in rows], pa.binary())
+        offsets = [r.offset for r in rows]
+        return kafka_batch(topic, partition, values, offsets, **kept_columns(rows))
 
     for record in records:
         rows.append(record)
@@ -88,14 +102,29 @@ def record_batches(topic: str, partition: int, records: Iterable[Record]) -> Ite
         yield batch()
 
 
+def value_bytes(value: Any) -> bytes | None:
+    """A record's value as stored bytes; a decoded Avro datum as JSON text."""
+    if value is None or isinstance(value, bytes):
+        return value
+    return datum_json(value)
+
+
+def kept_columns(rows: list[Record]) -> dict[str, Any]:
+    """The ``key``, ``timestamp`` and ``headers`` columns of records (nulls where the archive
+    kept none)."""
+    pa = _pyarrow()
+    headers = [
+        None if r.headers is None else [{"key": k, "value": v} for k, v in r.headers] for r in rows
+    ]
+    stamps = [None if r.timestamp is None else r.timestamp * 1000 for r in rows]
+    return {
+        "key": pa.array([r.key for r in rows], pa.binary()),
+        "timestamp": pa.array(stamps, pa.timestamp("us", tz="UTC")),
+        "headers": pa.array(headers, kafka_schema().field("headers").type),
+    }
+
+
 def table_of(topic: str, partition: int, records: Iterable[Record]) -> pa.Table:
     """One Arrow table of the records (see :func:`kafka_schema`)."""
     pa = _pyarrow()
     return pa.Table.from_batches(list(record_batches(topic, partition, records)), kafka_schema())
-
-
-def _value_bytes(value: Any) -> bytes | None:
-    """A record's value as stored bytes; a decoded Avro datum as JSON text."""
-    if value is None or isinstance(value, bytes):
-        return value
-    return json.dumps(value, default=str, sort_keys=True).encode()

@@ -52,6 +52,25 @@ def seaweed_s3():
 
 
 @pytest.fixture
+def weed_bucket(seaweed_s3, request):
+    """A fresh, empty SeaweedFS bucket per test (named after the test)."""
+    import hashlib
+
+    name = "t-" + hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:20]
+    seaweed_s3.client().create_bucket(Bucket=name)
+    return name
+
+
+@pytest.fixture
+def weed_proxy(seaweed_s3):
+    """The request-logging, fault-injecting proxy in front of SeaweedFS."""
+    from testkit.s3 import FaultProxy
+
+    with FaultProxy(seaweed_s3.endpoint_url) as proxy:
+        yield proxy
+
+
+@pytest.fixture
 def s3_proxy(moto_s3):
     """A fault-injecting, request-logging proxy in front of the S3 server."""
     from testkit.s3 import FaultProxy

@@ -14,22 +14,7 @@ from blockgz.cli.app import (
     store_options,
     target_options,
 )
-
-
-def _json_default(value):
-    """JSON for what Avro decodes to: times as ISO-8601, decimals as text, bytes as base64."""
-    import base64
-    import datetime as dt
-    import decimal
-    import uuid
-
-    if isinstance(value, (dt.datetime, dt.date, dt.time)):
-        return value.isoformat()
-    if isinstance(value, (decimal.Decimal, uuid.UUID)):
-        return str(value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return base64.b64encode(value).decode("ascii")
-    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+from blockgz.format.datum_json import json_default
 
 
 def _echo_records(records, output: str) -> None:
@@ -41,7 +26,7 @@ def _echo_records(records, output: str) -> None:
         value = record.value
         stored = isinstance(value, (bytes, bytearray))
         if output == "raw":
-            line = value if stored else json.dumps(value, default=_json_default).encode()
+            line = value if stored else json.dumps(value, default=json_default).encode()
             out.write(line + b"\n")
         else:
             doc = {"offset": record.offset}
@@ -51,11 +36,11 @@ def _echo_records(records, output: str) -> None:
                 try:
                     doc["value"] = value.decode("utf-8")
                 except UnicodeDecodeError:  # binary values (Protobuf, ...) survive as base64
-                    doc["value_base64"] = _json_default(value)
+                    doc["value_base64"] = json_default(value)
             for field in ("key", "timestamp", "headers"):
                 if getattr(record, field, None) is not None:
                     doc[field] = getattr(record, field)
-            out.write(json.dumps(doc, default=_json_default).encode() + b"\n")
+            out.write(json.dumps(doc, default=json_default).encode() + b"\n")
     out.flush()
 
 

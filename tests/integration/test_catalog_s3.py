@@ -7,27 +7,12 @@ server), and the seek returns exactly the records from its offset.
 
 from __future__ import annotations
 
-import hashlib
-
 import pytest
 
 from blockgz.catalog import Catalog
 from reader import open_archive
 from testkit.archives import export_batches, input_records
-from testkit.s3 import FaultProxy, s3_options
-
-
-@pytest.fixture
-def weed_bucket(seaweed_s3, request):
-    name = "c-" + hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:20]
-    seaweed_s3.client().create_bucket(Bucket=name)
-    return name
-
-
-@pytest.fixture
-def weed_proxy(seaweed_s3):
-    with FaultProxy(seaweed_s3.endpoint_url) as proxy:
-        yield proxy
+from testkit.s3 import s3_options
 
 
 def test_resume_and_cold_seek_cost_a_bounded_number_of_requests(weed_proxy, weed_bucket):

@@ -17,24 +17,9 @@ from blockgz.objects.upload import BlockGzipUpload
 from blockgz.store import open_store
 from reader import open_archive
 from testkit.archives import build_partition
-from testkit.s3 import FaultProxy, s3_options
+from testkit.s3 import s3_options
 
 MIB = 1024 * 1024
-
-
-@pytest.fixture
-def weed_bucket(seaweed_s3, request):
-    import hashlib
-
-    name = "t-" + hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:20]
-    seaweed_s3.client().create_bucket(Bucket=name)
-    return name
-
-
-@pytest.fixture
-def weed_proxy(seaweed_s3):
-    with FaultProxy(seaweed_s3.endpoint_url) as proxy:
-        yield proxy
 
 
 def test_a_seek_is_one_ranged_get_per_block(weed_proxy, weed_bucket):

@@ -6,27 +6,12 @@ fetches its sidecar and one range of blocks, not the objects.
 
 from __future__ import annotations
 
-import hashlib
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from testkit.archives import build_partition, export_batches, input_records
-from testkit.s3 import FaultProxy, s3_options
-
-
-@pytest.fixture
-def weed_bucket(seaweed_s3, request):
-    name = "r-" + hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:20]
-    seaweed_s3.client().create_bucket(Bucket=name)
-    return name
-
-
-@pytest.fixture
-def weed_proxy(seaweed_s3):
-    with FaultProxy(seaweed_s3.endpoint_url) as proxy:
-        yield proxy
+from testkit.s3 import s3_options
 
 
 def read(spark, url: str, options: dict[str, str]):

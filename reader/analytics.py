@@ -1,0 +1,112 @@
+"""What an :class:`~reader.archive.Archive` offers analytics code: whole topics, windows,
+Arrow tables and pandas DataFrames (a mixin of ``Archive``; it reads through its seek).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from blockgz.errors import ConfigError, OffsetNotFoundError
+from blockgz.format.decode import Record
+from blockgz.layout import DeviantArtLayout
+
+_PAST_ANY_OFFSET = 2**63 - 1
+
+
+class ArchiveAnalytics:
+    """Topics, partitions and records of an archive, and its ranges as tables."""
+
+    def topics(self) -> list[str]:
+        """The topics the archive holds (from the catalog and the topics directory)."""
+        found: set[str] = set()
+        source = self._catalog_source()
+        if source is not None:
+            found = {t for t, _ in source.partitions()}
+        if not isinstance(self.layout, DeviantArtLayout):
+            root = self.layout.topic_prefix(self.prefix)
+            found |= {d[len(root) :].rstrip("/") for d in self.store.list_prefixes(root)}
+        if not found and (self._relocate() or self._learn_layout()):
+            return self.topics()
+        return sorted(found)
+
+    def partitions(self, topic: str) -> list[int]:
+        """The partitions of ``topic`` the archive holds (from the catalog, else the listing
+        of the topic's directory)."""
+        source = self._catalog_source()
+        found: set[int] = set()
+        if source is not None:
+            found = {p for t, p in source.partitions() if t == topic}
+        if not found:
+            for directory in self.store.list_prefixes(self.layout.topic_prefix(self.prefix, topic)):
+                name = directory.rstrip("/").rsplit("/", 1)[-1]
+                if name.startswith("partition=") and name[10:].isdigit():
+                    found.add(int(name[10:]))
+        if not found and (self._relocate() or self._learn_layout()):
+            return self.partitions(topic)
+        return sorted(found)
+
+    def records(
+        self,
+        topic: str,
+        partitions: Iterable[int] | None = None,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        from_time: int | None = None,
+        to_time: int | None = None,
+    ) -> Iterator[tuple[int, Record]]:
+        """``(partition, record)`` for every archived record of ``topic`` (or of the given
+        ``partitions``), partition by partition in offset order, with ``start <= offset <
+        end`` and ``from_time <= timestamp < to_time`` (epoch ms; needs an archive that kept
+        timestamps, ``format.json.envelope``). Blocks are fetched ``prefetch`` ahead, so
+        memory stays bounded whatever the size of the topic."""
+        timed = from_time is not None or to_time is not None
+        for partition in self.partitions(topic) if partitions is None else partitions:
+            begin = self.first_offset(topic, partition)
+            if start is not None:
+                begin = max(begin, start)
+            try:
+                found = self.seek(topic, partition, begin)
+                head = next(found)  # an offset past the end raises here
+            except OffsetNotFoundError:
+                continue
+            for record in itertools.chain([head], found):
+                if end is not None and record.offset >= end:
+                    break
+                if timed:
+                    if record.timestamp is None:
+                        raise ConfigError(
+                            f"{topic}/{partition}: the archive kept no record timestamps, so a "
+                            "time window cannot be applied (exports keep them with "
+                            "format.json.envelope=true); give offsets instead"
+                        )
+                    if (from_time is not None and record.timestamp < from_time) or (
+                        to_time is not None and record.timestamp >= to_time
+                    ):
+                        continue
+                yield partition, record
+
+    def first_offset(self, topic: str, partition: int) -> int:
+        """The partition's first archived offset (from the catalog or one listing)."""
+        refs, first = self.seek_objects(topic, partition, _PAST_ANY_OFFSET)
+        if not refs and first == _PAST_ANY_OFFSET:
+            raise self.nothing_found(topic, partition)
+        return first
+
+    def read_arrow(
+        self, topic: str, partition: int, start: int | None = None, end: int | None = None
+    ) -> Any:
+        """The records with ``start <= offset < end`` as a ``pyarrow.Table`` of Kafka's
+        columns (see :mod:`reader.tables`)."""
+        from reader.tables import table_of
+
+        records = (r for _, r in self.records(topic, [partition], start=start, end=end))
+        return table_of(topic, partition, records)
+
+    def to_pandas(
+        self, topic: str, partition: int, start: int | None = None, end: int | None = None
+    ) -> Any:
+        """:meth:`read_arrow` as a pandas DataFrame."""
+        return self.read_arrow(topic, partition, start, end).to_pandas()
