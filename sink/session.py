@@ -69,27 +69,33 @@ def prepare_environment() -> None:
 
 
 def spark_session(
-    master: str = "local[2,3]",
+    master: str | None = "local[2,3]",
     *,
     app_name: str = "blockgz",
     log_level: str = "WARN",
     conf: dict[str, Any] | None = None,
     output_to: str | os.PathLike[str] | None = None,
+    forward_env: bool = True,
 ):
     """Get (or create) a SparkSession with blockgz's data sources registered.
 
     ``local[N,F]`` rather than ``local[N]``: plain local mode never retries a failed task.
+    ``master=None`` keeps the master ``spark-submit`` was given.
     ``output_to`` names a file that gets everything the JVM and Spark's Python workers print
     (log4j, stack traces, librdkafka's chatter in the workers), instead of the terminal.
+    ``forward_env`` hands the driver's AWS variables to the executors (:mod:`sink.executor_env`);
+    secrets are redacted from the UI and plans either way.
     """
+    from sink.executor_env import executor_conf
+
     prepare_environment()
     from pyspark.sql import SparkSession
 
     log4j = _log4j_file(log_level)
     java_opts = f"-Dlog4j2.configurationFile=file:{log4j}"
+    builder = SparkSession.builder if master is None else SparkSession.builder.master(master)
     builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
+        builder.appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.extraJavaOptions", java_opts)
@@ -98,7 +104,9 @@ def spark_session(
         .config("spark.sql.streaming.stopTimeout", "30s")
         .config("spark.python.worker.faulthandler.enabled", "true")
     )
-    for key, value in (conf or {}).items():
+    conf = {str(k): str(v) for k, v in (conf or {}).items()}
+    conf.update(executor_conf(os.environ, conf, forward=forward_env))
+    for key, value in conf.items():
         builder = builder.config(key, str(value))
     with _stderr_to(output_to):  # the JVM inherits it when it starts; the workers from it
         spark = builder.getOrCreate()

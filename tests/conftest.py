@@ -92,6 +92,31 @@ def bucket(moto_s3, request):
 
 
 @pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory):
+    """A Spark standalone master and one worker on loopback, for the whole session.
+
+    The nodes have no AWS variables of the driver; their profile file is
+    ``spark_cluster.credentials_file`` (empty until a test writes a profile into it).
+    """
+    pytest.importorskip("pyspark", reason="pyspark is in the [spark] extra")
+    from blockgz.local_servers.spark_cluster import LocalSparkCluster
+
+    reason = LocalSparkCluster.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    credentials = tmp_path_factory.mktemp("node-aws") / "credentials"
+    credentials.write_text("")
+    node_env = {
+        "AWS_SHARED_CREDENTIALS_FILE": str(credentials),
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_EC2_METADATA_DISABLED": "true",  # no instance role to wait for on loopback
+    }
+    with LocalSparkCluster(workers=1, cores=2, node_env=node_env) as cluster:
+        cluster.credentials_file = credentials
+        yield cluster
+
+
+@pytest.fixture(scope="session")
 def kafka():
     """A real Kafka broker (Tansu, in memory) on a free loopback port, for the whole session.
 

@@ -34,12 +34,17 @@ from blockgz.errors import ExportFailed
     help="Override a config setting, e.g. -O flush.size=1000 (repeatable).",
 )
 @click.option(
+    "--print-submit",
+    is_flag=True,
+    help="Print the spark-submit command that runs this export on a cluster, and exit.",
+)
+@click.option(
     "--verbose",
     is_flag=True,
     help="Show Spark's and the JVM's output here instead of in CHECKPOINT/blockgz-export.log.",
 )
 @fail_cleanly
-def export(config, checkpoint, once, master, options, verbose) -> None:
+def export(config, checkpoint, once, master, options, print_submit, verbose) -> None:
     """Export Kafka topics to S3 in the layout of Confluent's S3 sink, exactly once.
 
     CONFIG is a .properties file or a Kafka Connect JSON config ({"name":..,"config":{..}})
@@ -51,6 +56,11 @@ def export(config, checkpoint, once, master, options, verbose) -> None:
     blockgz.tasks.read.kafka=true lets the sink's tasks read Kafka themselves (faster;
     Spark's metrics then count offset ranges, not records).
 
+    On a cluster (--master spark://HOST:7077, YARN, k8s) the executors get the AWS_*
+    variables of this shell (credentials, region, endpoint), redacted from Spark's UI and
+    logs; blockgz.executor.env.forward=false leaves them to the nodes' profile or role.
+    --print-submit prints the same job as a spark-submit command line.
+
     Before Spark starts, it checks that the bucket takes a write, the brokers answer and
     the topics exist (blockgz.preflight=false skips that). Spark's own output goes to
     blockgz-export.log in the checkpoint directory; a failure prints one line.
@@ -61,11 +71,20 @@ def export(config, checkpoint, once, master, options, verbose) -> None:
       blockgz export s3-sink.properties --once
       blockgz export s3-sink.json --checkpoint /var/lib/blockgz/s3-sink
       blockgz export s3-sink.properties -O startingOffsets=s3 --checkpoint /tmp/new
+      blockgz export s3-sink.properties --master spark://10.0.0.5:7077 --once
+      blockgz export s3-sink.properties --master yarn --print-submit
     """
     from sink.export.config import ExportConfig
     from sink.export.job import run_export
     from sink.export.progress import ProgressView
 
+    if print_submit:
+        from sink.export.submit import shell_line, submit_command
+
+        passed = [*(["--checkpoint", checkpoint] if checkpoint else []), *(["--once"] * once)]
+        passed += [arg for option in options for arg in ("-O", option)]
+        click.echo(shell_line(submit_command(config, master=master, export_args=passed)))
+        return
     job = ExportConfig.from_file(config, collect_options(None, options))
     checkpoint = checkpoint or job.checkpoint_dir or str(Path("checkpoints") / job.name)
     logging.getLogger("blockgz").setLevel(logging.DEBUG if State.debug else logging.INFO)

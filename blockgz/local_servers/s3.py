@@ -52,7 +52,13 @@ def fake_aws_env(endpoint_url: str | None = None) -> dict[str, str]:
     return env
 
 
-def make_s3_client(endpoint_url: str, **config: Any) -> BaseClient:
+def make_s3_client(
+    endpoint_url: str,
+    *,
+    access_key: str = ACCESS_KEY,
+    secret_key: str = SECRET_KEY,
+    **config: Any,
+) -> BaseClient:
     """A boto3 S3 client for a local endpoint: dummy credentials, us-east-1, path-style addressing.
 
     The botocore session is hermetic: it reads no ``~/.aws`` files and ignores ``AWS_PROFILE``,
@@ -80,8 +86,8 @@ def make_s3_client(endpoint_url: str, **config: Any) -> BaseClient:
     config.setdefault("connect_timeout", 10)
     config.setdefault("read_timeout", 60)
     return boto3.session.Session(
-        aws_access_key_id=ACCESS_KEY,
-        aws_secret_access_key=SECRET_KEY,
+        aws_access_key_id=access_key,
+        aws_secret_access_key=secret_key,
         region_name=REGION,
         botocore_session=session,
     ).client("s3", endpoint_url=endpoint_url, config=Config(**config))

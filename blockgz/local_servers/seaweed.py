@@ -58,8 +58,16 @@ def weed_binary() -> str | None:
 class SeaweedS3(StartStop):
     """A SeaweedFS S3 endpoint on free loopback ports, with its data in a temporary directory."""
 
-    def __init__(self, *, ready_timeout_s: float = 30.0):
+    def __init__(
+        self,
+        *,
+        ready_timeout_s: float = 30.0,
+        access_key: str = ACCESS_KEY,
+        secret_key: str = SECRET_KEY,
+    ):
         self.ready_timeout_s = ready_timeout_s
+        self.access_key = access_key
+        self.secret_key = secret_key
         self.endpoint_url = ""
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir: tempfile.TemporaryDirectory[str] | None = None
@@ -90,7 +98,11 @@ class SeaweedS3(StartStop):
             "-s3.port.lance=0",
             *(f"-{flag}={port}" for flag, port in ports.items()),
         ]
-        env = {**os.environ, "AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY}
+        env = {
+            **os.environ,
+            "AWS_ACCESS_KEY_ID": self.access_key,
+            "AWS_SECRET_ACCESS_KEY": self.secret_key,
+        }
         log = open(Path(self._dir.name) / "weed.log", "wb")  # noqa: SIM115 - the child keeps it
         self._proc = subprocess.Popen(
             args,
@@ -128,7 +140,9 @@ class SeaweedS3(StartStop):
 
     def client(self, **config: Any) -> BaseClient:
         """A boto3 client for this endpoint (the server's keys, path-style)."""
-        return make_s3_client(self.endpoint_url, **config)
+        return make_s3_client(
+            self.endpoint_url, access_key=self.access_key, secret_key=self.secret_key, **config
+        )
 
     def stop(self) -> None:
         if self._proc is not None:

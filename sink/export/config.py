@@ -166,6 +166,9 @@ class ExportConfig:
     resume_from_manifests: bool = False
     #: ``blockgz.preflight``: check the bucket, brokers and topics before Spark starts.
     preflight: bool = True
+    #: ``blockgz.executor.env.forward``: executors get the driver's AWS_* variables
+    #: (:mod:`sink.executor_env`); false leaves them to the nodes' own profile or role.
+    forward_env: bool = True
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, str]) -> ExportConfig:
@@ -193,6 +196,7 @@ class ExportConfig:
             tasks_read_kafka=opts.flag("blockgz.tasks.read.kafka", False),
             resume_from_manifests=resume,
             preflight=opts.flag("blockgz.preflight", True),
+            forward_env=opts.flag("blockgz.executor.env.forward", True),
         )
 
     @classmethod

@@ -77,6 +77,7 @@ def run_export(
                 app_name=f"blockgz-export-{job.name}",
                 conf=job.spark_conf,
                 output_to=log_file,
+                forward_env=job.forward_env,
             )
         stop = stop_event or threading.Event()
         result = ExportResult()
@@ -271,10 +272,15 @@ def _query_name(name: str) -> str:
     return "blockgz_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
 
 
-def default_master() -> str:
-    """``local[<cores>,3]``: every core, and up to 3 attempts per task."""
+def default_master() -> str | None:
+    """``local[<cores>,3]`` (every core, up to 3 attempts per task), or ``None`` under
+    ``spark-submit``, whose ``--master`` then holds."""
+    import os
+
     from blockgz.format.pipeline import default_threads
 
+    if os.environ.get("PYSPARK_GATEWAY_PORT"):  # started by spark-submit (or a pyspark shell)
+        return None
     return f"local[{default_threads()},3]"
 
 

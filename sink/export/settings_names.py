@@ -53,6 +53,7 @@ JOB_OPTIONS = frozenset(
         "blockgz.checkpoint.dir",
         "blockgz.tasks.read.kafka",
         "blockgz.preflight",
+        "blockgz.executor.env.forward",
         "topics",
         "topics.regex",
     }
