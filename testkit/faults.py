@@ -6,7 +6,9 @@ Set ``blockgz.write.listener=testkit.faults:FaultListener`` and
 * ``fail-first-attempt``: every write task's first attempt raises after writing its first
   object, so Spark's retry (``local[N,F]``) must clean up and redo it;
 * ``pause-after-files:<count>:<batch>:<marker>``: in batch ``<batch>``, once a task has finished
-  ``<count>`` objects, create file ``<marker>`` and wait there forever (the test SIGKILLs the job);
+  ``<count>`` objects, write this process's pid to file ``<marker>`` and wait there forever (the
+  test SIGKILLs the job, or just this Python worker). Only the first task to get there pauses:
+  once the marker exists, later tasks and retried attempts go on;
 * ``pause-in-commit:<batch>:<marker>``: the same inside the driver's commit, after the
   manifest is written and before Spark records the batch as committed.
 
@@ -20,10 +22,10 @@ Fault(kind='pause-in-commit', batch=3, marker='/tmp/m', files=1)
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 from blockgz.errors import BlockGzError, ConfigError
 from blockgz.manifests import WrittenFile
@@ -75,7 +77,11 @@ def parse_fault(text: str | None) -> Fault | None:
 
 
 def _pause(marker: str) -> None:
-    Path(marker).write_text("paused\n")
+    try:
+        with open(marker, "x") as out:  # the first task here pauses; a retry goes on
+            out.write(f"{os.getpid()}\n")
+    except FileExistsError:
+        return
     while True:  # the crash test kills the whole process group from outside
         time.sleep(3600)
 

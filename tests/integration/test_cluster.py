@@ -8,9 +8,12 @@ so a test can search everything the job left behind for them.
 
 from __future__ import annotations
 
+import json
 import os
+import signal
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -88,6 +91,17 @@ def assert_exported_once(private_s3, bucket: str) -> None:
         },
     )
     read_exported(store, prefix).assert_exactly_once(PARTITIONS, PER_PARTITION)
+
+
+def spark_events(directory: Path, kind: str) -> list[dict]:
+    """The events of type ``kind`` in the (uncompressed) Spark event logs under ``directory``."""
+    events = []
+    for path in directory.rglob("events_*"):
+        for line in path.read_text().splitlines():
+            event = json.loads(line)
+            if event.get("Event") == kind:
+                events.append(event)
+    return events
 
 
 def files_containing(text: str, *roots: Path) -> list[str]:
@@ -195,3 +209,64 @@ def test_spark_submit_runs_the_same_config_with_keys_in_it(
     assert_exported_once(private_s3, name)
     events = tmp_path / "events"
     assert files_containing(SECRET_KEY, tmp_path / "ckpt", events, spark_cluster.work_dir) == []
+
+
+def test_a_killed_python_worker_is_retried_and_the_batch_lands_exactly_once(
+    spark_cluster, private_s3, job, tmp_path
+):
+    """SIGKILL the executor's Python worker in the middle of a write task (after its first
+    object): Spark retries the task on the cluster and the batch is exported exactly once."""
+    from testkit.faults import fault_options
+
+    name, config = job
+    marker = tmp_path / "paused"
+    root = str(Path(__file__).resolve().parents[2])  # testkit/ is not installed: ship the path
+    with config.open("a") as out:
+        for key, value in {
+            **fault_options(f"pause-after-files:1:0:{marker}"),
+            "spark.executorEnv.PYTHONPATH": root,
+        }.items():
+            out.write(f"{key}={value}\n")
+    env = driver_env(AWS_ACCESS_KEY_ID=ACCESS_KEY, AWS_SECRET_ACCESS_KEY=SECRET_KEY)
+    env["PYTHONPATH"] = root
+    checkpoint = tmp_path / "ckpt"
+    export = subprocess.Popen(
+        [
+            BLOCKGZ,
+            "export",
+            str(config),
+            "--once",
+            "--master",
+            spark_cluster.master_url,
+            "--checkpoint",
+            str(checkpoint),
+        ],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 180
+        while not (marker.exists() and marker.read_text().strip()):
+            assert export.poll() is None, export.stdout.read()[-3000:]
+            assert time.monotonic() < deadline, "no task paused within 180 s"
+            time.sleep(0.2)  # polling a file with a deadline
+        worker = int(marker.read_text())
+        assert worker in spark_cluster.python_worker_pids(), "the pause is in a cluster worker"
+        os.kill(worker, signal.SIGKILL)
+        output, _ = export.communicate(timeout=240)
+    finally:
+        if export.poll() is None:
+            export.kill()
+    assert export.returncode == 0, output[-3000:]
+    assert "done: 60 records" in output
+    failed = [
+        e
+        for e in spark_events(tmp_path / "events", "SparkListenerTaskEnd")
+        if e["Task End Reason"]["Reason"] != "Success"
+    ]
+    assert len(failed) == 1, "exactly the killed attempt failed"
+    assert "Python worker exited unexpectedly" in json.dumps(failed[0])
+    assert_exported_once(private_s3, name)
