@@ -117,8 +117,14 @@ def export(config, checkpoint, once, master, options, print_submit, verbose) -> 
 
 
 @main.command()
+@click.option("--master", help="Run the exports on this Spark master [local[<cores>,3]].")
+@click.option(
+    "--cluster",
+    is_flag=True,
+    help="Start a Spark standalone master and worker on loopback and run the exports there.",
+)
 @fail_cleanly
-def quickstart() -> None:
+def quickstart(master, cluster) -> None:
     """Run Confluent's S3-sink quickstart on local servers, explaining each step.
 
     Starts a Tansu Kafka broker and a SeaweedFS S3 server on free loopback ports, produces nine
@@ -126,9 +132,13 @@ def quickstart() -> None:
     and shuts everything down. Needs the [spark,local] extras and Java 17+.
 
     \b
-    Example:
+    Examples:
       blockgz quickstart
+      blockgz quickstart --cluster                  # on a loopback standalone cluster
+      blockgz quickstart --master spark://10.0.0.5:7077
     """
     from sink.export.quickstart import run_quickstart
 
-    run_quickstart()
+    if master and cluster:
+        raise click.UsageError("give --master or --cluster, not both")
+    run_quickstart(master=master, cluster=cluster)

@@ -91,8 +91,23 @@ def avro_tojson(data: bytes) -> list[str]:
     return lines
 
 
-def run_quickstart(console: Console | None = None, *, seek_offset: int = 4) -> list[str]:
-    """Run the whole quickstart; return the keys of the exported Avro objects."""
+def run_quickstart(
+    console: Console | None = None,
+    *,
+    seek_offset: int = 4,
+    master: str | None = None,
+    cluster: bool = False,
+) -> list[str]:
+    """Run the whole quickstart; return the keys of the exported Avro objects.
+
+    ``master`` runs the exports on that Spark master; ``cluster`` starts a standalone master
+    and worker on loopback for them (:mod:`blockgz.local_servers.spark_cluster`).
+    """
+    if cluster:
+        from blockgz.local_servers.spark_cluster import LocalSparkCluster
+
+        with LocalSparkCluster(workers=1) as spark_cluster:
+            return run_quickstart(console, seek_offset=seek_offset, master=spark_cluster.master_url)
     from blockgz.local_servers import LocalKafka, LocalSchemaRegistry, MotoS3
     from blockgz.local_servers.seaweed import SeaweedS3
     from reader import open_archive
@@ -113,6 +128,7 @@ def run_quickstart(console: Console | None = None, *, seek_offset: int = 4) -> l
             ExportConfig.from_file(config_path),
             checkpoint=checkpoint,
             once=True,
+            master=master,
             install_signal_handlers=False,
             log_file=checkpoint / "blockgz-export.log",  # Spark's start-up chatter
         )
@@ -162,8 +178,9 @@ def run_quickstart(console: Console | None = None, *, seek_offset: int = 4) -> l
 
             step(
                 4,
-                "Exporting with Spark (`blockgz export quickstart-s3.properties --once`). "
-                "Starting Spark takes ~10-20 s; the records then land in S3 exactly once.",
+                "Exporting with Spark (`blockgz export quickstart-s3.properties --once"
+                + (f" --master {master}" if master else "")
+                + "`). Starting Spark takes ~10-20 s; the records then land in S3 exactly once.",
             )
             export(config_path, Path(tmp) / "checkpoint")
 

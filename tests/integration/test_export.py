@@ -7,8 +7,10 @@ uses its own topic and bucket.
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -299,21 +301,28 @@ def test_task_failure_is_retried_cleanly(spark, kafka, moto_s3, bucket, tmp_path
     assert manifest_keys_of(store, prefix, job.sink) == set(exported.objects)
 
 
-def test_quickstart_command_explains_and_finds_three_objects(spark):
-    import io
+@pytest.mark.slow
+def test_quickstart_command_on_a_cluster_explains_and_finds_three_objects(spark_cluster):
+    """``blockgz quickstart --master spark://…`` as a user runs it (the local-mode path is the
+    same code with another master; ``make demo`` runs it)."""
+    import subprocess
+    import sys
 
-    from rich.console import Console
-
-    from sink.export.quickstart import run_quickstart
-
-    out = io.StringIO()
-    keys = run_quickstart(Console(file=out, width=120), seek_offset=4)
-    assert keys == [
-        "topics/s3_topic/partition=0/s3_topic+0+0000000000.avro",
-        "topics/s3_topic/partition=0/s3_topic+0+0000000003.avro",
-        "topics/s3_topic/partition=0/s3_topic+0+0000000006.avro",
-    ]
-    text = out.getvalue()
+    blockgz = str(Path(sys.executable).with_name("blockgz"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    done = subprocess.run(
+        [blockgz, "quickstart", "--master", spark_cluster.master_url],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**env, "COLUMNS": "120"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    text = done.stdout
+    for n in (0, 3, 6):
+        assert f"s3://quickstart/topics/s3_topic/partition=0/s3_topic+0+000000000{n}.avro" in text
+    assert f"--once --master {spark_cluster.master_url}" in text
     # The first Avro object as avro-tools tojson prints it.
     assert '{"f1": "value1"}\n   {"f1": "value2"}\n   {"f1": "value3"}' in text
     # The block-GZIP seek: one record, read with one LIST, one GET (index), one ranged GET.
