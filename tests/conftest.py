@@ -70,24 +70,53 @@ def weed_proxy(seaweed_s3):
         yield proxy
 
 
+@pytest.fixture(scope="session")
+def ceph_s3():
+    """Ceph's radosgw over a one-node in-memory cluster on loopback, for the whole session."""
+    from blockgz.local_servers.ceph import CephRgwS3
+
+    reason = CephRgwS3.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with CephRgwS3() as server:
+        yield server
+
+
 @pytest.fixture
-def s3_proxy(moto_s3):
+def ceph_bucket(ceph_s3, request):
+    """A fresh, empty radosgw bucket per test (named after the test)."""
+    import hashlib
+
+    name = "c-" + hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:20]
+    ceph_s3.client().create_bucket(Bucket=name)
+    return name
+
+
+@pytest.fixture(scope="session")
+def s3_server(seaweed_s3):
+    """The S3 server of the integration tests: SeaweedFS (real ranged GETs and multipart).
+    ``moto_s3`` is there for the few tests about moto itself."""
+    return seaweed_s3
+
+
+@pytest.fixture
+def s3_proxy(s3_server):
     """A fault-injecting, request-logging proxy in front of the S3 server."""
     from testkit.s3 import FaultProxy
 
-    with FaultProxy(moto_s3.endpoint_url) as proxy:
+    with FaultProxy(s3_server.endpoint_url) as proxy:
         yield proxy
 
 
 @pytest.fixture
-def bucket(moto_s3, request):
-    """A fresh, empty bucket per test."""
+def bucket(s3_server, request):
+    """A fresh, empty bucket per test, on :func:`s3_server`."""
     import hashlib
     import re
 
     digest = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:8]
     name = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:45].strip("-") + "-" + digest
-    moto_s3.client().create_bucket(Bucket=name)
+    s3_server.client().create_bucket(Bucket=name)
     return name
 
 

@@ -22,14 +22,14 @@ from testkit.s3 import s3_options
 pytestmark = pytest.mark.slow
 
 
-def avro_job(kafka, moto_s3, registry, bucket, topic, **options) -> ExportConfig:
+def avro_job(kafka, s3_server, registry, bucket, topic, **options) -> ExportConfig:
     return ExportConfig.from_mapping(
         {
             "name": "avro-export",
             "topics": topic,
             "kafka.bootstrap.servers": kafka.bootstrap_servers,
             "s3.bucket.name": bucket,
-            **s3_options(moto_s3.endpoint_url),
+            **s3_options(s3_server.endpoint_url),
             "value.converter": "io.confluent.connect.avro.AvroConverter",
             "value.converter.schema.registry.url": registry.url,
             **options,
@@ -44,14 +44,14 @@ def export_once(spark, job, checkpoint):
 
 
 def test_avro_quickstart_layout_exactly_once_and_seekable(
-    spark, kafka, moto_s3, registry, bucket, tmp_path
+    spark, kafka, s3_server, registry, bucket, tmp_path
 ):
     topic = "avro_quickstart"
     kafka.create_topic(topic, partitions=2)
     produce_avro_numbered(kafka.bootstrap_servers, registry.url, topic, 2, 9)
     job = avro_job(
         kafka,
-        moto_s3,
+        s3_server,
         registry,
         bucket,
         topic,
@@ -59,7 +59,7 @@ def test_avro_quickstart_layout_exactly_once_and_seekable(
     )
     result = export_once(spark, job, tmp_path / "ckpt")
     assert result.records == 18 and result.files == 6
-    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     exported = read_exported(store, prefix)
     exported.assert_exactly_once(2, 9)
     assert sorted(k for k in exported.objects if "partition=0" in k) == [
@@ -69,14 +69,14 @@ def test_avro_quickstart_layout_exactly_once_and_seekable(
         avro_value_for(1, n) for n in (3, 4, 5)
     ]
     assert manifest_keys_of(store, prefix, job.sink) == set(exported.objects) | exported.indexes
-    with open_archive(f"s3://{bucket}", s3_options(moto_s3.endpoint_url)) as archive:
+    with open_archive(f"s3://{bucket}", s3_options(s3_server.endpoint_url)) as archive:
         got = list(archive.seek(topic, 1, 4, count=3))
     assert [r.offset for r in got] == [4, 5, 6]
     assert got[0].value["country"] == avro_value_for(1, 4)["country"]
 
 
 def test_avro_evolution_through_spark_keeps_one_file_per_newer_schema(
-    spark, kafka, moto_s3, registry, bucket, tmp_path
+    spark, kafka, s3_server, registry, bucket, tmp_path
 ):
     topic = "avro_evolution"
     kafka.create_topic(topic, partitions=1)
@@ -89,14 +89,14 @@ def test_avro_evolution_through_spark_keeps_one_file_per_newer_schema(
     )
     job = avro_job(
         kafka,
-        moto_s3,
+        s3_server,
         registry,
         bucket,
         topic,
         **{"format.class": "avro", "schema.compatibility": "BACKWARD", "avro.codec": "deflate"},
     )
     export_once(spark, job, tmp_path / "ckpt")
-    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     exported = read_exported(store, prefix)
     exported.assert_exactly_once(1, 12)
     starts = sorted(int(re.search(r"\+(\d{10})\.avro$", k).group(1)) for k in exported.objects)
@@ -107,14 +107,14 @@ def test_avro_evolution_through_spark_keeps_one_file_per_newer_schema(
 
 @pytest.mark.parametrize("tasks_read_kafka", ["false", "true"])
 def test_avro_to_block_gzip_json_then_seek(
-    spark, kafka, moto_s3, registry, bucket, tmp_path, tasks_read_kafka
+    spark, kafka, s3_server, registry, bucket, tmp_path, tasks_read_kafka
 ):
     topic = f"avro_to_blockgzip_{tasks_read_kafka}"
     kafka.create_topic(topic, partitions=1)
     produce_avro_numbered(kafka.bootstrap_servers, registry.url, topic, 1, 40)
     job = avro_job(
         kafka,
-        moto_s3,
+        s3_server,
         registry,
         bucket,
         topic,
@@ -126,9 +126,9 @@ def test_avro_to_block_gzip_json_then_seek(
         },
     )
     export_once(spark, job, tmp_path / "ckpt")
-    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     read_exported(store, prefix).assert_exactly_once(1, 40)
-    with open_archive(f"s3://{bucket}", s3_options(moto_s3.endpoint_url)) as archive:
+    with open_archive(f"s3://{bucket}", s3_options(s3_server.endpoint_url)) as archive:
         (record,) = list(archive.seek(topic, 0, 21, count=1))
     import json
 
@@ -136,7 +136,7 @@ def test_avro_to_block_gzip_json_then_seek(
 
 
 def test_registry_down_fails_the_export_and_commits_nothing(
-    spark, kafka, moto_s3, registry, bucket, tmp_path
+    spark, kafka, s3_server, registry, bucket, tmp_path
 ):
     topic = "avro_registry_down"
     kafka.create_topic(topic, partitions=1)
@@ -145,7 +145,7 @@ def test_registry_down_fails_the_export_and_commits_nothing(
     produce_avro(kafka.bootstrap_servers, registry.url, topic, [(0, i, fresh) for i in range(5)])
     job = avro_job(
         kafka,
-        moto_s3,
+        s3_server,
         registry,
         bucket,
         topic,
@@ -157,6 +157,6 @@ def test_registry_down_fails_the_export_and_commits_nothing(
     )
     with registry.outage(), pytest.raises(ExportFailed, match="cannot reach the schema registry"):
         export_once(spark, job, tmp_path / "ckpt")
-    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     assert read_exported(store, prefix).objects == {}
     assert job.sink.manifest_log(store, prefix).committed_offsets() == {}

@@ -34,14 +34,14 @@ def topic_for(request) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", request.node.name)[:60]
 
 
-def job_for(kafka, moto_s3, bucket, topic, **options) -> ExportConfig:
+def job_for(kafka, s3_server, bucket, topic, **options) -> ExportConfig:
     return ExportConfig.from_mapping(
         {
             "name": "test-export",
             "topics": topic,
             "kafka.bootstrap.servers": kafka.bootstrap_servers,
             "s3.bucket.name": bucket,
-            **s3_options(moto_s3.endpoint_url),
+            **s3_options(s3_server.endpoint_url),
             **options,
         }
     )
@@ -53,17 +53,17 @@ def export_once(spark, job, checkpoint):
     )
 
 
-def bucket_contents(moto_s3, bucket) -> tuple[Exported, object, str]:
-    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+def bucket_contents(s3_server, bucket) -> tuple[Exported, object, str]:
+    store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     return read_exported(store, prefix), store, prefix
 
 
-def test_quickstart_layout_matches_confluent(spark, kafka, moto_s3, bucket, tmp_path):
+def test_quickstart_layout_matches_confluent(spark, kafka, s3_server, bucket, tmp_path):
     kafka.create_topic("s3_topic", partitions=1)
     produce_numbered(kafka.bootstrap_servers, "s3_topic", 1, 9)
     job = job_for(
         kafka,
-        moto_s3,
+        s3_server,
         bucket,
         "s3_topic",
         **{
@@ -73,7 +73,7 @@ def test_quickstart_layout_matches_confluent(spark, kafka, moto_s3, bucket, tmp_
         },
     )
     result = export_once(spark, job, tmp_path / "ckpt")
-    exported, store, prefix = bucket_contents(moto_s3, bucket)
+    exported, store, prefix = bucket_contents(s3_server, bucket)
     assert sorted(exported.objects) == [
         "topics/s3_topic/partition=0/s3_topic+0+0000000000.json",
         "topics/s3_topic/partition=0/s3_topic+0+0000000003.json",
@@ -89,14 +89,14 @@ def test_quickstart_layout_matches_confluent(spark, kafka, moto_s3, bucket, tmp_
 
 
 def test_batches_resume_from_the_checkpoint_exactly_once(
-    spark, kafka, moto_s3, bucket, tmp_path, request
+    spark, kafka, s3_server, bucket, tmp_path, request
 ):
     topic = topic_for(request)
     kafka.create_topic(topic, partitions=3)
     produce_numbered(kafka.bootstrap_servers, topic, 3, 40)
     job = job_for(
         kafka,
-        moto_s3,
+        s3_server,
         bucket,
         topic,
         **{
@@ -110,7 +110,7 @@ def test_batches_resume_from_the_checkpoint_exactly_once(
     produce_numbered(kafka.bootstrap_servers, topic, 3, 20, start=40)
     second = export_once(spark, job, tmp_path / "ckpt")
     assert first.records + second.records == 180
-    exported, store, prefix = bucket_contents(moto_s3, bucket)
+    exported, store, prefix = bucket_contents(s3_server, bucket)
     exported.assert_exactly_once(3, 60)
     data_keys = set(exported.objects)
     assert manifest_keys_of(store, prefix, job.sink) == data_keys | exported.indexes
@@ -130,21 +130,26 @@ def test_batches_resume_from_the_checkpoint_exactly_once(
     ids=["default-blockgzip", "field-none"],
 )
 def test_tasks_reading_kafka_write_what_records_through_spark_write(
-    spark, kafka, moto_s3, bucket, tmp_path, request, options
+    spark, kafka, s3_server, bucket, tmp_path, request, options
 ):
     """The export's two plans (sink tasks read their offset ranges themselves, or records
     travel through Spark's rows) give the same objects, byte for byte."""
     topic = "tasks_read_" + request.node.callspec.id.replace("-", "_")
     kafka.create_topic(topic, partitions=2)
     produce_numbered(kafka.bootstrap_servers, topic, 2, 30)
-    moto_s3.client().create_bucket(Bucket=bucket + "-rows")
+    s3_server.client().create_bucket(Bucket=bucket + "-rows")
     results, contents = {}, {}
     for target, read_in_tasks in ((bucket, "true"), (bucket + "-rows", "false")):
         job = job_for(
-            kafka, moto_s3, target, topic, **options, **{"blockgz.tasks.read.kafka": read_in_tasks}
+            kafka,
+            s3_server,
+            target,
+            topic,
+            **options,
+            **{"blockgz.tasks.read.kafka": read_in_tasks},
         )
         results[target] = export_once(spark, job, tmp_path / target)
-        store, prefix = open_store(f"s3://{target}", s3_options(moto_s3.endpoint_url))
+        store, prefix = open_store(f"s3://{target}", s3_options(s3_server.endpoint_url))
         contents[target] = {i.key: store.get(i.key) for i in store.list(prefix + "topics/")}
         read_exported(store, prefix).assert_exactly_once(2, 30)
     assert contents[bucket] == contents[bucket + "-rows"]
@@ -228,19 +233,19 @@ def kafka_frame(spark, kafka):
 @pytest.mark.parametrize("compression", ["none", "gzip", "blockgzip"])
 @pytest.mark.parametrize("fmt", ["json", "bytearray"])
 def test_every_format_compression_partitioner(
-    kafka_frame, moto_s3, bucket, fmt, compression, partitioner
+    kafka_frame, s3_server, bucket, fmt, compression, partitioner
 ):
     topic, frame = kafka_frame
     options = {
         "s3.bucket.name": bucket,
-        **s3_options(moto_s3.endpoint_url),
+        **s3_options(s3_server.endpoint_url),
         "format.class": fmt,
         "s3.compression.type": compression,
         "flush.size": "4",
         **PARTITIONERS[partitioner],
     }
     frame.write.format("blockgz").options(**options).mode("append").save()
-    exported, _, _ = bucket_contents(moto_s3, bucket)
+    exported, _, _ = bucket_contents(s3_server, bucket)
     exported.assert_exactly_once(2, 30)
     ext = (".json" if fmt == "json" else ".bin") + ("" if compression == "none" else ".gz")
     for key, docs in exported.objects.items():
@@ -258,7 +263,7 @@ def test_every_format_compression_partitioner(
 
 # -- bad input ------------------------------------------------------------------------------
 def test_non_json_value_fails_the_batch_naming_the_record_and_leaves_nothing(
-    spark, kafka, moto_s3, bucket, tmp_path, request
+    spark, kafka, s3_server, bucket, tmp_path, request
 ):
     from confluent_kafka import Producer
 
@@ -271,32 +276,32 @@ def test_non_json_value_fails_the_batch_naming_the_record_and_leaves_nothing(
     del producer
     job = job_for(
         kafka,
-        moto_s3,
+        s3_server,
         bucket,
         topic,
         **{"partitioner.class": "field", "partition.field.name": "country", "flush.size": "2"},
     )
     with pytest.raises(ExportFailed, match=rf"{topic}-0@5: value is not valid JSON"):
         export_once(spark, job, tmp_path / "ckpt")
-    exported, store, prefix = bucket_contents(moto_s3, bucket)
+    exported, store, prefix = bucket_contents(s3_server, bucket)
     assert exported.objects == {}, "a failed batch must not leave objects behind"
     assert job.sink.manifest_log(store, prefix).committed_offsets() == {}
 
 
-def test_task_failure_is_retried_cleanly(spark, kafka, moto_s3, bucket, tmp_path, request):
+def test_task_failure_is_retried_cleanly(spark, kafka, s3_server, bucket, tmp_path, request):
     topic = topic_for(request)
     kafka.create_topic(topic, partitions=2)
     produce_numbered(kafka.bootstrap_servers, topic, 2, 25)
     job = job_for(
         kafka,
-        moto_s3,
+        s3_server,
         bucket,
         topic,
         **{"flush.size": "4", **fault_options("fail-first-attempt")},
     )
     result = export_once(spark, job, tmp_path / "ckpt")
     assert result.records == 50
-    exported, store, prefix = bucket_contents(moto_s3, bucket)
+    exported, store, prefix = bucket_contents(s3_server, bucket)
     exported.assert_exactly_once(2, 25)
     assert manifest_keys_of(store, prefix, job.sink) == set(exported.objects)
 
@@ -347,30 +352,30 @@ def hostile_topic(kafka, request, *, missing_field: bool) -> str:
 
 
 def test_nulls_and_missing_fields_fail_the_batch_naming_the_record(
-    spark, kafka, moto_s3, bucket, tmp_path, request
+    spark, kafka, s3_server, bucket, tmp_path, request
 ):
     topic = hostile_topic(kafka, request, missing_field=True)
     base = {"partitioner.class": "field", "partition.field.name": "country"}
     # fail (the default): the tombstone at offset 8 stops the batch, nothing is committed.
-    job = job_for(kafka, moto_s3, bucket, topic, **base)
+    job = job_for(kafka, s3_server, bucket, topic, **base)
     with pytest.raises(ExportFailed, match=rf"{topic}-0@8: value is null"):
         export_once(spark, job, tmp_path / "fail")
-    assert bucket_contents(moto_s3, bucket)[0].objects == {}
+    assert bucket_contents(s3_server, bucket)[0].objects == {}
     # write: the tombstone goes to the tombstone directory; offset 9 lacks the field.
-    job = job_for(kafka, moto_s3, bucket, topic, **base, **{"behavior.on.null.values": "write"})
+    job = job_for(kafka, s3_server, bucket, topic, **base, **{"behavior.on.null.values": "write"})
     with pytest.raises(ExportFailed, match=rf"{topic}-0@9: .*'country' is missing"):
         export_once(spark, job, tmp_path / "write")
-    assert bucket_contents(moto_s3, bucket)[0].objects == {}
+    assert bucket_contents(s3_server, bucket)[0].objects == {}
 
 
 @pytest.mark.parametrize("nulls", ["ignore", "write"])
 def test_hostile_field_values_stay_inside_the_topic_directory(
-    spark, kafka, moto_s3, bucket, tmp_path, request, nulls
+    spark, kafka, s3_server, bucket, tmp_path, request, nulls
 ):
     topic = hostile_topic(kafka, request, missing_field=False)
     job = job_for(
         kafka,
-        moto_s3,
+        s3_server,
         bucket,
         topic,
         **{
@@ -387,7 +392,7 @@ def test_hostile_field_values_stay_inside_the_topic_directory(
         install_signal_handlers=False,
     )
     assert result.records == 9
-    s3 = moto_s3.client()
+    s3 = s3_server.client()
     keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="topics/")["Contents"]]
     tombstones = [k for k in keys if "/tombstone/" in k]
     assert len(tombstones) == (1 if nulls == "write" else 0)
@@ -401,7 +406,7 @@ def test_hostile_field_values_stay_inside_the_topic_directory(
 
 
 def test_transaction_markers_leave_exact_gaps_and_seeks_skip_them(
-    spark, kafka, moto_s3, bucket, tmp_path, request
+    spark, kafka, s3_server, bucket, tmp_path, request
 ):
     """Committed transactions put a marker after each batch: offsets 3, 7 and 11 hold none."""
     from confluent_kafka import Producer
@@ -427,14 +432,14 @@ def test_transaction_markers_leave_exact_gaps_and_seeks_skip_them(
     del producer
     job = job_for(
         kafka,
-        moto_s3,
+        s3_server,
         bucket,
         topic,
         **{"s3.compression.type": "blockgzip", "flush.size": "5"},
     )
     export_once(spark, job, tmp_path / "ckpt")
     data_offsets = [o for o in range(15) if o % 4 != 3]  # 0-2, 4-6, 8-10, 12-14
-    with open_archive(f"s3://{bucket}", s3_options(moto_s3.endpoint_url)) as archive:
+    with open_archive(f"s3://{bucket}", s3_options(s3_server.endpoint_url)) as archive:
         records = list(archive.seek(topic, 0, 0))
         assert [r.offset for r in records] == data_offsets
         assert [json.loads(r.value) for r in records] == [

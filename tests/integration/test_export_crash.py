@@ -38,13 +38,13 @@ BLOCKGZ = str(Path(sys.executable).with_name("blockgz"))
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def write_config(path: Path, kafka, moto_s3, bucket, topic, **extra) -> Path:
+def write_config(path: Path, kafka, s3_server, bucket, topic, **extra) -> Path:
     options = {
         "name": "crash-test",
         "topics": topic,
         "kafka.bootstrap.servers": kafka.bootstrap_servers,
         "s3.bucket.name": bucket,
-        **s3_options(moto_s3.endpoint_url),
+        **s3_options(s3_server.endpoint_url),
         "s3.compression.type": "blockgzip",
         "flush.size": "7",
         "maxOffsetsPerTrigger": "60",
@@ -121,18 +121,18 @@ class ExportProcess:
 
 
 @pytest.fixture
-def crash_setup(kafka, moto_s3, bucket, tmp_path, request):
+def crash_setup(kafka, s3_server, bucket, tmp_path, request):
     topic = "crash_" + re.sub(r"[^A-Za-z0-9_]", "_", request.node.name)[-45:]
     kafka.create_topic(topic, partitions=PARTITIONS)
     produce_numbered(kafka.bootstrap_servers, topic, PARTITIONS, PER_PARTITION)
     return topic
 
 
-def check_exactly_once(moto_s3, bucket, config_path: Path) -> None:
+def check_exactly_once(s3_server, bucket, config_path: Path) -> None:
     from sink.export.config import load_config_file
 
     options = load_config_file(config_path)
-    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     exported = read_exported(store, prefix)
     exported.assert_exactly_once(PARTITIONS, PER_PARTITION)
     sink_config = SinkConfig.from_options({"s3.bucket.name": bucket, "name": options["name"]})
@@ -140,8 +140,8 @@ def check_exactly_once(moto_s3, bucket, config_path: Path) -> None:
     assert set(exported.objects) | exported.indexes == listed, "objects outside the manifests"
 
 
-def orphans(moto_s3, bucket) -> set[str]:
-    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+def orphans(s3_server, bucket) -> set[str]:
+    store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     exported = read_exported(store, prefix)
     listed = manifest_keys_of(
         store, prefix, SinkConfig.from_options({"s3.bucket.name": bucket, "name": "crash-test"})
@@ -150,31 +150,31 @@ def orphans(moto_s3, bucket) -> set[str]:
 
 
 def test_sigkill_mid_batch_then_restart_from_checkpoint(
-    crash_setup, kafka, moto_s3, bucket, tmp_path
+    crash_setup, kafka, s3_server, bucket, tmp_path
 ):
     plan = {"blockgz.tasks.read.kafka": "false"}
-    kill_mid_batch_then_restart(kafka, moto_s3, bucket, tmp_path, crash_setup, plan)
+    kill_mid_batch_then_restart(kafka, s3_server, bucket, tmp_path, crash_setup, plan)
 
 
 def test_sigkill_mid_batch_on_a_cluster_with_tasks_reading_kafka(
-    crash_setup, kafka, moto_s3, bucket, tmp_path, spark_cluster
+    crash_setup, kafka, s3_server, bucket, tmp_path, spark_cluster
 ):
     """The same on a standalone cluster, the sink's tasks reading their Kafka ranges: the
     executors die with the driver, the restarted job's tasks redo the batch."""
     plan = {"blockgz.tasks.read.kafka": "true", "spark.executorEnv.PYTHONPATH": str(ROOT)}
     master = spark_cluster.master_url
-    kill_mid_batch_then_restart(kafka, moto_s3, bucket, tmp_path, crash_setup, plan, master)
+    kill_mid_batch_then_restart(kafka, s3_server, bucket, tmp_path, crash_setup, plan, master)
 
 
 def kill_mid_batch_then_restart(
-    kafka, moto_s3, bucket, tmp_path, topic, options, master: str = "local[2,3]"
+    kafka, s3_server, bucket, tmp_path, topic, options, master: str = "local[2,3]"
 ) -> None:
     """Pause after batch 1's first object, SIGKILL, restart cleanly, check exactly once."""
     marker = tmp_path / "paused"
     config = write_config(
         tmp_path / "job.properties",
         kafka,
-        moto_s3,
+        s3_server,
         bucket,
         topic,
         **options,
@@ -183,18 +183,18 @@ def kill_mid_batch_then_restart(
     run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log", master=master)
     run.wait_for(marker)
     run.kill()
-    assert orphans(moto_s3, bucket), "the crash should leave batch 1's first object uncommitted"
-    clean = write_config(tmp_path / "job2.properties", kafka, moto_s3, bucket, topic, **options)
+    assert orphans(s3_server, bucket), "the crash should leave batch 1's first object uncommitted"
+    clean = write_config(tmp_path / "job2.properties", kafka, s3_server, bucket, topic, **options)
     ExportProcess(clean, tmp_path / "ckpt", tmp_path / "export.log", master=master).finish()
-    check_exactly_once(moto_s3, bucket, clean)
+    check_exactly_once(s3_server, bucket, clean)
 
 
-def test_lost_checkpoint_resumes_from_s3_manifests(crash_setup, kafka, moto_s3, bucket, tmp_path):
+def test_lost_checkpoint_resumes_from_s3_manifests(crash_setup, kafka, s3_server, bucket, tmp_path):
     marker = tmp_path / "paused"
     config = write_config(
         tmp_path / "job.properties",
         kafka,
-        moto_s3,
+        s3_server,
         bucket,
         crash_setup,
         **fault_options(f"pause-after-files:2:1:{marker}"),
@@ -204,33 +204,33 @@ def test_lost_checkpoint_resumes_from_s3_manifests(crash_setup, kafka, moto_s3, 
     run.kill()
     # Batch 1 starts at offset 20 in each partition; with flush.size=7 its second file starts
     # at 27, which the resumed run (flush.size=5: 20, 25, 30, ...) never writes.
-    assert any("+0000000027." in key for key in orphans(moto_s3, bucket))
+    assert any("+0000000027." in key for key in orphans(s3_server, bucket))
     shutil.rmtree(tmp_path / "ckpt")
     # A different flush.size too, so the new run's keys cannot simply overwrite the orphans.
     resumed = write_config(
         tmp_path / "job2.properties",
         kafka,
-        moto_s3,
+        s3_server,
         bucket,
         crash_setup,
         **{"startingOffsets": "s3", "flush.size": "5"},
     )
     ExportProcess(resumed, tmp_path / "ckpt2", tmp_path / "export.log").finish()
-    check_exactly_once(moto_s3, bucket, resumed)
+    check_exactly_once(s3_server, bucket, resumed)
 
 
-def test_sigterm_stops_a_running_export_cleanly(crash_setup, kafka, moto_s3, bucket, tmp_path):
+def test_sigterm_stops_a_running_export_cleanly(crash_setup, kafka, s3_server, bucket, tmp_path):
     config = write_config(
         tmp_path / "job.properties",
         kafka,
-        moto_s3,
+        s3_server,
         bucket,
         crash_setup,
         **{"blockgz.trigger.interval": "1 second"},
     )
     run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log", once=False)
     sink_config = SinkConfig.from_options({"s3.bucket.name": bucket, "name": "crash-test"})
-    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     deadline = time.monotonic() + 120
     while not manifest_keys_of(store, prefix, sink_config):  # the first batch committed
         assert run.proc.poll() is None, run.log.read_text()[-3000:]
@@ -248,7 +248,7 @@ def test_sigterm_stops_a_running_export_cleanly(crash_setup, kafka, moto_s3, buc
 
 # -- Avro, and the dead-letter topic, through a crash --------------------------------------------
 def dead_letter_crash(
-    kafka, moto_s3, bucket, tmp_path, topic: str, fault: str, *, registry=None
+    kafka, s3_server, bucket, tmp_path, topic: str, fault: str, *, registry=None
 ) -> tuple[set[tuple[int, int]], Counter, int]:
     """Produce a topic where every tenth record is bad, crash the export at ``fault``, restart
     it; return the bad offsets, how often each reached the dead-letter topic, and the count
@@ -283,7 +283,7 @@ def dead_letter_crash(
     config = write_config(
         tmp_path / "job.properties",
         kafka,
-        moto_s3,
+        s3_server,
         bucket,
         topic,
         **options,
@@ -295,15 +295,15 @@ def dead_letter_crash(
     if fault.startswith("pause-in-commit"):
         assert not (tmp_path / "ckpt" / "commits" / "1").exists(), "Spark must not have committed"
     else:
-        assert orphans(moto_s3, bucket), "the crash should leave batch 1's objects uncommitted"
-    clean = write_config(tmp_path / "job2.properties", kafka, moto_s3, bucket, topic, **options)
+        assert orphans(s3_server, bucket), "the crash should leave batch 1's objects uncommitted"
+    clean = write_config(tmp_path / "job2.properties", kafka, s3_server, bucket, topic, **options)
     ExportProcess(clean, tmp_path / "ckpt", tmp_path / "export.log").finish()
 
-    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     archived = read_exported(store, prefix).offsets()
     every = {(p, i) for p in range(PARTITIONS) for i in range(PER_PARTITION)}
     assert set(archived) == every - bad and max(archived.values()) == 1
-    assert not orphans(moto_s3, bucket), "objects outside the manifests"
+    assert not orphans(s3_server, bucket), "objects outside the manifests"
     sent = Counter()
     for message in read_topic(kafka, f"{topic}-dlq"):
         headers = {k: v.decode() for k, v in message.headers()}
@@ -319,7 +319,7 @@ def dead_letter_crash(
 
 
 def test_avro_kill_between_dead_letter_sends_and_the_manifest(
-    kafka, moto_s3, registry, bucket, tmp_path
+    kafka, s3_server, registry, bucket, tmp_path
 ):
     """Avro in and out, bad records among them. Batch 1 wrote an object and sent some dead
     letters, then the job died before its manifest: after the restart every good record is
@@ -327,7 +327,7 @@ def test_avro_kill_between_dead_letter_sends_and_the_manifest(
     identifiable by its context headers); the manifests count every bad record once."""
     bad, sent, counted = dead_letter_crash(
         kafka,
-        moto_s3,
+        s3_server,
         bucket,
         tmp_path,
         "crash_avro_dlq_mid_batch",
@@ -339,12 +339,14 @@ def test_avro_kill_between_dead_letter_sends_and_the_manifest(
     assert max(sent.values()) <= 2, "only the uncommitted batch is sent again, once"
 
 
-def test_kill_inside_the_commit_does_not_send_dead_letters_again(kafka, moto_s3, bucket, tmp_path):
+def test_kill_inside_the_commit_does_not_send_dead_letters_again(
+    kafka, s3_server, bucket, tmp_path
+):
     """Killed inside the commit: batch 1's manifest was written, Spark's commit was not. The
     replay overwrites its objects with themselves and, finding the manifest, sends no dead
     letter again: every good record once in S3, every bad one once in the topic."""
     bad, sent, counted = dead_letter_crash(
-        kafka, moto_s3, bucket, tmp_path, "crash_dlq_in_commit", "pause-in-commit:1:{marker}"
+        kafka, s3_server, bucket, tmp_path, "crash_dlq_in_commit", "pause-in-commit:1:{marker}"
     )
     assert set(sent) == bad and max(sent.values()) == 1
     assert counted == len(bad)

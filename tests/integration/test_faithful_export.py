@@ -22,14 +22,14 @@ from testkit.s3 import s3_options
 pytestmark = pytest.mark.slow
 
 
-def dead_letter_job(kafka, moto_s3, bucket, topic, **extra) -> ExportConfig:
+def dead_letter_job(kafka, s3_server, bucket, topic, **extra) -> ExportConfig:
     return ExportConfig.from_mapping(
         {
             "name": "dlq-export",
             "topics": topic,
             "kafka.bootstrap.servers": kafka.bootstrap_servers,
             "s3.bucket.name": bucket,
-            **s3_options(moto_s3.endpoint_url),
+            **s3_options(s3_server.endpoint_url),
             "flush.size": "6",
             "errors.tolerance": "all",
             "errors.deadletterqueue.topic.name": f"{topic}-dlq",
@@ -42,16 +42,16 @@ def dead_letter_job(kafka, moto_s3, bucket, topic, **extra) -> ExportConfig:
 
 
 def test_bad_records_go_to_the_dead_letter_topic_and_good_ones_to_s3(
-    spark, kafka, moto_s3, bucket, tmp_path
+    spark, kafka, s3_server, bucket, tmp_path
 ):
     topic = "dlq_mixed"
     kafka.create_topic(topic, partitions=2)
     bad = produce_mixed(kafka, topic, 2, 40)
-    job = dead_letter_job(kafka, moto_s3, bucket, topic)
+    job = dead_letter_job(kafka, s3_server, bucket, topic)
     result = run_export(
         job, checkpoint=tmp_path / "ckpt", once=True, spark=spark, install_signal_handlers=False
     )
-    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     archived = read_exported(store, prefix).offsets()
     assert set(archived) == {(p, i) for p in range(2) for i in range(40)} - bad
     assert max(archived.values()) == 1
@@ -78,7 +78,7 @@ def test_bad_records_go_to_the_dead_letter_topic_and_good_ones_to_s3(
     assert result.records == 80
 
 
-def test_keys_and_headers_files_through_the_export(spark, kafka, moto_s3, bucket, tmp_path):
+def test_keys_and_headers_files_through_the_export(spark, kafka, s3_server, bucket, tmp_path):
     """store.kafka.keys/headers on S3: the archive gives back key, value and headers; with
     behavior.on.null.values=write, tombstones keep only their keys and headers (as Confluent)."""
     from reader import open_archive
@@ -101,7 +101,7 @@ def test_keys_and_headers_files_through_the_export(spark, kafka, moto_s3, bucket
             "topics": topic,
             "kafka.bootstrap.servers": kafka.bootstrap_servers,
             "s3.bucket.name": bucket,
-            **s3_options(moto_s3.endpoint_url),
+            **s3_options(s3_server.endpoint_url),
             "flush.size": "8",
             "s3.compression.type": "blockgzip",
             "store.kafka.keys": "true",
@@ -113,12 +113,12 @@ def test_keys_and_headers_files_through_the_export(spark, kafka, moto_s3, bucket
     run_export(
         job, checkpoint=tmp_path / "ckpt", once=True, spark=spark, install_signal_handlers=False
     )
-    with open_archive(f"s3://{bucket}", s3_options(moto_s3.endpoint_url)) as archive:
+    with open_archive(f"s3://{bucket}", s3_options(s3_server.endpoint_url)) as archive:
         got = list(archive.seek(topic, 0, 5, count=6))
     assert [(r.offset, r.key, r.headers) for r in got] == [
         (i, b"key-%d" % i, [("trace", b"t%d" % i)]) for i in range(5, 11)
     ]
-    store, prefix = open_store(f"s3://{bucket}", s3_options(moto_s3.endpoint_url))
+    store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     names = {info.key.rsplit("/", 1)[1] for info in store.list(prefix + "topics/")}
     assert f"{topic}+0+0000000008.keys.json.gz" in names
     assert f"{topic}+0+0000000008.headers.avro" in names
@@ -131,6 +131,6 @@ def test_keys_and_headers_files_through_the_export(spark, kafka, moto_s3, bucket
         f"{topic}+0+0000000013.headers.avro",
         f"{topic}+0+0000000013.headers.avro.index.json",
     }
-    with open_archive(f"s3://{bucket}", s3_options(moto_s3.endpoint_url)) as archive:
+    with open_archive(f"s3://{bucket}", s3_options(s3_server.endpoint_url)) as archive:
         values = [r.offset for r in archive.seek(topic, 0, 0)]
     assert values == [i for i in range(20) if i not in tombstones]

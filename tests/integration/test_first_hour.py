@@ -37,7 +37,7 @@ def export_once(tmp_path: Path, **options: str) -> tuple[int, list[str], float]:
 
 
 @pytest.fixture
-def job(kafka, moto_s3, bucket):
+def job(kafka, s3_server, bucket):
     topic = f"first-hour-{bucket[-8:]}"
     kafka.create_topic(topic, partitions=1)
     return {
@@ -45,7 +45,7 @@ def job(kafka, moto_s3, bucket):
         "topics": topic,
         "kafka.bootstrap.servers": kafka.bootstrap_servers,
         "s3.bucket.name": bucket,
-        **s3_options(moto_s3.endpoint_url),
+        **s3_options(s3_server.endpoint_url),
     }
 
 
@@ -59,8 +59,10 @@ def assert_one_line_failure(code: int, lines: list[str], seconds: float, *words:
         assert word in error[0], error[0]
 
 
-def test_a_bucket_that_does_not_exist(tmp_path, job):
-    code, lines, seconds = export_once(tmp_path, **{**job, "s3.bucket.name": "no-such-bucket"})
+def test_a_bucket_that_does_not_exist(tmp_path, job, moto_s3):
+    # SeaweedFS creates a bucket on the first PUT into it; moto answers NoSuchBucket as S3 does.
+    missing = {"s3.bucket.name": "no-such-bucket", "store.url": moto_s3.endpoint_url}
+    code, lines, seconds = export_once(tmp_path, **{**job, **missing})
     assert_one_line_failure(code, lines, seconds, "s3.bucket.name=no-such-bucket", "NoSuchBucket")
 
 

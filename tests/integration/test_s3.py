@@ -22,11 +22,14 @@ from testkit.s3 import FaultProxy, s3_options
 MIB = 1024 * 1024
 
 
-@pytest.fixture(params=["moto", "seaweedfs"])
+SERVERS = {"moto": "moto_s3", "seaweedfs": "seaweed_s3", "ceph": "ceph_s3"}
+
+
+@pytest.fixture(params=list(SERVERS))
 def s3_server(request):
-    """Each test runs on moto and on SeaweedFS (the session's servers)."""
-    name = "moto_s3" if request.param == "moto" else "seaweed_s3"
-    return request.getfixturevalue(name)
+    """Each test runs on moto, SeaweedFS and Ceph's radosgw (the session's servers; Ceph is
+    skipped with the reason where its packages are not installed)."""
+    return request.getfixturevalue(SERVERS[request.param])
 
 
 @pytest.fixture
@@ -136,7 +139,12 @@ def test_small_objects_are_one_put(s3_proxy, bucket):
     assert store.get_range("small.json", 0, 3) == b"{}\n"
 
 
-def test_sse_and_acl_options_reach_s3(s3_server, bucket):
+def test_sse_and_acl_options_reach_s3(s3_server, bucket, request):
+    if "[ceph]" in request.node.name:
+        pytest.skip(
+            "SSE-S3 (AES256) came with Ceph 17; Debian's radosgw 16.2 refuses it (the ACL "
+            "half: test_ceph.py::test_the_canned_acl_reaches_radosgw)"
+        )
     options = s3_options(
         s3_server.endpoint_url, **{"s3.ssea.name": "AES256", "s3.acl.canned": "private"}
     )

@@ -1,4 +1,5 @@
-"""The local S3 test servers (tests/s3_servers.py): moto's S3 and the fault-injecting proxy."""
+"""The local S3 test servers (tests/s3_servers.py): moto's S3, the fault-injecting proxy, and
+the start and stop of Ceph's radosgw (blockgz/local_servers/ceph.py)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import gc
 import hashlib
 import http.client
 import io
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -92,6 +94,49 @@ def test_moto_in_thread_lifecycle(moto: MotoS3) -> None:
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
     # The child-process server is a separate moto.
     assert "thread-lifecycle" not in [b["Name"] for b in moto.client().list_buckets()["Buckets"]]
+
+
+@pytest.mark.slow
+def test_ceph_lifecycle_leaves_nothing_behind() -> None:
+    """A cluster of its own (not the session's), with keys of its own: SigV4 is checked, and
+    stop() leaves no daemon, process group, port or file behind."""
+    from blockgz.local_servers.ceph import CephRgwS3
+    from blockgz.local_servers.s3 import make_s3_client
+
+    reason = CephRgwS3.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with CephRgwS3(access_key="lifecycle", secret_key="lifecycle-secret") as server:
+        s3 = server.client()
+        s3.create_bucket(Bucket="ceph-lifecycle")
+        assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["ceph-lifecycle"]
+        wrong = make_s3_client(server.endpoint_url, access_key="lifecycle", secret_key="nope")
+        with pytest.raises(ClientError) as refused:
+            wrong.list_buckets()
+        assert refused.value.response["Error"]["Code"] == "SignatureDoesNotMatch"
+        pids, directory = server.pids, server.directory
+        port = urlsplit(server.endpoint_url).port
+        assert sorted(pids) == ["mon", "osd", "rgw"]
+        assert all(os.getpgid(pid) == pid for pid in pids.values())  # each leads its group
+        assert directory is not None and (directory / "ceph.conf").is_file()
+    assert server.pids == {} and server.directory is None and not directory.exists()
+    for pid in pids.values():
+        with pytest.raises(ProcessLookupError):
+            os.killpg(pid, 0)
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+    server.stop()  # a second stop is harmless
+
+
+def test_ceph_unavailable_says_how_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    from blockgz.local_servers.ceph import CephRgwS3
+
+    monkeypatch.setenv("PATH", "/nonexistent")
+    reason = CephRgwS3.unavailable_reason()
+    assert reason is not None
+    assert "scripts/install-tools" in reason and "radosgw ceph-mon ceph-osd" in reason
+    with pytest.raises(RuntimeError, match="Ceph is not installed"):
+        CephRgwS3().start()
 
 
 def test_reset_wipes_the_server(moto: MotoS3) -> None:
