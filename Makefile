@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: demo demo-format test bench lint format prereqs clean
-.PHONY: bench-avro bench-read
+.PHONY: bench-avro bench-read soak
 
 prereqs:
 	@PYTHON=$(PYTHON) scripts/check-prereqs
@@ -38,6 +38,12 @@ bench: $(STAMP)
 # The Avro suite alone: export per avro.codec vs a plain fastavro loop, seek in a 1 GiB object.
 bench-read: $(STAMP)
 	$(BIN)/python -m pytest benchmarks/test_read_side_bench.py -p no:cacheprovider -s --benchmark-disable
+
+# 30 minutes of a running export on a loopback standalone cluster (SOAK_MINUTES=5 for a look):
+# memory slope per process group, lag, every record read back exactly once.
+SOAK_MINUTES ?= 30
+soak: $(STAMP)
+	$(BIN)/python -m benchmarks.soak --minutes $(SOAK_MINUTES)
 
 bench-avro: $(STAMP)
 	$(BIN)/python -m pytest benchmarks/test_avro_bench.py -p no:cacheprovider --benchmark-only --benchmark-columns=median,rounds

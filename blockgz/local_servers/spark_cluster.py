@@ -146,6 +146,11 @@ class LocalSparkCluster(StartStop):
         )
         log.close()
 
+    @property
+    def pids(self) -> list[int]:
+        """The master's and the workers' JVMs (executors run below the workers)."""
+        return [p.pid for p in self._procs]
+
     def state(self) -> dict:
         """The master's JSON status page (workers, applications)."""
         with urllib.request.urlopen(self.web_url + "/json/", timeout=2) as answer:
