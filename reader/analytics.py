@@ -21,20 +21,20 @@ class ArchiveAnalytics:
     def topics(self) -> list[str]:
         """The topics the archive holds (from the catalog and the topics directory)."""
         found: set[str] = set()
-        source = self._catalog_source()
+        source = self.locator.catalog_source()
         if source is not None:
             found = {t for t, _ in source.partitions()}
         if not isinstance(self.layout, DeviantArtLayout):
             root = self.layout.topic_prefix(self.prefix)
             found |= {d[len(root) :].rstrip("/") for d in self.store.list_prefixes(root)}
-        if not found and (self._relocate() or self._learn_layout()):
+        if not found and (self.locator.relocate() or self.locator.learn_layout()):
             return self.topics()
         return sorted(found)
 
     def partitions(self, topic: str) -> list[int]:
         """The partitions of ``topic`` the archive holds (from the catalog, else the listing
         of the topic's directory)."""
-        source = self._catalog_source()
+        source = self.locator.catalog_source()
         found: set[int] = set()
         if source is not None:
             found = {p for t, p in source.partitions() if t == topic}
@@ -43,7 +43,7 @@ class ArchiveAnalytics:
                 name = directory.rstrip("/").rsplit("/", 1)[-1]
                 if name.startswith("partition=") and name[10:].isdigit():
                     found.add(int(name[10:]))
-        if not found and (self._relocate() or self._learn_layout()):
+        if not found and (self.locator.relocate() or self.locator.learn_layout()):
             return self.partitions(topic)
         return sorted(found)
 

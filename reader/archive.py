@@ -22,7 +22,7 @@ import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from blockgz.errors import ConfigError, ObjectNotFoundError, OffsetNotFoundError
@@ -30,19 +30,15 @@ from blockgz.format.decode import Record
 from blockgz.format.envelope import ENVELOPE_START, unwrap
 from blockgz.format.framing import NEWLINE, Framing, framing_from_options
 from blockgz.format.index import BlockIndex
-from blockgz.layout import DeviantArtLayout, Layout, ObjectRef, reader_layout, sidecar_key
-from blockgz.manifests import ExportFound, find_exports
+from blockgz.layout import DeviantArtLayout, Layout, ObjectRef, reader_layout
 from blockgz.objects.indexed import IndexedReader, load_index
 from blockgz.objects.stream import stream_records
 from blockgz.options import as_options
-from blockgz.store import LocalStore, ObjectStore, open_store
+from blockgz.store import ObjectStore, open_store
 from reader.analytics import ArchiveAnalytics
-from reader.catalog_source import CatalogSource, merged_by_offset, overlapping
-from reader.companion_entries import with_companions, with_entries
-
-#: Keys asked for in the one listing page of a partition's prefix before the catalog is used.
-LISTING_PAGE = 1000
-_UNSET = object()
+from reader.catalog_source import merged_by_offset, overlapping
+from reader.companion_entries import with_entries
+from reader.locate import ObjectLocator
 
 J = TypeVar("J")
 R = TypeVar("R")
@@ -129,33 +125,40 @@ class Archive(ArchiveAnalytics):
     ):
         if prefetch < 0:
             raise ConfigError(f"prefetch must be 0 or more, got {prefetch}")
-        self.store = store
-        self.prefix = prefix
-        #: ``None`` given: the default layout, or the one the manifests under the prefix
-        #: recorded when the default finds nothing (an export with ``topics.dir=bgz``).
-        self.layout: Layout | DeviantArtLayout = layout or Layout()
-        self._may_learn_layout = layout is None
-        self._may_relocate = True
+        #: Finds the objects (and owns the store, prefix and layout it found them with).
+        self.locator = ObjectLocator(
+            store,
+            prefix,
+            layout=layout,
+            use_catalog=use_catalog,
+            committed_only=committed_only,
+        )
         self.prefetch = prefetch
         self.scan_unindexed = scan_unindexed
         #: Unwrap ``format.json.envelope`` lines into records with key, headers and timestamp.
         self.envelopes = envelopes
         #: How records of objects without an index are framed (``format.bytearray.framing``).
         self.framing = framing
-        #: Find objects through the exports' catalogs when listing cannot (``catalog``).
-        self.use_catalog = use_catalog
-        #: Read what the manifests committed, where they cover a partition (``committed``).
-        self.committed_only = committed_only
-        self._catalog: CatalogSource | object | None = _UNSET
-        self._objects: dict[tuple[str, int], list[ObjectRef]] = {}
         self._indexes: dict[str, BlockIndex] = {}
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max(1, prefetch), thread_name_prefix="blockgz-read")
 
     # -- listing ------------------------------------------------------------------------------
+    @property
+    def store(self) -> ObjectStore:
+        return self.locator.store
+
+    @property
+    def prefix(self) -> str:
+        return self.locator.prefix
+
+    @property
+    def layout(self) -> Layout | DeviantArtLayout:
+        return self.locator.layout
+
     def objects(self, topic: str, partition: int) -> list[ObjectRef]:
         """The partition's data objects by start offset (see :meth:`seek_objects`)."""
-        return self._locate(topic, partition, None)[0]
+        return self.locator.locate(topic, partition, None)[0]
 
     def seek_objects(self, topic: str, partition: int, offset: int) -> tuple[list[ObjectRef], int]:
         """The objects a seek from ``offset`` reads, and the partition's first archived offset
@@ -167,165 +170,17 @@ class Archive(ArchiveAnalytics):
         ``offset``: the cost stays bounded however many objects the partition has (see
         :mod:`blockgz.catalog`).
         """
-        refs, first = self._locate(topic, partition, offset)
+        refs, first = self.locator.locate(topic, partition, offset)
         return refs, offset if first is None else first
-
-    def _locate(
-        self, topic: str, partition: int, from_offset: int | None
-    ) -> tuple[list[ObjectRef], int | None]:
-        """``(objects holding from_offset or later, first archived offset)``; every object
-        (kept for later calls) when ``from_offset`` is ``None``."""
-        key = (topic, partition)
-        if key in self._objects:
-            refs = self._objects[key]
-            return refs, refs[0].start_offset if refs else None
-        source = self._committed_source(topic, partition)
-        if source is None:
-            refs, complete = self._list_partition(topic, partition)
-            if not (complete and refs):
-                source = self._catalog_source()
-            if source is None or not source.has(topic, partition):
-                if not refs and (self._relocate() or self._learn_layout()):
-                    return self._locate(topic, partition, from_offset)
-                if not complete:  # more than a page and no catalog: every page
-                    prefix = self.layout.partition_prefix(self.prefix, topic, partition)
-                    refs = self._parse_listing(prefix, topic, partition)
-                self._objects[key] = refs
-                return refs, refs[0].start_offset if refs else None
-        found = source.refs(topic, partition, from_offset=from_offset)
-        if from_offset is None:
-            self._objects[key] = found
-        return found, source.first_offset(topic, partition)
-
-    def _list_partition(self, topic: str, partition: int) -> tuple[list[ObjectRef], bool]:
-        """The partition prefix's first listing page: ``(refs, whether that was all)``."""
-        prefix = self.layout.partition_prefix(self.prefix, topic, partition)
-        listed = list(self.store.list(prefix, limit=LISTING_PAGE))
-        return self._refs_of_listing(listed, topic, partition), len(listed) < LISTING_PAGE
-
-    def _committed_source(self, topic: str, partition: int) -> CatalogSource | None:
-        """The catalogs, when only committed objects are wanted and they cover the partition."""
-        if not self.committed_only:
-            return None
-        source = self._catalog_source()
-        return source if source is not None and source.has(topic, partition) else None
-
-    def _catalog_source(self) -> CatalogSource | None:
-        """The catalogs of the exports under the prefix (looked for once)."""
-        if self._catalog is _UNSET:
-            found = None
-            if not isinstance(self.layout, DeviantArtLayout) and self.use_catalog:
-                found = CatalogSource.find(self.store, self.prefix)
-            self._catalog = found
-        return self._catalog  # type: ignore[return-value]
-
-    def _relocate(self) -> bool:
-        """Once: the URL named the topics directory (``s3://arch/topics``) or a topic's
-        directory (``s3://arch/topics/ev``) rather than the root above them; move up to it."""
-        if not self._may_relocate or isinstance(self.layout, DeviantArtLayout):
-            return False
-        self._may_relocate = False
-        topics = self.layout.topics_dir
-        if not topics:
-            return False
-        store, parts = self.store, [p for p in self.prefix.split("/") if p]
-        local_root = isinstance(store, LocalStore) and not parts
-        if local_root:  # a directory path: its own name and its parents' are the parts
-            parts = [p.name for p in (store.root, *store.root.parents[:1])][::-1]
-        for depth in (1, 2):
-            if len(parts) >= depth and parts[-depth] == topics:
-                if local_root:
-                    self.store = LocalStore(store.root.parents[depth - 1])
-                    self.prefix = ""
-                else:
-                    kept = parts[:-depth]
-                    self.prefix = "/".join(kept) + "/" if kept else ""
-                self._objects.clear()
-                self._catalog = _UNSET
-                return True
-        return False
-
-    def _learn_layout(self) -> bool:
-        """Once: adopt the layout the manifests under the prefix recorded, if it differs."""
-        if not self._may_learn_layout:
-            return False
-        self._may_learn_layout = False
-        layouts = {found.layout for found in find_exports(self.store, self.prefix)}
-        if len(layouts) != 1 or self.layout in layouts:
-            return False
-        self.layout = layouts.pop()
-        self._objects.clear()
-        return True
-
-    def where(self, topic: str | None = None, partition: int | None = None) -> str:
-        """What was listed for ``topic``/``partition``, for messages."""
-        if topic is not None and partition is not None:
-            listed = self.layout.partition_prefix(self.prefix, topic, partition)
-        else:
-            listed = self.layout.topic_prefix(self.prefix, topic)
-        if isinstance(self.layout, DeviantArtLayout):
-            return f"{self.store.url(listed)} (layout=deviantart)"
-        return f"{self.store.url(listed)} (topics.dir={self.layout.topics_dir!r})"
 
     def nothing_found(self, topic: str | None = None, partition: int | None = None):
         """The error for a listing that found no data object, with hints where others are."""
-        what = "data objects" if topic is None else f"archived objects of topic {topic!r}"
-        if partition is not None:
-            what += f", partition {partition}"
-        hints = [
-            f"{url} holds export {found.name!r} with topics.dir={found.layout.topics_dir!r}"
-            for url, found in self._exports_nearby()
-        ]
-        hint = f"; found instead: {'; '.join(hints)}" if hints else ""
-        return ObjectNotFoundError(f"no {what}: listed {self.where(topic, partition)}{hint}")
-
-    def _exports_nearby(self) -> list[tuple[str, ExportFound]]:
-        """(URL, export) for exports under this prefix and each parent up to the bucket's root
-        (for a local directory: it and its two parent directories)."""
-        parts = self.prefix.rstrip("/").split("/") if self.prefix else []
-        places = [
-            (self.store, "/".join(parts[:n]) + "/" if n else "") for n in range(len(parts), -1, -1)
-        ]
-        if isinstance(self.store, LocalStore):
-            places += [(LocalStore(parent), "") for parent in self.store.root.parents[:2]]
-        return [
-            (store.url(prefix).rstrip("/") + "/", found)
-            for store, prefix in places
-            for found in find_exports(store, prefix)
-        ]
-
-    def _parse_listing(
-        self, prefix: str, topic: str | None, partition: int | None
-    ) -> list[ObjectRef]:
-        return self._refs_of_listing(list(self.store.list(prefix)), topic, partition)
-
-    def _refs_of_listing(
-        self, listed: list, topic: str | None, partition: int | None
-    ) -> list[ObjectRef]:
-        keys = {o.key for o in listed}
-        refs = []
-        for info in listed:
-            ref = self.layout.parse_data_key(info.key, size=info.size)
-            if ref is None or (topic and ref.topic != topic):
-                continue
-            if partition is not None and ref.partition != partition:
-                continue
-            has_index = ref.seekable and sidecar_key(info.key) in keys
-            refs.append(replace(ref, has_index=has_index))
-        refs = with_companions(refs)
-        refs.sort(key=lambda r: (r.topic, r.partition, r.start_offset, r.key))
-        if isinstance(self.layout, DeviantArtLayout):
-            # The same name in several date directories: re-uploaded after a restart (the
-            # connector resumes from its last committed index). Keep the latest day's copy.
-            latest = {(r.topic, r.partition, r.start_offset): r for r in refs}
-            refs = [r for r in refs if latest[(r.topic, r.partition, r.start_offset)] is r]
-        return refs
+        return self.locator.nothing_found(topic, partition)
 
     def refresh(self) -> None:
         """Forget cached listings and indexes (new objects may have arrived)."""
-        self._objects.clear()
+        self.locator.refresh()
         self._indexes.clear()
-        self._catalog = _UNSET
 
     def avro_schema(self, ref: ObjectRef) -> str:
         """The writer's schema of an Avro object (from its index, else its header)."""
@@ -501,8 +356,9 @@ class Archive(ArchiveAnalytics):
     # -- listing for people ----------------------------------------------------------------
     def ls(self, topic: str | None = None) -> list[ObjectSummary]:
         """Every data object under the prefix (or one topic), with offsets and record counts."""
-        refs = self._parse_listing(self.layout.topic_prefix(self.prefix, topic), topic, None)
-        if not refs and (self._relocate() or self._learn_layout()):
+        locator = self.locator
+        refs = locator.parse_listing(self.layout.topic_prefix(self.prefix, topic), topic, None)
+        if not refs and (locator.relocate() or locator.learn_layout()):
             return self.ls(topic)
         indexes = list(self._executor.map(lambda r: self.index(r) if r.has_index else None, refs))
         out = []

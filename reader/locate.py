@@ -1,0 +1,221 @@
+"""Where an archive's objects are: the partition listing, the exports' catalogs, and the
+archive's root when the URL named a directory below it.
+
+:class:`ObjectLocator` answers "which objects hold this topic-partition from this offset on"
+for :class:`~reader.archive.Archive`, which reads them. One listing page of the partition's
+prefix answers for most archives; when it finds nothing (a time or field partitioner spreads a
+partition over many directories) or more than a page, the exports' catalogs answer, reading only
+the segments that reach the offset (see :mod:`blockgz.catalog`). A URL naming the topics
+directory or a topic's directory is moved up to the root once, and the layout the manifests
+recorded (``topics.dir=bgz``) is adopted once when the default finds nothing.
+
+>>> import tempfile
+>>> from blockgz import BlockGzipUpload
+>>> from blockgz.store import LocalStore
+>>> store = LocalStore(tempfile.mkdtemp())
+>>> key = "topics/t/partition=0/t+0+0000000005.json.gz"
+>>> with BlockGzipUpload(store, key, first_offset=5) as out:
+...     out.write(b"v5")
+>>> refs, first = ObjectLocator(store).locate("t", 0, 5)
+>>> [r.start_offset for r in refs], first
+([5], 5)
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from blockgz.errors import ObjectNotFoundError
+from blockgz.layout import DeviantArtLayout, Layout, ObjectRef, sidecar_key
+from blockgz.manifests import ExportFound, find_exports
+from blockgz.store import LocalStore, ObjectStore
+from reader.catalog_source import CatalogSource
+from reader.companion_entries import with_companions
+
+#: Keys asked for in the one listing page of a partition's prefix before the catalog is used.
+LISTING_PAGE = 1000
+_UNSET = object()
+
+
+class ObjectLocator:
+    """Finds the data objects of topic-partitions under ``prefix`` (listings cached)."""
+
+    def __init__(
+        self,
+        store: ObjectStore,
+        prefix: str = "",
+        *,
+        layout: Layout | DeviantArtLayout | None = None,
+        use_catalog: bool = True,
+        committed_only: bool = False,
+    ):
+        self.store = store
+        self.prefix = prefix
+        #: ``None`` given: the default layout, or the one the manifests under the prefix
+        #: recorded when the default finds nothing (an export with ``topics.dir=bgz``).
+        self.layout: Layout | DeviantArtLayout = layout or Layout()
+        self._may_learn_layout = layout is None
+        self._may_relocate = True
+        #: Find objects through the exports' catalogs when listing cannot (``catalog``).
+        self.use_catalog = use_catalog
+        #: Read what the manifests committed, where they cover a partition (``committed``).
+        self.committed_only = committed_only
+        self._catalog: CatalogSource | object | None = _UNSET
+        #: Every object of a partition, by ``(topic, partition)``, once listed whole.
+        self.objects: dict[tuple[str, int], list[ObjectRef]] = {}
+
+    def locate(
+        self, topic: str, partition: int, from_offset: int | None
+    ) -> tuple[list[ObjectRef], int | None]:
+        """``(objects holding from_offset or later, first archived offset)``; every object
+        (kept for later calls) when ``from_offset`` is ``None``."""
+        key = (topic, partition)
+        if key in self.objects:
+            refs = self.objects[key]
+            return refs, refs[0].start_offset if refs else None
+        source = self.committed_source(topic, partition)
+        if source is None:
+            refs, complete = self.list_partition(topic, partition)
+            if not (complete and refs):
+                source = self.catalog_source()
+            if source is None or not source.has(topic, partition):
+                if not refs and (self.relocate() or self.learn_layout()):
+                    return self.locate(topic, partition, from_offset)
+                if not complete:  # more than a page and no catalog: every page
+                    prefix = self.layout.partition_prefix(self.prefix, topic, partition)
+                    refs = self.parse_listing(prefix, topic, partition)
+                self.objects[key] = refs
+                return refs, refs[0].start_offset if refs else None
+        found = source.refs(topic, partition, from_offset=from_offset)
+        if from_offset is None:
+            self.objects[key] = found
+        return found, source.first_offset(topic, partition)
+
+    def list_partition(self, topic: str, partition: int) -> tuple[list[ObjectRef], bool]:
+        """The partition prefix's first listing page: ``(refs, whether that was all)``."""
+        prefix = self.layout.partition_prefix(self.prefix, topic, partition)
+        listed = list(self.store.list(prefix, limit=LISTING_PAGE))
+        return self.refs_of_listing(listed, topic, partition), len(listed) < LISTING_PAGE
+
+    def committed_source(self, topic: str, partition: int) -> CatalogSource | None:
+        """The catalogs, when only committed objects are wanted and they cover the partition."""
+        if not self.committed_only:
+            return None
+        source = self.catalog_source()
+        return source if source is not None and source.has(topic, partition) else None
+
+    def catalog_source(self) -> CatalogSource | None:
+        """The catalogs of the exports under the prefix (looked for once)."""
+        if self._catalog is _UNSET:
+            found = None
+            if not isinstance(self.layout, DeviantArtLayout) and self.use_catalog:
+                found = CatalogSource.find(self.store, self.prefix)
+            self._catalog = found
+        return self._catalog  # type: ignore[return-value]
+
+    def relocate(self) -> bool:
+        """Once: the URL named the topics directory (``s3://arch/topics``) or a topic's
+        directory (``s3://arch/topics/ev``) rather than the root above them; move up to it."""
+        if not self._may_relocate or isinstance(self.layout, DeviantArtLayout):
+            return False
+        self._may_relocate = False
+        topics = self.layout.topics_dir
+        if not topics:
+            return False
+        store, parts = self.store, [p for p in self.prefix.split("/") if p]
+        local_root = isinstance(store, LocalStore) and not parts
+        if local_root:  # a directory path: its own name and its parents' are the parts
+            parts = [p.name for p in (store.root, *store.root.parents[:1])][::-1]
+        for depth in (1, 2):
+            if len(parts) >= depth and parts[-depth] == topics:
+                if local_root:
+                    self.store = LocalStore(store.root.parents[depth - 1])
+                    self.prefix = ""
+                else:
+                    kept = parts[:-depth]
+                    self.prefix = "/".join(kept) + "/" if kept else ""
+                self.objects.clear()
+                self._catalog = _UNSET
+                return True
+        return False
+
+    def learn_layout(self) -> bool:
+        """Once: adopt the layout the manifests under the prefix recorded, if it differs."""
+        if not self._may_learn_layout:
+            return False
+        self._may_learn_layout = False
+        layouts = {found.layout for found in find_exports(self.store, self.prefix)}
+        if len(layouts) != 1 or self.layout in layouts:
+            return False
+        self.layout = layouts.pop()
+        self.objects.clear()
+        return True
+
+    def where(self, topic: str | None = None, partition: int | None = None) -> str:
+        """What was listed for ``topic``/``partition``, for messages."""
+        if topic is not None and partition is not None:
+            listed = self.layout.partition_prefix(self.prefix, topic, partition)
+        else:
+            listed = self.layout.topic_prefix(self.prefix, topic)
+        if isinstance(self.layout, DeviantArtLayout):
+            return f"{self.store.url(listed)} (layout=deviantart)"
+        return f"{self.store.url(listed)} (topics.dir={self.layout.topics_dir!r})"
+
+    def nothing_found(self, topic: str | None = None, partition: int | None = None):
+        """The error for a listing that found no data object, with hints where others are."""
+        what = "data objects" if topic is None else f"archived objects of topic {topic!r}"
+        if partition is not None:
+            what += f", partition {partition}"
+        hints = [
+            f"{url} holds export {found.name!r} with topics.dir={found.layout.topics_dir!r}"
+            for url, found in self.exports_nearby()
+        ]
+        hint = f"; found instead: {'; '.join(hints)}" if hints else ""
+        return ObjectNotFoundError(f"no {what}: listed {self.where(topic, partition)}{hint}")
+
+    def exports_nearby(self) -> list[tuple[str, ExportFound]]:
+        """(URL, export) for exports under this prefix and each parent up to the bucket's root
+        (for a local directory: it and its two parent directories)."""
+        parts = self.prefix.rstrip("/").split("/") if self.prefix else []
+        places = [
+            (self.store, "/".join(parts[:n]) + "/" if n else "") for n in range(len(parts), -1, -1)
+        ]
+        if isinstance(self.store, LocalStore):
+            places += [(LocalStore(parent), "") for parent in self.store.root.parents[:2]]
+        return [
+            (store.url(prefix).rstrip("/") + "/", found)
+            for store, prefix in places
+            for found in find_exports(store, prefix)
+        ]
+
+    def parse_listing(
+        self, prefix: str, topic: str | None, partition: int | None
+    ) -> list[ObjectRef]:
+        return self.refs_of_listing(list(self.store.list(prefix)), topic, partition)
+
+    def refs_of_listing(
+        self, listed: list, topic: str | None, partition: int | None
+    ) -> list[ObjectRef]:
+        keys = {o.key for o in listed}
+        refs = []
+        for info in listed:
+            ref = self.layout.parse_data_key(info.key, size=info.size)
+            if ref is None or (topic and ref.topic != topic):
+                continue
+            if partition is not None and ref.partition != partition:
+                continue
+            has_index = ref.seekable and sidecar_key(info.key) in keys
+            refs.append(replace(ref, has_index=has_index))
+        refs = with_companions(refs)
+        refs.sort(key=lambda r: (r.topic, r.partition, r.start_offset, r.key))
+        if isinstance(self.layout, DeviantArtLayout):
+            # The same name in several date directories: re-uploaded after a restart (the
+            # connector resumes from its last committed index). Keep the latest day's copy.
+            latest = {(r.topic, r.partition, r.start_offset): r for r in refs}
+            refs = [r for r in refs if latest[(r.topic, r.partition, r.start_offset)] is r]
+        return refs
+
+    def refresh(self) -> None:
+        """Forget cached listings and catalogs (new objects may have arrived)."""
+        self.objects.clear()
+        self._catalog = _UNSET
