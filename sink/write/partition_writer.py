@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -40,13 +39,13 @@ from blockgz.store.s3 import offset_tags
 from sink.convert.evolution import SchemaPolicy
 from sink.convert.schemas import ValueSchema
 from sink.partitioning.partitioners import DefaultPartitioner
-from sink.partitioning.zones import parse_timezone
 from sink.records import KafkaRecord
 from sink.write.companions import Companions
 from sink.write.config import SinkConfig
 from sink.write.deadletter import DeadLetters, log_bad_record
 from sink.write.encoders import encoder_for
 from sink.write.object_writer import NoValueFile, ObjectWriter
+from sink.write.rotation import RotationRules, Schedule
 
 if TYPE_CHECKING:
     from sink.write.avro_writer import AvroObjectWriter
@@ -54,22 +53,6 @@ if TYPE_CHECKING:
     OpenFile = ObjectWriter | AvroObjectWriter | NoValueFile
 
 log = logging.getLogger("blockgz.sink")
-
-
-def next_scheduled_rotation(now_ms: int, interval_ms: int, timezone: str) -> int:
-    """The first multiple of ``interval_ms`` after ``now_ms``, counted from local midnight.
-
-    >>> next_scheduled_rotation(3_600_000 + 5, 3_600_000, "UTC")  # 01:00:00.005 -> 02:00
-    7200000
-    """
-    zone = parse_timezone(timezone)
-    now = datetime.fromtimestamp(now_ms / 1000, zone)
-    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    since = now_ms - int(midnight.timestamp() * 1000)
-    step = (since // interval_ms + 1) * interval_ms
-    nxt = int(midnight.timestamp() * 1000) + step
-    tomorrow = int((midnight + timedelta(days=1)).timestamp() * 1000)
-    return min(nxt, tomorrow)  # a schedule restarts every midnight, as in Confluent
 
 
 class TopicPartitionWriter:
@@ -109,7 +92,13 @@ class TopicPartitionWriter:
         self.written: list[WrittenFile] = []
         self.skipped_nulls = 0
         self.last_offset: int | None = None
-        self._next_schedule: int | None = None
+        #: When files rotate (:mod:`sink.write.rotation`).
+        self.rotation = RotationRules.of(config)
+        self.schedule = (
+            Schedule(config.rotate_schedule_interval_ms, config.timezone)
+            if config.rotate_schedule_interval_ms
+            else None
+        )
         #: Whether :meth:`write_values` may take whole runs of records.
         self.writes_runs = (
             type(self.partitioner) is DefaultPartitioner
@@ -147,8 +136,8 @@ class TopicPartitionWriter:
                 offset=record.offset,
             )
         self.last_offset = record.offset
-        if self.config.rotate_schedule_interval_ms:
-            self._rotate_on_schedule()
+        if self.schedule is not None and self.schedule.due(int(self.clock() * 1000)):
+            self._commit_all()
         if self.dead_letters is None:
             self._write_one(record)
             return
@@ -218,12 +207,7 @@ class TopicPartitionWriter:
             stamp = self.partitioner.timestamp(record)
             if stamp is None:
                 stamp = record.timestamp_ms
-            if (
-                writer is not None
-                and stamp is not None
-                and writer.first_timestamp is not None
-                and stamp - writer.first_timestamp >= self.config.rotate_interval_ms
-            ):
+            if self.rotation.interval_passed(writer, stamp):
                 self._commit(encoded)
                 writer = None
         if writer is None:
@@ -237,7 +221,7 @@ class TopicPartitionWriter:
             raise record.fail(str(exc)) from None
         if entries is not None:
             writer.companions.write(entries, record.offset)
-        if self._is_full(writer):
+        if self.rotation.full(writer):
             self._commit(encoded)
 
     def _rotate_all(self, record: KafkaRecord, what: str) -> None:
@@ -250,8 +234,7 @@ class TopicPartitionWriter:
             record.offset,
             len(self.open_files),
         )
-        for name in list(self.open_files):
-            self._commit(name)
+        self._commit_all()
 
     def _affixed(self, encoded: str, record: KafkaRecord) -> str:
         """``s3.schema.partition.affix.type``: ``schema_name=<name>`` before or after."""
@@ -267,18 +250,10 @@ class TopicPartitionWriter:
         return f"{segment}{delim}{encoded}" if affix == "PREFIX" else f"{encoded}{delim}{segment}"
 
     def _rotate_on_partition_change(self, encoded: str) -> None:
-        """``rotate.file.on.partition.change`` (with ``rotate.interval.ms``): a record for
-        another encoded partition than the previous one commits every open file, as Confluent
-        does; tombstones are exempt."""
+        """``rotate.file.on.partition.change``: commit every open file, as Confluent does."""
         previous, self._last_encoded = self._last_encoded, encoded
-        cfg = self.config
-        if not (cfg.rotate_interval_ms and cfg.rotate_on_partition_change):
-            return
-        tombstones = cfg.tombstone_partition
-        if previous is None or previous == encoded or tombstones in (previous, encoded):
-            return
-        for name in list(self.open_files):
-            self._commit(name)
+        if self.rotation.partition_changed(previous, encoded):
+            self._commit_all()
 
     def _limit_open_files(self) -> None:
         """``partitioner.max.open.files``: before opening one more, commit the oldest open file
@@ -303,14 +278,6 @@ class TopicPartitionWriter:
             )
         if target is not schema:
             record.set_decoded(target, schema.project(record.json(), target, record))
-
-    def _is_full(self, writer: OpenFile) -> bool:
-        """``flush.size`` records or ``flush.size.bytes`` bytes reached: rotate."""
-        cfg = self.config
-        return bool(
-            (cfg.flush_size and writer.records >= cfg.flush_size)
-            or (cfg.flush_size_bytes and writer.uncompressed_size >= cfg.flush_size_bytes)
-        )
 
     def write_values(
         self,
@@ -368,7 +335,7 @@ class TopicPartitionWriter:
                     None if headers is None else headers[start:stop],
                     offsets[start:stop],
                 )
-            if self._is_full(writer):
+            if self.rotation.full(writer):
                 self._commit(encoded)
             start = stop
         return True
@@ -470,22 +437,14 @@ class TopicPartitionWriter:
         if self.on_file is not None:
             self.on_file(done)
 
-    def _rotate_on_schedule(self) -> None:
-        interval = self.config.rotate_schedule_interval_ms
-        assert interval is not None
-        now_ms = int(self.clock() * 1000)
-        if self._next_schedule is None:
-            self._next_schedule = next_scheduled_rotation(now_ms, interval, self.config.timezone)
-        elif now_ms >= self._next_schedule:
-            for encoded in list(self.open_files):
-                self._commit(encoded)
-            self._next_schedule = next_scheduled_rotation(now_ms, interval, self.config.timezone)
+    def _commit_all(self) -> None:
+        for encoded in list(self.open_files):
+            self._commit(encoded)
 
     # -- the end of a micro-batch -------------------------------------------------------------
     def close(self) -> list[WrittenFile]:
         """Commit every open file (the micro-batch ends) and return all files written."""
-        for encoded in list(self.open_files):
-            self._commit(encoded)
+        self._commit_all()
         return self.written
 
     def abort(self) -> None:
