@@ -51,11 +51,11 @@ from typing import Any, Self
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from blockgz.local_servers.ports import LOOPBACK, StartStop
+from blockgz.local_servers.registry_api import ROUTES, RegistryEndpoints
 from blockgz.local_servers.registry_state import (
     CONTENT_TYPE,
     DEFAULT_LEVEL,
     LEVELS,
-    ROUTES,
     RegistryApiError,
     RegistryState,
 )
@@ -304,7 +304,7 @@ class LocalSchemaRegistry(StartStop):
                 if not isinstance(body, dict):
                     raise RegistryApiError(400, 400, "The request body must be a JSON object")
             with self._lock:
-                result = getattr(self._store, name)(*captures, query, body)
+                result = getattr(RegistryEndpoints(self._store), name)(*captures, query, body)
             return _Answer(200, result)
         except RegistryApiError as exc:
             return _Answer(exc.status, {"error_code": exc.error_code, "message": exc.message})
