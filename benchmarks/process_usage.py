@@ -17,13 +17,13 @@ SAMPLE_PERIOD_S = 0.2
 PSS_EVERY = 5  # PSS (smaps_rollup, ~0.5-7 ms per process) on every 5th sample: once a second
 
 
-GROUPS = ("driver", "jvm", "workers", "loop", "moto", "tansu")
+GROUPS = ("driver", "jvm", "workers", "loop", "s3", "tansu")
 GROUP_LABELS = {
     "driver": "this Python process (driver)",
     "jvm": "JVM",
     "workers": "Python workers (JVM's children)",
     "loop": "loop processes",
-    "moto": "moto (child process)",
+    "s3": "S3 server (SeaweedFS)",
     "tansu": "Tansu broker",
 }
 
@@ -55,7 +55,7 @@ class TreeSampler:
     """Samples RSS (every ``period_s``) and PSS (every ``pss_every``-th sample) of this
     process's tree in a background thread, grouped as in :data:`GROUPS`.
 
-    ``servers`` maps ``moto``/``tansu`` to their pids, so they are reported apart; the JVM is
+    ``servers`` maps ``s3``/``tansu`` to their pids, so they are reported apart; the JVM is
     the ``java`` child of this process and ``workers`` everything below it. CPU seconds are
     ``cpu_times`` deltas of every process seen (a process that exits between two samples
     loses at most its last ``period_s`` of CPU).

@@ -3,7 +3,7 @@
 
 1. 1M records (× ``BLOCKGZ_BENCH_SCALE``, or ``BLOCKGZ_BENCH_AVRO_RECORDS``) of a 10-field Avro
    schema, produced with confluent-kafka's ``AvroSerializer`` into 4 Tansu partitions, exported
-   to moto S3 (as ``test_export_bench.py`` does) by ``run_export`` (``format.class=avro``) and
+   to SeaweedFS S3 (as ``test_export_bench.py`` does) by ``run_export`` (``format.class=avro``) and
    by :func:`benchmarks.avro_support.run_avro_loop` (2 processes), for each codec of
    ``BLOCKGZ_BENCH_AVRO_CODECS`` (default null, deflate, snappy, zstandard).
 2. A ~1 GiB (× scale) Avro object built with ``AvroUpload`` on SeaweedFS, read through
@@ -96,18 +96,20 @@ def registry():
 
 
 @pytest.fixture(scope="module")
-def moto():
-    """moto's S3 in a child process, as in the JSON export benchmark."""
-    pytest.importorskip("moto")
-    from blockgz.local_servers import MotoS3
+def s3():
+    """SeaweedFS (``weed mini``), its own process: its CPU and memory stay out of this one."""
+    from blockgz.local_servers.seaweed import SeaweedS3
 
-    with MotoS3(in_process=False) as server:
+    reason = SeaweedS3.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with SeaweedS3() as server:
         yield server
 
 
 @pytest.fixture(scope="module")
-def servers(kafka, moto) -> dict[str, int]:
-    return {"moto": moto._process.pid, "tansu": kafka._process.pid}
+def servers(kafka, s3) -> dict[str, int]:
+    return {"s3": s3._proc.pid, "tansu": kafka._process.pid}
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +150,7 @@ def quiet_machine(report) -> None:
 
 
 # -- 1. export ------------------------------------------------------------------------------------
-def avro_job(kafka, moto, registry, bucket: str, codec: str):
+def avro_job(kafka, s3, registry, bucket: str, codec: str):
     from sink.export.config import ExportConfig
 
     return ExportConfig.from_mapping(
@@ -157,7 +159,7 @@ def avro_job(kafka, moto, registry, bucket: str, codec: str):
             "topics": TOPIC,
             "kafka.bootstrap.servers": kafka.bootstrap_servers,
             "s3.bucket.name": bucket,
-            **s3_options(moto.endpoint_url),
+            **s3_options(s3.endpoint_url),
             "value.converter": "io.confluent.connect.avro.AvroConverter",
             "value.converter.schema.registry.url": registry.url,
             "format.class": "avro",
@@ -235,12 +237,12 @@ def measure_quiet(
     return rounds
 
 
-def _blockgz_case(benchmark, spark, kafka, moto, registry, servers, data, tmp_path, codec):
+def _blockgz_case(benchmark, spark, kafka, s3, registry, servers, data, tmp_path, codec):
     jobs = {}
 
     def prepare(i: int) -> Callable[[], Any]:
-        bucket = new_bucket(moto, f"bench-avro-blockgz-{codec}-{i}")
-        job = jobs[i] = avro_job(kafka, moto, registry, bucket, codec)
+        bucket = new_bucket(s3, f"bench-avro-blockgz-{codec}-{i}")
+        job = jobs[i] = avro_job(kafka, s3, registry, bucket, codec)
         return lambda: run_blockgz(spark, job, tmp_path / f"ckpt-{i}")
 
     rounds = measure_quiet(benchmark, servers, prepare, f"blockgz export, {codec}")
@@ -264,14 +266,14 @@ def _blockgz_case(benchmark, spark, kafka, moto, registry, servers, data, tmp_pa
     return case_result(key, rounds, data, output, batches=result.batches, files=result.files)
 
 
-def _loop_case(benchmark, kafka, moto, registry, servers, data, codec):
+def _loop_case(benchmark, kafka, s3, registry, servers, data, codec):
     from blockgz.store import open_store
 
-    options = s3_options(moto.endpoint_url)
+    options = s3_options(s3.endpoint_url)
     buckets: dict[int, str] = {}
 
     def prepare(i: int) -> Callable[[], Any]:
-        bucket = buckets[i] = new_bucket(moto, f"bench-avro-loop-{codec}-{i}")
+        bucket = buckets[i] = new_bucket(s3, f"bench-avro-loop-{codec}-{i}")
         jobs = [
             av.AvroLoopJob(
                 kafka.bootstrap_servers,
@@ -311,7 +313,7 @@ def _loop_case(benchmark, kafka, moto, registry, servers, data, codec):
 def test_avro_export(
     benchmark,
     kafka,
-    moto,
+    s3,
     registry,
     servers,
     dataset,
@@ -331,10 +333,10 @@ def test_avro_export(
         pytest.skip(str(exc))
     if impl == av.KEY_BLOCKGZ:
         spark = request.getfixturevalue("spark")
-        args = (benchmark, spark, kafka, moto, registry, servers, dataset, tmp_path, codec)
+        args = (benchmark, spark, kafka, s3, registry, servers, dataset, tmp_path, codec)
         result = _blockgz_case(*args)
     else:
-        result = _loop_case(benchmark, kafka, moto, registry, servers, dataset, codec)
+        result = _loop_case(benchmark, kafka, s3, registry, servers, dataset, codec)
     record(benchmark, result, dataset, codec)
 
 

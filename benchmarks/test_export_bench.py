@@ -1,13 +1,13 @@
 """The export end to end: 1M ~200-byte JSON records in 4 Kafka partitions to block-GZIP on S3.
 
-A. ``run_export`` (blockgz-kafka source → ``blockgz`` sink → moto S3), ``Trigger.AvailableNow``;
+A. ``run_export`` (blockgz-kafka source → ``blockgz`` sink → SeaweedFS), ``Trigger.AvailableNow``;
 B. Spark's own ``format("json")`` file sink, gzip, fed the same source DataFrame (local disk:
    no S3 jars here), and B'. ``format("text")`` of ``CAST(value AS STRING)`` (the same bytes
    as A writes, for information);
 C. a plain confluent-kafka loop in 2 processes doing the sink's work (validate the JSON,
    block-GZIP, multipart upload, index sidecar): the ceiling of the Python stack.
 
-Tansu (Kafka) and moto (S3, in a child process) serve every case; one SparkSession serves
+Tansu (Kafka) and SeaweedFS (S3, its own process) serve every case; one SparkSession serves
 A and B. Run ``.venv/bin/python -m pytest benchmarks/test_export_bench.py -p no:cacheprovider
 --benchmark-only``; at full scale the report goes to ``benchmarks/results/export.md``.
 """
@@ -67,19 +67,21 @@ def kafka():
 
 
 @pytest.fixture(scope="module")
-def moto():
-    """moto's S3 in a child process: its CPU, GIL and memory stay out of this one."""
-    pytest.importorskip("moto")
-    from blockgz.local_servers import MotoS3
+def s3():
+    """SeaweedFS (``weed mini``), its own process: its CPU and memory stay out of this one."""
+    from blockgz.local_servers.seaweed import SeaweedS3
 
-    with MotoS3(in_process=False) as server:
+    reason = SeaweedS3.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with SeaweedS3() as server:
         yield server
 
 
 @pytest.fixture(scope="module")
-def servers(kafka, moto) -> dict[str, int]:
+def servers(kafka, s3) -> dict[str, int]:
     """The servers' pids, reported apart from the benchmarked processes."""
-    return {"moto": moto._process.pid, "tansu": kafka._process.pid}
+    return {"s3": s3._proc.pid, "tansu": kafka._process.pid}
 
 
 @pytest.fixture(scope="module")
@@ -110,14 +112,14 @@ def spark(report):
 
 
 @pytest.fixture(scope="module")
-def warm_spark(spark, kafka, moto, tmp_path_factory, report):
+def warm_spark(spark, kafka, s3, tmp_path_factory, report):
     """Run each Spark path once on a small topic, so no case pays the first-use costs."""
     eb.produce_dataset(kafka, WARMUP_TOPIC, eb.WARMUP_PER_PARTITION)
     fixed = report.setdefault("fixed", {})
     base = tmp_path_factory.mktemp("warmup")
-    job = job_config(kafka, moto, new_bucket(moto, "bench-warmup"), WARMUP_TOPIC)
+    job = job_config(kafka, s3, new_bucket(s3, "bench-warmup"), WARMUP_TOPIC)
     fixed["warmup_blockgz_s"] = _timed(lambda: run_blockgz(spark, job, base / "ckpt-a"))[1]
-    tasks = job_config(kafka, moto, new_bucket(moto, "bench-warmup-tasks"), WARMUP_TOPIC, True)
+    tasks = job_config(kafka, s3, new_bucket(s3, "bench-warmup-tasks"), WARMUP_TOPIC, True)
     fixed["warmup_blockgz_tasks_s"] = _timed(lambda: run_blockgz(spark, tasks, base / "ckpt-t"))[1]
     for fmt in ("json", "text"):
         fixed[f"warmup_{fmt}_s"] = _timed(
@@ -138,12 +140,12 @@ def quiet_machine(report) -> None:
 
 
 # -- the cases ------------------------------------------------------------------------------------
-def new_bucket(moto, name: str) -> str:
-    moto.client().create_bucket(Bucket=name)
+def new_bucket(s3, name: str) -> str:
+    s3.client().create_bucket(Bucket=name)
     return name
 
 
-def job_config(kafka, moto, bucket: str, topic: str, tasks_read_kafka: bool = False):
+def job_config(kafka, s3, bucket: str, topic: str, tasks_read_kafka: bool = False):
     """The export job of case A: JSON values, block-GZIP, default partitioner, no flush.size
     (so one object per partition per micro-batch); A' lets the sink tasks read Kafka."""
     from sink.export.config import ExportConfig
@@ -155,7 +157,7 @@ def job_config(kafka, moto, bucket: str, topic: str, tasks_read_kafka: bool = Fa
             "topics": topic,
             "kafka.bootstrap.servers": kafka.bootstrap_servers,
             "s3.bucket.name": bucket,
-            **s3_options(moto.endpoint_url),
+            **s3_options(s3.endpoint_url),
             "format.class": "json",
             "s3.compression.type": "blockgzip",
             "maxOffsetsPerTrigger": str(eb.MAX_OFFSETS_PER_TRIGGER),
@@ -276,16 +278,16 @@ def record(benchmark, result: rep.CaseResult, data: eb.Dataset) -> None:
 @pytest.mark.benchmark(group="export")
 @pytest.mark.parametrize("plan", ["rows", "tasks-read-kafka"])
 def test_export_blockgz(
-    benchmark, warm_spark, kafka, moto, servers, dataset, tmp_path, quiet_machine, report, plan
+    benchmark, warm_spark, kafka, s3, servers, dataset, tmp_path, quiet_machine, report, plan
 ):
-    """A: ``run_export`` with the blockgz sink (JSON, block-GZIP) to moto S3; A': the same
+    """A: ``run_export`` with the blockgz sink (JSON, block-GZIP) to SeaweedFS S3; A': the same
     with ``blockgz.tasks.read.kafka=true``."""
     jobs = {}
     tasks_read = plan == "tasks-read-kafka"
 
     def prepare(i: int) -> Callable[[], Any]:
-        bucket = new_bucket(moto, f"bench-export-blockgz-{plan}-{i}")
-        job = jobs[i] = job_config(kafka, moto, bucket, dataset.topic, tasks_read)
+        bucket = new_bucket(s3, f"bench-export-blockgz-{plan}-{i}")
+        job = jobs[i] = job_config(kafka, s3, bucket, dataset.topic, tasks_read)
         return lambda: run_blockgz(warm_spark, job, tmp_path / f"ckpt-{i}")
 
     rounds = measure(benchmark, servers, prepare)
@@ -314,10 +316,10 @@ def test_export_blockgz(
 @pytest.mark.benchmark(group="export")
 @pytest.mark.parametrize("fmt", ["json", "text"])
 def test_export_spark_native(
-    benchmark, warm_spark, kafka, moto, servers, dataset, tmp_path, quiet_machine, report, fmt
+    benchmark, warm_spark, kafka, s3, servers, dataset, tmp_path, quiet_machine, report, fmt
 ):
     """B: Spark's file sink (gzip, local disk) fed the same Kafka DataFrame; B': text."""
-    job = job_config(kafka, moto, "unused", dataset.topic)
+    job = job_config(kafka, s3, "unused", dataset.topic)
     pattern = f"part-*.{'json' if fmt == 'json' else 'txt'}.gz"
 
     def prepare(i: int) -> Callable[[], Any]:
@@ -336,18 +338,18 @@ def test_export_spark_native(
 @pytest.mark.benchmark(group="export")
 @pytest.mark.parametrize("tuning", ["defaults", "tuned"])
 def test_export_consumer_loop(
-    benchmark, kafka, moto, servers, dataset, quiet_machine, report, tuning
+    benchmark, kafka, s3, servers, dataset, quiet_machine, report, tuning
 ):
     """C: 2 processes × 2 partitions: consume, validate, block-GZIP, upload, index.
 
     ``tuned`` is the ceiling (see :data:`eb.LOOP_CONSUMER_TUNING`); ``defaults`` is C0."""
     from blockgz.store import open_store
 
-    options = s3_options(moto.endpoint_url)
+    options = s3_options(s3.endpoint_url)
     clock: dict[int, float] = {}
 
     def prepare(i: int) -> Callable[[], Any]:
-        bucket = new_bucket(moto, f"bench-export-loop-{tuning}-{i}")
+        bucket = new_bucket(s3, f"bench-export-loop-{tuning}-{i}")
         jobs = [
             loop.LoopJob(
                 kafka.bootstrap_servers,
