@@ -29,7 +29,7 @@ test: $(STAMP)
 	@scripts/install-tools
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist worksteal
 
 bench: $(STAMP)
 	@scripts/install-tools

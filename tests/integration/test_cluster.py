@@ -156,7 +156,9 @@ def test_without_forwarding_a_task_failure_is_one_line_then_a_node_profile_works
     export += ["-O", "blockgz.executor.env.forward=false"]
 
     spark_cluster.credentials_file.write_text("")  # the nodes have no credentials at all
-    failed = run([*export, "--checkpoint", str(tmp_path / "ckpt1")], env, tmp_path)
+    # Two attempts are enough to show the task is retried before the job gives up.
+    once_retried = ["-O", "spark.task.maxFailures=2"]
+    failed = run([*export, *once_retried, "--checkpoint", str(tmp_path / "ckpt1")], env, tmp_path)
     assert failed.returncode == 1
     lines = failed.stderr.strip().splitlines()
     assert lines[-1].startswith("error: StoreError: "), failed.stderr[-3000:]
