@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import http.client
+import random
 import socket
 import socketserver
 import struct
@@ -167,6 +168,8 @@ class FaultRule:
     method: str | None = None
     path_contains: str | None = None
     query_contains: str | None = None
+    #: The share of matching requests faulted (drawn from the proxy's seeded generator).
+    probability: float = 1.0
     hits: int = 0  # requests faulted so far
 
 
@@ -517,6 +520,7 @@ class FaultProxy(StartStop):
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._rules: list[FaultRule] = []
+        self._random = random.Random(0)
         self._log: list[RequestRecord] = []
         self._in_flight = 0
         self.peak_in_flight = 0  # most requests handled at once since the last clear_log()
@@ -576,13 +580,18 @@ class FaultProxy(StartStop):
         method: str | None = None,
         path_contains: str | None = None,
         query_contains: str | None = None,
+        probability: float = 1.0,
     ) -> FaultRule:
         """Fault the next ``times`` requests that match (``times=None``: every one, for good).
 
         Rules are tried in the order they were injected; a request gets at most one fault.
         ``query_contains`` is matched against the raw query string, e.g. ``"uploadId"`` with
-        ``method="PUT"`` selects UploadPart.
+        ``method="PUT"`` selects UploadPart. ``probability`` faults that share of the matching
+        requests, drawn from the generator seeded by :meth:`seed` (reproducible rates; which
+        request gets the fault still depends on the order concurrent requests arrive in).
         """
+        if not 0.0 < probability <= 1.0:
+            raise ValueError(f"probability must be in (0, 1], got {probability}")
         if fault not in FAULTS:
             raise ValueError(f"unknown fault {fault!r}; expected one of {FAULTS}")
         if times is not None and times < 1:
@@ -593,10 +602,16 @@ class FaultProxy(StartStop):
             method=method.upper() if method else None,
             path_contains=path_contains,
             query_contains=query_contains,
+            probability=probability,
         )
         with self._lock:
             self._rules.append(rule)
         return rule
+
+    def seed(self, value: int) -> None:
+        """Seed the generator that decides which requests probabilistic faults hit."""
+        with self._lock:
+            self._random.seed(value)
 
     def clear_faults(self) -> None:
         """Remove every injected fault."""
@@ -613,6 +628,8 @@ class FaultProxy(StartStop):
         with self._lock:
             for rule in self._rules:
                 if record.matches(rule.method, rule.path_contains, rule.query_contains):
+                    if rule.probability < 1.0 and self._random.random() >= rule.probability:
+                        continue
                     rule.hits += 1
                     if rule.remaining is not None:
                         rule.remaining -= 1
