@@ -129,6 +129,10 @@ class PreflightError(BlockGzError, RuntimeError):
     """A check before the export starts failed: the bucket, the brokers or a topic."""
 
 
+class CheckpointError(BlockGzError, OSError):
+    """The export's checkpoint directory cannot take Spark's logs: not writable, or full."""
+
+
 class ExportFailed(BlockGzError, RuntimeError):
     """The streaming export stopped with an error; the message is the root cause."""
 

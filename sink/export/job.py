@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import re
 import signal
 import threading
@@ -26,7 +27,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from blockgz.errors import BlockGzError, ExportFailed
+from blockgz.errors import BlockGzError, CheckpointError, ExportFailed
 from blockgz.manifests import Offsets, new_epoch
 from sink.export.config import ExportConfig
 from sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
@@ -61,6 +62,7 @@ def run_export(
     from sink.session import spark_session
 
     checkpoint = Path(checkpoint)
+    check_checkpoint(checkpoint)  # local and cheap: before anything touches S3 or Kafka
     if job.preflight:
         from sink.export.preflight import preflight
 
@@ -115,6 +117,47 @@ def _log_records_to(path: str | Path | None) -> Iterator[None]:
 
 
 # -- step 1: where to start -----------------------------------------------------------------
+#: Below this much free space the checkpoint's file system is called full: Spark writes an
+#: offset and a commit file per batch there, and blockgz its log.
+MIN_CHECKPOINT_FREE = 16 * 1024 * 1024
+
+
+def check_checkpoint(checkpoint: Path, *, min_free: int = MIN_CHECKPOINT_FREE) -> None:
+    """Raise :class:`CheckpointError` unless ``checkpoint`` can be created and written and its
+    file system has ``min_free`` bytes free.
+
+    >>> import tempfile
+    >>> check_checkpoint(Path(tempfile.mkdtemp()) / "ckpt")
+    >>> check_checkpoint(Path("/proc/blockgz-ckpt"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    blockgz.errors.CheckpointError: checkpoint /proc/blockgz-ckpt: cannot write there (...); ...
+    """
+    import shutil
+
+    fix = "give --checkpoint (or blockgz.checkpoint.dir) a writable directory with free space"
+    probe = checkpoint / f".blockgz-probe-{os.getpid()}"
+    try:
+        checkpoint.mkdir(parents=True, exist_ok=True)
+        with open(probe, "wb") as out:
+            out.write(b"\0" * 4096)
+            out.flush()
+            os.fsync(out.fileno())
+        probe.unlink()
+        free = shutil.disk_usage(checkpoint).free
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            probe.unlink()
+        raise CheckpointError(
+            f"checkpoint {checkpoint}: cannot write there ({exc.strerror or exc}); {fix}"
+        ) from None
+    if free < min_free:
+        raise CheckpointError(
+            f"checkpoint {checkpoint}: its file system has only {free // 1024:,} KiB free "
+            f"(Spark writes offset and commit logs there every batch); {fix}"
+        )
+
+
 def checkpoint_epoch(checkpoint: Path) -> str:
     """The epoch of this checkpoint (created on first use): it keeps manifests of runs apart."""
     checkpoint.mkdir(parents=True, exist_ok=True)
