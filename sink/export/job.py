@@ -22,6 +22,7 @@ import logging
 import os
 import re
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -89,12 +90,30 @@ def run_export(
             tracker = ProgressTracker(job, epoch, result)
             try:
                 follow(query, tracker, stop, on_progress)
+            except ExportFailed as exc:
+                raise checkpoint_failure(checkpoint, exc) from None
             finally:
                 tracker.close()
         finally:
             if restore is not None:
                 restore()
     return result
+
+
+class _LogFile(logging.FileHandler):
+    """The job's log file, which may sit on a disk that fills up (the checkpoint's): a record
+    it cannot write is dropped there, not reported with a traceback on the terminal."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handleError(record)
+
+    def close(self) -> None:
+        try:
+            super().close()  # its last flush can fail the same way
+        except OSError:
+            self.stream = None  # type: ignore[assignment]
 
 
 @contextlib.contextmanager
@@ -104,7 +123,7 @@ def _log_records_to(path: str | Path | None) -> Iterator[None]:
         yield
         return
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(path)
+    handler = _LogFile(path)
     handler.setLevel(logging.INFO)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger()
@@ -133,9 +152,17 @@ def check_checkpoint(checkpoint: Path, *, min_free: int = MIN_CHECKPOINT_FREE) -
     ...
     blockgz.errors.CheckpointError: checkpoint /proc/blockgz-ckpt: cannot write there (...); ...
     """
+    problem = checkpoint_problem(checkpoint, min_free=min_free)
+    if problem is not None:
+        fix = "give --checkpoint (or blockgz.checkpoint.dir) a writable directory with free space"
+        raise CheckpointError(f"checkpoint {checkpoint}: {problem}; {fix}")
+
+
+def checkpoint_problem(checkpoint: Path, *, min_free: int = MIN_CHECKPOINT_FREE) -> str | None:
+    """Why ``checkpoint`` cannot take Spark's logs (it cannot be created or written, or its
+    file system has less than ``min_free`` bytes free), or ``None``."""
     import shutil
 
-    fix = "give --checkpoint (or blockgz.checkpoint.dir) a writable directory with free space"
     probe = checkpoint / f".blockgz-probe-{os.getpid()}"
     try:
         checkpoint.mkdir(parents=True, exist_ok=True)
@@ -148,14 +175,43 @@ def check_checkpoint(checkpoint: Path, *, min_free: int = MIN_CHECKPOINT_FREE) -
     except OSError as exc:
         with contextlib.suppress(OSError):
             probe.unlink()
-        raise CheckpointError(
-            f"checkpoint {checkpoint}: cannot write there ({exc.strerror or exc}); {fix}"
-        ) from None
+        return f"cannot write there ({exc.strerror or exc})"
     if free < min_free:
-        raise CheckpointError(
-            f"checkpoint {checkpoint}: its file system has only {free // 1024:,} KiB free "
-            f"(Spark writes offset and commit logs there every batch); {fix}"
+        return (
+            f"its file system has only {free // 1024:,} KiB free "
+            f"(Spark writes offset and commit logs there every batch)"
         )
+    return None
+
+
+#: How the OS words a write that a file system refused (ENOSPC, EDQUOT, EROFS).
+_DISK_REFUSED = ("No space left on device", "Disk quota exceeded", "Read-only file system")
+
+
+def checkpoint_failure(checkpoint: Path, error: ExportFailed) -> ExportFailed:
+    """``error``, or, when a running query died of a refused write and the checkpoint is what
+    cannot take writes, an error that names the checkpoint and says how to resume.
+
+    Spark's own words (``java.io.IOException: No space left on device``) name no file: the
+    failed offset or commit log write is found by probing the checkpoint. Any other disk
+    (``spark.local.dir``, the log) keeps Spark's message.
+
+    >>> import tempfile
+    >>> error = ExportFailed("java.io.IOException: No space left on device")
+    >>> checkpoint_failure(Path(tempfile.mkdtemp()), error) is error  # it has room
+    True
+    """
+    if not any(words in str(error) for words in _DISK_REFUSED):
+        return error
+    problem = checkpoint_problem(checkpoint)
+    if problem is None:
+        return error
+    return ExportFailed(
+        f"checkpoint {checkpoint}: {problem}: Spark could not write its offset or commit log "
+        "there, so the export stopped; what it committed stays committed: free space there "
+        "(or make it writable) and run again with the same --checkpoint to resume after the "
+        "last committed batch"
+    )
 
 
 def checkpoint_epoch(checkpoint: Path) -> str:
