@@ -134,6 +134,9 @@ class ObjectRef:
     companions: tuple[ObjectRef, ...] = ()
     #: The last offset it holds, when known without reading it (from the export's catalog).
     last_offset: int | None = None
+    #: The range of its records' Kafka timestamps (epoch ms), when the catalog knows it.
+    min_timestamp: int | None = None
+    max_timestamp: int | None = None
 
     @property
     def compressed(self) -> bool:

@@ -64,16 +64,46 @@ class WrittenFile:
     #: ``value``, or ``keys`` / ``headers`` for the files beside a value file
     #: (``store.kafka.keys``, ``store.kafka.headers``), one entry per value record.
     role: str = "value"
+    #: The smallest and largest Kafka record timestamp in the file (epoch ms), when the
+    #: records had timestamps: readers skip files outside a time window without opening them.
+    min_timestamp: int | None = None
+    max_timestamp: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         doc = asdict(self)
         if self.role == "value":
             del doc["role"]  # manifests of value files read the same as before
+        for name in ("min_timestamp", "max_timestamp"):
+            if doc[name] is None:
+                del doc[name]  # written before blockgz kept them, or no timestamps
         return doc
+
+    def holds_times(self, low: int | None, high: int | None) -> bool:
+        """Whether the file may hold a record stamped in ``low..high`` (epoch ms, inclusive;
+        ``None``: open); ``True`` when its times are unknown.
+
+        >>> f = WrittenFile("k", "t", 0, "", 0, 9, 10, 1, 1, min_timestamp=100, max_timestamp=200)
+        >>> f.holds_times(150, None), f.holds_times(201, None), f.holds_times(None, 99)
+        (True, False, False)
+        """
+        return times_overlap(self.min_timestamp, self.max_timestamp, low, high)
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> WrittenFile:
         return cls(**doc)
+
+
+def times_overlap(
+    first: int | None, last: int | None, low: int | None, high: int | None
+) -> bool:
+    """Whether ``first..last`` (unknown: ``None``, so anything) meets ``low..high``.
+
+    >>> times_overlap(100, 200, 201, None), times_overlap(None, None, 5, 6)
+    (False, True)
+    """
+    if first is None or last is None:
+        return True
+    return (low is None or last >= low) and (high is None or first <= high)
 
 
 def merge_offsets(target: Offsets, more: Mapping[str, Mapping[Any, Any]]) -> Offsets:

@@ -11,6 +11,7 @@ from typing import Any
 from blockgz.errors import ConfigError, OffsetNotFoundError
 from blockgz.format.decode import Record
 from blockgz.layout import DeviantArtLayout
+from blockgz.manifests import times_overlap
 
 _PAST_ANY_OFFSET = 2**63 - 1
 
@@ -61,19 +62,28 @@ class ArchiveAnalytics:
         ``partitions``), partition by partition in offset order, with ``start <= offset <
         end`` and ``from_time <= timestamp < to_time`` (epoch ms; needs an archive that kept
         timestamps, ``format.json.envelope``). Blocks are fetched ``prefetch`` ahead, so
-        memory stays bounded whatever the size of the topic."""
+        memory stays bounded whatever the size of the topic. With a time window, objects
+        whose time range (from the export's catalog, ``committed=true``) lies outside it
+        are not read."""
         timed = from_time is not None or to_time is not None
         for partition in self.partitions(topic) if partitions is None else partitions:
             begin = self.first_offset(topic, partition)
             if start is not None:
                 begin = max(begin, start)
+            stop = end
+            if timed:
+                window = self.offsets_in_time(topic, partition, from_time, to_time)
+                if window is None:
+                    continue
+                begin = max(begin, window[0])
+                stop = window[1] if stop is None else min(stop, window[1])
             try:
                 found = self.seek(topic, partition, begin)
                 head = next(found)  # an offset past the end raises here
             except OffsetNotFoundError:
                 continue
             for record in itertools.chain([head], found):
-                if end is not None and record.offset >= end:
+                if stop is not None and record.offset >= stop:
                     break
                 if timed:
                     if record.timestamp is None:
@@ -87,6 +97,29 @@ class ArchiveAnalytics:
                     ):
                         continue
                 yield partition, record
+
+    def offsets_in_time(
+        self, topic: str, partition: int, from_time: int | None, to_time: int | None
+    ) -> tuple[int, int | None] | None:
+        """``(first, end)``: the offsets outside which no record stamped ``from_time <= t <
+        to_time`` can be, by the objects' time ranges; ``(0, None)`` when some object's range
+        is unknown; ``None`` when no object can hold the window."""
+        refs = self.objects(topic, partition)
+        known = all(
+            r.min_timestamp is not None
+            and r.max_timestamp is not None
+            and r.last_offset is not None
+            for r in refs
+        )
+        if not known:
+            return 0, None
+        high = None if to_time is None else to_time - 1
+        inside = [
+            r for r in refs if times_overlap(r.min_timestamp, r.max_timestamp, from_time, high)
+        ]
+        if not inside:
+            return None
+        return min(r.start_offset for r in inside), max(r.last_offset for r in inside) + 1  # type: ignore[type-var, operator]
 
     def first_offset(self, topic: str, partition: int) -> int:
         """The partition's first archived offset (from the catalog or one listing)."""

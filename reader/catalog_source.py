@@ -72,7 +72,13 @@ def refs_of(files: list[WrittenFile], layout: Layout) -> list[ObjectRef]:
         ref = layout.parse_data_key(f.key, size=f.size)
         if ref is None:
             continue
-        ref = replace(ref, has_index=f.index_key is not None, last_offset=f.last_offset)
+        ref = replace(
+            ref,
+            has_index=f.index_key is not None,
+            last_offset=f.last_offset,
+            min_timestamp=f.min_timestamp,
+            max_timestamp=f.max_timestamp,
+        )
         if f.role == "value":
             values.append(ref)
         else:

@@ -89,25 +89,44 @@ class IntRange:
 
 @dataclass(frozen=True)
 class ScanFilter:
-    """What a query allows of ``topic``, ``partition`` and ``offset`` (all: no condition)."""
+    """What a query allows of ``topic``, ``partition``, ``offset`` and ``timestamp`` (all:
+    no condition). ``times`` is in epoch ms and only prunes objects whose time range the
+    export's catalog recorded; rows are never dropped by it here."""
 
     topics: frozenset[str] | None = None
     partitions: IntRange = field(default_factory=IntRange)
     offsets: IntRange = field(default_factory=IntRange)
+    times: IntRange = field(default_factory=IntRange)
 
     def with_topics(self, names: Iterable[str]) -> ScanFilter:
         given = frozenset(names)
         return replace(self, topics=given if self.topics is None else self.topics & given)
 
     def with_range(self, column: str, **bounds) -> ScanFilter:
-        """Narrow ``partition`` or ``offset`` by ``low``/``high``/``points``."""
+        """Narrow ``partition``, ``offset`` or ``timestamp`` (epoch ms) by
+        ``low``/``high``/``points``."""
         if column == "partition":
             return replace(self, partitions=self.partitions.narrowed(**bounds))
+        if column == "timestamp":
+            return replace(self, times=self.times.narrowed(**bounds))
         return replace(self, offsets=self.offsets.narrowed(**bounds))
 
     @property
     def empty(self) -> bool:
-        return (self.topics is not None and not self.topics) or self.offsets.empty
+        return (
+            (self.topics is not None and not self.topics) or self.offsets.empty or self.times.empty
+        )
+
+    def may_hold_times(self, ref: ObjectRef) -> bool:
+        """Whether ``ref`` can hold a record in the time window (unknown times: yes).
+
+        >>> ref = ObjectRef("k", "t", 0, 0, "json", min_timestamp=100, max_timestamp=200)
+        >>> ScanFilter().with_range("timestamp", low=201).may_hold_times(ref)
+        False
+        """
+        if ref.min_timestamp is None or ref.max_timestamp is None:
+            return True
+        return self.times.overlaps(ref.min_timestamp, ref.max_timestamp)
 
 
 @dataclass(frozen=True)
@@ -163,7 +182,7 @@ def plan_scan(
     for topic in _topics(archive, scan, topics, topics_regex):
         for partition in archive.partitions(topic):
             if scan.partitions.contains(partition):
-                pieces.extend(_pieces(archive, topic, partition, scan.offsets))
+                pieces.extend(_pieces(archive, topic, partition, scan))
     return _grouped(pieces, split_bytes)
 
 
@@ -182,7 +201,8 @@ def _topics(archive: Archive, scan: ScanFilter, topics, topics_regex) -> list[st
     return sorted(names)
 
 
-def _pieces(archive: Archive, topic: str, partition: int, offsets: IntRange) -> list[Piece]:
+def _pieces(archive: Archive, topic: str, partition: int, scan: ScanFilter) -> list[Piece]:
+    offsets = scan.offsets
     start = offsets.start
     if start is not None:
         refs, _ = archive.seek_objects(topic, partition, start)
@@ -200,6 +220,8 @@ def _pieces(archive: Archive, topic: str, partition: int, offsets: IntRange) -> 
         if offsets.high is not None and ref.start_offset > offsets.high:
             break
         if ref.last_offset is not None and not offsets.overlaps(ref.start_offset, ref.last_offset):
+            continue
+        if not scan.may_hold_times(ref):
             continue
         if not ref.has_index:
             out.append(Piece(ref, topic, partition))

@@ -3,8 +3,9 @@
 Conditions on ``topic``, ``partition`` and ``offset`` (``=``, ``<``, ``<=``, ``>``, ``>=``,
 ``IN``, ``BETWEEN``) are pushed into planning (``pushFilters``): they choose the partitions,
 objects and blocks read (:mod:`reader.scan_plan`), and the rows a block holds outside them are
-dropped as it is read. Spark evaluates every condition again on what comes back, so a pushed
-condition can only save work, never change a result. Needs
+dropped as it is read. Conditions on ``timestamp`` skip the objects whose time range (kept
+per file in the export's manifests) lies outside them. Spark evaluates every condition again
+on what comes back, so a pushed condition can only save work, never change a result. Needs
 ``spark.sql.python.filterPushdown.enabled=true`` (blockgz's sessions set it).
 
 Options: the archive's (S3 settings and key layout, as :func:`reader.open_archive` takes
@@ -181,6 +182,8 @@ def narrowed(scan: ScanFilter, condition: Any) -> ScanFilter:
         if isinstance(condition, In) and all(isinstance(v, str) for v in value):
             return scan.with_topics(value)
         return scan
+    if column == "timestamp":
+        return _narrowed_in_time(scan, condition, value)
     if column not in ("partition", "offset"):
         return scan
     if isinstance(condition, In):
@@ -199,6 +202,53 @@ def narrowed(scan: ScanFilter, condition: Any) -> ScanFilter:
         return scan.with_range(column, high=value - 1)
     if isinstance(condition, LessThanOrEqual):
         return scan.with_range(column, high=value)
+    return scan
+
+
+#: A timestamp without a zone could be in any of them: a window widened by a day either side
+#: still contains every record it could mean.
+_ANY_ZONE_MS = 24 * 3600 * 1000
+
+
+def _epoch_ms_bounds(value: Any) -> tuple[int, int] | None:
+    """Epoch ms ``(low, high)`` surely containing the instant of a filter's timestamp value.
+
+    >>> import datetime as dt
+    >>> _epoch_ms_bounds(dt.datetime(1970, 1, 1, 0, 0, 1, 500, tzinfo=dt.UTC))
+    (1000, 1001)
+    """
+    import datetime as dt
+
+    if not isinstance(value, dt.datetime):
+        return None
+    one = dt.timedelta(microseconds=1)
+    if value.tzinfo is None:
+        micros = (value - dt.datetime(1970, 1, 1)) // one
+        return micros // 1000 - _ANY_ZONE_MS, -(-micros // 1000) + _ANY_ZONE_MS
+    micros = (value - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)) // one
+    return micros // 1000, -(-micros // 1000)
+
+
+def _narrowed_in_time(scan: ScanFilter, condition: Any, value: Any) -> ScanFilter:
+    """A condition on ``timestamp`` as a window of epoch ms. Kafka stamps records in whole
+    milliseconds, so ``t < v`` means ``t <= ceil(v) - 1`` and ``t > v`` means ``t >= floor(v)
+    + 1``; a window only ever prunes objects that surely hold no matching record."""
+    values = value if isinstance(condition, In) else (value,)
+    bounds = [_epoch_ms_bounds(v) for v in values]
+    if not bounds or any(b is None for b in bounds):
+        return scan
+    floor = min(b[0] for b in bounds)  # type: ignore[index]
+    ceil = max(b[1] for b in bounds)  # type: ignore[index]
+    if isinstance(condition, (EqualTo, In)):
+        return scan.with_range("timestamp", low=floor, high=ceil)
+    if isinstance(condition, GreaterThan):
+        return scan.with_range("timestamp", low=floor + 1)
+    if isinstance(condition, GreaterThanOrEqual):
+        return scan.with_range("timestamp", low=ceil)
+    if isinstance(condition, LessThan):
+        return scan.with_range("timestamp", high=ceil - 1)
+    if isinstance(condition, LessThanOrEqual):
+        return scan.with_range("timestamp", high=floor)
     return scan
 
 

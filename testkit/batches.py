@@ -24,7 +24,7 @@ def arrow_batches(records: list[KafkaRecord], sizes: list[int] | None = None) ->
             "topic": [r.topic for r in chunk],
             "partition": [r.partition for r in chunk],
             "offset": [r.offset for r in chunk],
-            "timestamp": [(r.timestamp_ms or 0) * 1000 for r in chunk],
+            "timestamp": [None if r.timestamp_ms is None else r.timestamp_ms * 1000 for r in chunk],
             "timestampType": [0] * len(chunk),
         }
         if with_headers:

@@ -388,10 +388,9 @@ class SinkConfig:
         others before Spark turns rows into Arrow for the Python writer: fewer bytes through
         the JVM.
 
+        ``timestamp`` is always read: each file's manifest entry keeps its time range.
+
         >>> SinkConfig.from_options({"path": "/tmp/x"}).columns_read()
-        ('value', 'topic', 'partition', 'offset')
-        >>> SinkConfig.from_options({"path": "/tmp/x", "partitioner.class": "hourly",
-        ...                          "locale": "en", "timezone": "UTC"}).columns_read()
         ('value', 'topic', 'partition', 'offset', 'timestamp')
         """
         if (
@@ -402,10 +401,7 @@ class SinkConfig:
             or self.store_headers
         ):
             return None  # the record's key and headers are kept
-        columns: tuple[str, ...] = ("value", "topic", "partition", "offset")
-        if self.rotate_interval_ms or self.partitioning.time_based:
-            columns += ("timestamp",)
-        return columns
+        return ("value", "topic", "partition", "offset", "timestamp")
 
     def compression_settings(self) -> Compression:
         """The codec and level of gzip members: -1 means ISA-L 1 for blockgzip, zlib 6 for gzip."""

@@ -48,10 +48,20 @@ class OutputObject:
         self.last_offset: int | None = None
         self.records = 0
         self.first_timestamp: int | None = None  # for rotate.interval.ms, kept by the caller
+        #: The range of the Kafka timestamps written (epoch ms), for readers' time filters.
+        self.min_timestamp: int | None = None
+        self.max_timestamp: int | None = None
         #: The value schema of the records (when a converter gives one), for schema.compatibility.
         self.schema: Any = None
         #: The ``.keys``/``.headers`` files beside it (:mod:`sink.write.companions`), if any.
         self.companions: Any = None
+
+    def note_times(self, low: int, high: int) -> None:
+        """Records stamped ``low..high`` (epoch ms) went into the file."""
+        if self.min_timestamp is None or low < self.min_timestamp:
+            self.min_timestamp = low
+        if self.max_timestamp is None or high > self.max_timestamp:
+            self.max_timestamp = high
 
     def _count(self, first: int, last: int, records: int) -> None:
         if self.first_offset is None:
@@ -72,6 +82,8 @@ class OutputObject:
             size=size,
             uncompressed_size=uncompressed_size,
             index_key=index_key,
+            min_timestamp=self.min_timestamp,
+            max_timestamp=self.max_timestamp,
         )
 
 

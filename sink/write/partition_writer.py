@@ -219,6 +219,8 @@ class TopicPartitionWriter:
             writer.write(data, record.offset)
         except RecordFramingError as exc:
             raise record.fail(str(exc)) from None
+        if record.timestamp_ms is not None and record.timestamp_ms >= 0:
+            writer.note_times(record.timestamp_ms, record.timestamp_ms)
         if entries is not None:
             writer.companions.write(entries, record.offset)
         if self.rotation.full(writer):
@@ -286,6 +288,7 @@ class TopicPartitionWriter:
         keys: Any = None,
         headers: Any = None,
         *,
+        timestamps: np.ndarray | None = None,
         checked: bool = False,
     ) -> bool:
         """Write a run of this topic-partition's non-null values at once, or return ``False``
@@ -296,7 +299,8 @@ class TopicPartitionWriter:
         ``flush.size``/``flush.size.bytes`` at exactly the records :meth:`write` would pick,
         and blocks are cut at the same places, so both paths give the same objects. With
         ``store.kafka.keys``/``headers`` the run's ``keys`` and ``headers`` (Arrow columns, as
-        the batch holds them) go to the files beside it in bulk too.
+        the batch holds them) go to the files beside it in bulk too. ``timestamps``: the
+        records' Kafka timestamps (epoch ms, negative: none), for each file's time range.
         ``checked``: the caller found every value storable as it is
         (:meth:`~sink.write.encoders.RecordEncoder.rejected`).
         """
@@ -329,6 +333,11 @@ class TopicPartitionWriter:
             writer.write_framed(
                 view[base : int(ends[stop - 1])], ends[start:stop] - base, offsets[start:stop]
             )
+            if timestamps is not None:
+                stamped = timestamps[start:stop]
+                stamped = stamped[stamped >= 0]
+                if stamped.size:
+                    writer.note_times(int(stamped.min()), int(stamped.max()))
             if writer.companions:
                 writer.companions.write_run(
                     None if keys is None else keys[start:stop],

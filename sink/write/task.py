@@ -86,6 +86,18 @@ def run_values(batch) -> tuple[list[bytes], Any]:
     return values.to_pylist(), offsets
 
 
+def run_timestamps(batch) -> Any:
+    """The batch's Kafka timestamps as epoch ms (int64 numpy array, -1 where there is none),
+    or ``None`` when the batch has no ``timestamp`` column."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if "timestamp" not in batch.schema.names:
+        return None
+    micros = pc.fill_null(pc.cast(batch.column("timestamp"), pa.int64()), -1000)
+    return micros.to_numpy(zero_copy_only=False) // 1000
+
+
 def run_companions(batch, config: SinkConfig) -> tuple[Any, Any]:
     """The batch's key and headers columns (Arrow) when files beside the values keep them,
     else ``None``; a column the batch lacks is all nulls."""
@@ -178,8 +190,9 @@ class WriteTask:
         """
         values, offsets = run_values(batch)
         keys, headers = run_companions(batch, self.config)
+        stamps = run_timestamps(batch)
         if writer.dead_letters is None:
-            return writer.write_values(values, offsets, keys, headers)
+            return writer.write_values(values, offsets, keys, headers, timestamps=stamps)
         import pyarrow as pa
 
         bad_rows = writer.encoder.rejected(values)
@@ -193,6 +206,7 @@ class WriteTask:
                     offsets[part],
                     None if keys is None else keys[part],
                     None if headers is None else headers[part],
+                    timestamps=None if stamps is None else stamps[part],
                     checked=True,
                 )
                 if not written:  # declined (offsets out of order): records from here on

@@ -54,6 +54,40 @@ def test_a_time_partitioned_export_reads_back_exactly(spark, weed_proxy, weed_bu
     ]
 
 
+def test_a_time_window_fetches_only_the_objects_of_its_hours(spark, weed_proxy, weed_bucket):
+    """An hourly archive with record timestamps (the JSON envelope): ``timestamp`` conditions
+    skip, at planning, every object whose time range (kept in the manifests) is outside."""
+    import datetime as dt
+    from urllib.parse import unquote
+
+    from testkit import archives
+
+    options = s3_options(weed_proxy.endpoint_url)
+    records = input_records(150)
+    url = f"s3://{weed_bucket}/timed"
+    export_batches(url, records, "hourly", batches=3, **options, **{"format.json.envelope": "true"})
+    low = dt.datetime.fromtimestamp((archives.T0 + 2 * archives.HOUR) / 1000, dt.UTC)
+    weed_proxy.clear_log()
+    rows = (
+        read(spark, url, options)
+        .where(f"timestamp >= '{low.isoformat()}' AND timestamp < '{low + dt.timedelta(hours=1)}'")
+        .select("partition", "offset", "timestamp")
+        .collect()
+    )
+    wanted = [
+        (r.partition, r.offset)
+        for r in records
+        if archives.T0 + 2 * archives.HOUR <= r.timestamp_ms < archives.T0 + 3 * archives.HOUR
+    ]
+    assert sorted((r.partition, r.offset) for r in rows) == sorted(wanted) and wanted
+    data = {
+        r.path
+        for r in weed_proxy.requests
+        if r.method == "GET" and "list-type" not in r.query and r.path.endswith(".json.gz")
+    }
+    assert data and all("hour=02/" in unquote(p) for p in data), sorted(data)
+
+
 def test_values_parse_into_the_schema_given(spark, weed_proxy, weed_bucket):
     options = s3_options(weed_proxy.endpoint_url)
     records = input_records(40, partitions=1)

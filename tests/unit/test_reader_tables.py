@@ -9,6 +9,7 @@ from reader import open_archive
 from sink.records import KafkaRecord
 from sink.write.config import SinkConfig
 from sink.write.task import write_task
+from testkit import archives
 from testkit.archives import export_batches, input_records
 from testkit.batches import arrow_batches
 
@@ -88,7 +89,24 @@ def test_a_time_window_on_an_archive_without_timestamps_says_so(tmp_path):
         open_archive(str(tmp_path)) as archive,
         pytest.raises(ConfigError, match="kept no record timestamps"),
     ):
-        next(archive.records("ev", from_time=T0))
+        next(archive.records("ev", from_time=archives.T0))
+
+
+def test_a_time_window_skips_objects_outside_it_by_the_catalog(tmp_path):
+    """The manifests keep each file's time range: a window past every record reads no
+    object, and one inside reads only objects that can hold it."""
+    records = input_records(60)
+    export_batches(str(tmp_path), records, "field", batches=3)
+    last = max(r.timestamp_ms for r in records)
+    with open_archive(str(tmp_path)) as archive:
+        archive.objects("ev", 0)  # listing and catalog read
+        before = archive.store.requests.summary()
+        assert list(archive.records("ev", [0], from_time=last + 1)) == []
+        assert archive.store.requests.summary() == before
+        since = archives.T0 + 3 * archives.HOUR
+        first, end = archive.offsets_in_time("ev", 0, since, None)
+    late = [r.offset for r in records if r.partition == 0 and r.timestamp_ms >= since]
+    assert first <= min(late) and end > max(late)
 
 
 def test_records_of_a_field_partitioned_topic_come_in_offset_order(tmp_path):

@@ -20,6 +20,7 @@ from reader.scan_read import split_batches
 from sink.records import KafkaRecord
 from sink.write.config import SinkConfig
 from sink.write.task import write_task
+from testkit import archives
 from testkit.archives import build_partition, export_batches, input_records
 from testkit.batches import arrow_batches
 
@@ -194,3 +195,59 @@ def test_pushed_conditions_narrow_the_scan():
     assert [p for p in range(5) if scan.partitions.contains(p)] == [2]
     assert [o for o in range(30) if scan.offsets.contains(o)] == list(range(10, 15))
     assert narrowed(ScanFilter(), EqualTo(("offset",), True)) == ScanFilter()  # a boolean
+
+
+def test_pushed_timestamp_conditions_become_a_window_of_whole_milliseconds():
+    import datetime as dt
+
+    from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan
+
+    from reader.spark_source import narrowed
+
+    at = dt.datetime(2026, 11, 24, 12, 0, 0, 250, tzinfo=dt.UTC)  # 0.25 ms past a ms
+    ms = int(at.replace(microsecond=0).timestamp()) * 1000
+    scan = narrowed(ScanFilter(), GreaterThan(("timestamp",), at))
+    scan = narrowed(scan, LessThan(("timestamp",), at + dt.timedelta(seconds=1)))
+    assert (scan.times.low, scan.times.high) == (ms + 1, ms + 1000)
+    exact = at.replace(microsecond=0)
+    scan = narrowed(ScanFilter(), GreaterThanOrEqual(("timestamp",), exact))
+    scan = narrowed(scan, LessThan(("timestamp",), exact + dt.timedelta(hours=1)))
+    assert (scan.times.low, scan.times.high) == (ms, ms + 3_599_999)
+    scan = narrowed(ScanFilter(), In(("timestamp",), (at, at + dt.timedelta(hours=1))))
+    assert (scan.times.low, scan.times.high) == (ms, ms + 3_600_001)
+    naive = narrowed(ScanFilter(), EqualTo(("timestamp",), at.replace(tzinfo=None)))
+    day = 24 * 3600 * 1000  # no zone: any zone's instant stays inside
+    assert (naive.times.low, naive.times.high) == (ms - day, ms + 1 + day)
+    assert narrowed(ScanFilter(), EqualTo(("timestamp",), "noon")) == ScanFilter()
+
+
+@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(low_hour=st.integers(-1, 4), hours=st.integers(0, 3))
+def test_a_time_window_plans_only_objects_that_can_hold_it(hourly_archive, low_hour, hours):
+    """Hourly objects (Record timestamps): a window plans only the objects of its hours, and
+    every record in the window is among the rows (Spark then drops the rest by the condition)."""
+    root, records = hourly_archive
+    low = archives.T0 + low_hour * archives.HOUR
+    high = low + hours * archives.HOUR + 59_000
+    scan = ScanFilter().with_range("timestamp", low=low, high=high)
+    with open_archive(str(root), {"committed": "true"}) as archive:
+        splits = plan_scan(archive, scan, split_bytes=2_000)
+        rows = set(rows_of(archive, splits, scan))
+    wanted = {
+        ("ev", r.partition, r.offset, r.value) for r in records if low <= r.timestamp_ms <= high
+    }
+    assert wanted <= rows
+    window_dirs = {f"hour={h % 24:02d}/" for h in range(low_hour, low_hour + hours + 1)}
+    planned = {p.ref.key for s in splits for p in s.pieces}
+    assert all(any(d in key for d in window_dirs) for key in planned), planned
+    record_hours = {(r.timestamp_ms - archives.T0) // archives.HOUR for r in records}
+    if not record_hours & set(range(low_hour, low_hour + hours + 1)):
+        assert not splits
+
+
+@pytest.fixture(scope="module")
+def hourly_archive(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hourly")
+    records = input_records(150)
+    export_batches(str(root), records, "hourly", batches=3)
+    return root, records

@@ -221,3 +221,28 @@ def test_keys_and_headers_of_clean_batches_are_laid_out_from_arrow(tmp_path, mon
     files = in_batches(tmp_path, json_records(300), options, [50, 120])
     assert {f.role for f in files} == {"value", "keys", "headers"}
     assert sum(f.records for f in files if f.role == "headers") == 300
+
+
+@pytest.mark.parametrize("sizes", [None, [13, 40, 7, 100]], ids=["records", "batches"])
+def test_each_file_keeps_the_time_range_of_its_records(tmp_path, sizes):
+    """Timestamps out of order within a file: the range is min..max, not first..last."""
+    records = json_records(300)
+    rng = random.Random(5)
+    for r in records:
+        r.timestamp_ms = T0 + rng.randrange(0, 10_000)
+    records[7].timestamp_ms = None  # a record without a timestamp does not widen the range
+    options = {"flush.size": "50"}
+    if sizes is None:
+        files = one_at_a_time(tmp_path, records, options)
+    else:
+        files = in_batches(tmp_path, records, options, sizes)
+    by_offset = {r.offset: r.timestamp_ms for r in records}
+    assert len(files) == 6
+    for f in files:
+        stamps = [
+            t
+            for o, t in by_offset.items()
+            if f.first_offset <= o <= f.last_offset and t is not None
+        ]
+        assert (f.min_timestamp, f.max_timestamp) == (min(stamps), max(stamps))
+        assert f.to_dict()["min_timestamp"] == min(stamps)
