@@ -87,10 +87,13 @@ class LocalKafka(StartStop):
         start_timeout_s: float = 30.0,
         binary: str | None = None,
         host: str = LOOPBACK,
+        advertised_port: int | None = None,
     ) -> None:
         self.start_timeout_s = start_timeout_s
         self.binary = binary
         self.host = host
+        #: The port clients are told to connect to (a proxy's, in front of the broker's own).
+        self.advertised_port = advertised_port
         self.port: int | None = None
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None  # the broker's stdout and stderr
@@ -158,7 +161,8 @@ class LocalKafka(StartStop):
 
     def _launch(self, binary: str, port: int) -> None:
         url = f"tcp://{self.host}:{port}"
-        command = [binary, "broker", "--listener-url", url, "--advertised-listener-url", url]
+        advertised = f"tcp://{self.host}:{self.advertised_port or port}"
+        command = [binary, "broker", "--listener-url", url, "--advertised-listener-url", advertised]
         command += ["--storage-engine", "memory://tansu/"]
         # Closed in _kill(); the broker writes into it for its whole life.
         self._log = tempfile.TemporaryFile(prefix="blockgz-tansu-")  # noqa: SIM115
