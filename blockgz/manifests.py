@@ -93,9 +93,7 @@ class WrittenFile:
         return cls(**doc)
 
 
-def times_overlap(
-    first: int | None, last: int | None, low: int | None, high: int | None
-) -> bool:
+def times_overlap(first: int | None, last: int | None, low: int | None, high: int | None) -> bool:
     """Whether ``first..last`` (unknown: ``None``, so anything) meets ``low..high``.
 
     >>> times_overlap(100, 200, 201, None), times_overlap(None, None, 5, 6)
