@@ -20,6 +20,7 @@ leaves the header out and gives up resuming.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -105,9 +106,11 @@ class ReplayResult:
         return sum(self.sent.values())
 
 
-class _Deliveries:
+class _Failures:
+    """The producer's delivery callback: it only hears of failures
+    (``delivery.report.only.error``), so a good record costs no Python call."""
+
     def __init__(self):
-        self.done = 0
         self.failures: list[str] = []
 
     def __call__(self, error, message) -> None:
@@ -116,8 +119,6 @@ class _Deliveries:
                 f"{message.topic()}[{message.partition()}]: {error} "
                 f"({dict(message.headers() or []).get(MARKER, b'').decode()})"
             )
-        else:
-            self.done += 1
 
 
 def replay(
@@ -130,7 +131,7 @@ def replay(
 
     ``on_progress(partition, records sent so far)`` is called now and then.
     """
-    from confluent_kafka import Producer
+    from confluent_kafka import KafkaException, Producer
 
     if settings.to_topic == settings.topic and not settings.allow_same_topic:
         raise ConfigError(
@@ -138,11 +139,14 @@ def replay(
             "it would append a second copy of its records (pass --allow-same-topic if that is "
             "what you want)"
         )
+    deliveries = _Failures()
     config = {
         "linger.ms": 20,
         "acks": "all",
         **settings.producer,
         "enable.idempotence": True,
+        "delivery.report.only.error": True,
+        "on_delivery": deliveries,
     }
     targets = _target_partitions(config, settings.to_topic)
     sources = (
@@ -163,14 +167,16 @@ def replay(
         if settings.mark
         else {}
     )
-    producer = Producer(config)
-    deliveries = _Deliveries()
+    try:
+        producer = Producer(config)
+    except KafkaException as exc:  # librdkafka checks the settings as a whole
+        raise ConfigError(f"the producer settings (-O kafka.*) were refused: {exc}") from exc
     result = ReplayResult()
     started = time.monotonic()
     try:
         for source in sources:
             sent = skipped = 0
-            records = archive.records(
+            blocks = archive.record_blocks(
                 settings.topic,
                 [source],
                 start=settings.start,
@@ -178,40 +184,32 @@ def replay(
                 from_time=settings.from_time,
                 to_time=settings.to_time,
             )
-            produce, poll, to_topic = producer.produce, producer.poll, settings.to_topic
             last_delivered = {t: n for (src, t), n in delivered.items() if src == source}
+            floor = last_delivered.get(source, -1)  # without --by-key all goes to `source`
             marker = f"{settings.topic}/{source}/".encode() if settings.mark else None
-            for _, record in records:
-                target = source if not settings.by_key else _partition_of(record, targets)
-                if record.offset <= last_delivered.get(target, -1):
-                    skipped += 1
-                    continue
-                value, headers = record.value, record.headers
-                if value is not None and type(value) is not bytes:  # a decoded Avro value
-                    value = datum_json(value)
-                if marker is not None:
-                    headers = [*(headers or ()), (MARKER, marker + b"%d" % record.offset)]
-                while True:
-                    try:
-                        produce(
-                            to_topic,
-                            value,
-                            record.key,
-                            partition=target,
-                            on_delivery=deliveries,
-                            timestamp=record.timestamp or 0,
-                            headers=headers,
-                        )
-                        break
-                    except BufferError:  # the local queue is full: let deliveries drain it
-                        poll(0.1)
-                sent += 1
-                if sent % 64 == 0:  # serve delivery reports now and then, not per record
-                    poll(0)
-                    if deliveries.failures:
-                        break
-                    if on_progress is not None and sent % 1024 == 0:
-                        on_progress(source, sent)
+            for _, block in blocks:
+                routes: Iterable[int]
+                if settings.by_key:
+                    routes = [_partition_of(r, targets) for r in block]
+                    due = [
+                        r.offset > last_delivered.get(t, -1)
+                        for r, t in zip(block, routes, strict=True)
+                    ]
+                    unsent = list(itertools.compress(block, due))
+                    routes = list(itertools.compress(routes, due))
+                else:
+                    unsent = (
+                        block if block[0].offset > floor else [r for r in block if r.offset > floor]
+                    )
+                    routes = itertools.repeat(source)
+                _send(producer, settings.to_topic, unsent, routes, marker)
+                sent += len(unsent)
+                skipped += len(block) - len(unsent)
+                producer.poll(0)  # serve failure reports once per block
+                if deliveries.failures:
+                    break
+                if on_progress is not None:
+                    on_progress(source, sent)
             result.sent[source], result.skipped[source] = sent, skipped
             if on_progress is not None:
                 on_progress(source, sent)
@@ -236,6 +234,30 @@ def replay(
             "each partition holds"
         )
     return result
+
+
+def _send(producer, topic: str, records: list, partitions: Iterable[int], marker) -> None:
+    """Hand ``records`` to the producer, each to its partition, with its resume marker;
+    while the producer's queue is full, wait for it to drain."""
+    produce, poll = producer.produce, producer.poll
+    for record, partition in zip(records, partitions, strict=False):  # partitions may repeat
+        value, headers = record.value, record.headers
+        if value is not None and type(value) is not bytes:  # a decoded Avro value
+            value = datum_json(value)
+        if marker is not None:
+            headers = [*(headers or ()), (MARKER, marker + b"%d" % record.offset)]
+        while True:
+            try:
+                # Positional (topic, value, key, partition, callback, on_delivery, timestamp,
+                # headers): no keyword dict per record.
+                produce(
+                    topic, value, record.key, partition, None, None, record.timestamp or 0, headers
+                )
+                break
+            except BufferError:
+                # Only failures are reported (``delivery.report.only.error``), so no event
+                # would end a longer wait early: wait briefly, then offer it again.
+                poll(0.005)
 
 
 def _partition_of(record, targets: int) -> int:

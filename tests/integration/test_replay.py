@@ -173,12 +173,16 @@ def test_a_killed_replay_resumes_without_duplicates(kafka, tmp_path):
         (["--to-topic", "same"], ["is the topic the archive holds", "--allow-same-topic"]),
         (["--to-topic", "nowhere"], ["does not exist"]),
         (["--to-topic", "narrow"], ["has 1 partitions", "--by-key"]),
+        (
+            ["--to-topic", "tight", "--by-key", "-O", "kafka.message.timeout.ms=5"],
+            ["producer settings (-O kafka.*) were refused", "linger.ms"],
+        ),
     ],
 )
 def test_refusals_say_why(kafka, tmp_path, args, words):
     archive_of(tmp_path, "same", 2, 10)
-    if "narrow" in args:
-        kafka.create_topic("narrow", partitions=1)
+    for topic in {"narrow", "tight"} & set(args):
+        kafka.create_topic(topic, partitions=1)
     result = run_replay(
         str(tmp_path), "--topic", "same", "--bootstrap-servers", kafka.bootstrap_servers, *args
     )
@@ -210,3 +214,19 @@ def test_a_spark_replay_runs_one_task_per_partition(spark, kafka, tmp_path):
         ]
     again = replay_on_spark(spark, str(tmp_path), {}, settings)  # a rerun sends nothing twice
     assert again.sent == {0: 0, 1: 0, 2: 0} and again.skipped == {0: 60, 1: 60, 2: 60}
+
+
+def test_records_the_broker_never_took_fail_the_replay_and_say_so(kafka, tmp_path):
+    """Only failures are reported back (``delivery.report.only.error``): a record that
+    expires in the producer (a 2 ms ``message.timeout.ms``) must still end the run
+    with an error that says how many failed, never with a silent success."""
+    archive_of(tmp_path, "late", 1, 200)
+    kafka.create_topic("late-out", partitions=1)
+    result = run_replay(
+        str(tmp_path), "--topic", "late", "--to-topic", "late-out",
+        "--bootstrap-servers", kafka.bootstrap_servers,
+        "-O", "kafka.message.timeout.ms=2", "-O", "kafka.linger.ms=1",
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    assert "records failed" in result.stderr and "Run it again" in result.stderr
+    assert "Traceback" not in result.stderr
