@@ -230,3 +230,27 @@ def test_records_the_broker_never_took_fail_the_replay_and_say_so(kafka, tmp_pat
     assert result.exit_code == 1, result.output
     assert "records failed" in result.stderr and "Run it again" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_replay_with_master_runs_on_a_standalone_cluster(spark_cluster, kafka, tmp_path):
+    """``blockgz replay --master spark://…``: the CLI's own session on a real cluster (master,
+    worker, executor JVMs apart from the driver); every partition restored once, in order."""
+    records = archive_of(tmp_path / "archive", "clustered", 2, 90)
+    kafka.create_topic("clustered-out", partitions=2)
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "blockgz.cli", "replay", str(tmp_path / "archive"),
+            "--topic", "clustered", "--to-topic", "clustered-out",
+            "--bootstrap-servers", kafka.bootstrap_servers,
+            "--master", spark_cluster.master_url, *EXACT,
+        ],
+        capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "replayed 180 records of clustered into clustered-out" in done.stderr
+    got = read_all(kafka, "clustered-out")
+    for p in (0, 1):
+        assert [as_replayed(m) for m in got[p]] == [
+            expected_of(r) for r in records if r.partition == p
+        ]
