@@ -78,14 +78,18 @@ def _block_batch(piece: Piece, chunk: Chunk, data: bytes, offsets: IntRange, val
 
     if piece.framing != NEWLINE or data.startswith(_ENVELOPE_START) or not data:
         return None
-    octets = np.frombuffer(data, np.uint8)
-    ends = np.flatnonzero(octets == 0x0A)
-    if not data.endswith(b"\n"):  # a last record without its separator still counts
-        ends = np.append(ends, len(data))
-    if len(ends) != chunk.num_records:
-        return None  # let the record reader name the mismatch
-    record_offsets = np.asarray(chunk.record_offsets(), np.int64)
-    if value_type is None:
+    if value_type is not None:
+        # Parsed: Arrow's row count is the check (no separate pass for the newlines).
+        values = _parsed(data, value_type, piece)
+        if len(values) != chunk.num_records:
+            return None  # an empty value, or a mismatch the record reader will name
+    else:
+        octets = np.frombuffer(data, np.uint8)
+        ends = np.flatnonzero(octets == 0x0A)
+        if not data.endswith(b"\n"):  # a last record without its separator still counts
+            ends = np.append(ends, len(data))
+        if len(ends) != chunk.num_records:
+            return None  # let the record reader name the mismatch
         starts = np.concatenate(([0], ends[:-1] + 1))
         kept = np.delete(octets, ends[ends < len(data)])
         value_offsets = np.concatenate((starts - np.arange(len(starts)), [len(kept)]))
@@ -94,8 +98,7 @@ def _block_batch(piece: Piece, chunk: Chunk, data: bytes, offsets: IntRange, val
             len(starts),
             [None, pa.py_buffer(value_offsets.astype(np.int32)), pa.py_buffer(kept)],
         )
-    else:
-        values = _parsed(data, value_type, piece)
+    record_offsets = np.asarray(chunk.record_offsets(), np.int64)
     batch = kafka_batch(piece.topic, piece.partition, values, record_offsets, value_type)
     return _filtered(batch, record_offsets, offsets)
 
