@@ -7,8 +7,8 @@ record: numpy finds the separators and the values column is built over the block
 Everything else (Avro, envelopes, keys and headers files, other framings, objects without an
 index) goes through the record reader (:class:`~reader.archive.Archive`), which knows them all.
 
-With ``value_type`` (an Arrow struct) the values are parsed as JSON into it by Arrow's JSON
-reader, a block at a time.
+With ``value_type`` (an Arrow struct) the values are parsed as JSON into it a block at a
+time (:mod:`reader.json_values`).
 
 Rows outside the scan's offsets are dropped here, so a block that only partly overlaps the
 query gives exactly the rows asked for.
@@ -16,18 +16,18 @@ query gives exactly the rows asked for.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
-from blockgz.errors import BadRecordError, CorruptBlockError
+from blockgz.errors import CorruptBlockError
 from blockgz.format.decode import Record, inflate_chunk
 from blockgz.format.envelope import unwrap
 from blockgz.format.framing import NEWLINE
 from blockgz.format.index import BlockIndex, Chunk
 from reader.archive import Archive
+from reader.json_values import parse_json_lines
 from reader.scan_plan import IntRange, Piece, Split
 from reader.tables import kafka_batch, kept_columns, value_bytes
 
@@ -80,7 +80,7 @@ def _block_batch(piece: Piece, chunk: Chunk, data: bytes, offsets: IntRange, val
         return None
     if value_type is not None:
         # Parsed: Arrow's row count is the check (no separate pass for the newlines).
-        values = _parsed(data, value_type, piece)
+        values = parse_json_lines(data, value_type, source=piece.ref.key)
         if len(values) != chunk.num_records:
             return None  # an empty value, or a mismatch the record reader will name
     else:
@@ -101,33 +101,6 @@ def _block_batch(piece: Piece, chunk: Chunk, data: bytes, offsets: IntRange, val
     record_offsets = np.asarray(chunk.record_offsets(), np.int64)
     batch = kafka_batch(piece.topic, piece.partition, values, record_offsets, value_type)
     return _filtered(batch, record_offsets, offsets)
-
-
-def _parsed(lines: bytes, value_type: Any, piece: Piece):
-    """JSON lines parsed into the struct ``value_type`` (one row per line)."""
-    import pyarrow as pa
-    import pyarrow.json as pj
-
-    schema = pa.schema(list(value_type))
-    options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
-    try:
-        # One thread per block: the blocks of a scan are already spread over the cores (Spark
-        # tasks, the reader's pool), and Arrow's threads there only add hand-offs (2.6 ms for
-        # a 1 MiB block in one thread, 3.6 ms with the pool, on 2 cores).
-        table = pj.read_json(
-            io.BytesIO(lines), read_options=pj.ReadOptions(use_threads=False), parse_options=options
-        )
-    except pa.ArrowInvalid as exc:
-        raise BadRecordError(
-            f"{piece.ref.key}: a value does not parse as JSON of the schema given "
-            f"(value.schema): {exc}"
-        ) from exc
-    table = table.select(schema.names).combine_chunks()
-    return pa.StructArray.from_arrays(
-        [table.column(n).chunk(0) if table.num_rows else pa.array([], f.type)
-         for n, f in zip(schema.names, schema, strict=True)],
-        fields=list(schema),
-    )  # fmt: skip
 
 
 def _filtered(batch, record_offsets: np.ndarray, offsets: IntRange):
@@ -182,7 +155,7 @@ def _records_batch(piece: Piece, records, offsets: IntRange, value_type: Any):
         values = pa.array([value_bytes(r.value) for r in rows], pa.binary())
     else:  # a null value (a tombstone) parses as an object of nulls
         lines = b"".join((value_bytes(r.value) or b"{}") + b"\n" for r in rows)
-        values = _parsed(lines, value_type, piece)
+        values = parse_json_lines(lines, value_type, source=piece.ref.key)
     offsets_of = [r.offset for r in rows]
     return kafka_batch(
         piece.topic, piece.partition, values, offsets_of, value_type, **kept_columns(rows)

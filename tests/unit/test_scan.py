@@ -176,6 +176,28 @@ def test_an_empty_value_parses_as_nulls_in_its_own_row(tmp_path):
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    "value_type",
+    [
+        pa.struct([("n", pa.int64())]),  # msgspec
+        pa.struct([("n", pa.int64()), ("ts", pa.timestamp("us", tz="UTC"))]),  # Arrow's reader
+    ],
+)
+def test_a_json_null_value_parses_as_a_row_of_nulls(tmp_path, value_type):
+    """A first value ``null`` used to kill the Python worker (SIGSEGV in Arrow's reader)."""
+    from blockgz import BlockGzipUpload
+
+    with BlockGzipUpload(
+        LocalStore(tmp_path), "topics/e/partition=0/e+0+0000000000.json.gz"
+    ) as out:
+        for value in (b"null", b'{"n": 1}', b"null"):
+            out.write(value)
+    scan = ScanFilter()
+    with open_archive(str(tmp_path)) as archive:
+        rows = rows_of(archive, plan_scan(archive, scan), scan, value_type)
+    assert [(o, v["n"]) for _, _, o, v in rows] == [(0, None), (1, 1), (2, None)]
+
+
 def test_int_ranges():
     both = IntRange().narrowed(low=5).narrowed(high=9).narrowed(points=[1, 6, 7, 12])
     assert [v for v in range(15) if both.contains(v)] == [6, 7]
