@@ -95,6 +95,8 @@ class CatalogRoot:
     records: int = 0
     layout: Mapping[str, str] = field(default_factory=dict)
     segments: Segments = field(default_factory=dict)
+    #: The newest folded manifest's :attr:`~blockgz.manifests.Manifest.intents`.
+    intents: bool = False
 
     def to_json(self) -> bytes:
         doc = {
@@ -107,6 +109,7 @@ class CatalogRoot:
             "skipped_nulls": self.skipped_nulls,
             "records": self.records,
             "layout": dict(self.layout),
+            "intents": self.intents,
             "segments": {
                 t: {str(p): [s.to_dict() for s in refs] for p, refs in sorted(parts.items())}
                 for t, parts in sorted(self.segments.items())
@@ -127,6 +130,7 @@ class CatalogRoot:
                 skipped_nulls=int(doc.get("skipped_nulls", 0)),
                 records=int(doc.get("records", 0)),
                 layout={str(k): str(v) for k, v in doc.get("layout", {}).items()},
+                intents=bool(doc.get("intents", False)),
                 segments={
                     str(t): {
                         int(p): [SegmentRef.from_dict(s) for s in refs] for p, refs in parts.items()
@@ -158,6 +162,13 @@ class CatalogView:
         if self.tail:
             return self.tail[-1].layout
         return self.root.layout if self.root else None
+
+    @property
+    def intents(self) -> bool:
+        """Whether the newest committed batch's tasks recorded intents (:mod:`blockgz.intents`)."""
+        if self.tail:
+            return self.tail[-1].intents
+        return self.root.intents if self.root else False
 
     def partitions(self) -> list[tuple[str, int]]:
         """Every topic-partition the export committed something for."""
@@ -267,6 +278,7 @@ class Catalog:
             keys[-1].rsplit("/", 1)[-1],
         )
         self._expire(new)
+        self._expire_intents(new)
         return new
 
     def _root_key(self, seq: int) -> str:
@@ -306,6 +318,7 @@ class Catalog:
             records=records,
             layout=manifests[-1].layout,
             segments=segments,
+            intents=manifests[-1].intents,
         )
 
     def _append(
@@ -332,6 +345,14 @@ class Catalog:
                 )
             )
             part += 1
+
+    def _expire_intents(self, newest: CatalogRoot) -> None:
+        """Delete the intents of the batches the new root covers (they are all committed)."""
+        if newest.intents:
+            from blockgz.intents import expire_intents
+
+            m = self.log
+            expire_intents(m.store, m.prefix, m.layout, m.name, newest.offsets)
 
     def _expire(self, newest: CatalogRoot) -> None:
         """Delete roots beyond the newest :data:`KEEP_ROOTS`, and segments no kept root uses."""

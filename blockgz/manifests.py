@@ -132,6 +132,9 @@ class Manifest:
     layout: Mapping[str, str] = field(default_factory=dict)
     #: Records sent to the dead-letter queue, per topic and partition (``errors.tolerance=all``).
     dead_letters: Offsets = field(default_factory=dict)
+    #: Whether the batch's tasks recorded their directories ahead (:mod:`blockgz.intents`), so
+    #: that a restart finds what the next, uncommitted batch wrote without listing the topic.
+    intents: bool = False
 
     def to_json(self) -> bytes:
         """Deterministic bytes: files sorted, keys sorted."""
@@ -149,6 +152,8 @@ class Manifest:
             "skipped_nulls": self.skipped_nulls,
             "layout": dict(self.layout),
         }
+        if self.intents:
+            doc["intents"] = True
         if self.dead_letters:
             doc["dead_letters"] = {
                 t: {str(p): n for p, n in sorted(ps.items())}
@@ -169,6 +174,7 @@ class Manifest:
                 skipped_nulls=int(doc.get("skipped_nulls", 0)),
                 layout={str(k): str(v) for k, v in doc.get("layout", {}).items()},
                 dead_letters=merge_offsets({}, doc.get("dead_letters", {})),
+                intents=bool(doc.get("intents", False)),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptManifestError(f"{source}: not a blockgz manifest ({exc})") from exc
@@ -201,12 +207,16 @@ class ManifestLog:
         name: str,
         *,
         epoch: str = "",
+        intents: bool = False,
     ):
         self.store = store
         self.prefix = prefix
         self.layout = layout
         self.name = name
         self.epoch = epoch
+        #: Whether this job's tasks record intents (a field or time partitioner): its manifests
+        #: say so, which tells a restart it may rely on them.
+        self.intents = intents
 
     @classmethod
     def from_options(cls, options: Options) -> ManifestLog:
@@ -245,6 +255,7 @@ class ManifestLog:
             skipped_nulls,
             self.layout.to_dict(),
             dead_letters or {},
+            self.intents,
         )
         key = self.key(batch_id)
         self.store.put(key, manifest.to_json())
@@ -300,15 +311,27 @@ class ManifestLog:
         """Delete objects of the given topic-partitions that start at or after ``offsets``.
 
         They come from a batch that never committed (its checkpoint was lost with it). Only the
-        topic-partitions in ``offsets`` are touched; each deletion is logged. With
-        ``partition_directories`` (the default partitioner: one directory per partition), each
-        partition's listing starts after its committed objects (``StartAfter``), so the cost
-        does not grow with the history; otherwise the topic's whole prefix is listed.
+        topic-partitions in ``offsets`` are touched; each deletion is logged. What is listed
+        does not grow with the history:
+
+        * ``partition_directories`` (the default partitioner: one directory per partition):
+          each partition's directory, from its committed offset on (S3 ``StartAfter``);
+        * otherwise, when the newest manifest says its tasks record intents
+          (:mod:`blockgz.intents`): the intents from the committed offset on, then only the
+          directories they name, each from the committed offset on;
+        * otherwise (archives written before intents): the topic's whole prefix.
         """
         deleted: list[str] = []
+        by_intents = not partition_directories and self._newest_records_intents()
         for topic, parts in offsets.items():
             if partition_directories:
                 listings = [self._listed_from(topic, p, nxt) for p, nxt in sorted(parts.items())]
+            elif by_intents:
+                listings = [
+                    self._listed_from(topic, p, nxt, directory=d)
+                    for p, nxt in sorted(parts.items())
+                    for d in sorted(self._intended(topic, p, nxt))
+                ]
             else:
                 listings = [self.store.list(self.layout.topic_prefix(self.prefix, topic))]
             for listing in listings:
@@ -327,14 +350,38 @@ class ManifestLog:
                         )
         return deleted
 
-    def _listed_from(self, topic: str, partition: int, next_offset: int) -> Iterator[ObjectInfo]:
-        """The partition directory's objects, from those starting at ``next_offset`` on."""
+    def _newest_records_intents(self) -> bool:
+        from blockgz.catalog import Catalog
+
+        return Catalog(self).view().intents
+
+    def _intended(self, topic: str, partition: int, next_offset: int) -> set[str]:
+        from blockgz.intents import intended_directories
+
+        found = intended_directories(
+            self.store, self.prefix, self.layout, self.name, topic, partition,
+            from_offset=next_offset,
+        )  # fmt: skip
+        log.info(
+            "%s-%d: intents from offset %d on name %d directories to look in",
+            topic, partition, next_offset, len(found),
+        )  # fmt: skip
+        return found
+
+    def _listed_from(
+        self, topic: str, partition: int, next_offset: int, *, directory: str = ""
+    ) -> Iterator[ObjectInfo]:
+        """The objects of the partition's directory (or of ``directory``, a key prefix ending
+        with the delimiter) from those of ``topic``/``partition`` starting at ``next_offset`` on."""
         prefix = self.layout.partition_prefix(self.prefix, topic, partition)
+        if directory:  # other partitions' objects share it: list only this one's names
+            prefix = directory + self.layout.file_delim.join((topic, str(partition), ""))
         start_after = ""
         # Zero-padded start offsets sort as numbers (while they fit the padding: a batch
         # crossing into one more digit is listed whole); "/" sorts after any extension's ".".
         if next_offset > 0 and len(str(next_offset)) < self.layout.offset_pad_width:
-            start_after = prefix + self.layout.file_name(topic, partition, next_offset - 1, "/")
+            name = self.layout.file_name(topic, partition, next_offset - 1, "/")
+            start_after = prefix[: prefix.rfind(self.layout.directory_delim) + 1] + name
         return self.store.list(prefix, start_after=start_after)
 
 

@@ -429,7 +429,17 @@ class SinkConfig:
         if store is None:
             store, prefix = self.make_store()
         epoch = self.epoch if epoch is None else epoch
-        return ManifestLog(store, prefix, self.layout, self.name, epoch=epoch)
+        return ManifestLog(
+            store, prefix, self.layout, self.name, epoch=epoch, intents=self.records_intents
+        )
+
+    @property
+    def records_intents(self) -> bool:
+        """Whether tasks record the directories they write ahead (:mod:`blockgz.intents`):
+        under a field or time partitioner, whose objects may land in any directory."""
+        from sink.partitioning.partitioners import DefaultPartitioner
+
+        return type(self.partitioner()) is not DefaultPartitioner
 
     @property
     def extension(self) -> str:

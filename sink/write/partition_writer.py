@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from blockgz.errors import BadRecordError, OffsetOrderError, RecordFramingError
+from blockgz.intents import DirectoryIntents
 from blockgz.layout import default_partition
 from blockgz.manifests import WrittenFile
 from blockgz.store.base import ObjectStore
@@ -109,6 +110,12 @@ class TopicPartitionWriter:
             and not config.rotate_schedule_interval_ms
         )
         self._default_encoded = default_partition(partition)
+        #: Under a field or time partitioner, the directories written are recorded first.
+        self.intents = (
+            None
+            if type(self.partitioner) is DefaultPartitioner
+            else DirectoryIntents(store, prefix, config.layout, config.name, topic, partition)
+        )
 
     # -- naming -------------------------------------------------------------------------------
     def key_for(self, encoded: str, start_offset: int) -> str:
@@ -380,6 +387,8 @@ class TopicPartitionWriter:
     ) -> OpenFile:
         cfg = self.config
         writer: OpenFile
+        if self.intents is not None:
+            self.intents.note(self.key_for(encoded, offset), start_offset=offset)
         if encoded == cfg.tombstone_partition and cfg.keeps_tombstone_keys_only:
             writer = NoValueFile(self.key_for(encoded, offset), self.topic, self.partition, encoded)
             self.open_files[encoded] = writer
@@ -458,12 +467,14 @@ class TopicPartitionWriter:
 
     def abort(self) -> None:
         """Drop open files and delete the ones already finished in this attempt."""
+        left = False  # something of this attempt may still be in the store
         for writer in self.open_files.values():
             try:
                 writer.abort()
                 if writer.companions:
                     writer.companions.abort()
             except Exception:  # keep cleaning up; the original error is what matters
+                left = True
                 log.warning("could not abort the upload of %s", writer.key, exc_info=True)
         self.open_files.clear()
         for done in self.written:
@@ -472,5 +483,11 @@ class TopicPartitionWriter:
                     try:
                         self.store.delete(key)
                     except Exception:
+                        left = True
                         log.warning("could not delete %s after a failure", key, exc_info=True)
+        if self.intents is not None and not left:  # else a restart still needs them
+            try:
+                self.intents.discard()
+            except Exception:
+                log.warning("could not delete the intents of %s-%d", self.topic, self.partition)
         self.written.clear()

@@ -7,6 +7,8 @@ server), and the seek returns exactly the records from its offset.
 
 from __future__ import annotations
 
+from urllib.parse import unquote
+
 import pytest
 
 from blockgz.catalog import Catalog
@@ -129,3 +131,49 @@ def test_a_killed_runs_multipart_uploads_are_aborted_at_start(seaweed_s3, weed_b
     assert abort_left_uploads(job, started_before=0.0) == []
     remaining = client.list_multipart_uploads(Bucket=weed_bucket).get("Uploads", [])
     assert sorted(u["Key"] for u in remaining) == sorted([left[0], left[2]])
+
+
+def _hourly_history(hours: int) -> list:
+    from sink.records import KafkaRecord
+    from testkit.archives import HOUR, T0
+
+    return [
+        KafkaRecord("ev", 0, n, T0 + (n // 4) * HOUR, None, b'{"kind": "k", "n": %d}' % n)
+        for n in range(hours * 4)
+    ]
+
+
+@pytest.mark.parametrize("hours", [12, 120])
+def test_a_restart_under_a_time_partitioner_costs_the_same_whatever_the_history(
+    weed_proxy, weed_bucket, hours
+):
+    """Intents: the requests of removing an uncommitted batch depend on that batch (here: a
+    late record for hour 1 and two new hours), not on the 12 or 120 hourly directories."""
+    from sink.records import KafkaRecord
+    from sink.write.task import write_task
+    from testkit.archives import HOUR, T0
+    from testkit.batches import arrow_batches
+
+    options = s3_options(weed_proxy.endpoint_url)
+    root = f"s3://{weed_bucket}/h{hours}"
+    config = export_batches(root, _hourly_history(hours), "hourly", batches=6, every=4, **options)
+    first = hours * 4
+    stamps = [T0 + HOUR, T0 + hours * HOUR, T0 + (hours + 1) * HOUR]
+    late = [
+        KafkaRecord("ev", 0, first + i, s, None, b'{"n": %d}' % i) for i, s in enumerate(stamps)
+    ]
+    uncommitted = write_task(config, iter(arrow_batches(late)))  # dies before its manifest
+    weed_proxy.clear_log()
+
+    removed = config.manifest_log().remove_uncommitted({"ev": {0: first}})
+
+    assert sorted(removed) == sorted(
+        k for f in uncommitted.files for k in (f.key, f.index_key) if k
+    )
+    listings = [unquote(r.query) for r in weed_proxy.requests if "list-type=2" in r.query]
+    data_listings = [q for q in listings if f"prefix=h{hours}/topics/" in q]
+    assert len(data_listings) == 3 and all("ev+0+" in q for q in data_listings), data_listings
+    # roots, manifests after the root, this partition's intents; then 3 directories
+    assert len(listings) == 3 + 3, listings
+    with open_archive(root, options) as archive:
+        assert [r.offset for r in archive.seek("ev", 0, 0)] == list(range(first))

@@ -189,7 +189,18 @@ def kill_mid_batch_then_restart(
     check_exactly_once(s3_server, bucket, clean)
 
 
-def test_lost_checkpoint_resumes_from_s3_manifests(crash_setup, kafka, s3_server, bucket, tmp_path):
+HOURLY = {
+    "partitioner.class": "io.confluent.connect.storage.partitioner.HourlyPartitioner",
+    "locale": "en-US",
+    "timezone": "UTC",
+}
+
+
+@pytest.mark.parametrize("layout", [{}, HOURLY], ids=["default", "hourly"])
+def test_lost_checkpoint_resumes_from_s3_manifests(
+    crash_setup, kafka, s3_server, bucket, tmp_path, layout
+):
+    """Hourly: the orphans are found through the dead batch's intents (blockgz.intents)."""
     marker = tmp_path / "paused"
     config = write_config(
         tmp_path / "job.properties",
@@ -197,6 +208,7 @@ def test_lost_checkpoint_resumes_from_s3_manifests(crash_setup, kafka, s3_server
         s3_server,
         bucket,
         crash_setup,
+        **layout,
         **fault_options(f"pause-after-files:2:1:{marker}"),
     )
     run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log")
@@ -213,10 +225,15 @@ def test_lost_checkpoint_resumes_from_s3_manifests(crash_setup, kafka, s3_server
         s3_server,
         bucket,
         crash_setup,
+        **layout,
         **{"startingOffsets": "s3", "flush.size": "5"},
     )
     ExportProcess(resumed, tmp_path / "ckpt2", tmp_path / "export.log").finish()
     check_exactly_once(s3_server, bucket, resumed)
+    if layout:
+        log = (tmp_path / "export.log").read_text()
+        assert "uncommitted objects removed" in log and "(0 uncommitted" not in log
+        assert re.search(r"-[0-9]+: intents from offset 20 on name [1-9]", log), log[-3000:]
 
 
 def test_sigterm_stops_a_running_export_cleanly(crash_setup, kafka, s3_server, bucket, tmp_path):
