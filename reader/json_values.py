@@ -8,9 +8,11 @@ Two parsers give one result:
   Arrow's JSON reader, which builds every field before dropping the unwanted ones. It takes
   the types a JSON value maps to exactly: strings, integers, doubles, booleans, and structs
   and lists of those.
-* **Arrow's JSON reader** takes every other type (timestamps, dates, decimals, binary, maps,
-  floats), and any block msgspec refuses; its result or its error is then the answer, so a
-  value is accepted or refused the same way whichever parser saw it first.
+  It also takes dates (ISO ``YYYY-MM-DD`` strings) and maps with string keys and values of
+  those types, which Arrow's reader cannot read from JSON.
+* **Arrow's JSON reader** takes every other type (timestamps, decimals, binary, float), and any
+  block msgspec refuses; its result or its error is then the answer, so a value is accepted or
+  refused the same way whichever parser saw it first. Dates reach it as strings and are cast.
 
 Both follow the same line rules: blank lines are skipped (the caller compares the row count
 with the records it expects), and a value that is JSON ``null`` becomes a row whose fields are
@@ -25,6 +27,7 @@ object msgspec keeps the last value, where Arrow refuses the object.
 
 from __future__ import annotations
 
+import datetime
 import functools
 import io
 import operator
@@ -57,7 +60,7 @@ def _arrow_parsed(lines: bytes, value_type: Any, source: str) -> Any:
     import pyarrow as pa
     import pyarrow.json as pj
 
-    schema = pa.schema(list(value_type))
+    schema = pa.schema(list(_dates_as_strings(value_type)))
     options = pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="ignore")
     try:
         # One thread per block: the blocks of a scan are already spread over the cores (Spark
@@ -72,11 +75,50 @@ def _arrow_parsed(lines: bytes, value_type: Any, source: str) -> Any:
             f"{source}: a value does not parse as JSON of the schema given (value.schema): {exc}"
         ) from exc
     table = table.select(schema.names).combine_chunks()
-    return pa.StructArray.from_arrays(
+    parsed = pa.StructArray.from_arrays(
         [table.column(n).chunk(0) if table.num_rows else pa.array([], f.type)
          for n, f in zip(schema.names, schema, strict=True)],
         fields=list(schema),
     )  # fmt: skip
+    if parsed.type == value_type:
+        return parsed
+    try:
+        return _with_dates(parsed, value_type)
+    except pa.ArrowInvalid as exc:
+        raise BadRecordError(f"{source}: a date in a value is not YYYY-MM-DD: {exc}") from exc
+
+
+def _dates_as_strings(arrow_type: Any) -> Any:
+    """``arrow_type`` with every date replaced by a string: Arrow's JSON reader reads a date
+    only from a number of days, so dates are read as text and cast (:func:`_with_dates`)."""
+    import pyarrow as pa
+
+    if pa.types.is_date32(arrow_type):
+        return pa.string()
+    if pa.types.is_struct(arrow_type):
+        return pa.struct([f.with_type(_dates_as_strings(f.type)) for f in arrow_type])
+    if pa.types.is_list(arrow_type):
+        item = arrow_type.value_field
+        return pa.list_(item.with_type(_dates_as_strings(item.type)))
+    return arrow_type
+
+
+def _with_dates(array: Any, arrow_type: Any) -> Any:
+    """``array`` (read with :func:`_dates_as_strings`) as ``arrow_type``: the strings cast to
+    dates, structs and lists rebuilt around them with their nulls."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if array.type == arrow_type:
+        return array
+    mask = array.is_null() if array.null_count else None
+    if pa.types.is_date32(arrow_type):
+        return pc.cast(array, arrow_type)
+    if pa.types.is_struct(arrow_type):
+        children = [_with_dates(array.field(i), f.type) for i, f in enumerate(arrow_type)]
+        return pa.StructArray.from_arrays(children, fields=list(arrow_type), mask=mask)
+    items = _with_dates(array.values, arrow_type.value_type)  # a list
+    return pa.ListArray.from_arrays(array.offsets, items, type=arrow_type, mask=mask)
 
 
 # -- msgspec: decoding into the fields asked for ----------------------------------------------
@@ -104,6 +146,12 @@ def _annotation(arrow_type: Any, msgspec: Any) -> Any:
         return int  # the column's range is checked when the array is built
     if pa.types.is_float64(arrow_type):
         return float  # msgspec, like Arrow, takes an integer for a double
+    if pa.types.is_date32(arrow_type):
+        return datetime.date  # from "YYYY-MM-DD" only
+    if pa.types.is_map(arrow_type):
+        key, item = arrow_type.key_type, arrow_type.item_type
+        value = None if _nested(item) else _annotation(item, msgspec)
+        return None if value is None or not pa.types.is_string(key) else dict[str, value | None]
     if pa.types.is_list(arrow_type):
         item = _annotation(arrow_type.value_type, msgspec)
         return None if item is None else list[item | None]
@@ -118,6 +166,16 @@ def _annotation(arrow_type: Any, msgspec: Any) -> Any:
         rename = {f"f{p}": field.name for p, field in enumerate(arrow_type)}
         return msgspec.defstruct("Value", fields, rename=rename)
     return None
+
+
+def _nested(arrow_type: Any) -> bool:
+    import pyarrow as pa
+
+    return (
+        pa.types.is_struct(arrow_type)
+        or pa.types.is_list(arrow_type)
+        or pa.types.is_map(arrow_type)
+    )
 
 
 def _struct_column(values: list, arrow_type: Any, *, top: bool = False) -> Any:

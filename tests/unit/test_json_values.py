@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import json
 
 import pyarrow as pa
@@ -22,8 +23,11 @@ VALUE = pa.struct(
         ("b", pa.bool_()),
         ("l", pa.list_(pa.field("element", pa.int64()))),
         ("st", pa.struct([("a", pa.string()), ("items", pa.list_(pa.field("element", ITEM)))])),
+        ("d", pa.date32()),
+        ("days", pa.list_(pa.field("element", pa.date32()))),
     ]
 )
+dates = st.dates().map(datetime.date.isoformat)
 
 scalars = (
     st.none()
@@ -58,6 +62,8 @@ def _objects(wrong: st.SearchStrategy) -> st.SearchStrategy:
             "b": st.booleans() | wrong,
             "l": st.lists(st.none() | st.integers(-(2**63), 2**63 - 1), max_size=3) | wrong,
             "st": st.none() | nested | wrong,
+            "d": dates | wrong,
+            "days": st.lists(st.none() | dates, max_size=3) | wrong,
             "extra": any_json,
         },
     )
@@ -86,7 +92,12 @@ def test_msgspec_and_arrow_accept_and_refuse_the_same_values(values, ascii_only)
 
 def test_msgspec_takes_the_types_it_maps_exactly():
     assert _msgspec_decoder(VALUE) is not None
-    for arrow_only in (pa.timestamp("us", tz="UTC"), pa.float32(), pa.date32(), pa.binary()):
+    for arrow_only in (
+        pa.timestamp("us", tz="UTC"),
+        pa.float32(),
+        pa.binary(),
+        pa.decimal128(5, 2),
+    ):
         assert _msgspec_decoder(pa.struct([("n", pa.int64()), ("x", arrow_only)])) is None
 
 
@@ -122,3 +133,38 @@ def test_a_key_given_twice_keeps_its_last_value():
 def test_blank_lines_are_skipped_as_arrow_skips_them():
     value_type = pa.struct([("n", pa.int64())])
     assert len(parse_json_lines(b'{"n": 1}\n\n{"n": 2}\n', value_type)) == 2
+
+
+def test_dates_are_read_from_iso_strings_by_both_parsers():
+    """Arrow's reader takes a date only as a number of days: it reads them as text, then casts."""
+    lines = b'{"d": "2024-02-29", "s": {"d": null}, "l": ["1999-12-31", null]}\nnull\n'
+    value_type = pa.struct(
+        [("d", pa.date32()), ("s", pa.struct([("d", pa.date32())])),
+         ("l", pa.list_(pa.field("element", pa.date32())))]
+    )  # fmt: skip
+    expected = [
+        {
+            "d": datetime.date(2024, 2, 29),
+            "s": {"d": None},
+            "l": [datetime.date(1999, 12, 31), None],
+        },
+        {"d": None, "s": None, "l": None},
+    ]
+    assert parse_json_lines(lines, value_type).to_pylist() == expected
+    assert _arrow_parsed(lines, value_type, "").to_pylist() == expected
+    with_time = pa.struct([*value_type, ("t", pa.timestamp("us", tz="UTC"))])  # Arrow's reader
+    assert _msgspec_decoder(with_time) is None
+    assert [{k: v for k, v in row.items() if k != "t"} for row in
+            parse_json_lines(lines, with_time).to_pylist()] == expected  # fmt: skip
+
+
+def test_a_date_that_is_not_iso_is_refused():
+    with pytest.raises(BadRecordError, match="not YYYY-MM-DD"):
+        parse_json_lines(b'{"d": "29/02/2024"}\n', pa.struct([("d", pa.date32())]))
+
+
+def test_maps_with_string_keys_are_read():
+    """Arrow's JSON reader has no maps; msgspec reads them."""
+    value_type = pa.struct([("m", pa.map_(pa.string(), pa.int64()))])
+    values = parse_json_lines(b'{"m": {"a": 1, "b": null}}\n{"m": null}\n{}\n', value_type)
+    assert values.to_pylist() == [{"m": [("a", 1), ("b", None)]}, {"m": None}, {"m": None}]
