@@ -314,24 +314,24 @@ class ManifestLog:
         topic-partitions in ``offsets`` are touched; each deletion is logged. What is listed
         does not grow with the history:
 
+        * when the newest manifest says its tasks record intents (:mod:`blockgz.intents`; the
+          batch that died ran with the same settings): the intents from the committed offset
+          on, then only the directories they name, each from the committed offset on;
         * ``partition_directories`` (the default partitioner: one directory per partition):
           each partition's directory, from its committed offset on (S3 ``StartAfter``);
-        * otherwise, when the newest manifest says its tasks record intents
-          (:mod:`blockgz.intents`): the intents from the committed offset on, then only the
-          directories they name, each from the committed offset on;
         * otherwise (archives written before intents): the topic's whole prefix.
         """
         deleted: list[str] = []
-        by_intents = not partition_directories and self._newest_records_intents()
+        by_intents = bool(offsets) and self._newest_records_intents()
         for topic, parts in offsets.items():
-            if partition_directories:
-                listings = [self._listed_from(topic, p, nxt) for p, nxt in sorted(parts.items())]
-            elif by_intents:
+            if by_intents:
                 listings = [
                     self._listed_from(topic, p, nxt, directory=d)
                     for p, nxt in sorted(parts.items())
                     for d in sorted(self._intended(topic, p, nxt))
                 ]
+            elif partition_directories:
+                listings = [self._listed_from(topic, p, nxt) for p, nxt in sorted(parts.items())]
             else:
                 listings = [self.store.list(self.layout.topic_prefix(self.prefix, topic))]
             for listing in listings:

@@ -125,3 +125,18 @@ def test_a_failed_task_takes_its_intents_with_its_objects(tmp_path):
     with pytest.raises(OffsetOrderError):  # after it opened files in three hours
         write_task(config, iter(arrow_batches([*records, records[0]])))
     assert not [p for p in tmp_path.rglob("*") if p.is_file()]
+
+
+def test_a_restart_with_the_default_partitioner_still_finds_an_hourly_batchs_objects(tmp_path):
+    """The partitioner changed between the run that died and the restart: the newest manifest
+    says its run recorded intents, so they are used rather than the partition directories."""
+    export_batches(str(tmp_path), history(1), "hourly", batches=2, every=1000)
+    uncommitted = write_task(config_for(tmp_path), iter(arrow_batches(late_batch(200, 1))))
+    restart = SinkConfig.from_options({"path": str(tmp_path), "name": "job"})
+    assert not restart.records_intents
+
+    removed = restart.manifest_log().remove_uncommitted(
+        {"ev": {0: 200}}, partition_directories=True
+    )
+
+    assert set(removed) == {k for f in uncommitted.files for k in (f.key, f.index_key) if k}
