@@ -216,7 +216,7 @@ class Catalog:
     def __init__(self, manifests: ManifestLog):
         self.log = manifests
         self.store = manifests.store
-        base = f"{manifests.prefix}{manifests.layout.manifest_dir}/{manifests.name}/catalog/"
+        base = manifests.layout.catalog_prefix(manifests.prefix, manifests.name)
         self.roots_prefix = base + "roots/"
         self.segments_prefix = base + "segments/"
 

@@ -47,13 +47,8 @@ _OFFSET_DIGITS = 20
 _DELETE_THREADS = 8
 
 
-def intents_prefix(store_prefix: str, layout: Layout, job: str) -> str:
-    """``<prefix><manifest dir>/<job>/intents/``."""
-    return layout.manifest_prefix(store_prefix, job).removesuffix("manifests/") + "intents/"
-
-
 def _partition_prefix(store_prefix: str, layout: Layout, job: str, topic: str, partition: int):
-    return f"{intents_prefix(store_prefix, layout, job)}{topic}/{partition}/"
+    return f"{layout.intents_prefix(store_prefix, job)}{topic}/{partition}/"
 
 
 class DirectoryIntents:
@@ -126,7 +121,7 @@ def expire_intents(
     """Delete the intents of tasks whose records are all committed (they start below the
     committed offset: a batch starts only after the one before it committed). One listing of
     the job's intents, which compaction keeps short."""
-    where = intents_prefix(store_prefix, layout, job)
+    where = layout.intents_prefix(store_prefix, job)
     stale: list[str] = []
     for info in store.list(where):
         parts = info.key[len(where) :].split("/")

@@ -303,14 +303,26 @@ class Layout:
             size=size,
         )
 
-    # -- manifests ----------------------------------------------------------------------------
+    # -- the job's own objects: manifests, catalog, dead letters, intents ----------------------
+    def job_prefix(self, prefix: str, job_name: str) -> str:
+        """``<prefix><manifest dir>/<job name>/``: everything the job keeps besides the data."""
+        return f"{prefix}{self.manifest_dir}/{job_name}/"
+
     def manifest_prefix(self, prefix: str, job_name: str) -> str:
         """``<prefix><manifest dir>/<job name>/manifests/``."""
-        return f"{prefix}{self.manifest_dir}/{job_name}/manifests/"
+        return f"{self.job_prefix(prefix, job_name)}manifests/"
 
     def deadletter_prefix(self, prefix: str, job_name: str) -> str:
         """``<prefix><manifest dir>/<job name>/deadletters/``: the store's dead-letter queue."""
-        return f"{prefix}{self.manifest_dir}/{job_name}/deadletters/"
+        return f"{self.job_prefix(prefix, job_name)}deadletters/"
+
+    def catalog_prefix(self, prefix: str, job_name: str) -> str:
+        """``<prefix><manifest dir>/<job name>/catalog/``: roots and segments."""
+        return f"{self.job_prefix(prefix, job_name)}catalog/"
+
+    def intents_prefix(self, prefix: str, job_name: str) -> str:
+        """``<prefix><manifest dir>/<job name>/intents/``: see :mod:`blockgz.intents`."""
+        return f"{self.job_prefix(prefix, job_name)}intents/"
 
     def manifest_key(
         self, prefix: str, job_name: str, batch_id: int | str, *, epoch: str = ""

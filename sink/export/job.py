@@ -277,7 +277,7 @@ def abort_left_uploads(job: ExportConfig, *, started_before: float) -> list[str]
     layout = job.sink.layout
     topics = list(job.topics) or sorted({t for t, _ in kafka_partitions(job)})
     prefixes = [layout.topic_prefix(prefix, t) for t in topics]
-    prefixes.append(layout.manifest_prefix(prefix, job.name).removesuffix("manifests/"))
+    prefixes.append(layout.job_prefix(prefix, job.name))
     aborted: list[str] = []
     try:
         for where in prefixes:

@@ -86,7 +86,7 @@ def check_registry(job: ExportConfig) -> None:
 def check_store(job: ExportConfig) -> None:
     """Write and delete a small object where the job writes its manifests."""
     store, prefix = job.sink.make_store()
-    job_dir = job.sink.layout.manifest_prefix(prefix, job.name).removesuffix("manifests/")
+    job_dir = job.sink.layout.job_prefix(prefix, job.name)
     key = f"{job_dir}preflight-{secrets.token_hex(4)}"  # beside the manifests, not among them
     setting = (
         f"s3.bucket.name={job.sink.target.s3.bucket}"
