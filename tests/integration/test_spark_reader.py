@@ -182,3 +182,33 @@ def test_avro_values_come_back_in_their_schemas_type(spark, weed_proxy, weed_buc
     assert frame.schema["value"].dataType.simpleString() == "struct<id:bigint,item:string>"
     rows = frame.where("offset BETWEEN 12 AND 14").select("offset", "value.id", "value.item")
     assert sorted(tuple(r) for r in rows.collect()) == [(n, n, f"i{n}") for n in (12, 13, 14)]
+
+
+def test_values_parse_dates_maps_and_nested_types_through_spark(spark, tmp_path):
+    """Spark checks each Arrow batch against the schema exactly: the arrays msgspec's path
+    builds (and Arrow's, with a timestamp in the schema) must match Spark's types."""
+    import datetime as dt
+
+    from blockgz import BlockGzipUpload
+    from blockgz.store import LocalStore
+
+    values = [
+        b'{"d": "2024-02-29", "m": {"a": 1}, "l": [{"c": 2}, null], "t": "2024-01-01T00:00:00Z"}',
+        b"null",
+        b'{"s": {"d": "1999-12-31"}, "extra": [1, 2]}',
+    ]
+    with BlockGzipUpload(
+        LocalStore(tmp_path), "topics/e/partition=0/e+0+0000000000.json.gz"
+    ) as out:
+        for value in values:
+            out.write(value)
+    plain = "d DATE, m MAP<STRING, BIGINT>, l ARRAY<STRUCT<c: BIGINT>>, s STRUCT<d: DATE>"
+    for schema in (plain, "d DATE, s STRUCT<d: DATE>, t TIMESTAMP"):
+        rows = read(spark, str(tmp_path), {"value.schema": schema}).orderBy("offset").collect()
+        got = [r.value.asDict(recursive=True) for r in rows]
+        assert got[0]["d"] == dt.date(2024, 2, 29) and got[2]["s"] == {"d": dt.date(1999, 12, 31)}
+        assert all(v is None for v in got[1].values()), got[1]
+        if "m" in got[0]:
+            assert got[0]["m"] == {"a": 1} and got[0]["l"] == [{"c": 2}, None]
+        else:
+            assert got[0]["t"] is not None
