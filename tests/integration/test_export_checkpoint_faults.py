@@ -51,6 +51,16 @@ def tmpfs(where: Path, *options: str) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
+def keep_log_pages(log: Path, size: int = 1 << 20) -> None:
+    """Reserve pages past the end of the export's log (``fallocate --keep-size``), so that its
+    lines do not take the room the test leaves for Spark's logs."""
+    subprocess.run(
+        ["fallocate", "--keep-size", "--offset", str(log.stat().st_size), "--length", str(size),
+         str(log)],
+        check=True,
+    )  # fmt: skip
+
+
 def fill(directory: Path) -> None:
     """Write until the file system says it is full."""
     with open(directory / "filler", "wb") as out, contextlib.suppress(OSError):
@@ -165,6 +175,11 @@ def test_the_checkpoint_fills_up_while_the_export_runs(
 
         try:
             wait_until(lambda: committed(job, topic) == first, alive, "the first batch", 60)
+            # The manifest comes before Spark's commit log: wait for batch 0's, or it takes the
+            # room left below and batch 1's offset log fails instead.
+            done_0 = [checkpoint / "commits" / "0", checkpoint / "commits" / ".0.crc"]
+            wait_until(lambda: all(p.exists() for p in done_0), alive, "Spark's commit 0", 30)
+            keep_log_pages(checkpoint / "blockgz-export.log")
             fill(where)
             filler = where / "filler"
             os.truncate(filler, filler.stat().st_size - room)
