@@ -52,7 +52,8 @@ class CorruptBlockError(BlockGzError, ValueError):
 
 
 class CorruptManifestError(BlockGzError, ValueError):
-    """A batch manifest is not valid JSON or lacks what a manifest holds."""
+    """A batch manifest (or a catalog root, segment or intent) is not valid JSON or lacks what
+    it holds."""
 
 
 class OffsetNotFoundError(BlockGzError, LookupError):

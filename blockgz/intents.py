@@ -18,7 +18,8 @@ and lists only their directories, from the committed offset on: its cost depends
 that died, not on the archive's age. Catalog compaction deletes the intents of committed batches.
 
 >>> import tempfile
->>> from blockgz.layout import Layout
+>>> from blockgz.errors import CorruptManifestError
+from blockgz.layout import Layout
 >>> from blockgz.store import LocalStore
 >>> store = LocalStore(tempfile.mkdtemp())
 >>> intents = DirectoryIntents(store, "", Layout(), "job", "t", 0)
@@ -37,6 +38,7 @@ import secrets
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
+from blockgz.errors import CorruptManifestError
 from blockgz.layout import Layout
 from blockgz.manifests import Offsets
 from blockgz.store.base import ObjectStore
@@ -111,7 +113,10 @@ def intended_directories(
             found.update(str(d) for d in json.loads(store.get(info.key))["directories"])
         except (ValueError, KeyError, TypeError) as exc:
             # Unreadable: the caller cannot know where that task wrote, so it must not guess.
-            raise ValueError(f"{store.url(info.key)}: not a blockgz intent ({exc})") from exc
+            raise CorruptManifestError(
+                f"{store.url(info.key)}: not a blockgz intent ({exc}); delete it only if no "
+                "batch of this job died after the last committed one"
+            ) from exc
     return found
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from blockgz.catalog import Catalog
-from blockgz.errors import OffsetOrderError
+from blockgz.errors import CorruptManifestError, OffsetOrderError
 from blockgz.store import LocalStore
 from reader import open_archive
 from sink.records import KafkaRecord
@@ -140,3 +140,12 @@ def test_a_restart_with_the_default_partitioner_still_finds_an_hourly_batchs_obj
     )
 
     assert set(removed) == {k for f in uncommitted.files for k in (f.key, f.index_key) if k}
+
+
+def test_an_unreadable_intent_stops_the_restart_with_its_key(tmp_path):
+    """Guessing where a dead task wrote could leave its objects behind: refuse instead."""
+    export_batches(str(tmp_path), history(1), "hourly", batches=1, every=1000)
+    broken = tmp_path / "_blockgz/job/intents/ev/0" / f"{200:020d}-0badc0de.json"
+    broken.write_text("{not json")
+    with pytest.raises(CorruptManifestError, match=r"intents/ev/0/0+200-0badc0de\.json"):
+        config_for(tmp_path).manifest_log().remove_uncommitted({"ev": {0: 200}})
