@@ -18,8 +18,7 @@ and lists only their directories, from the committed offset on: its cost depends
 that died, not on the archive's age. Catalog compaction deletes the intents of committed batches.
 
 >>> import tempfile
->>> from blockgz.errors import CorruptManifestError
-from blockgz.layout import Layout
+>>> from blockgz.layout import Layout
 >>> from blockgz.store import LocalStore
 >>> store = LocalStore(tempfile.mkdtemp())
 >>> intents = DirectoryIntents(store, "", Layout(), "job", "t", 0)
