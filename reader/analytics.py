@@ -63,8 +63,8 @@ class ArchiveAnalytics:
         end`` and ``from_time <= timestamp < to_time`` (epoch ms; needs an archive that kept
         timestamps, ``format.json.envelope``). Blocks are fetched ``prefetch`` ahead, so
         memory stays bounded whatever the size of the topic. With a time window, objects
-        whose time range (from the export's catalog, ``committed=true``) lies outside it
-        are not read."""
+        whose time range (from the export's catalog, ``committed=true``) and blocks whose
+        time range (from their index) lies outside it are not read."""
         window = {"start": start, "end": end, "from_time": from_time, "to_time": to_time}
         for partition, block in self.record_blocks(topic, partitions, **window):
             for record in block:
@@ -89,14 +89,16 @@ class ArchiveAnalytics:
             if start is not None:
                 begin = max(begin, start)
             stop = end
+            stamps = None
             if timed:
                 window = self.offsets_in_time(topic, partition, from_time, to_time)
                 if window is None:
                     continue
                 begin = max(begin, window[0])
                 stop = window[1] if stop is None else min(stop, window[1])
+                stamps = (from_time, None if to_time is None else to_time - 1)
             try:
-                blocks = self.seek_blocks(topic, partition, begin)
+                blocks = self.seek_blocks(topic, partition, begin, times=stamps)
                 head = next(blocks)  # an offset past the end raises here
             except OffsetNotFoundError:
                 continue

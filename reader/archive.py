@@ -233,13 +233,21 @@ class Archive(ArchiveAnalytics):
         return _flattened(self.seek_blocks(topic, partition, offset, count))
 
     def seek_blocks(
-        self, topic: str, partition: int, offset: int, count: int | None = None
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        count: int | None = None,
+        *,
+        times: tuple[int | None, int | None] | None = None,
     ) -> Iterator[list[Record]]:
         """:meth:`seek` a block at a time: lists of records in offset order (a block's
         records from ``offset`` on; objects without an index in runs of
         ``STREAM_RUN`` records). For callers that handle many records, a list per block
         costs far less than a generator step per record. Raises as :meth:`seek` does, at
-        the call.
+        the call. ``times`` (``(low, high)`` epoch ms, inclusive, ``None``: open) skips
+        the blocks whose index says all their records are stamped outside it; the records
+        of the blocks read are not filtered by it.
         """
         refs, first_archived = self.seek_objects(topic, partition, offset)
         where = f"{topic}/{partition} under {self.store.url(self.prefix)}"
@@ -250,18 +258,20 @@ class Archive(ArchiveAnalytics):
                 f"offset {offset} of {where} is before the first archived offset {first_archived}"
             )
         if overlapping(refs):  # a time or field partitioner: one partition in many files
-            return self._merged(refs, offset, count, where)
+            return self._merged(refs, offset, count, where, times)
         if not refs:
             raise OffsetNotFoundError(f"offset {offset} of {where} is past the end")
         first = max(0, bisect.bisect_right([r.start_offset for r in refs], offset) - 1)
-        return self._blocks(refs, first, offset, count, where)
+        return self._blocks(refs, first, offset, count, where, times=times)
 
-    def _merged(self, refs, offset, count, where) -> Iterator[list[Record]]:
+    def _merged(self, refs, offset, count, where, times) -> Iterator[list[Record]]:
         """Records from ``offset`` of objects whose offsets interleave, in offset order."""
         reaching = [r for r in refs if r.last_offset is None or r.last_offset >= offset]
         merged = merged_by_offset(
             reaching,
-            lambda ref: _flattened(self._blocks([ref], 0, offset, None, where, quiet=True)),
+            lambda ref: _flattened(
+                self._blocks([ref], 0, offset, None, where, quiet=True, times=times)
+            ),
         )
         if count is not None:
             merged = itertools.islice(merged, count)
@@ -279,10 +289,12 @@ class Archive(ArchiveAnalytics):
                 return
             yield record
 
-    def _blocks(self, refs, first, offset, count, where, *, quiet=False) -> Iterator[list[Record]]:
+    def _blocks(
+        self, refs, first, offset, count, where, *, quiet=False, times=None
+    ) -> Iterator[list[Record]]:
         remaining = count
         yielded = False
-        jobs = self._plan(refs, first, offset, count)
+        jobs = self._plan(refs, first, offset, count, times)
         for _job, fetched in _prefetched(jobs, self._fetch, self._executor, self.prefetch):
             records = self._unwrapped(fetched)
             for run in [records] if isinstance(records, list) else _in_runs(records):
@@ -302,8 +314,11 @@ class Archive(ArchiveAnalytics):
                 f"offset {offset} of {where} is past the end: last archived offset is {last}"
             )
 
-    def _plan(self, refs, first, offset, count) -> Iterator[tuple[ObjectRef, int, int, int | None]]:
-        """(object, block, start, stop) needed, in order; block -1 means "stream the object"."""
+    def _plan(
+        self, refs, first, offset, count, times=None
+    ) -> Iterator[tuple[ObjectRef, int, int, int | None]]:
+        """(object, block, start, stop) needed, in order; block -1 means "stream the object".
+        With ``times``, blocks stamped wholly outside them are left out."""
         needed = count
         for ref in refs[first:]:
             if not ref.has_index:
@@ -321,6 +336,8 @@ class Archive(ArchiveAnalytics):
             start = index.locate(offset) if offset >= (index.first_offset or 0) else 0
             for block in range(start, len(index.chunks)):
                 chunk = index.chunks[block]
+                if times is not None and not chunk.may_hold_times(*times):
+                    continue
                 skip = chunk.position_of(offset) if block == start else 0
                 yield ref, block, skip, None if needed is None else skip + needed
                 if needed is not None:

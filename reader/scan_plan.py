@@ -3,7 +3,8 @@
 No peer pushes offset filters below the object; blockgz pushes them to the block. A query's
 conditions on ``topic``, ``partition`` and ``offset`` (:class:`ScanFilter`) decide which
 topic-partitions are looked at, which objects (by their start offsets, or the catalog's offset
-ranges) and, through each object's index, which blocks. The blocks are grouped into
+ranges) and, through each object's index, which blocks; conditions on ``timestamp`` skip the
+objects and blocks whose recorded time range lies outside them. The blocks are grouped into
 :class:`Split` s of about ``split_bytes`` compressed bytes each — not whole objects, so one
 large object is read by many tasks; objects without an index are read whole, one split each.
 
@@ -91,7 +92,8 @@ class IntRange:
 class ScanFilter:
     """What a query allows of ``topic``, ``partition``, ``offset`` and ``timestamp`` (all:
     no condition). ``times`` is in epoch ms and only prunes objects whose time range the
-    export's catalog recorded; rows are never dropped by it here."""
+    export's catalog recorded and blocks whose time range their index says; rows are never
+    dropped by it here."""
 
     topics: frozenset[str] | None = None
     partitions: IntRange = field(default_factory=IntRange)
@@ -127,6 +129,23 @@ class ScanFilter:
         if ref.min_timestamp is None or ref.max_timestamp is None:
             return True
         return self.times.overlaps(ref.min_timestamp, ref.max_timestamp)
+
+    def may_hold_block(self, chunk: Chunk) -> bool:
+        """Whether a block can hold a wanted record, by its offsets and (when its index
+        says) its time range.
+
+        >>> chunk = Chunk(10, 5, 0, 40, 30, min_timestamp=100, max_timestamp=200)
+        >>> scan = ScanFilter().with_range("offset", low=12)
+        >>> scan.may_hold_block(chunk), scan.with_range("timestamp", high=99).may_hold_block(chunk)
+        (True, False)
+        """
+        if not chunk.num_records:
+            return False
+        if not self.offsets.overlaps(chunk.first_record_offset, chunk.last_record_offset):
+            return False
+        if chunk.min_timestamp is None or chunk.max_timestamp is None:
+            return True
+        return self.times.overlaps(chunk.min_timestamp, chunk.max_timestamp)
 
 
 @dataclass(frozen=True)
@@ -227,11 +246,7 @@ def _pieces(archive: Archive, topic: str, partition: int, scan: ScanFilter) -> l
             out.append(Piece(ref, topic, partition))
             continue
         index = archive.index(ref)
-        wanted = tuple(
-            (n, c)
-            for n, c in enumerate(index.chunks)
-            if c.num_records and offsets.overlaps(c.first_record_offset, c.last_record_offset)
-        )
+        wanted = tuple((n, c) for n, c in enumerate(index.chunks) if scan.may_hold_block(c))
         if wanted:
             needs_index = index.avro is not None or bool(ref.companions)
             out.append(Piece(ref, topic, partition, wanted, index.to_json() if needs_index else ""))

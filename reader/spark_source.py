@@ -4,7 +4,8 @@ Conditions on ``topic``, ``partition`` and ``offset`` (``=``, ``<``, ``<=``, ``>
 ``IN``, ``BETWEEN``) are pushed into planning (``pushFilters``): they choose the partitions,
 objects and blocks read (:mod:`reader.scan_plan`), and the rows a block holds outside them are
 dropped as it is read. Conditions on ``timestamp`` skip the objects whose time range (kept
-per file in the export's manifests) lies outside them. Spark evaluates every condition again
+per file in the export's manifests) and the blocks whose time range (kept per block in the
+index) lies outside them. Spark evaluates every condition again
 on what comes back, so a pushed condition can only save work, never change a result. Needs
 ``spark.sql.python.filterPushdown.enabled=true`` (blockgz's sessions set it).
 

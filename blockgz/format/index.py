@@ -4,7 +4,9 @@ The chunk keys are the DeviantArt ``kafka-connect-s3`` ones, so their indexes st
 load. blockgz adds a format name and version, the framing, totals, and — only for a
 chunk whose offsets are not contiguous — ``offset_deltas`` (the gaps between
 consecutive offsets), which keeps the index exact under compaction or interleaving
-and compact otherwise.
+and compact otherwise. A chunk whose records all came with a Kafka timestamp also says
+``min_timestamp`` and ``max_timestamp`` (epoch ms), so a time window skips the blocks outside
+it; readers that predate the keys ignore them, so the version stays 1.
 
     >>> idx = BlockIndex([Chunk(0, 3, 0, 40, 12)])
     >>> BlockIndex.from_json(idx.to_json()).locate(2)
@@ -92,6 +94,11 @@ class Chunk:
     offset_deltas: tuple[int, ...] | None = None
     members: int = 1
     utf16_length: bool = field(default=False, compare=False)
+    #: The smallest and largest Kafka timestamp (epoch ms) of the block's records, when the
+    #: writer knew every record's timestamp; ``None`` otherwise (older indexes, ``blockgz
+    #: index``, Avro). Lets a time window skip blocks without fetching them.
+    min_timestamp: int | None = None
+    max_timestamp: int | None = None
 
     @property
     def last_record_offset(self) -> int:
@@ -133,7 +140,24 @@ class Chunk:
             out["offset_deltas"] = list(self.offset_deltas)
         if self.members != 1:
             out["members"] = self.members
+        if self.min_timestamp is not None:
+            out["min_timestamp"] = self.min_timestamp
+            out["max_timestamp"] = self.max_timestamp
         return out
+
+    def may_hold_times(self, low: int | None, high: int | None) -> bool:
+        """Whether a record stamped ``low <= t <= high`` (``None``: open) can be in the
+        block; a block whose times are unknown may hold any.
+
+        >>> chunk = Chunk(0, 2, 0, 30, 10, min_timestamp=100, max_timestamp=200)
+        >>> chunk.may_hold_times(150, None), chunk.may_hold_times(201, 300)
+        (True, False)
+        """
+        if self.min_timestamp is None or self.max_timestamp is None:
+            return True
+        return (low is None or self.max_timestamp >= low) and (
+            high is None or self.min_timestamp <= high
+        )
 
 
 def deltas_if_gapped(offsets: Sequence[int]) -> tuple[int, ...] | None:
@@ -377,7 +401,22 @@ def _chunk_from_dict(raw: Any, pos: int, source: str, *, legacy: bool = False) -
     members = raw.get("members", 1)
     if type(members) is not int or members < 1:
         raise CorruptIndexError(f"{source}: chunk {pos} members must be a positive integer")
-    return Chunk(*values, offset_deltas=deltas, members=members, utf16_length=legacy)
+    low, high = raw.get("min_timestamp"), raw.get("max_timestamp")
+    if (low, high) != (None, None) and not (
+        type(low) is int and type(high) is int and 0 <= low <= high
+    ):
+        raise CorruptIndexError(
+            f"{source}: chunk {pos} min_timestamp and max_timestamp must both be given, as "
+            f"epoch milliseconds with min <= max, got {low!r} and {high!r}"
+        )
+    return Chunk(
+        *values,
+        offset_deltas=deltas,
+        members=members,
+        utf16_length=legacy,
+        min_timestamp=low,
+        max_timestamp=high,
+    )
 
 
 def _check_layout(index: BlockIndex, source: str) -> None:

@@ -44,6 +44,8 @@ class PendingBlock:
     first_record_offset: int | None
     num_records: int | None
     offset_deltas: tuple[int, ...] | None
+    #: ``(min, max)`` Kafka timestamp of the block's records, when all of them had one.
+    times: tuple[int, int] | None = None
 
 
 Work = Callable[[PendingBlock], tuple[bytes, int]]

@@ -80,6 +80,11 @@ class BlockGzipWriter:
         self._buf_first: int | None = None
         self._buf_count = 0
         self._buf_offsets: list[int] | None = None  # only once this block has a gap
+        # The block's smallest and largest record timestamp; once a record comes without
+        # one, the block's time range is unknown (``_buf_untimed``) and not written.
+        self._buf_min_time: int | None = None
+        self._buf_max_time: int | None = None
+        self._buf_untimed = False
         self._index: BlockIndex | None = None
 
     # -- properties used by callers that rotate files ------------------------------------
@@ -100,8 +105,9 @@ class BlockGzipWriter:
         return self._index
 
     # -- one record at a time --------------------------------------------------------------
-    def write(self, record: bytes, offset: int | None = None) -> None:
-        """Append one record; ``offset`` defaults to the previous one plus one."""
+    def write(self, record: bytes, offset: int | None = None, timestamp: int | None = None) -> None:
+        """Append one record; ``offset`` defaults to the previous one plus one. With every
+        record's Kafka ``timestamp`` (epoch ms), the index says each block's time range."""
         self._settle_offsets()
         if offset is None:
             offset = self._next_offset
@@ -118,6 +124,7 @@ class BlockGzipWriter:
         if self._buf_offsets is not None:
             self._buf_offsets.append(offset)
         self._buf += framed
+        self._note_times(timestamp, timestamp)
         self._buf_count += 1
         self._last_offset = offset
         self._next_offset = offset + 1
@@ -125,11 +132,18 @@ class BlockGzipWriter:
             self._cut()
 
     # -- many framed records at once --------------------------------------------------------
-    def write_framed(self, data: bytes | memoryview, ends: np.ndarray, offsets: np.ndarray) -> None:
+    def write_framed(
+        self,
+        data: bytes | memoryview,
+        ends: np.ndarray,
+        offsets: np.ndarray,
+        timestamps: np.ndarray | None = None,
+    ) -> None:
         """Append records that are already framed and checked, in one call.
 
         ``data`` holds the framed records back to back, ``ends[i]`` is where record ``i`` ends
-        in it (int64, increasing) and ``offsets[i]`` its Kafka offset (strictly increasing).
+        in it (int64, increasing), ``offsets[i]`` its Kafka offset (strictly increasing) and
+        ``timestamps[i]``, if given, its Kafka timestamp (epoch ms; negative: none).
         Blocks are cut exactly where :meth:`write` would cut them, so the bytes and the index
         do not depend on which method (or which batching) wrote the records. The caller
         vouches that no record contains the separator (the sink checks whole batches at once).
@@ -137,8 +151,8 @@ class BlockGzipWriter:
         n = len(ends)
         if n == 0:
             return
-        if len(offsets) != n:
-            raise ValueError(f"{n} record ends but {len(offsets)} offsets")
+        if len(offsets) != n or (timestamps is not None and len(timestamps) != n):
+            raise ValueError(f"{n} record ends but {len(offsets)} offsets or timestamps")
         self._settle_offsets()
         first = int(offsets[0])
         if (self._last_offset is not None and first <= self._last_offset) or (
@@ -157,7 +171,7 @@ class BlockGzipWriter:
             fills = int(np.searchsorted(ends, limit - held + base, side="left"))
             full = i + (most - count) - 1 if most is not None else n
             if fills >= n and full >= n:
-                self._append_framed(view, base, int(ends[-1]), offsets[i:])
+                self._append_framed(view, base, int(ends[-1]), offsets[i:], _part(timestamps, i, n))
                 return
             if full < fills:
                 stop, cut_before = full + 1, False
@@ -166,7 +180,9 @@ class BlockGzipWriter:
                 cut_before = size > limit and (count > 0 or fills > i)
                 stop = fills if cut_before else fills + 1
             if stop > i:
-                self._append_framed(view, base, int(ends[stop - 1]), offsets[i:stop])
+                self._append_framed(
+                    view, base, int(ends[stop - 1]), offsets[i:stop], _part(timestamps, i, stop)
+                )
             self._cut()
             i = stop
 
@@ -178,8 +194,19 @@ class BlockGzipWriter:
         if self._unresolved:
             self._pipeline.drain()
 
-    def _append_framed(self, view: memoryview, start: int, end: int, offsets: np.ndarray) -> None:
+    def _append_framed(
+        self,
+        view: memoryview,
+        start: int,
+        end: int,
+        offsets: np.ndarray,
+        timestamps: np.ndarray | None,
+    ) -> None:
         first, last, count = int(offsets[0]), int(offsets[-1]), len(offsets)
+        if timestamps is None or int(timestamps.min()) < 0:
+            self._note_times(None, None)
+        else:
+            self._note_times(int(timestamps.min()), int(timestamps.max()))
         if self._buf_count == 0:
             self._buf_first = first
             if last - first != count - 1:
@@ -208,6 +235,7 @@ class BlockGzipWriter:
             raise RecordFramingError("write_delimited needs separator framing")
         if self._buf_count:
             self._cut()  # records from write() close their block before raw data follows
+        # Raw bytes come without timestamps; their blocks get no time range.
         if not self._buf and isinstance(data, (bytes, mmap.mmap)):
             consumed = self._cut_source(data, len(data), copy=False, final=False)
             self._buf += memoryview(data)[consumed:]
@@ -256,15 +284,31 @@ class BlockGzipWriter:
         return pos
 
     # -- cutting and emitting ----------------------------------------------------------------
+    def _note_times(self, low: int | None, high: int | None) -> None:
+        """Widen the block's time range by ``low..high``; ``None`` (or a negative timestamp,
+        Kafka's "none") makes it unknown."""
+        if low is None or high is None or low < 0:
+            self._buf_untimed = True
+            return
+        if self._buf_min_time is None or low < self._buf_min_time:
+            self._buf_min_time = low
+        if self._buf_max_time is None or high > self._buf_max_time:
+            self._buf_max_time = high
+
     def _cut(self) -> None:
         if not self._buf_count:
             return
         assert self._buf_first is not None
         count = self._buf_count
         deltas = deltas_if_gapped(self._buf_offsets) if self._buf_offsets else None
-        pending = PendingBlock(bytes(self._buf), self._buf_first, count, deltas)
+        times = None
+        if not self._buf_untimed and self._buf_min_time is not None:
+            times = (self._buf_min_time, self._buf_max_time)
+        pending = PendingBlock(bytes(self._buf), self._buf_first, count, deltas, times)  # type: ignore[arg-type]
         self._buf.clear()
         self._buf_first, self._buf_count, self._buf_offsets = None, 0, None
+        self._buf_min_time = self._buf_max_time = None
+        self._buf_untimed = False
         self._pipeline.submit(pending)
 
     def _work(self, block: PendingBlock) -> tuple[bytes, int]:
@@ -283,9 +327,17 @@ class BlockGzipWriter:
             self._next_offset = first + count
             self._last_offset = self._next_offset - 1
         self._out.write(member)
+        low, high = block.times or (None, None)
         self._chunks.append(
             Chunk(
-                first, count, self._bytes_written, len(member), len(block.data), block.offset_deltas
+                first,
+                count,
+                self._bytes_written,
+                len(member),
+                len(block.data),
+                block.offset_deltas,
+                min_timestamp=low,
+                max_timestamp=high,
             )
         )
         self._bytes_written += len(member)
@@ -322,3 +374,7 @@ class BlockGzipWriter:
             self.close()
         else:
             self.abort()
+
+
+def _part(timestamps: np.ndarray | None, start: int, stop: int) -> np.ndarray | None:
+    return None if timestamps is None else timestamps[start:stop]

@@ -146,13 +146,19 @@ class BlockGzipUpload(IndexedUpload):
         )
 
     # -- writing ------------------------------------------------------------------------------
-    def write(self, record: bytes, offset: int | None = None) -> None:
-        """One record with its Kafka offset (see :meth:`BlockGzipWriter.write`)."""
-        self.writer.write(record, offset)
+    def write(self, record: bytes, offset: int | None = None, timestamp: int | None = None) -> None:
+        """One record with its Kafka offset and timestamp (see :meth:`BlockGzipWriter.write`)."""
+        self.writer.write(record, offset, timestamp)
 
-    def write_framed(self, data: bytes | memoryview, ends: np.ndarray, offsets: np.ndarray) -> None:
+    def write_framed(
+        self,
+        data: bytes | memoryview,
+        ends: np.ndarray,
+        offsets: np.ndarray,
+        timestamps: np.ndarray | None = None,
+    ) -> None:
         """Records already framed (see :meth:`BlockGzipWriter.write_framed`)."""
-        self.writer.write_framed(data, ends, offsets)
+        self.writer.write_framed(data, ends, offsets, timestamps)
 
     def write_delimited(self, data) -> None:
         """Raw separator-delimited bytes (see :meth:`BlockGzipWriter.write_delimited`)."""

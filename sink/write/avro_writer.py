@@ -87,8 +87,10 @@ class AvroObjectWriter(OutputObject):
     def uncompressed_size(self) -> int:
         return self._upload.uncompressed_size
 
-    def write(self, datum: Any, offset: int) -> None:
-        """Append one decoded value (of this file's schema) holding Kafka ``offset``."""
+    def write(self, datum: Any, offset: int, timestamp: int | None = None) -> None:
+        """Append one decoded value (of this file's schema) holding Kafka ``offset``.
+        ``timestamp`` is not kept: an Avro block's index entry has no time range (the file's
+        range is in the manifest)."""
         self._upload.write(datum, offset)
         self._count(offset, offset, 1)
 

@@ -132,11 +132,12 @@ class ObjectWriter(OutputObject):
             # One gzip member, as Confluent's GZIPOutputStream writes (zlib: deterministic).
             self._deflate = zlib.compressobj(codec.level, zlib.DEFLATED, 31)
 
-    def write(self, data: bytes, offset: int) -> None:
-        """Append one encoded record (without separator) holding Kafka ``offset``."""
+    def write(self, data: bytes, offset: int, timestamp: int | None = None) -> None:
+        """Append one encoded record (without separator) holding Kafka ``offset``; its
+        ``timestamp`` (epoch ms) goes into the block's time range in the index."""
         if self._blocks is not None:
             try:
-                self._blocks.write(data, offset)
+                self._blocks.write(data, offset, timestamp)
             except RecordFramingError as exc:
                 raise RecordFramingError(f"{self.key} offset {offset}: {exc}") from None
         else:
@@ -150,11 +151,17 @@ class ObjectWriter(OutputObject):
                 self._flush_pending()
         self._count_bytes(offset, offset, 1, len(data) + self.framing.overhead(data))
 
-    def write_framed(self, data: memoryview, ends: np.ndarray, offsets: np.ndarray) -> None:
+    def write_framed(
+        self,
+        data: memoryview,
+        ends: np.ndarray,
+        offsets: np.ndarray,
+        timestamps: np.ndarray | None = None,
+    ) -> None:
         """Append records already framed with the separator (see
         :meth:`BlockGzipWriter.write_framed`); ``ends`` are relative to ``data``."""
         if self._blocks is not None:
-            self._blocks.write_framed(data, ends, offsets)
+            self._blocks.write_framed(data, ends, offsets, timestamps)
         else:
             self._pending.append(data)
             self._pending_bytes += len(data)
@@ -234,7 +241,7 @@ class NoValueFile(OutputObject):
 
     uncompressed_size = 0
 
-    def write(self, data: object, offset: int) -> None:
+    def write(self, data: object, offset: int, timestamp: int | None = None) -> None:
         self._count(offset, offset, 1)
 
     def close(self) -> None:

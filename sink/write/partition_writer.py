@@ -223,7 +223,7 @@ class TopicPartitionWriter:
             writer.first_timestamp = stamp
         entries = writer.companions.encode(record) if writer.companions else None
         try:
-            writer.write(data, record.offset)
+            writer.write(data, record.offset, record.timestamp_ms)
         except RecordFramingError as exc:
             raise record.fail(str(exc)) from None
         if record.timestamp_ms is not None and record.timestamp_ms >= 0:
@@ -338,7 +338,10 @@ class TopicPartitionWriter:
                 want = cfg.flush_size_bytes - writer.uncompressed_size + base
                 stop = min(stop, int(np.searchsorted(ends, want, side="left")) + 1)
             writer.write_framed(
-                view[base : int(ends[stop - 1])], ends[start:stop] - base, offsets[start:stop]
+                view[base : int(ends[stop - 1])],
+                ends[start:stop] - base,
+                offsets[start:stop],
+                None if timestamps is None else timestamps[start:stop],
             )
             if timestamps is not None:
                 stamped = timestamps[start:stop]

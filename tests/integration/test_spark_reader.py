@@ -88,6 +88,56 @@ def test_a_time_window_fetches_only_the_objects_of_its_hours(spark, weed_proxy, 
     assert data and all("hour=02/" in unquote(p) for p in data), sorted(data)
 
 
+def test_a_time_window_fetches_only_the_blocks_of_its_seconds(spark, weed_proxy, weed_bucket):
+    """One object of 600 records a second apart (the default partitioner, so its time range
+    spans them all): the blocks' time ranges in its index let a 15-second window fetch one
+    small range of it."""
+    import datetime as dt
+
+    from blockgz.store import open_store
+    from sink.records import KafkaRecord
+    from sink.write.config import SinkConfig
+    from sink.write.task import write_task
+    from testkit import archives
+    from testkit.batches import arrow_batches
+
+    options = s3_options(weed_proxy.endpoint_url)
+    t0 = archives.T0
+    records = [KafkaRecord("ev", 0, n, t0 + n * 1000, None, b'{"n":%d}' % n) for n in range(600)]
+    url = f"s3://{weed_bucket}/seconds"
+    config = SinkConfig.from_options(
+        {
+            "path": url,
+            "flush.size": "600",
+            "s3.compression.type": "blockgzip",
+            "s3.compression.block.records": "10",
+            "format.json.envelope": "true",
+            **options,
+        }
+    )
+    write_task(config, iter(arrow_batches(records)))
+    low = dt.datetime.fromtimestamp((t0 + 300_000) / 1000, dt.UTC)
+    weed_proxy.clear_log()
+    rows = (
+        read(spark, url, options)
+        .where(
+            f"timestamp >= '{low.isoformat()}' AND timestamp < '{low + dt.timedelta(seconds=15)}'"
+        )
+        .select("offset")
+        .collect()
+    )
+    assert sorted(r.offset for r in rows) == list(range(300, 315))
+    data = [
+        r
+        for r in weed_proxy.requests
+        if r.method == "GET" and "list-type" not in r.query and r.path.endswith(".json.gz")
+    ]
+    assert len(data) == 1 and data[0].headers.get("Range", "").startswith("bytes=")
+    store, prefix = open_store(url, options)
+    (obj,) = [i for i in store.list(prefix) if i.key.endswith(".json.gz")]
+    assert data[0].response_bytes * 10 < obj.size, (data[0].response_bytes, obj.size)
+
+
 def test_values_parse_into_the_schema_given(spark, weed_proxy, weed_bucket):
     options = s3_options(weed_proxy.endpoint_url)
     records = input_records(40, partitions=1)

@@ -129,3 +129,42 @@ def test_a_warm_seek_is_one_ranged_get(tmp_path):
         (record,) = archive.seek("ev", 0, 24, count=1)  # the same object: its index is cached
     assert record.offset == 24, before
     assert (counts.lists - lists, counts.gets - gets, counts.ranged_gets - ranged) == (0, 0, 1)
+
+
+def timed_blocks_archive(root, count: int = 300) -> list[KafkaRecord]:
+    """One object of ``count`` records a second apart, blocks of 3 records, no manifests: only
+    the index can say where times are."""
+    records = [KafkaRecord("ev", 0, n, T0 + n * 1000, None, b'{"n":%d}' % n) for n in range(count)]
+    config = SinkConfig.from_options(
+        {
+            "path": str(root),
+            "flush.size": str(count),
+            "s3.compression.type": "blockgzip",
+            "s3.compression.block.records": "3",
+            "format.json.envelope": "true",
+        }
+    )
+    write_task(config, iter(arrow_batches(records)))
+    return records
+
+
+def test_a_time_window_fetches_only_the_blocks_its_index_places_in_it(tmp_path):
+    """Each block's time range is in the index, so a window of 15 seconds inside a 300-second
+    object fetches its 5 blocks (6 when the window straddles), not the 100."""
+    timed_blocks_archive(tmp_path)
+    with open_archive(str(tmp_path)) as archive:
+        archive.first_offset("ev", 0)
+        archive.index(archive.objects("ev", 0)[0])  # listing and sidecar, counted apart
+        counts = archive.store.requests
+        before = counts.ranged_gets
+        got = [
+            r.offset for _, r in archive.records("ev", from_time=T0 + 30_000, to_time=T0 + 45_000)
+        ]
+        fetched = counts.ranged_gets - before
+        before = counts.ranged_gets
+        straddling = [
+            r.offset for _, r in archive.records("ev", from_time=T0 + 31_000, to_time=T0 + 46_000)
+        ]
+        fetched_straddling = counts.ranged_gets - before
+    assert got == list(range(30, 45)) and fetched == 5
+    assert straddling == list(range(31, 46)) and fetched_straddling == 6

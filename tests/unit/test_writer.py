@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import io
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -12,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from blockgz import BlockGzipWriter, Compression, LengthPrefixed, Separated
-from blockgz.errors import ConfigError, OffsetOrderError, RecordFramingError
+from blockgz.errors import ConfigError, CorruptIndexError, OffsetOrderError, RecordFramingError
 from blockgz.format.codec import decompress_member
 from blockgz.format.decode import chunk_records
 from blockgz.format.index import BlockIndex
@@ -21,11 +22,12 @@ from blockgz.format.rebuild import scan_members
 records_st = st.lists(st.binary(max_size=300).map(lambda b: b.replace(b"\n", b"")), max_size=60)
 
 
-def write_all(records, offsets=None, **options):
+def write_all(records, offsets=None, timestamps=None, **options):
     out = io.BytesIO()
     with BlockGzipWriter(out, **options) as writer:
         for n, record in enumerate(records):
-            writer.write(record, None if offsets is None else offsets[n])
+            stamp = None if timestamps is None else timestamps[n]
+            writer.write(record, None if offsets is None else offsets[n], stamp)
     return out.getvalue(), writer.index
 
 
@@ -99,27 +101,79 @@ def test_write_delimited_matches_write_for_any_chunking(chunks, block_size, thre
     singles=st.lists(st.booleans(), min_size=8, max_size=8),
     block_size=st.integers(1, 700),
     max_records=st.one_of(st.none(), st.integers(1, 7)),
+    stamps=st.lists(st.integers(-1, 50), min_size=60, max_size=60),
 )
 def test_write_framed_matches_write_for_any_batching(
-    records, gaps, cuts, singles, block_size, max_records
+    records, gaps, cuts, singles, block_size, max_records, stamps
 ):
-    """Batches of framed records (mixed with single writes) give the bytes write() gives."""
+    """Batches of framed records (mixed with single writes) give the bytes and the index
+    (time ranges included) that write() gives."""
     offsets = [5 + sum(gaps[:n]) for n in range(len(records))]
     options = {"block_size": block_size, "max_records": max_records, "threads": 1}
-    expected, expected_index = write_all(records, offsets, **options)
+    expected, expected_index = write_all(records, offsets, stamps, **options)
     bounds = sorted({0, len(records), *(c for c in cuts if c <= len(records))})
     out = io.BytesIO()
     with BlockGzipWriter(out, **options) as writer:
         for n, (lo, hi) in enumerate(itertools.pairwise(bounds)):
             if singles[n % len(singles)]:
                 for k in range(lo, hi):
-                    writer.write(records[k], offsets[k])
+                    writer.write(records[k], offsets[k], stamps[k])
                 continue
             framed = [r + b"\n" for r in records[lo:hi]]
             ends = np.cumsum([len(f) for f in framed], dtype=np.int64)
-            writer.write_framed(b"".join(framed), ends, np.array(offsets[lo:hi], np.int64))
+            writer.write_framed(
+                b"".join(framed),
+                ends,
+                np.array(offsets[lo:hi], np.int64),
+                np.array(stamps[lo:hi], np.int64),
+            )
     assert out.getvalue() == expected
     assert writer.index.chunks == expected_index.chunks
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    stamps=st.lists(st.one_of(st.none(), st.integers(-1, 10**13)), min_size=1, max_size=40),
+    block_size=st.integers(1, 40),
+)
+def test_each_block_says_its_time_range_when_every_record_has_a_timestamp(stamps, block_size):
+    records = [b"r%d" % n for n in range(len(stamps))]
+    _, index = write_all(records, None, stamps, block_size=block_size, threads=1)
+    loaded = BlockIndex.from_json(index.to_json())
+    assert loaded.chunks == index.chunks
+    seen = 0
+    for chunk in loaded.chunks:
+        mine = stamps[seen : seen + chunk.num_records]
+        seen += chunk.num_records
+        if any(s is None or s < 0 for s in mine):
+            assert (chunk.min_timestamp, chunk.max_timestamp) == (None, None)
+            assert "min_timestamp" not in str(chunk.to_dict())
+        else:
+            assert (chunk.min_timestamp, chunk.max_timestamp) == (min(mine), max(mine))
+    assert seen == len(stamps)
+
+
+@pytest.mark.parametrize(
+    "times",
+    [
+        {"min_timestamp": 5},
+        {"min_timestamp": 9, "max_timestamp": 5},
+        {"min_timestamp": -1, "max_timestamp": 5},
+        {"min_timestamp": "5", "max_timestamp": 6},
+    ],
+)
+def test_an_index_with_a_broken_time_range_is_refused(times):
+    chunk = {
+        "first_record_offset": 0,
+        "num_records": 1,
+        "byte_offset": 0,
+        "byte_length": 20,
+        "byte_length_uncompressed": 2,
+        **times,
+    }
+    doc = json.dumps({"format": "blockgz-index", "version": 1, "chunks": [chunk]})
+    with pytest.raises(CorruptIndexError, match="min_timestamp and max_timestamp must both"):
+        BlockIndex.from_json(doc)
 
 
 def test_write_framed_refuses_offsets_that_do_not_increase():
