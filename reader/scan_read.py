@@ -17,7 +17,7 @@ query gives exactly the rows asked for.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -31,17 +31,26 @@ from reader.json_values import parse_json_lines
 from reader.scan_plan import IntRange, Piece, Split
 from reader.tables import kafka_batch, kept_columns, value_bytes
 
+if TYPE_CHECKING:
+    from reader.wire_avro import WireAvroValues
+
 #: A line that starts like this is the export's envelope (``format.json.envelope``).
 _ENVELOPE_START = b'{"topic":'
 
 
 def split_batches(
-    archive: Archive, split: Split, offsets: IntRange, *, value_type: Any = None
+    archive: Archive,
+    split: Split,
+    offsets: IntRange,
+    *,
+    value_type: Any = None,
+    wire: WireAvroValues | None = None,
 ) -> Iterator[Any]:
-    """Arrow batches (Spark's Kafka schema, headers included) of the split's rows."""
+    """Arrow batches (Spark's Kafka schema, headers included) of the split's rows; with
+    ``wire``, values in Confluent's Avro wire format decoded into ``value_type``."""
     for piece in split.pieces:
-        if piece.whole or piece.index_json:
-            yield from _record_path(archive, piece, offsets, value_type)
+        if piece.whole or piece.index_json or wire is not None:
+            yield from _record_path(archive, piece, offsets, value_type, wire)
             continue
         for run in _runs(piece.chunks):
             base, end = run[0][1].byte_offset, run[-1][1].byte_end
@@ -132,24 +141,44 @@ def _block_records(archive: Archive, piece: Piece, number: int, chunk: Chunk, da
         yield unwrap(record) if archive.envelopes else record
 
 
-def _record_path(archive: Archive, piece: Piece, offsets: IntRange, value_type: Any):
-    """Whole objects, Avro and objects with keys/headers files: through the archive."""
+def _record_path(
+    archive: Archive,
+    piece: Piece,
+    offsets: IntRange,
+    value_type: Any,
+    wire: WireAvroValues | None = None,
+):
+    """Whole objects, Avro, objects with keys/headers files and wire-format Avro values:
+    through the archive."""
     ref = piece.ref
     if piece.index_json:  # planned with it: no GET of the sidecar again
         archive.remember_index(ref, BlockIndex.from_json(piece.index_json))
     for block in [-1] if piece.whole else [n for n, _ in piece.chunks]:
-        batch = _records_batch(piece, archive.block_records(ref, block), offsets, value_type)
+        records = archive.block_records(ref, block)
+        batch = _records_batch(piece, records, offsets, value_type, wire)
         if batch.num_rows:
             yield batch
 
 
-def _records_batch(piece: Piece, records, offsets: IntRange, value_type: Any):
+def _records_batch(
+    piece: Piece,
+    records,
+    offsets: IntRange,
+    value_type: Any,
+    wire: WireAvroValues | None = None,
+):
     """A batch of Record objects (keys, headers and timestamps where kept)."""
     import pyarrow as pa
 
     rows = [r for r in records if offsets.contains(r.offset)]
     decoded = any(r.value is not None and not isinstance(r.value, bytes) for r in rows)
-    if decoded and value_type is not None:  # Avro values, into their own schema's type
+    if wire is not None and not decoded:  # Confluent's wire format, through the registry
+        where = f"{piece.ref.key}: {piece.topic}-{piece.partition}@"
+        values = pa.array(
+            [wire.decode(value_bytes(r.value), where=f"{where}{r.offset}") for r in rows],
+            type=value_type,
+        )
+    elif decoded and value_type is not None:  # Avro values, into their own schema's type
         values = pa.array([r.value for r in rows], type=value_type)
     elif value_type is None:
         values = pa.array([value_bytes(r.value) for r in rows], pa.binary())

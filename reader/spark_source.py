@@ -16,7 +16,10 @@ listed), ``blockgz.split.size`` (compressed bytes per task, default 64 MiB) and
 ``value.schema`` (a DDL field list such as ``"id BIGINT, name STRING"``: values are parsed as
 JSON into a struct of it instead of returned as bytes) and ``value.format`` (``binary``, the
 default; ``json`` with ``value.schema``; ``avro``: Avro objects' values in their own schema's
-type, taken from the first ``.avro`` object, as Spark's ``from_avro`` maps it).
+type, taken from the first ``.avro`` object, as Spark's ``from_avro`` maps it; with
+``schema.registry.url`` too, values kept in Confluent's wire format by a bytearray export are
+decoded through the registry into the newest schema of ``value.subject``, default
+``<topic>-value``: see :mod:`reader.wire_avro`).
 
 Example (needs Spark, so not a doctest)::
 
@@ -29,7 +32,7 @@ Example (needs Spark, so not a doctest)::
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import (
     DataSourceReader,
@@ -48,6 +51,9 @@ from reader.archive import open_archive
 from reader.scan_plan import DEFAULT_SPLIT_BYTES, ScanFilter, Split, plan_scan
 from reader.scan_read import split_batches
 
+if TYPE_CHECKING:
+    from reader.wire_avro import WireAvroValues
+
 #: Kafka's columns, as Spark's Kafka source gives them.
 KAFKA_COLUMNS = (
     "key BINARY, value {value}, topic STRING, partition INT, offset BIGINT, "
@@ -61,6 +67,7 @@ READ_OPTIONS = (
     "blockgz.split.size",
     "value.schema",
     "value.format",
+    "value.subject",
 )
 VALUE_FORMATS = ("binary", "json", "avro")
 
@@ -79,8 +86,43 @@ def archive_schema(options: dict[str, str]) -> str:
             '(e.g. "id BIGINT, name STRING")'
         )
     if value_format == "avro":
+        wire = wire_avro_values(options)
+        if wire is not None:
+            from reader.avro_types import avro_to_ddl
+
+            return KAFKA_COLUMNS.format(value=avro_to_ddl(wire.reader_schema))
         return KAFKA_COLUMNS.format(value=_archive_avro_type(options))
     return KAFKA_COLUMNS.format(value="BINARY")
+
+
+def wire_avro_values(options: dict[str, str]) -> WireAvroValues | None:
+    """With ``value.format=avro`` and a registry (``schema.registry.url``, or the connector's
+    ``value.converter.schema.registry.url``): values in Confluent's wire format, decoded into
+    the newest schema of ``value.subject`` (default ``<topic>-value``)."""
+    opts = as_options(options)
+    if opts.choice("value.format", VALUE_FORMATS, "binary") != "avro":
+        return None
+    if not (opts.text("schema.registry.url") or opts.text("value.converter.schema.registry.url")):
+        return None
+    from blockgz.registry import RegistrySettings
+    from reader.wire_avro import WireAvroValues, wire_subject
+
+    settings = RegistrySettings.from_options(options, "value.converter")
+    topics = [t.strip() for t in opts.text("topics").split(",") if t.strip()]
+    if not topics and not opts.text("value.subject"):
+        topics = _archive_topics(options)
+    return WireAvroValues.for_subject(settings, wire_subject(options, topics))
+
+
+def _archive_topics(options: dict[str, str]) -> list[str]:
+    """The topics the read covers (all of the archive's, or those ``topics.regex`` matches)."""
+    import re
+
+    pattern = options.get("topics.regex")
+    archive_options = {k: v for k, v in options.items() if k not in READ_OPTIONS}
+    with open_archive(options.get("path") or "", archive_options) as archive:
+        found = archive.topics()
+    return [t for t in found if not pattern or re.fullmatch(pattern, t)]
 
 
 def _archive_avro_type(options: dict[str, str]) -> str:
@@ -127,6 +169,7 @@ class ArchiveReader(DataSourceReader):
         self.topics_regex = opts.text("topics.regex") or None
         self.committed = opts.flag("committed", True)
         self.value_type = _value_arrow_type(schema)
+        self.wire = wire_avro_values(self.options)
         self.scan = ScanFilter()
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
@@ -155,7 +198,11 @@ class ArchiveReader(DataSourceReader):
     def read(self, partition: SplitPartition) -> Iterator[Any]:
         with self._archive() as archive:
             yield from split_batches(
-                archive, partition.split, self.scan.offsets, value_type=self.value_type
+                archive,
+                partition.split,
+                self.scan.offsets,
+                value_type=self.value_type,
+                wire=self.wire,
             )
 
 

@@ -314,7 +314,7 @@ def test_garbage_and_unknown_schema_ids_name_the_record(registry, topic, tmp_pat
 def test_registry_down_fails_the_batch_and_one_request_per_schema_id(registry, topic, tmp_path):
     records = topic.records([V1] * 50)
     schema_id = int.from_bytes(records[0].value[1:5], "big")
-    from sink.convert import registry as registry_cache
+    from blockgz import registry as registry_cache
 
     registry_cache._CACHES.clear()  # a fresh executor process: nothing cached yet
     before = registry.request_count(f"/schemas/ids/{schema_id}")

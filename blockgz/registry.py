@@ -1,0 +1,178 @@
+"""Where a Confluent-compatible Schema Registry is, and schemas fetched from it by id or subject.
+
+Shared by the export (decoding Avro records, :mod:`sink.convert.registry`) and the reader
+(decoding Avro values a bytearray archive kept in Confluent's wire format). One
+confluent-kafka ``SchemaRegistryClient`` and one cache per process and registry, so a schema
+id costs one HTTP request however many records carry it.
+
+>>> settings = RegistrySettings.from_options({"schema.registry.url": "http://127.0.0.1:8081"},
+...                                          "value.converter")
+>>> settings.client_config()["url"]
+'http://127.0.0.1:8081'
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from blockgz.errors import ConfigError, RegistryError, UnknownSchemaError
+from blockgz.options import as_options
+
+T = TypeVar("T")
+
+CREDENTIAL_SOURCES = ("USER_INFO", "URL")
+
+
+@dataclass(frozen=True)
+class RegistrySettings:
+    """Where the registry is and how to log in (Connect's AvroConverter option names)."""
+
+    url: str
+    user_info: str | None = None
+    max_retries: int = 3
+    retries_wait_ms: int = 1000
+    timeout_s: int = 10
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any], prefix: str) -> RegistrySettings:
+        """Read ``<prefix>.schema.registry.url`` and friends (``options`` may hold them
+        with or without the prefix)."""
+        opts = as_options(
+            {
+                k[len(prefix) + 1 :] if k.startswith(prefix + ".") else k: v
+                for k, v in options.items()
+            }
+        )
+        url = opts.text("schema.registry.url")
+        if not url:
+            raise ConfigError(
+                f"{prefix}.schema.registry.url is required with the AvroConverter "
+                "(for example http://127.0.0.1:8081)"
+            )
+        source = opts.text("basic.auth.credentials.source", "").upper()
+        user_info = opts.text("basic.auth.user.info") or opts.text(
+            "schema.registry.basic.auth.user.info"
+        )
+        if source and source not in CREDENTIAL_SOURCES:
+            raise ConfigError(
+                f"{prefix}.basic.auth.credentials.source: {source!r} is not supported; allowed: "
+                + ", ".join(CREDENTIAL_SOURCES)
+            )
+        if source == "USER_INFO" and not user_info:
+            raise ConfigError(
+                f"{prefix}.basic.auth.credentials.source=USER_INFO needs "
+                f"{prefix}.basic.auth.user.info (user:password)"
+            )
+        if user_info and ":" not in user_info:
+            raise ConfigError(f"{prefix}.basic.auth.user.info must be user:password")
+        return cls(
+            url=url.split(",")[0].strip(),
+            user_info=None if source == "URL" else user_info,
+            max_retries=opts.integer("max.retries", 3, low=0),
+            retries_wait_ms=opts.integer("retries.wait.ms", 1000, low=0),
+            timeout_s=opts.integer("request.timeout.s", 10, low=1),
+        )
+
+    def client_config(self) -> dict[str, Any]:
+        """The confluent-kafka ``SchemaRegistryClient`` configuration."""
+        config: dict[str, Any] = {
+            "url": self.url,
+            "max.retries": self.max_retries,
+            "retries.wait.ms": self.retries_wait_ms,
+            "timeout": self.timeout_s,
+        }
+        if self.user_info:
+            config["basic.auth.user.info"] = self.user_info
+        return config
+
+
+class SchemaTexts:
+    """Avro schema texts by registry id, fetched once each (thread-safe)."""
+
+    def __init__(self, settings: RegistrySettings):
+        from confluent_kafka.schema_registry import SchemaRegistryClient
+
+        self.settings = settings
+        self.client = SchemaRegistryClient(settings.client_config())
+        self._texts: dict[int, str] = {}
+        self._lock = threading.Lock()
+
+    def get(self, schema_id: int) -> str:
+        """The schema registered under ``schema_id``; :class:`RegistryError` if the registry
+        cannot be reached (after the client's retries), :class:`UnknownSchemaError` if it has no
+        such id."""
+        found = self._texts.get(schema_id)
+        if found is None:
+            with self._lock:
+                found = self._texts.get(schema_id)
+                if found is None:
+                    found = self._texts[schema_id] = self._fetch(schema_id)
+        return found
+
+    def latest(self, subject: str) -> tuple[int, str]:
+        """The id and text of the newest version registered under ``subject``."""
+        registered = self._ask(
+            lambda: self.client.get_latest_version(subject), f"subject {subject!r}"
+        )
+        self._check_avro(registered.schema.schema_type, f"subject {subject!r}")
+        with self._lock:
+            self._texts.setdefault(registered.schema_id, registered.schema.schema_str)
+        return registered.schema_id, registered.schema.schema_str
+
+    def _fetch(self, schema_id: int) -> str:
+        registered = self._ask(lambda: self.client.get_schema(schema_id), f"schema id {schema_id}")
+        self._check_avro(registered.schema_type, f"schema id {schema_id}")
+        return registered.schema_str
+
+    def _ask(self, call: Any, what: str) -> Any:
+        from confluent_kafka.schema_registry.error import SchemaRegistryError
+
+        try:
+            return call()
+        except SchemaRegistryError as exc:
+            if exc.http_status_code == 404:
+                raise UnknownSchemaError(
+                    f"{what} is not in the registry at {self.settings.url}"
+                ) from None
+            raise RegistryError(
+                f"the registry at {self.settings.url} answered {exc.http_status_code} for "
+                f"{what}: {exc.error_message}"
+            ) from None
+        except Exception as exc:  # connection refused, timeouts: after the client's retries
+            raise RegistryError(
+                f"cannot reach the schema registry at {self.settings.url} for {what} "
+                f"({type(exc).__name__}: {exc})"
+            ) from None
+
+    @staticmethod
+    def _check_avro(schema_type: str | None, what: str) -> None:
+        kind = (schema_type or "AVRO").upper()
+        if kind != "AVRO":
+            raise RegistryError(f"{what} is {kind}, not AVRO")
+
+
+_CACHES: dict[tuple[Any, int, RegistrySettings], Any] = {}
+# Re-entrant: a cached object may build another one in its constructor (the sink's parsed
+# schemas sit on this process's schema texts).
+_CACHES_LOCK = threading.RLock()
+
+
+def per_process(make: Callable[[RegistrySettings], T], settings: RegistrySettings) -> T:
+    """``make(settings)``, made once per process (executors outlive a task) and thread-safe."""
+    key = (make, os.getpid(), settings)
+    found = _CACHES.get(key)
+    if found is None:
+        with _CACHES_LOCK:
+            found = _CACHES.get(key)
+            if found is None:
+                found = _CACHES[key] = make(settings)
+    return found
+
+
+def schema_texts_from(settings: RegistrySettings) -> SchemaTexts:
+    """This process's schema cache for a registry (one client per process and settings)."""
+    return per_process(SchemaTexts, settings)
