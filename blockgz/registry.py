@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from blockgz.errors import ConfigError, RegistryError, UnknownSchemaError
 from blockgz.options import as_options
 
+K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
 
 CREDENTIAL_SOURCES = ("USER_INFO", "URL")
@@ -90,6 +91,37 @@ class RegistrySettings:
         return config
 
 
+class OncePerKey(Generic[K, T]):
+    """Values made once per key, thread-safe: a second caller waits for the first one's value
+    instead of making it again (one registry request per id). ``functools.cache`` and
+    cachetools make a value once per *concurrent* miss, hence this. The lock is re-entrant, so
+    making one value may make another of the same cache.
+
+    >>> made = OncePerKey()
+    >>> made.get(1, lambda: "one"), made.get(1, lambda: "again")
+    ('one', 'one')
+    """
+
+    def __init__(self) -> None:
+        self._values: dict[K, T] = {}
+        self._lock = threading.RLock()
+
+    def get(self, key: K, make: Callable[[], T]) -> T:
+        """The value for ``key``, made by ``make()`` if no caller made it before."""
+        found = self._values.get(key)
+        if found is None:
+            with self._lock:
+                found = self._values.get(key)
+                if found is None:
+                    found = self._values[key] = make()
+        return found
+
+    def clear(self) -> None:
+        """Forget every value (as a fresh process would)."""
+        with self._lock:
+            self._values.clear()
+
+
 class SchemaTexts:
     """Avro schema texts by registry id, fetched once each (thread-safe)."""
 
@@ -98,20 +130,13 @@ class SchemaTexts:
 
         self.settings = settings
         self.client = SchemaRegistryClient(settings.client_config())
-        self._texts: dict[int, str] = {}
-        self._lock = threading.Lock()
+        self._texts: OncePerKey[int, str] = OncePerKey()
 
     def get(self, schema_id: int) -> str:
         """The schema registered under ``schema_id``; :class:`RegistryError` if the registry
         cannot be reached (after the client's retries), :class:`UnknownSchemaError` if it has no
         such id."""
-        found = self._texts.get(schema_id)
-        if found is None:
-            with self._lock:
-                found = self._texts.get(schema_id)
-                if found is None:
-                    found = self._texts[schema_id] = self._fetch(schema_id)
-        return found
+        return self._texts.get(schema_id, lambda: self._fetch(schema_id))
 
     def latest(self, subject: str) -> tuple[int, str]:
         """The id and text of the newest version registered under ``subject``."""
@@ -119,9 +144,8 @@ class SchemaTexts:
             lambda: self.client.get_latest_version(subject), f"subject {subject!r}"
         )
         self._check_avro(registered.schema.schema_type, f"subject {subject!r}")
-        with self._lock:
-            self._texts.setdefault(registered.schema_id, registered.schema.schema_str)
-        return registered.schema_id, registered.schema.schema_str
+        text = self._texts.get(registered.schema_id, lambda: registered.schema.schema_str)
+        return registered.schema_id, text
 
     def _fetch(self, schema_id: int) -> str:
         registered = self._ask(lambda: self.client.get_schema(schema_id), f"schema id {schema_id}")
@@ -155,22 +179,14 @@ class SchemaTexts:
             raise RegistryError(f"{what} is {kind}, not AVRO")
 
 
-_CACHES: dict[tuple[Any, int, RegistrySettings], Any] = {}
-# Re-entrant: a cached object may build another one in its constructor (the sink's parsed
-# schemas sit on this process's schema texts).
-_CACHES_LOCK = threading.RLock()
+# A cached object may build another one in its constructor (the sink's parsed schemas sit on
+# this process's schema texts): OncePerKey's lock is re-entrant for that.
+_CACHES: OncePerKey[tuple[Any, int, RegistrySettings], Any] = OncePerKey()
 
 
 def per_process(make: Callable[[RegistrySettings], T], settings: RegistrySettings) -> T:
     """``make(settings)``, made once per process (executors outlive a task) and thread-safe."""
-    key = (make, os.getpid(), settings)
-    found = _CACHES.get(key)
-    if found is None:
-        with _CACHES_LOCK:
-            found = _CACHES.get(key)
-            if found is None:
-                found = _CACHES[key] = make(settings)
-    return found
+    return _CACHES.get((make, os.getpid(), settings), lambda: make(settings))
 
 
 def schema_texts_from(settings: RegistrySettings) -> SchemaTexts:

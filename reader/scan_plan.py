@@ -143,9 +143,8 @@ class ScanFilter:
             return False
         if not self.offsets.overlaps(chunk.first_record_offset, chunk.last_record_offset):
             return False
-        if chunk.min_timestamp is None or chunk.max_timestamp is None:
-            return True
-        return self.times.overlaps(chunk.min_timestamp, chunk.max_timestamp)
+        # A time condition is only ever a window (no points), as Chunk.may_hold_times takes it.
+        return chunk.may_hold_times(self.times.low, self.times.high)
 
 
 @dataclass(frozen=True)

@@ -72,9 +72,10 @@ READ_OPTIONS = (
 VALUE_FORMATS = ("binary", "json", "avro")
 
 
-def archive_schema(options: dict[str, str]) -> str:
+def archive_schema(options: dict[str, str], wire: WireAvroValues | None = None) -> str:
     """The DataFrame's schema as DDL: ``value`` is a struct when ``value.schema`` is given,
-    or, with ``value.format=avro``, the type of the archive's Avro schema."""
+    or, with ``value.format=avro``, the type of the archive's Avro schema (``wire``'s reader
+    schema for wire-format values; made from ``options`` if not given)."""
     opts = as_options(options)
     value_format = opts.choice("value.format", VALUE_FORMATS, "binary")
     value = opts.text("value.schema").strip()
@@ -86,7 +87,7 @@ def archive_schema(options: dict[str, str]) -> str:
             '(e.g. "id BIGINT, name STRING")'
         )
     if value_format == "avro":
-        wire = wire_avro_values(options)
+        wire = wire or wire_avro_values(options)
         if wire is not None:
             from reader.avro_types import avro_to_ddl
 
@@ -155,7 +156,7 @@ class SplitPartition(InputPartition):
 class ArchiveReader(DataSourceReader):
     """Plans on the driver (filters, then splits), reads splits on the executors."""
 
-    def __init__(self, options: dict[str, str], schema: Any):
+    def __init__(self, options: dict[str, str], schema: Any, wire: WireAvroValues | None = None):
         self.options = dict(options)
         if not self.options.get("path"):
             raise ConfigError(
@@ -169,7 +170,7 @@ class ArchiveReader(DataSourceReader):
         self.topics_regex = opts.text("topics.regex") or None
         self.committed = opts.flag("committed", True)
         self.value_type = _value_arrow_type(schema)
-        self.wire = wire_avro_values(self.options)
+        self.wire = wire or wire_avro_values(self.options)
         self.scan = ScanFilter()
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
@@ -212,10 +213,14 @@ class ArchiveReadSource:
     options: dict[str, str]
 
     def schema(self) -> str:
-        return archive_schema(self.options)
+        # PySpark pickles the source after schema() and calls reader() on that copy, so the
+        # decoder travels with it: the registry's newest schema is asked for once per load and
+        # the DataFrame's type and the decoding cannot disagree.
+        self._wire_values = wire_avro_values(self.options)
+        return archive_schema(self.options, self._wire_values)
 
     def reader(self, schema: Any) -> ArchiveReader:
-        return ArchiveReader(self.options, schema)
+        return ArchiveReader(self.options, schema, getattr(self, "_wire_values", None))
 
 
 def narrowed(scan: ScanFilter, condition: Any) -> ScanFilter:

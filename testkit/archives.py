@@ -123,3 +123,32 @@ def export_batches(
         write_manifest(log, batch, messages)
         compact_every(log, batch, config.catalog_every)
     return config
+
+
+def write_once(records: list[KafkaRecord], options: dict[str, Any]) -> None:
+    """``records`` through one real write task with the sink ``options`` (no manifest)."""
+    from sink.write.config import SinkConfig
+    from sink.write.task import write_task
+    from testkit.batches import arrow_batches
+
+    write_task(SinkConfig.from_options(options), iter(arrow_batches(records)))
+
+
+def seconds_archive(
+    path: str, count: int, *, block_records: int, start: int = T0, **extra: Any
+) -> list[KafkaRecord]:
+    """One object of ``count`` JSON records of ``ev``/0 a second apart from ``start`` (epoch
+    ms), with their timestamps (the envelope) in blocks of ``block_records``: the block index
+    says where times are."""
+    records = [
+        KafkaRecord("ev", 0, n, start + n * 1000, None, b'{"n":%d}' % n) for n in range(count)
+    ]
+    options = {
+        "path": path,
+        "flush.size": str(count),
+        "s3.compression.type": "blockgzip",
+        "s3.compression.block.records": str(block_records),
+        "format.json.envelope": "true",
+    }
+    write_once(records, {**options, **extra})
+    return records

@@ -301,10 +301,9 @@ class BlockGzipWriter:
         assert self._buf_first is not None
         count = self._buf_count
         deltas = deltas_if_gapped(self._buf_offsets) if self._buf_offsets else None
-        times = None
-        if not self._buf_untimed and self._buf_min_time is not None:
-            times = (self._buf_min_time, self._buf_max_time)
-        pending = PendingBlock(bytes(self._buf), self._buf_first, count, deltas, times)  # type: ignore[arg-type]
+        low, high = self._buf_min_time, self._buf_max_time
+        times = None if self._buf_untimed or low is None or high is None else (low, high)
+        pending = PendingBlock(bytes(self._buf), self._buf_first, count, deltas, times)
         self._buf.clear()
         self._buf_first, self._buf_count, self._buf_offsets = None, 0, None
         self._buf_min_time = self._buf_max_time = None

@@ -14,10 +14,8 @@ AvroConverter option names.
 
 from __future__ import annotations
 
-import threading
-
 from blockgz.errors import RegistryError
-from blockgz.registry import RegistrySettings, per_process, schema_texts_from
+from blockgz.registry import OncePerKey, RegistrySettings, per_process, schema_texts_from
 from sink.convert.schemas import ValueSchema
 
 __all__ = ["RegistrySettings", "SchemasById", "schemas_from"]
@@ -29,26 +27,19 @@ class SchemasById:
     def __init__(self, settings: RegistrySettings):
         self.settings = settings
         self.texts = schema_texts_from(settings)
-        self._schemas: dict[int, ValueSchema] = {}
-        self._lock = threading.Lock()
+        self._schemas: OncePerKey[int, ValueSchema] = OncePerKey()
 
     def get(self, schema_id: int) -> ValueSchema:
         """The schema registered under ``schema_id``; :class:`RegistryError` if the registry
         cannot be reached (after the client's retries), :class:`UnknownSchemaError` if it has no
         such id."""
-        found = self._schemas.get(schema_id)
-        if found is not None:
-            return found
-        text = self.texts.get(schema_id)
-        with self._lock:
-            found = self._schemas.get(schema_id)
-            if found is None:
-                try:
-                    found = ValueSchema.from_text(text, schema_id=schema_id)
-                except ValueError as exc:
-                    raise RegistryError(f"schema id {schema_id}: {exc}") from None
-                self._schemas[schema_id] = found
-        return found
+        return self._schemas.get(schema_id, lambda: self._parsed(schema_id))
+
+    def _parsed(self, schema_id: int) -> ValueSchema:
+        try:
+            return ValueSchema.from_text(self.texts.get(schema_id), schema_id=schema_id)
+        except ValueError as exc:
+            raise RegistryError(f"schema id {schema_id}: {exc}") from None
 
 
 def schemas_from(settings: RegistrySettings) -> SchemasById:

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from testkit.archives import build_partition, export_batches, input_records
+from testkit.archives import build_partition, export_batches, input_records, write_once
 from testkit.s3 import s3_options
 
 
@@ -95,27 +95,12 @@ def test_a_time_window_fetches_only_the_blocks_of_its_seconds(spark, weed_proxy,
     import datetime as dt
 
     from blockgz.store import open_store
-    from sink.records import KafkaRecord
-    from sink.write.config import SinkConfig
-    from sink.write.task import write_task
     from testkit import archives
-    from testkit.batches import arrow_batches
 
     options = s3_options(weed_proxy.endpoint_url)
     t0 = archives.T0
-    records = [KafkaRecord("ev", 0, n, t0 + n * 1000, None, b'{"n":%d}' % n) for n in range(600)]
     url = f"s3://{weed_bucket}/seconds"
-    config = SinkConfig.from_options(
-        {
-            "path": url,
-            "flush.size": "600",
-            "s3.compression.type": "blockgzip",
-            "s3.compression.block.records": "10",
-            "format.json.envelope": "true",
-            **options,
-        }
-    )
-    write_task(config, iter(arrow_batches(records)))
+    archives.seconds_archive(url, 600, block_records=10, **options)
     low = dt.datetime.fromtimestamp((t0 + 300_000) / 1000, dt.UTC)
     weed_proxy.clear_log()
     rows = (
@@ -197,9 +182,6 @@ def test_avro_values_come_back_in_their_schemas_type(spark, weed_proxy, weed_buc
     import json
 
     from sink.records import KafkaRecord
-    from sink.write.config import SinkConfig
-    from sink.write.task import write_task
-    from testkit.batches import arrow_batches
 
     options = s3_options(weed_proxy.endpoint_url)
     schema = {
@@ -218,16 +200,16 @@ def test_avro_values_come_back_in_their_schemas_type(spark, weed_proxy, weed_buc
         )
         for n in range(30)
     ]  # fmt: skip
-    config = SinkConfig.from_options(
+    write_once(
+        records,
         {
             "path": f"s3://{weed_bucket}/avro",
             "format.class": "avro",
             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
             "flush.size": "10",
             **options,
-        }
+        },
     )
-    write_task(config, iter(arrow_batches(records)))
     frame = read(spark, f"s3://{weed_bucket}/avro", {**options, "value.format": "avro"})
     assert frame.schema["value"].dataType.simpleString() == "struct<id:bigint,item:string>"
     rows = frame.where("offset BETWEEN 12 AND 14").select("offset", "value.id", "value.item")
@@ -278,11 +260,8 @@ def test_wire_format_avro_values_decode_through_the_registry(
     from confluent_kafka.serialization import MessageField, SerializationContext
 
     from sink.records import KafkaRecord
-    from sink.write.config import SinkConfig
-    from sink.write.task import write_task
     from testkit import archives
     from testkit.avro_data import V1, V2, avro_value_for
-    from testkit.batches import arrow_batches
 
     topic = "wire"
     client = SchemaRegistryClient({"url": registry.url})
@@ -297,7 +276,8 @@ def test_wire_format_avro_values_decode_through_the_registry(
     records = [KafkaRecord(topic, 0, n, archives.T0 + n, None, values[n]) for n in range(120)]
     options = s3_options(weed_proxy.endpoint_url)
     url = f"s3://{weed_bucket}/wire"
-    config = SinkConfig.from_options(
+    write_once(
+        records,
         {
             "path": url,
             "flush.size": "50",
@@ -306,9 +286,8 @@ def test_wire_format_avro_values_decode_through_the_registry(
             "s3.compression.type": "blockgzip",
             "s3.compression.block.records": "10",
             **options,
-        }
+        },
     )
-    write_task(config, iter(arrow_batches(records)))
     frame = read(
         spark, url, {**options, "value.format": "avro", "schema.registry.url": registry.url}
     )
@@ -336,18 +315,12 @@ def test_a_value_not_in_wire_format_fails_the_query_naming_it(
     from pyspark.errors import PySparkException
 
     from sink.records import KafkaRecord
-    from sink.write.config import SinkConfig
-    from sink.write.task import write_task
     from testkit.archives import T0
-    from testkit.batches import arrow_batches
 
     options = s3_options(weed_proxy.endpoint_url)
     url = f"s3://{weed_bucket}/notwire"
     records = [KafkaRecord("plain", 0, n, T0 + n, None, b'{"n":%d}' % n) for n in range(5)]
-    config = SinkConfig.from_options(
-        {"path": url, "flush.size": "5", "format.class": "bytearray", **options}
-    )
-    write_task(config, iter(arrow_batches(records)))
+    write_once(records, {"path": url, "flush.size": "5", "format.class": "bytearray", **options})
     # Any Avro schema under the subject: the values are refused before it matters.
     from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 

@@ -131,27 +131,10 @@ def test_a_warm_seek_is_one_ranged_get(tmp_path):
     assert (counts.lists - lists, counts.gets - gets, counts.ranged_gets - ranged) == (0, 0, 1)
 
 
-def timed_blocks_archive(root, count: int = 300) -> list[KafkaRecord]:
-    """One object of ``count`` records a second apart, blocks of 3 records, no manifests: only
-    the index can say where times are."""
-    records = [KafkaRecord("ev", 0, n, T0 + n * 1000, None, b'{"n":%d}' % n) for n in range(count)]
-    config = SinkConfig.from_options(
-        {
-            "path": str(root),
-            "flush.size": str(count),
-            "s3.compression.type": "blockgzip",
-            "s3.compression.block.records": "3",
-            "format.json.envelope": "true",
-        }
-    )
-    write_task(config, iter(arrow_batches(records)))
-    return records
-
-
 def test_a_time_window_fetches_only_the_blocks_its_index_places_in_it(tmp_path):
     """Each block's time range is in the index, so a window of 15 seconds inside a 300-second
     object fetches its 5 blocks (6 when the window straddles), not the 100."""
-    timed_blocks_archive(tmp_path)
+    archives.seconds_archive(str(tmp_path), 300, block_records=3, start=T0)
     with open_archive(str(tmp_path)) as archive:
         archive.first_offset("ev", 0)
         archive.index(archive.objects("ev", 0)[0])  # listing and sidecar, counted apart

@@ -298,19 +298,7 @@ def hourly_archive(tmp_path_factory):
 def test_a_time_window_plans_only_the_blocks_whose_index_places_them_in_it(tmp_path, committed):
     """One object holding 300 seconds in blocks of 3 records: the object's time range cannot
     prune it, its blocks' ranges can, with or without the manifests."""
-    records = [
-        KafkaRecord("ev", 0, n, archives.T0 + n * 1000, None, b'{"n":%d}' % n) for n in range(300)
-    ]
-    config = SinkConfig.from_options(
-        {
-            "path": str(tmp_path),
-            "flush.size": "300",
-            "s3.compression.type": "blockgzip",
-            "s3.compression.block.records": "3",
-            "format.json.envelope": "true",
-        }
-    )
-    write_task(config, iter(arrow_batches(records)))
+    archives.seconds_archive(str(tmp_path), 300, block_records=3)
     scan = ScanFilter().with_range("timestamp", low=archives.T0 + 31_000, high=archives.T0 + 45_999)
     with open_archive(str(tmp_path), {"committed": committed}) as archive:
         splits = plan_scan(archive, scan)
