@@ -37,7 +37,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from blockgz.local_servers.ports import LOOPBACK, StartStop, die_with_parent, free_port
+from blockgz.local_servers.ports import LOOPBACK, StartStop, die_with_parent, free_ports
 from blockgz.local_servers.s3 import ACCESS_KEY, REGION, SECRET_KEY, make_s3_client
 
 if TYPE_CHECKING:
@@ -172,7 +172,7 @@ class CephRgwS3(StartStop):
         for sub in ("run", "log", "crash", "mon", "osd/0", "rgw"):
             (root / sub).mkdir(parents=True)
         conf = str(root / "ceph.conf")
-        mon_port, rgw_port = free_port(LOOPBACK), free_port(LOOPBACK)
+        mon_port, rgw_port = free_ports(LOOPBACK, 2)
         fsid, osd_uuid = str(uuid.uuid4()), str(uuid.uuid4())
         Path(conf).write_text(_config(root, fsid, mon_port, rgw_port, self.memstore_bytes))
 

@@ -18,6 +18,19 @@ def free_port(host: str) -> int:
         return int(sock.getsockname()[1])
 
 
+def free_ports(host: str, count: int) -> list[int]:
+    """``count`` distinct ports that were free a moment ago (held together while chosen, so
+    the kernel cannot hand out one twice)."""
+    sockets = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind((host, 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
+
+
 def die_with_parent() -> Callable[[], None] | None:
     """A ``preexec_fn`` making the child get SIGKILL when its parent thread dies (Linux only)."""
     if not sys.platform.startswith("linux"):

@@ -25,11 +25,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from blockgz.local_servers.ports import LOOPBACK, StartStop, die_with_parent, free_port
+from blockgz.local_servers.ports import LOOPBACK, StartStop, die_with_parent, free_ports
 from blockgz.local_servers.s3 import ACCESS_KEY, REGION, SECRET_KEY, make_s3_client
 
 if TYPE_CHECKING:
     from botocore.client import BaseClient
+
+#: How often a start is tried when ``weed mini`` finds one of its ports taken.
+_PORT_ATTEMPTS = 3
+#: What ``weed mini`` logs when a port it was given is taken by the time it binds it.
+_PORT_TAKEN = "Port allocation failed"
 
 #: The port flags of ``weed mini`` that get a free port each.
 _PORT_FLAGS = (
@@ -83,8 +88,20 @@ class SeaweedS3(StartStop):
         binary = weed_binary()
         if binary is None:
             raise RuntimeError(self.unavailable_reason())
+        for _ in range(_PORT_ATTEMPTS):
+            self._launch(binary)
+            failure = self._wait_ready()
+            if failure is None:
+                return self
+            self.stop()
+            if _PORT_TAKEN not in failure:
+                raise RuntimeError(failure)
+        # Another process took one of the ports between choosing and binding it, every time.
+        raise RuntimeError(f"no free ports for SeaweedFS after {_PORT_ATTEMPTS} attempts")
+
+    def _launch(self, binary: str) -> None:
         self._dir = tempfile.TemporaryDirectory(prefix="blockgz-seaweed-")
-        ports = {flag: free_port(LOOPBACK) for flag in _PORT_FLAGS}
+        ports = dict(zip(_PORT_FLAGS, free_ports(LOOPBACK, len(_PORT_FLAGS)), strict=True))
         args = [
             binary,
             "mini",
@@ -114,10 +131,9 @@ class SeaweedS3(StartStop):
         )
         log.close()
         self.endpoint_url = f"http://{LOOPBACK}:{ports['s3.port']}"
-        self._wait_ready()
-        return self
 
-    def _wait_ready(self) -> None:
+    def _wait_ready(self) -> str | None:
+        """``None`` once the S3 gateway answers, else what went wrong with the log's end."""
         deadline = time.monotonic() + self.ready_timeout_s
         client = self.client(retries={"total_max_attempts": 1}, connect_timeout=1, read_timeout=2)
         last: Exception | None = None
@@ -126,7 +142,7 @@ class SeaweedS3(StartStop):
                 break
             try:
                 client.list_buckets()
-                return
+                return None
             except Exception as exc:  # not listening yet, or the filer still starting
                 last = exc
                 time.sleep(0.1)
@@ -135,8 +151,7 @@ class SeaweedS3(StartStop):
             if self._dir
             else ""
         )
-        self.stop()
-        raise RuntimeError(f"SeaweedFS did not answer S3 requests ({last}); its log ends:\n{log}")
+        return f"SeaweedFS did not answer S3 requests ({last}); its log ends:\n{log}"
 
     def client(self, **config: Any) -> BaseClient:
         """A boto3 client for this endpoint (the server's keys, path-style)."""

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Self
 
-from blockgz.local_servers.ports import LOOPBACK, StartStop, die_with_parent, free_port
+from blockgz.local_servers.ports import LOOPBACK, StartStop, die_with_parent, free_port, free_ports
 
 #: Environment variables a cluster node does not share with the machine that submits the job.
 DRIVER_ONLY_ENV = ("AWS_", "PYSPARK_", "PYTHONPATH", "SPARK_CONF_DIR")
@@ -99,7 +99,7 @@ class LocalSparkCluster(StartStop):
 
     def start(self) -> Self:
         self._dir = tempfile.TemporaryDirectory(prefix="blockgz-spark-cluster-")
-        port, web = free_port(LOOPBACK), free_port(LOOPBACK)
+        port, web = free_ports(LOOPBACK, 2)
         self.master_url = f"spark://{LOOPBACK}:{port}"
         self.web_url = f"http://{LOOPBACK}:{web}"
         self._spawn(

@@ -12,6 +12,7 @@ import os
 import pytest
 
 from blockgz.layout import Layout
+from blockgz.local_servers.ports import free_ports
 from blockgz.objects.indexed import IndexedReader
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.store import open_store
@@ -75,3 +76,34 @@ def test_directories_and_indexed_objects(seaweed_s3, weed_bucket):
     with IndexedReader.open_object(store, key) as obj:
         assert [r.value for r in obj.seek(47)] == [b'{"n": 47}', b'{"n": 48}', b'{"n": 49}']
         assert obj.verify().ok
+
+
+def test_a_port_taken_before_weed_binds_it_is_retried_on_new_ports(monkeypatch):
+    """Free ports are chosen, then bound by ``weed mini``: another process may take one in
+    between (a CI run once lost every SeaweedFS test so). The start tries again on new ports."""
+    import socket
+
+    from blockgz.local_servers import seaweed
+
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    taken_port = taken.getsockname()[1]
+    chosen: list[list[int]] = []
+
+    def ports_with_master_taken_first(host: str, count: int) -> list[int]:
+        ports = free_ports(host, count)
+        if not chosen:
+            ports[0] = taken_port  # master.port, the first flag
+        chosen.append(ports)
+        return ports
+
+    monkeypatch.setattr(seaweed, "free_ports", ports_with_master_taken_first)
+    try:
+        with seaweed.SeaweedS3() as server:
+            server.client().create_bucket(Bucket="retried")
+            names = [b["Name"] for b in server.client().list_buckets()["Buckets"]]
+    finally:
+        taken.close()
+    assert [ports[0] == taken_port for ports in chosen] == [True, False]
+    assert names == ["retried"]
