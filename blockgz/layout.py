@@ -201,6 +201,21 @@ class Layout:
                 "allowed: 0..30"
             )
 
+    def same_scope(self, other: Layout) -> bool:
+        """Whether ``other`` puts data objects under the same keys (``topics.dir`` and the
+        delimiters): a reader of this layout reads only exports of the same scope.
+
+        >>> Layout().same_scope(Layout(topics_dir="withheaders"))
+        False
+        >>> Layout().same_scope(Layout(manifest_dir="elsewhere"))
+        True
+        """
+        return (
+            self.topics_dir,
+            self.directory_delim,
+            self.file_delim,
+        ) == (other.topics_dir, other.directory_delim, other.file_delim)
+
     def to_dict(self) -> dict[str, Any]:
         """The settings under their option names, as a manifest records them."""
         return {

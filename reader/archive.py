@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import logging
 import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -40,6 +41,8 @@ from reader.analytics import ArchiveAnalytics
 from reader.catalog_source import merged_by_offset, overlapping
 from reader.companion_entries import with_entries
 from reader.locate import ObjectLocator
+
+log = logging.getLogger("blockgz.reader")
 
 J = TypeVar("J")
 R = TypeVar("R")
@@ -70,9 +73,17 @@ def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
     records the export wrapped in its envelope come back with their key, headers and timestamp;
     ``false`` returns the lines as stored) and ``catalog`` (default ``true``: where listing a
     partition's prefix finds nothing or more than a page, the exports' catalogs say which
-    objects hold an offset; ``false`` lists only) and ``committed`` (default ``false``;
-    ``true``: where an export's manifests cover a partition, read only the objects they
-    committed, never one a running or failed batch left).
+    objects hold an offset; ``false`` lists only) and ``committed`` (default ``true``: where
+    an export's manifests cover a partition, read only the objects they committed, never one
+    a running or failed batch left or another tool put there; ``false``: every object the
+    listing finds). An archive without manifests (another writer, DeviantArt's) is read from
+    its listing either way.
+
+    Only the exports of the layout read (``topics.dir`` and the delimiters) are read: another
+    export of the same topic under another ``topics.dir`` in the same bucket is another
+    archive. Where objects hold the same offsets (two writers), each offset is returned once,
+    from the object with the lowest first offset, then the lowest key, and a warning names
+    the objects (see :mod:`reader.overlaps`; ``blockgz verify`` reports them as problems).
 
     ``layout=deviantart`` reads an archive of DeviantArt's ``kafka-connect-s3`` connector
     instead: ``<prefix><yyyy-MM-dd>/<topic>-<partition:05>-<offset:012>.gz`` and its
@@ -104,7 +115,7 @@ def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
         envelopes=opts.flag("format.json.envelope", True),
         framing=framing_from_options(opts),
         use_catalog=opts.flag("catalog", True),
-        committed_only=opts.flag("committed", False),
+        committed_only=opts.flag("committed", True),
     )
 
 
@@ -122,7 +133,7 @@ class Archive(ArchiveAnalytics):
         envelopes: bool = True,
         framing: Framing = NEWLINE,
         use_catalog: bool = True,
-        committed_only: bool = False,
+        committed_only: bool = True,
     ):
         if prefetch < 0:
             raise ConfigError(f"prefetch must be 0 or more, got {prefetch}")
@@ -141,6 +152,7 @@ class Archive(ArchiveAnalytics):
         #: How records of objects without an index are framed (``format.bytearray.framing``).
         self.framing = framing
         self._indexes: dict[str, BlockIndex] = {}
+        self._warned: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max(1, prefetch), thread_name_prefix="blockgz-read")
 
@@ -262,7 +274,28 @@ class Archive(ArchiveAnalytics):
         if not refs:
             raise OffsetNotFoundError(f"offset {offset} of {where} is past the end")
         first = max(0, bisect.bisect_right([r.start_offset for r in refs], offset) - 1)
+        # An earlier object that still holds the offset (two writers' objects overlap) is the
+        # one read from: each offset comes from the object with the lowest first offset.
+        while first > 0 and self._reaches(refs[first - 1], offset):
+            first -= 1
         return self._blocks(refs, first, offset, count, where, times=times)
+
+    def _reaches(self, ref: ObjectRef, offset: int) -> bool:
+        """Whether ``ref`` holds ``offset`` or a later one (by its catalog entry or index)."""
+        last = ref.last_offset
+        if last is None and ref.has_index:
+            last = self.index(ref).last_offset
+        return last is not None and last >= offset
+
+    def merged_blocks(self, refs: list[ObjectRef], offset: int) -> Iterator[list[Record]]:
+        """The records of ``refs`` (one topic-partition) from ``offset`` on, merged in offset
+        order, each offset once (from the first object holding it); nothing past the end."""
+        ref = refs[0]
+        where = f"{ref.topic}/{ref.partition} under {self.store.url(self.prefix)}"
+        try:
+            yield from self._merged(refs, offset, None, where, None)
+        except OffsetNotFoundError:
+            return
 
     def _merged(self, refs, offset, count, where, times) -> Iterator[list[Record]]:
         """Records from ``offset`` of objects whose offsets interleave, in offset order."""
@@ -272,6 +305,7 @@ class Archive(ArchiveAnalytics):
             lambda ref: _flattened(
                 self._blocks([ref], 0, offset, None, where, quiet=True, times=times)
             ),
+            on_duplicate=lambda ref, record: self._warn_duplicate(record.offset, ref, reaching),
         )
         if count is not None:
             merged = itertools.islice(merged, count)
@@ -294,12 +328,17 @@ class Archive(ArchiveAnalytics):
     ) -> Iterator[list[Record]]:
         remaining = count
         yielded = False
+        below = offset  # the next record must have this offset or a higher one
         jobs = self._plan(refs, first, offset, count, times)
-        for _job, fetched in _prefetched(jobs, self._fetch, self._executor, self.prefetch):
+        for job, fetched in _prefetched(jobs, self._fetch, self._executor, self.prefetch):
             records = self._unwrapped(fetched)
             for run in [records] if isinstance(records, list) else _in_runs(records):
-                if run and run[0].offset < offset:
-                    run = [r for r in run if r.offset >= offset]
+                if run and run[0].offset < below:
+                    if below > offset:  # an offset an earlier object already gave: a copy
+                        self._warn_duplicate(run[0].offset, job[0], refs)
+                    run = [r for r in run if r.offset >= below]
+                if run:
+                    below = run[-1].offset + 1
                 if remaining is not None:
                     run = run[:remaining]
                     remaining -= len(run)
@@ -314,12 +353,32 @@ class Archive(ArchiveAnalytics):
                 f"offset {offset} of {where} is past the end: last archived offset is {last}"
             )
 
+    def _warn_duplicate(self, offset: int, ref: ObjectRef, refs: list[ObjectRef]) -> None:
+        """Warn once per object that a copy of an offset in ``ref`` was left out."""
+        earlier = [r.key for r in refs if (r.start_offset, r.key) < (ref.start_offset, ref.key)]
+        holder = earlier[-1] if earlier else "an earlier object"
+        with self._lock:
+            if (ref.key, holder) in self._warned:
+                return
+            self._warned.add((ref.key, holder))
+        log.warning(
+            "%s/%s: %s holds offset %d again (also in %s): each offset is read once, from the "
+            "object with the lowest first offset; run `blockgz verify` to list the overlaps",
+            ref.topic,
+            ref.partition,
+            self.store.url(ref.key),
+            offset,
+            self.store.url(holder) if earlier else holder,
+        )
+
     def _plan(
         self, refs, first, offset, count, times=None
     ) -> Iterator[tuple[ObjectRef, int, int, int | None]]:
         """(object, block, start, stop) needed, in order; block -1 means "stream the object".
-        With ``times``, blocks stamped wholly outside them are left out."""
+        With ``times``, blocks stamped wholly outside them are left out. An object that
+        starts inside an earlier one (two writers) is read from where the earlier one ends."""
         needed = count
+        covered = offset - 1  # planned up to here (or before the seek)
         for ref in refs[first:]:
             if not ref.has_index:
                 if ref.compressed and not ref.is_avro and not self.scan_unindexed:
@@ -331,19 +390,23 @@ class Archive(ArchiveAnalytics):
                 yield ref, -1, 0, None
                 continue
             index = self.index(ref)
-            if index.last_offset is None or index.last_offset < offset:
-                continue  # this object ends before the offset: the next one starts after it
-            start = index.locate(offset) if offset >= (index.first_offset or 0) else 0
+            if index.last_offset is None or index.last_offset <= covered:
+                continue  # it ends before the offset (or holds only what was planned)
+            begin = covered + 1
+            if index.first_offset is not None and offset <= index.first_offset < begin:
+                self._warn_duplicate(index.first_offset, ref, refs)
+            start = index.locate(begin) if begin >= (index.first_offset or 0) else 0
             for block in range(start, len(index.chunks)):
                 chunk = index.chunks[block]
                 if times is not None and not chunk.may_hold_times(*times):
                     continue
-                skip = chunk.position_of(offset) if block == start else 0
+                skip = chunk.position_of(begin) if block == start else 0
                 yield ref, block, skip, None if needed is None else skip + needed
                 if needed is not None:
                     needed -= chunk.num_records - skip
                     if needed <= 0:
                         return
+            covered = index.last_offset
 
     def _fetch(self, job: tuple[ObjectRef, int, int, int | None]) -> Iterable[Record]:
         ref, block, start, stop = job

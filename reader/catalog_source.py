@@ -7,8 +7,9 @@ committed object with its first and last offset, whatever the partitioner: this 
 it into the reader's :class:`~blockgz.layout.ObjectRef` list for one topic-partition, reading
 only the segments that reach the offset asked for.
 
-Several exports may write under one prefix (other topics, or a job renamed); their objects
-are merged.
+Several exports may write under one prefix (other topics, or a job renamed); the objects of
+those that share the reader's key layout (``topics.dir`` and delimiters) are merged. An export
+of another ``topics.dir`` is another archive: its catalog never adds objects to this one.
 """
 
 from __future__ import annotations
@@ -30,15 +31,21 @@ class CatalogSource:
 
     def __init__(self, store: ObjectStore, prefix: str, exports: list[ExportFound]):
         self.exports = exports
+        self._prefix = prefix
         self._views: list[tuple[Layout, CatalogView]] = [
             (e.layout, Catalog(ManifestLog(store, prefix, e.layout, e.name)).view())
             for e in exports
         ]
 
     @classmethod
-    def find(cls, store: ObjectStore, prefix: str) -> CatalogSource | None:
-        """The catalogs of the exports under ``prefix``; ``None`` when there is none."""
-        exports = find_exports(store, prefix)
+    def find(
+        cls, store: ObjectStore, prefix: str, layout: Layout | None = None
+    ) -> CatalogSource | None:
+        """The catalogs of the exports under ``prefix`` whose keys have ``layout``'s scope
+        (every export when ``layout`` is ``None``); ``None`` when there is none."""
+        exports = [
+            e for e in find_exports(store, prefix) if layout is None or layout.same_scope(e.layout)
+        ]
         return cls(store, prefix, exports) if exports else None
 
     def partitions(self) -> set[tuple[str, int]]:
@@ -59,7 +66,8 @@ class CatalogSource:
         refs: dict[str, ObjectRef] = {}
         for layout, view in self._views:
             files = view.files(topic, partition, from_offset=from_offset)
-            for ref in refs_of(files, layout):
+            root = layout.topics_root(self._prefix)
+            for ref in refs_of([f for f in files if f.key.startswith(root)], layout):
                 refs.setdefault(ref.key, ref)
         return sorted(refs.values(), key=lambda r: (r.start_offset, r.key))
 
@@ -100,37 +108,53 @@ def overlapping(refs: list[ObjectRef]) -> bool:
 
 
 def merged_by_offset(
-    refs: list[ObjectRef], records_from: Callable[[ObjectRef], Iterator[Record]]
+    refs: list[ObjectRef],
+    records_from: Callable[[ObjectRef], Iterator[Record]],
+    on_duplicate: Callable[[ObjectRef, Record], None] | None = None,
 ) -> Iterator[Record]:
     """Records of objects whose offsets interleave, in offset order. An object is opened only
     once the merge reaches its first offset (none of its records can come earlier), so a seek
     fetches the blocks it returns, not the first block of every later object.
 
+    An offset held by several objects (two writers) is returned once, from the object with
+    the lowest first offset, then the lowest key (:mod:`reader.overlaps`); ``on_duplicate``
+    hears of each copy left out.
+
     >>> from blockgz.format.decode import Record
     >>> a = ObjectRef("a", "t", 0, 0, "json", last_offset=4)
     >>> b = ObjectRef("b", "t", 0, 1, "json", last_offset=3)
-    >>> held = {"a": [0, 2, 4], "b": [1, 3]}
-    >>> opened = lambda ref: iter(Record(o, b"") for o in held[ref.key])
-    >>> [r.offset for r in merged_by_offset([a, b], opened)]
-    [0, 1, 2, 3, 4]
+    >>> c = ObjectRef("c", "t", 0, 2, "json", last_offset=4)
+    >>> held = {"a": [0, 2, 4], "b": [1, 3], "c": [2, 3, 4]}
+    >>> opened = lambda ref: iter(Record(o, ref.key.encode()) for o in held[ref.key])
+    >>> [(r.offset, r.value) for r in merged_by_offset([a, b], opened)]
+    [(0, b'a'), (1, b'b'), (2, b'a'), (3, b'b'), (4, b'a')]
+    >>> [(r.offset, r.value) for r in merged_by_offset([c, a, b], opened)]
+    [(0, b'a'), (1, b'b'), (2, b'a'), (3, b'b'), (4, b'a')]
     """
-    pending = iter(sorted(refs, key=lambda r: (r.start_offset, r.key)))
+    ordered = sorted(refs, key=lambda r: (r.start_offset, r.key))
+    pending = iter(enumerate(ordered))
     upcoming = next(pending, None)
+    # (offset, rank of the object, record, rest): the rank breaks ties, so the same offset
+    # in two objects always comes from the one ordered first.
     heap: list[tuple[int, int, Record, Iterator[Record]]] = []
-    order = 0
+    last: int | None = None
     while heap or upcoming is not None:
-        while upcoming is not None and (not heap or upcoming.start_offset <= heap[0][0]):
-            records = records_from(upcoming)
+        while upcoming is not None and (not heap or upcoming[1].start_offset <= heap[0][0]):
+            rank, ref = upcoming
+            records = records_from(ref)
             first = next(records, None)
             if first is not None:
-                heapq.heappush(heap, (first.offset, order, first, records))
-                order += 1
+                heapq.heappush(heap, (first.offset, rank, first, records))
             upcoming = next(pending, None)
         if not heap:
             continue
-        _, _, record, records = heapq.heappop(heap)
-        yield record
+        offset, rank, record, records = heapq.heappop(heap)
+        if last is not None and offset <= last:
+            if on_duplicate is not None:
+                on_duplicate(ordered[rank], record)
+        else:
+            last = offset
+            yield record
         following = next(records, None)
         if following is not None:
-            heapq.heappush(heap, (following.offset, order, following, records))
-            order += 1
+            heapq.heappush(heap, (following.offset, rank, following, records))

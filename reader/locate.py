@@ -109,7 +109,7 @@ class ObjectLocator:
         if self._catalog is _UNSET:
             found = None
             if not isinstance(self.layout, DeviantArtLayout) and self.use_catalog:
-                found = CatalogSource.find(self.store, self.prefix)
+                found = CatalogSource.find(self.store, self.prefix, self.layout)
             self._catalog = found
         return self._catalog  # type: ignore[return-value]
 
@@ -149,6 +149,7 @@ class ObjectLocator:
             return False
         self.layout = layouts.pop()
         self.objects.clear()
+        self._catalog = _UNSET  # the catalogs in scope are those of the layout learned
         return True
 
     def where(self, topic: str | None = None, partition: int | None = None) -> str:

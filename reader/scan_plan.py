@@ -26,6 +26,7 @@ from blockgz.format.framing import NEWLINE, Framing
 from blockgz.format.index import Chunk
 from blockgz.layout import ObjectRef
 from reader.archive import Archive
+from reader.overlaps import duplicate_groups
 
 #: Compressed bytes per split, by default (``blockgz.split.size``).
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
@@ -161,6 +162,9 @@ class Piece:
     index_json: str = ""
     #: How the object's records are framed (its index says).
     framing: Framing = NEWLINE
+    #: Objects that hold some of the same offsets (two writers), ``ref`` first: read together,
+    #: each offset once, from the first object holding it (:mod:`reader.overlaps`).
+    merged: tuple[ObjectRef, ...] = ()
 
     @property
     def whole(self) -> bool:
@@ -168,6 +172,8 @@ class Piece:
 
     @property
     def compressed_bytes(self) -> int:
+        if self.merged:
+            return sum(max(r.size, 0) for r in self.merged)
         if self.whole:
             return max(self.ref.size, 0)
         return sum(c.byte_length for _, c in self.chunks)
@@ -233,13 +239,23 @@ def _pieces(archive: Archive, topic: str, partition: int, scan: ScanFilter) -> l
     first = 0
     if start is not None and not any(r.last_offset is not None for r in refs):
         first = max(0, bisect.bisect_right(starts, start) - 1)
-    out = []
+    kept = []
     for ref in refs[first:]:
         if offsets.high is not None and ref.start_offset > offsets.high:
             break
         if ref.last_offset is not None and not offsets.overlaps(ref.start_offset, ref.last_offset):
             continue
-        if not scan.may_hold_times(ref):
+        if scan.may_hold_times(ref):
+            kept.append(ref)
+    # Objects holding the same offsets (two writers) are read together, each offset once.
+    groups = duplicate_groups(kept, lambda r: archive.index(r) if r.has_index else None)
+    group_of = {r.key: group for group in groups for r in group}
+    out = []
+    for ref in kept:
+        group = group_of.get(ref.key)
+        if group is not None:
+            if group[0] is ref:
+                out.append(Piece(ref, topic, partition, merged=tuple(group)))
             continue
         if not ref.has_index:
             out.append(Piece(ref, topic, partition))

@@ -49,6 +49,9 @@ def split_batches(
     """Arrow batches (Spark's Kafka schema, headers included) of the split's rows; with
     ``wire``, values in Confluent's Avro wire format decoded into ``value_type``."""
     for piece in split.pieces:
+        if piece.merged:
+            yield from _merged_path(archive, piece, offsets, value_type, wire)
+            continue
         if piece.whole or piece.index_json or wire is not None:
             yield from _record_path(archive, piece, offsets, value_type, wire)
             continue
@@ -156,6 +159,23 @@ def _record_path(
     for block in [-1] if piece.whole else [n for n, _ in piece.chunks]:
         records = archive.block_records(ref, block)
         batch = _records_batch(piece, records, offsets, value_type, wire)
+        if batch.num_rows:
+            yield batch
+
+
+def _merged_path(
+    archive: Archive,
+    piece: Piece,
+    offsets: IntRange,
+    value_type: Any,
+    wire: WireAvroValues | None = None,
+):
+    """Objects that hold some of the same offsets: merged, each offset once."""
+    low = offsets.start
+    if low is None:
+        low = min(r.start_offset for r in piece.merged)
+    for run in archive.merged_blocks(list(piece.merged), low):
+        batch = _records_batch(piece, run, offsets, value_type, wire)
         if batch.num_rows:
             yield batch
 

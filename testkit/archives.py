@@ -65,6 +65,10 @@ LAYOUTS = {
 }
 
 
+#: Every layout ``export_batches`` takes: the default partitioner besides ``LAYOUTS``.
+PARTITIONERS = {"default": {}, **LAYOUTS}
+
+
 def input_records(count: int, partitions: int = 2) -> list[KafkaRecord]:
     """Records whose kind and hour jump around (late records, several open files at once),
     with compaction and transaction-marker gaps in the offsets."""
@@ -105,7 +109,7 @@ def export_batches(
             "s3.compression.type": "blockgzip",
             "s3.compression.block.records": "3",
             "blockgz.catalog.every": str(every),
-            **LAYOUTS[layout],
+            **PARTITIONERS[layout],
             **extra,
         }
     )
