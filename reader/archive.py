@@ -41,6 +41,7 @@ from reader.analytics import ArchiveAnalytics
 from reader.catalog_source import merged_by_offset, overlapping
 from reader.companion_entries import with_entries
 from reader.locate import ObjectLocator
+from reader.overlaps import Overlap, find_overlaps
 
 log = logging.getLogger("blockgz.reader")
 
@@ -448,6 +449,28 @@ class Archive(ArchiveAnalytics):
         for record in self._stream_records(ref):
             last = record.offset
         return last
+
+    def overlaps(self, topic: str, partitions: Iterable[int] | None = None) -> list[Overlap]:
+        """Pairs of objects of ``topic`` that hold the same offsets (two writers), which the
+        readers resolve to the object with the lowest first offset (:mod:`reader.overlaps`).
+
+        >>> import tempfile
+        >>> from blockgz import BlockGzipUpload
+        >>> from blockgz.store import LocalStore
+        >>> store = LocalStore(tempfile.mkdtemp())
+        >>> for start in (0, 3):
+        ...     key = f"topics/t/partition=0/t+0+{start:010d}.json.gz"
+        ...     with BlockGzipUpload(store, key, first_offset=start) as out:
+        ...         for n in range(start, start + 5):
+        ...             out.write(b"v%d" % n)
+        >>> [(o.low, o.high, o.count) for o in Archive(store).overlaps("t")]
+        [(3, 4, 2)]
+        """
+        found: list[Overlap] = []
+        for partition in self.partitions(topic) if partitions is None else partitions:
+            refs = self.objects(topic, partition)
+            found += find_overlaps(refs, lambda r: self.index(r) if r.has_index else None)
+        return found
 
     # -- listing for people ----------------------------------------------------------------
     def ls(self, topic: str | None = None) -> list[ObjectSummary]:
