@@ -141,3 +141,7 @@ class ExportFailed(BlockGzError, RuntimeError):
 class ReplayError(BlockGzError, RuntimeError):
     """Replaying an archive into Kafka cannot go on: the target refuses, or a record was not
     delivered (the message says which, and that a rerun resumes where delivery stopped)."""
+
+
+class JarResolutionError(BlockGzError, RuntimeError):
+    """A JVM part could not be fetched from Maven Central (no network, or a wrong version)."""

@@ -81,6 +81,9 @@ class LocalKafka(StartStop):
             assert kafka.high_watermarks("t") == {0: 100_004, 1: 100_001}
     """
 
+    #: Producer settings under which :meth:`produce` leaves exact high watermarks.
+    exact_producer_settings: Mapping[str, Any] = _EXACT_PRODUCER
+
     def __init__(
         self,
         *,
@@ -192,23 +195,26 @@ class LocalKafka(StartStop):
         last_error: Exception | None = None
         while (remaining := deadline - time.monotonic()) > 0:
             if self._process is None or self._process.poll() is not None:
-                raise RuntimeError(f"the Tansu broker died while starting:\n{self.log_text}")
+                raise RuntimeError(f"the broker died while starting:\n{self.log_text[-3000:]}")
             try:
                 self.admin().list_topics(timeout=min(remaining, 2.0))
                 return
             except KafkaException as exc:
                 last_error = exc
-        raise TimeoutError(f"the Tansu broker does not answer metadata requests: {last_error!r}")
+        raise TimeoutError(f"the broker does not answer metadata requests: {last_error!r}")
 
     def stop(self) -> None:
         """Kill the broker (its data is lost). Safe to call twice."""
+        self._reset_clients()
+        self._kill()
+        self.port = None
+
+    def _reset_clients(self) -> None:
         for producer in self._producers.values():
             with contextlib.suppress(Exception):
                 producer.close()
         self._producers.clear()
         self._admin = None
-        self._kill()
-        self.port = None
 
     def _kill(self) -> None:
         process, self._process = self._process, None
@@ -289,7 +295,7 @@ class LocalKafka(StartStop):
         list of ``(name, value)`` pairs or a dict. ``partition=None`` lets the default
         partitioner choose (by key hash, random for null keys). Raises if any delivery fails.
         """
-        producer = self._producer("exact", _EXACT_PRODUCER)
+        producer = self._producer("exact", self.exact_producer_settings)
         deliveries = _Deliveries()
         count = 0
         for record in records:
@@ -330,7 +336,7 @@ class LocalKafka(StartStop):
             for i in range(n_per_partition):
                 _send(bulk, topic, value_fn(partition, i), kwargs)
         deliveries.flush(bulk)
-        exact = self._producer("exact", _EXACT_PRODUCER)
+        exact = self._producer("exact", self.exact_producer_settings)
         for partition in ids:
             kwargs = {"partition": partition, "on_delivery": deliveries}
             _send(exact, topic, value_fn(partition, n_per_partition), kwargs)
