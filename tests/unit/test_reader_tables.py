@@ -83,6 +83,42 @@ def test_records_of_a_whole_topic_with_offset_and_time_windows(tmp_path):
     assert past_the_end == []
 
 
+def test_times_are_iso_text_datetimes_or_epoch_ms(tmp_path):
+    """ISO-8601 with Z or an offset, naive text and naive datetimes (UTC), aware datetimes and
+    epoch ms all name the same window; anything else is a ConfigError naming the parameter."""
+    import datetime as dt
+
+    from reader.replay import ReplaySettings
+
+    envelope_archive(tmp_path)
+    low = dt.datetime.fromtimestamp((T0 + 5000) / 1000, dt.UTC)
+    high = low + dt.timedelta(seconds=3)
+    forms = [
+        (T0 + 5000, T0 + 8000),
+        (low, high),
+        (low.replace(tzinfo=None), high.replace(tzinfo=None)),
+        (low.isoformat().replace("+00:00", "Z"), high.isoformat().replace("+00:00", "Z")),
+        (low.astimezone(dt.timezone(dt.timedelta(hours=5))).isoformat(), high.isoformat()),
+        (low.replace(tzinfo=None).isoformat(), str(T0 + 8000)),
+    ]
+    with open_archive(str(tmp_path)) as archive:
+        for from_time, to_time in forms:
+            got = [
+                r.offset
+                for _, r in archive.records("ev", [1], from_time=from_time, to_time=to_time)
+            ]
+            assert got == [20, 22, 24], (from_time, to_time)
+            blocks = archive.record_blocks("ev", [1], from_time=from_time, to_time=to_time)
+            assert [r.offset for _, block in blocks for r in block] == [20, 22, 24]
+        for bad in ("yesterday", 1.5, True, dt.date(2025, 11, 20)):
+            with pytest.raises(ConfigError, match=r"from_time=.*ISO-8601.*datetime.*epoch"):
+                archive.records("ev", from_time=bad)  # at the call, not at the first record
+        with pytest.raises(ConfigError, match=r"to_time=.*ISO-8601"):
+            archive.record_blocks("ev", to_time="2025-13-01")
+    settings = ReplaySettings("ev", "out", from_time=low, to_time="2023-11-14T22:13:28Z")
+    assert (settings.from_time, settings.to_time) == (T0 + 5000, T0 + 8000)
+
+
 def test_a_time_window_on_an_archive_without_timestamps_says_so(tmp_path):
     export_batches(str(tmp_path), input_records(30), "field", batches=2)
     with (
