@@ -15,7 +15,10 @@ naming the field.
 
 from __future__ import annotations
 
+import io
 import json
+from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 from blockgz.errors import ConfigError
@@ -91,3 +94,154 @@ def _full_name(schema: dict[str, Any]) -> str:
     name = schema["name"]
     namespace = schema.get("namespace")
     return f"{namespace}.{name}" if namespace and "." not in name else name
+
+
+def resolver(writer_schema: str, reader_schema: str) -> Callable[[Any], Any] | None:
+    """What turns a datum decoded with ``writer_schema`` into ``reader_schema``'s shape, by
+    Avro's schema resolution (fields added since get their defaults, removed ones go, ints
+    widen); ``None`` when the two are the same text (nothing to do). A writer the reader
+    cannot read is a :class:`~blockgz.errors.ConfigError` when the datum is resolved.
+
+    >>> v1 = '{"type": "record", "name": "E", "fields": [{"name": "n", "type": "int"}]}'
+    >>> v2 = ('{"type": "record", "name": "E", "fields": [{"name": "n", "type": "long"},'
+    ...       ' {"name": "c", "type": "string", "default": "web"}]}')
+    >>> resolver(v1, v2)({"n": 7}), resolver(v2, v2)
+    ({'n': 7, 'c': 'web'}, None)
+    """
+    if writer_schema == reader_schema:
+        return None
+    return _resolver(writer_schema, reader_schema)
+
+
+@lru_cache(maxsize=64)
+def _resolver(writer_schema: str, reader_schema: str) -> Callable[[Any], Any]:
+    import fastavro
+    from fastavro.read import SchemaResolutionError
+
+    # Parsed apart: two versions of one schema define the same names.
+    writer = fastavro.parse_schema(json.loads(writer_schema))
+    reader = fastavro.parse_schema(json.loads(reader_schema))
+
+    def resolve(datum: Any) -> Any:
+        # The datum is re-encoded with its writer schema and read back with the reader's:
+        # exactly what a consumer holding the reader schema would get.
+        out = io.BytesIO()
+        fastavro.schemaless_writer(out, writer, datum)
+        out.seek(0)
+        try:
+            return fastavro.schemaless_reader(out, writer, reader)
+        except SchemaResolutionError as exc:
+            raise ConfigError(
+                f"a value written with an older Avro schema cannot be read as the newest one "
+                f"({exc}); give value.schema, or read one schema version at a time"
+            ) from None
+
+    return resolve
+
+
+_PROMOTIONS = {
+    "int": {"int", "long", "float", "double"},
+    "long": {"long", "float", "double"},
+    "float": {"float", "double"},
+    "string": {"string", "bytes"},
+    "bytes": {"bytes", "string"},
+}
+
+
+def can_read(reader_schema: Any, writer_schema: Any) -> bool:
+    """Whether Avro's schema resolution reads data written with ``writer_schema`` as
+    ``reader_schema`` (JSON text or parsed): every reader field is in the writer or has a
+    default, types match or promote, enums keep the writer's symbols.
+
+    >>> v1 = {"type": "record", "name": "E", "fields": [{"name": "n", "type": "int"}]}
+    >>> v2 = {"type": "record", "name": "E", "fields": [{"name": "n", "type": "long"},
+    ...       {"name": "c", "type": "string", "default": "web"}]}
+    >>> can_read(v2, v1), can_read(v1, v2), can_read(v2, {**v1, "fields": []})  # no narrowing
+    (True, False, False)
+    """
+
+    def parsed(schema: Any) -> Any:
+        if isinstance(schema, str) and schema.lstrip().startswith(("{", "[", '"')):
+            return json.loads(schema)
+        return schema
+
+    return _reads(parsed(reader_schema), parsed(writer_schema), {}, {})
+
+
+def _named(schema: Any, names: dict[str, Any]) -> Any:
+    """``schema`` with a reference to a named type replaced by its definition (and the
+    definitions it holds remembered)."""
+    if isinstance(schema, str):
+        return names.get(schema, schema)
+    if isinstance(schema, dict) and schema.get("type") in ("record", "enum", "fixed"):
+        names[_full_name(schema)] = names[schema["name"]] = schema
+    return schema
+
+
+def _kind(schema: Any) -> str:
+    if isinstance(schema, list):
+        return "union"
+    if isinstance(schema, dict):
+        kind = schema["type"]
+        return kind if isinstance(kind, str) else _kind(kind)
+    return schema
+
+
+def _reads(reader: Any, writer: Any, rnames: dict[str, Any], wnames: dict[str, Any]) -> bool:
+    reader, writer = _named(reader, rnames), _named(writer, wnames)
+    if isinstance(writer, list):
+        return all(_reads(reader, branch, rnames, wnames) for branch in writer)
+    if isinstance(reader, list):
+        return any(_reads(branch, writer, rnames, wnames) for branch in reader)
+    if isinstance(reader, dict) and not isinstance(reader["type"], str):
+        return _reads(reader["type"], writer, rnames, wnames)
+    if isinstance(writer, dict) and not isinstance(writer["type"], str):
+        return _reads(reader, writer["type"], rnames, wnames)
+    rkind, wkind = _kind(reader), _kind(writer)
+    if wkind in _PROMOTIONS and rkind in _PROMOTIONS[wkind]:
+        return True
+    if rkind != wkind:
+        return False
+    if rkind == "record":
+        written = {}
+        for field in writer["fields"]:
+            for name in [field["name"], *field.get("aliases", [])]:
+                written[name] = field
+        for field in reader["fields"]:
+            names = [field["name"], *field.get("aliases", [])]
+            found = next((written[n] for n in names if n in written), None)
+            if found is None:
+                if "default" not in field:
+                    return False
+            elif not _reads(field["type"], found["type"], rnames, wnames):
+                return False
+        return True
+    if rkind == "enum":
+        return "default" in reader or set(writer["symbols"]) <= set(reader["symbols"])
+    if rkind == "fixed":
+        return reader.get("size") == writer.get("size")
+    if rkind == "array":
+        return _reads(reader["items"], writer["items"], rnames, wnames)
+    if rkind == "map":
+        return _reads(reader["values"], writer["values"], rnames, wnames)
+    return True
+
+
+def keeps_fields(schema: Any, other: Any) -> bool:
+    """Whether every top-level field of the record schema ``other`` is in ``schema`` (by name
+    or alias): reading ``other``'s data as ``schema`` drops nothing. Non-records: ``True``.
+
+    >>> keeps_fields({"type": "record", "name": "E", "fields": [{"name": "a", "type": "int"}]},
+    ...              {"type": "record", "name": "E", "fields": [{"name": "b", "type": "int"}]})
+    False
+    """
+    if isinstance(schema, str):
+        schema = json.loads(schema) if schema.lstrip().startswith("{") else schema
+    if isinstance(other, str):
+        other = json.loads(other) if other.lstrip().startswith("{") else other
+    if not (isinstance(schema, dict) and isinstance(other, dict)):
+        return True
+    if schema.get("type") != "record" or other.get("type") != "record":
+        return True
+    names = {n for f in schema["fields"] for n in [f["name"], *f.get("aliases", [])]}
+    return all(f["name"] in names for f in other["fields"])
