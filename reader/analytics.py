@@ -175,16 +175,27 @@ class ArchiveAnalytics:
         self, topic: str, partition: int, start: int | None = None, end: int | None = None
     ) -> Any:
         """The records with ``start <= offset < end`` as a ``pyarrow.Table`` of Kafka's
-        columns (see :mod:`reader.tables`)."""
-        from reader.tables import table_of
+        columns (see :mod:`reader.tables`). When the partition's objects are Avro, the values
+        are columns, one per field of the record schema, read into the newest writer schema
+        (that of the object with the highest start offset; older values get the defaults of
+        fields added since): see :func:`reader.tables.avro_table_of`."""
+        from reader.tables import avro_table_of, table_of
 
+        refs = self.objects(topic, partition)
         records = (r for _, r in self.records(topic, [partition], start=start, end=end))
+        if refs and all(r.is_avro for r in refs):
+            schema = self.avro_schema(max(refs, key=lambda r: r.start_offset))
+            try:
+                return avro_table_of(topic, partition, records, schema)
+            except ConfigError:  # a union of several types: no Arrow type, JSON text it is
+                records = (r for _, r in self.records(topic, [partition], start=start, end=end))
         return table_of(topic, partition, records)
 
     def to_pandas(
         self, topic: str, partition: int, start: int | None = None, end: int | None = None
     ) -> Any:
-        """:meth:`read_arrow` as a pandas DataFrame."""
+        """:meth:`read_arrow` as a pandas DataFrame (Avro values as columns, nested records
+        as dicts)."""
         return self.read_arrow(topic, partition, start, end).to_pandas()
 
 

@@ -1,4 +1,6 @@
-"""Avro schemas as Spark SQL types (DDL), for reading Avro archives into typed DataFrames.
+"""Avro schemas as Spark SQL types (DDL) and Arrow types, for reading Avro archives into typed
+DataFrames and tables; and schema evolution: which version reads the others (:func:`can_read`)
+and values of an older version in a newer one's shape (:func:`resolver`, :func:`with_defaults`).
 
 As Spark's own ``from_avro`` maps them: records are structs, ``["null", X]`` is a nullable X,
 enums are strings, fixed and bytes are binary, maps have string keys; logical types
@@ -245,3 +247,118 @@ def keeps_fields(schema: Any, other: Any) -> bool:
         return True
     names = {n for f in schema["fields"] for n in [f["name"], *f.get("aliases", [])]}
     return all(f["name"] in names for f in other["fields"])
+
+
+def avro_to_arrow(schema: Any, *, where: str = "value") -> Any:
+    """The Arrow type of values of the Avro ``schema`` (JSON text or parsed), as
+    :func:`avro_to_ddl` maps it for Spark: records are structs, enums strings, logical
+    timestamps UTC timestamps, dates dates, decimals decimals. Unions of several non-null
+    types are refused (:class:`~blockgz.errors.ConfigError`), naming the field.
+
+    >>> str(avro_to_arrow({"type": "record", "name": "R", "fields": [
+    ...     {"name": "id", "type": "long"}, {"name": "tags", "type": {"type": "map",
+    ...     "values": "string"}}, {"name": "at", "type": ["null", {"type": "long",
+    ...     "logicalType": "timestamp-millis"}]}]}))
+    'struct<id: int64, tags: map<string, string>, at: timestamp[ms, tz=UTC]>'
+    """
+    if isinstance(schema, str) and schema.lstrip().startswith(("{", "[", '"')):
+        schema = json.loads(schema)
+    return _arrow(schema, where, {})
+
+
+def _arrow(schema: Any, where: str, named: dict[str, Any]) -> Any:
+    import pyarrow as pa
+
+    primitives = {
+        "null": pa.null(),
+        "boolean": pa.bool_(),
+        "int": pa.int32(),
+        "long": pa.int64(),
+        "float": pa.float32(),
+        "double": pa.float64(),
+        "bytes": pa.binary(),
+        "string": pa.string(),
+    }
+    if isinstance(schema, str):
+        if schema in primitives:
+            return primitives[schema]
+        if schema in named:
+            return named[schema]
+        raise ConfigError(f"{where}: Avro type {schema!r} is not known here")
+    if isinstance(schema, list):
+        branches = [b for b in schema if b != "null"]
+        if len(branches) != 1:
+            raise ConfigError(
+                f"{where}: an Avro union of {len(branches)} non-null types has no Arrow type"
+            )
+        return _arrow(branches[0], where, named)
+    kind, logical = schema.get("type"), schema.get("logicalType")
+    logical_types = {
+        "timestamp-millis": pa.timestamp("ms", tz="UTC"),
+        "timestamp-micros": pa.timestamp("us", tz="UTC"),
+        "date": pa.date32(),
+        "time-millis": pa.time32("ms"),
+        "time-micros": pa.time64("us"),
+        "uuid": pa.string(),
+    }
+    if logical in logical_types:
+        return logical_types[logical]
+    if logical == "decimal":
+        return pa.decimal128(int(schema["precision"]), int(schema.get("scale", 0)))
+    if kind == "record":
+        fields = [
+            pa.field(f["name"], _arrow(f["type"], f"{where}.{f['name']}", named))
+            for f in schema["fields"]
+        ]
+        found = pa.struct(fields)
+    elif kind in ("enum", "fixed"):
+        found = pa.string() if kind == "enum" else pa.binary()
+    elif kind == "array":
+        return pa.list_(_arrow(schema["items"], f"{where}[]", named))
+    elif kind == "map":
+        return pa.map_(pa.string(), _arrow(schema["values"], f"{where}{{}}", named))
+    else:
+        return _arrow(kind, where, named)
+    named[_full_name(schema)] = named[schema["name"]] = found
+    return found
+
+
+def with_defaults(datum: Any, schema: Any) -> Any:
+    """``datum`` (decoded with an older writer schema) with the fields ``schema`` (parsed)
+    added since filled with their defaults, at any depth of records, arrays and maps.
+
+    >>> with_defaults({"n": 1}, {"type": "record", "name": "E", "fields": [
+    ...     {"name": "n", "type": "long"}, {"name": "c", "type": "string", "default": "web"}]})
+    {'n': 1, 'c': 'web'}
+    """
+    return _filled(datum, schema, {})
+
+
+def _filled(datum: Any, schema: Any, named: dict[str, Any]) -> Any:
+    if datum is None:
+        return None
+    if isinstance(schema, str):
+        schema = named.get(schema, schema)
+    if isinstance(schema, list):
+        records = [b for b in schema if b != "null"]
+        return _filled(datum, records[0], named) if len(records) == 1 else datum
+    if not isinstance(schema, dict):
+        return datum
+    kind = schema.get("type")
+    if kind == "record" and isinstance(datum, dict):
+        named[_full_name(schema)] = named[schema["name"]] = schema
+        out = dict(datum)
+        for field in schema["fields"]:
+            name = field["name"]
+            if name in out:
+                out[name] = _filled(out[name], field["type"], named)
+            elif "default" in field:
+                out[name] = field["default"]
+        return out
+    if kind == "array" and isinstance(datum, list):
+        return [_filled(d, schema["items"], named) for d in datum]
+    if kind == "map" and isinstance(datum, dict):
+        return {k: _filled(v, schema["values"], named) for k, v in datum.items()}
+    if isinstance(kind, (dict, list)):
+        return _filled(datum, kind, named)
+    return datum
