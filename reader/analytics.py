@@ -4,6 +4,7 @@ Arrow tables and pandas DataFrames (a mixin of ``Archive``; it reads through its
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -12,6 +13,10 @@ from blockgz.errors import ConfigError, OffsetNotFoundError
 from blockgz.format.decode import Record
 from blockgz.layout import DeviantArtLayout
 from blockgz.manifests import times_overlap
+from blockgz.times import epoch_ms
+
+#: A time: ISO-8601 text, a ``datetime`` (naive: UTC) or epoch ms (see :mod:`blockgz.times`).
+Time = int | str | dt.datetime
 
 _PAST_ANY_OFFSET = 2**63 - 1
 
@@ -55,20 +60,29 @@ class ArchiveAnalytics:
         *,
         start: int | None = None,
         end: int | None = None,
-        from_time: int | None = None,
-        to_time: int | None = None,
+        from_time: Time | None = None,
+        to_time: Time | None = None,
     ) -> Iterator[tuple[int, Record]]:
         """``(partition, record)`` for every archived record of ``topic`` (or of the given
         ``partitions``), partition by partition in offset order, with ``start <= offset <
-        end`` and ``from_time <= timestamp < to_time`` (epoch ms; needs an archive that kept
-        timestamps, ``format.json.envelope``). Blocks are fetched ``prefetch`` ahead, so
-        memory stays bounded whatever the size of the topic. With a time window, objects
-        whose time range (from the export's catalog, ``committed=true``) and blocks whose
-        time range (from their index) lies outside it are not read."""
+        end`` and ``from_time <= timestamp < to_time`` (needs an archive that kept
+        timestamps, ``format.json.envelope``). A time is ISO-8601 text
+        (``"2025-11-20T01:00:00Z"``, or with an offset), a ``datetime`` or epoch ms; without a
+        zone it is UTC; anything else is a :class:`~blockgz.errors.ConfigError`. Blocks are
+        fetched ``prefetch`` ahead, so memory stays bounded whatever the size of the topic.
+        With a time window, objects whose time range (from the export's catalog,
+        ``committed=true``) and blocks whose time range (from their index) lies outside it are
+        not read.
+
+        >>> import tempfile
+        >>> from reader import open_archive
+        >>> with open_archive(tempfile.mkdtemp()) as archive:
+        ...     list(archive.records("t", [], from_time="2025-11-20T01:00:00Z"))
+        []
+        """
         window = {"start": start, "end": end, "from_time": from_time, "to_time": to_time}
-        for partition, block in self.record_blocks(topic, partitions, **window):
-            for record in block:
-                yield partition, record
+        blocks = self.record_blocks(topic, partitions, **window)  # a bad time raises here
+        return ((partition, record) for partition, block in blocks for record in block)
 
     def record_blocks(
         self,
@@ -77,12 +91,24 @@ class ArchiveAnalytics:
         *,
         start: int | None = None,
         end: int | None = None,
-        from_time: int | None = None,
-        to_time: int | None = None,
+        from_time: Time | None = None,
+        to_time: Time | None = None,
     ) -> Iterator[tuple[int, list[Record]]]:
         """:meth:`records` a block at a time: ``(partition, records)`` with the records of
         one block inside the window (never an empty list). For code that handles millions
         of records (replay), where a list per block costs less than a step per record."""
+        low, high = epoch_ms(from_time, name="from_time"), epoch_ms(to_time, name="to_time")
+        return self._record_blocks(topic, partitions, start, end, low, high)
+
+    def _record_blocks(
+        self,
+        topic: str,
+        partitions: Iterable[int] | None,
+        start: int | None,
+        end: int | None,
+        from_time: int | None,
+        to_time: int | None,
+    ) -> Iterator[tuple[int, list[Record]]]:
         timed = from_time is not None or to_time is not None
         for partition in self.partitions(topic) if partitions is None else partitions:
             begin = self.first_offset(topic, partition)
@@ -114,11 +140,13 @@ class ArchiveAnalytics:
                     break
 
     def offsets_in_time(
-        self, topic: str, partition: int, from_time: int | None, to_time: int | None
+        self, topic: str, partition: int, from_time: Time | None, to_time: Time | None
     ) -> tuple[int, int | None] | None:
         """``(first, end)``: the offsets outside which no record stamped ``from_time <= t <
         to_time`` can be, by the objects' time ranges; ``(0, None)`` when some object's range
-        is unknown; ``None`` when no object can hold the window."""
+        is unknown; ``None`` when no object can hold the window. Times as for :meth:`records`."""
+        from_time = epoch_ms(from_time, name="from_time")
+        to_time = epoch_ms(to_time, name="to_time")
         refs = self.objects(topic, partition)
         known = all(
             r.min_timestamp is not None
@@ -147,16 +175,27 @@ class ArchiveAnalytics:
         self, topic: str, partition: int, start: int | None = None, end: int | None = None
     ) -> Any:
         """The records with ``start <= offset < end`` as a ``pyarrow.Table`` of Kafka's
-        columns (see :mod:`reader.tables`)."""
-        from reader.tables import table_of
+        columns (see :mod:`reader.tables`). When the partition's objects are Avro, the values
+        are columns, one per field of the record schema, read into the newest writer schema
+        (that of the object with the highest start offset; older values get the defaults of
+        fields added since): see :func:`reader.tables.avro_table_of`."""
+        from reader.tables import avro_table_of, table_of
 
+        refs = self.objects(topic, partition)
         records = (r for _, r in self.records(topic, [partition], start=start, end=end))
+        if refs and all(r.is_avro for r in refs):
+            schema = self.avro_schema(max(refs, key=lambda r: r.start_offset))
+            try:
+                return avro_table_of(topic, partition, records, schema)
+            except ConfigError:  # a union of several types: no Arrow type, JSON text it is
+                records = (r for _, r in self.records(topic, [partition], start=start, end=end))
         return table_of(topic, partition, records)
 
     def to_pandas(
         self, topic: str, partition: int, start: int | None = None, end: int | None = None
     ) -> Any:
-        """:meth:`read_arrow` as a pandas DataFrame."""
+        """:meth:`read_arrow` as a pandas DataFrame (Avro values as columns, nested records
+        as dicts)."""
         return self.read_arrow(topic, partition, start, end).to_pandas()
 
 

@@ -20,6 +20,7 @@ leaves the header out and gives up resuming.
 
 from __future__ import annotations
 
+import datetime as dt
 import itertools
 import logging
 import time
@@ -29,6 +30,7 @@ from typing import Any
 
 from blockgz.errors import ConfigError, ReplayError
 from blockgz.format.datum_json import datum_json
+from blockgz.times import epoch_ms
 from reader.archive import Archive
 
 log = logging.getLogger("blockgz.replay")
@@ -84,13 +86,18 @@ class ReplaySettings:
     partitions: list[int] | None = None
     start: int | None = None
     end: int | None = None
-    from_time: int | None = None
-    to_time: int | None = None
+    #: ISO-8601 text, ``datetime`` (no zone: UTC) or epoch ms; kept as epoch ms.
+    from_time: int | str | dt.datetime | None = None
+    to_time: int | str | dt.datetime | None = None
     by_key: bool = False
     mark: bool = True
     allow_same_topic: bool = False
     #: librdkafka settings (``bootstrap.servers`` at least); idempotence is always on.
     producer: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.from_time = epoch_ms(self.from_time, name="from_time")
+        self.to_time = epoch_ms(self.to_time, name="to_time")
 
 
 @dataclass

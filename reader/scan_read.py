@@ -45,15 +45,18 @@ def split_batches(
     *,
     value_type: Any = None,
     wire: WireAvroValues | None = None,
+    reader_schema: str | None = None,
 ) -> Iterator[Any]:
     """Arrow batches (Spark's Kafka schema, headers included) of the split's rows; with
-    ``wire``, values in Confluent's Avro wire format decoded into ``value_type``."""
+    ``wire``, values in Confluent's Avro wire format decoded into ``value_type``; with
+    ``reader_schema`` (Avro JSON text), values of ``.avro`` objects written with another
+    schema resolved into it (defaults filled)."""
     for piece in split.pieces:
         if piece.merged:
             yield from _merged_path(archive, piece, offsets, value_type, wire)
             continue
         if piece.whole or piece.index_json or wire is not None:
-            yield from _record_path(archive, piece, offsets, value_type, wire)
+            yield from _record_path(archive, piece, offsets, value_type, wire, reader_schema)
             continue
         for run in _runs(piece.chunks):
             base, end = run[0][1].byte_offset, run[-1][1].byte_end
@@ -150,15 +153,21 @@ def _record_path(
     offsets: IntRange,
     value_type: Any,
     wire: WireAvroValues | None = None,
+    reader_schema: str | None = None,
 ):
     """Whole objects, Avro, objects with keys/headers files and wire-format Avro values:
     through the archive."""
     ref = piece.ref
     if piece.index_json:  # planned with it: no GET of the sidecar again
         archive.remember_index(ref, BlockIndex.from_json(piece.index_json))
+    resolve = None
+    if reader_schema is not None and ref.is_avro:
+        from reader.avro_types import resolver
+
+        resolve = resolver(archive.avro_schema(ref), reader_schema)
     for block in [-1] if piece.whole else [n for n, _ in piece.chunks]:
         records = archive.block_records(ref, block)
-        batch = _records_batch(piece, records, offsets, value_type, wire)
+        batch = _records_batch(piece, records, offsets, value_type, wire, resolve)
         if batch.num_rows:
             yield batch
 
@@ -186,11 +195,22 @@ def _records_batch(
     offsets: IntRange,
     value_type: Any,
     wire: WireAvroValues | None = None,
+    resolve: Any = None,
 ):
-    """A batch of Record objects (keys, headers and timestamps where kept)."""
+    """A batch of Record objects (keys, headers and timestamps where kept); ``resolve``
+    turns decoded Avro values into the reader schema's shape."""
     import pyarrow as pa
 
     rows = [r for r in records if offsets.contains(r.offset)]
+    if resolve is not None:
+        rows = [
+            r
+            if r.value is None
+            else Record.kept(
+                r.offset, resolve(r.value), key=r.key, headers=r.headers, timestamp=r.timestamp
+            )
+            for r in rows
+        ]
     decoded = any(r.value is not None and not isinstance(r.value, bytes) for r in rows)
     if wire is not None and not decoded:  # Confluent's wire format, through the registry
         where = f"{piece.ref.key}: {piece.topic}-{piece.partition}@"

@@ -15,11 +15,14 @@ what the export's manifests committed, where there are manifests; ``false``: eve
 listed), ``blockgz.split.size`` (compressed bytes per task, default 64 MiB) and
 ``value.schema`` (a DDL field list such as ``"id BIGINT, name STRING"``: values are parsed as
 JSON into a struct of it instead of returned as bytes) and ``value.format`` (``binary``, the
-default; ``json`` with ``value.schema``; ``avro``: Avro objects' values in their own schema's
-type, taken from the first ``.avro`` object, as Spark's ``from_avro`` maps it; with
+default; ``json`` with ``value.schema``; ``avro``: Avro objects' values in the type of the
+newest writer schema of the ``.avro`` objects read (see :func:`newest_avro_schema`), as Spark's
+``from_avro`` maps it, values written with older compatible schemas read into it by Avro's
+schema resolution (fields added since get their defaults); with
 ``schema.registry.url`` too, values kept in Confluent's wire format by a bytearray export are
 decoded through the registry into the newest schema of ``value.subject``, default
-``<topic>-value``: see :mod:`reader.wire_avro`).
+``<topic>-value``: see :mod:`reader.wire_avro`; ``.avro`` objects are then read into that
+schema too).
 
 Example (needs Spark, so not a doctest)::
 
@@ -72,10 +75,15 @@ READ_OPTIONS = (
 VALUE_FORMATS = ("binary", "json", "avro")
 
 
-def archive_schema(options: dict[str, str], wire: WireAvroValues | None = None) -> str:
+def archive_schema(
+    options: dict[str, str],
+    wire: WireAvroValues | None = None,
+    avro_schema: str | None = None,
+) -> str:
     """The DataFrame's schema as DDL: ``value`` is a struct when ``value.schema`` is given,
-    or, with ``value.format=avro``, the type of the archive's Avro schema (``wire``'s reader
-    schema for wire-format values; made from ``options`` if not given)."""
+    or, with ``value.format=avro``, the type of the Avro reader schema (``wire``'s for
+    wire-format values, else ``avro_schema``: see :func:`avro_reader_schema`; each made from
+    ``options`` if not given)."""
     opts = as_options(options)
     value_format = opts.choice("value.format", VALUE_FORMATS, "binary")
     value = opts.text("value.schema").strip()
@@ -87,13 +95,27 @@ def archive_schema(options: dict[str, str], wire: WireAvroValues | None = None) 
             '(e.g. "id BIGINT, name STRING")'
         )
     if value_format == "avro":
+        from reader.avro_types import avro_to_ddl
+
         wire = wire or wire_avro_values(options)
         if wire is not None:
-            from reader.avro_types import avro_to_ddl
-
             return KAFKA_COLUMNS.format(value=avro_to_ddl(wire.reader_schema))
-        return KAFKA_COLUMNS.format(value=_archive_avro_type(options))
+        schema = avro_schema or newest_avro_schema(options)
+        return KAFKA_COLUMNS.format(value=avro_to_ddl(schema))
     return KAFKA_COLUMNS.format(value="BINARY")
+
+
+def avro_reader_schema(options: dict[str, str], wire: WireAvroValues | None) -> str | None:
+    """The Avro schema (JSON text) every Avro value is read into, or ``None`` when values are
+    not read as Avro (no ``value.format=avro``, or a ``value.schema`` of its own): the
+    registry's newest of the subject with a registry (``wire``), else the newest writer schema
+    of the archive's ``.avro`` objects."""
+    opts = as_options(options)
+    if opts.choice("value.format", VALUE_FORMATS, "binary") != "avro":
+        return None
+    if opts.text("value.schema").strip():
+        return None
+    return wire.reader_schema if wire is not None else newest_avro_schema(options)
 
 
 def wire_avro_values(options: dict[str, str]) -> WireAvroValues | None:
@@ -126,23 +148,67 @@ def _archive_topics(options: dict[str, str]) -> list[str]:
     return [t for t in found if not pattern or re.fullmatch(pattern, t)]
 
 
-def _archive_avro_type(options: dict[str, str]) -> str:
-    """The Spark type of the values of the first Avro object of the topics read."""
-    from reader.avro_types import avro_to_ddl
+def newest_avro_schema(options: dict[str, str]) -> str:
+    """The newest writer schema (JSON text) of the ``.avro`` objects of the topics read: the
+    reader schema of ``value.format=avro`` without a registry.
+
+    How "newest" is chosen: in each partition, the schema of its ``.avro`` object with the
+    highest start offset (with ``committed=true``, the default, the last committed one): a
+    partition's records are written in offset order, so its schema only moves forward. Across
+    partitions (a quiet partition may still hold an older version), the one that can read all
+    the others by Avro's schema resolution (:func:`reader.avro_types.can_read`); of several
+    such, the one whose last object holds the latest record timestamp (the time range the
+    export's catalog keeps, else its index's last block's), then one that keeps every field
+    of the others (an older version can read a newer one, by dropping the fields added), then
+    the last of the sorted topics and partitions. Values written with older versions are read
+    into it by that resolution (:func:`reader.avro_types.resolver`), as a consumer holding it
+    would read them.
+    """
+    import re
+
+    from reader.avro_types import can_read, keeps_fields
 
     path = options.get("path") or ""
     archive_options = {k: v for k, v in options.items() if k not in READ_OPTIONS}
-    wanted = [t.strip() for t in options.get("topics", "").split(",") if t.strip()]
-    with open_archive(path, archive_options) as archive:
-        for topic in wanted or archive.topics():
-            for partition in archive.partitions(topic):
-                for ref in archive.objects(topic, partition):
-                    if ref.is_avro:
-                        return avro_to_ddl(archive.avro_schema(ref), where=f"{topic} value")
-    raise ConfigError(
-        f"value.format=avro: no .avro object found under {path} to take the schema from; "
-        "give it as value.schema"
+    archive_options["committed"] = (
+        "true" if as_options(options).flag("committed", True) else "false"
     )
+    wanted = [t.strip() for t in options.get("topics", "").split(",") if t.strip()]
+    pattern = options.get("topics.regex")
+    found: list[tuple[int, int, str]] = []  # (latest timestamp or -1, order, schema)
+    with open_archive(path, archive_options) as archive:
+        topics = wanted or [t for t in archive.topics() if not pattern or re.fullmatch(pattern, t)]
+        for topic in topics:
+            for partition in archive.partitions(topic):
+                refs = [r for r in archive.objects(topic, partition) if r.is_avro]
+                if not refs:
+                    continue
+                last = max(refs, key=lambda r: r.start_offset)
+                stamp = last.max_timestamp
+                if stamp is None and last.has_index and archive.index(last).chunks:
+                    stamp = archive.index(last).chunks[-1].max_timestamp
+                found.append(
+                    (-1 if stamp is None else stamp, len(found), archive.avro_schema(last))
+                )
+    if not found:
+        raise ConfigError(
+            f"value.format=avro: no .avro object found under {path} to take the schema from; "
+            "give it as value.schema"
+        )
+    newest: dict[str, tuple[int, int]] = {}
+    for stamp, order, schema in found:
+        newest[schema] = max(newest.get(schema, (stamp, order)), (stamp, order))
+    if len(newest) == 1:
+        return next(iter(newest))
+
+    def rank(schema: str) -> tuple[bool, int, bool, int]:
+        stamp, order = newest[schema]
+        reads_all = all(can_read(schema, other) for other in newest)
+        return reads_all, stamp, all(keeps_fields(schema, other) for other in newest), order
+
+    # Of the schemas that read every other, the latest stamped; with no stamps, one that
+    # drops no field another has (an older version reads a newer one by dropping its fields).
+    return max(newest, key=rank)
 
 
 class SplitPartition(InputPartition):
@@ -156,7 +222,13 @@ class SplitPartition(InputPartition):
 class ArchiveReader(DataSourceReader):
     """Plans on the driver (filters, then splits), reads splits on the executors."""
 
-    def __init__(self, options: dict[str, str], schema: Any, wire: WireAvroValues | None = None):
+    def __init__(
+        self,
+        options: dict[str, str],
+        schema: Any,
+        wire: WireAvroValues | None = None,
+        avro_schema: str | None = None,
+    ):
         self.options = dict(options)
         if not self.options.get("path"):
             raise ConfigError(
@@ -171,6 +243,10 @@ class ArchiveReader(DataSourceReader):
         self.committed = opts.flag("committed", True)
         self.value_type = _value_arrow_type(schema)
         self.wire = wire or wire_avro_values(self.options)
+        #: Avro values (of .avro objects) are resolved into this schema (None: as written).
+        self.avro_schema = avro_schema or (
+            avro_reader_schema(self.options, self.wire) if self.value_type is not None else None
+        )
         self.scan = ScanFilter()
 
     def pushFilters(self, filters: list[Any]) -> Iterator[Any]:
@@ -204,6 +280,7 @@ class ArchiveReader(DataSourceReader):
                 self.scan.offsets,
                 value_type=self.value_type,
                 wire=self.wire,
+                reader_schema=self.avro_schema,
             )
 
 
@@ -217,10 +294,16 @@ class ArchiveReadSource:
         # decoder travels with it: the registry's newest schema is asked for once per load and
         # the DataFrame's type and the decoding cannot disagree.
         self._wire_values = wire_avro_values(self.options)
-        return archive_schema(self.options, self._wire_values)
+        self._avro_schema = avro_reader_schema(self.options, self._wire_values)
+        return archive_schema(self.options, self._wire_values, self._avro_schema)
 
     def reader(self, schema: Any) -> ArchiveReader:
-        return ArchiveReader(self.options, schema, getattr(self, "_wire_values", None))
+        return ArchiveReader(
+            self.options,
+            schema,
+            getattr(self, "_wire_values", None),
+            getattr(self, "_avro_schema", None),
+        )
 
 
 def narrowed(scan: ScanFilter, condition: Any) -> ScanFilter:

@@ -1,10 +1,12 @@
 """Archived records as Arrow tables and pandas DataFrames, for analytics code.
 
 Kafka's columns, as Spark's Kafka source names and types them: ``key``, ``value`` (binary for
-block-GZIP objects; for Avro objects the decoded datum as JSON text), ``topic``, ``partition``,
-``offset``, ``timestamp`` (UTC; null where the archive kept none), ``timestampType`` (null: not
-archived) and ``headers`` (a list of ``{key, value}``; null where none were kept). pyarrow
-is imported only here, so the rest of the reader works without it.
+block-GZIP objects), ``topic``, ``partition``, ``offset``, ``timestamp`` (UTC; null where the
+archive kept none), ``timestampType`` (null: not archived) and ``headers`` (a list of ``{key,
+value}``; null where none were kept). The values of Avro objects are columns instead of
+``value`` (:func:`avro_table_of`): one per top-level field of the record schema, typed as the
+schema says (nested records as structs, dicts in pandas). pyarrow is imported only here, so
+the rest of the reader works without it.
 
 >>> import tempfile
 >>> from blockgz import BlockGzipUpload
@@ -22,6 +24,7 @@ is imported only here, so the rest of the reader works without it.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -128,3 +131,57 @@ def table_of(topic: str, partition: int, records: Iterable[Record]) -> pa.Table:
     """One Arrow table of the records (see :func:`kafka_schema`)."""
     pa = _pyarrow()
     return pa.Table.from_batches(list(record_batches(topic, partition, records)), kafka_schema())
+
+
+def avro_table_of(topic: str, partition: int, records: Iterable[Record], schema: str) -> pa.Table:
+    """One Arrow table of decoded Avro records, read into ``schema`` (Avro JSON text, the
+    newest writer schema): Kafka's columns with ``value`` replaced by one column per
+    top-level field of a record schema, in the schema's order (a field named like a Kafka
+    column becomes ``value.<name>``); values written with older schemas get the fields added
+    since with their defaults. A schema that is not a record keeps one typed ``value`` column.
+
+    >>> v = {"type": "record", "name": "E", "fields": [{"name": "n", "type": "long"},
+    ...      {"name": "offset", "type": "string", "default": "?"}]}
+    >>> table = avro_table_of("t", 0, [Record(4, {"n": 1})], json.dumps(v))
+    >>> table.column_names[:4]
+    ['key', 'n', 'value.offset', 'topic']
+    >>> table.column("value.offset").to_pylist(), table.column("n").to_pylist()
+    (['?'], [1])
+    """
+    from reader.avro_types import avro_to_arrow, with_defaults
+
+    pa = _pyarrow()
+    parsed = json.loads(schema)
+    value_type = avro_to_arrow(parsed)
+    batches = []
+    rows: list[Record] = []
+
+    def batch():
+        values = pa.array([with_defaults(r.value, parsed) for r in rows], value_type)
+        offsets = [r.offset for r in rows]
+        return kafka_batch(topic, partition, values, offsets, value_type, **kept_columns(rows))
+
+    for record in records:
+        rows.append(record)
+        if len(rows) == BATCH_ROWS:
+            batches.append(batch())
+            rows = []
+    if rows or not batches:
+        batches.append(batch())
+    table = pa.Table.from_batches(batches, kafka_arrow_schema(True, value_type))
+    if not pa.types.is_struct(value_type):
+        return table
+    kafka_names = set(table.column_names)
+    at = table.column_names.index("value")
+    fields = table.column("value").combine_chunks()
+    table = table.remove_column(at)
+    for n in range(value_type.num_fields):
+        name = value_type.field(n).name
+        column = fields.field(n)
+        if fields.null_count:  # a null value (a tombstone): its fields are null
+            import pyarrow.compute as pc
+
+            column = pc.if_else(fields.is_valid(), column, pa.scalar(None, column.type))
+        shown = f"value.{name}" if name in kafka_names else name
+        table = table.add_column(at + n, shown, column)
+    return table

@@ -16,9 +16,19 @@ from blockgz.cli.app import (
 )
 from blockgz.format.datum_json import json_default
 
+#: How ``--output json`` writes values (the ``--help`` of seek and cat says it too).
+JSON_OUTPUT_HELP = (
+    "json prints one object per record with its offset (and key/timestamp/headers where "
+    "kept). Its value is the JSON value itself where the object's format is JSON (.json, "
+    ".json.gz: a JSON-format archive; a value that does not parse stays a string), the decoded "
+    "record for Avro, else the stored text as a string, or value_base64 when it is not UTF-8."
+)
 
-def _echo_records(records, output: str) -> None:
-    """Lines of records: block-GZIP values as stored, decoded (Avro) values as JSON."""
+
+def _echo_records(records, output: str, *, json_values: bool = False) -> None:
+    """Lines of records: block-GZIP values as stored, decoded (Avro) values as JSON. With
+    ``output="json"`` and ``json_values`` (the objects are JSON-format), a value that is
+    JSON text goes in as the JSON value it holds."""
     import json
 
     out = sys.stdout.buffer
@@ -34,7 +44,7 @@ def _echo_records(records, output: str) -> None:
                 doc["value"] = value
             else:
                 try:
-                    doc["value"] = value.decode("utf-8")
+                    doc["value"] = _json_value(value) if json_values else value.decode("utf-8")
                 except UnicodeDecodeError:  # binary values (Protobuf, ...) survive as base64
                     doc["value_base64"] = json_default(value)
             for field in ("key", "timestamp", "headers"):
@@ -42,6 +52,34 @@ def _echo_records(records, output: str) -> None:
                     doc[field] = getattr(record, field)
             out.write(json.dumps(doc, default=json_default).encode() + b"\n")
     out.flush()
+
+
+def _json_value(value: bytes) -> object:
+    """The JSON value a JSON-format object stored; its text when it does not parse."""
+    import json
+
+    text = value.decode("utf-8")
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _json_named(key: str) -> bool:
+    """Whether an object's name says it holds JSON values (``.json``, ``.json.gz``, or their
+    ``.index.json``).
+
+    >>> _json_named("t+0+0000000000.json.index.json"), _json_named("t+0+0000000000.bin.gz")
+    (True, False)
+    """
+    from blockgz.layout import data_key_for
+
+    return data_key_for(key).removesuffix(".gz").endswith(".json")
+
+
+def _json_archive(refs) -> bool:
+    """Whether every object read is JSON-format (a JSON archive: values are JSON text)."""
+    return bool(refs) and all(ref.format == "json" and ref.role == "value" for ref in refs)
 
 
 def _archive(target: str, topic: str | None, partition: int | None, options: dict):
@@ -61,8 +99,7 @@ def _archive(target: str, topic: str | None, partition: int | None, options: dic
     type=click.Choice(["raw", "json"]),
     default="raw",
     show_default=True,
-    help="raw prints each value (Avro records as JSON); json adds the offset "
-    "(and key/timestamp where kept).",
+    help="raw prints each value as stored (Avro records as JSON); " + JSON_OUTPUT_HELP,
 )
 @click.option(
     "--scan", is_flag=True, help="Stream .gz objects without an index instead of failing."
@@ -98,12 +135,15 @@ def seek(
     if topic is None and partition is None:
         from blockgz.objects.seek import seek_object
 
-        _echo_records(seek_object(target, offset, count, scan=scan, options=options), output)
+        records = seek_object(target, offset, count, scan=scan, options=options)
+        _echo_records(records, output, json_values=_json_named(target))
         return
     if scan:
         options["scan.unindexed"] = "true"
     with _archive(target, topic, partition, options) as archive:
-        _echo_records(archive.seek(topic, partition, offset, count), output)
+        records = archive.seek(topic, partition, offset, count)  # raises before any output
+        refs, _ = archive.seek_objects(topic, partition, offset)
+        _echo_records(records, output, json_values=_json_archive(refs))
         if stats:
             click.echo(f"read: {archive.store.requests.summary()}", err=True)
 
@@ -115,8 +155,7 @@ def seek(
     type=click.Choice(["raw", "json"]),
     default="raw",
     show_default=True,
-    help="raw prints the values as stored; json one object per record with its offset "
-    "(binary values as value_base64).",
+    help="raw prints the values as stored; " + JSON_OUTPUT_HELP,
 )
 @target_options
 @fail_cleanly
@@ -151,7 +190,8 @@ def cat(target, output, topic, partition, endpoint_url, options) -> None:
             ref = Layout().parse_data_key(key)
             start = ref.start_offset if ref is not None else 0
             framing = framing_from_options(options)
-            _echo_records(stream_records(store, key, start, framing=framing), output)
+            records = stream_records(store, key, start, framing=framing)
+            _echo_records(records, output, json_values=_json_named(key))
             return
         with stream_object(store, key, compressed=key.endswith(".gz")) as stream:
             shutil.copyfileobj(stream, sys.stdout.buffer, 1024 * 1024)
@@ -160,7 +200,8 @@ def cat(target, output, topic, partition, endpoint_url, options) -> None:
         refs = archive.objects(topic, partition)
         if not refs:
             raise archive.nothing_found(topic, partition)
-        _echo_records(archive.seek(topic, partition, refs[0].start_offset), output)
+        records = archive.seek(topic, partition, refs[0].start_offset)
+        _echo_records(records, output, json_values=_json_archive(refs))
 
 
 @main.command(name="ls")

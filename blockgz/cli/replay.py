@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
-
 import click
 
 from blockgz.cli.app import collect_options, fail_cleanly, main, store_options
@@ -11,19 +9,15 @@ from blockgz.cli.app import collect_options, fail_cleanly, main, store_options
 
 def _epoch_ms(ctx, param, value: str | None) -> int | None:
     """An ISO-8601 time (UTC unless it says otherwise) or epoch milliseconds."""
-    if value is None:
-        return None
-    if value.isdigit():
-        return int(value)
+    from blockgz.errors import ConfigError
+    from blockgz.times import epoch_ms
+
     try:
-        when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
+        return epoch_ms(value, name=param.name)
+    except ConfigError:
         raise click.BadParameter(
             f"{value!r} is neither ISO-8601 (2026-11-23T10:00:00Z) nor epoch milliseconds"
         ) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return int(when.timestamp() * 1000)
 
 
 @main.command()

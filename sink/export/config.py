@@ -219,8 +219,9 @@ class ExportConfig:
 def split_options(opts: Options) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     """The job's options split into (Kafka source, sink, Spark) settings.
 
-    ``topics``/``topics.regex`` become Spark's ``subscribe``/``subscribePattern``, and
-    ``startingOffsets`` defaults to ``earliest``.
+    ``topics``/``topics.regex`` become Spark's ``subscribe``/``subscribePattern``,
+    ``startingOffsets`` defaults to ``earliest``, and ``includeHeaders`` to ``true`` wherever
+    headers are kept (``format.json.envelope``, ``store.kafka.headers``) or dead-lettered.
     """
     source: dict[str, str] = {}
     sink: dict[str, str] = {}
@@ -249,7 +250,11 @@ def split_options(opts: Options) -> tuple[dict[str, str], dict[str, str], dict[s
     # Kafka Connect sinks start a new consumer group at the earliest offset; Spark's
     # source defaults to latest. An archiver wants everything, so Connect's default wins.
     source.setdefault("startingOffsets", "earliest")
-    if opts.text("errors.tolerance").lower() == "all" or opts.flag("store.kafka.headers", False):
+    if (
+        opts.text("errors.tolerance").lower() == "all"
+        or opts.flag("store.kafka.headers", False)
+        or opts.flag("format.json.envelope", False)  # the envelope keeps key, headers, timestamp
+    ):
         source.setdefault("includeHeaders", "true")  # headers are archived or dead-lettered
     if not source.get("kafka.bootstrap.servers"):
         raise ConfigError("kafka.bootstrap.servers is required (host:port of the Kafka brokers)")

@@ -450,6 +450,50 @@ def test_transaction_markers_leave_exact_gaps_and_seeks_skip_them(
         assert listed == [(0, 5, 5), (6, 12, 5), (13, 14, 2)]
 
 
+def test_the_json_envelope_keeps_headers_without_include_headers(
+    spark, kafka, s3_server, bucket, tmp_path, request
+):
+    """format.json.envelope=true alone (no includeHeaders=true): headers, keys and timestamps
+    come back through open_archive(...).records() as Kafka held them."""
+    from confluent_kafka import Producer
+
+    from reader import open_archive
+    from testkit.kafka_data import T0
+
+    topic = topic_for(request)
+    kafka.create_topic(topic, partitions=1)
+    producer = Producer(
+        {"bootstrap.servers": kafka.bootstrap_servers, "batch.num.messages": 1, "linger.ms": 0}
+    )
+    sent = []
+    for n in range(6):
+        headers = [("trace", b"t%d" % n), ("bin", bytes([n, 255]))] if n % 3 else None
+        sent.append((b"k%d" % n, {"n": n}, headers, T0 + n))
+        producer.produce(
+            topic,
+            json.dumps({"n": n}).encode(),
+            key=b"k%d" % n,
+            partition=0,
+            headers=headers,
+            timestamp=T0 + n,
+        )
+    assert producer.flush(30) == 0
+    job = job_for(
+        kafka,
+        s3_server,
+        bucket,
+        topic,
+        **{"s3.compression.type": "blockgzip", "flush.size": "4", "format.json.envelope": "true"},
+    )
+    assert "includeHeaders" not in job_for(kafka, s3_server, bucket, topic).source_options
+    export_once(spark, job, tmp_path / "ckpt")
+    with open_archive(f"s3://{bucket}", s3_options(s3_server.endpoint_url)) as archive:
+        got = [
+            (r.key, json.loads(r.value), r.headers, r.timestamp) for _, r in archive.records(topic)
+        ]
+    assert got == sent
+
+
 def test_the_jvm_hanging_up_on_the_accumulator_server_prints_no_traceback(spark, capfd):
     """A clean stop must not end with PySpark's EOFError traceback (other errors still print)."""
     server = spark.sparkContext._accumulatorServer

@@ -333,3 +333,71 @@ def test_a_value_not_in_wire_format_fails_the_query_naming_it(
     with pytest.raises(PySparkException) as info:
         frame.collect()
     assert "plain-0@0" in str(info.value) and "wire format" in str(info.value)
+
+
+def evolved_avro_archive(root, topic: str) -> None:
+    """Avro objects of one topic: partition 0 written with V1 (offsets 0-29) then with V2,
+    which adds ``channel`` with a default (offsets 30-59); partition 1 with V1 only (a quiet
+    partition, sorted last, must not make the older schema the reader's)."""
+    from blockgz.layout import Layout, default_partition
+    from blockgz.objects.avro_upload import AvroUpload
+    from blockgz.store import LocalStore
+    from testkit.avro_data import V1, V2, avro_value_for
+
+    store = LocalStore(root)
+    layout = Layout()
+    parts = [(0, 0, V1), (0, 15, V1), (0, 30, V2), (0, 45, V2), (1, 0, V1)]
+    for partition, start, schema in parts:
+        key = layout.data_key(
+            "", f"{topic}/{default_partition(partition)}", topic, partition, start, ".avro"
+        )
+        offsets = range(start, start + 15)
+        with AvroUpload(store, key, schema, block_size=512) as out:
+            out.write_many([avro_value_for(partition, n, schema) for n in offsets], offsets)
+
+
+def test_avro_values_read_into_the_newest_schema_with_defaults(spark, tmp_path):
+    """value.format=avro takes the newest writer schema of the objects read (the last object
+    of each partition), not the first object's: V2's added field is a column, and values
+    written with V1 carry its default."""
+    evolved_avro_archive(tmp_path, "evolving")
+    frame = read(spark, str(tmp_path), {"value.format": "avro"})
+    assert "channel" in frame.schema["value"].dataType.fieldNames()
+    rows = {
+        (r.partition, r.offset): (r.i, r.channel)
+        for r in frame.select("partition", "offset", "value.i", "value.channel").collect()
+    }
+    assert sorted(rows) == [(0, n) for n in range(60)] + [(1, n) for n in range(15)]
+    assert {rows[(0, n)] for n in range(30)} == {(n, "web") for n in range(30)}  # V1: default
+    assert {rows[(0, n)] for n in range(30, 60)} == {(n, "app") for n in range(30, 60)}
+    assert rows[(1, 7)] == (7, "web")
+    some = frame.where("partition = 0 AND offset BETWEEN 28 AND 31").select("value.channel")
+    assert sorted(r.channel for r in some.collect()) == ["app", "app", "web", "web"]
+
+
+def test_avro_objects_read_into_the_registrys_newest_schema_with_defaults(
+    spark, tmp_path, registry
+):
+    """With a registry, .avro objects written with an older version come back in the shape of
+    the subject's newest schema, defaults filled (not None)."""
+    import json
+
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+    from testkit.avro_data import V1, V2
+
+    topic = "evolving-registry"
+    client = SchemaRegistryClient({"url": registry.url})
+    for schema in (V1, V2):
+        client.register_schema(f"{topic}-value", Schema(json.dumps(schema), "AVRO"))
+    evolved_avro_archive(tmp_path, topic)
+    frame = read(
+        spark, str(tmp_path), {"value.format": "avro", "schema.registry.url": registry.url}
+    )
+    rows = {
+        (r.partition, r.offset): (r.i, r.channel)
+        for r in frame.select("partition", "offset", "value.i", "value.channel").collect()
+    }
+    assert len(rows) == 75
+    assert rows[(0, 3)] == (3, "web") and rows[(1, 14)] == (14, "web")  # V1: V2's default
+    assert rows[(0, 40)] == (40, "app")

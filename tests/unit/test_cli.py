@@ -44,7 +44,7 @@ def test_compress_seek_cat_verify(events):
         "json",
         events.with_suffix(".json.index.json"),
     )
-    assert json.loads(result.stdout) == {"offset": 342, "value": lines[242].decode()}
+    assert json.loads(result.stdout) == {"offset": 342, "value": json.loads(lines[242])}
 
     assert run("cat", gz).stdout_bytes == events.read_bytes()
     result = run("verify", gz)
@@ -334,3 +334,36 @@ def test_an_archive_opens_from_its_topics_directory_or_a_topic_directory(tmp_pat
     assert result.exit_code == 0, result.output
     assert result.stdout == '{"n": 3}\n'
     assert "events+0+0000000000.json.gz" in run("ls", tmp_path / below).stdout
+
+
+def test_json_output_gives_json_values_of_json_objects_and_strings_of_others(tmp_path):
+    """--output json: the values of a JSON-format archive or object are JSON values (one per
+    record, not escaped text); a bytearray object's values stay strings even when they look
+    like JSON, and binary ones are value_base64. The format decides, not each record."""
+    from blockgz.objects.upload import BlockGzipUpload
+
+    store = _export(tmp_path)
+    archive = ["--topic", "events", "--partition", "0", tmp_path]
+    for args in (["seek", "--offset", "3", "--count", "2"], ["cat"]):
+        result = run(*args, "--output", "json", *archive)
+        assert result.exit_code == 0, result.output
+        docs = [json.loads(line) for line in result.stdout.splitlines()]
+        assert docs[:2] == [
+            {"offset": n, "value": {"n": n}}
+            for n in range(docs[0]["offset"], docs[0]["offset"] + 2)
+        ]
+    key = "topics/events/partition=0/events+0+0000000000.json.gz"
+    result = run("seek", "--offset", "9", "--output", "json", tmp_path / key)
+    assert json.loads(result.stdout) == {"offset": 9, "value": {"n": 9}}
+    with BlockGzipUpload(store, "raw/b+0+0000000000.bin.gz") as out:
+        for value in (b'{"n": 0}', b"plain", b"\xff\x00"):
+            out.write(value)
+    for args in (["seek", "--offset", "0"], ["cat"]):
+        result = run(*args, "--output", "json", tmp_path / "raw/b+0+0000000000.bin.gz")
+        docs = [json.loads(line) for line in result.stdout.splitlines()]
+        assert docs == [
+            {"offset": 0, "value": '{"n": 0}'},
+            {"offset": 1, "value": "plain"},
+            {"offset": 2, "value_base64": "/wA="},
+        ], args
+    assert "JSON value itself" in run("seek", "--help").stdout

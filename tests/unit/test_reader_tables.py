@@ -83,6 +83,42 @@ def test_records_of_a_whole_topic_with_offset_and_time_windows(tmp_path):
     assert past_the_end == []
 
 
+def test_times_are_iso_text_datetimes_or_epoch_ms(tmp_path):
+    """ISO-8601 with Z or an offset, naive text and naive datetimes (UTC), aware datetimes and
+    epoch ms all name the same window; anything else is a ConfigError naming the parameter."""
+    import datetime as dt
+
+    from reader.replay import ReplaySettings
+
+    envelope_archive(tmp_path)
+    low = dt.datetime.fromtimestamp((T0 + 5000) / 1000, dt.UTC)
+    high = low + dt.timedelta(seconds=3)
+    forms = [
+        (T0 + 5000, T0 + 8000),
+        (low, high),
+        (low.replace(tzinfo=None), high.replace(tzinfo=None)),
+        (low.isoformat().replace("+00:00", "Z"), high.isoformat().replace("+00:00", "Z")),
+        (low.astimezone(dt.timezone(dt.timedelta(hours=5))).isoformat(), high.isoformat()),
+        (low.replace(tzinfo=None).isoformat(), str(T0 + 8000)),
+    ]
+    with open_archive(str(tmp_path)) as archive:
+        for from_time, to_time in forms:
+            got = [
+                r.offset
+                for _, r in archive.records("ev", [1], from_time=from_time, to_time=to_time)
+            ]
+            assert got == [20, 22, 24], (from_time, to_time)
+            blocks = archive.record_blocks("ev", [1], from_time=from_time, to_time=to_time)
+            assert [r.offset for _, block in blocks for r in block] == [20, 22, 24]
+        for bad in ("yesterday", 1.5, True, dt.date(2025, 11, 20)):
+            with pytest.raises(ConfigError, match=r"from_time=.*ISO-8601.*datetime.*epoch"):
+                archive.records("ev", from_time=bad)  # at the call, not at the first record
+        with pytest.raises(ConfigError, match=r"to_time=.*ISO-8601"):
+            archive.record_blocks("ev", to_time="2025-13-01")
+    settings = ReplaySettings("ev", "out", from_time=low, to_time="2023-11-14T22:13:28Z")
+    assert (settings.from_time, settings.to_time) == (T0 + 5000, T0 + 8000)
+
+
 def test_a_time_window_on_an_archive_without_timestamps_says_so(tmp_path):
     export_batches(str(tmp_path), input_records(30), "field", batches=2)
     with (
@@ -151,3 +187,34 @@ def test_a_time_window_fetches_only_the_blocks_its_index_places_in_it(tmp_path):
         fetched_straddling = counts.ranged_gets - before
     assert got == list(range(30, 45)) and fetched == 5
     assert straddling == list(range(31, 46)) and fetched_straddling == 6
+
+
+def test_to_pandas_of_an_avro_archive_gives_a_column_per_field(tmp_path):
+    """Avro values come out as columns (nested records as dicts), read into the newest
+    writer schema: records written with V1 carry the default of V2's added field."""
+    import datetime as dt
+
+    from blockgz.layout import Layout
+    from blockgz.objects.avro_upload import AvroUpload
+    from blockgz.store import LocalStore
+    from testkit.avro_data import V1, V2, avro_value_for
+
+    store = LocalStore(tmp_path)
+    for start, schema in ((0, V1), (10, V2)):
+        key = Layout().data_key("", "ev/partition=0", "ev", 0, start, ".avro")
+        with AvroUpload(store, key, schema, block_size=256) as out:
+            offsets = range(start, start + 10)
+            out.write_many([avro_value_for(0, n, schema) for n in offsets], offsets)
+    with open_archive(str(tmp_path)) as archive:
+        frame = archive.to_pandas("ev", 0)
+        table = archive.read_arrow("ev", 0, start=8, end=12)
+    assert list(frame.columns) == [
+        "key", "i", "p", "country", "user", "ts", "channel",
+        "topic", "partition", "offset", "timestamp", "timestampType", "headers",
+    ]  # fmt: skip
+    assert frame["offset"].tolist() == list(range(20)) and frame["i"].tolist() == list(range(20))
+    assert frame["channel"].tolist() == ["web"] * 10 + ["app"] * 10
+    assert frame["user"][3] == avro_value_for(0, 3)["user"]
+    assert frame["ts"][3] == dt.datetime.fromtimestamp(avro_value_for(0, 3)["ts"] / 1000, dt.UTC)
+    assert table.column("channel").to_pylist() == ["web", "web", "app", "app"]
+    assert str(table.schema.field("user").type) == "struct<tier: int32, name: string>"

@@ -485,3 +485,20 @@ def test_schema_name_affix_in_the_path(tmp_path):
         assert [f.key for f in files] == [expected]
     with pytest.raises(ConfigError, match="values need a schema"):
         SinkConfig.from_options({"path": str(tmp_path), "s3.schema.partition.affix.type": "PREFIX"})
+
+
+@pytest.mark.parametrize(
+    ("add", "headers"),
+    [
+        ({}, None),
+        ({"format.json.envelope": "true"}, "true"),
+        ({"store.kafka.headers": "true"}, "true"),
+        ({"format.json.envelope": "true", "includeHeaders": "false"}, "false"),  # said so
+    ],
+)
+def test_the_json_envelope_reads_headers_from_kafka(add, headers):
+    """The envelope exists to keep key, headers and timestamp: the job asks Spark's Kafka
+    source for headers without includeHeaders=true also being set."""
+    props = parse_properties(QUICKSTART)
+    props.update(add)
+    assert ExportConfig.from_mapping(props).source_options.get("includeHeaders") == headers
