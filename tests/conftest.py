@@ -147,17 +147,17 @@ def spark_cluster(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def kafka():
-    """A real Kafka broker (Tansu, in memory) on a free loopback port, for the whole session.
+    """Apache Kafka 4 (KRaft, one node) on free loopback ports, for the whole session.
 
-    Topics outlive tests: give each test its own topic names. Produce with
-    ``kafka.produce`` / ``kafka.produce_bulk`` so that Tansu's high watermarks are exact.
+    Topics outlive tests: give each test its own topic names. The jars come from Maven Central
+    on first use (cached in ``~/.cache/blockgz/jars``).
     """
-    from blockgz.local_servers import LocalKafka
+    from blockgz.local_servers.apache_kafka import ApacheKafka
 
-    reason = LocalKafka.unavailable_reason()
+    reason = ApacheKafka.unavailable_reason()
     if reason:
         pytest.skip(reason)
-    with LocalKafka() as broker:
+    with ApacheKafka() as broker:
         yield broker
 
 

@@ -234,7 +234,8 @@ def run_quickstart(
                 (ref,) = archive.objects(TOPIC, 0)
                 blocks = len(archive.index(ref).chunks)
                 console.print(
-                    f"   read: {archive.store.requests.summary()}: the listing, the index, "
+                    f"   read: {archive.store.requests.summary()}: the export's manifests "
+                    "(only committed objects are read), the index, "
                     f"then the one block of {blocks} that holds offset {seek_offset}."
                 )
 
