@@ -22,6 +22,7 @@ object.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import secrets
@@ -32,7 +33,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from blockgz.errors import CorruptManifestError, ObjectNotFoundError
-from blockgz.layout import DEFAULT_MANIFEST_DIR, Layout, data_key_for
+from blockgz.layout import DEFAULT_MANIFEST_DIR, Layout, data_key_for, hidden_key
 from blockgz.options import Options
 from blockgz.store.base import ObjectInfo, ObjectStore
 
@@ -382,7 +383,14 @@ class ManifestLog:
         if next_offset > 0 and len(str(next_offset)) < self.layout.offset_pad_width:
             name = self.layout.file_name(topic, partition, next_offset - 1, "/")
             start_after = prefix[: prefix.rfind(self.layout.directory_delim) + 1] + name
-        return self.store.list(prefix, start_after=start_after)
+        listed = self.store.list(prefix, start_after=start_after)
+        if not (directory or start_after):
+            return listed  # the hidden sidecars are listed too
+        # The hidden sidecars (".<name>.index.json") sort before the names and miss the prefix.
+        hidden_after = hidden_key(start_after[:-1]) + "/" if start_after else ""  # ends with /
+        return itertools.chain(
+            listed, self.store.list(hidden_key(prefix), start_after=hidden_after)
+        )
 
 
 @dataclass(frozen=True)

@@ -26,11 +26,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from blockgz.errors import ObjectNotFoundError
-from blockgz.layout import DeviantArtLayout, Layout, ObjectRef, sidecar_key
+from blockgz.layout import DeviantArtLayout, Layout, ObjectRef, sidecar_keys
 from blockgz.manifests import ExportFound, find_exports
 from blockgz.store import LocalStore, ObjectStore
 from reader.catalog_source import CatalogSource
 from reader.companion_entries import with_companions
+from reader.strays import is_stray
 
 #: Keys asked for in the one listing page of a partition's prefix before the catalog is used.
 LISTING_PAGE = 1000
@@ -63,6 +64,9 @@ class ObjectLocator:
         self._catalog: CatalogSource | object | None = _UNSET
         #: Every object of a partition, by ``(topic, partition)``, once listed whole.
         self.objects: dict[tuple[str, int], list[ObjectRef]] = {}
+        #: Keys the listings met that are neither data objects nor their sidecars (a
+        #: ``….json.gz.bak``, a ``.txt``): never read, reported by ``ls`` and ``verify``.
+        self.strays: dict[str, None] = {}
 
     def locate(
         self, topic: str, partition: int, from_offset: int | None
@@ -135,6 +139,7 @@ class ObjectLocator:
                     kept = parts[:-depth]
                     self.prefix = "/".join(kept) + "/" if kept else ""
                 self.objects.clear()
+                self.strays.clear()
                 self._catalog = _UNSET
                 return True
         return False
@@ -149,6 +154,7 @@ class ObjectLocator:
             return False
         self.layout = layouts.pop()
         self.objects.clear()
+        self.strays.clear()
         return True
 
     def where(self, topic: str | None = None, partition: int | None = None) -> str:
@@ -200,12 +206,16 @@ class ObjectLocator:
         refs = []
         for info in listed:
             ref = self.layout.parse_data_key(info.key, size=info.size)
-            if ref is None or (topic and ref.topic != topic):
+            if ref is None:
+                if is_stray(self.layout, self.prefix, info.key):
+                    self.strays.setdefault(info.key)
                 continue
-            if partition is not None and ref.partition != partition:
+            if (topic and ref.topic != topic) or (
+                partition is not None and ref.partition != partition
+            ):
                 continue
-            has_index = ref.seekable and sidecar_key(info.key) in keys
-            refs.append(replace(ref, has_index=has_index))
+            found = [k for k in sidecar_keys(info.key) if k in keys] if ref.seekable else []
+            refs.append(replace(ref, has_index=bool(found), index_key=found[0] if found else None))
         refs = with_companions(refs)
         refs.sort(key=lambda r: (r.topic, r.partition, r.start_offset, r.key))
         if isinstance(self.layout, DeviantArtLayout):
@@ -218,4 +228,5 @@ class ObjectLocator:
     def refresh(self) -> None:
         """Forget cached listings and catalogs (new objects may have arrived)."""
         self.objects.clear()
+        self.strays.clear()
         self._catalog = _UNSET

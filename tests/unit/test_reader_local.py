@@ -79,7 +79,7 @@ def test_ls_shows_offset_ranges_and_counts(local_archive):
 def test_object_without_index_is_an_error_unless_scanning(tmp_path):
     store = LocalStore(tmp_path)
     expected = build_partition(store, objects=1, records_per_object=50)
-    (tmp_path / "topics/orders/partition=0/orders+0+0000000000.json.index.json").unlink()
+    (tmp_path / "topics/orders/partition=0/.orders+0+0000000000.json.index.json").unlink()
     with (
         open_archive(str(tmp_path)) as archive,
         pytest.raises(ObjectNotFoundError, match="has no index sidecar"),
@@ -116,3 +116,19 @@ def test_envelope_records_come_back_with_key_headers_and_timestamp(tmp_path):
     with open_archive(str(tmp_path), {"format.json.envelope": "false"}) as archive:
         raw = next(iter(archive.seek("t", 0, 0)))
     assert raw.value.startswith(b'{"topic":"t"') and raw.key is None
+
+
+def test_a_sidecar_under_its_old_name_is_still_read(tmp_path):
+    """Archives written before sidecars were hidden keep their ``….json.index.json``."""
+    store = LocalStore(tmp_path)
+    expected = build_partition(store, objects=2, records_per_object=50)
+    folder = tmp_path / "topics/orders/partition=0"
+    for hidden in folder.glob(".*.index.json"):
+        hidden.rename(folder / hidden.name[1:])
+    assert not list(folder.glob(".*")) and len(list(folder.glob("*.index.json"))) == 2
+    with open_archive(str(tmp_path)) as archive:
+        assert [r.value for r in archive.seek("orders", 0, 60, count=3)] == [
+            expected[n] for n in (60, 61, 62)
+        ]
+        assert archive.store.requests.gets == 1  # the listing said which name: no miss first
+        assert all(row.indexed for row in archive.ls("orders"))
