@@ -80,8 +80,9 @@ def seek(
     """Print records from OFFSET on, fetching only the block that holds it.
 
     TARGET is a block-GZIP or Avro object (local path or s3://bucket/key, or its
-    .index.json), or an archive prefix (a directory or s3://bucket/prefix) with --topic and
-    --partition. If OFFSET was compacted away, printing starts at the next offset that exists.
+    .index.json, hidden or old name), or an archive prefix (a directory or
+    s3://bucket/prefix) with --topic and --partition. If OFFSET was compacted away, printing
+    starts at the next offset that exists.
     -O layout=deviantart reads a prefix written by DeviantArt's kafka-connect-s3
     (<prefix>/<yyyy-MM-dd>/<topic>-<partition>-<offset>.gz); ls, cat and verify take it too.
 
