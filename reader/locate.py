@@ -177,6 +177,12 @@ class ObjectLocator:
             for url, found in self.exports_nearby()
         ]
         hint = f"; found instead: {'; '.join(hints)}" if hints else ""
+        if self.strays:
+            hint += (
+                f"; {len(self.strays)} key(s) there are no data object under this layout, e.g. "
+                f"{next(iter(self.strays))} (a custom extension needs "
+                "-O format.bytearray.extension=...)"
+            )
         return ObjectNotFoundError(f"no {what}: listed {self.where(topic, partition)}{hint}")
 
     def exports_nearby(self) -> list[tuple[str, ExportFound]]:

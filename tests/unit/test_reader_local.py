@@ -132,3 +132,34 @@ def test_a_sidecar_under_its_old_name_is_still_read(tmp_path):
         ]
         assert archive.store.requests.gets == 1  # the listing said which name: no miss first
         assert all(row.indexed for row in archive.ls("orders"))
+
+
+def test_a_custom_bytearray_extension_is_read_from_the_manifests_or_when_told(tmp_path):
+    """format.bytearray.extension=.dat: the manifests record it; without them, say it."""
+    from sink.records import KafkaRecord
+    from sink.write.commit import write_manifest
+    from sink.write.config import SinkConfig
+    from sink.write.task import write_task
+    from testkit.archives import write_once
+    from testkit.batches import arrow_batches
+
+    records = [KafkaRecord("t", 0, n, 1000 + n, None, b"v%d" % n) for n in range(10)]
+    options = {"name": "job", "format.class": "bytearray", "format.bytearray.extension": ".dat",
+               "s3.compression.type": "blockgzip", "flush.size": "5"}  # fmt: skip
+    config = SinkConfig.from_options({**options, "path": str(tmp_path / "m")})
+    write_manifest(config.manifest_log(), 0, [write_task(config, iter(arrow_batches(records)))])
+    wanted = [b"v%d" % n for n in range(3, 10)]
+    with open_archive(str(tmp_path / "m")) as archive:
+        assert [r.value for r in archive.seek("t", 0, 3)] == wanted
+        assert [row.first_offset for row in archive.ls("t")] == [0, 5]
+        assert archive.ls("t").strays == []
+
+    write_once(records, {**options, "path": str(tmp_path / "w")})  # no manifest
+    told = {"format.bytearray.extension": ".dat"}
+    with open_archive(str(tmp_path / "w"), told) as archive:
+        assert [r.value for r in archive.seek("t", 0, 3)] == wanted
+    with (
+        open_archive(str(tmp_path / "w")) as archive,
+        pytest.raises(ObjectNotFoundError, match=r"format\.bytearray\.extension"),
+    ):
+        archive.seek("t", 0, 3)
