@@ -51,6 +51,22 @@ def test_compress_seek_cat_verify(events):
     assert result.exit_code == 0 and "ok" in result.stderr
 
 
+def test_a_sidecar_path_names_its_object_under_the_hidden_or_the_old_name(events):
+    run("compress", events, "--block-size", "16KiB")
+    gz = events.with_suffix(".json.gz")
+    hidden, old = gz.with_name(".events.json.index.json"), gz.with_name("events.json.index.json")
+    assert hidden.exists() and not old.exists()
+    line = events.read_bytes().splitlines()[7] + b"\n"
+    for target in (hidden, old):  # the old name is still a way to say "this object"
+        assert run("seek", "--offset", "7", "--count", "1", target).stdout_bytes == line
+    hidden.rename(old)  # an archive written before sidecars were hidden
+    for target in (gz, hidden, old):
+        assert run("seek", "--offset", "7", "--count", "1", target).stdout_bytes == line
+        result = run("verify", target)
+        assert result.exit_code == 0 and ": ok," in result.stderr
+    assert run("cat", old).stdout_bytes == events.read_bytes()
+
+
 def test_compress_from_stdin_needs_output(events, tmp_path):
     assert run("compress", "-").exit_code == 2
     out = tmp_path / "stdin.json.gz"
