@@ -104,10 +104,12 @@ class StoreRanges:
 
 
 def load_index(store: ObjectStore, data_key: str, index_key: str | None = None) -> BlockIndex:
-    """Fetch and validate the sidecar of ``data_key``: at ``index_key`` when a listing or
-    manifest found it, else the hidden name blockgz writes, then the old name beside it
-    (:func:`~blockgz.layout.sidecar_keys`)."""
-    keys = (index_key,) if index_key else sidecar_keys(data_key)
+    """Fetch and validate the sidecar of ``data_key``: first at ``index_key`` when a listing
+    or manifest named it, then under the hidden name blockgz writes, then the old name beside
+    the object (:func:`~blockgz.layout.sidecar_keys`; an old manifest may name a sidecar
+    since renamed to the hidden name)."""
+    named = (index_key,) if index_key else ()
+    keys = tuple(dict.fromkeys((*named, *sidecar_keys(data_key))))
     for key in keys:
         try:
             text = store.get(key)

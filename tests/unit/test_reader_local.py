@@ -163,3 +163,17 @@ def test_a_custom_bytearray_extension_is_read_from_the_manifests_or_when_told(tm
         pytest.raises(ObjectNotFoundError, match=r"format\.bytearray\.extension"),
     ):
         archive.seek("t", 0, 3)
+
+
+def test_a_manifest_naming_the_old_sidecar_still_reads_after_it_was_renamed(tmp_path):
+    from blockgz.layout import legacy_sidecar_key, sidecar_key
+    from blockgz.objects.indexed import load_index
+
+    store = LocalStore(tmp_path)
+    build_partition(store, objects=1, records_per_object=20)
+    key = "topics/orders/partition=0/orders+0+0000000000.json.gz"
+    recorded = legacy_sidecar_key(key)  # what an older export's manifest says
+    assert load_index(store, key, recorded).record_count == 20  # renamed to the hidden name
+    store.delete(sidecar_key(key))
+    with pytest.raises(ObjectNotFoundError, match=r"no index sidecar .*--scan"):
+        load_index(store, key, recorded)
