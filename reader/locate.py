@@ -179,7 +179,7 @@ class ObjectLocator:
         hint = f"; found instead: {'; '.join(hints)}" if hints else ""
         if self.strays:
             hint += (
-                f"; {len(self.strays)} key(s) there are no data object under this layout, e.g. "
+                f"; {len(self.strays)} key(s) there are not data objects under this layout, e.g. "
                 f"{next(iter(self.strays))} (a custom extension needs "
                 "-O format.bytearray.extension=...)"
             )
@@ -212,16 +212,17 @@ class ObjectLocator:
         refs = []
         for info in listed:
             ref = self.layout.parse_data_key(info.key, size=info.size)
-            if ref is None:
-                if is_stray(self.layout, self.prefix, info.key):
-                    self.strays.setdefault(info.key)
+            if ref is None and is_stray(self.layout, self.prefix, info.key):
+                self.strays.setdefault(info.key)
+            if ref is None or (topic and ref.topic != topic):
                 continue
-            if (topic and ref.topic != topic) or (
-                partition is not None and ref.partition != partition
-            ):
+            if partition is not None and ref.partition != partition:
                 continue
-            found = [k for k in sidecar_keys(info.key) if k in keys] if ref.seekable else []
-            refs.append(replace(ref, has_index=bool(found), index_key=found[0] if found else None))
+            index_key = next((k for k in sidecar_keys(info.key) if k in keys), None)
+            has_index = ref.seekable and index_key is not None
+            refs.append(
+                replace(ref, has_index=has_index, index_key=index_key if has_index else None)
+            )
         refs = with_companions(refs)
         refs.sort(key=lambda r: (r.topic, r.partition, r.start_offset, r.key))
         if isinstance(self.layout, DeviantArtLayout):
