@@ -29,8 +29,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from blockgz.errors import BlockGzError
+from blockgz.format.framing import Framing
 from blockgz.objects.indexed import IndexedReader, VerifyReport
 from blockgz.objects.stream import stream_records
+from blockgz.store import ObjectStore
 from reader.archive import Archive, ObjectSummary
 from reader.strays import stray_line
 
@@ -103,13 +105,21 @@ def check_object(
             "or pass --scan to check it by reading it whole"
         )
         return
-    start = row.first_offset
-    try:
-        records = sum(
-            1 for _ in stream_records(archive.store, row.key, start, framing=archive.framing)
-        )
-    except _UNREADABLE as exc:
-        check.problems.append(f"{url}: cannot be read whole: {exc}")
-        return
     why = "no index" if indexable else "plain, no index by design"
-    check.lines.append(f"{url}: ok, read whole ({why}), {records} records")
+    line, problem = read_whole(archive.store, row.key, row.first_offset, archive.framing, why)
+    if problem is not None:
+        check.problems.append(problem)
+    else:
+        check.lines.append(line)
+
+
+def read_whole(
+    store: ObjectStore, key: str, start: int, framing: Framing, why: str = "no index"
+) -> tuple[str, str | None]:
+    """Read an object to its end, counting records: ``(ok line, None)`` or ``("", problem)``."""
+    url = store.url(key)
+    try:
+        records = sum(1 for _ in stream_records(store, key, start, framing=framing))
+    except _UNREADABLE as exc:
+        return "", f"{url}: cannot be read whole: {exc}"
+    return f"{url}: ok, read whole ({why}), {records} records", None

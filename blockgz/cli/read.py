@@ -219,8 +219,9 @@ def ls_command(target, topic, endpoint_url, options) -> None:
 def verify(target, topic, scan, endpoint_url, options) -> None:
     """Check every block against the index; exit 1 naming each problem.
 
-    With --topic, every object of the topic gets a line: an object without its index sidecar
-    is a problem unless --scan reads it whole, and so is a stray (a key in the topic's folders
+    With --scan, an object without an index is checked by reading it whole instead. With
+    --topic, every object of the topic gets a line: an object without its index sidecar is a
+    problem unless --scan reads it whole, and so is a stray (a key in the topic's folders
     that is no data object, e.g. a .bak copy).
 
     \b
@@ -231,6 +232,7 @@ def verify(target, topic, scan, endpoint_url, options) -> None:
       blockgz verify --topic orders --scan s3://bucket/exports
       blockgz verify -O layout=deviantart --topic orders s3://bucket/prefix
     """
+    from blockgz.errors import MissingIndexError
     from blockgz.layout import data_key_for
     from blockgz.objects.indexed import IndexedReader
     from blockgz.store import split_object_url
@@ -240,9 +242,31 @@ def verify(target, topic, scan, endpoint_url, options) -> None:
         _verify_topic(target, topic, scan, options)
         return
     store, key = split_object_url(target, options)
-    with IndexedReader.open_object(store, data_key_for(key)) as obj:
+    key = data_key_for(key)
+    try:
+        obj = IndexedReader.open_object(store, key)
+    except MissingIndexError:
+        if not scan:
+            raise
+        _read_whole(store, key, options)
+        return
+    with obj:
         if not _verify_object(obj):
             sys.exit(1)
+
+
+def _read_whole(store, key: str, options: dict) -> None:
+    """``verify --scan`` of one object without an index: read it whole or exit 1."""
+    from blockgz.format.framing import framing_from_options
+    from blockgz.layout import Layout
+    from reader.verify import read_whole
+
+    ref = Layout().parse_data_key(key, any_extension=True)
+    start = ref.start_offset if ref is not None else 0
+    line, problem = read_whole(store, key, start, framing_from_options(options))
+    click.echo(problem or line, err=True)
+    if problem is not None:
+        sys.exit(1)
 
 
 def _verify_topic(target: str, topic: str, scan: bool, options: dict) -> None:
