@@ -37,7 +37,7 @@ def cli(endpoint_url: str, *args: str):
 
 
 # -- 3. a stray file replaces real data ------------------------------------------------------------
-def test_a_stray_beside_the_objects_is_never_read_and_is_named(seaweed_s3, weed_bucket):
+def test_a_stray_beside_the_objects_is_never_read_and_is_named(spark, seaweed_s3, weed_bucket):
     url = f"s3://{weed_bucket}"
     options = s3_options(seaweed_s3.endpoint_url)
     store, _ = open_store(url, options)
@@ -64,6 +64,10 @@ def test_a_stray_beside_the_objects_is_never_read_and_is_named(seaweed_s3, weed_
         assert sorted(listing.strays) == sorted(strays)
         with pytest.raises(Exception, match="past the end"):
             next(archive.seek("orders", 0, 600))
+
+    frame = spark.read.format("blockgz").options(**options).load(url)  # blockgz's Spark reader
+    rows = frame.where("topic = 'orders'").select("offset", "value").collect()
+    assert sorted((r.offset, bytes(r.value)) for r in rows) == sorted(expected.items())
 
     result = cli(seaweed_s3.endpoint_url, "ls", "--topic", "orders", url)
     assert result.exit_code == 0, result.output
