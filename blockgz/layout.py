@@ -5,8 +5,14 @@ The data keys follow Confluent's S3 sink, so existing Athena/Hive tables and scr
     <prefix><topics.dir>/<topic>/<encoded partition>/<topic>+<partition>+<start offset>.<ext>
 
 with ``directory.delim`` in place of ``/`` and ``file.delim`` in place of ``+``. Beside a
-block-GZIP object sits its index sidecar (the data key minus ``.gz``, plus ``.index.json``), and
-an export's batch manifests sit under ``<prefix><manifest dir>/<job name>/manifests/``.
+block-GZIP (or Avro) object sits its index sidecar, a hidden file: the data object's name with a
+leading ``.``, minus ``.gz``, plus ``.index.json`` (:func:`sidecar_key`), so query engines that
+read a topic's folder skip it. An export's batch manifests sit under
+``<prefix><manifest dir>/<job name>/manifests/``.
+
+A key is a data object only if its whole name parses: ``<topic>+<partition>+<start offset,
+zero-padded to exactly filename.offset.zero.pad.width digits>.<known extension>`` and nothing
+after (:meth:`Layout.parse_data_key`); anything else is a stray that readers ignore.
 
     >>> layout = Layout()
     >>> key = layout.data_key("", "orders/partition=3", "orders", 3, 1000, ".json.gz")
@@ -16,8 +22,10 @@ an export's batch manifests sit under ``<prefix><manifest dir>/<job name>/manife
     >>> ref.topic, ref.partition, ref.start_offset, ref.extension, ref.directory
     ('orders', 3, 1000, 'json.gz', 'topics/orders/partition=3')
     >>> sidecar_key(key)
-    'topics/orders/partition=3/orders+3+0000001000.json.index.json'
+    'topics/orders/partition=3/.orders+3+0000001000.json.index.json'
     >>> layout.parse_data_key(sidecar_key(key)) is None
+    True
+    >>> layout.parse_data_key(key + ".bak") is None
     True
     >>> layout.manifest_key("", "s3-sink", 7, epoch="20261123T180000Zab12cd")
     '_blockgz/s3-sink/manifests/20261123T180000Zab12cd-00000000000000000007.json'
@@ -49,12 +57,18 @@ LAYOUT_OPTIONS = (
     "file.delim",
     "filename.offset.zero.pad.width",
     "blockgz.manifest.dir",
+    "format.bytearray.extension",
 )
 #: The option naming the key layout a reader expects, and its values (``confluent`` is the default).
 LAYOUT_KIND_OPTION = "layout"
 LAYOUT_KINDS = ("confluent", "deviantart")
 MANIFEST_SUFFIX = ".json"
 DEFAULT_MANIFEST_DIR = "_blockgz"
+DEFAULT_BYTEARRAY_EXTENSION = ".bin"
+#: What follows the start offset in the name of an object the sink writes, for each bytearray
+#: extension ``{b}``: values, and the ``keys``/``headers`` companions, gzipped or not (Avro
+#: compresses inside the file).
+_EXTENSION_SHAPES = ("json", "json.gz", "{b}", "{b}.gz", "avro")
 _BATCH_DIGITS = 20
 _MANIFEST_NAME = re.compile(
     r"^(?:(?P<epoch>[0-9A-Za-z]+)-)?(?P<batch>\d{20}|batch-[0-9a-f]+)\.json$"
@@ -62,29 +76,61 @@ _MANIFEST_NAME = re.compile(
 
 
 def sidecar_key(data_key: str) -> str:
-    """The index key of a data object: the key minus a trailing ``.gz``, plus ``.index.json``.
+    """Where blockgz writes the index of a data object: in the same directory, the object's
+    name with a leading ``.`` (hidden from Hadoop, Spark, Hive, Athena, Trino, pyarrow and
+    ``glob``), minus a trailing ``.gz``, plus ``.index.json``.
 
     An Avro object keeps its ``.avro`` (Avro compresses inside the file, so blockgz writes no
     ``.avro.gz``, which would share the sidecar):
 
+    >>> sidecar_key("topics/t/partition=0/t+0+0000000000.json.gz")
+    'topics/t/partition=0/.t+0+0000000000.json.index.json'
     >>> sidecar_key("t+0+0000000000.avro")
-    't+0+0000000000.avro.index.json'
+    '.t+0+0000000000.avro.index.json'
+    """
+    return hidden_key(legacy_sidecar_key(data_key))
+
+
+def hidden_key(key: str) -> str:
+    """``key`` with a leading ``.`` on its last ``/`` segment (the file name engines see).
+
+    >>> hidden_key("topics/t/partition=0/t+0+")
+    'topics/t/partition=0/.t+0+'
+    """
+    directory, slash, name = key.rpartition("/")
+    return f"{directory}{slash}.{name}"
+
+
+def legacy_sidecar_key(data_key: str) -> str:
+    """Where blockgz wrote the index before it was hidden, and where DeviantArt's connector
+    writes it: beside the object, no leading dot.
+
+    >>> legacy_sidecar_key("2016-02-24/t-00000-000000000100.gz")
+    '2016-02-24/t-00000-000000000100.index.json'
     """
     base = data_key[:-3] if data_key.endswith(".gz") else data_key
     return base + INDEX_SUFFIX
 
 
+def sidecar_keys(data_key: str) -> tuple[str, str]:
+    """The keys an index of ``data_key`` may have, in the order readers look for them."""
+    return sidecar_key(data_key), legacy_sidecar_key(data_key)
+
+
 def data_key_for(key: str) -> str:
-    """Accept a data key or its ``.index.json`` key and return the data key.
+    """Accept a data key or its ``.index.json`` key (hidden or not) and return the data key.
 
     >>> data_key_for("t+0+0000000000.json.index.json")
     't+0+0000000000.json.gz'
-    >>> data_key_for("t+0+0000000000.avro.index.json")
+    >>> data_key_for("d/.t+0+0000000000.json.index.json")
+    'd/t+0+0000000000.json.gz'
+    >>> data_key_for(".t+0+0000000000.avro.index.json")
     't+0+0000000000.avro'
     """
     if not key.endswith(INDEX_SUFFIX):
         return key
-    base = key[: -len(INDEX_SUFFIX)]
+    directory, slash, name = key[: -len(INDEX_SUFFIX)].rpartition("/")
+    base = directory + slash + name.removeprefix(".")
     return base if base.endswith(AVRO_SUFFIX) else base + ".gz"
 
 
@@ -130,6 +176,8 @@ class ObjectRef:
     directory: str = ""
     size: int = -1
     has_index: bool = False
+    #: The key of its index sidecar, when a listing or manifest found it (hidden or legacy name).
+    index_key: str | None = None
     #: The ``.keys``/``.headers`` objects beside a value object (set by readers that list them).
     companions: tuple[ObjectRef, ...] = ()
     #: The last offset it holds, when known without reading it (from the export's catalog).
@@ -174,8 +222,9 @@ class Layout:
     """The key layout settings of an export (Confluent's names in brackets).
 
     ``topics_dir`` [``topics.dir``], ``directory_delim`` [``directory.delim``], ``file_delim``
-    [``file.delim``], ``offset_pad_width`` [``filename.offset.zero.pad.width``] and blockgz's
-    ``manifest_dir`` [``blockgz.manifest.dir``].
+    [``file.delim``], ``offset_pad_width`` [``filename.offset.zero.pad.width``], blockgz's
+    ``manifest_dir`` [``blockgz.manifest.dir``] and ``bytearray_extension``
+    [``format.bytearray.extension``], which names the extensions a data object may have.
     """
 
     topics_dir: str = "topics"
@@ -183,9 +232,17 @@ class Layout:
     file_delim: str = "+"
     offset_pad_width: int = 10
     manifest_dir: str = DEFAULT_MANIFEST_DIR
+    #: Confluent's ``format.bytearray.extension``: data objects may also end with it.
+    bytearray_extension: str = DEFAULT_BYTEARRAY_EXTENSION
 
     def __post_init__(self) -> None:
         check_directory_delim(self.directory_delim)
+        ext = self.bytearray_extension
+        if not re.fullmatch(r"\.?[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*", ext) or ext.endswith(".gz"):
+            raise ConfigError(
+                f"format.bytearray.extension: {ext!r} is not allowed; allowed: a dot and letters, "
+                "digits, _ or - (default .bin), not ending with .gz"
+            )
         if (
             not self.file_delim
             or any(c.isdigit() for c in self.file_delim)
@@ -217,14 +274,18 @@ class Layout:
         ) == (other.topics_dir, other.directory_delim, other.file_delim)
 
     def to_dict(self) -> dict[str, Any]:
-        """The settings under their option names, as a manifest records them."""
-        return {
+        """The settings under their option names, as a manifest records them (a bytearray
+        extension only when it is not the default, so older manifests' bytes stay the same)."""
+        out = {
             "topics.dir": self.topics_dir,
             "directory.delim": self.directory_delim,
             "file.delim": self.file_delim,
             "filename.offset.zero.pad.width": str(self.offset_pad_width),
             "blockgz.manifest.dir": self.manifest_dir,
         }
+        if self.bytearray_extension != DEFAULT_BYTEARRAY_EXTENSION:
+            out["format.bytearray.extension"] = self.bytearray_extension
+        return out
 
     @classmethod
     def from_options(cls, options: Options) -> Layout:
@@ -236,6 +297,8 @@ class Layout:
             file_delim=options.get("file.delim", "+") or "+",
             offset_pad_width=options.integer("filename.offset.zero.pad.width", 10, low=0, high=30),
             manifest_dir=options.text("blockgz.manifest.dir", DEFAULT_MANIFEST_DIR).strip("/"),
+            bytearray_extension=options.get("format.bytearray.extension")
+            or DEFAULT_BYTEARRAY_EXTENSION,
         )
 
     # -- data objects -------------------------------------------------------------------------
@@ -273,46 +336,85 @@ class Layout:
         return f"{self.topics_root(prefix)}{partitioned_path}{self.directory_delim}{name}"
 
     @cached_property
-    def _stem(self) -> str:
+    def _name_pattern(self) -> re.Pattern[str]:
         # The topic is greedy: partition and start offset are the last two numbers of the name,
         # so a topic holding the delimiter (file.delim=- and topic my-topic) still parses.
         d = re.escape(self.file_delim)
-        return rf"^(?P<topic>.+){d}(?P<partition>\d+){d}(?P<start>\d+)"
+        return re.compile(rf"^(?P<topic>.+){d}(?P<partition>\d+){d}(?P<start>\d+)\.(?P<ext>.+)$")
 
     @cached_property
-    def _stem_pattern(self) -> re.Pattern[str]:
-        return re.compile(self._stem + "$")
+    def extensions(self) -> frozenset[str]:
+        """The extensions (no leading dot) a data object's name may end with: those the sink
+        writes for values and their ``keys``/``headers`` companions, with ``.bin`` and this
+        layout's ``format.bytearray.extension``.
 
-    @cached_property
-    def _name_pattern(self) -> re.Pattern[str]:
-        return re.compile(self._stem + r"\.(?P<ext>[A-Za-z0-9._-]+)$")
+        >>> sorted(e for e in Layout(bytearray_extension=".dat").extensions if "." not in e)
+        ['avro', 'bin', 'dat', 'json']
+        """
+        found = set()
+        for b in {DEFAULT_BYTEARRAY_EXTENSION, self.bytearray_extension}:
+            for shape in _EXTENSION_SHAPES:
+                ext = shape.format(b=b.lstrip("."))
+                found.update((ext, f"keys.{ext}", f"headers.{ext}"))
+        return frozenset(found)
+
+    def exact_start(self, digits: str) -> bool:
+        """Whether a start offset is written as the sink writes it: zero-padded to exactly
+        ``offset_pad_width`` digits, more only when the number needs them.
+
+        >>> Layout().exact_start("0000000042"), Layout().exact_start("042")
+        (True, False)
+        >>> Layout().exact_start("12345678901"), Layout().exact_start("00000000042")
+        (True, False)
+        """
+        return digits == str(int(digits)).zfill(self.offset_pad_width)
 
     def parse_data_key(
-        self, key: str, *, size: int = -1, extension: str | None = None
+        self,
+        key: str,
+        *,
+        size: int = -1,
+        extension: str | None = None,
+        any_extension: bool = False,
     ) -> ObjectRef | None:
-        """The :class:`ObjectRef` of a data key; ``None`` for sidecars, manifests and others.
+        """The :class:`ObjectRef` of a data key; ``None`` for sidecars, manifests, strays.
 
-        ``extension`` (with its dot), when known, must match exactly; otherwise it is what
-        follows the first dot after the start offset.
+        The whole name must parse: ``<topic>+<partition>+<start>.<extension>`` with the
+        partition as a plain number, the start offset padded as the sink pads it
+        (:meth:`exact_start`) and an extension from :attr:`extensions`, or exactly
+        ``extension`` (with its dot) when given. ``any_extension`` accepts any extension, for
+        keys a manifest recorded as data objects.
+
+        >>> layout = Layout()
+        >>> [layout.parse_data_key(f"t+0+0000009999.{ext}") is None
+        ...  for ext in ("json.gz", "json.gz.bak", "txt", "keys.bin.gz")]
+        [False, True, True, False]
+        >>> layout.parse_data_key("t+00+0000009999.json") is None
+        True
         """
         if is_sidecar(key):
             return None
         directory, _, name = key.rpartition(self.directory_delim)
         if extension is not None:
-            if not name.endswith(extension):
+            ext = extension.removeprefix(".")
+            if not name.endswith("." + ext):
                 return None
-            match = self._stem_pattern.match(name[: len(name) - len(extension)])
-            ext = extension[1:] if extension.startswith(".") else extension
+            match = self._name_pattern.match(name)
+            if match is None or match["ext"] != ext:
+                return None
         else:
             match = self._name_pattern.match(name)
-            ext = match["ext"] if match else ""
-        if not match:
+            if match is None or not (any_extension or match["ext"] in self.extensions):
+                return None
+            ext = match["ext"]
+        partition, start = match["partition"], match["start"]
+        if partition != str(int(partition)) or not self.exact_start(start):
             return None
         return ObjectRef(
             key=key,
             topic=match["topic"],
-            partition=int(match["partition"]),
-            start_offset=int(match["start"]),
+            partition=int(partition),
+            start_offset=int(start),
             extension=ext,
             directory=directory,
             size=size,
@@ -373,7 +475,7 @@ class DeviantArtLayout:
 
     Each object is ``<prefix><yyyy-MM-dd>/<topic>-<partition>-<first offset>.gz`` (partition
     zero-padded to 5 digits, offset to 12) with its index beside it as ``….index.json``
-    (:func:`sidecar_key`). The date is the upload day and comes *before* the topic, so one
+    (:func:`legacy_sidecar_key`). The date is the upload day and comes *before* the topic, so one
     partition's objects are spread over many date directories: both prefixes below are the
     whole ``prefix``, and the partition is told from the file name (any directory is accepted).
     Their ``last_chunk_index.<topic>-<partition>.txt`` cursor files are not data objects.
@@ -382,7 +484,7 @@ class DeviantArtLayout:
     >>> key = layout.data_key("systest/", "system-test", 0, 100, dt.date(2016, 2, 24))
     >>> key
     'systest/2016-02-24/system-test-00000-000000000100.gz'
-    >>> sidecar_key(key)
+    >>> legacy_sidecar_key(key)
     'systest/2016-02-24/system-test-00000-000000000100.index.json'
     >>> ref = layout.parse_data_key(key, size=275)
     >>> ref.topic, ref.partition, ref.start_offset, ref.directory
@@ -414,9 +516,15 @@ class DeviantArtLayout:
         return prefix
 
     def parse_data_key(
-        self, key: str, *, size: int = -1, extension: str | None = None
+        self,
+        key: str,
+        *,
+        size: int = -1,
+        extension: str | None = None,
+        any_extension: bool = False,
     ) -> ObjectRef | None:
-        """The :class:`ObjectRef` of a data key; ``None`` for index, cursor and other keys."""
+        """The :class:`ObjectRef` of a data key; ``None`` for index, cursor and other keys
+        (the whole name must match, so ``any_extension`` changes nothing)."""
         directory, _, name = key.rpartition("/")
         match = _DEVIANTART_NAME.match(name)
         if match is None or extension not in (None, ".gz", "gz"):

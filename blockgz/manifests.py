@@ -32,7 +32,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from blockgz.errors import CorruptManifestError, ObjectNotFoundError
-from blockgz.layout import DEFAULT_MANIFEST_DIR, Layout, data_key_for
+from blockgz.layout import (
+    DEFAULT_MANIFEST_DIR,
+    Layout,
+    ObjectRef,
+    data_key_for,
+    is_sidecar,
+    sidecar_key,
+)
 from blockgz.options import Options
 from blockgz.store.base import ObjectInfo, ObjectStore
 
@@ -339,14 +346,18 @@ class ManifestLog:
                     ref = self.layout.parse_data_key(data_key_for(info.key))  # sidecars too
                     if ref is None or ref.topic != topic or ref.partition not in parts:
                         continue
-                    if ref.start_offset >= parts[ref.partition]:
-                        self.store.delete(info.key)
-                        deleted.append(info.key)
+                    if ref.start_offset < parts[ref.partition] or info.key in deleted:
+                        continue
+                    for key in self._with_sidecar(info.key, ref):
+                        if key in deleted:
+                            continue
+                        self.store.delete(key)
+                        deleted.append(key)
                         log.warning(
                             "%s-%d: removed %s, written by a batch that never committed",
                             topic,
                             ref.partition,
-                            info.key,
+                            key,
                         )
         return deleted
 
@@ -383,6 +394,18 @@ class ManifestLog:
             name = self.layout.file_name(topic, partition, next_offset - 1, "/")
             start_after = prefix[: prefix.rfind(self.layout.directory_delim) + 1] + name
         return self.store.list(prefix, start_after=start_after)
+
+    def _with_sidecar(self, key: str, ref: ObjectRef) -> list[str]:
+        """``key``, and after a data object its hidden sidecar if there is one: that name
+        sorts before the objects' names, so a listing from an offset on never meets it."""
+        if is_sidecar(key) or not ref.seekable:
+            return [key]
+        hidden = sidecar_key(key)
+        try:
+            self.store.head(hidden)
+        except ObjectNotFoundError:
+            return [key]
+        return [key, hidden]
 
 
 @dataclass(frozen=True)

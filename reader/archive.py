@@ -42,6 +42,7 @@ from reader.catalog_source import merged_by_offset, overlapping
 from reader.companion_entries import with_entries
 from reader.locate import ObjectLocator
 from reader.overlaps import Overlap, find_overlaps
+from reader.strays import Listing
 
 log = logging.getLogger("blockgz.reader")
 
@@ -228,7 +229,7 @@ class Archive(ArchiveAnalytics):
         with self._lock:
             cached = self._indexes.get(ref.key)
         if cached is None:
-            cached = load_index(self.store, ref.key)
+            cached = load_index(self.store, ref.key, ref.index_key)
             with self._lock:
                 self._indexes[ref.key] = cached
         return cached
@@ -473,10 +474,12 @@ class Archive(ArchiveAnalytics):
         return found
 
     # -- listing for people ----------------------------------------------------------------
-    def ls(self, topic: str | None = None) -> list[ObjectSummary]:
-        """Every data object under the prefix (or one topic), with offsets and record counts."""
+    def ls(self, topic: str | None = None) -> Listing:
+        """Every data object under the prefix (or one topic), with offsets and record counts;
+        its ``strays`` are the other keys listed there, which no reader reads."""
         locator = self.locator
-        refs = locator.parse_listing(self.layout.topic_prefix(self.prefix, topic), topic, None)
+        listed = self.layout.topic_prefix(self.prefix, topic)
+        refs = locator.parse_listing(listed, topic, None)
         if not refs and (locator.relocate() or locator.learn_layout()):
             return self.ls(topic)
         indexes = list(self._executor.map(lambda r: self.index(r) if r.has_index else None, refs))
@@ -504,7 +507,7 @@ class Archive(ArchiveAnalytics):
                     index is not None,
                 )
             )
-        return out
+        return Listing(out, [k for k in locator.strays if k.startswith(listed)])
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -77,12 +77,13 @@ def refs_of(files: list[WrittenFile], layout: Layout) -> list[ObjectRef]:
     values: list[ObjectRef] = []
     beside: dict[tuple[str, int], list[ObjectRef]] = {}
     for f in files:
-        ref = layout.parse_data_key(f.key, size=f.size)
+        ref = layout.parse_data_key(f.key, size=f.size, any_extension=True)  # the manifest's word
         if ref is None:
             continue
         ref = replace(
             ref,
             has_index=f.index_key is not None,
+            index_key=f.index_key,
             last_offset=f.last_offset,
             min_timestamp=f.min_timestamp,
             max_timestamp=f.max_timestamp,

@@ -26,11 +26,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from blockgz.errors import ObjectNotFoundError
-from blockgz.layout import DeviantArtLayout, Layout, ObjectRef, sidecar_key
+from blockgz.layout import DeviantArtLayout, Layout, ObjectRef, sidecar_keys
 from blockgz.manifests import ExportFound, find_exports
 from blockgz.store import LocalStore, ObjectStore
 from reader.catalog_source import CatalogSource
 from reader.companion_entries import with_companions
+from reader.strays import is_stray
 
 #: Keys asked for in the one listing page of a partition's prefix before the catalog is used.
 LISTING_PAGE = 1000
@@ -63,6 +64,9 @@ class ObjectLocator:
         self._catalog: CatalogSource | object | None = _UNSET
         #: Every object of a partition, by ``(topic, partition)``, once listed whole.
         self.objects: dict[tuple[str, int], list[ObjectRef]] = {}
+        #: Keys the listings met that are neither data objects nor their sidecars (a
+        #: ``….json.gz.bak``, a ``.txt``): never read, reported by ``ls`` and ``verify``.
+        self.strays: dict[str, None] = {}
 
     def locate(
         self, topic: str, partition: int, from_offset: int | None
@@ -135,6 +139,7 @@ class ObjectLocator:
                     kept = parts[:-depth]
                     self.prefix = "/".join(kept) + "/" if kept else ""
                 self.objects.clear()
+                self.strays.clear()
                 self._catalog = _UNSET
                 return True
         return False
@@ -150,6 +155,7 @@ class ObjectLocator:
         self.layout = layouts.pop()
         self.objects.clear()
         self._catalog = _UNSET  # the catalogs in scope are those of the layout learned
+        self.strays.clear()
         return True
 
     def where(self, topic: str | None = None, partition: int | None = None) -> str:
@@ -172,6 +178,12 @@ class ObjectLocator:
             for url, found in self.exports_nearby()
         ]
         hint = f"; found instead: {'; '.join(hints)}" if hints else ""
+        if self.strays:
+            hint += (
+                f"; {len(self.strays)} key(s) there are not data objects under this layout, e.g. "
+                f"{next(iter(self.strays))} (a custom extension needs "
+                "-O format.bytearray.extension=...)"
+            )
         return ObjectNotFoundError(f"no {what}: listed {self.where(topic, partition)}{hint}")
 
     def exports_nearby(self) -> list[tuple[str, ExportFound]]:
@@ -201,12 +213,17 @@ class ObjectLocator:
         refs = []
         for info in listed:
             ref = self.layout.parse_data_key(info.key, size=info.size)
+            if ref is None and is_stray(self.layout, self.prefix, info.key):
+                self.strays.setdefault(info.key)
             if ref is None or (topic and ref.topic != topic):
                 continue
             if partition is not None and ref.partition != partition:
                 continue
-            has_index = ref.seekable and sidecar_key(info.key) in keys
-            refs.append(replace(ref, has_index=has_index))
+            index_key = next((k for k in sidecar_keys(info.key) if k in keys), None)
+            has_index = ref.seekable and index_key is not None
+            refs.append(
+                replace(ref, has_index=has_index, index_key=index_key if has_index else None)
+            )
         refs = with_companions(refs)
         refs.sort(key=lambda r: (r.topic, r.partition, r.start_offset, r.key))
         if isinstance(self.layout, DeviantArtLayout):
@@ -219,4 +236,5 @@ class ObjectLocator:
     def refresh(self) -> None:
         """Forget cached listings and catalogs (new objects may have arrived)."""
         self.objects.clear()
+        self.strays.clear()
         self._catalog = _UNSET

@@ -52,7 +52,7 @@ def main() -> None:
             )
         )
     console.print(table)
-    console.print(f"(index sidecar: {work / 'events.json.index.json'})")
+    console.print(f"(index sidecar, a hidden file: {work / '.events.json.index.json'})")
 
     console.rule("[bold]3. It is a plain gzip file")
     whole = gzip.decompress((work / "events.json.gz").read_bytes())

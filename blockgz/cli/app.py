@@ -82,7 +82,7 @@ def main(debug: bool) -> None:
 
     \b
     Examples:
-      blockgz compress events.json            # events.json.gz + events.json.index.json
+      blockgz compress events.json            # events.json.gz + .events.json.index.json
       blockgz seek --offset 1200 --count 5 events.json.gz
       blockgz verify events.json.gz
       blockgz export s3-sink.properties --once   # Kafka -> S3, Confluent's layout

@@ -49,7 +49,8 @@ from blockgz.cli.app import (
 )
 @fail_cleanly
 def compress(input, output, block_size, max_records, level, preset, threads, first_offset) -> None:
-    """Compress newline-delimited records into block-GZIP plus an .index.json sidecar.
+    """Compress newline-delimited records into block-GZIP plus an .index.json sidecar
+    (a hidden file beside it: events.json.gz -> .events.json.index.json).
 
     INPUT is a file, or - for standard input (then --output is required).
 
@@ -98,7 +99,8 @@ def compress(input, output, block_size, max_records, level, preset, threads, fir
 )
 @fail_cleanly
 def index(file, first_offset) -> None:
-    """Rebuild the .index.json sidecar of any multi-member gzip file.
+    """Rebuild the .index.json sidecar of any multi-member gzip file (written under the
+    hidden name, .<file minus .gz>.index.json, beside it).
 
     Works on files written by blockgz, pigz, bgzip or gzip; members that split a
     record are grouped so every indexed block holds whole records.

@@ -117,8 +117,9 @@ def seek(
     """Print records from OFFSET on, fetching only the block that holds it.
 
     TARGET is a block-GZIP or Avro object (local path or s3://bucket/key, or its
-    .index.json), or an archive prefix (a directory or s3://bucket/prefix) with --topic and
-    --partition. If OFFSET was compacted away, printing starts at the next offset that exists.
+    .index.json, hidden or old name), or an archive prefix (a directory or
+    s3://bucket/prefix) with --topic and --partition. If OFFSET was compacted away, printing
+    starts at the next offset that exists.
     -O layout=deviantart reads a prefix written by DeviantArt's kafka-connect-s3
     (<prefix>/<yyyy-MM-dd>/<topic>-<partition>-<offset>.gz); ls, cat and verify take it too.
 
@@ -187,7 +188,7 @@ def cat(target, output, topic, partition, endpoint_url, options) -> None:
             from blockgz.layout import Layout
             from blockgz.objects.stream import stream_records
 
-            ref = Layout().parse_data_key(key)
+            ref = Layout().parse_data_key(key, any_extension=True)
             start = ref.start_offset if ref is not None else 0
             framing = framing_from_options(options)
             records = stream_records(store, key, start, framing=framing)
@@ -222,11 +223,13 @@ def ls_command(target, topic, endpoint_url, options) -> None:
     from rich.table import Table
 
     from reader import open_archive
+    from reader.strays import stray_line
 
     with open_archive(target, collect_options(endpoint_url, options)) as archive:
         rows = archive.ls(topic)
         if not rows:
             raise archive.nothing_found(topic)
+        strays = [stray_line(archive.store.url(key)) for key in rows.strays]
     table = Table("topic", "partition", "first offset", "last offset", "records", "bytes", "key")
     for row in rows:
         table.add_row(
@@ -239,43 +242,94 @@ def ls_command(target, topic, endpoint_url, options) -> None:
             row.key + ("" if row.indexed else "  (no index)"),
         )
     Console(width=200).print(table)
-    click.echo(f"{len(rows)} objects", err=True)
+    for line in strays:
+        click.echo(line)
+    click.echo(f"{len(rows)} objects" + (f", {len(strays)} strays" if strays else ""), err=True)
 
 
 @main.command()
 @click.argument("target")
-@click.option("--topic", help="Verify every indexed object of this topic under a prefix.")
+@click.option("--topic", help="Verify every object of this topic under a prefix.")
+@click.option(
+    "--scan",
+    is_flag=True,
+    help="Check objects without an index sidecar by reading them whole instead of failing.",
+)
 @store_options
 @fail_cleanly
-def verify(target, topic, endpoint_url, options) -> None:
-    """Check every block against the index; exit 1 naming each bad block.
+def verify(target, topic, scan, endpoint_url, options) -> None:
+    """Check every block against the index; exit 1 naming each problem.
+
+    With --scan, an object without an index is checked by reading it whole instead. With
+    --topic, every object of the topic gets a line: an object without its index sidecar is a
+    problem unless --scan reads it whole, and so is a stray (a key in the topic's folders
+    that is no data object, e.g. a .bak copy).
 
     \b
     Examples:
       blockgz verify events.json.gz && echo intact
       blockgz verify s3://bucket/topics/t/partition=0/t+0+0000000000.json.gz
       blockgz verify --topic orders s3://bucket/exports
+      blockgz verify --topic orders --scan s3://bucket/exports
       blockgz verify -O layout=deviantart --topic orders s3://bucket/prefix
     """
+    from blockgz.errors import MissingIndexError
     from blockgz.layout import data_key_for
     from blockgz.objects.indexed import IndexedReader
     from blockgz.store import split_object_url
-    from reader import open_archive
 
     options = collect_options(endpoint_url, options)
     if topic is not None:
-        archive = open_archive(target, options)
-        store, keys = archive.store, [r.key for r in archive.ls(topic) if r.indexed]
-        if not keys:
-            raise archive.nothing_found(topic)
-    else:
-        store, key = split_object_url(target, options)
-        keys = [data_key_for(key)]
-    bad = 0
-    for key in keys:
-        with IndexedReader.open_object(store, key) as obj:
-            bad += not _verify_object(obj)
-    if bad:
+        _verify_topic(target, topic, scan, options)
+        return
+    store, key = split_object_url(target, options)
+    key = data_key_for(key)
+    try:
+        obj = IndexedReader.open_object(store, key)
+    except MissingIndexError:
+        if not scan:
+            raise
+        _read_whole(store, key, options)
+        return
+    with obj:
+        if not _verify_object(obj):
+            sys.exit(1)
+
+
+def _read_whole(store, key: str, options: dict) -> None:
+    """``verify --scan`` of one object without an index: read it whole or exit 1."""
+    from blockgz.format.framing import framing_from_options
+    from blockgz.layout import Layout
+    from reader.verify import read_whole
+
+    ref = Layout().parse_data_key(key, any_extension=True)
+    start = ref.start_offset if ref is not None else 0
+    line, problem = read_whole(store, key, start, framing_from_options(options))
+    click.echo(problem or line, err=True)
+    if problem is not None:
+        sys.exit(1)
+
+
+def _verify_topic(target: str, topic: str, scan: bool, options: dict) -> None:
+    """Every object of ``topic`` gets a line; exit 1 after printing every problem."""
+    from reader import open_archive
+    from reader.verify import check_topic
+
+    def with_progress(obj):
+        with progress_bar(f"verifying {obj.source}", obj.index.byte_length) as advance:
+            return obj.verify(on_block=advance)
+
+    with open_archive(target, options) as archive:
+        check = check_topic(archive, topic, scan=scan, check_indexed=with_progress)
+    for line in check.lines:
+        click.echo(line, err=True)
+    for problem in check.problems:
+        click.echo(problem, err=True)
+    click.echo(
+        f"{check.objects} objects: {len(check.lines)} ok, {len(check.problems)} problem(s)",
+        err=True,
+    )
+    if not check.ok:
         sys.exit(1)
 
 

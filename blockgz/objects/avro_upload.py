@@ -15,7 +15,7 @@ same records to the same key gives the same bytes.
     >>> with AvroUpload(store, "t+0+0000000005.avro", schema, codec="deflate") as out:
     ...     out.write_many([{"n": n} for n in range(5, 10)], [5, 6, 9, 10, 11])
     >>> out.index.record_count, [o.key for o in store.list("")]
-    (5, ['t+0+0000000005.avro', 't+0+0000000005.avro.index.json'])
+    (5, ['.t+0+0000000005.avro.index.json', 't+0+0000000005.avro'])
     >>> with IndexedReader.open_object(store, "t+0+0000000005.avro") as obj:
     ...     list(obj.seek(7, count=2))
     [Record(offset=9, value={'n': 7}), Record(offset=10, value={'n': 8})]

@@ -9,7 +9,7 @@ the data file appears (by atomic rename) before its index, and neither appears o
     >>> compress_file(tmp / "in.txt", tmp / "in.txt.gz").record_count
     3
     >>> sorted(p.name for p in tmp.iterdir())
-    ['in.txt', 'in.txt.gz', 'in.txt.index.json']
+    ['.in.txt.index.json', 'in.txt', 'in.txt.gz']
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from blockgz.format.decode import (
     seek_records,
 )
 from blockgz.format.index import BlockIndex
-from blockgz.layout import data_key_for, sidecar_key
+from blockgz.layout import data_key_for, sidecar_keys
 from blockgz.store.base import ObjectStore
 
 
@@ -103,17 +103,23 @@ class StoreRanges:
         """Nothing to release: the store belongs to the caller."""
 
 
-def load_index(store: ObjectStore, data_key: str) -> BlockIndex:
-    """Fetch and validate the sidecar of ``data_key``."""
-    key = sidecar_key(data_key)
-    try:
-        text = store.get(key)
-    except ObjectNotFoundError:
-        raise MissingIndexError(
-            f"{store.url(data_key)}: no index sidecar ({store.url(key)}); the object is not "
-            "seekable until `blockgz index` builds one (or stream it with --scan)"
-        ) from None
-    return BlockIndex.from_json(text, source=store.url(key))
+def load_index(store: ObjectStore, data_key: str, index_key: str | None = None) -> BlockIndex:
+    """Fetch and validate the sidecar of ``data_key``: first at ``index_key`` when a listing
+    or manifest named it, then under the hidden name blockgz writes, then the old name beside
+    the object (:func:`~blockgz.layout.sidecar_keys`; an old manifest may name a sidecar
+    since renamed to the hidden name)."""
+    named = (index_key,) if index_key else ()
+    keys = tuple(dict.fromkeys((*named, *sidecar_keys(data_key))))
+    for key in keys:
+        try:
+            text = store.get(key)
+        except ObjectNotFoundError:
+            continue
+        return BlockIndex.from_json(text, source=store.url(key))
+    raise MissingIndexError(
+        f"{store.url(data_key)}: no index sidecar ({' or '.join(map(store.url, keys))}); the "
+        "object is not seekable until `blockgz index` builds one (or stream it with --scan)"
+    )
 
 
 @dataclass

@@ -50,7 +50,7 @@ def seek_object(
 
     store, key = split_object_url(os.fspath(target), options)
     key = data_key_for(key)
-    ref = Layout.from_options(as_options(options)).parse_data_key(key)
+    ref = Layout.from_options(as_options(options)).parse_data_key(key, any_extension=True)
     start = ref.start_offset if ref is not None else 0
     records = stream_records(store, key, start, framing=framing_from_options(options))
     found = False

@@ -14,7 +14,7 @@ written is deleted again.
     ...     for offset in (5, 6, 9):
     ...         out.write(b'{"n": %d}' % offset, offset)
     >>> out.index.record_count, [o.key for o in store.list("")]
-    (3, ['t+0+0000000005.json.gz', 't+0+0000000005.json.index.json'])
+    (3, ['.t+0+0000000005.json.index.json', 't+0+0000000005.json.gz'])
 """
 
 from __future__ import annotations

@@ -99,8 +99,7 @@ class LocalStore(ObjectStore):
                 if (
                     key.startswith(prefix)
                     and key > start_after
-                    and not name.startswith(".")
-                    and not name.endswith(".tmp")
+                    and not name.endswith(".tmp")  # a put in progress (hidden sidecars count)
                 ):
                     found.append(ObjectInfo(key, full.stat().st_size))
         yield from sorted(found, key=lambda o: o.key)[:limit]

@@ -195,8 +195,9 @@ def run_quickstart(
             for key in keys:
                 console.print(f"   s3://{BUCKET}/{key}")
             console.print(
-                f"   (+ {len(listed) - len(keys)} .index.json sidecars: blockgz's block index, "
-                "which makes each Avro file seekable; blockgz.avro.index=false leaves them out)"
+                f"   (+ {len(listed) - len(keys)} hidden .index.json sidecars: blockgz's block "
+                "index, which makes each Avro file seekable; engines reading the folder skip "
+                "them, blockgz.avro.index=false leaves them out)"
             )
 
             step(

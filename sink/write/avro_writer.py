@@ -17,7 +17,7 @@ and returns a :class:`~blockgz.manifests.WrittenFile` on ``close()``.
 ...     w.write({"f1": f"value{offset}"}, offset)
 >>> done = w.close()
 >>> done.records, done.index_key
-(3, 't/t+0+0000000000.avro.index.json')
+(3, 't/.t+0+0000000000.avro.index.json')
 """
 
 from __future__ import annotations

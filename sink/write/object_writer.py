@@ -14,7 +14,7 @@ commit message; ``abort()`` drops it without a trace.
 ...     w.write(b'{"n": %d}' % offset, offset)
 >>> done = w.close()
 >>> done.first_offset, done.last_offset, done.records, done.index_key
-(5, 9, 3, 't/t+0+0000000005.json.index.json')
+(5, 9, 3, 't/.t+0+0000000005.json.index.json')
 """
 
 from __future__ import annotations

@@ -127,9 +127,9 @@ def test_keys_and_headers_files_through_the_export(spark, kafka, s3_server, buck
     }
     assert in_tombstone_dir == {
         f"{topic}+0+0000000013.keys.json.gz",
-        f"{topic}+0+0000000013.keys.json.index.json",
+        f".{topic}+0+0000000013.keys.json.index.json",
         f"{topic}+0+0000000013.headers.avro",
-        f"{topic}+0+0000000013.headers.avro.index.json",
+        f".{topic}+0+0000000013.headers.avro.index.json",
     }
     with open_archive(f"s3://{bucket}", s3_options(s3_server.endpoint_url)) as archive:
         values = [r.offset for r in archive.seek(topic, 0, 0)]

@@ -503,7 +503,8 @@ def test_bad_avro_sections_are_refused(changes, message):
 
 
 def test_sidecar_keys_of_avro_objects():
-    assert sidecar_key("t+0+0000000000.avro") == "t+0+0000000000.avro.index.json"
+    assert sidecar_key("t+0+0000000000.avro") == ".t+0+0000000000.avro.index.json"
+    assert data_key_for("t+0+0000000000.avro.index.json") == "t+0+0000000000.avro"  # old name
     assert data_key_for(sidecar_key("t+0+0000000000.avro")) == "t+0+0000000000.avro"
     assert data_key_for(sidecar_key("t+0+0000000000.json.gz")) == "t+0+0000000000.json.gz"
 
@@ -578,7 +579,7 @@ def test_a_bad_record_is_refused_and_the_writer_goes_on(many, tmp_path):
 def test_upload_writes_data_then_sidecar(tmp_path):
     store = LocalStore(tmp_path)
     out = AvroUpload(store, "a+0+0000000000.avro", SCHEMA, codec="deflate", block_size=500)
-    assert out.index_key == "a+0+0000000000.avro.index.json"
+    assert out.index_key == ".a+0+0000000000.avro.index.json"
     for n in range(100):
         out.write(order(n), n * 2)
     index = out.close()

@@ -51,6 +51,62 @@ def test_compress_seek_cat_verify(events):
     assert result.exit_code == 0 and "ok" in result.stderr
 
 
+def test_a_sidecar_path_names_its_object_under_the_hidden_or_the_old_name(events):
+    run("compress", events, "--block-size", "16KiB")
+    gz = events.with_suffix(".json.gz")
+    hidden, old = gz.with_name(".events.json.index.json"), gz.with_name("events.json.index.json")
+    assert hidden.exists() and not old.exists()
+    line = events.read_bytes().splitlines()[7] + b"\n"
+    for target in (hidden, old):  # the old name is still a way to say "this object"
+        assert run("seek", "--offset", "7", "--count", "1", target).stdout_bytes == line
+    hidden.rename(old)  # an archive written before sidecars were hidden
+    for target in (gz, hidden, old):
+        assert run("seek", "--offset", "7", "--count", "1", target).stdout_bytes == line
+        result = run("verify", target)
+        assert result.exit_code == 0 and ": ok," in result.stderr
+    assert run("cat", old).stdout_bytes == events.read_bytes()
+
+
+def test_verify_scan_reads_an_object_without_index_whole(events, tmp_path):
+    import gzip
+
+    gz = tmp_path / "plain.json.gz"
+    gz.write_bytes(gzip.compress(events.read_bytes()))
+    result = run("verify", gz)
+    assert result.exit_code == 1 and "no index sidecar" in result.stderr
+    result = run("verify", "--scan", gz)
+    assert result.exit_code == 0, result.output
+    assert f"{gz}: ok, read whole (no index), 500 records" in result.stderr
+    gz.write_bytes(gzip.compress(events.read_bytes())[:-9])  # trailer cut off
+    result = run("verify", "--scan", gz)
+    assert result.exit_code == 1 and f"{gz}: cannot be read whole" in result.stderr
+
+
+def test_verify_topic_names_every_object_and_every_problem(tmp_path):
+    from blockgz.store import LocalStore
+    from testkit.archives import build_partition
+
+    build_partition(LocalStore(tmp_path), objects=3, records_per_object=40)
+    folder = tmp_path / "topics/orders/partition=0"
+    (folder / ".orders+0+0000000040.json.index.json").unlink()
+    (folder / "orders+0+0000000080.json.gz.bak").write_bytes(b"vm")
+    (folder / "orders+0+0000000081.json").write_bytes(b"plain\n")  # plain: read whole
+    result = run("verify", "--topic", "orders", tmp_path)
+    assert result.exit_code == 1
+    lines = result.stderr.splitlines()
+    assert sum(": ok, " in line for line in lines) == 3  # two indexed, one plain
+    assert any("orders+0+0000000040.json.gz: no index sidecar" in line for line in lines)
+    assert any(line.startswith("stray: ") and line.count(".bak") == 1 for line in lines)
+    assert "orders+0+0000000081.json: ok, read whole (plain, no index by design), 1 records" in (
+        result.stderr
+    )
+    assert lines[-1] == "4 objects: 3 ok, 2 problem(s)"
+    result = run("verify", "--topic", "orders", "--scan", tmp_path)
+    assert (
+        result.exit_code == 1 and result.stderr.splitlines()[-1] == "4 objects: 4 ok, 1 problem(s)"
+    )
+
+
 def test_compress_from_stdin_needs_output(events, tmp_path):
     assert run("compress", "-").exit_code == 2
     out = tmp_path / "stdin.json.gz"

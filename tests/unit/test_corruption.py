@@ -24,7 +24,7 @@ def archive(tmp_path):
     src.write_bytes(events_bytes(600))
     out = tmp_path / "e.json.gz"
     index = compress_file(src, out, block_size=32 * 1024)
-    return out, tmp_path / "e.json.index.json", index
+    return out, tmp_path / ".e.json.index.json", index
 
 
 def test_intact_file_verifies(archive):

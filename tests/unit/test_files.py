@@ -33,7 +33,8 @@ def compressed(events_file):
 
 def test_sidecar_name_and_atomic_outputs(compressed):
     out, index = compressed
-    assert out.with_name("events.json.index.json").exists()
+    assert out.with_name(".events.json.index.json").exists()  # hidden beside the data
+    assert not out.with_name("events.json.index.json").exists()
     assert not list(out.parent.glob(".*.tmp"))
     assert index.record_count == 3000 and len(index.chunks) > 10
 

@@ -183,8 +183,8 @@ def test_tombstones_with_keys_stored_keep_only_their_keys_and_headers(tmp_path, 
     assert values == 9  # the other records, no null entry among them
     tombstone_dir = sorted(p.name for p in (tmp_path / "topics/t/tombstone").iterdir())
     assert tombstone_dir == [
+        ".t+0+0000000102.headers.avro.index.json",
         "t+0+0000000102.headers.avro",
-        "t+0+0000000102.headers.avro.index.json",
         "t+0+0000000102.keys.json",
     ]
 

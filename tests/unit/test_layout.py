@@ -14,7 +14,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from blockgz.errors import ConfigError
-from blockgz.layout import Layout, data_key_for, is_sidecar, sidecar_key
+from blockgz.layout import (
+    Layout,
+    data_key_for,
+    is_sidecar,
+    legacy_sidecar_key,
+    sidecar_key,
+    sidecar_keys,
+)
 from blockgz.options import Options
 
 EXTENSIONS = (".json", ".json.gz", ".bin", ".bin.gz", ".avro")
@@ -167,14 +174,107 @@ def test_other_keys_do_not_parse(key):
 def test_sidecar_round_trips(case):
     layout, args = case
     key = layout.data_key(**args)
-    sidecar = sidecar_key(key)
-    assert sidecar == key[: -len(".gz")] + ".index.json"
-    assert is_sidecar(sidecar)
+    sidecar, legacy = sidecar_keys(key)
+    assert legacy == legacy_sidecar_key(key) == key[: -len(".gz")] + ".index.json"
+    directory, slash, name = legacy.rpartition("/")
+    assert sidecar == sidecar_key(key) == f"{directory}{slash}.{name}"  # hidden: leading dot
+    for index in (sidecar, legacy):
+        assert is_sidecar(index)
+        assert layout.parse_data_key(index) is None
+        assert layout.parse_data_key(index, extension=args["extension"]) is None
     assert not is_sidecar(key)
     assert data_key_for(sidecar) == key
+    if not name.startswith("."):  # an old sidecar of a topic named ".x" reads as hidden
+        assert data_key_for(legacy) == key
     assert data_key_for(key) == key
-    assert layout.parse_data_key(sidecar) is None
-    assert layout.parse_data_key(sidecar, extension=args["extension"]) is None
+
+
+@pytest.mark.parametrize(
+    ("data", "hidden"),
+    [
+        (
+            "topics/orders/partition=0/orders+0+0000000000.json.gz",
+            "topics/orders/partition=0/.orders+0+0000000000.json.index.json",
+        ),
+        (
+            "topics/orders/partition=0/orders+0+0000000000.bin.gz",
+            "topics/orders/partition=0/.orders+0+0000000000.bin.index.json",
+        ),
+        (
+            "topics/orders/partition=0/orders+0+0000000000.avro",
+            "topics/orders/partition=0/.orders+0+0000000000.avro.index.json",
+        ),
+        ("orders+0+0000000000.json.gz", ".orders+0+0000000000.json.index.json"),
+    ],
+)
+def test_sidecar_is_a_hidden_file_beside_its_object(data, hidden):
+    assert sidecar_key(data) == hidden
+    assert data_key_for(hidden) == data
+    assert data_key_for(legacy_sidecar_key(data)) == data
+
+
+# -- exact names: anything else is a stray --------------------------------------------------------
+@pytest.mark.parametrize(
+    "name",
+    [
+        "orders+0+0000009999.json.gz.bak",
+        "orders+0+0000009999.txt",
+        "orders+0+0000009999.json.gz~",
+        "orders+0+0000009999.json.tmp",
+        "orders+0+0000009999.gz",
+        "orders+0+0000009999.keys.txt",
+        "orders+0+9999.json.gz",  # not padded to 10 digits
+        "orders+0+00000009999.json.gz",  # padded to 11
+        "orders+00+0000009999.json.gz",  # partition not as Kafka numbers it
+        "orders+0+0000009999.json.index.json",
+        ".orders+0+0000009999.json.index.json",
+    ],
+)
+def test_a_name_the_sink_never_writes_is_no_data_object(name):
+    assert Layout().parse_data_key(f"topics/orders/partition=0/{name}") is None
+
+
+@pytest.mark.parametrize(
+    "ext",
+    [
+        "json",
+        "json.gz",
+        "bin",
+        "bin.gz",
+        "avro",
+        "keys.json",
+        "keys.json.gz",
+        "headers.bin.gz",
+        "keys.avro",
+        "headers.avro",
+    ],
+)
+def test_every_extension_the_sink_writes_parses(ext):
+    ref = Layout().parse_data_key(f"topics/orders/partition=0/orders+0+0000009999.{ext}")
+    assert ref is not None and (ref.start_offset, ref.extension) == (9999, ext)
+
+
+def test_a_start_offset_longer_than_the_padding_parses_only_without_leading_zeros():
+    layout = Layout(offset_pad_width=3)
+    assert layout.parse_data_key("t+0+12345.json").start_offset == 12345
+    assert layout.parse_data_key("t+0+007.json").start_offset == 7
+    assert layout.parse_data_key("t+0+0007.json") is None
+    assert Layout(offset_pad_width=0).parse_data_key("t+0+0.json").start_offset == 0
+
+
+def test_a_custom_bytearray_extension_is_known_to_the_layout_that_names_it():
+    key = "topics/t/partition=0/t+0+0000000000.dat.gz"
+    assert Layout().parse_data_key(key) is None
+    opts = Options({"format.bytearray.extension": ".dat"})
+    ref = Layout.from_options(opts).parse_data_key(key)
+    assert ref is not None and ref.extension == "dat.gz" and ref.format == "bytearray"
+    assert Layout.from_options(opts).parse_data_key(key.replace(".dat", ".bin")) is not None
+    assert Layout().parse_data_key(key, any_extension=True) is not None  # a manifest's word
+    assert "format.bytearray.extension" not in Layout().to_dict()
+    assert (
+        Layout.from_options(Options(Layout.from_options(opts).to_dict())).bytearray_extension
+        == ".dat"
+    )
 
 
 # -- manifests ----------------------------------------------------------------------------------

@@ -79,7 +79,7 @@ def test_ls_shows_offset_ranges_and_counts(local_archive):
 def test_object_without_index_is_an_error_unless_scanning(tmp_path):
     store = LocalStore(tmp_path)
     expected = build_partition(store, objects=1, records_per_object=50)
-    (tmp_path / "topics/orders/partition=0/orders+0+0000000000.json.index.json").unlink()
+    (tmp_path / "topics/orders/partition=0/.orders+0+0000000000.json.index.json").unlink()
     with (
         open_archive(str(tmp_path)) as archive,
         pytest.raises(ObjectNotFoundError, match="has no index sidecar"),
@@ -116,3 +116,65 @@ def test_envelope_records_come_back_with_key_headers_and_timestamp(tmp_path):
     with open_archive(str(tmp_path), {"format.json.envelope": "false"}) as archive:
         raw = next(iter(archive.seek("t", 0, 0)))
     assert raw.value.startswith(b'{"topic":"t"') and raw.key is None
+
+
+def test_a_sidecar_under_its_old_name_is_still_read(tmp_path):
+    """Archives written before sidecars were hidden keep their ``….json.index.json``."""
+    store = LocalStore(tmp_path)
+    expected = build_partition(store, objects=2, records_per_object=50)
+    folder = tmp_path / "topics/orders/partition=0"
+    for hidden in folder.glob(".*.index.json"):
+        hidden.rename(folder / hidden.name[1:])
+    assert not list(folder.glob(".*")) and len(list(folder.glob("*.index.json"))) == 2
+    with open_archive(str(tmp_path)) as archive:
+        # In the first object: no earlier object whose index says whether it overlaps.
+        assert [r.value for r in archive.seek("orders", 0, 10, count=3)] == [
+            expected[n] for n in (10, 11, 12)
+        ]
+        assert archive.store.requests.gets == 1  # the listing said which name: no miss first
+        assert all(row.indexed for row in archive.ls("orders"))
+
+
+def test_a_custom_bytearray_extension_is_read_from_the_manifests_or_when_told(tmp_path):
+    """format.bytearray.extension=.dat: the manifests record it; without them, say it."""
+    from sink.records import KafkaRecord
+    from sink.write.commit import write_manifest
+    from sink.write.config import SinkConfig
+    from sink.write.task import write_task
+    from testkit.archives import write_once
+    from testkit.batches import arrow_batches
+
+    records = [KafkaRecord("t", 0, n, 1000 + n, None, b"v%d" % n) for n in range(10)]
+    options = {"name": "job", "format.class": "bytearray", "format.bytearray.extension": ".dat",
+               "s3.compression.type": "blockgzip", "flush.size": "5"}  # fmt: skip
+    config = SinkConfig.from_options({**options, "path": str(tmp_path / "m")})
+    write_manifest(config.manifest_log(), 0, [write_task(config, iter(arrow_batches(records)))])
+    wanted = [b"v%d" % n for n in range(3, 10)]
+    with open_archive(str(tmp_path / "m")) as archive:
+        assert [r.value for r in archive.seek("t", 0, 3)] == wanted
+        assert [row.first_offset for row in archive.ls("t")] == [0, 5]
+        assert archive.ls("t").strays == []
+
+    write_once(records, {**options, "path": str(tmp_path / "w")})  # no manifest
+    told = {"format.bytearray.extension": ".dat"}
+    with open_archive(str(tmp_path / "w"), told) as archive:
+        assert [r.value for r in archive.seek("t", 0, 3)] == wanted
+    with (
+        open_archive(str(tmp_path / "w")) as archive,
+        pytest.raises(ObjectNotFoundError, match=r"format\.bytearray\.extension"),
+    ):
+        archive.seek("t", 0, 3)
+
+
+def test_a_manifest_naming_the_old_sidecar_still_reads_after_it_was_renamed(tmp_path):
+    from blockgz.layout import legacy_sidecar_key, sidecar_key
+    from blockgz.objects.indexed import load_index
+
+    store = LocalStore(tmp_path)
+    build_partition(store, objects=1, records_per_object=20)
+    key = "topics/orders/partition=0/orders+0+0000000000.json.gz"
+    recorded = legacy_sidecar_key(key)  # what an older export's manifest says
+    assert load_index(store, key, recorded).record_count == 20  # renamed to the hidden name
+    store.delete(sidecar_key(key))
+    with pytest.raises(ObjectNotFoundError, match=r"no index sidecar .*--scan"):
+        load_index(store, key, recorded)

@@ -126,3 +126,17 @@ def test_call_with_retries_stops_at_the_attempt_limit():
             sleep=sleeps.append,
         )
     assert len(calls) == 1  # not retryable: fails at once
+
+
+def test_a_local_listing_shows_hidden_files_but_not_puts_in_progress(tmp_path):
+    """Hidden index sidecars are objects; only a put's temporary file is left out."""
+    from blockgz.store import LocalStore
+
+    store = LocalStore(tmp_path)
+    store.put("d/.t+0+0000000000.json.index.json", b"{}")
+    store.put("d/t+0+0000000000.json.gz", b"x")
+    (tmp_path / "d" / ".t+0+0000000005.json.gz.a1b2.tmp").write_bytes(b"half")
+    assert [o.key for o in store.list("d/")] == [
+        "d/.t+0+0000000000.json.index.json",
+        "d/t+0+0000000000.json.gz",
+    ]
