@@ -3,7 +3,8 @@
 An indexed object has each block checked against its index. An object that could have an
 index but has none is a problem unless ``scan`` is asked for: then it is read whole
 (decompressed to the end, records counted). A plain ``.json``/``.bin`` object has no index by
-design and is always read whole. Strays (keys that are no data object) are problems too.
+design and is always read whole. Strays (keys that are no data object) are problems too, and
+so are objects that hold the same offsets as another (two writers; :mod:`reader.overlaps`).
 A new kind of problem is one more function adding lines to :attr:`TopicCheck.problems`.
 
 >>> import tempfile
@@ -73,7 +74,14 @@ def check_topic(
     for row in listing:
         check_object(archive, row, check, scan=scan, check_indexed=check_indexed)
     check.problems.extend(stray_line(archive.store.url(key)) for key in listing.strays)
+    check.problems.extend(overlap_lines(archive, topic))
     return check
+
+
+def overlap_lines(archive: Archive, topic: str) -> list[str]:
+    """One ``overlap:`` line per pair of objects (as the readers see the topic: committed
+    ones where manifests exist) that hold the same offsets."""
+    return [f"overlap: {overlap.describe()}" for overlap in archive.overlaps(topic)]
 
 
 def check_object(

@@ -224,12 +224,16 @@ def ls_command(target, topic, endpoint_url, options) -> None:
 
     from reader import open_archive
     from reader.strays import stray_line
+    from reader.verify import overlap_lines
 
     with open_archive(target, collect_options(endpoint_url, options)) as archive:
         rows = archive.ls(topic)
         if not rows:
             raise archive.nothing_found(topic)
         strays = [stray_line(archive.store.url(key)) for key in rows.strays]
+        overlaps = [
+            line for t in sorted({r.topic for r in rows}) for line in overlap_lines(archive, t)
+        ]
     table = Table("topic", "partition", "first offset", "last offset", "records", "bytes", "key")
     for row in rows:
         table.add_row(
@@ -242,9 +246,12 @@ def ls_command(target, topic, endpoint_url, options) -> None:
             row.key + ("" if row.indexed else "  (no index)"),
         )
     Console(width=200).print(table)
-    for line in strays:
+    for line in strays + overlaps:
         click.echo(line)
-    click.echo(f"{len(rows)} objects" + (f", {len(strays)} strays" if strays else ""), err=True)
+    counts = [f"{len(rows)} objects"]
+    counts += [f"{len(strays)} strays"] if strays else []
+    counts += [f"{len(overlaps)} overlaps (blockgz verify --topic lists them)"] if overlaps else []
+    click.echo(", ".join(counts), err=True)
 
 
 @main.command()
@@ -263,7 +270,8 @@ def verify(target, topic, scan, endpoint_url, options) -> None:
     With --scan, an object without an index is checked by reading it whole instead. With
     --topic, every object of the topic gets a line: an object without its index sidecar is a
     problem unless --scan reads it whole, and so is a stray (a key in the topic's folders
-    that is no data object, e.g. a .bak copy).
+    that is no data object, e.g. a .bak copy) and every pair of objects that hold the same
+    offsets (two writers; readers take each offset from the one with the lower first offset).
 
     \b
     Examples:

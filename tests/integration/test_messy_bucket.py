@@ -152,3 +152,32 @@ def test_replay_sends_each_record_once(kafka, messy, where, extra):
         assert [json.loads(m.value()) for m in got[partition]] == [
             v for _, v in _expected(partition)
         ]
+
+
+def test_verify_reports_every_overlap_and_exits_1(messy):
+    root, options = messy
+    with open_archive(f"{root}/doubled", options) as archive:
+        expected = archive.overlaps("ev")
+    assert expected
+    result = _cli("verify", f"{root}/doubled", "--topic", "ev", *_option_args(options))
+    assert result.exit_code == 1, result.output
+    lines = [line for line in result.output.splitlines() if line.startswith("overlap: ")]
+    assert len(lines) == len(expected)
+    assert all(o.first.key in line and o.second.key in line for o, line in zip(expected, lines))
+
+
+def test_ls_counts_the_overlaps(messy):
+    root, options = messy
+    result = _cli("ls", f"{root}/doubled", *_option_args(options))
+    assert result.exit_code == 0, result.output
+    assert "overlap: " in result.stdout and "overlaps (blockgz verify" in result.output
+
+
+def test_verify_of_one_topics_dir_finds_no_overlap(messy):
+    root, options = messy
+    result = _cli(
+        "verify", f"{root}/two-dirs", "--topic", "ev",
+        *_option_args(options, **{"topics.dir": "withheaders"}),
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "overlap" not in result.output
