@@ -37,9 +37,14 @@ def unwrap(record: Record) -> Record:
     if not isinstance(doc, dict) or doc.get("offset") != record.offset or "value" not in doc:
         return record
     headers = doc.get("headers")
+    # ``"value": null`` is a tombstone (``behavior.on.null.values=write``): it comes back as
+    # no value. A value that was the JSON text ``null`` reads the same way.
+    value = doc["value"]
     return Record.kept(
         record.offset,
-        json.dumps(doc["value"], separators=(",", ":"), ensure_ascii=False).encode(),
+        None
+        if value is None
+        else json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode(),
         key=_bytes(doc.get("key")),
         headers=None if headers is None else [(str(k), _bytes(v)) for k, v in headers],
         timestamp=doc.get("timestamp"),

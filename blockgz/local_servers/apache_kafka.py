@@ -55,6 +55,7 @@ _NODE_SETTINGS = {
     "num.partitions": "1",
     "auto.create.topics.enable": "true",
     "log.cleaner.backoff.ms": "200",
+    "log.retention.check.interval.ms": "500",
     # Test data carries fixed timestamps, in the past and the future: Kafka 4 refuses records
     # stamped over an hour ahead, and time retention would delete old-stamped segments.
     "log.message.timestamp.after.max.ms": str(2**63 - 1),

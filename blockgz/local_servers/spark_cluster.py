@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -52,6 +53,10 @@ def node_environment(work_dir: Path) -> dict[str, str]:
         SPARK_NO_DAEMONIZE="1",
     )
     return env
+
+
+_MASTER_AT = re.compile(r"Starting Spark master at (spark://[\w.-]+:\d+)")
+_WEB_UI_AT = re.compile(r"Bound MasterWebUI to [^,]+, and started at http://[\w.-]+:(\d+)")
 
 
 class LocalSparkCluster(StartStop):
@@ -107,6 +112,7 @@ class LocalSparkCluster(StartStop):
             "org.apache.spark.deploy.master.Master",
             ["--host", LOOPBACK, "--port", str(port), "--webui-port", str(web)],
         )
+        self._learn_master_addresses()
         for n in range(self.workers):
             work = self.work_dir / f"worker-{n}"
             work.mkdir()
@@ -158,6 +164,25 @@ class LocalSparkCluster(StartStop):
 
     def alive_workers(self) -> int:
         return sum(1 for w in self.state().get("workers", []) if w.get("state") == "ALIVE")
+
+    def _learn_master_addresses(self) -> None:
+        """The master's URL and web UI as it bound them. A port chosen free may be taken
+        before the master binds it (by another test process's Spark UI, say); Spark then
+        moves to the next port and says so in its log, which is the one source of truth."""
+        log = self.work_dir / "master.log"
+        deadline = time.monotonic() + self.ready_timeout_s
+        master = web = None
+        while time.monotonic() < deadline and not (master and web):
+            text = log.read_text(errors="replace") if log.exists() else ""
+            master = master or _MASTER_AT.search(text)
+            web = web or _WEB_UI_AT.search(text)
+            if any(p.poll() is not None for p in self._procs):
+                break
+            time.sleep(0.1)  # polling the log with a deadline
+        if master:
+            self.master_url = master[1]
+        if web:
+            self.web_url = f"http://{LOOPBACK}:{web[1]}"
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.ready_timeout_s

@@ -220,7 +220,8 @@ def split_options(opts: Options) -> tuple[dict[str, str], dict[str, str], dict[s
     """The job's options split into (Kafka source, sink, Spark) settings.
 
     ``topics``/``topics.regex`` become Spark's ``subscribe``/``subscribePattern``,
-    ``startingOffsets`` defaults to ``earliest``, and ``includeHeaders`` to ``true`` wherever
+    ``startingOffsets`` defaults to ``earliest``, ``kafka.isolation.level`` to
+    ``read_committed``, and ``includeHeaders`` to ``true`` wherever
     headers are kept (``format.json.envelope``, ``store.kafka.headers``) or dead-lettered.
     """
     source: dict[str, str] = {}
@@ -250,6 +251,9 @@ def split_options(opts: Options) -> tuple[dict[str, str], dict[str, str], dict[s
     # Kafka Connect sinks start a new consumer group at the earliest offset; Spark's
     # source defaults to latest. An archiver wants everything, so Connect's default wins.
     source.setdefault("startingOffsets", "earliest")
+    # Spark's and Connect's consumers read uncommitted; an archive is what a restore sends
+    # back, so it holds what the topic's readers see: records of aborted transactions are gaps.
+    source.setdefault("kafka.isolation.level", "read_committed")
     if (
         opts.text("errors.tolerance").lower() == "all"
         or opts.flag("store.kafka.headers", False)

@@ -163,7 +163,10 @@ def test_verify_reports_every_overlap_and_exits_1(messy):
     assert result.exit_code == 1, result.output
     lines = [line for line in result.output.splitlines() if line.startswith("overlap: ")]
     assert len(lines) == len(expected)
-    assert all(o.first.key in line and o.second.key in line for o, line in zip(expected, lines))
+    assert all(
+        o.first.key in line and o.second.key in line
+        for o, line in zip(expected, lines, strict=True)
+    )
 
 
 def test_ls_counts_the_overlaps(messy):

@@ -374,6 +374,7 @@ def test_quickstart_properties_load(tmp_path):
         "kafka.bootstrap.servers": "127.0.0.1:9092",
         "subscribe": "s3_topic",
         "startingOffsets": "earliest",
+        "kafka.isolation.level": "read_committed",  # an archive holds committed records only
     }
     assert job.sink.target_url == "s3://quickstart"
     assert job.sink.flush_size == 3

@@ -1,0 +1,282 @@
+"""What only a real broker shows (Apache Kafka 4): partitions added to a running export,
+transactions, a compacted topic after the log cleaner ran, and retention that overtakes the
+export. Each archive is checked record by record against what a consumer of the topic reads.
+
+The exports run (not ``--once``) on the session's SparkSession against SeaweedFS
+(:func:`testkit.running_export.export_while`).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+from blockgz.errors import ExportFailed
+from reader import open_archive
+from sink.export.config import ExportConfig
+from testkit.running_export import archived_offsets, committed, export_while, wait_until
+from testkit.s3 import s3_options
+
+pytestmark = pytest.mark.slow
+
+
+def job_config(kafka, s3_server, bucket: str, **options: str) -> ExportConfig:
+    return ExportConfig.from_mapping(
+        {
+            "name": "real-broker",
+            "kafka.bootstrap.servers": kafka.bootstrap_servers,
+            "s3.bucket.name": bucket,
+            **s3_options(s3_server.endpoint_url),
+            "flush.size": "10",
+            "s3.compression.type": "blockgzip",
+            "format.json.envelope": "true",
+            "blockgz.trigger.interval": "1 second",
+            **options,
+        }
+    )
+
+
+def topic_records(kafka, topic: str, *, isolation: str = "read_committed") -> dict[int, list]:
+    """``{partition: [(offset, key, value)]}``: what a consumer of the topic reads now."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": kafka.bootstrap_servers,
+            "group.id": "truth-" + uuid.uuid4().hex[:6],
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+        }
+    )
+    out: dict[int, list] = {}
+    try:
+        for partition in kafka.partitions(topic):
+            tp = TopicPartition(topic, partition)
+            low, high = consumer.get_watermark_offsets(tp, timeout=10)
+            consumer.assign([TopicPartition(topic, partition, low)])
+            got: list = []
+            deadline = time.monotonic() + 30
+            while consumer.position([tp])[0].offset < high or (not got and high > low):
+                assert time.monotonic() < deadline, f"{topic}/{partition}: read {len(got)}"
+                for m in consumer.consume(500, timeout=1):
+                    if m.error() is None:
+                        got.append((m.offset(), m.key(), m.value()))
+                if high - low and got and got[-1][0] >= high - 1:
+                    break
+            out[partition] = got
+    finally:
+        consumer.close()
+    return out
+
+
+def archive_records(s3_server, bucket: str, topic: str) -> dict[int, list]:
+    with open_archive(f"s3://{bucket}", s3_options(s3_server.endpoint_url)) as archive:
+        out: dict[int, list] = {}
+        for partition, r in archive.records(topic):
+            out.setdefault(partition, []).append((r.offset, r.key, r.value))
+        return out
+
+
+def end_offsets(kafka, topic: str) -> dict[int, int]:
+    return kafka.high_watermarks(topic)
+
+
+def test_partitions_added_to_a_running_export_are_archived_from_offset_0(
+    spark, kafka, s3_server, bucket, tmp_path
+):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import NewPartitions
+
+    topic = "grown_" + uuid.uuid4().hex[:8]
+    kafka.create_topic(topic, partitions=2)
+    kafka.produce_bulk(topic, 19, 2)
+    job = job_config(kafka, s3_server, bucket, topics=topic)
+
+    def steps(stop, alive) -> None:
+        wait_until(lambda: committed(job, topic) == {0: 20, 1: 20}, alive, "two partitions")
+        futures = kafka.admin().create_partitions([NewPartitions(topic, 4)])
+        futures[topic].result(30)
+        producer = Producer({"bootstrap.servers": kafka.bootstrap_servers})  # fresh metadata
+        for partition in range(4):
+            for n in range(20):
+                producer.produce(topic, b'{"n":%d}' % n, partition=partition)
+        assert producer.flush(30) == 0
+        everything = {0: 40, 1: 40, 2: 20, 3: 20}
+        wait_until(lambda: committed(job, topic) == everything, alive, "the added partitions")
+
+    assert export_while(spark, job, tmp_path / "ckpt", steps) is None
+    seen = archived_offsets(s3_server, bucket, topic)
+    expected = {(p, o) for p, end in {0: 40, 1: 40, 2: 20, 3: 20}.items() for o in range(end)}
+    assert set(seen) == expected and max(seen.values()) == 1
+
+
+def _transactional_history(kafka, topic: str) -> None:
+    """Plain records, committed and aborted transactions, interleaved in one partition."""
+    from confluent_kafka import Producer
+
+    plain = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 0})
+    txn = Producer(
+        {"bootstrap.servers": kafka.bootstrap_servers, "transactional.id": "tx-" + topic}
+    )
+    txn.init_transactions(30)
+    n = 0
+    for round_ in range(6):
+        plain.produce(topic, b'{"plain":%d}' % n, key=b"p%d" % n, partition=0)
+        plain.flush(30)
+        n += 1
+        txn.begin_transaction()
+        for _ in range(3):
+            txn.produce(topic, b'{"txn":%d,"round":%d}' % (n, round_), key=b"t%d" % n, partition=0)
+            n += 1
+        txn.flush(30)  # in the log before the abort (an abort purges what is unsent)
+        if round_ % 2:
+            txn.abort_transaction(30)
+        else:
+            txn.commit_transaction(30)
+    plain.produce(topic, b'{"plain":%d}' % n, key=b"p%d" % n, partition=0)
+    plain.flush(30)
+
+
+def test_read_committed_archives_exactly_the_committed_records(
+    spark, kafka, s3_server, bucket, tmp_path
+):
+    topic = "txn_" + uuid.uuid4().hex[:8]
+    kafka.create_topic(topic, partitions=1)
+    _transactional_history(kafka, topic)
+    truth = topic_records(kafka, topic)[0]
+    uncommitted = topic_records(kafka, topic, isolation="read_uncommitted")[0]
+    assert len(uncommitted) > len(truth) > 0  # aborted records exist, and are left out
+    end = end_offsets(kafka, topic)[0]
+    job = job_config(kafka, s3_server, bucket, topics=topic)  # read_committed by default
+
+    def steps(stop, alive) -> None:
+        wait_until(lambda: committed(job, topic) == {0: end}, alive, "the whole topic")
+
+    assert export_while(spark, job, tmp_path / "ckpt", steps) is None
+    archived = archive_records(s3_server, bucket, topic)[0]
+    assert [(o, k, v.replace(b" ", b"")) for o, k, v in archived] == [
+        (o, k, v.replace(b" ", b"")) for o, k, v in truth
+    ]
+    # A seek into a gap (an aborted record, a transaction marker) starts at the next record.
+    held = {o for o, _, _ in truth}
+    gap = next(o for o in range(truth[0][0], truth[-1][0]) if o not in held)
+    with open_archive(f"s3://{bucket}", s3_options(s3_server.endpoint_url)) as archive:
+        first = next(iter(archive.seek(topic, 0, gap, count=1)))
+    assert first.offset == min(o for o in held if o > gap)
+    # Spark's reader and verify see the same offsets.
+    frame = (
+        spark.read.format("blockgz").options(**s3_options(s3_server.endpoint_url))
+        .option("topics", topic).load(f"s3://{bucket}")
+    )  # fmt: skip
+    assert sorted(r.offset for r in frame.select("offset").collect()) == sorted(held)
+
+
+def test_a_compacted_topic_is_archived_as_the_cleaner_left_it(
+    spark, kafka, s3_server, bucket, tmp_path
+):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import NewTopic
+
+    topic = "compacted_" + uuid.uuid4().hex[:8]
+    config = {
+        "cleanup.policy": "compact",
+        "segment.ms": "100",
+        "min.cleanable.dirty.ratio": "0.001",
+        "min.compaction.lag.ms": "0",
+        "delete.retention.ms": "3600000",  # tombstones stay, so the archive must keep them
+    }
+    kafka.admin().create_topics([NewTopic(topic, 1, 1, config=config)])[topic].result(30)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 0})
+    produced = 0
+    for round_ in range(5):
+        for key in range(8):
+            value = None if (round_ == 3 and key % 4 == 0) else b'{"k":%d,"r":%d}' % (key, round_)
+            producer.produce(topic, value, key=b"key-%d" % key, partition=0)
+            produced += 1
+        producer.flush(30)
+        time.sleep(0.15)  # lets segment.ms roll a segment: the cleaner only cleans closed ones
+    deadline = time.monotonic() + 90
+    while len(topic_records(kafka, topic)[0]) >= produced - 8:
+        assert time.monotonic() < deadline, "the log cleaner did not compact the topic"
+        producer.produce(topic, b'{"tick":1}', key=b"tick", partition=0)  # rolls the segment
+        producer.flush(30)
+        time.sleep(0.5)  # the cleaner runs every log.cleaner.backoff.ms; polled with a deadline
+    truth = topic_records(kafka, topic)[0]
+    end = end_offsets(kafka, topic)[0]
+    job = job_config(kafka, s3_server, bucket, topics=topic, **{"behavior.on.null.values": "write"})
+
+    def steps(stop, alive) -> None:
+        wait_until(lambda: committed(job, topic) == {0: end}, alive, "the compacted topic")
+
+    assert export_while(spark, job, tmp_path / "ckpt", steps) is None
+    archived = archive_records(s3_server, bucket, topic)[0]
+    assert [o for o, _, _ in archived] == [o for o, _, _ in truth]  # the survivors' offsets
+    assert [k for _, k, _ in archived] == [k for _, k, _ in truth]
+    tombstones = [o for o, _, v in truth if v is None]
+    assert tombstones and all(v is None for o, _, v in archived if o in tombstones)
+
+
+def test_retention_that_overtakes_the_export_stops_it_naming_the_lost_range(
+    spark, kafka, s3_server, bucket, tmp_path
+):
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    topic = "retained_" + uuid.uuid4().hex[:8]
+    kafka.create_topic(topic, partitions=1)
+    kafka.produce_bulk(topic, 19, 1)
+    job = job_config(kafka, s3_server, bucket, topics=topic)
+    checkpoint = tmp_path / "ckpt"
+
+    def first_run(stop, alive) -> None:
+        wait_until(lambda: committed(job, topic) == {0: 20}, alive, "the first records")
+
+    assert export_while(spark, job, checkpoint, first_run) is None
+    # While the export is stopped, 40 more records arrive and close their segment (segment.ms;
+    # the next record rolls it), and retention deletes it: the export's next offset is gone.
+    resource = ConfigResource("topic", topic)
+
+    def alter(name: str, value: str) -> None:
+        entry = ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        changed = ConfigResource("topic", topic, incremental_configs=[entry])
+        kafka.admin().incremental_alter_configs([changed])[resource].result(30)
+
+    alter("segment.ms", "100")
+    kafka.produce(topic, [b'{"n":%d}' % n for n in range(40)], partition=0)
+    time.sleep(0.2)  # older than segment.ms: the next record starts a new segment
+    kafka.produce(topic, [b'{"n":40}'], partition=0)
+    alter("retention.ms", "1")
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": "x"})
+    deadline = time.monotonic() + 90
+    while consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[0] <= 20:
+        assert time.monotonic() < deadline, "retention did not delete the records"
+        time.sleep(0.5)  # retention runs every log.retention.check.interval.ms
+    earliest = consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[0]
+    consumer.close()
+    alter("retention.ms", "-1")  # what arrives from now on stays
+    kafka.produce(topic, [b'{"after":%d}' % n for n in range(5)], partition=0)
+    end = kafka.high_watermarks(topic)[0]
+
+    def until_it_fails(stop, alive) -> None:
+        deadline = time.monotonic() + 60
+        while alive():
+            assert time.monotonic() < deadline, "the export went on past lost records"
+            time.sleep(0.2)  # polling with a deadline
+
+    error = export_while(spark, job, checkpoint, until_it_fails)
+    assert isinstance(error, ExportFailed), error
+    message = str(error)
+    assert f"{topic}-0" in message and "20" in message and "\n" not in message, message
+
+    lenient = job_config(kafka, s3_server, bucket, topics=topic, failOnDataLoss="false")
+
+    def goes_on(stop, alive) -> None:
+        wait_until(lambda: committed(lenient, topic) == {0: end}, alive, "what is left")
+
+    assert export_while(spark, lenient, checkpoint, goes_on) is None
+    seen = archived_offsets(s3_server, bucket, topic)
+    assert set(seen) == {(0, o) for o in [*range(20), *range(earliest, end)]}
+    assert max(seen.values()) == 1
