@@ -28,12 +28,13 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from blockgz.errors import BlockGzError, CheckpointError, ExportFailed
-from blockgz.manifests import Offsets, new_epoch
+from blockgz.errors import BlockGzError, CheckpointError, ExportFailed, LeaseLostError
+from blockgz.lease import Lease, lease_key
+from blockgz.manifests import EARLIEST, Offsets, new_epoch
 from sink.export.config import ExportConfig
 from sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
 from sink.partitioning.partitioners import DefaultPartitioner
-from sink.write.config import INPUT_PREFIX, INPUT_READER
+from sink.write.config import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
 
 log = logging.getLogger("blockgz.export")
 
@@ -59,20 +60,80 @@ def run_export(
     With ``log_file``, a SparkSession started here writes the JVM's and its workers' output
     there, and blockgz's own log records go there too; the caller's terminal keeps only what
     it shows itself (progress, the one-line error).
-    """
-    from sink.session import spark_session
 
+    Before anything is written the job takes its lease (one writer per archive, see
+    :mod:`blockgz.lease`), kept while it runs and released when it stops cleanly.
+    """
     checkpoint = Path(checkpoint)
     check_checkpoint(checkpoint)  # local and cheap: before anything touches S3 or Kafka
     if job.preflight:
         from sink.export.preflight import preflight
 
         preflight(job, once=once)
-    warn_if_not_exactly_once(job)
-    if job.preflight:
-        abort_left_uploads(job, started_before=time.time())
-    epoch = checkpoint_epoch(checkpoint)
-    options = starting_offsets(job, fresh=not (checkpoint / "offsets").exists())
+    from sink.export.preflight import check_other_jobs
+
+    check_other_jobs(job)  # read-only, and what keeps two jobs from doubling one archive
+    lease = take_lease(job, checkpoint)  # before anything is removed or written
+    stop = stop_event or threading.Event()
+    keeper = lease.keep(lambda lost: _lease_lost(lost, stop))
+    try:
+        warn_if_not_exactly_once(job)
+        if job.preflight:
+            abort_left_uploads(job, started_before=time.time())
+        epoch = checkpoint_epoch(checkpoint)
+        options = starting_offsets(
+            job, fresh=not (checkpoint / "offsets").exists(), checkpoint=checkpoint
+        )
+        result = _run_query(
+            job, checkpoint, epoch, options, once=once, master=master, on_progress=on_progress,
+            stop=stop, install_signal_handlers=install_signal_handlers, spark=spark,
+            log_file=log_file, lease=lease,
+        )  # fmt: skip
+    finally:
+        keeper.stop()
+        if keeper.lost is None:
+            lease.release()  # the query has stopped: a successor may start at once
+    if keeper.lost is not None:
+        raise keeper.lost  # the query was stopped because another export took the lease
+    return result
+
+
+def _lease_lost(lost: LeaseLostError, stop: threading.Event) -> None:
+    log.error("%s", lost)
+    stop.set()
+
+
+def take_lease(job: ExportConfig, checkpoint: Path) -> Lease:
+    """Take the job's lease (:mod:`blockgz.lease`) or raise :class:`LeaseHeldError` naming
+    its holder."""
+    store, prefix = job.sink.make_store()
+    lease = Lease(
+        store,
+        lease_key(job.sink.layout, prefix, job.name),
+        checkpoint=str(checkpoint.resolve()),
+        ttl_ms=job.lease_ttl_ms,
+    )
+    lease.acquire(take_over=job.lease_takeover)
+    return lease
+
+
+def _run_query(
+    job: ExportConfig,
+    checkpoint: Path,
+    epoch: str,
+    options: dict[str, str],
+    *,
+    once: bool,
+    master: str | None,
+    on_progress: Callable[[ExportResult], None] | None,
+    stop: threading.Event,
+    install_signal_handlers: bool,
+    spark,
+    log_file: str | Path | None,
+    lease: Lease,
+) -> ExportResult:
+    from sink.session import spark_session
+
     with _log_records_to(log_file):
         if spark is None:
             spark = spark_session(
@@ -82,11 +143,12 @@ def run_export(
                 output_to=log_file,
                 forward_env=job.forward_env,
             )
-        stop = stop_event or threading.Event()
         result = ExportResult()
         restore = _install_handlers(stop, result) if install_signal_handlers else None
         try:
-            query = start_query(spark, job, options, checkpoint=checkpoint, epoch=epoch, once=once)
+            query = start_query(
+                spark, job, options, checkpoint=checkpoint, epoch=epoch, once=once, lease=lease
+            )
             tracker = ProgressTracker(job, epoch, result)
             try:
                 follow(query, tracker, stop, on_progress)
@@ -227,21 +289,61 @@ def checkpoint_epoch(checkpoint: Path) -> str:
     return epoch
 
 
-def starting_offsets(job: ExportConfig, *, fresh: bool) -> dict[str, str]:
-    """The source options with ``startingOffsets=s3`` resolved (only a fresh checkpoint needs
-    it: otherwise Spark resumes from the checkpoint)."""
+def starting_offsets(
+    job: ExportConfig, *, fresh: bool, checkpoint: Path | str = "the checkpoint"
+) -> dict[str, str]:
+    """The source options, resolved for where this run starts, said in one log line.
+
+    An existing checkpoint (``fresh=False``) resumes from itself (Spark ignores
+    ``startingOffsets`` then). A fresh one, with ``blockgz.resume=archive`` (the default) and
+    manifests of this job in the archive, resumes from what they committed, as a Connect sink
+    resumes from its consumer offsets; partitions they do not name start at
+    ``startingOffsets``. Otherwise ``startingOffsets`` holds.
+    """
     options = dict(job.source_options)
-    if not job.resume_from_manifests:
+    given = options.get("startingOffsets", "earliest")
+    if given.lower() == "s3":  # the archive's offsets (below), earliest where it has none
+        given = options["startingOffsets"] = "earliest"
+    if not fresh:
+        log.info("resuming from the checkpoint %s (its offsets, not the archive's)", checkpoint)
         return options
-    if fresh:
-        options["startingOffsets"] = resume_from_manifests(job, kafka_partitions(job))
-    else:
-        options.pop("startingOffsets")
+    if not job.resume_from_manifests:
+        log.info(
+            "fresh checkpoint %s, blockgz.resume=checkpoint-only: starting at startingOffsets=%s",
+            checkpoint,
+            given,
+        )
+        return options
+    committed = job.sink.manifest_log().committed_offsets()
+    if not committed:
+        log.info(
+            "fresh checkpoint %s and no manifests of job %s in the archive: starting at "
+            "startingOffsets=%s",
+            checkpoint,
+            job.name,
+            given,
+        )
+        return options
+    options["startingOffsets"] = resume_from_manifests(job, kafka_partitions(job), fallback=given)
     return options
 
 
-def resume_from_manifests(job: ExportConfig, partitions: list[tuple[str, int]]) -> str:
-    """``startingOffsets`` JSON from the manifests: the committed offset, or earliest (-2).
+def _fallback_offset(given: str, topic: str, partition: int) -> int:
+    """``startingOffsets``' offset for one partition: -2 earliest, -1 latest, or its JSON's."""
+    text = given.strip().lower()
+    if text == "latest":
+        return -1
+    if text.startswith("{"):
+        value = json.loads(given).get(topic, {}).get(str(partition))
+        return EARLIEST if value is None else int(value)
+    return EARLIEST
+
+
+def resume_from_manifests(
+    job: ExportConfig, partitions: list[tuple[str, int]], *, fallback: str = "earliest"
+) -> str:
+    """``startingOffsets`` JSON from the manifests: the committed offset, or ``fallback``'s
+    (``startingOffsets``: earliest, latest or its JSON) for partitions they do not name.
 
     Objects that start at or after a committed offset come from a batch that never
     committed; they are removed first so the restarted job can write its own.
@@ -252,6 +354,8 @@ def resume_from_manifests(job: ExportConfig, partitions: list[tuple[str, int]]) 
     for (topic, part), offset in start.items():
         if offset >= 0:
             committed.setdefault(topic, {})[part] = offset
+        else:
+            start[(topic, part)] = _fallback_offset(fallback, topic, part)
     removed = manifests.remove_uncommitted(
         committed, partition_directories=type(job.sink.partitioner()) is DefaultPartitioner
     )
@@ -259,8 +363,20 @@ def resume_from_manifests(job: ExportConfig, partitions: list[tuple[str, int]]) 
     for (topic, part), offset in sorted(start.items()):
         by_topic.setdefault(topic, {})[str(part)] = offset
     text = json.dumps(by_topic)
+    resumed = ", ".join(
+        f"{t}-{p}@{n}" for t, ps in sorted(committed.items()) for p, n in ps.items()
+    )
+    others = sorted(
+        f"{t}-{p}" for (t, p), n in start.items() if committed.get(t, {}).get(p) is None
+    )
     log.info(
-        "startingOffsets=s3: resuming at %s (%d uncommitted objects removed)", text, len(removed)
+        "fresh checkpoint: resuming from the archive's manifests (%s): %s%s "
+        "(%d uncommitted objects removed; blockgz.resume=checkpoint-only starts at "
+        "startingOffsets instead)",
+        manifests.layout.manifest_prefix(manifests.prefix, job.name),
+        resumed,
+        f"; {', '.join(others)} from startingOffsets={fallback}" if others else "",
+        len(removed),
     )
     return text
 
@@ -314,6 +430,7 @@ def start_query(
     checkpoint: Path,
     epoch: str,
     once: bool,
+    lease: Lease | None = None,
 ):
     """Build ``readStream → writeStream.format("blockgz")`` and start it."""
     from sink.session import has_spark_kafka
@@ -323,6 +440,8 @@ def start_query(
     tasks_read_kafka = source == "blockgz-kafka" and job.tasks_read_kafka
     reader = spark.readStream.format(source).options(**source_options)
     sink_options = sink_query_options(job, epoch)
+    if lease is not None:  # the driver's commit renews it before each manifest
+        sink_options.update({LEASE_TOKEN: lease.token, LEASE_TTL: str(job.lease_ttl_ms)})
     if tasks_read_kafka:
         # Spark plans and replays offset ranges; each sink task reads its range itself.
         reader = reader.option("blockgz.emit", "ranges")

@@ -5,7 +5,8 @@ object written and deleted again), the Kafka brokers answer, and every named top
 (``topics.regex`` matching nothing is an error with ``--once``, a warning for a running job,
 which picks topics up as they appear), and the schema registry of an AvroConverter answers
 with the credentials given. ``blockgz.preflight=false`` skips them where a probe is not
-allowed.
+allowed. :func:`check_other_jobs` (another job archiving the same topics in the same layout)
+runs at every start, preflight or not.
 """
 
 from __future__ import annotations
@@ -30,6 +31,61 @@ def preflight(job: ExportConfig, *, once: bool) -> None:
     check_kafka(job, once=once)
     check_registry(job)
     ensure_dead_letter_topic(job)
+
+
+def check_other_jobs(job: ExportConfig) -> None:
+    """Refuse, in one line, when another job's manifests under the same prefix and key layout
+    commit offsets of topics this job archives: two jobs would each write every record, and
+    readers of the layout would see both. ``blockgz.share.topics=true`` allows it.
+
+    Costs a listing of the manifest directory and, per other job there, a look at its
+    catalog and newest manifests (:meth:`~blockgz.manifests.ManifestLog.committed_offsets`).
+    """
+    from blockgz.manifests import ManifestLog, find_exports
+
+    if job.share_topics:
+        return
+    layout = job.sink.layout
+    store, prefix = job.sink.make_store()
+    try:
+        others = [
+            found
+            for found in find_exports(store, prefix, manifest_dir=layout.manifest_dir)
+            if found.name != job.name and _same_keys(found.layout, layout)
+        ]
+        for other in others:
+            committed = ManifestLog(store, prefix, other.layout, other.name).committed_offsets()
+            shared = sorted(t for t in committed if _archives(job, t))
+            if shared:
+                raise PreflightError(
+                    f"name={job.name}: job {other.name!r} already archives "
+                    f"{', '.join(shared)} under {layout.topic_prefix(prefix) or '/'} "
+                    f"({store.url(layout.job_prefix(prefix, other.name))}); to continue that "
+                    f"archive run with name={other.name}, or give this job its own topics.dir, "
+                    "or set blockgz.share.topics=true to archive the records a second time"
+                )
+    finally:
+        store.close()
+
+
+def _same_keys(a, b) -> bool:
+    """Whether two layouts give the same data keys (same directory, delimiters, padding)."""
+    return (a.topics_dir, a.directory_delim, a.file_delim, a.offset_pad_width) == (
+        b.topics_dir,
+        b.directory_delim,
+        b.file_delim,
+        b.offset_pad_width,
+    )
+
+
+def _archives(job: ExportConfig, topic: str) -> bool:
+    """Whether ``job`` reads ``topic`` (named, assigned, or matching its regex)."""
+    source = job.source
+    if source.strategy == "subscribe":
+        return topic in source.topics
+    if source.strategy == "assign":
+        return any(t == topic for t, _ in source.assigned)
+    return re.fullmatch(source.pattern or "", topic) is not None
 
 
 def ensure_dead_letter_topic(job: ExportConfig) -> None:
