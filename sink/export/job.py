@@ -73,26 +73,28 @@ def run_export(
     from sink.export.preflight import check_other_jobs
 
     check_other_jobs(job)  # read-only, and what keeps two jobs from doubling one archive
-    lease = take_lease(job, checkpoint)  # before anything is removed or written
-    stop = stop_event or threading.Event()
-    keeper = lease.keep(lambda lost: _lease_lost(lost, stop))
-    try:
-        warn_if_not_exactly_once(job)
-        if job.preflight:
-            abort_left_uploads(job, started_before=time.time())
-        epoch = checkpoint_epoch(checkpoint)
-        options = starting_offsets(
-            job, fresh=not (checkpoint / "offsets").exists(), checkpoint=checkpoint
-        )
-        result = _run_query(
-            job, checkpoint, epoch, options, once=once, master=master, on_progress=on_progress,
-            stop=stop, install_signal_handlers=install_signal_handlers, spark=spark,
-            log_file=log_file, lease=lease,
-        )  # fmt: skip
-    finally:
-        keeper.stop()
-        if keeper.lost is None:
-            lease.release()  # the query has stopped: a successor may start at once
+    with _log_records_to(log_file):
+        lease = take_lease(job, checkpoint)  # before anything is removed or written
+        stop = stop_event or threading.Event()
+        keeper = lease.keep(lambda lost: _lease_lost(lost, stop))
+        try:
+            warn_if_not_exactly_once(job)
+            if job.preflight:
+                abort_left_uploads(job, started_before=time.time())
+            epoch = checkpoint_epoch(checkpoint)
+            options = starting_offsets(
+                job, fresh=not (checkpoint / "offsets").exists(), checkpoint=checkpoint
+            )
+            result = _run_query(
+                job, checkpoint, epoch, options, once=once, master=master,
+                on_progress=on_progress, stop=stop,
+                install_signal_handlers=install_signal_handlers, spark=spark,
+                log_file=log_file, lease=lease,
+            )  # fmt: skip
+        finally:
+            keeper.stop()
+            if keeper.lost is None:
+                lease.release()  # the query has stopped: a successor may start at once
     if keeper.lost is not None:
         raise keeper.lost  # the query was stopped because another export took the lease
     return result
@@ -132,33 +134,33 @@ def _run_query(
     log_file: str | Path | None,
     lease: Lease,
 ) -> ExportResult:
+    """Start the SparkSession (unless given) and the query, and follow it to its end."""
     from sink.session import spark_session
 
-    with _log_records_to(log_file):
-        if spark is None:
-            spark = spark_session(
-                master or default_master(),
-                app_name=f"blockgz-export-{job.name}",
-                conf=job.spark_conf,
-                output_to=log_file,
-                forward_env=job.forward_env,
-            )
-        result = ExportResult()
-        restore = _install_handlers(stop, result) if install_signal_handlers else None
+    if spark is None:
+        spark = spark_session(
+            master or default_master(),
+            app_name=f"blockgz-export-{job.name}",
+            conf=job.spark_conf,
+            output_to=log_file,
+            forward_env=job.forward_env,
+        )
+    result = ExportResult()
+    restore = _install_handlers(stop, result) if install_signal_handlers else None
+    try:
+        query = start_query(
+            spark, job, options, checkpoint=checkpoint, epoch=epoch, once=once, lease=lease
+        )
+        tracker = ProgressTracker(job, epoch, result)
         try:
-            query = start_query(
-                spark, job, options, checkpoint=checkpoint, epoch=epoch, once=once, lease=lease
-            )
-            tracker = ProgressTracker(job, epoch, result)
-            try:
-                follow(query, tracker, stop, on_progress)
-            except ExportFailed as exc:
-                raise checkpoint_failure(checkpoint, exc) from None
-            finally:
-                tracker.close()
+            follow(query, tracker, stop, on_progress)
+        except ExportFailed as exc:
+            raise checkpoint_failure(checkpoint, exc) from None
         finally:
-            if restore is not None:
-                restore()
+            tracker.close()
+    finally:
+        if restore is not None:
+            restore()
     return result
 
 
