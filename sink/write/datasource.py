@@ -30,8 +30,8 @@ from pyspark.sql.datasource import (
 )
 
 from blockgz.catalog import compact_every
-from blockgz.errors import ConfigError
-from blockgz.lease import DEFAULT_TTL_MS, Lease, lease_key
+from blockgz.errors import BlockGzError, ConfigError
+from blockgz.lease import DEFAULT_TTL_MS, Holder, Lease, lease_key
 from blockgz.manifests import delete_written
 from sink.write.commit import TaskCommitMessage, write_manifest
 from sink.write.config import INPUT_READER, LEASE_TOKEN, LEASE_TTL, SinkConfig
@@ -94,9 +94,26 @@ class _Writer:
             listener.batch_committed(batch_id, key)
 
     def _abort(self, messages: list[TaskCommitMessage | None], batch_id: int | str) -> None:
-        store, _ = self.config.make_store()
+        store, prefix = self.config.make_store()
+        if self.lease_token and not self._holds_lease(store, prefix):
+            # Another export took the job over and may have committed objects under the same
+            # (deterministic) keys: deleting ours could delete its. Left for it to clean up.
+            log.warning(
+                "batch %s aborted after this export lost its lease: its objects are left "
+                "(another export owns the archive now)",
+                batch_id,
+            )
+            return
         removed = delete_written(store, (f for m in messages if m is not None for f in m.files))
         log.warning("batch %s aborted: removed %d objects written by its tasks", batch_id, removed)
+
+    def _holds_lease(self, store, prefix: str) -> bool:
+        key = lease_key(self.config.layout, prefix, self.config.name)
+        try:
+            data, _ = store.get_versioned(key)
+            return Holder.from_json(data).token == self.lease_token
+        except BlockGzError:
+            return False  # unreadable or gone: not provably ours, so delete nothing
 
 
 class BlockGzStreamWriter(_Writer, DataSourceStreamArrowWriter):

@@ -128,3 +128,49 @@ def test_local_conditional_puts(store):
         store.put_if("x.json", b"4", if_match=tag)  # stale
     assert store.get_versioned("x.json") == (b"3", new)
     assert [o.key for o in store.list("")] == ["x.json"]  # no lock or temp file listed
+
+
+def test_the_sink_commits_only_while_it_holds_the_lease_and_a_fenced_abort_deletes_nothing(
+    tmp_path,
+):
+    """The driver's commit renews the lease before the manifest; after another export took
+    the lease it raises, writes no manifest, and its abort leaves the objects alone (the new
+    holder may have committed the same keys)."""
+    pytest.importorskip("pyspark")
+    from pyspark.sql.types import (
+        BinaryType,
+        IntegerType,
+        LongType,
+        StringType,
+        StructField,
+        StructType,
+    )
+
+    from blockgz.manifests import WrittenFile
+    from sink.write.commit import TaskCommitMessage
+    from sink.write.datasource import BlockGzStreamWriter
+
+    schema = StructType(
+        [
+            StructField("value", BinaryType()),
+            StructField("topic", StringType()),
+            StructField("partition", IntegerType()),
+            StructField("offset", LongType()),
+        ]
+    )
+    store = LocalStore(tmp_path)
+    mine = Lease(store, KEY)
+    mine.acquire()
+    options = {"path": str(tmp_path), "name": "job", "blockgz.lease.token": mine.token}
+    writer = BlockGzStreamWriter(options, schema)
+    store.put("topics/t/partition=0/t+0+0000000000.json", b"{}\n")
+    written = WrittenFile("topics/t/partition=0/t+0+0000000000.json", "t", 0, "", 0, 0, 1, 3, 3)
+    message = TaskCommitMessage(files=[written], next_offsets={"t": {0: 1}})
+    writer.commit([message], 0)  # ours: renewed, then the manifest
+    assert writer.config.manifest_log().committed_offsets() == {"t": {0: 1}}
+    Lease(store, KEY, host="elsewhere").acquire(take_over=True)
+    with pytest.raises(LeaseLostError, match="lost its lease to host elsewhere"):
+        writer.commit([TaskCommitMessage(files=[], next_offsets={"t": {0: 2}})], 1)
+    assert writer.config.manifest_log().committed_offsets() == {"t": {0: 1}}
+    writer.abort([message], 1)
+    assert store.get("topics/t/partition=0/t+0+0000000000.json") == b"{}\n"
