@@ -10,6 +10,7 @@ cluster.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -18,6 +19,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -272,3 +274,91 @@ def test_another_job_archiving_the_same_topics_is_refused(kafka, s3_server, buck
     assert not (tmp_path / "ckpt" / "offsets").exists()
     shutil.rmtree(tmp_path / "ckpt", ignore_errors=True)
     assert manifest_keys_of(store, prefix, SinkConfig.from_options(base)) == set()
+
+
+# -- an export paused past its lease's expiry stops before its next commit ---------------------
+def test_a_writer_paused_past_its_expiry_stops_before_its_next_commit(
+    kafka, s3_server, bucket, tmp_path
+):
+    """A runs; it is frozen (SIGSTOP) until its lease expires; B (same job, new checkpoint)
+    takes the expired lease, resumes from the archive and drains the topic; A, thawed, finds
+    the lease gone at its renewal or its commit and exits non-zero in one line naming B.
+    Every offset is committed exactly once."""
+    import psutil
+
+    topic = "one_writer_paused"
+    kafka.create_topic(topic, partitions=PARTITIONS)
+    produce_numbered(kafka.bootstrap_servers, topic, PARTITIONS, PER_PARTITION)
+    config = write_config(
+        tmp_path / "job.properties",
+        kafka,
+        s3_server,
+        bucket,
+        topic,
+        **{
+            "blockgz.trigger.interval": "1 second",
+            "maxOffsetsPerTrigger": "15",
+            "blockgz.lease.ttl.ms": "3000",
+        },
+    )
+    store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
+    log = SinkConfig.from_options({"s3.bucket.name": bucket, "name": "crash-test"}).manifest_log(
+        store, prefix
+    )
+    first = ExportProcess(config, tmp_path / "ckptA", tmp_path / "exportA.log", once=False)
+    frozen: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 150
+        while not log.keys():  # A committed its first batch
+            assert first.proc.poll() is None, first.log.read_text()[-3000:]
+            assert time.monotonic() < deadline, "A committed nothing in 150 s"
+            time.sleep(0.2)  # polling S3 with a deadline
+        for p in psutil.process_iter():
+            try:
+                if p.environ().get("BLOCKGZ_TEST_RUN") == first.tag:
+                    p.suspend()
+                    frozen.append(p)
+            except (psutil.Error, OSError):
+                continue
+        assert frozen, "no process of A found to freeze"
+        lease_at = f"{prefix}_blockgz/crash-test/lease.json"
+        deadline = time.monotonic() + 30
+        while json.loads(store.get(lease_at))["expires"] > time.time():
+            assert time.monotonic() < deadline, "A's lease did not expire"
+            time.sleep(0.2)  # polling the lease with a deadline
+        second_log = tmp_path / "exportB.log"
+        ExportProcess(config, tmp_path / "ckptB", second_log).finish()
+        text = second_log.read_text()
+        assert "took over the lease" in text and "it expired" in text, text[-3000:]
+        assert "resuming from the archive's manifests" in text, text[-3000:]
+        for p in frozen:
+            with contextlib.suppress(psutil.Error):
+                p.resume()
+        frozen.clear()
+        code = first.proc.wait(120)
+        assert code != 0, first.log.read_text()[-3000:]
+        errors = [ln for ln in first.log.read_text().splitlines() if ln.startswith("error:")]
+        assert len(errors) == 1 and "lost its lease to host" in errors[0], errors
+        assert str((tmp_path / "ckptB").resolve()) in errors[0], errors[0]
+    finally:
+        for p in frozen:
+            with contextlib.suppress(psutil.Error):
+                p.resume()
+        first.kill()
+    committed = Counter()
+    for f in log.committed_files():
+        if f.role == "value":
+            for doc in read_object(store, f.key):
+                committed[(doc["p"], doc["i"])] += 1
+    expected = {(p, i) for p in range(PARTITIONS) for i in range(PER_PARTITION)}
+    assert set(committed) == expected and max(committed.values()) == 1
+    assert_no_overlaps(s3_server, bucket)
+
+
+def read_object(store, key: str) -> list[dict]:
+    import gzip
+
+    data = store.get(key)
+    if key.endswith(".gz"):
+        data = gzip.decompress(data)
+    return [json.loads(line) for line in data.splitlines() if line]
