@@ -55,7 +55,7 @@ def check_other_jobs(job: ExportConfig) -> None:
         ]
         for other in others:
             committed = ManifestLog(store, prefix, other.layout, other.name).committed_offsets()
-            shared = sorted(t for t in committed if _archives(job, t))
+            shared = sorted(t for t, parts in committed.items() if _archives(job, t, parts))
             if shared:
                 raise PreflightError(
                     f"name={job.name}: job {other.name!r} already archives "
@@ -78,13 +78,14 @@ def _same_keys(a, b) -> bool:
     )
 
 
-def _archives(job: ExportConfig, topic: str) -> bool:
-    """Whether ``job`` reads ``topic`` (named, assigned, or matching its regex)."""
+def _archives(job: ExportConfig, topic: str, partitions) -> bool:
+    """Whether ``job`` reads any of ``partitions`` of ``topic`` (all of a named topic or one
+    matching its regex; the assigned ones under ``assign``)."""
     source = job.source
     if source.strategy == "subscribe":
         return topic in source.topics
     if source.strategy == "assign":
-        return any(t == topic for t, _ in source.assigned)
+        return any(t == topic and p in partitions for t, p in source.assigned)
     return re.fullmatch(source.pattern or "", topic) is not None
 
 
