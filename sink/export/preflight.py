@@ -40,6 +40,20 @@ def check_other_jobs(job: ExportConfig) -> None:
 
     Costs a listing of the manifest directory and, per other job there, a look at its
     catalog and newest manifests (:meth:`~blockgz.manifests.ManifestLog.committed_offsets`).
+
+    >>> import tempfile
+    >>> from blockgz.layout import Layout
+    >>> from blockgz.manifests import ManifestLog
+    >>> from blockgz.store import LocalStore
+    >>> root = tempfile.mkdtemp()
+    >>> log = ManifestLog(LocalStore(root), "", Layout(), "a")
+    >>> _ = log.write(0, files=[], offsets={"t": {0: 5}})
+    >>> job = {"name": "b", "topics": "t", "kafka.bootstrap.servers": "k:9092", "path": root}
+    >>> check_other_jobs(ExportConfig.from_mapping(job))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    blockgz.errors.PreflightError: name=b: job 'a' already archives t under topics/ ...
+    >>> check_other_jobs(ExportConfig.from_mapping({**job, "blockgz.share.topics": "true"}))
     """
     from blockgz.manifests import ManifestLog, find_exports
 
