@@ -296,7 +296,7 @@ class Lease:
                 previous.describe(),
                 reason,
             )
-        log.info(
+        log.debug(
             "holding the lease %s (expires %s unless renewed)",
             self.store.url(self.key),
             _utc(self.holder.expires),
@@ -347,7 +347,7 @@ class Lease:
             current, tag = found
             done = replace(current, released=True, expires=self.clock())
             self.store.put_if(self.key, done.to_json(), if_match=tag)
-            log.info("released the lease %s", self.store.url(self.key))
+            log.debug("released the lease %s", self.store.url(self.key))
         except (StoreError, CorruptManifestError) as exc:
             log.warning("could not release the lease %s: %s", self.store.url(self.key), exc)
 

@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
 from blockgz.errors import BlockGzError, CheckpointError, ExportFailed, LeaseLostError
 from blockgz.lease import Lease, lease_key
@@ -82,14 +83,14 @@ def run_export(
             if job.preflight:
                 abort_left_uploads(job, started_before=time.time())
             epoch = checkpoint_epoch(checkpoint)
-            options = starting_offsets(
+            options, where = starting_offsets(
                 job, fresh=not (checkpoint / "offsets").exists(), checkpoint=checkpoint
             )
             result = _run_query(
                 job, checkpoint, epoch, options, once=once, master=master,
                 on_progress=on_progress, stop=stop,
                 install_signal_handlers=install_signal_handlers, spark=spark,
-                log_file=log_file, lease=lease,
+                log_file=log_file, lease=lease, where=where,
             )  # fmt: skip
         finally:
             keeper.stop()
@@ -133,6 +134,7 @@ def _run_query(
     spark,
     log_file: str | Path | None,
     lease: Lease,
+    where: str = "",
 ) -> ExportResult:
     """Start the SparkSession (unless given) and the query, and follow it to its end."""
     from sink.session import spark_session
@@ -149,8 +151,9 @@ def _run_query(
     restore = _install_handlers(stop, result) if install_signal_handlers else None
     try:
         query = start_query(
-            spark, job, options, checkpoint=checkpoint, epoch=epoch, once=once, lease=lease
-        )
+            spark, job, options, checkpoint=checkpoint, epoch=epoch, once=once, lease=lease,
+            where=where,
+        )  # fmt: skip
         tracker = ProgressTracker(job, epoch, result)
         try:
             follow(query, tracker, stop, on_progress)
@@ -291,43 +294,54 @@ def checkpoint_epoch(checkpoint: Path) -> str:
     return epoch
 
 
+class StartPlan(NamedTuple):
+    """The source options for this run, and where it starts, in words for the one log line."""
+
+    options: dict[str, str]
+    where: str
+
+
 def starting_offsets(
     job: ExportConfig, *, fresh: bool, checkpoint: Path | str = "the checkpoint"
-) -> dict[str, str]:
-    """The source options, resolved for where this run starts, said in one log line.
+) -> StartPlan:
+    """The source options resolved for where this run starts, and that place in words.
 
     An existing checkpoint (``fresh=False``) resumes from itself (Spark ignores
     ``startingOffsets`` then). A fresh one, with ``blockgz.resume=archive`` (the default) and
     manifests of this job in the archive, resumes from what they committed, as a Connect sink
     resumes from its consumer offsets; partitions they do not name start at
     ``startingOffsets``. Otherwise ``startingOffsets`` holds.
+
+    >>> import tempfile
+    >>> job = ExportConfig.from_mapping({"name": "j", "topics": "t", "path": tempfile.mkdtemp(),
+    ...                                  "kafka.bootstrap.servers": "k:9092"})
+    >>> starting_offsets(job, fresh=True, checkpoint="/c").where
+    'fresh checkpoint /c and no manifests of job j in the archive: from startingOffsets=earliest'
     """
     options = dict(job.source_options)
     given = options.get("startingOffsets", "earliest")
     if given.lower() == "s3":  # the archive's offsets (below), earliest where it has none
         given = options["startingOffsets"] = "earliest"
     if not fresh:
-        log.info("resuming from the checkpoint %s (its offsets, not the archive's)", checkpoint)
-        return options
+        return StartPlan(options, f"resuming from the checkpoint {checkpoint}")
     if not job.resume_from_manifests:
-        log.info(
-            "fresh checkpoint %s, blockgz.resume=checkpoint-only: starting at startingOffsets=%s",
-            checkpoint,
-            given,
+        return StartPlan(
+            options,
+            f"fresh checkpoint {checkpoint}, blockgz.resume=checkpoint-only: "
+            f"from startingOffsets={given}",
         )
-        return options
     committed = job.sink.manifest_log().committed_offsets()
     if not committed:
-        log.info(
-            "fresh checkpoint %s and no manifests of job %s in the archive: starting at "
-            "startingOffsets=%s",
-            checkpoint,
-            job.name,
-            given,
+        return StartPlan(
+            options,
+            f"fresh checkpoint {checkpoint} and no manifests of job {job.name} in the archive: "
+            f"from startingOffsets={given}",
         )
-        return options
-    options["startingOffsets"] = resume_from_manifests(job, kafka_partitions(job), fallback=given)
-    return options
+    partitions = kafka_partitions(job)
+    if job.source.strategy == "assign":  # Spark wants exactly the assigned ones
+        partitions = [tp for tp in partitions if tp in set(job.source.assigned)]
+    options["startingOffsets"], where = resume_from_manifests(job, partitions, fallback=given)
+    return StartPlan(options, f"fresh checkpoint {checkpoint}: {where}")
 
 
 def _fallback_offset(given: str, topic: str, partition: int) -> int:
@@ -343,9 +357,10 @@ def _fallback_offset(given: str, topic: str, partition: int) -> int:
 
 def resume_from_manifests(
     job: ExportConfig, partitions: list[tuple[str, int]], *, fallback: str = "earliest"
-) -> str:
-    """``startingOffsets`` JSON from the manifests: the committed offset, or ``fallback``'s
-    (``startingOffsets``: earliest, latest or its JSON) for partitions they do not name.
+) -> tuple[str, str]:
+    """``startingOffsets`` JSON from the manifests (the committed offset, or ``fallback``'s
+    for partitions they do not name: ``startingOffsets``' earliest, latest or JSON), and what
+    it says in words.
 
     Objects that start at or after a committed offset come from a batch that never
     committed; they are removed first so the restarted job can write its own.
@@ -364,23 +379,18 @@ def resume_from_manifests(
     by_topic: dict[str, dict[str, int]] = {}
     for (topic, part), offset in sorted(start.items()):
         by_topic.setdefault(topic, {})[str(part)] = offset
-    text = json.dumps(by_topic)
     resumed = ", ".join(
-        f"{t}-{p}@{n}" for t, ps in sorted(committed.items()) for p, n in ps.items()
+        f"{t}-{p}@{n}" for t, ps in sorted(committed.items()) for p, n in sorted(ps.items())
     )
-    others = sorted(
-        f"{t}-{p}" for (t, p), n in start.items() if committed.get(t, {}).get(p) is None
+    others = sorted(f"{t}-{p}" for (t, p) in start if committed.get(t, {}).get(p) is None)
+    where = (
+        f"resuming from the archive's manifests "
+        f"({manifests.layout.manifest_prefix(manifests.prefix, job.name)}): {resumed}"
+        + (f"; {', '.join(others)} from startingOffsets={fallback}" if others else "")
+        + f" ({len(removed)} uncommitted objects removed; blockgz.resume=checkpoint-only "
+        "would start at startingOffsets)"
     )
-    log.info(
-        "fresh checkpoint: resuming from the archive's manifests (%s): %s%s "
-        "(%d uncommitted objects removed; blockgz.resume=checkpoint-only starts at "
-        "startingOffsets instead)",
-        manifests.layout.manifest_prefix(manifests.prefix, job.name),
-        resumed,
-        f"; {', '.join(others)} from startingOffsets={fallback}" if others else "",
-        len(removed),
-    )
-    return text
+    return json.dumps(by_topic), where
 
 
 def abort_left_uploads(job: ExportConfig, *, started_before: float) -> list[str]:
@@ -433,12 +443,18 @@ def start_query(
     epoch: str,
     once: bool,
     lease: Lease | None = None,
+    where: str = "",
 ):
-    """Build ``readStream → writeStream.format("blockgz")`` and start it."""
+    """Build ``readStream → writeStream.format("blockgz")`` and start it; log, in one line,
+    which source reads Kafka and from ``where`` (:func:`starting_offsets`)."""
     from sink.session import has_spark_kafka
 
     source = "kafka" if has_spark_kafka(spark) else "blockgz-kafka"
-    log.info("reading Kafka with the %s source", "Spark Kafka" if source == "kafka" else "blockgz")
+    log.info(
+        "reading Kafka with the %s source%s",
+        "Spark Kafka" if source == "kafka" else "blockgz",
+        f", {where}" if where else "",
+    )
     tasks_read_kafka = source == "blockgz-kafka" and job.tasks_read_kafka
     reader = spark.readStream.format(source).options(**source_options)
     sink_options = sink_query_options(job, epoch)
