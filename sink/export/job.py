@@ -102,7 +102,8 @@ def run_export(
 
 
 def _lease_lost(lost: LeaseLostError, stop: threading.Event) -> None:
-    log.error("%s", lost)
+    """Stop the query; :func:`run_export` then raises ``lost`` (the one line the CLI prints)."""
+    log.debug("%s", lost)
     stop.set()
 
 
