@@ -76,6 +76,10 @@ class StoreAccessDeniedError(StoreError, PermissionError):
     """The object store refused the request for lack of permission."""
 
 
+class PreconditionFailedError(StoreError):
+    """A conditional write was refused: the object exists (create) or changed (``If-Match``)."""
+
+
 class BadRecordError(BlockGzError, ValueError):
     """A Kafka record cannot be partitioned or encoded (not JSON, a missing field, a null value).
 
@@ -128,6 +132,14 @@ class DataLossError(SourceError):
 
 class PreflightError(BlockGzError, RuntimeError):
     """A check before the export starts failed: the bucket, the brokers or a topic."""
+
+
+class LeaseHeldError(BlockGzError, RuntimeError):
+    """Another export holds the job's lease (one writer per archive); the message names it."""
+
+
+class LeaseLostError(BlockGzError, RuntimeError):
+    """This export no longer holds the job's lease (it expired and another export took it)."""
 
 
 class CheckpointError(BlockGzError, OSError):

@@ -417,8 +417,11 @@ class ExportFound:
     layout: Layout
 
 
-def find_exports(store: ObjectStore, prefix: str) -> list[ExportFound]:
-    """The exports whose manifests sit under ``prefix`` (in the default manifest directory).
+def find_exports(
+    store: ObjectStore, prefix: str, *, manifest_dir: str = DEFAULT_MANIFEST_DIR
+) -> list[ExportFound]:
+    """The exports whose manifests sit under ``prefix`` (in ``manifest_dir``, by default the
+    default manifest directory).
 
     Costs one directory listing plus, per job, one listing page and one manifest read.
 
@@ -430,9 +433,9 @@ def find_exports(store: ObjectStore, prefix: str) -> list[ExportFound]:
     [('job', 'bgz')]
     """
     found = []
-    for job_dir in store.list_prefixes(f"{prefix}{DEFAULT_MANIFEST_DIR}/"):
+    for job_dir in store.list_prefixes(f"{prefix}{manifest_dir}/"):
         name = job_dir.rstrip("/").rsplit("/", 1)[-1]
-        log = ManifestLog(store, prefix, Layout(), name)
+        log = ManifestLog(store, prefix, Layout(manifest_dir=manifest_dir), name)
         first = next(iter(store.list(log.layout.manifest_prefix(prefix, name))), None)
         if first is None or Layout.parse_manifest_key(first.key) is None:
             continue

@@ -50,7 +50,7 @@ def export(config, checkpoint, once, master, options, print_submit, verbose) -> 
     CONFIG is a .properties file or a Kafka Connect JSON config ({"name":..,"config":{..}})
     with Confluent's S3-sink settings, plus topics (or topics.regex) and
     kafka.bootstrap.servers. Spark's Kafka source options such as startingOffsets
-    (earliest, latest, JSON, or s3: resume from what the manifests committed) and
+    (earliest, latest or JSON: where partitions the archive has not committed start) and
     maxOffsetsPerTrigger may sit in the same file; spark.* keys configure Spark;
     blockgz.trigger.interval (default "5 seconds") paces a running job, and
     blockgz.tasks.read.kafka=true lets the sink's tasks read Kafka themselves (faster;
@@ -66,11 +66,16 @@ def export(config, checkpoint, once, master, options, print_submit, verbose) -> 
     blockgz-export.log in the checkpoint directory; a failure prints one line.
     Ctrl-C or SIGTERM stops cleanly: the running micro-batch is replayed on restart.
 
+    A new (or lost) checkpoint resumes from what the archive's manifests committed, as a
+    Connect sink resumes from its consumer offsets (blockgz.resume=checkpoint-only: from
+    startingOffsets instead). One export per job at a time: a second one refuses to start,
+    naming the holder of the job's lease (blockgz.lease.ttl.ms, blockgz.lease.takeover).
+
     \b
     Examples:
       blockgz export s3-sink.properties --once
       blockgz export s3-sink.json --checkpoint /var/lib/blockgz/s3-sink
-      blockgz export s3-sink.properties -O startingOffsets=s3 --checkpoint /tmp/new
+      blockgz export s3-sink.properties --checkpoint /tmp/new   # resumes from the archive
       blockgz export s3-sink.properties --master spark://10.0.0.5:7077 --once
       blockgz export s3-sink.properties --master yarn --print-submit
     """

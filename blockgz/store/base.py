@@ -89,6 +89,17 @@ class RequestCounts:
         return ", ".join(parts) + f" ({format_size(self.bytes_read)})"
 
 
+def content_tag(data: bytes) -> str:
+    """A version tag of an object's bytes: their MD5 in hex, as S3 gives a plain PUT's ETag.
+
+    >>> content_tag(b"1")
+    'c4ca4238a0b923820dcc509a6f75849b'
+    """
+    import hashlib
+
+    return hashlib.md5(data, usedforsecurity=False).hexdigest()
+
+
 class ObjectStore(ABC):
     """Where objects live. Keys use ``/`` whatever the backend.
 
@@ -164,6 +175,41 @@ class ObjectStore(ABC):
     def get(self, key: str) -> bytes:
         """The whole object in memory (for small objects such as indexes)."""
         return b"".join(self.iter_chunks(key))
+
+    #: Whether :meth:`put_if` is atomic at the store (S3 conditional writes, a local file
+    #: system's exclusive create); the default below reads, compares and writes, which a
+    #: concurrent writer can interleave with.
+    atomic_conditional_puts: bool = False
+
+    def get_versioned(self, key: str) -> tuple[bytes, str]:
+        """A small object and its version tag (its ETag), for a later :meth:`put_if`;
+        :class:`~blockgz.errors.ObjectNotFoundError` if missing."""
+        data = self.get(key)
+        return data, content_tag(data)
+
+    def put_if(
+        self, key: str, data: bytes, *, if_none_match: bool = False, if_match: str | None = None
+    ) -> str:
+        """Write ``data`` only if ``key`` does not exist (``if_none_match``) or still has the
+        version tag ``if_match``; return the new tag, or raise
+        :class:`~blockgz.errors.PreconditionFailedError`.
+
+        This default is not atomic (see :attr:`atomic_conditional_puts`).
+        """
+        from blockgz.errors import ObjectNotFoundError, PreconditionFailedError
+
+        if if_none_match == (if_match is not None):
+            raise ValueError("put_if: give exactly one of if_none_match and if_match")
+        try:
+            _, current = self.get_versioned(key)
+        except ObjectNotFoundError:
+            current = None
+        if (if_none_match and current is not None) or (
+            if_match is not None and current != if_match
+        ):
+            raise PreconditionFailedError(f"PUT {self.url(key)}: precondition failed")
+        self.put(key, data)
+        return content_tag(data)
 
     def close(self) -> None:  # noqa: B027 - optional hook; most stores hold nothing
         """Release threads and connections."""

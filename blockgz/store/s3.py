@@ -18,7 +18,12 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from blockgz.errors import ObjectNotFoundError, StoreAccessDeniedError, StoreError
+from blockgz.errors import (
+    ObjectNotFoundError,
+    PreconditionFailedError,
+    StoreAccessDeniedError,
+    StoreError,
+)
 from blockgz.store.base import ObjectInfo, ObjectStore, Upload
 from blockgz.store.retry import call_with_retries
 from blockgz.store.settings import OFFSET_TAGS, S3Settings
@@ -26,6 +31,7 @@ from blockgz.store.settings import OFFSET_TAGS, S3Settings
 log = logging.getLogger("blockgz.store")
 T = TypeVar("T")
 _NOT_FOUND = {"NoSuchKey", "NoSuchBucket", "404", "NotFound", "NoSuchUpload"}
+_PRECONDITION = {"PreconditionFailed", "ConditionalRequestConflict"}
 _DENIED = {"AccessDenied", "403", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch"}
 
 
@@ -236,6 +242,67 @@ class S3Store(ObjectStore):
         if self.settings.send_digest:
             args["ContentMD5"] = content_md5(data)
         self.call(f"PUT {self.url(key)}", lambda: self.client.put_object(**args))
+
+    atomic_conditional_puts = True
+
+    def get_versioned(self, key: str) -> tuple[bytes, str]:
+        """A small object and its ETag (quotes removed) in one GET."""
+        args = self._read_args(key)
+
+        def fetch() -> tuple[bytes, str]:
+            answer = self.client.get_object(**args)
+            return answer["Body"].read(), str(answer.get("ETag", "")).strip('"')
+
+        data, tag = self.call(f"GET {self.url(key)}", fetch)
+        self.requests.add("gets", len(data))
+        return data, tag
+
+    def put_if(
+        self, key: str, data: bytes, *, if_none_match: bool = False, if_match: str | None = None
+    ) -> str:
+        """A conditional ``PutObject``: ``If-None-Match: *`` to create, ``If-Match: <etag>``
+        to replace; a refusal (412, or AWS's 409 ``ConditionalRequestConflict``) raises
+        :class:`PreconditionFailedError`. Returns the new ETag (quotes removed).
+
+        SeaweedFS and moto honour both headers; radosgw 16.2 compares ``If-Match`` with the
+        unquoted ETag, so a refused quoted one whose object still has that ETag is sent once
+        more unquoted.
+        """
+        if if_none_match == (if_match is not None):
+            raise ValueError("put_if: give exactly one of if_none_match and if_match")
+        args = {"Bucket": self.bucket, "Key": key, "Body": data, **self.settings.write_args()}
+        if self.settings.send_digest:
+            args["ContentMD5"] = content_md5(data)
+        if if_none_match:
+            args["IfNoneMatch"] = "*"
+            return self._put_conditionally(key, args)
+        args["IfMatch"] = f'"{if_match}"'
+        try:
+            return self._put_conditionally(key, args)
+        except PreconditionFailedError:
+            try:
+                current = self.client.head_object(**self._read_args(key))["ETag"].strip('"')
+            except Exception:
+                raise PreconditionFailedError(f"PUT {self.url(key)}: it is gone") from None
+            if current != if_match:
+                raise
+            args["IfMatch"] = if_match  # radosgw's comparison
+            return self._put_conditionally(key, args)
+
+    def _put_conditionally(self, key: str, args: dict[str, Any]) -> str:
+        what = f"conditional PUT {self.url(key)}"
+        try:
+            answer = self.call(what, lambda: self.client.put_object(**args))
+        except StoreError as exc:
+            response = getattr(exc.__cause__, "response", {})
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            code = response.get("Error", {}).get("Code")
+            if status in (409, 412) or code in _PRECONDITION:
+                raise PreconditionFailedError(f"{what}: {code or status}") from None
+            if isinstance(exc, ObjectNotFoundError) and "IfMatch" in args:
+                raise PreconditionFailedError(f"{what}: it is gone") from None  # moto's 404
+            raise
+        return str(answer.get("ETag", "")).strip('"')
 
     @property
     def tags_objects(self) -> bool:  # type: ignore[override]

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from blockgz.errors import ConfigError
+from blockgz.lease import DEFAULT_TTL_MS
 from blockgz.options import Options
 from sink.export.settings_names import (
     JOB_OPTIONS,
@@ -37,6 +38,8 @@ from sink.write.config import SinkConfig
 log = logging.getLogger("blockgz.export")
 
 DEFAULT_TRIGGER = "5 seconds"
+#: ``blockgz.resume``'s values: where a fresh checkpoint starts.
+RESUME_CHOICES = ("archive", "checkpoint-only")
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -162,8 +165,16 @@ class ExportConfig:
     #: Opt-in, with the blockgz-kafka source: sink tasks read their offset ranges from Kafka
     #: themselves (records skip the JVM; Spark's metrics then count ranges, not records).
     tasks_read_kafka: bool = False
-    #: ``startingOffsets=s3``: a fresh checkpoint resumes from what the manifests committed.
-    resume_from_manifests: bool = False
+    #: ``blockgz.resume``: ``archive`` (the default, and what ``startingOffsets=s3`` asks
+    #: for): a fresh checkpoint resumes from what the manifests committed, as a Connect sink
+    #: from its consumer group's offsets; ``checkpoint-only``: it starts at ``startingOffsets``.
+    resume: str = "archive"
+    #: ``blockgz.lease.ttl.ms``: how long the job's lease outlives its last renewal.
+    lease_ttl_ms: int = DEFAULT_TTL_MS
+    #: ``blockgz.lease.takeover``: take the lease even from a live holder.
+    lease_takeover: bool = False
+    #: ``blockgz.share.topics``: archive topics another job already archives in this layout.
+    share_topics: bool = False
     #: ``blockgz.preflight``: check the bucket, brokers and topics before Spark starts.
     preflight: bool = True
     #: ``blockgz.executor.env.forward``: executors get the driver's AWS_* variables
@@ -177,10 +188,17 @@ class ExportConfig:
         unknown = check_keys(opts)  # a likely typo is an error, before anything else
         source, sink, spark = split_options(opts)
         sink_config = SinkConfig.from_options(sink)
-        resume = source.get("startingOffsets", "").lower() == "s3"
-        # The same checks Spark would run only once the query starts.
+        asked_s3 = source.get("startingOffsets", "").lower() == "s3"
+        resume = opts.choice("blockgz.resume", RESUME_CHOICES, "archive")
+        if asked_s3 and resume != "archive":
+            raise ConfigError(
+                "startingOffsets=s3 resumes from the archive; it contradicts "
+                "blockgz.resume=checkpoint-only"
+            )
+        # The same checks Spark would run only once the query starts; s3 means the archive's
+        # offsets, and earliest for partitions it has not seen.
         typed_source = parse_options(
-            {**source, "startingOffsets": "earliest"} if resume else source
+            {**source, "startingOffsets": "earliest"} if asked_s3 else source
         )
         if unknown:
             log.warning("ignoring settings blockgz does not read: %s", describe_ignored(unknown))
@@ -194,7 +212,10 @@ class ExportConfig:
             trigger_interval=opts.text("blockgz.trigger.interval", DEFAULT_TRIGGER),
             checkpoint_dir=opts.text("blockgz.checkpoint.dir") or None,
             tasks_read_kafka=opts.flag("blockgz.tasks.read.kafka", False),
-            resume_from_manifests=resume,
+            resume=resume,
+            lease_ttl_ms=opts.integer("blockgz.lease.ttl.ms", DEFAULT_TTL_MS, low=1000),
+            lease_takeover=opts.flag("blockgz.lease.takeover", False),
+            share_topics=opts.flag("blockgz.share.topics", False),
             preflight=opts.flag("blockgz.preflight", True),
             forward_env=opts.flag("blockgz.executor.env.forward", True),
         )
@@ -207,6 +228,11 @@ class ExportConfig:
         options = load_config_file(path)
         options.update(overrides or {})
         return cls.from_mapping(options)
+
+    @property
+    def resume_from_manifests(self) -> bool:
+        """Whether a fresh checkpoint resumes from what the archive's manifests committed."""
+        return self.resume == "archive"
 
     @property
     def topics(self) -> list[str]:

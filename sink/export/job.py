@@ -27,13 +27,15 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
+from typing import NamedTuple
 
-from blockgz.errors import BlockGzError, CheckpointError, ExportFailed
-from blockgz.manifests import Offsets, new_epoch
+from blockgz.errors import BlockGzError, CheckpointError, ExportFailed, LeaseLostError
+from blockgz.lease import Lease, lease_key
+from blockgz.manifests import EARLIEST, Offsets, new_epoch
 from sink.export.config import ExportConfig
 from sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
 from sink.partitioning.partitioners import DefaultPartitioner
-from sink.write.config import INPUT_PREFIX, INPUT_READER
+from sink.write.config import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
 
 log = logging.getLogger("blockgz.export")
 
@@ -59,44 +61,110 @@ def run_export(
     With ``log_file``, a SparkSession started here writes the JVM's and its workers' output
     there, and blockgz's own log records go there too; the caller's terminal keeps only what
     it shows itself (progress, the one-line error).
-    """
-    from sink.session import spark_session
 
+    Before anything is written the job takes its lease (one writer per archive, see
+    :mod:`blockgz.lease`), kept while it runs and released when it stops cleanly.
+    """
     checkpoint = Path(checkpoint)
     check_checkpoint(checkpoint)  # local and cheap: before anything touches S3 or Kafka
     if job.preflight:
         from sink.export.preflight import preflight
 
         preflight(job, once=once)
-    warn_if_not_exactly_once(job)
-    if job.preflight:
-        abort_left_uploads(job, started_before=time.time())
-    epoch = checkpoint_epoch(checkpoint)
-    options = starting_offsets(job, fresh=not (checkpoint / "offsets").exists())
+    from sink.export.preflight import check_other_jobs
+
+    check_other_jobs(job)  # read-only, and what keeps two jobs from doubling one archive
     with _log_records_to(log_file):
-        if spark is None:
-            spark = spark_session(
-                master or default_master(),
-                app_name=f"blockgz-export-{job.name}",
-                conf=job.spark_conf,
-                output_to=log_file,
-                forward_env=job.forward_env,
-            )
+        lease = take_lease(job, checkpoint)  # before anything is removed or written
         stop = stop_event or threading.Event()
-        result = ExportResult()
-        restore = _install_handlers(stop, result) if install_signal_handlers else None
+        keeper = lease.keep(lambda lost: _lease_lost(lost, stop))
         try:
-            query = start_query(spark, job, options, checkpoint=checkpoint, epoch=epoch, once=once)
-            tracker = ProgressTracker(job, epoch, result)
-            try:
-                follow(query, tracker, stop, on_progress)
-            except ExportFailed as exc:
-                raise checkpoint_failure(checkpoint, exc) from None
-            finally:
-                tracker.close()
+            warn_if_not_exactly_once(job)
+            if job.preflight:
+                abort_left_uploads(job, started_before=time.time())
+            epoch = checkpoint_epoch(checkpoint)
+            options, where = starting_offsets(
+                job, fresh=not (checkpoint / "offsets").exists(), checkpoint=checkpoint
+            )
+            result = _run_query(
+                job, checkpoint, epoch, options, once=once, master=master,
+                on_progress=on_progress, stop=stop,
+                install_signal_handlers=install_signal_handlers, spark=spark,
+                log_file=log_file, lease=lease, where=where,
+            )  # fmt: skip
         finally:
-            if restore is not None:
-                restore()
+            keeper.stop()
+            if keeper.lost is None:
+                lease.release()  # the query has stopped: a successor may start at once
+    if keeper.lost is not None:
+        raise keeper.lost  # the query was stopped because another export took the lease
+    return result
+
+
+def _lease_lost(lost: LeaseLostError, stop: threading.Event) -> None:
+    """Stop the query; :func:`run_export` then raises ``lost`` (the one line the CLI prints)."""
+    log.debug("%s", lost)
+    stop.set()
+
+
+def take_lease(job: ExportConfig, checkpoint: Path) -> Lease:
+    """Take the job's lease (:mod:`blockgz.lease`) or raise :class:`LeaseHeldError` naming
+    its holder."""
+    store, prefix = job.sink.make_store()
+    lease = Lease(
+        store,
+        lease_key(job.sink.layout, prefix, job.name),
+        checkpoint=str(checkpoint.resolve()),
+        ttl_ms=job.lease_ttl_ms,
+    )
+    lease.acquire(take_over=job.lease_takeover)
+    return lease
+
+
+def _run_query(
+    job: ExportConfig,
+    checkpoint: Path,
+    epoch: str,
+    options: dict[str, str],
+    *,
+    once: bool,
+    master: str | None,
+    on_progress: Callable[[ExportResult], None] | None,
+    stop: threading.Event,
+    install_signal_handlers: bool,
+    spark,
+    log_file: str | Path | None,
+    lease: Lease,
+    where: str = "",
+) -> ExportResult:
+    """Start the SparkSession (unless given) and the query, and follow it to its end."""
+    from sink.session import spark_session
+
+    if spark is None:
+        spark = spark_session(
+            master or default_master(),
+            app_name=f"blockgz-export-{job.name}",
+            conf=job.spark_conf,
+            output_to=log_file,
+            forward_env=job.forward_env,
+        )
+    result = ExportResult()
+    restore = _install_handlers(stop, result) if install_signal_handlers else None
+    try:
+        query = start_query(
+            spark, job, options, checkpoint=checkpoint, epoch=epoch, once=once, lease=lease,
+            where=where,
+        )  # fmt: skip
+        tracker = ProgressTracker(job, epoch, result)
+        try:
+            follow(query, tracker, stop, on_progress)
+        except ExportFailed as exc:
+            raise checkpoint_failure(checkpoint, exc) from None
+        finally:
+            tracker.close()
+    finally:
+        if restore is not None:
+            restore()
     return result
 
 
@@ -227,21 +295,73 @@ def checkpoint_epoch(checkpoint: Path) -> str:
     return epoch
 
 
-def starting_offsets(job: ExportConfig, *, fresh: bool) -> dict[str, str]:
-    """The source options with ``startingOffsets=s3`` resolved (only a fresh checkpoint needs
-    it: otherwise Spark resumes from the checkpoint)."""
+class StartPlan(NamedTuple):
+    """The source options for this run, and where it starts, in words for the one log line."""
+
+    options: dict[str, str]
+    where: str
+
+
+def starting_offsets(
+    job: ExportConfig, *, fresh: bool, checkpoint: Path | str = "the checkpoint"
+) -> StartPlan:
+    """The source options resolved for where this run starts, and that place in words.
+
+    An existing checkpoint (``fresh=False``) resumes from itself (Spark ignores
+    ``startingOffsets`` then). A fresh one, with ``blockgz.resume=archive`` (the default) and
+    manifests of this job in the archive, resumes from what they committed, as a Connect sink
+    resumes from its consumer offsets; partitions they do not name start at
+    ``startingOffsets``. Otherwise ``startingOffsets`` holds.
+
+    >>> import tempfile
+    >>> job = ExportConfig.from_mapping({"name": "j", "topics": "t", "path": tempfile.mkdtemp(),
+    ...                                  "kafka.bootstrap.servers": "k:9092"})
+    >>> starting_offsets(job, fresh=True, checkpoint="/c").where
+    'fresh checkpoint /c and no manifests of job j in the archive: from startingOffsets=earliest'
+    """
     options = dict(job.source_options)
+    given = options.get("startingOffsets", "earliest")
+    if given.lower() == "s3":  # the archive's offsets (below), earliest where it has none
+        given = options["startingOffsets"] = "earliest"
+    if not fresh:
+        return StartPlan(options, f"resuming from the checkpoint {checkpoint}")
     if not job.resume_from_manifests:
-        return options
-    if fresh:
-        options["startingOffsets"] = resume_from_manifests(job, kafka_partitions(job))
-    else:
-        options.pop("startingOffsets")
-    return options
+        return StartPlan(
+            options,
+            f"fresh checkpoint {checkpoint}, blockgz.resume=checkpoint-only: "
+            f"from startingOffsets={given}",
+        )
+    committed = job.sink.manifest_log().committed_offsets()
+    if not committed:
+        return StartPlan(
+            options,
+            f"fresh checkpoint {checkpoint} and no manifests of job {job.name} in the archive: "
+            f"from startingOffsets={given}",
+        )
+    partitions = kafka_partitions(job)
+    if job.source.strategy == "assign":  # Spark wants exactly the assigned ones
+        partitions = [tp for tp in partitions if tp in set(job.source.assigned)]
+    options["startingOffsets"], where = resume_from_manifests(job, partitions, fallback=given)
+    return StartPlan(options, f"fresh checkpoint {checkpoint}: {where}")
 
 
-def resume_from_manifests(job: ExportConfig, partitions: list[tuple[str, int]]) -> str:
-    """``startingOffsets`` JSON from the manifests: the committed offset, or earliest (-2).
+def _fallback_offset(given: str, topic: str, partition: int) -> int:
+    """``startingOffsets``' offset for one partition: -2 earliest, -1 latest, or its JSON's."""
+    text = given.strip().lower()
+    if text == "latest":
+        return -1
+    if text.startswith("{"):
+        value = json.loads(given).get(topic, {}).get(str(partition))
+        return EARLIEST if value is None else int(value)
+    return EARLIEST
+
+
+def resume_from_manifests(
+    job: ExportConfig, partitions: list[tuple[str, int]], *, fallback: str = "earliest"
+) -> tuple[str, str]:
+    """``startingOffsets`` JSON from the manifests (the committed offset, or ``fallback``'s
+    for partitions they do not name: ``startingOffsets``' earliest, latest or JSON), and what
+    it says in words.
 
     Objects that start at or after a committed offset come from a batch that never
     committed; they are removed first so the restarted job can write its own.
@@ -252,17 +372,26 @@ def resume_from_manifests(job: ExportConfig, partitions: list[tuple[str, int]]) 
     for (topic, part), offset in start.items():
         if offset >= 0:
             committed.setdefault(topic, {})[part] = offset
+        else:
+            start[(topic, part)] = _fallback_offset(fallback, topic, part)
     removed = manifests.remove_uncommitted(
         committed, partition_directories=type(job.sink.partitioner()) is DefaultPartitioner
     )
     by_topic: dict[str, dict[str, int]] = {}
     for (topic, part), offset in sorted(start.items()):
         by_topic.setdefault(topic, {})[str(part)] = offset
-    text = json.dumps(by_topic)
-    log.info(
-        "startingOffsets=s3: resuming at %s (%d uncommitted objects removed)", text, len(removed)
+    resumed = ", ".join(
+        f"{t}-{p}@{n}" for t, ps in sorted(committed.items()) for p, n in sorted(ps.items())
     )
-    return text
+    others = sorted(f"{t}-{p}" for (t, p) in start if committed.get(t, {}).get(p) is None)
+    where = (
+        f"resuming from the archive's manifests "
+        f"({manifests.layout.manifest_prefix(manifests.prefix, job.name)}): {resumed}"
+        + (f"; {', '.join(others)} from startingOffsets={fallback}" if others else "")
+        + f" ({len(removed)} uncommitted objects removed; blockgz.resume=checkpoint-only "
+        "would start at startingOffsets)"
+    )
+    return json.dumps(by_topic), where
 
 
 def abort_left_uploads(job: ExportConfig, *, started_before: float) -> list[str]:
@@ -314,15 +443,24 @@ def start_query(
     checkpoint: Path,
     epoch: str,
     once: bool,
+    lease: Lease | None = None,
+    where: str = "",
 ):
-    """Build ``readStream → writeStream.format("blockgz")`` and start it."""
+    """Build ``readStream → writeStream.format("blockgz")`` and start it; log, in one line,
+    which source reads Kafka and from ``where`` (:func:`starting_offsets`)."""
     from sink.session import has_spark_kafka
 
     source = "kafka" if has_spark_kafka(spark) else "blockgz-kafka"
-    log.info("reading Kafka with the %s source", "Spark Kafka" if source == "kafka" else "blockgz")
+    log.info(
+        "reading Kafka with the %s source%s",
+        "Spark Kafka" if source == "kafka" else "blockgz",
+        f", {where}" if where else "",
+    )
     tasks_read_kafka = source == "blockgz-kafka" and job.tasks_read_kafka
     reader = spark.readStream.format(source).options(**source_options)
     sink_options = sink_query_options(job, epoch)
+    if lease is not None:  # the driver's commit renews it before each manifest
+        sink_options.update({LEASE_TOKEN: lease.token, LEASE_TTL: str(job.lease_ttl_ms)})
     if tasks_read_kafka:
         # Spark plans and replays offset ranges; each sink task reads its range itself.
         reader = reader.option("blockgz.emit", "ranges")

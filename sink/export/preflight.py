@@ -5,7 +5,8 @@ object written and deleted again), the Kafka brokers answer, and every named top
 (``topics.regex`` matching nothing is an error with ``--once``, a warning for a running job,
 which picks topics up as they appear), and the schema registry of an AvroConverter answers
 with the credentials given. ``blockgz.preflight=false`` skips them where a probe is not
-allowed.
+allowed. :func:`check_other_jobs` (another job archiving the same topics in the same layout)
+runs at every start, preflight or not.
 """
 
 from __future__ import annotations
@@ -30,6 +31,76 @@ def preflight(job: ExportConfig, *, once: bool) -> None:
     check_kafka(job, once=once)
     check_registry(job)
     ensure_dead_letter_topic(job)
+
+
+def check_other_jobs(job: ExportConfig) -> None:
+    """Refuse, in one line, when another job's manifests under the same prefix and key layout
+    commit offsets of topics this job archives: two jobs would each write every record, and
+    readers of the layout would see both. ``blockgz.share.topics=true`` allows it.
+
+    Costs a listing of the manifest directory and, per other job there, a look at its
+    catalog and newest manifests (:meth:`~blockgz.manifests.ManifestLog.committed_offsets`).
+
+    >>> import tempfile
+    >>> from blockgz.layout import Layout
+    >>> from blockgz.manifests import ManifestLog
+    >>> from blockgz.store import LocalStore
+    >>> root = tempfile.mkdtemp()
+    >>> log = ManifestLog(LocalStore(root), "", Layout(), "a")
+    >>> _ = log.write(0, files=[], offsets={"t": {0: 5}})
+    >>> job = {"name": "b", "topics": "t", "kafka.bootstrap.servers": "k:9092", "path": root}
+    >>> check_other_jobs(ExportConfig.from_mapping(job))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    blockgz.errors.PreflightError: name=b: job 'a' already archives t under topics/ ...
+    >>> check_other_jobs(ExportConfig.from_mapping({**job, "blockgz.share.topics": "true"}))
+    """
+    from blockgz.manifests import ManifestLog, find_exports
+
+    if job.share_topics:
+        return
+    layout = job.sink.layout
+    store, prefix = job.sink.make_store()
+    try:
+        others = [
+            found
+            for found in find_exports(store, prefix, manifest_dir=layout.manifest_dir)
+            if found.name != job.name and _same_keys(found.layout, layout)
+        ]
+        for other in others:
+            committed = ManifestLog(store, prefix, other.layout, other.name).committed_offsets()
+            shared = sorted(t for t, parts in committed.items() if _archives(job, t, parts))
+            if shared:
+                raise PreflightError(
+                    f"name={job.name}: job {other.name!r} already archives "
+                    f"{', '.join(shared)} under {layout.topic_prefix(prefix) or '/'} "
+                    f"({store.url(layout.job_prefix(prefix, other.name))}); to continue that "
+                    f"archive run with name={other.name}, or give this job its own topics.dir, "
+                    "or set blockgz.share.topics=true to archive the records a second time"
+                )
+    finally:
+        store.close()
+
+
+def _same_keys(a, b) -> bool:
+    """Whether two layouts give the same data keys (same directory, delimiters, padding)."""
+    return (a.topics_dir, a.directory_delim, a.file_delim, a.offset_pad_width) == (
+        b.topics_dir,
+        b.directory_delim,
+        b.file_delim,
+        b.offset_pad_width,
+    )
+
+
+def _archives(job: ExportConfig, topic: str, partitions) -> bool:
+    """Whether ``job`` reads any of ``partitions`` of ``topic`` (all of a named topic or one
+    matching its regex; the assigned ones under ``assign``)."""
+    source = job.source
+    if source.strategy == "subscribe":
+        return topic in source.topics
+    if source.strategy == "assign":
+        return any(t == topic and p in partitions for t, p in source.assigned)
+    return re.fullmatch(source.pattern or "", topic) is not None
 
 
 def ensure_dead_letter_topic(job: ExportConfig) -> None:

@@ -54,6 +54,10 @@ JOB_OPTIONS = frozenset(
         "blockgz.tasks.read.kafka",
         "blockgz.preflight",
         "blockgz.executor.env.forward",
+        "blockgz.resume",
+        "blockgz.lease.ttl.ms",
+        "blockgz.lease.takeover",
+        "blockgz.share.topics",
         "topics",
         "topics.regex",
     }

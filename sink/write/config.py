@@ -83,6 +83,10 @@ INPUT_READER = "blockgz.input.reader"
 INPUT_PREFIX = "blockgz.source."
 LISTENER = "blockgz.write.listener"
 LISTENER_PREFIX = "blockgz.write.listener."
+#: Set by ``blockgz export`` (not by users): the token of the lease the job holds, and its
+#: time to live; the driver's commit renews the lease before each manifest (:mod:`blockgz.lease`).
+LEASE_TOKEN = "blockgz.lease.token"
+LEASE_TTL = "blockgz.lease.ttl.ms"
 
 SINK_OPTION_NAMES = frozenset(
     {
@@ -134,6 +138,8 @@ SINK_OPTION_NAMES = frozenset(
         "tombstone.encoded.partition",
         "blockgz.manifest.dir",
         "blockgz.epoch",
+        LEASE_TOKEN,
+        LEASE_TTL,
         INPUT_READER,
         LISTENER,
     }

@@ -30,10 +30,11 @@ from pyspark.sql.datasource import (
 )
 
 from blockgz.catalog import compact_every
-from blockgz.errors import ConfigError
+from blockgz.errors import BlockGzError, ConfigError
+from blockgz.lease import DEFAULT_TTL_MS, Holder, Lease, lease_key
 from blockgz.manifests import delete_written
 from sink.write.commit import TaskCommitMessage, write_manifest
-from sink.write.config import INPUT_READER, SinkConfig
+from sink.write.config import INPUT_READER, LEASE_TOKEN, LEASE_TTL, SinkConfig
 from sink.write.hooks import load_listener
 from sink.write.task import write_task
 
@@ -59,6 +60,9 @@ class _Writer:
     def __init__(self, options: dict[str, str], schema):
         self.config = SinkConfig.from_options(options)
         _check_schema(schema, self.config)
+        # Set by ``blockgz export``: the lease this job holds, checked before each manifest.
+        self.lease_token = str(options.get(LEASE_TOKEN, "") or "")
+        self.lease_ttl_ms = int(options.get(LEASE_TTL, DEFAULT_TTL_MS) or DEFAULT_TTL_MS)
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -76,6 +80,11 @@ class _Writer:
 
     def _commit(self, messages: list[TaskCommitMessage | None], batch_id: int | str) -> None:
         manifests = self.config.manifest_log()
+        if self.lease_token:  # still the one writer? (raises LeaseLostError if not)
+            key = lease_key(self.config.layout, manifests.prefix, self.config.name)
+            Lease.for_token(
+                manifests.store, key, self.lease_token, ttl_ms=self.lease_ttl_ms
+            ).renew()
         key = write_manifest(manifests, batch_id, messages)
         files = sum(len(m.files) for m in messages if m is not None)
         log.info("batch %s committed: %d files, manifest %s", batch_id, files, key)
@@ -85,9 +94,26 @@ class _Writer:
             listener.batch_committed(batch_id, key)
 
     def _abort(self, messages: list[TaskCommitMessage | None], batch_id: int | str) -> None:
-        store, _ = self.config.make_store()
+        store, prefix = self.config.make_store()
+        if self.lease_token and not self._holds_lease(store, prefix):
+            # Another export took the job over and may have committed objects under the same
+            # (deterministic) keys: deleting ours could delete its. Left for it to clean up.
+            log.warning(
+                "batch %s aborted after this export lost its lease: its objects are left "
+                "(another export owns the archive now)",
+                batch_id,
+            )
+            return
         removed = delete_written(store, (f for m in messages if m is not None for f in m.files))
         log.warning("batch %s aborted: removed %d objects written by its tasks", batch_id, removed)
+
+    def _holds_lease(self, store, prefix: str) -> bool:
+        key = lease_key(self.config.layout, prefix, self.config.name)
+        try:
+            data, _ = store.get_versioned(key)
+            return Holder.from_json(data).token == self.lease_token
+        except BlockGzError:
+            return False  # unreadable or gone: not provably ours, so delete nothing
 
 
 class BlockGzStreamWriter(_Writer, DataSourceStreamArrowWriter):
