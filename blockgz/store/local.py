@@ -99,7 +99,8 @@ class LocalStore(ObjectStore):
                 if (
                     key.startswith(prefix)
                     and key > start_after
-                    and not name.endswith(".tmp")  # a put in progress (hidden sidecars count)
+                    # a put in progress, or the lock of a conditional put (hidden sidecars count)
+                    and not (name.startswith(".") and name.endswith((".tmp", ".lock")))
                 ):
                     found.append(ObjectInfo(key, full.stat().st_size))
         yield from sorted(found, key=lambda o: o.key)[:limit]
