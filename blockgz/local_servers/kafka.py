@@ -256,18 +256,23 @@ class LocalKafka(StartStop):
             if not (exist_ok and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS):
                 raise
         deadline = time.monotonic() + timeout_s
-        while len(self.partitions(name)) < partitions:
+        while len(self.partitions(name, led=True)) < partitions:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"topic {name!r} has not got {partitions} partitions in time")
             time.sleep(0.02)  # poll interval; the deadline bounds the wait
 
-    def partitions(self, topic: str) -> list[int]:
-        """The topic's partition ids from fresh metadata (``[]`` if it does not exist)."""
+    def partitions(self, topic: str, *, led: bool = False) -> list[int]:
+        """The topic's partition ids from fresh metadata (``[]`` if it does not exist); with
+        ``led``, only those whose leader is known (a new topic's come one by one)."""
         metadata = self.admin().list_topics(timeout=30)
         found = metadata.topics.get(topic)
         if found is None or found.error is not None:
             return []
-        return sorted(found.partitions)
+        return sorted(
+            p
+            for p, meta in found.partitions.items()
+            if not led or (meta.leader >= 0 and meta.error is None)
+        )
 
     def high_watermarks(self, topic: str) -> dict[int, int]:
         """``{partition: high watermark}`` of every partition of ``topic``."""

@@ -280,3 +280,34 @@ def test_retention_that_overtakes_the_export_stops_it_naming_the_lost_range(
     seen = archived_offsets(s3_server, bucket, topic)
     assert set(seen) == {(0, o) for o in [*range(20), *range(earliest, end)]}
     assert max(seen.values()) == 1
+
+
+@pytest.fixture(scope="module")
+def own_kafka():
+    """A broker of this module's own: the restart test kills it (the session's stays up)."""
+    from blockgz.local_servers.apache_kafka import ApacheKafka
+
+    with ApacheKafka() as broker:
+        yield broker
+
+
+def test_a_broker_killed_and_restarted_with_its_data_mid_export(
+    spark, own_kafka, s3_server, bucket, tmp_path
+):
+    topic = "restarted_" + uuid.uuid4().hex[:8]
+    own_kafka.create_topic(topic, partitions=2)
+    own_kafka.produce_bulk(topic, 29, 2)
+    job = job_config(own_kafka, s3_server, bucket, topics=topic)
+
+    def steps(stop, alive) -> None:
+        wait_until(lambda: committed(job, topic) == {0: 30, 1: 30}, alive, "the first records")
+        own_kafka.restart()  # SIGKILL, then the same ports and log directory
+        assert own_kafka.high_watermarks(topic) == {0: 30, 1: 30}  # its data survived
+        own_kafka.produce_bulk(topic, 29, 2)
+        everything = {0: 60, 1: 60}
+        wait_until(lambda: committed(job, topic) == everything, alive, "after the restart", 180)
+
+    assert export_while(spark, job, tmp_path / "ckpt", steps) is None
+    seen = archived_offsets(s3_server, bucket, topic)
+    assert set(seen) == {(p, o) for p in range(2) for o in range(60)}
+    assert max(seen.values()) == 1
