@@ -1,6 +1,7 @@
 """``blockgz quickstart``: Confluent's S3-sink quickstart, end to end, on this machine.
 
-It follows Confluent's own quickstart: a local Kafka broker (Tansu), a local S3 server
+It follows Confluent's own quickstart: a local Kafka broker (Apache Kafka, or Tansu where
+Java or Maven Central cannot be had), a local S3 server
 (SeaweedFS, or moto where SeaweedFS is not installed) and a local Schema Registry (blockgz's
 loopback stand-in); nine ``{"f1": "valueN"}`` records produced with confluent-kafka's
 ``AvroSerializer`` (what ``kafka-avro-console-producer`` does); the export with ``AvroFormat``
@@ -108,7 +109,7 @@ def run_quickstart(
 
         with LocalSparkCluster(workers=1) as spark_cluster:
             return run_quickstart(console, seek_offset=seek_offset, master=spark_cluster.master_url)
-    from blockgz.local_servers import LocalKafka, LocalSchemaRegistry, MotoS3
+    from blockgz.local_servers import LocalSchemaRegistry, MotoS3
     from blockgz.local_servers.seaweed import SeaweedS3
     from reader import open_archive
     from sink.export.config import ExportConfig
@@ -141,12 +142,13 @@ def run_quickstart(
         seaweed = SeaweedS3.unavailable_reason() is None
         s3_server = SeaweedS3() if seaweed else MotoS3(in_process=False)
         s3_name = "SeaweedFS" if seaweed else "moto"
+        broker, broker_name = _local_broker()
         step(
             1,
-            f"Starting a local Kafka broker (Tansu, in memory), a local S3 ({s3_name}) and a "
+            f"Starting a local Kafka broker ({broker_name}), a local S3 ({s3_name}) and a "
             "local Schema Registry.",
         )
-        with LocalKafka() as kafka, s3_server as s3, LocalSchemaRegistry() as registry:
+        with broker as kafka, s3_server as s3, LocalSchemaRegistry() as registry:
             console.print(
                 f"   Kafka at {kafka.bootstrap_servers}, S3 at {s3.endpoint_url}, "
                 f"Schema Registry at {registry.url}"
@@ -243,3 +245,22 @@ def run_quickstart(
             step(9, "Stopping the Schema Registry, S3 and Kafka.")
         console.print(f"\n[bold green]Done[/] in {time.monotonic() - started:.1f} s.")
         return keys
+
+
+def _local_broker():
+    """Apache Kafka (the broker blockgz is proven on; its jars come from Maven Central once),
+    or Tansu where that cannot start: ``(broker, what to call it)``."""
+    from blockgz.errors import JarResolutionError
+    from blockgz.local_servers import LocalKafka
+    from blockgz.local_servers.apache_kafka import KAFKA, ApacheKafka
+    from blockgz.local_servers.jars import resolve
+
+    reason = ApacheKafka.unavailable_reason()
+    if reason is None:
+        try:
+            resolve(KAFKA)
+        except JarResolutionError as exc:  # no route to Maven Central: the demo still runs
+            reason = str(exc).splitlines()[0]
+    if reason is None:
+        return ApacheKafka(), f"Apache Kafka {KAFKA.version}, KRaft"
+    return LocalKafka(), f"Tansu, in memory; Apache Kafka unavailable: {reason}"
