@@ -44,21 +44,31 @@ def avro_to_ddl(schema: Any, *, where: str = "value") -> str:
     return _ddl(schema, where, {})
 
 
+def _named_type(name: str, where: str, primitives: dict[str, Any], named: dict[str, Any]) -> Any:
+    """The type a primitive's or an earlier named type's name stands for."""
+    if name in primitives:
+        return primitives[name]
+    if name in named:
+        return named[name]
+    raise ConfigError(f"{where}: Avro type {name!r} is not known here")
+
+
+def _only_branch(union: list[Any], where: str, target: str, hint: str = "") -> Any:
+    """The one non-null branch of a union (a nullable type); more have no single type."""
+    branches = [b for b in union if b != "null"]
+    if len(branches) != 1:
+        raise ConfigError(
+            f"{where}: an Avro union of {len(branches)} non-null types has no {target}{hint}"
+        )
+    return branches[0]
+
+
 def _ddl(schema: Any, where: str, named: dict[str, str]) -> str:
     if isinstance(schema, str):
-        if schema in _PRIMITIVES:
-            return _PRIMITIVES[schema]
-        if schema in named:
-            return named[schema]
-        raise ConfigError(f"{where}: Avro type {schema!r} is not known here")
+        return _named_type(schema, where, _PRIMITIVES, named)
     if isinstance(schema, list):
-        branches = [b for b in schema if b != "null"]
-        if len(branches) != 1:
-            raise ConfigError(
-                f"{where}: an Avro union of {len(branches)} non-null types has no Spark type; "
-                "read the values as JSON text instead (leave value.format out)"
-            )
-        return _ddl(branches[0], where, named)
+        hint = "; read the values as JSON text instead (leave value.format out)"
+        return _ddl(_only_branch(schema, where, "Spark type", hint), where, named)
     kind = schema.get("type")
     logical = schema.get("logicalType")
     if logical in ("timestamp-millis", "timestamp-micros"):
@@ -280,18 +290,9 @@ def _arrow(schema: Any, where: str, named: dict[str, Any]) -> Any:
         "string": pa.string(),
     }
     if isinstance(schema, str):
-        if schema in primitives:
-            return primitives[schema]
-        if schema in named:
-            return named[schema]
-        raise ConfigError(f"{where}: Avro type {schema!r} is not known here")
+        return _named_type(schema, where, primitives, named)
     if isinstance(schema, list):
-        branches = [b for b in schema if b != "null"]
-        if len(branches) != 1:
-            raise ConfigError(
-                f"{where}: an Avro union of {len(branches)} non-null types has no Arrow type"
-            )
-        return _arrow(branches[0], where, named)
+        return _arrow(_only_branch(schema, where, "Arrow type"), where, named)
     kind, logical = schema.get("type"), schema.get("logicalType")
     logical_types = {
         "timestamp-millis": pa.timestamp("ms", tz="UTC"),

@@ -31,7 +31,7 @@ from typing import Any, Self
 
 from blockgz.local_servers.jars import Artifact, resolve, resolved
 from blockgz.local_servers.kafka import LocalKafka
-from blockgz.local_servers.ports import LOOPBACK, die_with_parent, free_ports
+from blockgz.local_servers.ports import LOOPBACK, free_ports
 
 #: The broker blockgz is proven on.
 KAFKA = Artifact("org.apache.kafka", "kafka_2.13", "4.1.1")
@@ -179,19 +179,11 @@ class ApacheKafka(LocalKafka):
 
     def _launch_node(self, classpath: str) -> None:
         assert self.home is not None
-        # Closed in _kill(); the broker writes into it for its whole life.
-        self._log = tempfile.TemporaryFile(prefix="blockgz-kafka-")  # noqa: SIM115
         command = [
             "java", f"-Xmx{self.heap}", "-XX:+UseG1GC", "-Djava.awt.headless=true",
             "-cp", classpath, "kafka.Kafka", str(self.home / "server.properties"),
         ]  # fmt: skip
-        self._process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            preexec_fn=die_with_parent(),  # runs only prctl() in the child
-        )
+        self._spawn(command)
 
     def _wait_for_port(self, port: int, deadline: float) -> bool:
         """True once the broker accepts connections; False if it exited while starting."""

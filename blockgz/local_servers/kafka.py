@@ -167,8 +167,12 @@ class LocalKafka(StartStop):
         advertised = f"tcp://{self.host}:{self.advertised_port or port}"
         command = [binary, "broker", "--listener-url", url, "--advertised-listener-url", advertised]
         command += ["--storage-engine", "memory://tansu/"]
+        self._spawn(command)
+
+    def _spawn(self, command: list[str]) -> None:
+        """Start the broker's process, its output into a temporary log file."""
         # Closed in _kill(); the broker writes into it for its whole life.
-        self._log = tempfile.TemporaryFile(prefix="blockgz-tansu-")  # noqa: SIM115
+        self._log = tempfile.TemporaryFile(prefix="blockgz-kafka-")  # noqa: SIM115
         self._process = subprocess.Popen(
             command,
             stdin=subprocess.DEVNULL,
