@@ -170,7 +170,11 @@ def has_spark_kafka(spark) -> bool:
     """True when Spark's own Kafka source (the spark-sql-kafka jar) is on the classpath."""
     jvm = spark.sparkContext._jvm
     try:
-        jvm.java.lang.Class.forName("org.apache.spark.sql.kafka010.KafkaSourceProvider")
+        # Spark's loader, which also sees ``spark.jars`` (java.lang.Class.forName from py4j
+        # looks in the JVM's own classpath only, so it missed jars added that way).
+        jvm.org.apache.spark.util.Utils.classForName(
+            "org.apache.spark.sql.kafka010.KafkaSourceProvider", False, False
+        )
     except Exception:
         return False
     return True

@@ -1,6 +1,6 @@
 """Apache Kafka 4 (KRaft, one combined broker + controller node) on free loopback ports.
 
-The broker's jars come from Maven Central once (:mod:`blockgz.local_servers.jars`, ~45 MB,
+The broker's jars come from Maven Central once (:mod:`blockgz.jars`, ~45 MB,
 cached); the node gets its own log directory, is formatted with ``kafka.tools.StorageTool``
 and started with ``kafka.Kafka``. It keeps its data across :meth:`ApacheKafka.restart` (same
 ports, same log directory), which is what a broker restart under a running export needs. The
@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Self
 
-from blockgz.local_servers.jars import Artifact, resolve, resolved
+from blockgz.jars import Artifact, resolve, resolved
 from blockgz.local_servers.kafka import LocalKafka
 from blockgz.local_servers.ports import LOOPBACK, free_ports
 
@@ -101,7 +101,7 @@ class ApacheKafka(LocalKafka):
         if shutil.which("java") is None:
             return "java is not on PATH (Apache Kafka needs Java 17 or newer)"
         if resolved(KAFKA) is None:
-            from blockgz.local_servers.jars import ivy_jar
+            from blockgz.jars import ivy_jar
 
             if ivy_jar() is None:
                 return "pyspark is not installed (its Ivy jar fetches Kafka from Maven Central)"
@@ -171,7 +171,8 @@ class ApacheKafka(LocalKafka):
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         command = [
             "java", "-cp", classpath, "kafka.tools.StorageTool", "format",
-            "-t", cluster_id, "-c", str(self.home / "server.properties"),
+            # "=" form: an id may start with "-" (1 in 64), which argparse takes for an option.
+            f"--cluster-id={cluster_id}", "-c", str(self.home / "server.properties"),
         ]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
         if done.returncode != 0:

@@ -33,6 +33,7 @@ from sink.export.settings_names import (
     describe_ignored,
 )
 from sink.kafka.options import SourceConfig, parse_options
+from sink.spark_kafka import parse as parse_spark_kafka_jars
 from sink.write.config import SinkConfig
 
 log = logging.getLogger("blockgz.export")
@@ -180,6 +181,9 @@ class ExportConfig:
     #: ``blockgz.executor.env.forward``: executors get the driver's AWS_* variables
     #: (:mod:`sink.executor_env`); false leaves them to the nodes' own profile or role.
     forward_env: bool = True
+    #: ``blockgz.spark.kafka.jars``: where Spark's Kafka connector comes from
+    #: (:mod:`sink.spark_kafka`); ``none`` adds no jar.
+    spark_kafka_jars: str = "none"
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, str]) -> ExportConfig:
@@ -218,6 +222,7 @@ class ExportConfig:
             share_topics=opts.flag("blockgz.share.topics", False),
             preflight=opts.flag("blockgz.preflight", True),
             forward_env=opts.flag("blockgz.executor.env.forward", True),
+            spark_kafka_jars=parse_spark_kafka_jars(opts.text("blockgz.spark.kafka.jars", "none")),
         )
 
     @classmethod

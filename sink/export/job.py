@@ -144,7 +144,7 @@ def _run_query(
         spark = spark_session(
             master or default_master(),
             app_name=f"blockgz-export-{job.name}",
-            conf=job.spark_conf,
+            conf=spark_conf_with_connector(job),
             output_to=log_file,
             forward_env=job.forward_env,
         )
@@ -519,6 +519,20 @@ def default_master() -> str | None:
     if os.environ.get("PYSPARK_GATEWAY_PORT"):  # started by spark-submit (or a pyspark shell)
         return None
     return f"local[{default_threads()},3]"
+
+
+def spark_conf_with_connector(job: ExportConfig) -> dict[str, str]:
+    """The job's Spark settings, with Spark's Kafka connector on ``spark.jars`` when
+    ``blockgz.spark.kafka.jars`` asks for it (:mod:`sink.spark_kafka`)."""
+    from sink.spark_kafka import OPTION, connector_jars, with_jars
+
+    jars = connector_jars(job.spark_kafka_jars)
+    if jars:
+        log.info(
+            "%s=%s: adding %s to spark.jars",
+            OPTION, job.spark_kafka_jars, ", ".join(j.name for j in jars),
+        )  # fmt: skip
+    return with_jars(job.spark_conf, jars)
 
 
 # -- step 3: following it -------------------------------------------------------------------

@@ -54,6 +54,7 @@ JOB_OPTIONS = frozenset(
         "blockgz.tasks.read.kafka",
         "blockgz.preflight",
         "blockgz.executor.env.forward",
+        "blockgz.spark.kafka.jars",
         "blockgz.resume",
         "blockgz.lease.ttl.ms",
         "blockgz.lease.takeover",

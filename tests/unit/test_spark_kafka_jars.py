@@ -1,0 +1,59 @@
+"""``blockgz.spark.kafka.jars``: which jars the export adds to ``spark.jars`` (no network here)."""
+
+from __future__ import annotations
+
+import pytest
+
+from blockgz.errors import ConfigError
+from sink.export.config import ExportConfig
+from sink.export.job import spark_conf_with_connector
+from sink.spark_kafka import connector_jars, missing_from_spark
+
+BASE = {"topics": "t", "kafka.bootstrap.servers": "b:9092", "s3.bucket.name": "x"}
+
+
+def test_default_adds_no_jar():
+    job = ExportConfig.from_mapping({**BASE, "spark.jars": "/given.jar"})
+    assert job.spark_kafka_jars == "none"
+    assert spark_conf_with_connector(job)["spark.jars"] == "/given.jar"
+
+
+def test_the_option_is_a_job_option_not_a_sink_one():
+    job = ExportConfig.from_mapping({**BASE, "blockgz.spark.kafka.jars": " AUTO "})
+    assert job.spark_kafka_jars == "auto"
+    assert "blockgz.spark.kafka.jars" not in job.sink_options
+    assert "blockgz.spark.kafka.jars" not in job.spark_conf
+
+
+def test_files_and_folders_are_used_as_given(tmp_path):
+    folder = tmp_path / "connector"
+    folder.mkdir()
+    for name in ("b-1.0.jar", "a-2.0.jar", "notes.txt"):
+        (folder / name).write_text("")
+    single = tmp_path / "c-3.0.jar"
+    single.write_text("")
+    job = ExportConfig.from_mapping(
+        {**BASE, "spark.jars": "/given.jar", "blockgz.spark.kafka.jars": f"{folder}, {single}"}
+    )
+    conf = spark_conf_with_connector(job)
+    assert conf["spark.jars"].split(",") == [
+        "/given.jar", str(folder / "a-2.0.jar"), str(folder / "b-1.0.jar"), str(single),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", ["/no/such/dir", "4.2", "latest"])
+def test_anything_else_is_refused_naming_the_choices(value):
+    with pytest.raises(ConfigError, match="none, auto, a connector version"):
+        connector_jars(value)
+
+
+def test_an_empty_folder_is_refused(tmp_path):
+    with pytest.raises(ConfigError, match=r"holds no \.jar"):
+        connector_jars(str(tmp_path))
+
+
+def test_jars_pyspark_ships_are_left_out(tmp_path):
+    pytest.importorskip("pyspark")
+    names = ["scala-library-2.13.99.jar", "kafka-clients-3.9.2.jar", "slf4j-api-9.9.9.jar"]
+    jars = [tmp_path / n for n in names]
+    assert [j.name for j in missing_from_spark(jars)] == ["kafka-clients-3.9.2.jar"]
