@@ -253,7 +253,7 @@ def _local_broker():
     from blockgz.errors import JarResolutionError
     from blockgz.local_servers import LocalKafka
     from blockgz.local_servers.apache_kafka import KAFKA, ApacheKafka
-    from blockgz.local_servers.jars import resolve
+    from blockgz.jars import resolve
 
     reason = ApacheKafka.unavailable_reason()
     if reason is None:
