@@ -251,9 +251,9 @@ def _local_broker():
     """Apache Kafka (the broker blockgz is proven on; its jars come from Maven Central once),
     or Tansu where that cannot start: ``(broker, what to call it)``."""
     from blockgz.errors import JarResolutionError
+    from blockgz.jars import resolve
     from blockgz.local_servers import LocalKafka
     from blockgz.local_servers.apache_kafka import KAFKA, ApacheKafka
-    from blockgz.jars import resolve
 
     reason = ApacheKafka.unavailable_reason()
     if reason is None:
