@@ -214,9 +214,10 @@ def check_range_start(
     """
     if earliest <= start:
         return start
+    lost_end = min(earliest, end)
     message = (
-        f"offsets [{start}, {min(earliest, end)}) of {tp_name(tp)} are no longer in Kafka "
-        f"(its earliest offset is now {earliest})"
+        f"offsets [{start}, {lost_end}) of {tp_name(tp)} are no longer in Kafka "
+        f"({lost_end - start} offsets lost; its earliest offset is now {earliest})"
     )
     report_data_loss(message, fail_on_data_loss)
     return min(earliest, end)
