@@ -288,7 +288,8 @@ def test_retention_that_overtakes_the_export_stops_it_naming_the_lost_range(
     error = export_while(spark, job, checkpoint, until_it_fails)
     assert isinstance(error, ExportFailed), error
     message = str(error)
-    lost = f"offsets [20, {earliest}) of {topic}-0 are no longer in Kafka ({earliest - 20} offsets lost"
+    lost = f"offsets [20, {earliest}) of {topic}-0 are no longer in Kafka "
+    lost += f"({earliest - 20} offsets lost"
     assert lost in message and "\n" not in message, message
 
     lenient = job_config(kafka, s3_server, bucket, topics=topic, failOnDataLoss="false")
