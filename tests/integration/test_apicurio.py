@@ -10,7 +10,7 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from blockgz.local_servers.apicurio import BUILD_TIMEOUT_S, START_TIMEOUT_S, ApicurioRegistry
+from testkit.apicurio import BUILD_TIMEOUT_S, START_TIMEOUT_S, ApicurioRegistry
 
 # The first run builds the registry with Maven (a download of ~230 MB), in the fixture's setup.
 pytestmark = [

@@ -44,7 +44,7 @@ import urllib.request
 from pathlib import Path
 from typing import IO, Self
 
-from blockgz.local_servers.jars import cache_root
+from blockgz.jars import cache_root
 from blockgz.local_servers.ports import LOOPBACK, StartStop, die_with_parent, free_port
 
 VERSION = "2.4.2.Final"
