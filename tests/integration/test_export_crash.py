@@ -166,6 +166,30 @@ def test_sigkill_mid_batch_on_a_cluster_with_tasks_reading_kafka(
     kill_mid_batch_then_restart(kafka, s3_server, bucket, tmp_path, crash_setup, plan, master)
 
 
+#: Spark's own Kafka source: its connector from Maven Central (4.2.0, the newest served; see
+#: tests/integration/test_spark_kafka_source.py) on the export's classpath.
+SPARK_SOURCE = {"blockgz.spark.kafka.jars": "4.2.0"}
+
+
+def test_sigkill_mid_batch_with_sparks_kafka_source(
+    crash_setup, kafka, s3_server, bucket, tmp_path
+):
+    kill_mid_batch_then_restart(kafka, s3_server, bucket, tmp_path, crash_setup, SPARK_SOURCE)
+    log = (tmp_path / "export.log").read_text(errors="replace")
+    assert "reading Kafka with the Spark Kafka source" in log
+
+
+def test_sigkill_mid_batch_on_a_cluster_with_sparks_kafka_source(
+    crash_setup, kafka, s3_server, bucket, tmp_path, spark_cluster
+):
+    """The connector's jars reach the executors through spark.jars."""
+    plan = {**SPARK_SOURCE, "spark.executorEnv.PYTHONPATH": str(ROOT)}
+    master = spark_cluster.master_url
+    kill_mid_batch_then_restart(kafka, s3_server, bucket, tmp_path, crash_setup, plan, master)
+    log = (tmp_path / "export.log").read_text(errors="replace")
+    assert "reading Kafka with the Spark Kafka source" in log
+
+
 def kill_mid_batch_then_restart(
     kafka, s3_server, bucket, tmp_path, topic, options, master: str = "local[2,3]"
 ) -> None:
