@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 
 .PHONY: demo demo-format test bench lint format prereqs clean
-.PHONY: bench-avro bench-read soak
+.PHONY: bench-avro bench-export bench-read soak
 
 prereqs:
 	@PYTHON=$(PYTHON) scripts/check-prereqs
@@ -34,6 +34,11 @@ test: $(STAMP)
 bench: $(STAMP)
 	@scripts/install-tools
 	$(BIN)/python -m pytest benchmarks -p no:cacheprovider --benchmark-only --benchmark-columns=median,rounds
+
+# The export suite alone: hand-written Spark Kafka -> json/text vs blockgz export (Spark's source
+# and blockgz-kafka) vs a plain confluent-kafka loop, on Apache Kafka 4.1 and SeaweedFS S3.
+bench-export: $(STAMP)
+	$(BIN)/python -m pytest benchmarks/test_export_bench.py -p no:cacheprovider --benchmark-only --benchmark-columns=median,rounds
 
 # The Avro suite alone: export per avro.codec vs a plain fastavro loop, seek in a 1 GiB object.
 bench-read: $(STAMP)

@@ -14,6 +14,7 @@ from benchmarks import report as rp
 from benchmarks.export_support import (
     ALL_KEYS,
     ARROW_BATCH_ROWS,
+    BLOCKGZ_KEYS,
     CASE_TITLES,
     KEY_BLOCKGZ,
     KEY_BLOCKGZ_TASKS,
@@ -26,6 +27,7 @@ from benchmarks.export_support import (
     OFFSETS_PER_OBJECT,
     PARTITIONS,
     REPRODUCE,
+    SPARK_KAFKA_JARS,
     TARGET_VS_LOOP,
     TARGET_VS_NATIVE,
     TOTAL_RECORDS,
@@ -78,11 +80,12 @@ def _librdkafka() -> list[str]:
 
 
 # -- targets
-def _vs(key: str, need: float | None) -> Callable[[Results], rp.Outcome]:
-    """A's records/s against case ``key``'s: at least ``need`` times, or for information."""
+def _vs(base: str, key: str, need: float | None) -> Callable[[Results], rp.Outcome]:
+    """Case ``base``'s records/s against case ``key``'s: at least ``need`` times, or for
+    information."""
 
     def check(results: Results) -> rp.Outcome:
-        a, b = results[KEY_BLOCKGZ], results[key]
+        a, b = results[base], results[key]
         x = a.records_per_s / b.records_per_s
         measured = f"{x:.2f}× ({a.records_per_s:,.0f} vs {b.records_per_s:,.0f} rec/s)"
         if need is None:
@@ -92,31 +95,40 @@ def _vs(key: str, need: float | None) -> Callable[[Results], rp.Outcome]:
     return check
 
 
+def _letter(key: str) -> str:
+    return CASE_TITLES[key].split(" ", 1)[0].rstrip(".")
+
+
 TARGETS = [
+    target
+    for base in BLOCKGZ_KEYS
+    for target in (
+        rp.Target(
+            f"{_letter(base)} vs the hand-written Spark pipeline (json, gzip; H)",
+            (base, KEY_JSON),
+            _vs(base, KEY_JSON, TARGET_VS_NATIVE),
+        ),
+        rp.Target(
+            f"{_letter(base)} vs the plain consumer loop (C)",
+            (base, KEY_LOOP),
+            _vs(base, KEY_LOOP, TARGET_VS_LOOP),
+        ),
+        rp.Target(
+            f"(for information) {_letter(base)} vs the hand-written pipeline, text (H')",
+            (base, KEY_TEXT),
+            _vs(base, KEY_TEXT, None),
+        ),
+    )
+] + [
     rp.Target(
-        "blockgz export vs Spark's native file sink (json, gzip)",
-        (KEY_BLOCKGZ, KEY_JSON),
-        _vs(KEY_JSON, TARGET_VS_NATIVE),
-    ),
-    rp.Target(
-        "blockgz export vs plain consumer loop",
-        (KEY_BLOCKGZ, KEY_LOOP),
-        _vs(KEY_LOOP, TARGET_VS_LOOP),
-    ),
-    rp.Target(
-        "(for information) the default plan vs tasks reading Kafka (A')",
+        "(for information) A vs tasks reading Kafka (A')",
         (KEY_BLOCKGZ, KEY_BLOCKGZ_TASKS),
-        _vs(KEY_BLOCKGZ_TASKS, None),
+        _vs(KEY_BLOCKGZ, KEY_BLOCKGZ_TASKS, None),
     ),
     rp.Target(
-        "(for information) blockgz export vs Spark text sink, values only",
-        (KEY_BLOCKGZ, KEY_TEXT),
-        _vs(KEY_TEXT, None),
-    ),
-    rp.Target(
-        "(for information) blockgz export vs the loop on librdkafka defaults",
+        "(for information) A vs the loop on librdkafka defaults (C0)",
         (KEY_BLOCKGZ, KEY_LOOP_DEFAULTS),
-        _vs(KEY_LOOP_DEFAULTS, None),
+        _vs(KEY_BLOCKGZ, KEY_LOOP_DEFAULTS, None),
     ),
 ]
 
@@ -127,7 +139,7 @@ def _cases(results: Results) -> list[CaseResult]:
 
 
 def _case_letter(c: CaseResult) -> str:
-    return CASE_TITLES[c.key].split(" ", 1)[0].rstrip(".")
+    return _letter(c.key)
 
 
 def _data_line(data: Dataset) -> str:
@@ -136,7 +148,8 @@ def _data_line(data: Dataset) -> str:
         f"({data.records // PARTITIONS:,} each, one of them `produce_bulk`'s sentinel), "
         f"values {data.value_bytes / MB:,.1f} MB ({data.value_bytes / data.records:.0f} B "
         f"average, JSON with random hex), keys {data.key_bytes / max(1, data.records):.0f}"
-        f" B, no headers; produced in {data.produce_s:.1f} s (Tansu, memory storage)"
+        f" B, no headers; produced in {data.produce_s:.1f} s (Apache Kafka 4.1, one KRaft node "
+        "on loopback, log on local disk)"
     )
 
 
@@ -159,19 +172,24 @@ def head_section(results: Results) -> list[str]:
         f"({TOTAL_RECORDS // MAX_OFFSETS_PER_TRIGGER} micro-batches), "
         f"`Trigger.AvailableNow`, `spark.sql.execution.arrow.maxRecordsPerBatch="
         f"{ARROW_BATCH_ROWS}` (the default), `includeHeaders=false`, fresh checkpoint per "
-        "case; the Kafka source is blockgz-kafka (no spark-sql-kafka jar here)",
+        "case. The session has Spark's Kafka connector on `spark.jars` "
+        f"(`blockgz.spark.kafka.jars={SPARK_KAFKA_JARS}`: spark-sql-kafka, its token provider, "
+        "kafka-clients, commons-pool2); H, H' and S read with `format(\"kafka\")`, A and A' "
+        "with blockgz-kafka (the export's choice of source is forced for them)",
         f"- fixed costs, not in the timings: SparkSession start "
         f"{fixed.get('session_s', nan):.1f} s; warm-up exports of "
         f"{PARTITIONS * WARMUP_PER_PARTITION:,} records (first use of the Python workers, "
-        f"JIT): blockgz {fixed.get('warmup_blockgz_s', nan):.1f} s (A') "
+        f"JIT): A {fixed.get('warmup_blockgz_s', nan):.1f} s, S "
+        f"{fixed.get('warmup_blockgz_spark_s', nan):.1f} s, A' "
         f"{fixed.get('warmup_blockgz_tasks_s', nan):.1f} s, json sink "
         f"{fixed.get('warmup_json_s', nan):.1f} s, text sink "
         f"{fixed.get('warmup_text_s', nan):.1f} s",
         "- S3 is SeaweedFS (`weed mini`, its own process), no added latency; "
-        "Spark has no S3 jars here, so its native sinks write to local disk (the favourable "
-        "case for them)",
+        "Spark has no S3 (s3a) jars here, so the hand-written pipelines write to local disk "
+        "(the favourable case for them)",
         "- time: wall time of one run (`run_export(..., once=True)`, or `start()` to "
-        "termination, or process start to the last object). Each case runs twice on the "
+        "termination, or process start to the last object). The hand-written pipelines use "
+        "the same `maxOffsetsPerTrigger` as the export. Each case runs twice on the "
         "whole topic (fresh checkpoint, bucket or directory each time): an untimed first "
         "round (its time is shown: the JVM is still warming up on it), then the measured "
         "one. MB/s = 10^6 bytes of Kafka values per second",
@@ -210,6 +228,49 @@ def _results_row(c: CaseResult, base: CaseResult | None) -> list[str]:
         f"{c.output.compressed / MB:,.1f}",
         f"{c.output.uncompressed / max(1, c.output.records):.0f}",
         rp.load_cell(c.usage.other_cores),
+    ]
+
+
+SUMMARY_HEADER = (
+    "case",
+    "wall s",
+    "records/s",
+    "vs H (json)",
+    "vs H' (text)",
+    "vs C (loop)",
+    "CPU s per 1M records (all processes, brokers included)",
+)
+
+
+def _ratio(c: CaseResult, results: Results, key: str) -> str:
+    other = results.get(key)
+    return "—" if other is None else f"{other.seconds / c.seconds:.2f}×"
+
+
+def summary_section(results: Results) -> list[str]:
+    """Side by side: wall time, speed ratio (this case's speed / the other's) and CPU."""
+    rows = [
+        [
+            CASE_TITLES[c.key],
+            f"{c.seconds:.1f}",
+            f"{c.records_per_s:,.0f}",
+            _ratio(c, results, KEY_JSON),
+            _ratio(c, results, KEY_TEXT),
+            _ratio(c, results, KEY_LOOP),
+            f"{sum(c.usage.cpu_s.values()) / max(1, c.records) * 1e6:.1f}",
+        ]
+        for c in _cases(results)
+    ]
+    return [
+        "## Summary",
+        "",
+        *rp.table(SUMMARY_HEADER, rows),
+        "",
+        "Ratios are speed ratios (the other case's wall time / this one's): above 1 this case "
+        "is faster. CPU is user + system seconds of every process of the case (driver, JVM, "
+        "Python workers, loop processes, the Kafka broker and the S3 server), per million "
+        "records (= CPU µs per record).",
+        "",
     ]
 
 
@@ -273,7 +334,7 @@ MEMORY_HEADER = (
     "worker processes (peak)",
     "loop processes RSS / PSS (max per process)",
     "S3 server RSS",
-    "Tansu RSS",
+    "Kafka RSS",
 )
 
 
@@ -289,7 +350,7 @@ def _memory_row(c: CaseResult) -> list[str]:
         str(u.peak_processes.get("workers", 0)),
         _loop_memory(c),
         rp.gb(u.peak_rss.get("s3")),
-        rp.gb(u.peak_rss.get("tansu")),
+        rp.gb(u.peak_rss.get("kafka")),
     ]
 
 
@@ -340,6 +401,7 @@ def notes_section(results: Results) -> list[str]:
 
 def render(results: Results) -> str:
     lines = head_section(results)
+    lines += summary_section(results)
     lines += results_section(results)
     lines += rp.targets_section(TARGETS, results, show_missing=False)
     lines += memory_section(results)

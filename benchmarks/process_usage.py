@@ -17,14 +17,14 @@ SAMPLE_PERIOD_S = 0.2
 PSS_EVERY = 5  # PSS (smaps_rollup, ~0.5-7 ms per process) on every 5th sample: once a second
 
 
-GROUPS = ("driver", "jvm", "workers", "loop", "s3", "tansu")
+GROUPS = ("driver", "jvm", "workers", "loop", "s3", "kafka")
 GROUP_LABELS = {
     "driver": "this Python process (driver)",
     "jvm": "JVM",
     "workers": "Python workers (JVM's children)",
     "loop": "loop processes",
     "s3": "S3 server (SeaweedFS)",
-    "tansu": "Tansu broker",
+    "kafka": "Kafka broker",
 }
 
 
@@ -55,10 +55,10 @@ class TreeSampler:
     """Samples RSS (every ``period_s``) and PSS (every ``pss_every``-th sample) of this
     process's tree in a background thread, grouped as in :data:`GROUPS`.
 
-    ``servers`` maps ``s3``/``tansu`` to their pids, so they are reported apart; the JVM is
-    the ``java`` child of this process and ``workers`` everything below it. CPU seconds are
-    ``cpu_times`` deltas of every process seen (a process that exits between two samples
-    loses at most its last ``period_s`` of CPU).
+    ``servers`` maps ``s3``/``kafka`` (the broker) to their pids, so they are reported apart;
+    the JVM is the ``java`` child of this process and ``workers`` everything below it. CPU
+    seconds are ``cpu_times`` deltas of every process seen (a process that exits between two
+    samples loses at most its last ``period_s`` of CPU).
     """
 
     def __init__(

@@ -109,7 +109,7 @@ def s3():
 
 @pytest.fixture(scope="module")
 def servers(kafka, s3) -> dict[str, int]:
-    return {"s3": s3._proc.pid, "tansu": kafka._process.pid}
+    return {"s3": s3._proc.pid, "kafka": kafka._process.pid}
 
 
 @pytest.fixture(scope="module")

@@ -1,19 +1,22 @@
 """The export end to end: 1M ~200-byte JSON records in 4 Kafka partitions to block-GZIP on S3.
 
-A. ``run_export`` (blockgz-kafka source → ``blockgz`` sink → SeaweedFS), ``Trigger.AvailableNow``;
-B. Spark's own ``format("json")`` file sink, gzip, fed the same source DataFrame (local disk:
-   no S3 jars here), and B'. ``format("text")`` of ``CAST(value AS STRING)`` (the same bytes
-   as A writes, for information);
+H. the pipeline a PySpark user writes by hand: ``readStream.format("kafka")`` →
+   ``selectExpr("CAST(value AS STRING) AS value")`` → ``writeStream.format("json")``, gzip,
+   ``Trigger.AvailableNow`` (local disk: no S3 jars here); H'. the same to ``format("text")``
+   (the value string as the line, the closest to blockgz's output);
+S. ``run_export`` with Spark's Kafka source (``blockgz.spark.kafka.jars``) → ``blockgz`` sink →
+   SeaweedFS; A. the same with the blockgz-kafka source; A'. A with sink tasks reading Kafka;
 C. a plain confluent-kafka loop in 2 processes doing the sink's work (validate the JSON,
    block-GZIP, multipart upload, index sidecar): the ceiling of the Python stack.
 
-Tansu (Kafka) and SeaweedFS (S3, its own process) serve every case; one SparkSession serves
-A and B. Run ``.venv/bin/python -m pytest benchmarks/test_export_bench.py -p no:cacheprovider
---benchmark-only``; at full scale the report goes to ``benchmarks/results/export.md``.
+Apache Kafka 4.1 (one KRaft node) and SeaweedFS (S3) serve every case, each in its own process;
+one SparkSession, with Spark's Kafka connector on ``spark.jars``, serves H, S and A. Run
+``make bench-export``; at full scale the report goes to ``benchmarks/results/export.md``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import time
@@ -56,13 +59,13 @@ def report(request) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def kafka():
-    """Tansu, in memory, for the whole module."""
-    from blockgz.local_servers import LocalKafka
+    """Apache Kafka 4.1 (one KRaft node, its own JVM) for the whole module."""
+    from blockgz.local_servers.apache_kafka import ApacheKafka
 
-    reason = LocalKafka.unavailable_reason()
+    reason = ApacheKafka.unavailable_reason()
     if reason:
         pytest.skip(reason)
-    with LocalKafka() as broker:
+    with ApacheKafka() as broker:
         yield broker
 
 
@@ -81,7 +84,7 @@ def s3():
 @pytest.fixture(scope="module")
 def servers(kafka, s3) -> dict[str, int]:
     """The servers' pids, reported apart from the benchmarked processes."""
-    return {"s3": s3._proc.pid, "tansu": kafka._process.pid}
+    return {"s3": s3._proc.pid, "kafka": kafka._process.pid}
 
 
 @pytest.fixture(scope="module")
@@ -93,22 +96,40 @@ def dataset(kafka, report) -> eb.Dataset:
 
 @pytest.fixture(scope="module")
 def spark(report):
-    """One ``local[2,3]`` session for the Spark cases (its start time is reported)."""
+    """One ``local[2,3]`` session for the Spark cases, with Spark's Kafka connector on
+    ``spark.jars`` as ``blockgz.spark.kafka.jars`` puts it (its start time is reported)."""
     pytest.importorskip("pyspark")
     pytest.importorskip("pyarrow")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("Spark needs Java 17+")
-    from sink.session import spark_session
+    from sink.session import has_spark_kafka, spark_session
+    from sink.spark_kafka import connector_jars, with_jars
 
     started = time.perf_counter()
+    conf = {"spark.sql.execution.arrow.maxRecordsPerBatch": str(eb.ARROW_BATCH_ROWS)}
     session = spark_session(
         "local[2,3]",
         app_name="blockgz-bench-export",
-        conf={"spark.sql.execution.arrow.maxRecordsPerBatch": str(eb.ARROW_BATCH_ROWS)},
+        conf=with_jars(conf, connector_jars(eb.SPARK_KAFKA_JARS)),
     )
     report.setdefault("fixed", {})["session_s"] = time.perf_counter() - started
+    assert has_spark_kafka(session), "Spark's Kafka connector is not on the classpath"
     yield session
     session.stop()
+
+
+@contextlib.contextmanager
+def blockgz_kafka_source() -> Iterator[None]:
+    """Make the export read with blockgz-kafka although the session has Spark's connector (the
+    export picks Spark's source whenever it is on the classpath)."""
+    import sink.session
+
+    found = sink.session.has_spark_kafka
+    sink.session.has_spark_kafka = lambda _spark: False
+    try:
+        yield
+    finally:
+        sink.session.has_spark_kafka = found
 
 
 @pytest.fixture(scope="module")
@@ -118,12 +139,21 @@ def warm_spark(spark, kafka, s3, tmp_path_factory, report):
     fixed = report.setdefault("fixed", {})
     base = tmp_path_factory.mktemp("warmup")
     job = job_config(kafka, s3, new_bucket(s3, "bench-warmup"), WARMUP_TOPIC)
-    fixed["warmup_blockgz_s"] = _timed(lambda: run_blockgz(spark, job, base / "ckpt-a"))[1]
-    tasks = job_config(kafka, s3, new_bucket(s3, "bench-warmup-tasks"), WARMUP_TOPIC, True)
-    fixed["warmup_blockgz_tasks_s"] = _timed(lambda: run_blockgz(spark, tasks, base / "ckpt-t"))[1]
+    tasks = job_config(kafka, s3, new_bucket(s3, "bench-warmup-tasks"), WARMUP_TOPIC, "tasks")
+    with blockgz_kafka_source():
+        fixed["warmup_blockgz_s"] = _timed(lambda: run_blockgz(spark, job, base / "ckpt-a"))[1]
+        fixed["warmup_blockgz_tasks_s"] = _timed(
+            lambda: run_blockgz(spark, tasks, base / "ckpt-t")
+        )[1]
+    spark_job = job_config(kafka, s3, new_bucket(s3, "bench-warmup-spark"), WARMUP_TOPIC, "spark")
+    fixed["warmup_blockgz_spark_s"] = _timed(
+        lambda: run_blockgz(spark, spark_job, base / "ckpt-s")
+    )[1]
     for fmt in ("json", "text"):
         fixed[f"warmup_{fmt}_s"] = _timed(
-            lambda fmt=fmt: run_native(spark, job, fmt, base / f"out-{fmt}", base / f"ck-{fmt}")
+            lambda fmt=fmt: run_hand_written(
+                spark, kafka, WARMUP_TOPIC, fmt, base / f"out-{fmt}", base / f"ck-{fmt}"
+            )
         )[1]
     shutil.rmtree(base, ignore_errors=True)
     return spark
@@ -145,14 +175,16 @@ def new_bucket(s3, name: str) -> str:
     return name
 
 
-def job_config(kafka, s3, bucket: str, topic: str, tasks_read_kafka: bool = False):
-    """The export job of case A: JSON values, block-GZIP, default partitioner, no flush.size
-    (so one object per partition per micro-batch); A' lets the sink tasks read Kafka."""
+def job_config(kafka, s3, bucket: str, topic: str, plan: str = "rows"):
+    """The export job of cases S and A: JSON values, block-GZIP, default partitioner, no
+    flush.size (so one object per partition per micro-batch). ``plan``: ``rows`` (A),
+    ``tasks`` (A': the sink tasks read Kafka) or ``spark`` (S: Spark's Kafka source)."""
     from sink.export.config import ExportConfig
 
     return ExportConfig.from_mapping(
         {
-            "blockgz.tasks.read.kafka": "true" if tasks_read_kafka else "false",
+            "blockgz.tasks.read.kafka": "true" if plan == "tasks" else "false",
+            "blockgz.spark.kafka.jars": eb.SPARK_KAFKA_JARS if plan == "spark" else "none",
             "name": JOB_NAME,
             "topics": topic,
             "kafka.bootstrap.servers": kafka.bootstrap_servers,
@@ -173,16 +205,18 @@ def run_blockgz(spark, job, checkpoint: Path):
     )
 
 
-def run_native(spark, job, fmt: str, path: Path, checkpoint: Path) -> None:
-    """Spark's own file sink on the same source DataFrame (same options as case A's)."""
-    reader = spark.readStream.format("blockgz-kafka")
-    for key, value in job.source_options.items():
-        reader = reader.option(key, value)
-    frame = reader.load()
-    if fmt == "text":
-        frame = frame.selectExpr("CAST(value AS STRING) AS value")
+def run_hand_written(spark, kafka, topic: str, fmt: str, path: Path, checkpoint: Path) -> None:
+    """The pipeline a PySpark user writes: Spark's Kafka source, the value as a string, Spark's
+    file sink with gzip, ``availableNow`` (``maxOffsetsPerTrigger`` as the export's)."""
     query = (
-        frame.writeStream.format(fmt)
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", kafka.bootstrap_servers)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", eb.MAX_OFFSETS_PER_TRIGGER)
+        .load()
+        .selectExpr("CAST(value AS STRING) AS value")
+        .writeStream.format(fmt)
         .option("compression", "gzip")
         .option("path", str(path))
         .option("checkpointLocation", str(checkpoint))
@@ -276,21 +310,21 @@ def record(benchmark, result: rep.CaseResult, data: eb.Dataset) -> None:
 
 
 @pytest.mark.benchmark(group="export")
-@pytest.mark.parametrize("plan", ["rows", "tasks-read-kafka"])
+@pytest.mark.parametrize("plan", ["spark", "rows", "tasks"])
 def test_export_blockgz(
     benchmark, warm_spark, kafka, s3, servers, dataset, tmp_path, quiet_machine, report, plan
 ):
-    """A: ``run_export`` with the blockgz sink (JSON, block-GZIP) to SeaweedFS S3; A': the same
-    with ``blockgz.tasks.read.kafka=true``."""
+    """S: ``run_export`` with Spark's Kafka source and the blockgz sink (JSON, block-GZIP) to
+    SeaweedFS S3; A: the same with blockgz-kafka; A': A with ``blockgz.tasks.read.kafka``."""
     jobs = {}
-    tasks_read = plan == "tasks-read-kafka"
 
     def prepare(i: int) -> Callable[[], Any]:
         bucket = new_bucket(s3, f"bench-export-blockgz-{plan}-{i}")
-        job = jobs[i] = job_config(kafka, s3, bucket, dataset.topic, tasks_read)
+        job = jobs[i] = job_config(kafka, s3, bucket, dataset.topic, plan)
         return lambda: run_blockgz(warm_spark, job, tmp_path / f"ckpt-{i}")
 
-    rounds = measure(benchmark, servers, prepare)
+    with contextlib.nullcontext() if plan == "spark" else blockgz_kafka_source():
+        rounds = measure(benchmark, servers, prepare)
     result, job = rounds[-1].value, jobs[rounds[-1].index]
     store, prefix = job.sink.make_store()
     try:
@@ -302,8 +336,9 @@ def test_export_blockgz(
     assert len(listed) == output.objects
     assert result.records == dataset.records
     assert output.per_partition == dataset.watermarks
+    keys = {"spark": eb.KEY_BLOCKGZ_SPARK, "rows": eb.KEY_BLOCKGZ, "tasks": eb.KEY_BLOCKGZ_TASKS}
     case = case_result(
-        eb.KEY_BLOCKGZ_TASKS if tasks_read else eb.KEY_BLOCKGZ,
+        keys[plan],
         rounds,
         dataset,
         output,
@@ -315,17 +350,16 @@ def test_export_blockgz(
 
 @pytest.mark.benchmark(group="export")
 @pytest.mark.parametrize("fmt", ["json", "text"])
-def test_export_spark_native(
-    benchmark, warm_spark, kafka, s3, servers, dataset, tmp_path, quiet_machine, report, fmt
+def test_export_hand_written(
+    benchmark, warm_spark, kafka, servers, dataset, tmp_path, quiet_machine, report, fmt
 ):
-    """B: Spark's file sink (gzip, local disk) fed the same Kafka DataFrame; B': text."""
-    job = job_config(kafka, s3, "unused", dataset.topic)
+    """H: ``readStream.format("kafka")`` → Spark's json file sink (gzip, local disk); H': text."""
     pattern = f"part-*.{'json' if fmt == 'json' else 'txt'}.gz"
 
     def prepare(i: int) -> Callable[[], Any]:
         shutil.rmtree(tmp_path / f"out-{i - 1}", ignore_errors=True)  # the warm-up's output
         out, checkpoint = tmp_path / f"out-{i}", tmp_path / f"ckpt-{i}"
-        return lambda: run_native(warm_spark, job, fmt, out, checkpoint)
+        return lambda: run_hand_written(warm_spark, kafka, dataset.topic, fmt, out, checkpoint)
 
     rounds = measure(benchmark, servers, prepare)
     out = tmp_path / f"out-{rounds[-1].index}"
