@@ -48,6 +48,9 @@ def produce_numbered(
             "batch.num.messages": 1,
             "linger.ms": 0,
             "enable.idempotence": False,
+            # In order even when a request is retried (a new topic's first produce may meet a
+            # leader not yet known): each record's value names its offset.
+            "max.in.flight.requests.per.connection": 1,
         }
     )
     for p in range(partitions):

@@ -152,7 +152,7 @@ def test_read_committed_archives_exactly_the_committed_records(
     job = job_config(kafka, s3_server, bucket, topics=topic)  # read_committed by default
 
     def steps(stop, alive) -> None:
-        wait_until(lambda: committed(job, topic) == {0: end}, alive, "the whole topic")
+        wait_until(lambda: committed(job, topic) == {0: end}, alive, "the whole topic", 180)
 
     assert export_while(spark, job, tmp_path / "ckpt", steps) is None
     archived = archive_records(s3_server, bucket, topic)[0]
