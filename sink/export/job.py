@@ -138,9 +138,13 @@ def _run_query(
     where: str = "",
 ) -> ExportResult:
     """Start the SparkSession (unless given) and the query, and follow it to its end."""
-    from sink.session import spark_session
+    from sink.session import register_data_sources, spark_session
 
-    if spark is None:
+    if spark is not None:
+        # A session the caller made (or one another library recreated) may not know blockgz's
+        # data sources: registering is idempotent and cheap.
+        register_data_sources(spark)
+    else:
         spark = spark_session(
             master or default_master(),
             app_name=f"blockgz-export-{job.name}",
