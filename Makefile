@@ -29,7 +29,8 @@ test: $(STAMP)
 	@scripts/install-tools
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -n 2 --dist worksteal
+	$(BIN)/python -m pytest -n 2 --dist worksteal -m "not broker"
+	$(BIN)/python -m pytest -p no:cacheprovider -m broker tests/integration/test_real_broker.py
 
 bench: $(STAMP)
 	@scripts/install-tools
