@@ -24,7 +24,7 @@ from concurrent.futures import Future
 
 from blockgz.errors import StoreError
 from blockgz.store.base import Upload
-from blockgz.store.s3 import content_md5
+from blockgz.store.digest import content_md5
 from blockgz.store.settings import MAX_PARTS
 
 log = logging.getLogger("blockgz.store")

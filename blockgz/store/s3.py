@@ -9,8 +9,6 @@ store.get_range(key, 0, 100)        # one GET with Range: bytes=0-99
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import logging
 import os
 import threading
@@ -25,6 +23,7 @@ from blockgz.errors import (
     StoreError,
 )
 from blockgz.store.base import ObjectInfo, ObjectStore, Upload
+from blockgz.store.digest import content_md5
 from blockgz.store.retry import call_with_retries
 from blockgz.store.settings import OFFSET_TAGS, S3Settings
 
@@ -466,11 +465,6 @@ class S3Store(ObjectStore):
             f"DELETE {self.url(key)}",
             lambda: self.client.delete_object(Bucket=self.bucket, Key=key),
         )
-
-
-def content_md5(data) -> str:
-    """The Content-MD5 header of ``data``: the base64 of its MD5 (``s3.send.digest``)."""
-    return base64.b64encode(hashlib.md5(data, usedforsecurity=False).digest()).decode("ascii")
 
 
 def offset_tags(start_offset: int, end_offset: int, record_count: int) -> dict[str, str]:
