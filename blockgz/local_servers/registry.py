@@ -10,10 +10,10 @@ answered as it was first registered, without whitespace (the real registry answe
 canonical form); equality ignores whitespace, key order and ``"string"`` vs
 ``{"type": "string"}`` but not docs, defaults or aliases, as in the real registry.
 
-The state lives in the object, not in the server thread: ``stop()`` and ``start()`` (or
-``with registry.outage():``) serve the same schemas on the same URL again, ``fail_next()``
-answers the next requests with an error, and ``requests`` / ``request_count()`` show what the
-clients asked for. (confluent-kafka 2.16's default subject name strategy first asks
+The state lives in the object, not in the server thread: ``stop()`` and ``start()`` serve the
+same schemas on the same URL again. The tests' fault switches (outages, failed requests, the
+requests clients made) are a subclass in the repository's ``testkit/registry.py``, which does
+not ship. (confluent-kafka 2.16's default subject name strategy first asks
 ``GET /associations/resources/-/{topic}``, answered ``[]`` here, then uses ``{topic}-value``:
 that is one extra request per topic, field and serializer or deserializer.)
 
@@ -30,21 +30,18 @@ Example:
     ...         print(json.load(response)["id"])
     ...     with urllib.request.urlopen(registry.url + "/schemas/ids/1") as response:
     ...         print(json.load(response)["schema"])
-    ...     print(registry.request_count("/schemas/ids/1"))
     1
     {"type":"string"}
-    1
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import hmac
 import json
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -78,16 +75,9 @@ def _route(method: str, segments: list[str]) -> tuple[str, list[str]]:
 
 
 @dataclass
-class _Fault:
-    remaining: int
-    status: int
-    error_code: int
-    message: str
-    path: str | None = None
+class Answer:
+    """What the registry answers one request: an HTTP status, a JSON body, extra headers."""
 
-
-@dataclass
-class _Answer:
     status: int
     body: Any
     headers: dict[str, str] = field(default_factory=dict)
@@ -112,7 +102,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle("DELETE")
 
     def log_message(self, format: str, *args: Any) -> None:
-        pass  # quiet: tests read ``requests`` instead
+        pass  # quiet
 
     def _handle(self, method: str) -> None:
         length = int(self.headers.get("Content-Length") or 0)
@@ -155,11 +145,6 @@ class LocalSchemaRegistry(StartStop):
                 {"url": registry.url, "basic.auth.user.info": "alice:secret"}
             )
             schema_id = client.register_schema("orders-value", Schema(avsc, "AVRO"))
-            registry.fail_next(2, status=503)  # the next two requests get 503
-            with registry.outage():  # connections are refused in here
-                ...
-            consume_everything()  # e.g. with an AvroDeserializer on a new client
-            assert registry.request_count(f"/schemas/ids/{schema_id}") == 1
     """
 
     def __init__(
@@ -176,8 +161,6 @@ class LocalSchemaRegistry(StartStop):
         self.users = dict(users) if users is not None else None
         self._lock = threading.RLock()
         self._store = RegistryState(compatibility.upper())
-        self._requests: list[tuple[str, str]] = []
-        self._faults: list[_Fault] = []
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -219,76 +202,18 @@ class LocalSchemaRegistry(StartStop):
         if thread is not None:
             thread.join()
 
-    @contextlib.contextmanager
-    def outage(self) -> Iterator[None]:
-        """``with registry.outage():`` the registry is down inside the block and back after it."""
-        self.stop()
-        try:
-            yield
-        finally:
-            self.start()
-
-    def fail_next(
-        self,
-        n: int = 1,
-        status: int = 503,
-        *,
-        error_code: int | None = None,
-        message: str = "Injected failure (LocalSchemaRegistry.fail_next)",
-        path: str | None = None,
-    ) -> None:
-        """Answer the next ``n`` requests (whose path starts with ``path``, if given) with an error.
-
-        ``error_code`` defaults to 50001 for a 5xx status and to ``status`` otherwise. Failed
-        requests are counted in ``requests`` too. Note that the client retries 408, 429, 500,
-        502, 503 and 504 (``max.retries``, default 2, waiting ``retries.wait.ms``).
-        """
-        if error_code is None:
-            error_code = 50001 if status >= 500 else status
-        with self._lock:
-            self._faults.append(_Fault(n, status, error_code, message, path))
-
-    @property
-    def requests(self) -> list[tuple[str, str]]:
-        """Every request so far as ``(method, path)``; the path percent-decoded, no query."""
-        with self._lock:
-            return list(self._requests)
-
-    def request_count(self, path: str | None = None, method: str | None = None) -> int:
-        """How many requests had exactly this path (and method); all of them by default."""
-        with self._lock:
-            return sum(
-                1
-                for m, p in self._requests
-                if (path is None or p == path) and (method is None or m == method.upper())
-            )
-
-    def clear_requests(self) -> None:
-        """Forget the requests counted so far."""
-        with self._lock:
-            self._requests.clear()
-
-    def reset(self) -> None:
-        """Forget every schema, subject, setting, request and pending fault (a new registry)."""
-        with self._lock:
-            self._store = RegistryState(self._store.default_level)
-            self._requests.clear()
-            self._faults.clear()
-
     # -- request handling (called from the server's threads) --------------------------------
 
-    def _answer(self, method: str, target: str, raw: bytes, authorization: str | None) -> _Answer:
+    def _answer(self, method: str, target: str, raw: bytes, authorization: str | None) -> Answer:
         split = urlsplit(target)
         segments = [unquote(s) for s in split.path.split("/") if s]
         path = "/" + "/".join(segments)
         query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
-        with self._lock:
-            self._requests.append((method, path))
-            fault = self._take_fault(path)
-        if fault is not None:
-            return _Answer(fault.status, {"error_code": fault.error_code, "message": fault.message})
+        intercepted = self._intercept(method, path)
+        if intercepted is not None:
+            return intercepted
         if self.users is not None and not self._authorized(authorization):
-            return _Answer(
+            return Answer(
                 401,
                 {"error_code": 40101, "message": "Unauthorized"},
                 {"WWW-Authenticate": 'Basic realm="SchemaRegistry"'},
@@ -305,19 +230,16 @@ class LocalSchemaRegistry(StartStop):
                     raise RegistryApiError(400, 400, "The request body must be a JSON object")
             with self._lock:
                 result = getattr(RegistryEndpoints(self._store), name)(*captures, query, body)
-            return _Answer(200, result)
+            return Answer(200, result)
         except RegistryApiError as exc:
-            return _Answer(exc.status, {"error_code": exc.error_code, "message": exc.message})
+            return Answer(exc.status, {"error_code": exc.error_code, "message": exc.message})
         except Exception as exc:  # a bug or a missing dependency: answer, do not drop the line
-            return _Answer(500, {"error_code": 50001, "message": f"{type(exc).__name__}: {exc}"})
+            return Answer(500, {"error_code": 50001, "message": f"{type(exc).__name__}: {exc}"})
 
-    def _take_fault(self, path: str) -> _Fault | None:
-        for fault in self._faults:
-            if fault.path is None or path.startswith(fault.path):
-                fault.remaining -= 1
-                if fault.remaining <= 0:
-                    self._faults.remove(fault)
-                return fault
+    def _intercept(self, method: str, path: str) -> Answer | None:
+        """An answer that replaces the registry's own for this request; ``None`` serves it.
+
+        The hook for the tests' fault switches (``testkit/registry.py``)."""
         return None
 
     def _authorized(self, authorization: str | None) -> bool:
@@ -339,4 +261,4 @@ class LocalSchemaRegistry(StartStop):
         )
 
 
-__all__ = ["CONTENT_TYPE", "DEFAULT_LEVEL", "LEVELS", "LocalSchemaRegistry"]
+__all__ = ["CONTENT_TYPE", "DEFAULT_LEVEL", "LEVELS", "Answer", "LocalSchemaRegistry"]

@@ -13,8 +13,8 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from blockgz.local_servers import LocalSchemaRegistry
 from blockgz.local_servers.registry import CONTENT_TYPE
+from testkit.registry import FaultyRegistry
 
 
 def record(*fields: dict, name: str = "Order") -> Schema:
@@ -33,7 +33,7 @@ V2_ITEM_INT = record(ID, {"name": "item", "type": "int"})
 
 @pytest.fixture(scope="module")
 def server():
-    with LocalSchemaRegistry() as registry:
+    with FaultyRegistry() as registry:
         yield registry
 
 
@@ -44,7 +44,7 @@ def registry(server):
     return server
 
 
-def client(registry: LocalSchemaRegistry, **conf) -> SchemaRegistryClient:
+def client(registry: FaultyRegistry, **conf) -> SchemaRegistryClient:
     """A fresh client (so nothing comes from another client's cache)."""
     return SchemaRegistryClient({"url": registry.url, **conf})
 
@@ -347,7 +347,7 @@ def test_http_shape(registry):
 
 
 def test_basic_auth():
-    with LocalSchemaRegistry(users={"alice": "secret"}) as registry:
+    with FaultyRegistry(users={"alice": "secret"}) as registry:
         with raises_registry_error(401, 40101):
             client(registry).get_subjects()
         with raises_registry_error(401, 40101):
