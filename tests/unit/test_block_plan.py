@@ -16,6 +16,7 @@ from blockgz.objects.indexed import FileRanges, IndexedReader
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.store import LocalStore
 from reader import open_archive
+from testkit.ranges import CountingRanges
 
 
 # -- a random index: blocks of records with gaps between offsets and between blocks' bytes -----
@@ -118,21 +119,6 @@ def test_each_block_gets_its_own_bytes_out_of_a_merged_range():
 
 
 # -- the readers use it --------------------------------------------------------------------------
-class CountingRanges:
-    def __init__(self, inner):
-        self.inner, self.source, self.reads = inner, inner.source, []
-
-    def read(self, start: int, end: int) -> bytes:
-        self.reads.append((start, end))
-        return self.inner.read(start, end)
-
-    def size(self) -> int:
-        return self.inner.size()
-
-    def close(self) -> None:
-        self.inner.close()
-
-
 @pytest.fixture
 def small_blocks(tmp_path):
     store = LocalStore(tmp_path)
