@@ -32,6 +32,7 @@ from blockgz.format.decode import Record
 from blockgz.format.envelope import ENVELOPE_START, unwrap
 from blockgz.format.framing import NEWLINE, Framing, framing_from_options
 from blockgz.format.index import BlockIndex
+from blockgz.format.plan import BlockRead, Span, merge_ranges, plan_blocks
 from blockgz.layout import DeviantArtLayout, Layout, ObjectRef, reader_layout
 from blockgz.objects.indexed import IndexedReader, load_index
 from blockgz.objects.stream import stream_records
@@ -216,7 +217,18 @@ class Archive(ArchiveAnalytics):
     def block_records(self, ref: ObjectRef, block: int) -> Iterable[Record]:
         """The records of one block of ``ref`` (``-1``: the whole object, streamed), with the
         keys and headers kept beside it and envelopes unwrapped."""
-        return self._unwrapped(self._fetch((ref, block, 0, None)))
+        if block < 0:
+            return self._unwrapped(self._fetch((ref, None))[0])
+        return next(self.blocks_records(ref, [block]))
+
+    def blocks_records(self, ref: ObjectRef, blocks: Iterable[int]) -> Iterator[Iterable[Record]]:
+        """:meth:`block_records` of each of ``blocks`` (indexed ``ref``, file order), in
+        order; neighbouring blocks are fetched with one ranged GET."""
+        chunks = self.index(ref).chunks
+        reads = [BlockRead(n, chunks[n]) for n in blocks]
+        for span in merge_ranges(reads):
+            for records in self._fetch((ref, span)):
+                yield self._unwrapped(records)
 
     def _unwrapped(self, records: Iterable[Record]) -> Iterable[Record]:
         """Envelopes unwrapped. The export wraps all records or none: a block whose first
@@ -331,10 +343,9 @@ class Archive(ArchiveAnalytics):
         remaining = count
         yielded = False
         below = offset  # the next record must have this offset or a higher one
-        jobs = self._plan(refs, first, offset, count, times)
+        jobs = _spans(self._plan(refs, first, offset, count, times), first_alone=count is None)
         for job, fetched in _prefetched(jobs, self._fetch, self._executor, self.prefetch):
-            records = self._unwrapped(fetched)
-            for run in [records] if isinstance(records, list) else _in_runs(records):
+            for run in _runs_of(self._unwrapped(records) for records in fetched):
                 if run and run[0].offset < below:
                     if below > offset:  # an offset an earlier object already gave: a copy
                         self._warn_duplicate(run[0].offset, job[0], refs)
@@ -375,12 +386,14 @@ class Archive(ArchiveAnalytics):
 
     def _plan(
         self, refs, first, offset, count, times=None
-    ) -> Iterator[tuple[ObjectRef, int, int, int | None]]:
-        """(object, block, start, stop) needed, in order; block -1 means "stream the object".
-        With ``times``, blocks stamped wholly outside them are left out. An object that
-        starts inside an earlier one (two writers) is read from where the earlier one ends."""
+    ) -> Iterator[tuple[ObjectRef, list[BlockRead] | None]]:
+        """``(object, its blocks to read)`` in order (:func:`~blockgz.format.plan.plan_blocks`);
+        ``None`` means "stream the object". With ``times``, blocks stamped wholly outside them
+        are left out. An object that starts inside an earlier one (two writers) is read from
+        where the earlier one ends."""
         needed = count
         covered = offset - 1  # planned up to here (or before the seek)
+        keep = None if times is None else (lambda chunk: chunk.may_hold_times(*times))
         for ref in refs[first:]:
             if not ref.has_index:
                 if ref.compressed and not ref.is_avro and not self.scan_unindexed:
@@ -389,7 +402,7 @@ class Archive(ArchiveAnalytics):
                         "cannot be located in it; build one with `blockgz index`, or pass "
                         "scan.unindexed=true (--scan) to stream it from the start"
                     )
-                yield ref, -1, 0, None
+                yield ref, None
                 continue
             index = self.index(ref)
             if index.last_offset is None or index.last_offset <= covered:
@@ -397,40 +410,40 @@ class Archive(ArchiveAnalytics):
             begin = covered + 1
             if index.first_offset is not None and offset <= index.first_offset < begin:
                 self._warn_duplicate(index.first_offset, ref, refs)
-            start = index.locate(begin) if begin >= (index.first_offset or 0) else 0
-            for block in range(start, len(index.chunks)):
-                chunk = index.chunks[block]
-                if times is not None and not chunk.may_hold_times(*times):
-                    continue
-                skip = chunk.position_of(begin) if block == start else 0
-                yield ref, block, skip, None if needed is None else skip + needed
-                if needed is not None:
-                    needed -= chunk.num_records - skip
-                    if needed <= 0:
-                        return
+            reads = plan_blocks(index, begin, needed, keep=keep)
+            yield ref, reads
+            if needed is not None:
+                needed -= sum(read.records for read in reads)
+                if needed <= 0:
+                    return
             covered = index.last_offset
 
-    def _fetch(self, job: tuple[ObjectRef, int, int, int | None]) -> Iterable[Record]:
-        ref, block, start, stop = job
-        if block >= 0:
+    def _fetch(self, job: tuple[ObjectRef, Span | None]) -> list[Iterable[Record]]:
+        """The records of each block of the job's span (one ranged GET), with the entries of
+        the keys and headers files beside them; no span: the object streamed (lazily)."""
+        ref, span = job
+        if span is not None:
             obj = IndexedReader.open_object(self.store, ref.key, self.index(ref))
-            records = obj.block_records(block, start, stop)
-            if not ref.companions or not records:
-                return records
-            kept = [
-                self._companion_entries(c, records[0].offset, len(records)) for c in ref.companions
-            ]
-            return [
-                with_entries(r, ref.companions, [entries[n] for entries in kept])
-                for n, r in enumerate(records)
-            ]
+            return [self._with_companions(ref, records) for records in obj.read_span(span)]
         if not ref.companions:
-            return self._stream_records(ref)  # lazy: read as the caller iterates
+            return [self._stream_records(ref)]  # lazy: read as the caller iterates
         streams = [self._stream_records(c) for c in ref.companions]
-        return (
-            with_entries(r, ref.companions, [e.value for e in entries])
-            for r, *entries in zip(self._stream_records(ref), *streams, strict=False)
-        )
+        return [
+            (
+                with_entries(r, ref.companions, [e.value for e in entries])
+                for r, *entries in zip(self._stream_records(ref), *streams, strict=False)
+            )
+        ]
+
+    def _with_companions(self, ref: ObjectRef, records: list[Record]) -> list[Record]:
+        """A block's records with the entries the keys and headers files keep for them."""
+        if not ref.companions or not records:
+            return records
+        kept = [self._companion_entries(c, records[0].offset, len(records)) for c in ref.companions]
+        return [
+            with_entries(r, ref.companions, [entries[n] for entries in kept])
+            for n, r in enumerate(records)
+        ]
 
     def _companion_entries(self, ref: ObjectRef, offset: int, count: int) -> list[Any]:
         """The entries of a keys/headers object for ``count`` records from ``offset``."""
@@ -528,6 +541,31 @@ def _enveloped(records: list[Record]) -> bool:
 
 #: Records per list when an object without an index is streamed (see ``seek_blocks``).
 STREAM_RUN = 4096
+
+
+def _spans(
+    plan: Iterable[tuple[ObjectRef, list[BlockRead] | None]], *, first_alone: bool
+) -> Iterator[tuple[ObjectRef, Span | None]]:
+    """The planned blocks of each object as merged byte ranges (one ranged GET each); with
+    ``first_alone`` the very first block is fetched alone (an open-ended read's first record
+    comes after one block)."""
+    alone = first_alone
+    for ref, reads in plan:
+        if reads is None:
+            yield ref, None
+        else:
+            for span in merge_ranges(reads, first_alone=alone):
+                yield ref, span
+        alone = False
+
+
+def _runs_of(blocks: Iterable[Iterable[Record]]) -> Iterator[list[Record]]:
+    """Each block's records as a list (already one), or a stream in lists of ``STREAM_RUN``."""
+    for records in blocks:
+        if isinstance(records, list):
+            yield records
+        else:
+            yield from _in_runs(records)
 
 
 def _in_runs(records: Iterable[Record]) -> Iterator[list[Record]]:

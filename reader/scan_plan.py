@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from blockgz.format.framing import NEWLINE, Framing
 from blockgz.format.index import Chunk
+from blockgz.format.plan import plan_blocks
 from blockgz.layout import ObjectRef
 from reader.archive import Archive
 from reader.overlaps import duplicate_groups
@@ -226,6 +227,30 @@ def _topics(archive: Archive, scan: ScanFilter, topics, topics_regex) -> list[st
 
 
 def _pieces(archive: Archive, topic: str, partition: int, scan: ScanFilter) -> list[Piece]:
+    kept = _objects(archive, topic, partition, scan)
+    # Objects holding the same offsets (two writers) are read together, each offset once.
+    groups = duplicate_groups(kept, lambda r: archive.index(r) if r.has_index else None)
+    group_of = {r.key: group for group in groups for r in group}
+    out = []
+    for ref in kept:
+        group = group_of.get(ref.key)
+        if group is not None:
+            if group[0] is ref:
+                out.append(Piece(ref, topic, partition, merged=tuple(group)))
+            continue
+        if not ref.has_index:
+            out.append(Piece(ref, topic, partition))
+            continue
+        index = archive.index(ref)
+        wanted = tuple((r.block, r.chunk) for r in plan_blocks(index, keep=scan.may_hold_block))
+        if wanted:
+            needs_index = index.avro is not None or bool(ref.companions)
+            out.append(Piece(ref, topic, partition, wanted, index.to_json() if needs_index else ""))
+    return out
+
+
+def _objects(archive: Archive, topic: str, partition: int, scan: ScanFilter) -> list[ObjectRef]:
+    """The partition's objects that can hold a wanted record, by offsets and times."""
     offsets = scan.offsets
     start = offsets.start
     if start is not None:
@@ -247,25 +272,7 @@ def _pieces(archive: Archive, topic: str, partition: int, scan: ScanFilter) -> l
             continue
         if scan.may_hold_times(ref):
             kept.append(ref)
-    # Objects holding the same offsets (two writers) are read together, each offset once.
-    groups = duplicate_groups(kept, lambda r: archive.index(r) if r.has_index else None)
-    group_of = {r.key: group for group in groups for r in group}
-    out = []
-    for ref in kept:
-        group = group_of.get(ref.key)
-        if group is not None:
-            if group[0] is ref:
-                out.append(Piece(ref, topic, partition, merged=tuple(group)))
-            continue
-        if not ref.has_index:
-            out.append(Piece(ref, topic, partition))
-            continue
-        index = archive.index(ref)
-        wanted = tuple((n, c) for n, c in enumerate(index.chunks) if scan.may_hold_block(c))
-        if wanted:
-            needs_index = index.avro is not None or bool(ref.companions)
-            out.append(Piece(ref, topic, partition, wanted, index.to_json() if needs_index else ""))
-    return out
+    return kept
 
 
 def _grouped(pieces: list[Piece], split_bytes: int) -> list[Split]:

@@ -1,6 +1,7 @@
 """Reading one split of a scan (:mod:`reader.scan_plan`) into Arrow record batches.
 
-Each run of neighbouring blocks of one object is fetched with one ranged GET. A block of
+Neighbouring blocks of one object are fetched with one ranged GET
+(:func:`~blockgz.format.plan.merge_ranges`). A block of
 newline-separated records (JSON, or bytearray with the default separator) that carries no
 envelope and no keys/headers beside it becomes an Arrow batch without a Python object per
 record: numpy finds the separators and the values column is built over the block's bytes.
@@ -16,7 +17,7 @@ query gives exactly the rows asked for.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -26,6 +27,7 @@ from blockgz.format.decode import Record, inflate_chunk
 from blockgz.format.envelope import unwrap
 from blockgz.format.framing import NEWLINE
 from blockgz.format.index import BlockIndex, Chunk
+from blockgz.format.plan import BlockRead, fetched, merge_ranges
 from reader.archive import Archive
 from reader.json_values import parse_json_lines
 from reader.scan_plan import IntRange, Piece, Split
@@ -58,33 +60,23 @@ def split_batches(
         if piece.whole or piece.index_json or wire is not None:
             yield from _record_path(archive, piece, offsets, value_type, wire, reader_schema)
             continue
-        for run in _runs(piece.chunks):
-            base, end = run[0][1].byte_offset, run[-1][1].byte_end
-            raw = archive.store.get_range(piece.ref.key, base, end)
-            for number, chunk in run:
-                block = raw[chunk.byte_offset - base : chunk.byte_end - base]
-                data = inflate_chunk(block, chunk, block=number, source=piece.ref.key)
-                batch = _block_batch(piece, chunk, data, offsets, value_type)
-                if batch is None:  # not plain lines: the record reader takes it
-                    batch = _records_batch(
-                        piece,
-                        _block_records(archive, piece, number, chunk, data),
-                        offsets,
-                        value_type,
-                    )
-                if batch.num_rows:
-                    yield batch
+        yield from _block_path(archive, piece, offsets, value_type)
 
 
-def _runs(chunks: Iterable[tuple[int, Chunk]]) -> list[list[tuple[int, Chunk]]]:
-    """Blocks that follow each other in the file, grouped: one ranged GET each."""
-    runs: list[list[tuple[int, Chunk]]] = []
-    for number, chunk in chunks:
-        if runs and runs[-1][-1][0] == number - 1:
-            runs[-1].append((number, chunk))
-        else:
-            runs.append([(number, chunk)])
-    return runs
+def _block_path(archive: Archive, piece: Piece, offsets: IntRange, value_type: Any):
+    """Plain blocks: neighbouring ones fetched with one ranged GET, each made a batch."""
+    key = piece.ref.key
+    reads = [BlockRead(number, chunk) for number, chunk in piece.chunks]
+    spans = merge_ranges(reads, limit=None)  # a split is already cut to a task's size
+    for read, raw in fetched(lambda start, end: archive.store.get_range(key, start, end), spans):
+        number, chunk = read.block, read.chunk
+        data = inflate_chunk(raw, chunk, block=number, source=key)
+        batch = _block_batch(piece, chunk, data, offsets, value_type)
+        if batch is None:  # not plain lines: the record reader takes it
+            records = _block_records(archive, piece, number, chunk, data)
+            batch = _records_batch(piece, records, offsets, value_type)
+        if batch.num_rows:
+            yield batch
 
 
 def _block_batch(piece: Piece, chunk: Chunk, data: bytes, offsets: IntRange, value_type: Any):
@@ -165,8 +157,12 @@ def _record_path(
         from reader.avro_types import resolver
 
         resolve = resolver(archive.avro_schema(ref), reader_schema)
-    for block in [-1] if piece.whole else [n for n, _ in piece.chunks]:
-        records = archive.block_records(ref, block)
+    blocks = (
+        [archive.block_records(ref, -1)]
+        if piece.whole
+        else archive.blocks_records(ref, [n for n, _ in piece.chunks])
+    )
+    for records in blocks:
         batch = _records_batch(piece, records, offsets, value_type, wire, resolve)
         if batch.num_rows:
             yield batch

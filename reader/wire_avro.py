@@ -24,21 +24,20 @@ from typing import Any
 
 from blockgz.errors import BadRecordError, ConfigError
 from blockgz.registry import RegistrySettings, schema_texts_from
-
-#: Confluent's wire format: magic byte 0 and a 4-byte schema id before the Avro binary.
-_MAGIC = 0
-_HEADER = 5
+from blockgz.wire import HEADER_BYTES, schema_id_of
 
 
 def split_wire_value(value: bytes, *, where: str) -> tuple[int, bytes]:
-    """``(schema id, Avro binary)`` of a value in Confluent's wire format."""
-    if len(value) < _HEADER or value[0] != _MAGIC:
+    """``(schema id, Avro binary)`` of a value in Confluent's wire format
+    (:mod:`blockgz.wire`)."""
+    schema_id = schema_id_of(value)
+    if schema_id is None:
         raise BadRecordError(
             f"{where}: the value is not in Confluent's Avro wire format (magic byte 0 and a "
             f"schema id); it starts {bytes(value[:8])!r}. Leave value.format=avro out to read "
             "the values as bytes"
         )
-    return int.from_bytes(value[1:_HEADER], "big"), bytes(value[_HEADER:])
+    return schema_id, bytes(value[HEADER_BYTES:])
 
 
 class WireAvroValues:

@@ -1,8 +1,8 @@
 """Turn the compressed bytes of one indexed block back into records, checking everything.
 
-Shared by the local-file reader and the object-store reader: both fetch a chunk's
-byte range, then call :func:`chunk_records` (or, for an Avro file's block,
-:func:`avro_chunk_records`).
+Shared by every reader: they plan the blocks a read needs and fetch their byte ranges
+(:mod:`blockgz.format.plan`), then call :func:`block_records` (:func:`chunk_records`, or for
+an Avro file's block :func:`avro_chunk_records`).
 
     >>> from blockgz.format.codec import Compression
     >>> from blockgz.format.index import BlockIndex, Chunk
@@ -13,7 +13,6 @@ byte range, then call :func:`chunk_records` (or, for an Avro file's block,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -23,6 +22,7 @@ from blockgz.format.avro_read import avro_block_slice, avro_block_values
 from blockgz.format.codec import decompress_member, decompress_members
 from blockgz.format.framing import NEWLINE, Framing
 from blockgz.format.index import AvroBlocks, BlockIndex, Chunk
+from blockgz.format.plan import BlockRead
 
 
 class Record(NamedTuple):
@@ -183,37 +183,41 @@ def avro_chunk_records(
     return [Record(o, v) for o, v in zip(offsets, values, strict=True)]
 
 
-def seek_records(
-    index: BlockIndex,
-    block_records: Callable[[int, int, int | None], list[Record]],
-    offset: int,
-    count: int | None = None,
-    *,
-    source: str = "",
-) -> Iterator[Record]:
-    """Records from ``offset`` on, through ``block_records(n, start, stop)`` one block at a time.
+def block_records(
+    raw: bytes | memoryview, read: BlockRead, index: BlockIndex, *, source: str = ""
+) -> list[Record]:
+    """The records ``read`` asks for, from its block's bytes ``raw``: an Avro block through the
+    index's Avro section, any other through the index's framing.
 
-    Checks the offset eagerly (before the first block is read): one before the first
-    offset or past the last raises :class:`OffsetNotFoundError` naming ``source``; one
-    compacted away starts at the next offset that exists.
+    >>> from blockgz.format.codec import Compression
+    >>> raw = Compression().compress(b"a\\nb\\nc\\n")
+    >>> chunk = Chunk(7, 3, 0, len(raw), 6)
+    >>> block_records(raw, BlockRead(0, chunk, 1, 2), BlockIndex([chunk]))
+    [Record(offset=8, value=b'b')]
+    """
+    chunk, block = read.chunk, read.block
+    if index.avro is not None:
+        return avro_chunk_records(
+            raw, chunk, index.avro, block=block, source=source, start=read.start, stop=read.stop
+        )
+    return chunk_records(
+        raw, chunk, index.framing, block=block, source=source, start=read.start, stop=read.stop
+    )
+
+
+def check_seek(index: BlockIndex, offset: int, *, source: str = "") -> None:
+    """Raise :class:`OffsetNotFoundError` naming ``source`` for an offset before the object's
+    first or past its last; one compacted away is fine (a seek starts at the next one).
+
+    >>> check_seek(BlockIndex([Chunk(5, 2, 0, 9, 9)]), 3, source="o.gz")
+    Traceback (most recent call last):
+    ...
+    blockgz.errors.OffsetNotFoundError: o.gz: offset 3 is before the first offset 5
     """
     first = index.first_offset
     if first is not None and offset < first:
         raise OffsetNotFoundError(f"{source}: offset {offset} is before the first offset {first}")
     try:
-        start = index.locate(offset)
+        index.locate(offset)
     except OffsetNotFoundError as exc:
         raise OffsetNotFoundError(f"{source}: {exc}") from None
-    return _records_from(index, block_records, start, offset, count)
-
-
-def _records_from(index, block_records, start: int, offset: int, count: int | None):
-    remaining = count
-    for block in range(start, len(index.chunks)):
-        first = index.chunks[block].position_of(offset) if block == start else 0
-        records = block_records(block, first, None if remaining is None else first + remaining)
-        if remaining is not None:
-            remaining -= len(records)
-        yield from records
-        if remaining == 0:
-            return

@@ -5,8 +5,9 @@ them) reads the same way: each block is decoded alone from its byte range and th
 Avro section, so a seek is still one ranged read.
 
 One reader, :class:`IndexedReader`, over a small "read this byte range" interface with two
-implementations: :class:`FileRanges` (a local file, one ``pread`` per block) and
-:class:`StoreRanges` (an object store, one ranged GET per block).
+implementations: :class:`FileRanges` (a local file, one ``pread`` per range) and
+:class:`StoreRanges` (an object store, one ranged GET per range). Which blocks a seek needs
+comes from :func:`~blockgz.format.plan.plan_blocks`; neighbouring ones are read as one range.
 
     >>> import tempfile
     >>> from blockgz.objects.upload import BlockGzipUpload
@@ -25,6 +26,7 @@ implementations: :class:`FileRanges` (a local file, one ``pread`` per block) and
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -34,14 +36,17 @@ from typing import Any, Protocol
 
 from blockgz.errors import BlockGzError, IndexMismatchError, MissingIndexError, ObjectNotFoundError
 from blockgz.format.avro_read import avro_block_bytes, header_problems, read_avro_header
-from blockgz.format.decode import (
-    Record,
-    avro_chunk_records,
-    chunk_records,
-    inflate_chunk,
-    seek_records,
-)
+from blockgz.format.decode import Record, block_records, check_seek, inflate_chunk
 from blockgz.format.index import BlockIndex
+from blockgz.format.plan import (
+    DEFAULT_GAP,
+    DEFAULT_SPAN_BYTES,
+    BlockRead,
+    Span,
+    fetched,
+    merge_ranges,
+    plan_blocks,
+)
 from blockgz.layout import data_key_for, sidecar_keys
 from blockgz.store.base import ObjectStore
 
@@ -196,32 +201,44 @@ class IndexedReader:
         return inflate_chunk(self.read_raw(block), chunk, block=block, source=self.source)
 
     def block_records(self, block: int, start: int = 0, stop: int | None = None) -> list[Record]:
-        """Records ``[start:stop]`` of one block (all of them by default)."""
-        chunk, avro = self.index.chunks[block], self.index.avro
-        if avro is not None:
-            return avro_chunk_records(
-                self.read_raw(block),
-                chunk,
-                avro,
-                block=block,
-                source=self.source,
-                start=start,
-                stop=stop,
-            )
-        return chunk_records(
-            self.read_raw(block),
-            chunk,
-            self.index.framing,
-            block=block,
-            source=self.source,
-            start=start,
-            stop=stop,
-        )
+        """Records ``[start:stop]`` of one block (all of them by default): one range read."""
+        read = BlockRead(block, self.index.chunks[block], start, stop)
+        return block_records(self.read_raw(block), read, self.index, source=self.source)
+
+    def read_blocks(
+        self,
+        reads: list[BlockRead],
+        *,
+        first_alone: bool = False,
+        gap: int = DEFAULT_GAP,
+        limit: int | None = DEFAULT_SPAN_BYTES,
+    ) -> Iterator[list[Record]]:
+        """The records of each planned block (:func:`~blockgz.format.plan.plan_blocks`), in
+        order; neighbouring blocks are fetched with one range read
+        (:func:`~blockgz.format.plan.merge_ranges`), as the caller iterates."""
+        spans = merge_ranges(reads, gap=gap, limit=limit, first_alone=first_alone)
+        for read, raw in fetched(self.ranges.read, spans):
+            yield block_records(raw, read, self.index, source=self.source)
+
+    def read_span(self, span: Span) -> list[list[Record]]:
+        """The records of each block of ``span`` (from :func:`~blockgz.format.plan.merge_ranges`):
+        one range read."""
+        return [
+            block_records(raw, read, self.index, source=self.source)
+            for read, raw in fetched(self.ranges.read, [span])
+        ]
 
     # -- records ------------------------------------------------------------------------------
     def seek(self, offset: int, count: int | None = None) -> Iterator[Record]:
-        """Records from ``offset`` on (the next existing one if it was compacted away)."""
-        return seek_records(self.index, self.block_records, offset, count, source=self.source)
+        """Records from ``offset`` on (the next existing one if it was compacted away).
+
+        The blocks that hold ``count`` records are read with as few range reads as they can;
+        without ``count`` the first block is read alone (the first record comes after one
+        block), the rest in merged ranges as the caller iterates.
+        """
+        check_seek(self.index, offset, source=self.source)
+        reads = plan_blocks(self.index, offset, count)
+        return itertools.chain.from_iterable(self.read_blocks(reads, first_alone=count is None))
 
     def records(self) -> Iterator[Record]:
         """Every record, in order."""

@@ -3,7 +3,7 @@
 ``value.converter`` takes Connect's class names (or the short names in brackets):
 
 * ``io.confluent.connect.avro.AvroConverter`` (``avro``): Confluent's wire format — magic byte
-  0, a 4-byte schema id, Avro binary — with the schema fetched from
+  0, a 4-byte schema id, Avro binary (:mod:`blockgz.wire`) — with the schema fetched from
   ``value.converter.schema.registry.url`` once per id and process.
 * ``org.apache.kafka.connect.json.JsonConverter`` (``json``): JSON; with
   ``value.converter.schemas.enable`` (default ``true``, as in Connect) each value is a
@@ -36,6 +36,7 @@ import orjson
 
 from blockgz.errors import ConfigError, RegistryError, UnknownSchemaError
 from blockgz.options import Options, as_options
+from blockgz.wire import HEADER_BYTES, schema_id_of
 from sink.convert.connect_json import avro_datum_from_connect, avro_schema_from_connect
 from sink.convert.registry import RegistrySettings, SchemasById, schemas_from
 from sink.convert.schemas import BYTES_SCHEMA, STRING_SCHEMA, ValueSchema
@@ -57,9 +58,6 @@ CONVERTER_CLASSES = {
     STRING: STRING,
     BYTEARRAY: BYTEARRAY,
 }
-
-#: Confluent's wire format: this byte, then the schema id as 4 big-endian bytes.
-MAGIC_BYTE = 0
 
 
 class Converter(ABC):
@@ -145,13 +143,13 @@ class AvroConverter(Converter):
 
     def decode(self, record: KafkaRecord) -> None:
         value = record.value or b""
-        if len(value) < 5 or value[0] != MAGIC_BYTE:
+        schema_id = schema_id_of(value)
+        if schema_id is None:
             first = f"0x{value[0]:02x}" if value else "nothing"
             raise record.fail(
                 f"value is not in Confluent's Avro wire format: it starts with {first}, expected "
                 f"the magic byte 0x00 and a 4-byte schema id (value starts {bytes(value[:20])!r})"
             )
-        schema_id = int.from_bytes(value[1:5], "big")
         if self._schemas is None:
             self._schemas = schemas_from(self.registry)
         try:
@@ -163,7 +161,7 @@ class AvroConverter(Converter):
                 str(exc), record=(record.topic, record.partition, record.offset)
             ) from None
         buffer = io.BytesIO(value)
-        buffer.seek(5)
+        buffer.seek(HEADER_BYTES)
         try:
             datum = fastavro.schemaless_reader(buffer, schema.parsed, None)
         except Exception as exc:  # fastavro raises EOFError, ValueError, ... on bad bytes

@@ -36,6 +36,7 @@ from blockgz.layout import data_key_for, sidecar_key
 from blockgz.objects.avro_upload import AvroUpload
 from blockgz.objects.indexed import FileRanges, IndexedReader
 from blockgz.store import LocalStore
+from testkit.ranges import CountingRanges
 
 SCHEMA = {
     "type": "record",
@@ -95,23 +96,6 @@ def stored(tmp_path, data: bytes, index: BlockIndex, key: str = "o+0+0000000000.
     store.put(key, data)
     store.put(sidecar_key(key), index.to_json().encode())
     return store, key
-
-
-class CountingRanges:
-    """A ByteRanges wrapper that counts the reads."""
-
-    def __init__(self, inner):
-        self.inner, self.source, self.reads = inner, inner.source, []
-
-    def read(self, start: int, end: int) -> bytes:
-        self.reads.append((start, end))
-        return self.inner.read(start, end)
-
-    def size(self) -> int:
-        return self.inner.size()
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 # -- round trips ---------------------------------------------------------------------------------

@@ -169,24 +169,26 @@ def test_a_warm_seek_is_one_ranged_get(tmp_path):
 
 def test_a_time_window_fetches_only_the_blocks_its_index_places_in_it(tmp_path):
     """Each block's time range is in the index, so a window of 15 seconds inside a 300-second
-    object fetches its 5 blocks (6 when the window straddles), not the 100."""
+    object fetches its 5 blocks (6 when the window straddles), not the 100: the first alone (the
+    first record comes after one block), the neighbouring rest in one ranged read."""
     archives.seconds_archive(str(tmp_path), 300, block_records=3, start=T0)
     with open_archive(str(tmp_path)) as archive:
         archive.first_offset("ev", 0)
-        archive.index(archive.objects("ev", 0)[0])  # listing and sidecar, counted apart
+        chunks = archive.index(archive.objects("ev", 0)[0]).chunks  # listed and read apart
         counts = archive.store.requests
-        before = counts.ranged_gets
-        got = [
-            r.offset for _, r in archive.records("ev", from_time=T0 + 30_000, to_time=T0 + 45_000)
-        ]
-        fetched = counts.ranged_gets - before
-        before = counts.ranged_gets
-        straddling = [
-            r.offset for _, r in archive.records("ev", from_time=T0 + 31_000, to_time=T0 + 46_000)
-        ]
-        fetched_straddling = counts.ranged_gets - before
-    assert got == list(range(30, 45)) and fetched == 5
-    assert straddling == list(range(31, 46)) and fetched_straddling == 6
+
+        def window(low_s: int, high_s: int) -> tuple[list[int], int, int]:
+            gets, read = counts.ranged_gets, counts.bytes_read
+            got = archive.records("ev", from_time=T0 + low_s * 1000, to_time=T0 + high_s * 1000)
+            offsets = [r.offset for _, r in got]
+            return offsets, counts.ranged_gets - gets, counts.bytes_read - read
+
+        got, gets, read = window(30, 45)
+        straddling, gets_straddling, read_straddling = window(31, 46)
+    assert got == list(range(30, 45))
+    assert (gets, read) == (2, sum(c.byte_length for c in chunks[10:15]))
+    assert straddling == list(range(31, 46))
+    assert (gets_straddling, read_straddling) == (2, sum(c.byte_length for c in chunks[10:16]))
 
 
 def test_to_pandas_of_an_avro_archive_gives_a_column_per_field(tmp_path):

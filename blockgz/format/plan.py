@@ -1,0 +1,181 @@
+"""Which blocks of an indexed object a read needs, and which byte ranges fetch them.
+
+The one block planner of the readers: a seek in one object
+(:meth:`~blockgz.objects.indexed.IndexedReader.seek`), a seek across an archive's objects
+(:class:`~reader.archive.Archive`, so ``blockgz seek``/``cat``, ``records`` and ``replay``) and
+the Spark scan (:mod:`reader.scan_plan`) all ask :func:`plan_blocks`; :func:`merge_ranges`
+then joins the planned blocks that lie close together in the object into one byte range, so
+neighbouring blocks cost one read (one ``pread``, one ranged GET), as fsspec's
+``merge_offset_ranges`` and Arrow's read coalescing do.
+
+    >>> from blockgz.format.index import BlockIndex, Chunk
+    >>> index = BlockIndex([Chunk(0, 10, 0, 100, 400), Chunk(10, 10, 100, 90, 400),
+    ...                     Chunk(20, 10, 190, 80, 400)])
+    >>> reads = plan_blocks(index, 15, count=10)
+    >>> [(r.block, r.start, r.stop) for r in reads]
+    [(1, 5, 15), (2, 0, 5)]
+    >>> [(s.start, s.end, len(s.reads)) for s in merge_ranges(reads)]
+    [(100, 270, 2)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from blockgz.format.index import BlockIndex, Chunk
+
+#: Bytes between two planned blocks that are still read along rather than asked for apart: a
+#: skipped small block costs less than another request.
+DEFAULT_GAP = 64 * 1024
+
+#: The most compressed bytes one merged range holds (``None``: no limit), so a long read
+#: still comes in pieces that can be fetched ahead in parallel and held in memory.
+DEFAULT_SPAN_BYTES = 2 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class BlockRead:
+    """One block to read: its number in the index, its chunk, and which of its records
+    (positions ``start`` up to ``stop``; ``None``: to its end).
+
+    >>> BlockRead(3, Chunk(30, 10, 0, 99, 400), start=2, stop=20).records
+    8
+    """
+
+    block: int
+    chunk: Chunk
+    start: int = 0
+    stop: int | None = None
+
+    @property
+    def records(self) -> int:
+        """How many records this read gives (by the index)."""
+        total = self.chunk.num_records
+        end = total if self.stop is None else min(self.stop, total)
+        return max(0, end - self.start)
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """One byte range ``[start, end)`` of an object, read at once, and the blocks in it."""
+
+    start: int
+    end: int
+    reads: tuple[BlockRead, ...]
+
+    def piece(self, raw: bytes, read: BlockRead) -> bytes:
+        """The bytes of ``read``'s block out of the span's bytes ``raw``.
+
+        >>> c = Chunk(0, 1, 10, 5, 5)
+        >>> Span(8, 15, (BlockRead(0, c),)).piece(b"..abcde", BlockRead(0, c))
+        b'abcde'
+        """
+        low = read.chunk.byte_offset - self.start
+        return raw[low : low + read.chunk.byte_length]
+
+
+def plan_blocks(
+    index: BlockIndex,
+    begin: int | None = None,
+    count: int | None = None,
+    *,
+    keep: Callable[[Chunk], bool] | None = None,
+) -> list[BlockRead]:
+    """The blocks holding ``count`` records (``None``: all) from offset ``begin`` on, in order.
+
+    ``begin`` ``None`` or before the object's first offset starts at its first block; an
+    offset that was compacted away starts at the next one that exists; one past the last
+    offset raises :class:`~blockgz.errors.OffsetNotFoundError`. ``keep`` leaves out the blocks
+    it refuses (a time window, a scan's filter); their records are not counted.
+
+    >>> from blockgz.format.index import BlockIndex
+    >>> index = BlockIndex([Chunk(0, 5, 0, 9, 9), Chunk(5, 5, 9, 9, 9), Chunk(10, 5, 18, 9, 9)])
+    >>> [(r.block, r.start) for r in plan_blocks(index, 7)]
+    [(1, 2), (2, 0)]
+    >>> [r.block for r in plan_blocks(index, keep=lambda c: c.first_record_offset != 5)]
+    [0, 2]
+    """
+    chunks = index.chunks
+    first = index.first_offset
+    at_start = begin is None or first is None or begin < first
+    start = 0 if at_start else index.locate(begin)
+    needed = count
+    reads: list[BlockRead] = []
+    for block in range(start, len(chunks)):
+        chunk = chunks[block]
+        if keep is not None and not keep(chunk):
+            continue
+        skip = chunk.position_of(begin) if block == start and not at_start else 0
+        reads.append(BlockRead(block, chunk, skip, None if needed is None else skip + needed))
+        if needed is not None:
+            needed -= chunk.num_records - skip
+            if needed <= 0:
+                break
+    return reads
+
+
+def merge_ranges(
+    reads: Iterable[BlockRead],
+    *,
+    gap: int = DEFAULT_GAP,
+    limit: int | None = DEFAULT_SPAN_BYTES,
+    first_alone: bool = False,
+) -> list[Span]:
+    """``reads`` grouped into byte ranges, in order: a block joins the range before it when it
+    starts at most ``gap`` bytes after that range ends and the range stays within ``limit``
+    bytes (a block larger than ``limit`` is a range of its own). Blocks out of file order
+    start a new range. ``first_alone``: the first block is a range of its own, so the first
+    record of an open-ended read comes after one block, not a whole range.
+
+    >>> c = [Chunk(n, 1, n * 10, 10, 10) for n in range(5)]
+    >>> reads = [BlockRead(0, c[0]), BlockRead(1, c[1]), BlockRead(3, c[3]), BlockRead(4, c[4])]
+    >>> [(s.start, s.end) for s in merge_ranges(reads, gap=0)]
+    [(0, 20), (30, 50)]
+    >>> [(s.start, s.end) for s in merge_ranges(reads, gap=10, limit=30)]
+    [(0, 20), (30, 50)]
+    >>> [(s.start, s.end) for s in merge_ranges(reads, gap=10, first_alone=True)]
+    [(0, 10), (10, 50)]
+    """
+    spans: list[Span] = []
+    run: list[BlockRead] = []
+    for read in reads:
+        if run and not _joins(run, read, gap, limit, alone=first_alone and not spans):
+            spans.append(_span(run))
+            run = []
+        run.append(read)
+    if run:
+        spans.append(_span(run))
+    return spans
+
+
+def _joins(run: list[BlockRead], read: BlockRead, gap: int, limit: int | None, alone: bool) -> bool:
+    """Whether ``read`` may be fetched in the same range as ``run``."""
+    if alone:
+        return False
+    start, end = run[0].chunk.byte_offset, run[-1].chunk.byte_end
+    offset = read.chunk.byte_offset
+    if offset < end or offset - end > gap:
+        return False
+    return limit is None or read.chunk.byte_end - start <= limit
+
+
+def _span(run: list[BlockRead]) -> Span:
+    return Span(run[0].chunk.byte_offset, run[-1].chunk.byte_end, tuple(run))
+
+
+def fetched(
+    read_range: Callable[[int, int], bytes], spans: Iterable[Span]
+) -> Iterator[tuple[BlockRead, bytes]]:
+    """``(read, its block's bytes)`` for every read of ``spans``, one ``read_range(start,
+    end)`` per span, as the caller iterates.
+
+    >>> c = [Chunk(n, 1, n * 2, 2, 2) for n in range(3)]
+    >>> got = fetched(lambda a, b: b"aabbcc"[a:b], merge_ranges(BlockRead(n, c[n]) for n in (0, 1)))
+    >>> [(r.block, raw) for r, raw in got]
+    [(0, b'aa'), (1, b'bb')]
+    """
+    for span in spans:
+        raw = read_range(span.start, span.end)
+        for read in span.reads:
+            yield read, span.piece(raw, read)
