@@ -105,7 +105,7 @@ class TopicPartitionWriter:
             type(self.partitioner) is DefaultPartitioner
             and self.encoder.may_pass_through
             and self.converter is None
-            and (self.key_converter is None and config.keys_format != "bytearray")
+            and (self.key_converter is None and config.keys_format_type.writes_companion_runs)
             and not config.rotate_interval_ms
             and not config.rotate_schedule_interval_ms
         )
@@ -396,38 +396,15 @@ class TopicPartitionWriter:
             writer = NoValueFile(self.key_for(encoded, offset), self.topic, self.partition, encoded)
             self.open_files[encoded] = writer
             return writer
-        if cfg.format == "avro":
-            from sink.write.avro_writer import AvroObjectWriter
-
-            assert schema is not None  # the config check makes sure values have schemas
-            writer = AvroObjectWriter(
-                self.store,
-                self.key_for(encoded, offset),
-                schema,
-                codec=cfg.avro_codec,
-                block_size=cfg.block_size,
-                block_records=cfg.block_records,
-                indexed=cfg.avro_index,
-                connect_meta_data=cfg.connect_meta_data,
-                topic=self.topic,
-                partition=self.partition,
-                encoded_partition=encoded,
-            )
-            self.open_files[encoded] = writer
-            return writer
-        writer = ObjectWriter(
+        writer = cfg.value_format.open_writer(
             self.store,
             self.key_for(encoded, offset),
-            cfg.compression,
-            self.codec,
-            framing=cfg.framing,
-            block_size=cfg.block_size,
-            block_records=cfg.block_records,
+            cfg,
+            schema=schema,
             topic=self.topic,
             partition=self.partition,
             encoded_partition=encoded,
         )
-        writer.schema = schema
         self.open_files[encoded] = writer
         return writer
 

@@ -1,0 +1,115 @@
+"""Formats and compressions by name: one :class:`Registry` each, the built-ins registered.
+
+A lookup accepts a name or an alias (Confluent's class name), in any case, and raises
+:class:`~blockgz.errors.ConfigError` naming the option and the allowed values. Adding a format
+is a module with a :class:`~blockgz.formats.base.Format` subclass plus ``FORMATS.register``.
+
+>>> FORMATS.get("io.confluent.connect.s3.format.bytearray.ByteArrayFormat").name
+'bytearray'
+>>> FORMATS.names()
+('json', 'bytearray', 'avro')
+>>> FORMATS.get("parquet")
+Traceback (most recent call last):
+...
+blockgz.errors.ConfigError: format.class: 'parquet' is not allowed; allowed: json, bytearray, ...
+>>> FORMATS.get("json", option="keys.format.class").json_text
+True
+>>> format_of_extension("keys.bin.gz").name, format_of_extension("txt")
+('bytearray', None)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Generic, Protocol, TypeVar
+
+from blockgz.errors import ConfigError
+from blockgz.formats.base import Format
+
+
+class Named(Protocol):
+    name: str
+    aliases: tuple[str, ...]
+
+
+T = TypeVar("T", bound=Named)
+
+
+class Registry(Generic[T]):
+    """Items of one kind by name and alias, in the order they were registered."""
+
+    def __init__(self, option: str):
+        #: The option its names are given in (for error messages).
+        self.option = option
+        self._items: dict[str, T] = {}
+        self._by_name: dict[str, T] = {}
+
+    def register(self, item: T, *, replace: bool = False) -> T:
+        """Add ``item`` under its name and aliases (an existing name only with ``replace``)."""
+        spellings = (item.name, *item.aliases)
+        taken = [s for s in spellings if s.lower() in self._by_name]
+        if taken and not replace:
+            raise ConfigError(f"{self.option}: {', '.join(taken)} is registered already")
+        self._items[item.name] = item
+        for spelling in spellings:
+            self._by_name[spelling.lower()] = item
+        return item
+
+    def unregister(self, name: str) -> None:
+        """Drop the item called ``name`` (and its aliases): for tests and plugins."""
+        item = self._items.pop(name)
+        for spelling in (item.name, *item.aliases):
+            self._by_name.pop(spelling.lower(), None)
+
+    def get(self, name: str, *, option: str | None = None) -> T:
+        """The item called ``name`` (or an alias), ignoring case."""
+        item = self._by_name.get(name.lower())
+        if item is None:
+            raise ConfigError(
+                f"{option or self.option}: {name!r} is not allowed; allowed: {self.allowed()}"
+            )
+        return item
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._items)
+
+    def allowed(self) -> str:
+        """Names first, then aliases, as error messages list them."""
+        aliases = [a for item in self._items.values() for a in item.aliases]
+        return ", ".join([*self._items, *aliases])
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(list(self._items.values()))
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and name.lower() in self._by_name
+
+
+#: ``format.class`` (and ``keys.format.class``, ``headers.format.class``).
+FORMATS: Registry[Format] = Registry("format.class")
+
+
+def format_of_extension(extension: str, bytearray_extension: str = "") -> Format | None:
+    """The format whose objects end with ``extension`` (no leading dot; a ``keys.``/``headers.``
+    role and a ``.gz`` are allowed), ``None`` when no registered format names it.
+    ``bytearray_extension`` is the layout's ``format.bytearray.extension``."""
+    core = extension.removesuffix(".gz")
+    head, _, rest = core.partition(".")
+    if head in ("keys", "headers") and rest:
+        core = rest
+    for fmt in FORMATS:
+        if core in fmt.extensions(bytearray_extension):
+            return fmt
+    return None
+
+
+def _register_builtins() -> None:
+    from blockgz.formats.avro import AvroFormat
+    from blockgz.formats.bytearray import ByteArrayFormat
+    from blockgz.formats.json import JsonFormat
+
+    for fmt in (JsonFormat(), ByteArrayFormat(), AvroFormat()):
+        FORMATS.register(fmt)
+
+
+_register_builtins()
