@@ -10,7 +10,7 @@ they are key/value lists).
 >>> ByteArrayEncoder(b"\\n").encode(Record(value=b"\\x00raw"))
 b'\\x00raw'
 >>> ByteArrayFormat().extensions(".dat")
-('bin', 'dat')
+('bin', 'dat', '')
 """
 
 from __future__ import annotations
@@ -42,10 +42,12 @@ class ByteArrayFormat(Format):
         return settings.bytearray_extension
 
     def extensions(self, bytearray_extension: str = "") -> tuple[str, ...]:
+        """``bin``, the layout's ``format.bytearray.extension``, and ``""``: an object named
+        only ``.gz`` (DeviantArt's connector) holds records as their bytes."""
         found = [self.default_extension.lstrip(".")]
         if bytearray_extension and bytearray_extension.lstrip(".") not in found:
             found.append(bytearray_extension.lstrip("."))
-        return tuple(found)
+        return (*found, "")
 
     def check(self, settings: Any, options: Any) -> None:
         kind = settings.value_converter.kind

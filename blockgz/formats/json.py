@@ -22,6 +22,7 @@ b'\\x00\\x01'
 
 from __future__ import annotations
 
+import json as stdlib_json  # this module is blockgz.formats.json; the standard library's
 from typing import Any
 
 import orjson
@@ -89,7 +90,7 @@ class JsonFormat(Format):
 
     def decode_entry(self, entry: Any) -> Any:
         """JSON parsed: text and ``{"base64": ...}`` back to bytes, a headers list as it is."""
-        doc = orjson.loads(entry)
+        doc = stdlib_json.loads(entry)  # as readers always did (numbers beyond 64 bits too)
         return doc if isinstance(doc, list) else from_text(doc)
 
 

@@ -21,10 +21,13 @@ True
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from blockgz.errors import ConfigError
+from blockgz.errors import ConfigError, UnknownFormatError
 from blockgz.formats.base import Format
+
+if TYPE_CHECKING:
+    from blockgz.layout import ObjectRef
 
 
 class Named(Protocol):
@@ -92,8 +95,9 @@ FORMATS: Registry[Format] = Registry("format.class")
 def format_of_extension(extension: str, bytearray_extension: str = "") -> Format | None:
     """The format whose objects end with ``extension`` (no leading dot; a ``keys.``/``headers.``
     role and a ``.gz`` are allowed), ``None`` when no registered format names it.
-    ``bytearray_extension`` is the layout's ``format.bytearray.extension``."""
-    core = extension.removesuffix(".gz")
+    ``bytearray_extension`` is the layout's ``format.bytearray.extension``. A bare ``gz``
+    (DeviantArt's connector) names records kept as their bytes."""
+    core = "" if extension == "gz" else extension.removesuffix(".gz")
     head, _, rest = core.partition(".")
     if head in ("keys", "headers") and rest:
         core = rest
@@ -101,6 +105,32 @@ def format_of_extension(extension: str, bytearray_extension: str = "") -> Format
         if core in fmt.extensions(bytearray_extension):
             return fmt
     return None
+
+
+def format_of(ref: ObjectRef) -> Format:
+    """The format of the object ``ref`` names (its layout's ``format.bytearray.extension``
+    included); raises :class:`~blockgz.errors.UnknownFormatError` when no registered format
+    names its extension, rather than reading it as bytes.
+
+    >>> from blockgz.layout import Layout
+    >>> key = "t+0+0000000000.keys.dat"
+    >>> format_of(Layout(bytearray_extension=".dat").parse_data_key(key)).name
+    'bytearray'
+    >>> format_of(Layout().parse_data_key(key, any_extension=True))
+    Traceback (most recent call last):
+    ...
+    blockgz.errors.UnknownFormatError: t+0+0000000000.keys.dat: no format blockgz knows ends ...
+    """
+    fmt = format_of_extension(ref.extension, ref.bytearray_extension)
+    if fmt is None:
+        known = ", ".join(
+            f".{ext}" for f in FORMATS for ext in f.extensions(ref.bytearray_extension) if ext
+        )
+        raise UnknownFormatError(
+            f"{ref.key}: no format blockgz knows ends with .{ref.extension} (known: {known}, "
+            "gzipped or not); it is not read (written by a newer blockgz? upgrade to read it)"
+        )
+    return fmt
 
 
 def _register_builtins() -> None:
