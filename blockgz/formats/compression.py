@@ -22,7 +22,7 @@ import zlib
 from typing import Any, ClassVar
 
 from blockgz.format.codec import Compression
-from blockgz.formats.registry import Registry
+from blockgz.named import Registry
 
 
 class CompressionType:

@@ -49,7 +49,7 @@ from blockgz.store import ObjectStore, StoreTarget
 from sink.convert.connect_json import DECIMAL_FORMATS
 from sink.convert.converters import JSON, ConverterSettings
 from sink.convert.evolution import COMPATIBILITIES
-from sink.partitioning.settings import PartitionerSettings
+from sink.partitioning.settings import DefaultSettings, PartitionerSettings
 from sink.partitioning.zones import parse_timezone
 from sink.write.deadletter import STORE_OPTION, DeadLetterSettings
 
@@ -316,7 +316,7 @@ class SinkConfig:
     timezone: str = "UTC"
     null_behavior: str = "fail"
     tombstone_partition: str = "tombstone"
-    partitioning: PartitionerSettings = field(default_factory=PartitionerSettings)
+    partitioning: PartitionerSettings = field(default_factory=DefaultSettings)
     epoch: str = ""
     dead_letters: DeadLetterSettings = field(default_factory=DeadLetterSettings)
     #: ``module:function`` turning the task's input rows into Kafka records, with its options.
@@ -421,9 +421,7 @@ class SinkConfig:
     def records_intents(self) -> bool:
         """Whether tasks record the directories they write ahead (:mod:`blockgz.intents`):
         under a field or time partitioner, whose objects may land in any directory."""
-        from sink.partitioning.partitioners import DefaultPartitioner
-
-        return type(self.partitioner()) is not DefaultPartitioner
+        return not self.partitioner().partition_directories
 
     @property
     def extension(self) -> str:

@@ -39,7 +39,6 @@ from blockgz.store.base import ObjectStore
 from blockgz.store.s3 import offset_tags
 from sink.convert.evolution import SchemaPolicy
 from sink.convert.schemas import ValueSchema
-from sink.partitioning.partitioners import DefaultPartitioner
 from sink.records import KafkaRecord
 from sink.write.companions import Companions
 from sink.write.config import SinkConfig
@@ -102,7 +101,7 @@ class TopicPartitionWriter:
         )
         #: Whether :meth:`write_values` may take whole runs of records.
         self.writes_runs = (
-            type(self.partitioner) is DefaultPartitioner
+            self.partitioner.partition_directories
             and self.encoder.may_pass_through
             and self.converter is None
             and (self.key_converter is None and config.keys_format_type.writes_companion_runs)
@@ -113,7 +112,7 @@ class TopicPartitionWriter:
         #: Under a field or time partitioner, the directories written are recorded first.
         self.intents = (
             None
-            if type(self.partitioner) is DefaultPartitioner
+            if self.partitioner.partition_directories
             else DirectoryIntents(store, prefix, config.layout, config.name, topic, partition)
         )
 
