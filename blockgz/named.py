@@ -41,6 +41,8 @@ class Registry(Generic[T]):
         self.option = option
         self._items: dict[str, T] = {}
         self._by_name: dict[str, T] = {}
+        #: Bumped on every change, so that what is derived from the items can be cached.
+        self.version = 0
 
     def register(self, item: T, *, replace: bool = False) -> T:
         """Add ``item`` under its name and aliases (an existing name only with ``replace``)."""
@@ -51,6 +53,7 @@ class Registry(Generic[T]):
         self._items[item.name] = item
         for spelling in spellings:
             self._by_name[spelling.lower()] = item
+        self.version += 1
         return item
 
     def unregister(self, name: str) -> None:
@@ -58,6 +61,7 @@ class Registry(Generic[T]):
         item = self._items.pop(name)
         for spelling in (item.name, *item.aliases):
             self._by_name.pop(spelling.lower(), None)
+        self.version += 1
 
     def get(self, name: str, *, option: str | None = None) -> T:
         """The item called ``name`` (or an alias), ignoring case."""

@@ -21,7 +21,7 @@ True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from blockgz.errors import UnknownFormatError
 from blockgz.formats.base import Format
@@ -40,14 +40,33 @@ def format_of_extension(extension: str, bytearray_extension: str = "") -> Format
     role and a ``.gz`` are allowed), ``None`` when no registered format names it.
     ``bytearray_extension`` is the layout's ``format.bytearray.extension``. A bare ``gz``
     (DeviantArt's connector) names records kept as their bytes."""
+    cached = _OF_EXTENSION.get((extension, bytearray_extension, FORMATS.version), _UNSEEN)
+    if cached is not _UNSEEN:
+        return cached  # readers ask per record: answered from a dict
     core = "" if extension == "gz" else extension.removesuffix(".gz")
     head, _, rest = core.partition(".")
     if head in ("keys", "headers") and rest:
         core = rest
-    for fmt in FORMATS:
-        if core in fmt.extensions(bytearray_extension):
-            return fmt
-    return None
+    found = _by_extension(bytearray_extension).get(core)
+    _OF_EXTENSION[(extension, bytearray_extension, FORMATS.version)] = found
+    return found
+
+
+_UNSEEN: Any = object()
+_OF_EXTENSION: dict[tuple[str, str, int], Format | None] = {}
+_EXTENSIONS: dict[tuple[str, int], dict[str, Format]] = {}
+
+
+def _by_extension(bytearray_extension: str) -> dict[str, Format]:
+    """Extension -> format (readers ask per object: looked up once per registry version)."""
+    found = _EXTENSIONS.get((bytearray_extension, FORMATS.version))
+    if found is None:
+        found = {}
+        for fmt in FORMATS:
+            for ext in fmt.extensions(bytearray_extension):
+                found.setdefault(ext, fmt)
+        _EXTENSIONS[(bytearray_extension, FORMATS.version)] = found
+    return found
 
 
 def format_of(ref: ObjectRef) -> Format:

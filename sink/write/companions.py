@@ -72,6 +72,11 @@ class Companions:
         self.config = config
         self.writers = writers
         self.key_converter = key_converter
+        #: Each role's format, looked up once (entries are made per record).
+        self.formats: dict[str, Format] = {
+            KEYS: config.keys_format_type,
+            HEADERS: config.headers_format_type,
+        }
         #: The last record's decoded key: accepts() and encode() ask for the same record.
         self._decoded: tuple[KafkaRecord, tuple[ValueSchema, Any]] | None = None
 
@@ -134,11 +139,7 @@ class Companions:
     def accepts(self, record: KafkaRecord) -> bool:
         """Whether the record's key fits the keys file (an Avro keys file has one schema)."""
         writer = self.writers.get(KEYS)
-        if (
-            writer is None
-            or not self.config.keys_format_type.one_schema_per_object
-            or record.key is None
-        ):
+        if writer is None or not self.formats[KEYS].one_schema_per_object or record.key is None:
             return True
         return _nullable(self._key(record)[0]).same_as(writer.schema)
 
@@ -147,7 +148,7 @@ class Companions:
         entries: dict[str, Any] = {}
         if KEYS in self.writers:
             schema, key = self._key(record)
-            entries[KEYS] = self.config.keys_format_type.encode_key(
+            entries[KEYS] = self.formats[KEYS].encode_key(
                 record,
                 schema,
                 key,
@@ -155,8 +156,7 @@ class Companions:
                 writer=self.writers[KEYS],
             )
         if HEADERS in self.writers:
-            fmt = self.config.headers_format_type
-            entries[HEADERS] = fmt.encode_headers(record, record.headers)
+            entries[HEADERS] = self.formats[HEADERS].encode_headers(record, record.headers)
         return entries
 
     def write(self, entries: dict[str, Any], offset: int) -> None:
@@ -173,16 +173,13 @@ class Companions:
             if writer is None:
                 continue
             assert column is not None, f"the batch path needs the run's {role}"
-            fmt = self._format(role)
+            fmt = self.formats[role]
             encoded = fmt.encode_column(role, column)
             if encoded is not None:
                 data, ends = encoded
                 writer.write_encoded(data, ends, offsets)
                 continue
             writer.write_many(fmt.column_entries(role, column.to_pylist()), offsets)
-
-    def _format(self, role: str) -> Format:
-        return self.config.keys_format_type if role == KEYS else self.config.headers_format_type
 
     # -- finishing ----------------------------------------------------------------------------
     def close(self) -> list[WrittenFile]:
