@@ -21,14 +21,20 @@ True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from blockgz.errors import UnknownFormatError
 from blockgz.formats.base import Format
 from blockgz.named import Registry
 
-if TYPE_CHECKING:
-    from blockgz.layout import ObjectRef
+
+class ObjectName(Protocol):
+    """What :func:`format_of` reads of an object (a :class:`blockgz.layout.ObjectRef`; the
+    formats do not import the layout, which asks them)."""
+
+    key: str
+    extension: str
+    bytearray_extension: str
 
 
 #: ``format.class`` (and ``keys.format.class``, ``headers.format.class``).
@@ -69,7 +75,7 @@ def _by_extension(bytearray_extension: str) -> dict[str, Format]:
     return found
 
 
-def format_of(ref: ObjectRef) -> Format:
+def format_of(ref: ObjectName) -> Format:
     """The format of the object ``ref`` names (its layout's ``format.bytearray.extension``
     included); raises :class:`~blockgz.errors.UnknownFormatError` when no registered format
     names its extension, rather than reading it as bytes.

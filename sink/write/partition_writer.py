@@ -81,7 +81,6 @@ class TopicPartitionWriter:
         self.converter = config.value_converter.build() if config.decodes_values else None
         self.key_converter = config.key_converter.build() if config.store_keys else None
         self.schemas = SchemaPolicy(config.schema_compatibility)
-        self.codec = config.compression_settings()
         self.clock = clock
         self.on_file = on_file
         #: Where bad records go under ``errors.tolerance=all`` (``None``: they fail the batch).
