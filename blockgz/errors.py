@@ -51,6 +51,11 @@ class CorruptBlockError(BlockGzError, ValueError):
         self.byte_offset = byte_offset
 
 
+class UnknownFormatError(BlockGzError, ValueError):
+    """An object's extension names no format blockgz knows, so it is not read as records of
+    any (readers report it instead of guessing)."""
+
+
 class CorruptManifestError(BlockGzError, ValueError):
     """A batch manifest (or a catalog root, segment or intent) is not valid JSON or lacks what
     it holds."""

@@ -65,10 +65,6 @@ LAYOUT_KINDS = ("confluent", "deviantart")
 MANIFEST_SUFFIX = ".json"
 DEFAULT_MANIFEST_DIR = "_blockgz"
 DEFAULT_BYTEARRAY_EXTENSION = ".bin"
-#: What follows the start offset in the name of an object the sink writes, for each bytearray
-#: extension ``{b}``: values, and the ``keys``/``headers`` companions, gzipped or not (Avro
-#: compresses inside the file).
-_EXTENSION_SHAPES = ("json", "json.gz", "{b}", "{b}.gz", "avro")
 _BATCH_DIGITS = 20
 _MANIFEST_NAME = re.compile(
     r"^(?:(?P<epoch>[0-9A-Za-z]+)-)?(?P<batch>\d{20}|batch-[0-9a-f]+)\.json$"
@@ -185,6 +181,8 @@ class ObjectRef:
     #: The range of its records' Kafka timestamps (epoch ms), when the catalog knows it.
     min_timestamp: int | None = None
     max_timestamp: int | None = None
+    #: The ``format.bytearray.extension`` of the layout that named it (see :attr:`format`).
+    bytearray_extension: str = ""
 
     @property
     def compressed(self) -> bool:
@@ -201,15 +199,30 @@ class ObjectRef:
         return head if head in ("keys", "headers") else "value"
 
     @property
-    def format(self) -> str:
-        """``avro``, ``json`` or ``bytearray``, from the extension."""
-        ext = self.extension.removesuffix(".gz").split(".")[-1]
-        return ext if ext in ("avro", "json") else "bytearray"
+    def format(self) -> str | None:
+        """The name of the format its extension names (``json``, ``avro``; ``bytearray`` for
+        ``.bin`` and the layout's ``format.bytearray.extension``), or ``None`` when no
+        registered format names it: such an object is not read as records of any format
+        (readers report it: :func:`blockgz.formats.registry.format_of`).
+
+        >>> layout = Layout()
+        >>> [layout.parse_data_key(f"t+0+0000000042.{ext}", any_extension=True).format
+        ...  for ext in ("json.gz", "keys.bin", "avro", "txt")]
+        ['json', 'bytearray', 'avro', None]
+        """
+        from blockgz.formats.registry import format_of_extension
+
+        fmt = format_of_extension(self.extension, self.bytearray_extension)
+        return None if fmt is None else fmt.name
 
     @property
     def is_avro(self) -> bool:
-        """An Avro container file (its blocks are indexed as a block-GZIP object's are)."""
-        return self.extension == "avro"
+        """A value object of a format that compresses inside (an Avro container file: its
+        blocks are indexed as a block-GZIP object's are)."""
+        from blockgz.formats.registry import format_of_extension
+
+        fmt = format_of_extension(self.extension)
+        return self.role == "value" and fmt is not None and fmt.compresses_inside
 
     @property
     def seekable(self) -> bool:
@@ -345,17 +358,23 @@ class Layout:
     @cached_property
     def extensions(self) -> frozenset[str]:
         """The extensions (no leading dot) a data object's name may end with: those the sink
-        writes for values and their ``keys``/``headers`` companions, with ``.bin`` and this
-        layout's ``format.bytearray.extension``.
+        writes for values and their ``keys``/``headers`` companions in every registered format
+        (:data:`blockgz.formats.registry.FORMATS`), with ``.bin`` and this layout's
+        ``format.bytearray.extension``; gzipped unless the format compresses inside.
 
         >>> sorted(e for e in Layout(bytearray_extension=".dat").extensions if "." not in e)
         ['avro', 'bin', 'dat', 'json']
         """
+        from blockgz.formats.registry import FORMATS
+
         found = set()
-        for b in {DEFAULT_BYTEARRAY_EXTENSION, self.bytearray_extension}:
-            for shape in _EXTENSION_SHAPES:
-                ext = shape.format(b=b.lstrip("."))
-                found.update((ext, f"keys.{ext}", f"headers.{ext}"))
+        for fmt in FORMATS:
+            for base in fmt.extensions(self.bytearray_extension):
+                if not base:
+                    continue  # a bare .gz is DeviantArt's name, not this layout's
+                shapes = (base,) if fmt.compresses_inside else (base, f"{base}.gz")
+                for ext in shapes:
+                    found.update((ext, f"keys.{ext}", f"headers.{ext}"))
         return frozenset(found)
 
     def exact_start(self, digits: str) -> bool:
@@ -418,6 +437,7 @@ class Layout:
             extension=ext,
             directory=directory,
             size=size,
+            bytearray_extension=self.bytearray_extension,
         )
 
     # -- the job's own objects: manifests, catalog, dead letters, intents ----------------------

@@ -1,5 +1,9 @@
 """Records with the keys and headers kept in the ``.keys``/``.headers`` objects beside them.
 
+Each entry is decoded by the format its object's extension names
+(:meth:`blockgz.formats.base.Format.decode_entry`); an object whose extension names no format
+raises :class:`~blockgz.errors.UnknownFormatError` instead of being read as bytes.
+
 >>> from blockgz.format.decode import Record
 >>> decoded_entry("json", b'{"base64": "AAE="}')
 b'\\x00\\x01'
@@ -7,12 +11,12 @@ b'\\x00\\x01'
 
 from __future__ import annotations
 
-import base64
-import json
 from dataclasses import replace
 from typing import Any
 
 from blockgz.format.decode import Record
+from blockgz.formats.base import from_text
+from blockgz.formats.registry import FORMATS, format_of
 from blockgz.layout import ObjectRef
 
 
@@ -34,7 +38,7 @@ def with_companions(refs: list[ObjectRef]) -> list[ObjectRef]:
 
 def with_entries(record: Record, companions: tuple[ObjectRef, ...], entries: list[Any]) -> Record:
     """The record with the key and headers its ``.keys``/``.headers`` entries hold."""
-    found = {c.role: decoded_entry(c.format, e) for c, e in zip(companions, entries, strict=True)}
+    found = {c.role: format_of(c).decode_entry(e) for c, e in zip(companions, entries, strict=True)}
     headers = record.headers
     if "headers" in found:  # no headers and an empty list are the same to Kafka
         kept = found["headers"]
@@ -49,19 +53,9 @@ def with_entries(record: Record, companions: tuple[ObjectRef, ...], entries: lis
 
 
 def decoded_entry(fmt: str, entry: Any) -> Any:
-    """A keys/headers entry as stored -> Python: JSON parsed (text and base64 to bytes)."""
-    if fmt == "json":
-        doc = json.loads(entry)
-        return doc if isinstance(doc, list) else from_text(doc)
-    if isinstance(entry, str):  # an Avro "string" key
-        return entry.encode()
-    return entry  # bytearray bytes, Avro bytes, a decoded Avro key or headers list
+    """A keys/headers entry as stored -> Python, as format ``fmt`` decodes it (JSON parsed,
+    text and base64 to bytes)."""
+    return FORMATS.get(fmt).decode_entry(entry)
 
 
-def from_text(doc: Any) -> Any:
-    """Text back to bytes, ``{"base64": ...}`` to its bytes; other JSON as it is."""
-    if isinstance(doc, str):
-        return doc.encode()
-    if isinstance(doc, dict) and set(doc) == {"base64"}:
-        return base64.b64decode(doc["base64"])
-    return doc
+__all__ = ["decoded_entry", "from_text", "with_companions", "with_entries"]

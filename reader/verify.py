@@ -29,8 +29,10 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from blockgz.errors import BlockGzError
+from blockgz.errors import BlockGzError, UnknownFormatError
 from blockgz.format.framing import Framing
+from blockgz.formats.registry import format_of
+from blockgz.layout import ObjectRef
 from blockgz.objects.indexed import IndexedReader, VerifyReport
 from blockgz.objects.stream import stream_records
 from blockgz.store import ObjectStore
@@ -95,6 +97,8 @@ def check_object(
     """Add ``row``'s line to ``check``: an ok line, or its problems."""
     url = archive.store.url(row.key)
     ref = archive.layout.parse_data_key(row.key, size=row.size, any_extension=True)
+    if ref is not None and _unknown_format(archive, ref, check):
+        return
     if row.indexed and ref is not None:
         with IndexedReader.open_object(archive.store, row.key, archive.index(ref)) as obj:
             report = (check_indexed or IndexedReader.verify)(obj)
@@ -119,6 +123,16 @@ def check_object(
         check.problems.append(problem)
     else:
         check.lines.append(line)
+
+
+def _unknown_format(archive: Archive, ref: ObjectRef, check: TopicCheck) -> bool:
+    """Report an object whose extension names no format (it is not read as any)."""
+    try:
+        format_of(ref)
+    except UnknownFormatError as exc:
+        check.problems.append(f"unknown format: {exc}")
+        return True
+    return False
 
 
 def read_whole(

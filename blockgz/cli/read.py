@@ -72,14 +72,27 @@ def _json_named(key: str) -> bool:
     >>> _json_named("t+0+0000000000.json.index.json"), _json_named("t+0+0000000000.bin.gz")
     (True, False)
     """
+    fmt = _named_format(key)
+    return fmt is not None and fmt.json_text
+
+
+def _named_format(key: str):
+    """The format an object's name (or its ``.index.json``'s) names, ``None`` for none."""
+    from blockgz.formats.registry import format_of_extension
     from blockgz.layout import data_key_for
 
-    return data_key_for(key).removesuffix(".gz").endswith(".json")
+    name = data_key_for(key).rpartition("/")[2].removesuffix(".gz")
+    return format_of_extension(name.rpartition(".")[2]) if "." in name else None
 
 
 def _json_archive(refs) -> bool:
-    """Whether every object read is JSON-format (a JSON archive: values are JSON text)."""
-    return bool(refs) and all(ref.format == "json" and ref.role == "value" for ref in refs)
+    """Whether every object read is of a format of JSON text (a JSON archive)."""
+    from blockgz.formats.registry import FORMATS
+
+    return bool(refs) and all(
+        ref.role == "value" and ref.format is not None and FORMATS.get(ref.format).json_text
+        for ref in refs
+    )
 
 
 def _archive(target: str, topic: str | None, partition: int | None, options: dict):
@@ -183,7 +196,8 @@ def cat(target, output, topic, partition, endpoint_url, options) -> None:
 
         store, key = split_object_url(target, options)
         key = data_key_for(key)
-        if key.endswith(".avro") or output == "json":
+        named = _named_format(key)
+        if (named is not None and named.compresses_inside) or output == "json":
             from blockgz.format.framing import framing_from_options
             from blockgz.layout import Layout
             from blockgz.objects.stream import stream_records

@@ -325,7 +325,7 @@ class AvroBlockWriter:
         """Append records already encoded in this file's schema: record ``i`` is
         ``data[ends[i-1]:ends[i]]`` (``data`` bytes-like, e.g. a numpy ``uint8`` array) and
         holds ``offsets[i]``. Blocks are cut exactly where :meth:`write` would cut them; the
-        bytes are trusted to match the schema (see :mod:`sink.write.arrow_entries`).
+        bytes are trusted to match the schema (see :mod:`blockgz.formats.arrow_entries`).
         """
         offsets = offsets.tolist() if hasattr(offsets, "tolist") else list(offsets)
         count = len(offsets)

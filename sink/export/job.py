@@ -34,7 +34,6 @@ from blockgz.lease import Lease, lease_key
 from blockgz.manifests import EARLIEST, Offsets, new_epoch
 from sink.export.config import ExportConfig
 from sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
-from sink.partitioning.partitioners import DefaultPartitioner
 from sink.write.config import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
 
 log = logging.getLogger("blockgz.export")
@@ -379,7 +378,7 @@ def resume_from_manifests(
         else:
             start[(topic, part)] = _fallback_offset(fallback, topic, part)
     removed = manifests.remove_uncommitted(
-        committed, partition_directories=type(job.sink.partitioner()) is DefaultPartitioner
+        committed, partition_directories=job.sink.partitioner().partition_directories
     )
     by_topic: dict[str, dict[str, int]] = {}
     for (topic, part), offset in sorted(start.items()):

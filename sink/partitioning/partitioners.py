@@ -47,6 +47,7 @@ import numbers
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from datetime import tzinfo
+from typing import Any
 
 from blockgz.errors import ConfigError
 from blockgz.layout import check_directory_delim, default_partition
@@ -83,7 +84,17 @@ class Partitioner(ABC):
 
     #: Same record, same partition, on every run: what exactly-once replays rely on.
     deterministic: bool = True
+    #: Whether each Kafka partition's records go to one directory named by the partition alone
+    #: (``partition=<p>``): readers then find a partition's objects by listing it, tasks record
+    #: no directory intents, and runs of records are written at once. A class says so itself;
+    #: a subclass does not inherit it (it may place records elsewhere).
+    partition_directories: bool = False
     directory_delim: str = "/"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "partition_directories" not in cls.__dict__:
+            cls.partition_directories = False
 
     def configure(self, options: Mapping[str, str]) -> None:
         """Read settings from the sink options; the base class reads ``directory.delim``."""
@@ -109,6 +120,8 @@ class DefaultPartitioner(Partitioner):
     >>> DefaultPartitioner().encode_partition(KafkaRecord("t", 7, 0, None, None, b"1"))
     'partition=7'
     """
+
+    partition_directories = True
 
     def __init__(self, directory_delim: str = "/", lowercase: bool = False):
         self.directory_delim = directory_delim

@@ -1,8 +1,12 @@
 """The partitioner options, read and checked once: :class:`PartitionerSettings`.
 
-``partitioner.class`` names one of Confluent's partitioners (or a ``module:Class``); the
-settings object keeps what it needs, typed, and :meth:`PartitionerSettings.build` makes a fresh
-partitioner in each write task. :func:`build_partitioner` does both at once.
+``partitioner.class`` names one of Confluent's partitioners (or a ``module:Class``). Each has
+its own settings class (:class:`DefaultSettings`, :class:`FieldSettings`,
+:class:`TimeBasedSettings`, :class:`DailySettings`, :class:`HourlySettings`, and
+:class:`CustomSettings` for a user's class), registered by name in :data:`PARTITIONERS`; it
+keeps what its partitioner needs, typed, and :meth:`PartitionerSettings.build` makes a fresh
+partitioner in each write task. :func:`build_partitioner` does both at once. What a partitioner
+can do is its own attribute (``Partitioner.partition_directories``), not a type check.
 
     >>> from sink.records import KafkaRecord
     >>> build_partitioner({"partitioner.class": "daily", "locale": "en", "timezone": "UTC",
@@ -15,10 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from blockgz.errors import ConfigError
 from blockgz.layout import Layout
+from blockgz.named import Registry
 from blockgz.options import Options, as_options
 from sink.partitioning.partitioners import (
     DailyPartitioner,
@@ -51,18 +56,6 @@ PARTITIONER_OPTIONS = frozenset(
 )
 
 
-_KINDS = {
-    "default": "DefaultPartitioner",
-    "field": "FieldPartitioner",
-    "time": "TimeBasedPartitioner",
-    "daily": "DailyPartitioner",
-    "hourly": "HourlyPartitioner",
-}
-_PARTITIONER_ALIASES = {"timebased": "time"}
-for _kind, _cls in _KINDS.items():
-    for _spelling in (_kind, _cls, CONFLUENT_PARTITIONERS + _cls):
-        _PARTITIONER_ALIASES[_spelling.lower()] = _kind
-
 PARTITIONER_ALLOWED = (
     "default, field, time (or timebased), daily, hourly, their class names "
     f"{CONFLUENT_PARTITIONERS}{{Default,Field,TimeBased,Daily,Hourly}}Partitioner, or "
@@ -77,12 +70,17 @@ def partitioner_kind(name: str) -> str:
     >>> partitioner_kind(CONFLUENT_PARTITIONERS + "DailyPartitioner")
     'daily'
     """
+    return settings_class(name).name
+
+
+def settings_class(name: str) -> type[PartitionerSettings]:
+    """The settings class of ``partitioner.class=name``: a registered one, or
+    :class:`CustomSettings` for a ``module:Class``."""
     name = name or "default"
-    kind = _PARTITIONER_ALIASES.get(name.lower())
-    if kind:
-        return kind
+    if name in PARTITIONERS:
+        return PARTITIONERS.get(name)
     if ":" in name or ("." in name and not name.lower().startswith("io.confluent.")):
-        return "custom"
+        return CustomSettings
     if name.lower().startswith("io.confluent."):
         raise ConfigError(
             f"partitioner.class: {name!r} is not available in blockgz; "
@@ -93,7 +91,8 @@ def partitioner_kind(name: str) -> str:
 
 @dataclass(frozen=True)
 class PartitionerSettings:
-    """The partitioner options (Confluent's names and defaults unless noted), read once.
+    """The partitioner options (Confluent's names and defaults unless noted), read once; one
+    subclass per partitioner, registered in :data:`PARTITIONERS`.
 
     ``partitioner.class`` (``default``), ``partition.field.name``, ``path.format``,
     ``partition.duration.ms``, ``locale``, ``timezone``, ``timestamp.extractor``
@@ -111,19 +110,27 @@ class PartitionerSettings:
     'year=...'
     """
 
-    kind: str = "default"
+    #: ``partitioner.class``'s short name and the class names it is also known by.
+    name: ClassVar[str] = ""
+    aliases: ClassVar[tuple[str, ...]] = ()
+    #: Options it cannot do without.
+    required: ClassVar[tuple[str, ...]] = ()
+    #: Whether records are placed by their time (an extractor reads it).
+    time_based: ClassVar[bool] = False
+
     directory_delim: str = "/"
     file_delim: str = "+"
     lowercase: bool = False
-    fields: tuple[str, ...] = ()
-    path_format: str = ""
-    duration_ms: int = 0
     locale: str = ""
     timezone: str = ""
     extractor: str = "Wallclock"
     timestamp_field: str = "timestamp"
-    custom_class: str = ""
     plugin_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+
+    @property
+    def kind(self) -> str:
+        """``default``, ``field``, ``time``, ``daily``, ``hourly`` or ``custom``."""
+        return self.name
 
     @classmethod
     def from_options(cls, options: Options, layout: Layout | None = None) -> PartitionerSettings:
@@ -133,64 +140,153 @@ class PartitionerSettings:
         """
         layout = layout or Layout.from_options(options)
         name = options.text("partitioner.class", "default")
-        kind = partitioner_kind(name)
+        kind = settings_class(name)
+        missing = [key for key in kind.required if not options.given(key)]
+        if missing:
+            raise ConfigError(
+                f"partitioner.class={kind.name} needs {', '.join(missing)}; e.g. "
+                + ", ".join(_EXAMPLES[key] for key in missing)
+            )
         extractor = options.text("timestamp.extractor", "Wallclock")
-        time_based = kind in ("time", "daily", "hourly")
-        if time_based:
-            required = ["locale", "timezone"]
-            if kind == "time":
-                required = ["path.format", "partition.duration.ms", *required]
-            missing = [key for key in required if not options.given(key)]
-            if missing:
-                raise ConfigError(
-                    f"partitioner.class={kind} needs {', '.join(missing)}; e.g. "
-                    + ", ".join(_EXAMPLES[key] for key in missing)
-                )
-        plugin = kind == "custom" or (time_based and extractor.lower() not in _EXTRACTOR_NAMES)
-        settings = cls(
-            kind=kind,
+        settings = kind(
             directory_delim=layout.directory_delim,
             file_delim=layout.file_delim,
             lowercase=options.flag("partition.path.lowercase", False),
-            fields=tuple(_field_list(options.text("partition.field.name")))
-            if kind == "field"
-            else (),
-            path_format=options.text("path.format") if kind == "time" else "",
-            duration_ms=options.integer("partition.duration.ms", 0, low=1, hint=_DURATION_HINT)
-            if kind == "time"
-            else 0,
             locale=options.text("locale"),
             timezone=options.text("timezone"),
             extractor=extractor,
             timestamp_field=options.text("timestamp.field", "timestamp"),
-            custom_class=name if kind == "custom" else "",
-            plugin_options=dict(options) if plugin else {},
+            plugin_options=dict(options) if kind.takes_plugin_options(extractor) else {},
+            **kind.own_settings(options, name),
         )
         settings.build()
         return settings
 
+    @classmethod
+    def own_settings(cls, options: Options, name: str) -> dict[str, Any]:
+        """The settings of this partitioner alone, read from ``options``."""
+        return {}
+
+    @classmethod
+    def takes_plugin_options(cls, extractor: str) -> bool:
+        """Whether a user's class (the partitioner, or its ``extractor``) gets every option."""
+        return cls.time_based and extractor.lower() not in _EXTRACTOR_NAMES
+
     def build(self) -> Partitioner:
         """A fresh partitioner (each write task builds its own)."""
-        common: dict[str, Any] = {
-            "directory_delim": self.directory_delim,
-            "lowercase": self.lowercase,
+        raise NotImplementedError
+
+    def _common(self) -> dict[str, Any]:
+        return {"directory_delim": self.directory_delim, "lowercase": self.lowercase}
+
+    def _extractor(self):
+        return build_extractor(self.extractor, self.timestamp_field, self.plugin_options)
+
+
+def _aliases(cls: str, *more: str) -> tuple[str, ...]:
+    """``more`` short names, then the class name bare and as Confluent spells it."""
+    return (*more, cls, CONFLUENT_PARTITIONERS + cls)
+
+
+@dataclass(frozen=True)
+class DefaultSettings(PartitionerSettings):
+    """``partitioner.class=default``: ``partition=<kafka partition>``."""
+
+    name = "default"
+    aliases = _aliases("DefaultPartitioner")
+
+    def build(self) -> Partitioner:
+        return DefaultPartitioner(self.directory_delim, self.lowercase)
+
+
+@dataclass(frozen=True)
+class FieldSettings(PartitionerSettings):
+    """``partitioner.class=field``: ``f1=v1/f2=v2`` from ``partition.field.name``."""
+
+    name = "field"
+    aliases = _aliases("FieldPartitioner")
+    fields: tuple[str, ...] = ()
+
+    @classmethod
+    def own_settings(cls, options: Options, name: str) -> dict[str, Any]:
+        return {"fields": tuple(_field_list(options.text("partition.field.name")))}
+
+    def build(self) -> Partitioner:
+        return FieldPartitioner(self.fields, file_delim=self.file_delim, **self._common())
+
+
+@dataclass(frozen=True)
+class TimeBasedSettings(PartitionerSettings):
+    """``partitioner.class=time``: ``path.format`` at the start of each time bucket."""
+
+    name = "time"
+    aliases = _aliases("TimeBasedPartitioner", "timebased")
+    required = ("path.format", "partition.duration.ms", "locale", "timezone")
+    time_based = True
+    path_format: str = ""
+    duration_ms: int = 0
+
+    @classmethod
+    def own_settings(cls, options: Options, name: str) -> dict[str, Any]:
+        return {
+            "path_format": options.text("path.format"),
+            "duration_ms": options.integer("partition.duration.ms", 0, low=1, hint=_DURATION_HINT),
         }
-        if self.kind == "default":
-            return DefaultPartitioner(self.directory_delim, self.lowercase)
-        if self.kind == "field":
-            return FieldPartitioner(self.fields, file_delim=self.file_delim, **common)
-        if self.kind == "custom":
-            return self._custom()
-        extractor = build_extractor(self.extractor, self.timestamp_field, self.plugin_options)
-        if self.kind == "daily":
-            return DailyPartitioner(self.locale, self.timezone, extractor, **common)
-        if self.kind == "hourly":
-            return HourlyPartitioner(self.locale, self.timezone, extractor, **common)
+
+    def build(self) -> Partitioner:
         return TimeBasedPartitioner(
-            self.path_format, self.duration_ms, self.locale, self.timezone, extractor, **common
+            self.path_format,
+            self.duration_ms,
+            self.locale,
+            self.timezone,
+            self._extractor(),
+            **self._common(),
         )
 
-    def _custom(self) -> Partitioner:
+
+@dataclass(frozen=True)
+class DailySettings(PartitionerSettings):
+    """``partitioner.class=daily``: ``year=YYYY/month=MM/day=dd``."""
+
+    name = "daily"
+    aliases = _aliases("DailyPartitioner")
+    required = ("locale", "timezone")
+    time_based = True
+
+    def build(self) -> Partitioner:
+        return DailyPartitioner(self.locale, self.timezone, self._extractor(), **self._common())
+
+
+@dataclass(frozen=True)
+class HourlySettings(PartitionerSettings):
+    """``partitioner.class=hourly``: ``year=YYYY/month=MM/day=dd/hour=HH``."""
+
+    name = "hourly"
+    aliases = _aliases("HourlyPartitioner")
+    required = ("locale", "timezone")
+    time_based = True
+
+    def build(self) -> Partitioner:
+        return HourlyPartitioner(self.locale, self.timezone, self._extractor(), **self._common())
+
+
+@dataclass(frozen=True)
+class CustomSettings(PartitionerSettings):
+    """``partitioner.class=module:Class``: a :class:`Partitioner` subclass of the user's, given
+    every sink option through its ``configure``."""
+
+    name = "custom"
+    custom_class: str = ""
+
+    @classmethod
+    def own_settings(cls, options: Options, name: str) -> dict[str, Any]:
+        return {"custom_class": name}
+
+    @classmethod
+    def takes_plugin_options(cls, extractor: str) -> bool:
+        return True
+
+    def build(self) -> Partitioner:
         spec = self.custom_class
         cls = import_named(spec, "partitioner.class", PARTITIONER_ALLOWED)
         if not (isinstance(cls, type) and issubclass(cls, Partitioner)):
@@ -203,9 +299,12 @@ class PartitionerSettings:
         partitioner.configure(self.plugin_options)
         return partitioner
 
-    @property
-    def time_based(self) -> bool:
-        return self.kind in ("time", "daily", "hourly")
+
+#: ``partitioner.class``: Confluent's partitioners by short and class name (a ``module:Class``
+#: is :class:`CustomSettings`).
+PARTITIONERS: Registry[type[PartitionerSettings]] = Registry("partitioner.class")
+for _settings in (DefaultSettings, FieldSettings, TimeBasedSettings, DailySettings, HourlySettings):
+    PARTITIONERS.register(_settings)
 
 
 def build_partitioner(options: Mapping[str, Any]) -> Partitioner:

@@ -7,16 +7,13 @@ the same order. They open, rotate and close with their value file, and are commi
 batch manifest like it. An entry is encoded *before* its value is written, so a key that cannot
 be written fails (or is dead-lettered) without leaving the files out of step.
 
-Entries by format:
-
-* keys, Avro: ``["null", <key schema>]``; the key schema is the key converter's (an Avro key's
-  registry schema, ``string``, ``bytes``), ``bytes`` without one. A key whose schema differs from
-  the file's starts new files (as Confluent rotates on a key schema change).
-* keys, JSON: the decoded key as Connect's JSON; raw keys as text, or ``{"base64": ...}``.
-* keys, bytearray: the raw bytes, framed as the value file; a null key cannot be written.
-* headers, Avro: ``{"type": "array", "items": Header}`` with ``Header = {key: string,
-  value: ["null", bytes]}`` (no headers: an empty array); headers, JSON:
-  ``[{"key": ..., "value": text or {"base64"}}]`` or ``null``.
+How each format stores an entry is the format's own (see :mod:`blockgz.formats.json`,
+:mod:`blockgz.formats.bytearray`, :mod:`blockgz.formats.avro`): this module opens the files,
+keeps them in step with the value file and hands each entry to its format. A format that holds
+one schema per object (Avro) gets the key converter's schema (``bytes`` without one) as
+``["null", <key schema>]``, or the headers' array of ``Header = {key: string, value: ["null",
+bytes]}``; a key whose schema differs from the file's starts new files (as Confluent rotates on a
+key schema change).
 
 >>> import tempfile
 >>> from blockgz.store import LocalStore
@@ -35,17 +32,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
-from blockgz.format.framing import NEWLINE
+from blockgz.formats.base import HEADERS, KEYS, Format
 from blockgz.manifests import WrittenFile
 from blockgz.store.base import ObjectStore
-from sink.convert.connect_json import render_json
 from sink.convert.schemas import BYTES_SCHEMA, ValueSchema
 from sink.records import KafkaRecord
-from sink.write import arrow_entries
 from sink.write.config import SinkConfig
-from sink.write.encoders import text_or_base64
 
 HEADER_SCHEMA: dict[str, Any] = {
     "type": "array",
@@ -80,6 +72,11 @@ class Companions:
         self.config = config
         self.writers = writers
         self.key_converter = key_converter
+        #: Each role's format, looked up once (entries are made per record).
+        self.formats: dict[str, Format] = {
+            KEYS: config.keys_format_type,
+            HEADERS: config.headers_format_type,
+        }
         #: The last record's decoded key: accepts() and encode() ask for the same record.
         self._decoded: tuple[KafkaRecord, tuple[ValueSchema, Any]] | None = None
 
@@ -106,17 +103,26 @@ class Companions:
         roles = [
             (role, fmt)
             for role, fmt, wanted in (
-                ("keys", config.keys_format, config.store_keys),
-                ("headers", config.headers_format, config.store_headers),
+                (KEYS, config.keys_format_type, config.store_keys),
+                (HEADERS, config.headers_format_type, config.store_headers),
             )
             if wanted
         ]
         for role, fmt in roles:
             key = companion_key(value_key, config.extension, role, config.extension_of(fmt))
             schema = None
-            if fmt == "avro":
-                schema = HEADERS_SCHEMA if role == "headers" else _nullable(key_schema)
-            writers[role] = _open_writer(config, store, key, fmt, schema, topic, partition, encoded)
+            if fmt.one_schema_per_object:
+                schema = HEADERS_SCHEMA if role == HEADERS else _nullable(key_schema)
+            writers[role] = fmt.open_writer(
+                store,
+                key,
+                config,
+                schema=schema,
+                companion=True,
+                topic=topic,
+                partition=partition,
+                encoded_partition=encoded,
+            )
         companions = cls(config, writers, key_converter)
         companions._decoded = decoded
         return companions
@@ -132,48 +138,25 @@ class Companions:
 
     def accepts(self, record: KafkaRecord) -> bool:
         """Whether the record's key fits the keys file (an Avro keys file has one schema)."""
-        writer = self.writers.get("keys")
-        if writer is None or self.config.keys_format != "avro" or record.key is None:
+        writer = self.writers.get(KEYS)
+        if writer is None or not self.formats[KEYS].one_schema_per_object or record.key is None:
             return True
         return _nullable(self._key(record)[0]).same_as(writer.schema)
 
     def encode(self, record: KafkaRecord) -> dict[str, Any]:
         """Each companion's entry for ``record``, encoded (may raise naming the record)."""
         entries: dict[str, Any] = {}
-        if "keys" in self.writers:
+        if KEYS in self.writers:
             schema, key = self._key(record)
-            fmt = self.config.keys_format
-            if fmt == "avro":
-                entries["keys"] = key
-            elif fmt == "json":
-                if self.key_converter is None:
-                    entries["keys"] = orjson.dumps(text_or_base64(key))
-                else:
-                    entries["keys"] = b"null" if key is None else render_json(schema.json, key)
-            else:
-                if key is None:
-                    raise record.fail(
-                        "the key is null, which a bytearray keys file cannot hold; set "
-                        "keys.format.class=json or avro"
-                    )
-                data = key if isinstance(key, bytes) else str(key).encode()
-                separator = self.writers["keys"].separator
-                if separator is not None and separator in data:
-                    raise record.fail(
-                        f"the key contains the record separator {separator!r}; set "
-                        "format.bytearray.framing=length-prefixed or keys.format.class=json"
-                    )
-                entries["keys"] = data
-        if "headers" in self.writers:
-            headers = record.headers
-            if self.config.headers_format == "avro":
-                entries["headers"] = [{"key": k, "value": v} for k, v in headers or ()]
-            else:
-                entries["headers"] = orjson.dumps(
-                    None
-                    if headers is None
-                    else [{"key": k, "value": text_or_base64(v)} for k, v in headers]
-                )
+            entries[KEYS] = self.formats[KEYS].encode_key(
+                record,
+                schema,
+                key,
+                decoded=self.key_converter is not None,
+                writer=self.writers[KEYS],
+            )
+        if HEADERS in self.writers:
+            entries[HEADERS] = self.formats[HEADERS].encode_headers(record, record.headers)
         return entries
 
     def write(self, entries: dict[str, Any], offset: int) -> None:
@@ -183,39 +166,20 @@ class Companions:
     def write_run(self, keys: Any, headers: Any, offsets) -> None:
         """A run of records at once (the sink's batch path): the run's raw ``keys`` and
         ``headers`` as Arrow arrays (binary; ``list<struct<key, value>>``). Entries are laid
-        out from the Arrow buffers (:mod:`sink.write.arrow_entries`) where they can be, else
-        made one by one; both give the same bytes."""
-        for role, column in (("keys", keys), ("headers", headers)):
+        out from the Arrow buffers by the format (:meth:`Format.encode_column`) where they can
+        be, else made one by one (:meth:`Format.column_entries`); both give the same bytes."""
+        for role, column in ((KEYS, keys), (HEADERS, headers)):
             writer = self.writers.get(role)
             if writer is None:
                 continue
             assert column is not None, f"the batch path needs the run's {role}"
-            fmt = self.config.keys_format if role == "keys" else self.config.headers_format
-            encoded = _encode_column(role, fmt, column)
+            fmt = self.formats[role]
+            encoded = fmt.encode_column(role, column)
             if encoded is not None:
                 data, ends = encoded
-                if fmt == "avro":
-                    writer.write_encoded(data, ends, offsets)
-                else:
-                    writer.write_framed(memoryview(data), ends, offsets)
+                writer.write_encoded(data, ends, offsets)
                 continue
-            entries = column.to_pylist()
-            if fmt == "avro":
-                if role == "headers":
-                    entries = [h or [] for h in entries]
-                writer.write_many(entries, offsets)
-                continue
-            dumps = orjson.dumps
-            if role == "keys":
-                lines = [dumps(text_or_base64(k)) for k in entries]
-            else:
-                lines = [
-                    b"null"
-                    if h is None
-                    else dumps([{"key": e["key"], "value": text_or_base64(e["value"])} for e in h])
-                    for h in entries
-                ]
-            writer.write_lines(lines, offsets)
+            writer.write_many(fmt.column_entries(role, column.to_pylist()), offsets)
 
     # -- finishing ----------------------------------------------------------------------------
     def close(self) -> list[WrittenFile]:
@@ -231,17 +195,6 @@ class Companions:
     def abort(self) -> None:
         for writer in self.writers.values():
             writer.abort()
-
-
-def _encode_column(role: str, fmt: str, column: Any):
-    """The run's entries laid out from Arrow (``None``: made one by one instead)."""
-    if role == "keys":
-        if fmt == "avro":
-            return arrow_entries.avro_nullable_bytes(column)
-        if fmt == "json":
-            return arrow_entries.json_text_lines(column)
-        return None
-    return arrow_entries.avro_headers(column) if fmt == "avro" else None
 
 
 def decode_key(converter, record: KafkaRecord) -> tuple[ValueSchema, Any]:
@@ -262,36 +215,4 @@ def _nullable(schema: ValueSchema | None) -> ValueSchema:
     inner = (schema or BYTES_SCHEMA).json
     return ValueSchema.from_json(
         ["null", inner], schema_id=schema.id if schema is not None else None
-    )
-
-
-def _open_writer(config, store, key, fmt, schema, topic, partition, encoded):
-    from sink.write.avro_writer import AvroObjectWriter
-    from sink.write.object_writer import ObjectWriter
-
-    if fmt == "avro":
-        return AvroObjectWriter(
-            store,
-            key,
-            schema,
-            codec=config.avro_codec,
-            block_size=config.block_size,
-            block_records=config.block_records,
-            indexed=config.avro_index,
-            connect_meta_data=False,
-            topic=topic,
-            partition=partition,
-            encoded_partition=encoded,
-        )
-    return ObjectWriter(
-        store,
-        key,
-        config.compression,
-        config.compression_settings(),
-        framing=NEWLINE if fmt == "json" else config.framing,
-        block_size=config.block_size,
-        block_records=config.block_records,
-        topic=topic,
-        partition=partition,
-        encoded_partition=encoded,
     )

@@ -36,33 +36,27 @@ from blockgz.format.framing import (
     Separated,
     framing_from_options,
 )
+from blockgz.format.index import AVRO_CODECS
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE
+from blockgz.formats.base import HEADERS, KEYS, Format
+from blockgz.formats.compression import COMPRESSIONS, CompressionType
+from blockgz.formats.json import ENVELOPE_OPTION
+from blockgz.formats.registry import FORMATS
 from blockgz.layout import Layout
 from blockgz.manifests import ManifestLog
 from blockgz.options import Options, as_options
 from blockgz.store import ObjectStore, StoreTarget
 from sink.convert.connect_json import DECIMAL_FORMATS
-from sink.convert.converters import BYTEARRAY, JSON, ConverterSettings
+from sink.convert.converters import JSON, ConverterSettings
 from sink.convert.evolution import COMPATIBILITIES
-from sink.partitioning.settings import PartitionerSettings
+from sink.partitioning.settings import DefaultSettings, PartitionerSettings
 from sink.partitioning.zones import parse_timezone
 from sink.write.deadletter import STORE_OPTION, DeadLetterSettings
 
 log = logging.getLogger("blockgz.sink")
 
-FORMATS = {
-    "json": "json",
-    "bytearray": "bytearray",
-    "avro": "avro",
-    "io.confluent.connect.s3.format.json.JsonFormat": "json",
-    "io.confluent.connect.s3.format.bytearray.ByteArrayFormat": "bytearray",
-    "io.confluent.connect.s3.format.avro.AvroFormat": "avro",
-}
-COMPRESSIONS = ("none", "gzip", "blockgzip")
 #: ``s3.schema.partition.affix.type``: where ``schema_name=<name>`` goes in the encoded partition.
 AFFIXES = ("NONE", "PREFIX", "SUFFIX")
-#: fastavro's names of the Avro container codecs (Confluent has null, deflate, snappy, bzip2).
-AVRO_CODECS = ("null", "deflate", "snappy", "bzip2", "xz", "zstandard")
 NULL_BEHAVIORS = ("fail", "ignore", "write")
 
 #: Connect and Confluent keys that mean nothing here but are normal in a pasted connector
@@ -146,13 +140,8 @@ SINK_OPTION_NAMES = frozenset(
 )
 
 
-def _format(options: Options, name: str = "format.class", default: str = "json") -> str:
-    raw = options.text(name, default)
-    fmt = FORMATS.get(raw) or FORMATS.get(raw.lower())
-    if fmt is None:
-        allowed = ", ".join(FORMATS)
-        raise ConfigError(f"{name}: {raw!r} is not allowed; allowed: {allowed}")
-    return fmt
+def _format(options: Options, name: str = "format.class", default: str = "json") -> Format:
+    return FORMATS.get(options.text(name, default), option=name)
 
 
 def _separator(options: Options) -> bytes:
@@ -164,16 +153,13 @@ def _companion_settings(opts: Options) -> dict[str, Any]:
     """``store.kafka.keys`` / ``store.kafka.headers`` and their formats (Avro by default)."""
     keys_format = _format(opts, "keys.format.class", "avro")
     headers_format = _format(opts, "headers.format.class", "avro")
-    if headers_format == "bytearray":
-        raise ConfigError(
-            "headers.format.class=bytearray is not allowed (as in Confluent: headers are "
-            "key/value lists); allowed: avro, json"
-        )
+    keys_format.check_role(KEYS, "keys.format.class")
+    headers_format.check_role(HEADERS, "headers.format.class")
     return {
         "store_keys": opts.flag("store.kafka.keys", False),
         "store_headers": opts.flag("store.kafka.headers", False),
-        "keys_format": keys_format,
-        "headers_format": headers_format,
+        "keys_format": keys_format.name,
+        "headers_format": headers_format.name,
         "key_converter": ConverterSettings.from_options(opts, "key"),
     }
 
@@ -182,12 +168,12 @@ def _format_settings(opts: Options) -> dict[str, Any]:
     fmt = _format(opts)
     converter = ConverterSettings.from_options(opts, "value")
     return {
-        "format": fmt,
+        "format": fmt.name,
         "value_converter": converter,
-        "separator": _separator(opts) if fmt == "bytearray" else b"\n",
+        "separator": _separator(opts) if fmt.takes_framing else b"\n",
         "bytearray_framing": opts.choice(FRAMING_OPTION, FRAMINGS, "separator"),
         "bytearray_extension": opts.get("format.bytearray.extension", ".bin"),
-        "json_envelope": opts.flag("format.json.envelope", False),
+        "json_envelope": opts.flag(ENVELOPE_OPTION, False),
         # Without a converter class the flag alone unwraps Connect's envelope (blockgz <= 0.1).
         "unwrap_payload": converter.kind in (None, JSON) and converter.schemas_enable,
         "json_decimal_format": opts.choice("json.decimal.format", DECIMAL_FORMATS, "BASE64"),
@@ -201,13 +187,15 @@ def _format_settings(opts: Options) -> dict[str, Any]:
 
 
 def _compression_settings(opts: Options) -> dict[str, Any]:
-    compression = opts.choice("s3.compression.type", COMPRESSIONS, "none")
+    compression = opts.choice("s3.compression.type", COMPRESSIONS.names(), "none")
     block_records = opts.integer("s3.compression.block.records", 0, low=0)
-    blocks = compression == "blockgzip" or _format(opts) == "avro"
+    blocks = COMPRESSIONS.get(compression).indexed or _format(opts).compresses_inside
     if (block_records or opts.given("s3.compression.block.size")) and not blocks:
+        indexed = ", ".join(c.name for c in COMPRESSIONS if c.indexed)
+        inside = ", ".join(f.name for f in FORMATS if f.compresses_inside)
         raise ConfigError(
-            "s3.compression.block.size/.records only apply to s3.compression.type=blockgzip "
-            "and to format.class=avro (the size of an Avro block)"
+            f"s3.compression.block.size/.records only apply to s3.compression.type={indexed} "
+            f"and to format.class={inside} (the size of an Avro block)"
         )
     return {
         "compression": compression,
@@ -261,55 +249,31 @@ def _hook_settings(opts: Options) -> dict[str, Any]:
 
 def _check_combinations(config: SinkConfig, opts: Options) -> None:
     """Settings that are fine alone but not together."""
-    if config.json_envelope and config.format != "json":
-        raise ConfigError("format.json.envelope only applies to format.class=json")
+    fmt = config.value_format
+    if config.json_envelope:
+        _only_for(fmt, ENVELOPE_OPTION)
     if config.bytearray_framing != "separator":
-        if config.format != "bytearray":
-            raise ConfigError("format.bytearray.framing only applies to format.class=bytearray")
+        _only_for(fmt, FRAMING_OPTION)
         if opts.given("format.bytearray.separator"):
             raise ConfigError(
                 "format.bytearray.separator cannot be used with "
                 "format.bytearray.framing=length-prefixed (records carry their length instead)"
             )
-    kind = config.value_converter.kind
-    if config.format == "avro":
-        _check_avro(config, opts)
+    fmt.check(config, opts)
     if config.schema_affix != "NONE" and not config.value_converter.has_schema:
         raise ConfigError(
             f"s3.schema.partition.affix.type={config.schema_affix} puts the value schema's name "
             "in the path, so values need a schema: set value.converter (AvroConverter, or "
             "JsonConverter with schemas.enable=true)"
         )
-    if config.format == "bytearray" and kind not in (None, BYTEARRAY):
-        raise ConfigError(
-            f"format.class=bytearray writes the value's bytes as they are, so value.converter "
-            f"must be org.apache.kafka.connect.converters.ByteArrayConverter or left out; got "
-            f"{opts.text('value.converter')!r} (use format.class=json or avro for decoded values)"
-        )
     config.compression_settings()
 
 
-def _check_avro(config: SinkConfig, opts: Options) -> None:
-    if not config.value_converter.has_schema:
-        raise ConfigError(
-            "format.class=avro needs values with a schema; set value.converter to "
-            "io.confluent.connect.avro.AvroConverter (with value.converter.schema.registry.url), "
-            "org.apache.kafka.connect.json.JsonConverter (schemas.enable=true), StringConverter "
-            "or ByteArrayConverter"
-        )
-    if config.compression != "none":
-        raise ConfigError(
-            f"s3.compression.type={config.compression} cannot be used with format.class=avro "
-            "(as in Confluent): Avro compresses inside the container; set avro.codec to one of "
-            + ", ".join(AVRO_CODECS)
-        )
-    if config.null_behavior == "write" and not config.store_keys:
-        raise ConfigError(
-            "behavior.on.null.values=write with format.class=avro needs store.kafka.keys=true "
-            "(as in Confluent: a tombstone is kept as its key, and an Avro value file holds "
-            "records of its schema, which a tombstone has none of); or set "
-            "behavior.on.null.values to fail or ignore"
-        )
+def _only_for(fmt: Format, option: str) -> None:
+    """Refuse ``option`` unless ``fmt`` is a format that takes it."""
+    if option not in fmt.own_options:
+        takers = ", ".join(f.name for f in FORMATS if option in f.own_options)
+        raise ConfigError(f"{option} only applies to format.class={takers}")
 
 
 @dataclass(frozen=True)
@@ -352,7 +316,7 @@ class SinkConfig:
     timezone: str = "UTC"
     null_behavior: str = "fail"
     tombstone_partition: str = "tombstone"
-    partitioning: PartitionerSettings = field(default_factory=PartitionerSettings)
+    partitioning: PartitionerSettings = field(default_factory=DefaultSettings)
     epoch: str = ""
     dead_letters: DeadLetterSettings = field(default_factory=DeadLetterSettings)
     #: ``module:function`` turning the task's input rows into Kafka records, with its options.
@@ -411,13 +375,27 @@ class SinkConfig:
 
     def compression_settings(self) -> Compression:
         """The codec and level of gzip members: -1 means ISA-L 1 for blockgzip, zlib 6 for gzip."""
-        if self.compression == "blockgzip":
-            return (
-                Compression()
-                if self.compression_level < 0
-                else Compression.from_level(self.compression_level)
-            )
-        return Compression("zlib", 6 if self.compression_level < 0 else self.compression_level)
+        return self.compression_type.codec(self.compression_level)
+
+    @property
+    def value_format(self) -> Format:
+        """The format of the value files (``format.class``)."""
+        return FORMATS.get(self.format)
+
+    @property
+    def keys_format_type(self) -> Format:
+        """The format of the ``.keys`` files (``keys.format.class``)."""
+        return FORMATS.get(self.keys_format)
+
+    @property
+    def headers_format_type(self) -> Format:
+        """The format of the ``.headers`` files (``headers.format.class``)."""
+        return FORMATS.get(self.headers_format)
+
+    @property
+    def compression_type(self) -> CompressionType:
+        """``s3.compression.type``."""
+        return COMPRESSIONS.get(self.compression)
 
     @property
     def target_url(self) -> str:
@@ -443,22 +421,24 @@ class SinkConfig:
     def records_intents(self) -> bool:
         """Whether tasks record the directories they write ahead (:mod:`blockgz.intents`):
         under a field or time partitioner, whose objects may land in any directory."""
-        from sink.partitioning.partitioners import DefaultPartitioner
-
-        return type(self.partitioner()) is not DefaultPartitioner
+        return not self.partitioner().partition_directories
 
     @property
     def extension(self) -> str:
         """The data object's extension, as Confluent names it (``.json``, ``.bin.gz``, ...)."""
         return self.extension_of(self.format)
 
-    def extension_of(self, fmt: str) -> str:
+    def extension_of(self, fmt: str | Format) -> str:
         """The extension of a file in format ``fmt`` (values, keys or headers), compressed
-        as the value files are (Avro compresses inside)."""
-        if fmt == "avro":
-            return ".avro"
-        base = ".json" if fmt == "json" else self.bytearray_extension
-        return base + ("" if self.compression == "none" else ".gz")
+        as the value files are (Avro compresses inside).
+
+        >>> SinkConfig.from_options({"path": "/tmp/x", "s3.compression.type": "gzip"}
+        ...                         ).extension_of("bytearray")
+        '.bin.gz'
+        """
+        if isinstance(fmt, str):
+            fmt = FORMATS.get(fmt)
+        return fmt.object_extension(self)
 
     @property
     def keeps_tombstone_keys_only(self) -> bool:
@@ -480,6 +460,6 @@ class SinkConfig:
         """Whether a value converter must decode each value before it is written (it must
         unless the format takes the bytes as they are: JSON text, or bytearray)."""
         kind = self.value_converter.kind
-        if kind is None or self.format == "bytearray":
+        if kind is None or self.value_format.stores_value_bytes:
             return False
         return not (kind == JSON and not self.value_converter.schemas_enable)

@@ -40,7 +40,6 @@ from blockgz.layout import default_partition
 from blockgz.manifests import WrittenFile
 from blockgz.store.base import ObjectStore
 from sink.convert.schemas import ValueSchema
-from sink.partitioning.partitioners import DefaultPartitioner
 from sink.records import KafkaRecord
 from sink.write.companions import Companions
 from sink.write.config import SinkConfig
@@ -83,7 +82,6 @@ class TopicPartitionWriter:
         self.encoder = encoder_for(config)
         self.converter = config.value_converter.build() if config.decodes_values else None
         self.key_converter = config.key_converter.build() if config.store_keys else None
-        self.codec = config.compression_settings()
         #: Where bad records go under ``errors.tolerance=all`` (``None``: they fail the batch).
         self.dead_letters = dead_letters
         # The stages of a record's way (sink.write.stages) and the files they fill.
@@ -99,7 +97,7 @@ class TopicPartitionWriter:
         #: Under a field or time partitioner, the directories written are recorded first.
         self.intents = (
             None
-            if type(self.partitioner) is DefaultPartitioner
+            if self.partitioner.partition_directories
             else DirectoryIntents(store, prefix, config.layout, config.name, topic, partition)
         )
 
@@ -108,10 +106,10 @@ class TopicPartitionWriter:
         no converter and no rotation that looks at time."""
         config = self.config
         return (
-            type(self.partitioner) is DefaultPartitioner
+            self.partitioner.partition_directories
             and self.encoder.may_pass_through
             and self.converter is None
-            and (self.key_converter is None and config.keys_format != "bytearray")
+            and (self.key_converter is None and config.keys_format_type.writes_companion_runs)
             and not config.rotate_interval_ms
             and not config.rotate_schedule_interval_ms
         )
@@ -304,37 +302,15 @@ class TopicPartitionWriter:
         if encoded == cfg.tombstone_partition and cfg.keeps_tombstone_keys_only:
             writer = NoValueFile(self.key_for(encoded, offset), self.topic, self.partition, encoded)
             return self.files.add(encoded, writer)
-        if cfg.format == "avro":
-            from sink.write.avro_writer import AvroObjectWriter
-
-            assert schema is not None  # the config check makes sure values have schemas
-            writer = AvroObjectWriter(
-                self.store,
-                self.key_for(encoded, offset),
-                schema,
-                codec=cfg.avro_codec,
-                block_size=cfg.block_size,
-                block_records=cfg.block_records,
-                indexed=cfg.avro_index,
-                connect_meta_data=cfg.connect_meta_data,
-                topic=self.topic,
-                partition=self.partition,
-                encoded_partition=encoded,
-            )
-            return self.files.add(encoded, writer)
-        writer = ObjectWriter(
+        writer = cfg.value_format.open_writer(
             self.store,
             self.key_for(encoded, offset),
-            cfg.compression,
-            self.codec,
-            framing=cfg.framing,
-            block_size=cfg.block_size,
-            block_records=cfg.block_records,
+            cfg,
+            schema=schema,
             topic=self.topic,
             partition=self.partition,
             encoded_partition=encoded,
         )
-        writer.schema = schema
         return self.files.add(encoded, writer)
 
     # -- the end of a micro-batch -------------------------------------------------------------

@@ -210,13 +210,13 @@ def test_rows_that_are_not_kafka_records_need_an_input_reader(tmp_path):
 def test_keys_and_headers_of_clean_batches_are_laid_out_from_arrow(tmp_path, monkeypatch):
     """No entry is made one record at a time when the columns allow the vectorized form."""
     from blockgz.format.avro import AvroBlockWriter
-    from sink.write import companions
+    from blockgz.formats import json as json_format
 
     def refuse(*args, **kwargs):
         raise AssertionError("an entry was made one record at a time")
 
     monkeypatch.setattr(AvroBlockWriter, "write_many", refuse)
-    monkeypatch.setattr(companions, "text_or_base64", refuse)
+    monkeypatch.setattr(json_format, "text_or_base64", refuse)  # the JSON keys one by one
     options = {**CASES["keys-json-headers-avro"], "s3.compression.type": "blockgzip"}
     files = in_batches(tmp_path, json_records(300), options, [50, 120])
     assert {f.role for f in files} == {"value", "keys", "headers"}

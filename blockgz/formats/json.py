@@ -1,0 +1,210 @@
+"""``format.class=json`` (Confluent's ``JsonFormat``): one JSON value per line, ``.json``.
+
+* Values are written as one JSON line, as Confluent's JsonFormat does for schemaless JSON
+  (:class:`JsonValueEncoder`). A value must be valid JSON; it is written byte for byte unless
+  it spans lines, in which case it is re-serialised compactly.
+  ``value.converter.schemas.enable=true`` unwraps Connect's ``{"schema": ..., "payload": ...}``
+  envelope and writes the payload, as Confluent does.
+* ``format.json.envelope=true`` wraps each value with its Kafka metadata instead
+  (:class:`JsonEnvelopeEncoder`).
+* Values a converter decoded are written as Confluent's JsonFormat writes Connect records
+  (:class:`ConnectJsonEncoder`).
+* Keys files: the decoded key as Connect's JSON; raw keys as text, or ``{"base64": ...}``.
+  Headers files: ``[{"key": ..., "value": text or {"base64"}}]`` or ``null``.
+
+>>> from types import SimpleNamespace as Record
+>>> enc = JsonValueEncoder()
+>>> enc.encode(Record(value=b'{"a": 1}', json=lambda: {"a": 1}))
+b'{"a": 1}'
+>>> JsonFormat().decode_entry(b'{"base64": "AAE="}')
+b'\\x00\\x01'
+"""
+
+from __future__ import annotations
+
+import json as stdlib_json  # this module is blockgz.formats.json; the standard library's
+from typing import Any
+
+import orjson
+
+from blockgz.formats.base import (
+    HEADERS,
+    KEYS,
+    Format,
+    FormatSettings,
+    RecordEncoder,
+    from_text,
+    text_or_base64,
+)
+from blockgz.formats.connect_render import render_json
+
+#: The option only this format takes.
+ENVELOPE_OPTION = "format.json.envelope"
+
+
+class JsonFormat(Format):
+    name = "json"
+    aliases = ("io.confluent.connect.s3.format.json.JsonFormat",)
+    default_extension = ".json"
+    json_text = True
+    own_options = frozenset({ENVELOPE_OPTION})
+
+    def encoder(self, settings: FormatSettings) -> RecordEncoder:
+        if settings.decodes_values:
+            return ConnectJsonEncoder(
+                decimal_format=settings.json_decimal_format, envelope=settings.json_envelope
+            )
+        if settings.json_envelope:
+            return JsonEnvelopeEncoder(unwrap_payload=settings.unwrap_payload)
+        return JsonValueEncoder(unwrap_payload=settings.unwrap_payload)
+
+    def encode_key(self, record: Any, schema: Any, key: Any, *, decoded: bool, writer: Any) -> Any:
+        if not decoded:
+            return orjson.dumps(text_or_base64(key))
+        return b"null" if key is None else render_json(schema.json, key)
+
+    def encode_headers(self, record: Any, headers: Any) -> Any:
+        return orjson.dumps(
+            None
+            if headers is None
+            else [{"key": k, "value": text_or_base64(v)} for k, v in headers]
+        )
+
+    def encode_column(self, role: str, column: Any) -> tuple[Any, Any] | None:
+        if role == KEYS:
+            from blockgz.formats.arrow_entries import json_text_lines
+
+            return json_text_lines(column)
+        return None
+
+    def column_entries(self, role: str, entries: list[Any]) -> list[Any]:
+        dumps = orjson.dumps
+        if role == HEADERS:
+            return [
+                b"null"
+                if h is None
+                else dumps([{"key": e["key"], "value": text_or_base64(e["value"])} for e in h])
+                for h in entries
+            ]
+        return [dumps(text_or_base64(k)) for k in entries]
+
+    def decode_entry(self, entry: Any) -> Any:
+        """JSON parsed: text and ``{"base64": ...}`` back to bytes, a headers list as it is."""
+        doc = stdlib_json.loads(entry)  # as readers always did (numbers beyond 64 bits too)
+        return doc if isinstance(doc, list) else from_text(doc)
+
+
+class JsonValueEncoder(RecordEncoder):
+    """The value as one line of JSON (validated; re-serialised only when it spans lines)."""
+
+    def __init__(self, *, unwrap_payload: bool = False):
+        self.unwrap_payload = unwrap_payload
+        self.may_pass_through = not unwrap_payload
+
+    def encode(self, record: Any) -> bytes:
+        value = record.value
+        assert value is not None
+        if self.unwrap_payload:
+            return orjson.dumps(_payload(record))
+        parsed = record.json()  # validates; cached for partitioners that look inside
+        if b"\n" in value or b"\r" in value:
+            return orjson.dumps(parsed)
+        return value
+
+    def encode_tombstone(self, record: Any) -> bytes:
+        return b"null"
+
+    def rejected(self, values: list[bytes]) -> list[int]:
+        if not self.may_pass_through:
+            return super().rejected(values)
+        loads, bad = orjson.loads, []
+        for i, value in enumerate(values):
+            try:
+                loads(value)
+            except orjson.JSONDecodeError:
+                bad.append(i)
+        joined = b"".join(values)
+        if b"\n" in joined or b"\r" in joined:  # valid, but written re-serialised on one line
+            bad = sorted({*bad, *(i for i, v in enumerate(values) if b"\n" in v or b"\r" in v)})
+        return bad
+
+    def passes_through(self, values: list[bytes], framed: bytes) -> bool:
+        """Single-line, valid JSON values are stored byte for byte."""
+        if not self.may_pass_through or framed.count(b"\n") != len(values) or b"\r" in framed:
+            return False
+        loads = orjson.loads
+        try:
+            for value in values:
+                loads(value)
+        except orjson.JSONDecodeError:
+            return False  # encode() names the record
+        return True
+
+
+class JsonEnvelopeEncoder(RecordEncoder):
+    """``{"topic", "partition", "offset", "timestamp", "key", "headers"?, "value"}`` per line.
+
+    Keys and header values are UTF-8 text when they decode as such, otherwise
+    ``{"base64": "..."}``, so nothing is lost either way.
+    """
+
+    def __init__(self, *, unwrap_payload: bool = False):
+        self.unwrap_payload = unwrap_payload
+
+    def _wrap(self, record: Any, value: Any) -> bytes:
+        doc: dict[str, Any] = {
+            "topic": record.topic,
+            "partition": record.partition,
+            "offset": record.offset,
+            "timestamp": record.timestamp_ms,
+            "key": text_or_base64(record.key),
+        }
+        if record.headers:
+            doc["headers"] = [[k, text_or_base64(v)] for k, v in record.headers]
+        doc["value"] = value
+        return orjson.dumps(doc)
+
+    def encode(self, record: Any) -> bytes:
+        value = _payload(record) if self.unwrap_payload else record.json()
+        return self._wrap(record, value)
+
+    def encode_tombstone(self, record: Any) -> bytes:
+        return self._wrap(record, None)
+
+
+class ConnectJsonEncoder(RecordEncoder):
+    """A decoded value with a schema as one line of Connect's JSON (see
+    :func:`~blockgz.formats.connect_render.render_json`); with ``envelope`` wrapped like
+    :class:`JsonEnvelopeEncoder`. Values without a schema are written as plain JSON."""
+
+    def __init__(self, *, decimal_format: str = "BASE64", envelope: bool = False):
+        self.decimal_format = decimal_format
+        self.envelope = JsonEnvelopeEncoder() if envelope else None
+
+    def encode(self, record: Any) -> bytes:
+        schema = record.schema
+        if schema is None:
+            line = orjson.dumps(record.json())
+        else:
+            try:
+                line = render_json(schema.json, record.json(), self.decimal_format)
+            except (TypeError, ValueError, AttributeError) as exc:
+                raise record.fail(f"cannot write the value as JSON ({exc})") from None
+        if self.envelope is not None:
+            return self.envelope._wrap(record, orjson.Fragment(line))
+        return line
+
+    def encode_tombstone(self, record: Any) -> bytes:
+        if self.envelope is not None:
+            return self.envelope.encode_tombstone(record)
+        return b"null"
+
+
+def _payload(record: Any) -> Any:
+    doc = record.json()
+    if not isinstance(doc, dict) or "payload" not in doc:
+        raise record.fail(
+            "value.converter.schemas.enable=true but the value is not a "
+            '{"schema": ..., "payload": ...} envelope'
+        )
+    return doc["payload"]

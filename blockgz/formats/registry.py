@@ -1,0 +1,113 @@
+"""Formats by name: :data:`FORMATS`, a :class:`~blockgz.named.Registry` with the built-ins.
+
+A lookup accepts a name or an alias (Confluent's class name), in any case, and raises
+:class:`~blockgz.errors.ConfigError` naming the option and the allowed values. Adding a format
+is a module with a :class:`~blockgz.formats.base.Format` subclass plus ``FORMATS.register``
+(compressions: :data:`blockgz.formats.compression.COMPRESSIONS`).
+
+>>> FORMATS.get("io.confluent.connect.s3.format.bytearray.ByteArrayFormat").name
+'bytearray'
+>>> FORMATS.names()
+('json', 'bytearray', 'avro')
+>>> FORMATS.get("parquet")
+Traceback (most recent call last):
+...
+blockgz.errors.ConfigError: format.class: 'parquet' is not allowed; allowed: json, bytearray, ...
+>>> FORMATS.get("json", option="keys.format.class").json_text
+True
+>>> format_of_extension("keys.bin.gz").name, format_of_extension("txt")
+('bytearray', None)
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from blockgz.errors import UnknownFormatError
+from blockgz.formats.base import Format
+from blockgz.named import Registry
+
+
+class ObjectName(Protocol):
+    """What :func:`format_of` reads of an object (a :class:`blockgz.layout.ObjectRef`; the
+    formats do not import the layout, which asks them)."""
+
+    key: str
+    extension: str
+    bytearray_extension: str
+
+
+#: ``format.class`` (and ``keys.format.class``, ``headers.format.class``).
+FORMATS: Registry[Format] = Registry("format.class")
+
+
+def format_of_extension(extension: str, bytearray_extension: str = "") -> Format | None:
+    """The format whose objects end with ``extension`` (no leading dot; a ``keys.``/``headers.``
+    role and a ``.gz`` are allowed), ``None`` when no registered format names it.
+    ``bytearray_extension`` is the layout's ``format.bytearray.extension``. A bare ``gz``
+    (DeviantArt's connector) names records kept as their bytes."""
+    cached = _OF_EXTENSION.get((extension, bytearray_extension, FORMATS.version), _UNSEEN)
+    if cached is not _UNSEEN:
+        return cached  # readers ask per record: answered from a dict
+    core = "" if extension == "gz" else extension.removesuffix(".gz")
+    head, _, rest = core.partition(".")
+    if head in ("keys", "headers") and rest:
+        core = rest
+    found = _by_extension(bytearray_extension).get(core)
+    _OF_EXTENSION[(extension, bytearray_extension, FORMATS.version)] = found
+    return found
+
+
+_UNSEEN: Any = object()
+_OF_EXTENSION: dict[tuple[str, str, int], Format | None] = {}
+_EXTENSIONS: dict[tuple[str, int], dict[str, Format]] = {}
+
+
+def _by_extension(bytearray_extension: str) -> dict[str, Format]:
+    """Extension -> format (readers ask per object: looked up once per registry version)."""
+    found = _EXTENSIONS.get((bytearray_extension, FORMATS.version))
+    if found is None:
+        found = {}
+        for fmt in FORMATS:
+            for ext in fmt.extensions(bytearray_extension):
+                found.setdefault(ext, fmt)
+        _EXTENSIONS[(bytearray_extension, FORMATS.version)] = found
+    return found
+
+
+def format_of(ref: ObjectName) -> Format:
+    """The format of the object ``ref`` names (its layout's ``format.bytearray.extension``
+    included); raises :class:`~blockgz.errors.UnknownFormatError` when no registered format
+    names its extension, rather than reading it as bytes.
+
+    >>> from blockgz.layout import Layout
+    >>> key = "t+0+0000000000.keys.dat"
+    >>> format_of(Layout(bytearray_extension=".dat").parse_data_key(key)).name
+    'bytearray'
+    >>> format_of(Layout().parse_data_key(key, any_extension=True))
+    Traceback (most recent call last):
+    ...
+    blockgz.errors.UnknownFormatError: t+0+0000000000.keys.dat: no format blockgz knows ends ...
+    """
+    fmt = format_of_extension(ref.extension, ref.bytearray_extension)
+    if fmt is None:
+        known = ", ".join(
+            f".{ext}" for f in FORMATS for ext in f.extensions(ref.bytearray_extension) if ext
+        )
+        raise UnknownFormatError(
+            f"{ref.key}: no format blockgz knows ends with .{ref.extension} (known: {known}, "
+            "gzipped or not); it is not read (written by a newer blockgz? upgrade to read it)"
+        )
+    return fmt
+
+
+def _register_builtins() -> None:
+    from blockgz.formats.avro import AvroFormat
+    from blockgz.formats.bytearray import ByteArrayFormat
+    from blockgz.formats.json import JsonFormat
+
+    for fmt in (JsonFormat(), ByteArrayFormat(), AvroFormat()):
+        FORMATS.register(fmt)
+
+
+_register_builtins()
