@@ -31,6 +31,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
+from blockgz import option_defs
 from blockgz.errors import ConfigError
 
 N = TypeVar("N", int, None)
@@ -108,12 +109,19 @@ class Options(Mapping[str, str]):
         return f"Options({self._values!r})"
 
     # -- typed getters ---------------------------------------------------------------------
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        """The raw text of ``name`` (blanks kept), or ``default``."""
+        option_defs.note_read(name, ignore_case=self.keys_ignore_case)
+        return self._values.get(self._key(name), default)
+
     def given(self, name: str) -> bool:
         """Whether ``name`` is set to something other than blank."""
+        option_defs.note_read(name, ignore_case=self.keys_ignore_case)
         return bool(self._values.get(self._key(name), "").strip())
 
     def text(self, name: str, default: str = "") -> str:
         """The value as stripped text; missing or blank gives ``default``."""
+        option_defs.note_read(name, ignore_case=self.keys_ignore_case)
         return self._values.get(self._key(name), "").strip() or default
 
     def integer(
@@ -169,6 +177,7 @@ class Options(Mapping[str, str]):
 
     def prefixed(self, prefix: str) -> dict[str, str]:
         """The options under ``prefix``, with the prefix removed (``kafka.acks`` -> ``acks``)."""
+        option_defs.note_read(prefix, ignore_case=self.keys_ignore_case, prefix=True)
         start = self._key(prefix)
         return {
             key[len(start) :]: value for key, value in self._values.items() if key.startswith(start)
