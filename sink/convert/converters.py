@@ -35,6 +35,7 @@ import fastavro
 import orjson
 
 from blockgz.errors import ConfigError, RegistryError, UnknownSchemaError
+from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import Options, as_options
 from sink.convert.connect_json import avro_datum_from_connect, avro_schema_from_connect
 from sink.convert.registry import RegistrySettings, SchemasById, schemas_from
@@ -171,6 +172,55 @@ class AvroConverter(Converter):
                 f"cannot decode the value with {schema.label} ({type(exc).__name__}: {exc})"
             ) from None
         record.set_decoded(schema, datum)
+
+
+def _converter_options(which: str) -> tuple[OptionDef, ...]:
+    name = f"{which}.converter"
+    what = "values" if which == "value" else "the keys written to `.keys` files"
+    return (
+        OptionDef(
+            name,
+            "text",
+            "",
+            f"how {what} are decoded: Connect's `io.confluent.connect.avro.AvroConverter`, "
+            "`org.apache.kafka.connect.json.JsonConverter`, `…storage.StringConverter`, "
+            "`…converters.ByteArrayConverter` (or `avro`, `json`, `string`, `bytearray`); "
+            "none: as they are",
+            "sink",
+            origin="connect",
+            shown="none",
+        ),
+        OptionDef(
+            f"{name}.",
+            "text",
+            "",
+            "the converter's own settings (AvroConverter: its registry, "
+            f"`{name}.schema.registry.url` and the registry options)",
+            "sink",
+            origin="connect",
+            prefix=True,
+        ),
+        OptionDef(
+            f"{name}.schemas.enable",
+            "flag",
+            True,
+            'JSON values are Connect\'s `{"schema", "payload"}` envelopes',
+            "sink",
+            origin="connect",
+            shown="`true` with JsonConverter, else `false`",
+        ),
+        OptionDef(
+            f"{name}.encoding",
+            "text",
+            "UTF8",
+            "StringConverter: the text's encoding",
+            "sink",
+            origin="connect",
+        ),
+    )
+
+
+CONVERTER_OPTIONS = OptionSet(*_converter_options("value"), *_converter_options("key"))
 
 
 @dataclass(frozen=True)
