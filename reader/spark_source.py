@@ -49,8 +49,10 @@ from pyspark.sql.datasource import (
 )
 
 from blockgz.errors import ConfigError
+from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import as_options
 from reader.archive import open_archive
+from reader.archive_options import check_reader_options
 from reader.scan_plan import DEFAULT_SPLIT_BYTES, ScanFilter, Split, plan_scan
 from reader.scan_read import split_batches
 
@@ -62,17 +64,59 @@ KAFKA_COLUMNS = (
     "key BINARY, value {value}, topic STRING, partition INT, offset BIGINT, "
     "timestamp TIMESTAMP, timestampType INT, headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
 )
-#: Options of this reader (the archive's own come on top).
-READ_OPTIONS = (
-    "path",
-    "topics",
-    "topics.regex",
-    "blockgz.split.size",
-    "value.schema",
-    "value.format",
-    "value.subject",
-)
 VALUE_FORMATS = ("binary", "json", "avro")
+
+
+def _spark(name: str, kind: Any, default: Any, doc: str, **more: Any) -> OptionDef:
+    return OptionDef(name, kind, default, doc, "reader", **more)
+
+
+#: Options of ``spark.read.format("blockgz")`` (the archive's own come on top).
+SPARK_READ_OPTIONS = OptionSet(
+    _spark("path", "text", "", 'the archive: `.load("s3://bucket/prefix")` or a directory'),
+    _spark("topics", "text", "", "the topics read, a comma list (default: all)"),
+    _spark("topics.regex", "text", "", "a regex of the topics read"),
+    _spark(
+        "blockgz.split.size",
+        "int",
+        DEFAULT_SPLIT_BYTES,
+        "compressed bytes per task",
+        low=1,
+        shown="67108864 (64 MiB)",
+    ),
+    _spark(
+        "value.schema",
+        "text",
+        "",
+        'a DDL field list such as `"id BIGINT, name STRING"`: values are parsed as JSON '
+        "into a struct of it instead of returned as bytes",
+    ),
+    _spark(
+        "value.format",
+        "choice",
+        "binary",
+        "`binary`; `json` with `value.schema`; `avro`: values in the type of the newest "
+        "writer schema (or, with `schema.registry.url`, the registry's)",
+        allowed=VALUE_FORMATS,
+    ),
+    _spark(
+        "value.subject",
+        "text",
+        "",
+        "the registry subject of wire-format Avro values",
+        shown="<topic>-value",
+    ),
+    _spark(
+        "value.converter.",
+        "text",
+        "",
+        "the connector's registry settings (`value.converter.schema.registry.url`, ...)",
+        origin="connect",
+        prefix=True,
+    ),
+)
+#: Options of this reader that are not the archive's (:func:`reader.open_archive` takes the rest).
+READ_OPTIONS = tuple(name for name in SPARK_READ_OPTIONS if not name.endswith("."))
 
 
 def archive_schema(
@@ -236,7 +280,7 @@ class ArchiveReader(DataSourceReader):
                 "or a directory path"
             )
         opts = as_options(self.options)
-        self.split_bytes = opts.integer("blockgz.split.size", DEFAULT_SPLIT_BYTES, low=1)
+        self.split_bytes = SPARK_READ_OPTIONS.read(opts, "blockgz.split.size")
         topics = opts.text("topics")
         self.topics = [t.strip() for t in topics.split(",") if t.strip()] if topics else None
         self.topics_regex = opts.text("topics.regex") or None
@@ -290,6 +334,8 @@ class ArchiveReadSource:
     options: dict[str, str]
 
     def schema(self) -> str:
+        # Spark lower-cases a data source's option names.
+        check_reader_options(self.options, 'spark.read.format("blockgz")', ignore_case=True)
         # PySpark pickles the source after schema() and calls reader() on that copy, so the
         # decoder travels with it: the registry's newest schema is asked for once per load and
         # the DataFrame's type and the decoding cannot disagree.
