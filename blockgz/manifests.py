@@ -63,6 +63,7 @@ JOB_NAME_OPTIONS = OptionSet(
         "set by `blockgz export`, not by users: the epoch of the job's manifests",
         "sink",
         also=("source",),
+        internal=True,
     ),
 )
 

@@ -92,6 +92,8 @@ class OptionDef:
     not_done: NotDone | None = None
     #: Called with the typed value; raises :class:`ConfigError` when it is not allowed.
     validator: Callable[[Any], None] | None = None
+    #: Set by blockgz itself, not by users: left out of the tables.
+    internal: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS or self.status not in STATUSES:
@@ -138,13 +140,23 @@ class OptionDef:
 
     @property
     def shown_default(self) -> str:
+        """The default as the tables show it (Markdown)."""
         if self.shown is not None:
             return self.shown
         if self.default is None or self.default == "":
             return ""
         if isinstance(self.default, bool):
-            return "true" if self.default else "false"
-        return str(self.default)
+            return "`true`" if self.default else "`false`"
+        return f"`{self.default}`"
+
+    @property
+    def meaning(self) -> str:
+        """The documentation as the tables show it: blockgz's own marked, choices listed."""
+        text = self.doc
+        missing = [a for a in self.allowed if a and f"`{a}`" not in text]
+        if self.kind == "choice" and missing:
+            text += "; allowed: " + ", ".join(f"`{a}`" if a else "'' (none)" for a in self.allowed)
+        return ("*blockgz*: " + text) if self.origin == "blockgz" else text
 
 
 def _order(d: OptionDef) -> tuple[int, str]:
@@ -264,6 +276,38 @@ class OptionRegistry:
                 "%s: ignoring settings blockgz does not read: %s", where, ", ".join(unknown)
             )
         return unknown
+
+
+def markdown_table(defs: Iterable[OptionDef]) -> str:
+    """The options as a Markdown table: option, default, meaning (the README's tables).
+
+    >>> print(markdown_table([OptionDef("prefetch", "int", 2, "blocks read ahead", "reader")]))
+    | option | default | meaning |
+    |---|---|---|
+    | `prefetch` | `2` | *blockgz*: blocks read ahead |
+    """
+    rows = ["| option | default | meaning |", "|---|---|---|"]
+    for d in defs:
+        name = f"`{d.name}*`" if d.prefix else f"`{d.name}`"
+        meaning = d.meaning.replace("|", "\\|")
+        rows.append(f"| {name} | {d.shown_default} | {meaning} |")
+    return "\n".join(rows)
+
+
+def table_rows(defs: Iterable[OptionDef]) -> list[tuple[str, ...]]:
+    """The options as rows of plain text: name, owner, origin, status, type, default, doc."""
+    return [
+        (
+            d.name + ("*" if d.prefix else ""),
+            d.owner,
+            d.origin,
+            d.status,
+            d.kind,
+            d.shown_default.replace("`", ""),
+            d.meaning.replace("`", "").replace("*blockgz*: ", ""),
+        )
+        for d in defs
+    ]
 
 
 #: The one registry: each owner's module declares its options here when it is imported.

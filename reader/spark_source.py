@@ -82,7 +82,7 @@ SPARK_READ_OPTIONS = OptionSet(
         DEFAULT_SPLIT_BYTES,
         "compressed bytes per task",
         low=1,
-        shown="67108864 (64 MiB)",
+        shown="`67108864` (64 MiB)",
     ),
     _spark(
         "value.schema",
@@ -104,7 +104,7 @@ SPARK_READ_OPTIONS = OptionSet(
         "text",
         "",
         "the registry subject of wire-format Avro values",
-        shown="<topic>-value",
+        shown="`<topic>-value`",
     ),
     _spark(
         "value.converter.",

@@ -6,7 +6,7 @@ One module per group of commands, all on the group in :mod:`blockgz.cli.app`:
 verify), :mod:`~blockgz.cli.export` (export, quickstart), :mod:`~blockgz.cli.replay`.
 """
 
-from blockgz.cli import export, files, read, replay  # noqa: F401 - they add their commands
+from blockgz.cli import export, files, options, read, replay  # noqa: F401 - add commands
 from blockgz.cli.app import main
 
 __all__ = ["main"]

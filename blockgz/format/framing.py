@@ -179,7 +179,7 @@ FRAMING_OPTIONS = OptionSet(
         "between bytearray records (`\\u0000` style escapes work)",
         "sink",
         origin="confluent",
-        shown="\\n",
+        shown="`\\n`",
         also=("reader",),
     ),
 )

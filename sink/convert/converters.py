@@ -185,7 +185,7 @@ def _converter_options(which: str) -> tuple[OptionDef, ...]:
             f"how {what} are decoded: Connect's `io.confluent.connect.avro.AvroConverter`, "
             "`org.apache.kafka.connect.json.JsonConverter`, `…storage.StringConverter`, "
             "`…converters.ByteArrayConverter` (or `avro`, `json`, `string`, `bytearray`); "
-            "none: as they are",
+            "none: as they are. See [Avro and converters](#avro-and-converters)",
             "sink",
             origin="connect",
             shown="none",
@@ -204,7 +204,8 @@ def _converter_options(which: str) -> tuple[OptionDef, ...]:
             f"{name}.schemas.enable",
             "flag",
             True,
-            'JSON values are Connect\'s `{"schema", "payload"}` envelopes',
+            'JSON values are Connect\'s `{"schema", "payload"}` envelopes: JSON output writes '
+            "the payload, Avro output the payload in the schema's Avro form",
             "sink",
             origin="connect",
             shown="`true` with JsonConverter, else `false`",

@@ -38,7 +38,7 @@ JOB_OPTIONS = OptionSet(
         "text",
         "",
         "instead of `--checkpoint`",
-        shown="checkpoints/<name>",
+        shown="`checkpoints/<name>`",
     ),
     _job(
         "blockgz.tasks.read.kafka",

@@ -77,7 +77,7 @@ SOURCE_OPTIONS = OptionSet(
         "a comma list of topics (one of subscribe, subscribePattern, assign)",
     ),
     _source("subscribePattern", "text", "", "a regex of topics"),
-    _source("assign", "text", "", 'partitions as JSON: {"topicA": [0, 1]}'),
+    _source("assign", "text", "", 'partitions as JSON: `{"topicA": [0, 1]}`'),
     _source(
         "startingOffsets",
         "text",

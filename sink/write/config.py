@@ -156,7 +156,8 @@ SINK_OPTIONS = OptionSet(
         "blockgz.catalog.every",
         "int",
         DEFAULT_EVERY,
-        "compact the manifests into the catalog after every this many batches (0: never)",
+        "compact the manifests into the catalog after every this many batches (0: never); "
+        "see [the catalog](#seek-on-every-layout-the-catalog)",
         low=0,
         origin="blockgz",
     ),
@@ -263,7 +264,8 @@ SINK_OPTIONS = OptionSet(
         "flag",
         False,
         "also write `…+<start>.keys.<ext>` beside each value file: one entry per value "
-        "record, same order, rotated, compressed and committed with it",
+        "record, same order, rotated, compressed (block-GZIP with its own index) and committed "
+        "with it",
     ),
     _sink(
         "store.kafka.headers",
@@ -324,6 +326,7 @@ SINK_OPTIONS = OptionSet(
         "",
         "set by `blockgz export`, not by users: the token of the lease the job holds",
         origin="blockgz",
+        internal=True,
     ),
 )
 #: Every option the sink reads.

@@ -64,7 +64,8 @@ DEAD_LETTER_OPTIONS = OptionSet(
         "choice",
         "none",
         "`all`: a record that cannot be converted, partitioned or encoded goes to the "
-        "dead-letter queue instead of failing the batch",
+        "dead-letter queue instead of failing the batch; see "
+        "[Bad records](#bad-records-and-the-dead-letter-queue)",
         allowed=TOLERANCES,
     ),
     _dlq("errors.deadletterqueue.topic.name", "text", "", "the dead-letter topic"),
