@@ -48,6 +48,7 @@ KINDS = ("text", "raw", "int", "size", "flag", "choice")
 STATUSES = ("read", "refused", "warned", "accepted")
 #: Close enough to a known name to be a typo of it (difflib's ratio).
 TYPO_CUTOFF = 0.85
+_LOWEST = -(2**63)
 
 
 @dataclass(frozen=True)
@@ -94,6 +95,8 @@ class OptionDef:
     validator: Callable[[Any], None] | None = None
     #: Set by blockgz itself, not by users: left out of the tables.
     internal: bool = False
+    #: The option whose value decides the default (``read(..., default=...)`` then gives it).
+    default_depends_on: str = ""
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS or self.status not in STATUSES:
@@ -108,7 +111,7 @@ class OptionDef:
     def owners(self) -> tuple[str, ...]:
         return (self.owner, *self.also)
 
-    def read(self, options: Mapping[str, Any]) -> Any:
+    def read(self, options: Mapping[str, Any], *, default: Any = ...) -> Any:
         """The typed value of this option in ``options`` (its default when missing or blank).
 
         >>> retries = OptionDef("s3.part.retries", "int", 3, "", "store", low=1)
@@ -120,13 +123,16 @@ class OptionDef:
         from blockgz.options import as_options
 
         opts = as_options(options)
-        name, default = self.name, self.default
+        if default is not ... and not self.default_depends_on:
+            raise ValueError(f"{self.name}: its default is declared, not given by the reader")
+        name = self.name
+        default = self.default if default is ... else default
         if self.kind == "text":
             value = opts.text(name, default or "")
         elif self.kind == "raw":
             value = opts.get(name, default)
         elif self.kind == "int":
-            low = self.low if self.low is not None else -(2**63)
+            low = self.low if self.low is not None else _LOWEST
             value = opts.integer(name, default, low=low, high=self.high, hint=self.hint)
         elif self.kind == "size":
             value = opts.size(name, default, low=self.low if self.low is not None else 1)
@@ -324,8 +330,17 @@ _PRODUCT = ("blockgz", "sink", "reader")
 _SELF = ("blockgz.options", "blockgz.option_defs")
 
 
-def note_read(name: str, *, ignore_case: bool = False, prefix: bool = False) -> None:
-    """Record a read of ``name`` by product code when no declaration covers it (tests only)."""
+def note_read(
+    name: str,
+    *,
+    ignore_case: bool = False,
+    prefix: bool = False,
+    how: Mapping[str, Any] | None = None,
+) -> None:
+    """Record a read of ``name`` by product code when no declaration covers it, or when a
+    typed getter reads it with another type, default or range than its declaration says
+    (``how``: what the getter was given). Tests only: nothing is done unless
+    :data:`track_reads`."""
     if not track_reads:
         return
     frame = sys._getframe(1)
@@ -342,8 +357,31 @@ def note_read(name: str, *, ignore_case: bool = False, prefix: bool = False) -> 
         ):
             return
     elif OPTIONS.declared(name, ignore_case=ignore_case):
+        if how is not None and not _agrees(name, how, ignore_case):
+            UNDECLARED_READS.add((module, f"{name} read as {dict(how)}, not as declared"))
         return
     UNDECLARED_READS.add((module, name))
+
+
+def _agrees(name: str, how: Mapping[str, Any], ignore_case: bool) -> bool:
+    """Whether some declaration of ``name`` has the type, default and range of ``how``."""
+    fold = str.lower if ignore_case else str
+    for d in OPTIONS:
+        if d.prefix or fold(d.name) != fold(name) or d.kind != how["kind"]:
+            continue
+        declared: dict[str, Any] = {"kind": d.kind, "default": d.default}
+        if d.kind == "int":
+            declared.update(low=_LOWEST if d.low is None else d.low, high=d.high)
+        elif d.kind == "size":
+            declared.update(low=1 if d.low is None else d.low)
+        elif d.kind == "choice":
+            declared.update(allowed=d.allowed)
+        given = dict(how)
+        if d.default_depends_on:
+            given["default"] = d.default
+        if declared == given:
+            return True
+    return False
 
 
 class OptionSet(Mapping[str, OptionDef]):

@@ -122,7 +122,10 @@ class Options(Mapping[str, str]):
     def text(self, name: str, default: str = "") -> str:
         """The value as stripped text; missing or blank gives ``default``."""
         option_defs.note_read(name, ignore_case=self.keys_ignore_case)
-        return self._values.get(self._key(name), "").strip() or default
+        return self._stripped(name) or default
+
+    def _stripped(self, name: str) -> str:
+        return self._values.get(self._key(name), "").strip()
 
     def integer(
         self,
@@ -134,7 +137,9 @@ class Options(Mapping[str, str]):
         hint: str = "",
     ) -> int | N:
         """A whole number in ``low..high`` (``high=None``: no upper bound)."""
-        raw = self.text(name)
+        how = {"kind": "int", "default": default, "low": low, "high": high}
+        option_defs.note_read(name, ignore_case=self.keys_ignore_case, how=how)
+        raw = self._stripped(name)
         if not raw:
             return default
         try:
@@ -148,7 +153,9 @@ class Options(Mapping[str, str]):
 
     def size(self, name: str, default: N, *, low: int = 1) -> int | N:
         """A byte size such as ``1MiB`` or ``65536``, at least ``low``."""
-        raw = self.text(name)
+        how = {"kind": "size", "default": default, "low": low}
+        option_defs.note_read(name, ignore_case=self.keys_ignore_case, how=how)
+        raw = self._stripped(name)
         if not raw:
             return default
         value = parse_size(raw, name=name)
@@ -158,7 +165,9 @@ class Options(Mapping[str, str]):
 
     def flag(self, name: str, default: bool) -> bool:
         """``true`` or ``false``, in any case."""
-        raw = self.text(name)
+        how = {"kind": "flag", "default": default}
+        option_defs.note_read(name, ignore_case=self.keys_ignore_case, how=how)
+        raw = self._stripped(name)
         if not raw:
             return default
         lowered = raw.lower()
@@ -168,7 +177,9 @@ class Options(Mapping[str, str]):
 
     def choice(self, name: str, allowed: tuple[str, ...], default: str) -> str:
         """One of ``allowed``, matched ignoring case and returned as spelled in ``allowed``."""
-        raw = self.text(name, default)
+        how = {"kind": "choice", "default": default, "allowed": tuple(allowed)}
+        option_defs.note_read(name, ignore_case=self.keys_ignore_case, how=how)
+        raw = self._stripped(name) or default
         for candidate in allowed:
             if candidate.lower() == raw.lower():
                 return candidate

@@ -209,6 +209,7 @@ def _converter_options(which: str) -> tuple[OptionDef, ...]:
             "sink",
             origin="connect",
             shown="`true` with JsonConverter, else `false`",
+            default_depends_on=name,
         ),
         OptionDef(
             f"{name}.encoding",
@@ -245,9 +246,10 @@ blockgz can honour; allowed: io.confluent.connect.avro.AvroConverter, ...
         """
         opts: Options = as_options(options)
         name = f"{which}.converter"
-        raw = opts.text(name)
+        raw = CONVERTER_OPTIONS.read(opts, name)
         if not raw:
-            return cls(schemas_enable=opts.flag(f"{name}.schemas.enable", False))
+            schemas = CONVERTER_OPTIONS[f"{name}.schemas.enable"]
+            return cls(schemas_enable=schemas.read(opts, default=False))
         kind = CONVERTER_CLASSES.get(raw) or CONVERTER_CLASSES.get(raw.lower())
         if kind is None:
             raise ConfigError(
@@ -258,14 +260,14 @@ blockgz can honour; allowed: io.confluent.connect.avro.AvroConverter, ...
         if kind == AVRO:
             prefixed = {k: v for k, v in opts.items() if k.startswith(name + ".")}
             registry = RegistrySettings.from_options(prefixed, name)
-        encoding = opts.text(f"{name}.encoding", "UTF8")
+        encoding = CONVERTER_OPTIONS.read(opts, f"{name}.encoding")
         try:
             "".encode(_python_encoding(encoding))
         except LookupError:
             raise ConfigError(f"{name}.encoding: {encoding!r} is not a known encoding") from None
         return cls(
             kind=kind,
-            schemas_enable=opts.flag(f"{name}.schemas.enable", True),
+            schemas_enable=CONVERTER_OPTIONS.read(opts, f"{name}.schemas.enable"),
             encoding=_python_encoding(encoding),
             registry=registry,
         )

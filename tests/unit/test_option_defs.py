@@ -231,6 +231,18 @@ def test_a_read_of_an_undeclared_option_by_blockgz_code_is_recorded():
     assert recorded == {("sink.write.fake", "no.such.option")}
 
 
+def test_a_typed_read_that_disagrees_with_its_declaration_is_recorded():
+    opts = Options({})
+    product = {"__name__": "blockgz.fake", "opts": opts}
+    exec("opts.integer('s3.part.retries', 3, low=1, high=100)", product)  # as declared
+    assert not option_defs.UNDECLARED_READS
+    exec("opts.integer('s3.part.retries', 5, low=1, high=100)", product)  # another default
+    exec("opts.flag('s3.part.retries', False)", product)  # another type
+    recorded = sorted(option_defs.UNDECLARED_READS)
+    option_defs.UNDECLARED_READS.clear()
+    assert [name.split(" read as")[0] for _, name in recorded] == ["s3.part.retries"] * 2
+
+
 # -- the README's tables and the command ------------------------------------------------------
 def test_the_readme_option_tables_are_made_from_the_declarations():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
