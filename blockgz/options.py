@@ -1,7 +1,9 @@
 """Typed settings read from string options, with errors that name the key and the allowed values.
 
 The one option reader of blockgz: the store, the sink, the Kafka source and the export job all
-read their settings through :class:`Options`, so every key follows the same rules:
+read their settings through :class:`Options`, mostly through each option's declaration
+(:mod:`blockgz.option_defs`, which gives the type, default and range once), so every key
+follows the same rules:
 
 * a missing key, or one whose value is blank, takes the default (values are read with
   surrounding blanks stripped; :meth:`Options.get` gives the raw text, for the few settings

@@ -8,6 +8,10 @@ framework keys (``connector.class``, ``tasks.max``, converters, transforms, ...)
 A key that is none of these but close to a known one is a typo, and an error with a "did you
 mean"; anything else is named in the one warning.
 
+Every list here is produced from the options' declarations (:mod:`blockgz.option_defs`): the
+source's, the sink's, the store's and the job's own options are declared where they are read,
+and Confluent's refused and warned options and Connect's framework keys below.
+
 >>> check_keys(["flush.szie", "tasks.max"])
 Traceback (most recent call last):
 ...
