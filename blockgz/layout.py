@@ -51,15 +51,6 @@ if TYPE_CHECKING:
 
 INDEX_SUFFIX = ".index.json"
 AVRO_SUFFIX = ".avro"
-#: The options a layout is read from (a reader given none of them learns them from manifests).
-LAYOUT_OPTIONS = (
-    "topics.dir",
-    "directory.delim",
-    "file.delim",
-    "filename.offset.zero.pad.width",
-    "blockgz.manifest.dir",
-    "format.bytearray.extension",
-)
 #: The option naming the key layout a reader expects, and its values (``confluent`` is the default).
 LAYOUT_KIND_OPTION = "layout"
 LAYOUT_KINDS = ("confluent", "deviantart")
@@ -134,6 +125,8 @@ KEY_OPTIONS = OptionSet(
         allowed=LAYOUT_KINDS,
     ),
 )
+#: The options a layout is read from (a reader given none of them learns them from manifests).
+LAYOUT_OPTIONS = tuple(name for name in KEY_OPTIONS if name != LAYOUT_KIND_OPTION)
 #: What follows the start offset in the name of an object the sink writes, for each bytearray
 #: extension ``{b}``: values, and the ``keys``/``headers`` companions, gzipped or not (Avro
 #: compresses inside the file).

@@ -66,19 +66,6 @@ AFFIXES = ("NONE", "PREFIX", "SUFFIX")
 AVRO_CODECS = ("null", "deflate", "snappy", "bzip2", "xz", "zstandard")
 NULL_BEHAVIORS = ("fail", "ignore", "write")
 
-#: Connect and Confluent keys that mean nothing here but are normal in a pasted connector
-#: config; they are accepted silently instead of being reported as unknown.
-CONNECT_KEYS_IGNORED = frozenset(
-    {
-        "name",
-        "connector.class",
-        "tasks.max",
-        "key.converter.schemas.enable",
-        "schema.generator.class",
-        "path",
-    }
-)
-
 #: The two hooks of the sink (see :mod:`sink.write.hooks`) and the prefixes of their options.
 INPUT_READER = "blockgz.input.reader"
 INPUT_PREFIX = "blockgz.source."
