@@ -175,6 +175,7 @@ class OptionRegistry:
     def __init__(self) -> None:
         self._defs: dict[tuple[str, str], OptionDef] = {}
         self._sorted: list[OptionDef] | None = None
+        self._names: dict[tuple, frozenset[str]] = {}
 
     def declare(self, *defs: OptionDef) -> tuple[OptionDef, ...]:
         """Add ``defs``; declaring the same owner and name again with other content is an error
@@ -185,6 +186,7 @@ class OptionRegistry:
                 raise ValueError(f"option {d.name} of {d.owner} is declared twice")
             self._defs[key] = d
         self._sorted = None
+        self._names.clear()
         return defs
 
     def __iter__(self):
@@ -212,9 +214,18 @@ class OptionRegistry:
             if (wanted is None or wanted & set(d.owners)) and (states is None or d.status in states)
         ]
 
-    def names(self, owners: Iterable[str] | None = None, **kwargs: Any) -> frozenset[str]:
-        """The exact names (prefixes left out) read by ``owners``."""
-        return frozenset(d.name for d in self.select(owners, **kwargs) if not d.prefix)
+    def names(
+        self, owners: Iterable[str] | None = None, statuses: Iterable[str] | None = None
+    ) -> frozenset[str]:
+        """The exact names (prefixes left out) read by ``owners`` (cached per question)."""
+        key = (
+            None if owners is None else tuple(owners),
+            None if statuses is None else tuple(statuses),
+        )
+        if key not in self._names:
+            chosen = self.select(key[0], key[1])
+            self._names[key] = frozenset(d.name for d in chosen if not d.prefix)
+        return self._names[key]
 
     def prefixes(self, owners: Iterable[str] | None = None) -> tuple[str, ...]:
         return tuple(sorted({d.name for d in self.select(owners) if d.prefix}))
@@ -264,13 +275,11 @@ class OptionRegistry:
         known = {fold(n) for n in self.names()}
         prefixes = tuple(fold(p) for p in self.prefixes())
         errors, unknown = [], []
+        mine = {fold(n) for n in self.names(owners)}
         for key in sorted(options):
             if fold(key) in known or fold(key).startswith(prefixes):
                 continue
-            mine = self.names(owners)
-            close = self.suggest(fold(key), {fold(n) for n in mine}) or self.suggest(
-                fold(key), known
-            )
+            close = self.suggest(fold(key), mine) or self.suggest(fold(key), known)
             if close:
                 errors.append(f"{key}: not a setting blockgz knows; did you mean {close}?")
             else:
