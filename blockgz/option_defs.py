@@ -119,6 +119,13 @@ class OptionDef:
         Traceback (most recent call last):
         ...
         blockgz.errors.ConfigError: s3.part.retries: 0 is out of range; allowed: 1 or more
+        >>> def even(n):
+        ...     if n % 2:
+        ...         raise ConfigError(f"parts: {n} is odd; allowed: even numbers")
+        >>> OptionDef("parts", "int", 2, "", "store", low=0, validator=even).read({"parts": "3"})
+        Traceback (most recent call last):
+        ...
+        blockgz.errors.ConfigError: parts: 3 is odd; allowed: even numbers
         """
         from blockgz.options import as_options
 
