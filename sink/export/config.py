@@ -30,7 +30,7 @@ from sink.export.job_options import DEFAULT_TRIGGER, JOB_OPTIONS
 from sink.export.settings_names import check_keys, describe_ignored, job_options, source_options
 from sink.kafka.options import SourceConfig, parse_options
 from sink.spark_kafka import parse as parse_spark_kafka_jars
-from sink.write.config import SinkConfig
+from sink.write.config import SINK_OPTIONS, SinkConfig
 
 log = logging.getLogger("blockgz.export")
 
@@ -281,8 +281,8 @@ def split_options(opts: Options) -> tuple[dict[str, str], dict[str, str], dict[s
     source.setdefault("kafka.isolation.level", "read_committed")
     if (
         opts.text("errors.tolerance").lower() == "all"
-        or opts.flag("store.kafka.headers", False)
-        or opts.flag("format.json.envelope", False)  # the envelope keeps key, headers, timestamp
+        or SINK_OPTIONS.read(opts, "store.kafka.headers")
+        or SINK_OPTIONS.read(opts, "format.json.envelope")  # it keeps key, headers, timestamp
     ):
         source.setdefault("includeHeaders", "true")  # headers are archived or dead-lettered
     if not source.get("kafka.bootstrap.servers"):
