@@ -44,27 +44,89 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from blockgz.errors import ConfigError
+from blockgz.option_defs import OptionDef, OptionSet
 
 if TYPE_CHECKING:
     from blockgz.options import Options
 
 INDEX_SUFFIX = ".index.json"
 AVRO_SUFFIX = ".avro"
-#: The options a layout is read from (a reader given none of them learns them from manifests).
-LAYOUT_OPTIONS = (
-    "topics.dir",
-    "directory.delim",
-    "file.delim",
-    "filename.offset.zero.pad.width",
-    "blockgz.manifest.dir",
-    "format.bytearray.extension",
-)
 #: The option naming the key layout a reader expects, and its values (``confluent`` is the default).
 LAYOUT_KIND_OPTION = "layout"
 LAYOUT_KINDS = ("confluent", "deviantart")
 MANIFEST_SUFFIX = ".json"
 DEFAULT_MANIFEST_DIR = "_blockgz"
 DEFAULT_BYTEARRAY_EXTENSION = ".bin"
+_READERS = ("reader", "source")
+#: The key layout's options: the sink writes it, the readers (and ``startingOffsets=s3``) read it.
+KEY_OPTIONS = OptionSet(
+    OptionDef(
+        "topics.dir",
+        "raw",
+        "topics",
+        "the folder above the topics' folders",
+        "sink",
+        origin="confluent",
+        also=_READERS,
+    ),
+    OptionDef(
+        "directory.delim",
+        "raw",
+        "/",
+        "between the folders of a key",
+        "sink",
+        origin="confluent",
+        also=_READERS,
+    ),
+    OptionDef(
+        "file.delim",
+        "raw",
+        "+",
+        "between topic, partition and start offset in a file name",
+        "sink",
+        origin="confluent",
+        also=_READERS,
+    ),
+    OptionDef(
+        "filename.offset.zero.pad.width",
+        "int",
+        10,
+        "digits of the start offset in a file name",
+        "sink",
+        origin="confluent",
+        low=0,
+        high=30,
+        also=_READERS,
+    ),
+    OptionDef(
+        "blockgz.manifest.dir",
+        "text",
+        DEFAULT_MANIFEST_DIR,
+        "the folder of the job's manifests, catalog and lease",
+        "sink",
+        also=_READERS,
+    ),
+    OptionDef(
+        "format.bytearray.extension",
+        "raw",
+        DEFAULT_BYTEARRAY_EXTENSION,
+        "bytearray file extension",
+        "sink",
+        origin="confluent",
+        also=_READERS,
+    ),
+    OptionDef(
+        LAYOUT_KIND_OPTION,
+        "choice",
+        "confluent",
+        "the key layout to read: `confluent` (the export's) or `deviantart` "
+        "(DeviantArt's `kafka-connect-s3` connector)",
+        "reader",
+        allowed=LAYOUT_KINDS,
+    ),
+)
+#: The options a layout is read from (a reader given none of them learns them from manifests).
+LAYOUT_OPTIONS = tuple(name for name in KEY_OPTIONS if name != LAYOUT_KIND_OPTION)
 _BATCH_DIGITS = 20
 _MANIFEST_NAME = re.compile(
     r"^(?:(?P<epoch>[0-9A-Za-z]+)-)?(?P<batch>\d{20}|batch-[0-9a-f]+)\.json$"
@@ -303,14 +365,15 @@ class Layout:
     @classmethod
     def from_options(cls, options: Options) -> Layout:
         """Read the layout settings under their Confluent names."""
-        delim = options.get("directory.delim", "/")  # given but empty is an error, not "/"
+        read = KEY_OPTIONS.read
+        delim = read(options, "directory.delim")  # given but empty is an error, not "/"
         return cls(
-            topics_dir=options.get("topics.dir", "topics").strip().strip(delim),  # may be ""
+            topics_dir=read(options, "topics.dir").strip().strip(delim),  # may be ""
             directory_delim=delim,
-            file_delim=options.get("file.delim", "+") or "+",
-            offset_pad_width=options.integer("filename.offset.zero.pad.width", 10, low=0, high=30),
-            manifest_dir=options.text("blockgz.manifest.dir", DEFAULT_MANIFEST_DIR).strip("/"),
-            bytearray_extension=options.get("format.bytearray.extension")
+            file_delim=read(options, "file.delim") or "+",
+            offset_pad_width=read(options, "filename.offset.zero.pad.width"),
+            manifest_dir=read(options, "blockgz.manifest.dir").strip("/"),
+            bytearray_extension=read(options, "format.bytearray.extension")
             or DEFAULT_BYTEARRAY_EXTENSION,
         )
 
@@ -572,7 +635,7 @@ def reader_layout(options: Options) -> Layout | DeviantArtLayout | None:
     >>> reader_layout(Options({})) is None, reader_layout(Options({"topics.dir": "x"})).topics_dir
     (True, 'x')
     """
-    kind = options.choice(LAYOUT_KIND_OPTION, LAYOUT_KINDS, "confluent")
+    kind = KEY_OPTIONS.read(options, LAYOUT_KIND_OPTION)
     given = [name for name in LAYOUT_OPTIONS if options.given(name)]
     if kind == DeviantArtLayout.kind:
         if given:

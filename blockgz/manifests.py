@@ -40,10 +40,32 @@ from blockgz.layout import (
     is_sidecar,
     sidecar_key,
 )
+from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import Options
 from blockgz.store.base import ObjectInfo, ObjectStore
 
 log = logging.getLogger("blockgz.manifests")
+#: What names a job's manifests (the sink writes them; ``startingOffsets=s3`` reads them).
+JOB_NAME_OPTIONS = OptionSet(
+    OptionDef(
+        "name",
+        "text",
+        "blockgz",
+        "names the job's manifests (Connect's connector name)",
+        "sink",
+        origin="connect",
+        also=("source",),
+    ),
+    OptionDef(
+        "blockgz.epoch",
+        "text",
+        "",
+        "set by `blockgz export`, not by users: the epoch of the job's manifests",
+        "sink",
+        also=("source",),
+        internal=True,
+    ),
+)
 
 MANIFEST_VERSION = 1
 #: ``startingOffsets`` JSON's "earliest", for partitions no manifest mentions.
@@ -235,8 +257,8 @@ class ManifestLog:
             store,
             prefix,
             Layout.from_options(options),
-            options.text("name", "blockgz"),
-            epoch=options.text("blockgz.epoch"),
+            JOB_NAME_OPTIONS.read(options, "name"),
+            epoch=JOB_NAME_OPTIONS.read(options, "blockgz.epoch"),
         )
 
     # -- writing ------------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 """Typed settings read from string options, with errors that name the key and the allowed values.
 
 The one option reader of blockgz: the store, the sink, the Kafka source and the export job all
-read their settings through :class:`Options`, so every key follows the same rules:
+read their settings through :class:`Options`, mostly through each option's declaration
+(:mod:`blockgz.option_defs`, which gives the type, default and range once), so every key
+follows the same rules:
 
 * a missing key, or one whose value is blank, takes the default (values are read with
   surrounding blanks stripped; :meth:`Options.get` gives the raw text, for the few settings
@@ -31,6 +33,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any, TypeVar
 
+from blockgz import option_defs
 from blockgz.errors import ConfigError
 
 N = TypeVar("N", int, None)
@@ -108,13 +111,23 @@ class Options(Mapping[str, str]):
         return f"Options({self._values!r})"
 
     # -- typed getters ---------------------------------------------------------------------
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        """The raw text of ``name`` (blanks kept), or ``default``."""
+        option_defs.note_read(name, ignore_case=self.keys_ignore_case)
+        return self._values.get(self._key(name), default)
+
     def given(self, name: str) -> bool:
         """Whether ``name`` is set to something other than blank."""
+        option_defs.note_read(name, ignore_case=self.keys_ignore_case)
         return bool(self._values.get(self._key(name), "").strip())
 
     def text(self, name: str, default: str = "") -> str:
         """The value as stripped text; missing or blank gives ``default``."""
-        return self._values.get(self._key(name), "").strip() or default
+        option_defs.note_read(name, ignore_case=self.keys_ignore_case)
+        return self._stripped(name) or default
+
+    def _stripped(self, name: str) -> str:
+        return self._values.get(self._key(name), "").strip()
 
     def integer(
         self,
@@ -126,7 +139,9 @@ class Options(Mapping[str, str]):
         hint: str = "",
     ) -> int | N:
         """A whole number in ``low..high`` (``high=None``: no upper bound)."""
-        raw = self.text(name)
+        how = {"kind": "int", "default": default, "low": low, "high": high}
+        option_defs.note_read(name, ignore_case=self.keys_ignore_case, how=how)
+        raw = self._stripped(name)
         if not raw:
             return default
         try:
@@ -140,7 +155,9 @@ class Options(Mapping[str, str]):
 
     def size(self, name: str, default: N, *, low: int = 1) -> int | N:
         """A byte size such as ``1MiB`` or ``65536``, at least ``low``."""
-        raw = self.text(name)
+        how = {"kind": "size", "default": default, "low": low}
+        option_defs.note_read(name, ignore_case=self.keys_ignore_case, how=how)
+        raw = self._stripped(name)
         if not raw:
             return default
         value = parse_size(raw, name=name)
@@ -150,7 +167,9 @@ class Options(Mapping[str, str]):
 
     def flag(self, name: str, default: bool) -> bool:
         """``true`` or ``false``, in any case."""
-        raw = self.text(name)
+        how = {"kind": "flag", "default": default}
+        option_defs.note_read(name, ignore_case=self.keys_ignore_case, how=how)
+        raw = self._stripped(name)
         if not raw:
             return default
         lowered = raw.lower()
@@ -160,7 +179,9 @@ class Options(Mapping[str, str]):
 
     def choice(self, name: str, allowed: tuple[str, ...], default: str) -> str:
         """One of ``allowed``, matched ignoring case and returned as spelled in ``allowed``."""
-        raw = self.text(name, default)
+        how = {"kind": "choice", "default": default, "allowed": tuple(allowed)}
+        option_defs.note_read(name, ignore_case=self.keys_ignore_case, how=how)
+        raw = self._stripped(name) or default
         for candidate in allowed:
             if candidate.lower() == raw.lower():
                 return candidate
@@ -169,6 +190,7 @@ class Options(Mapping[str, str]):
 
     def prefixed(self, prefix: str) -> dict[str, str]:
         """The options under ``prefix``, with the prefix removed (``kafka.acks`` -> ``acks``)."""
+        option_defs.note_read(prefix, ignore_case=self.keys_ignore_case, prefix=True)
         start = self._key(prefix)
         return {
             key[len(start) :]: value for key, value in self._values.items() if key.startswith(start)

@@ -20,12 +20,52 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from blockgz.errors import ConfigError, RegistryError, UnknownSchemaError
+from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import as_options
 
 K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
 
 CREDENTIAL_SOURCES = ("USER_INFO", "URL")
+
+
+def _registry(name: str, kind: Any, default: Any, doc: str, **more: Any) -> OptionDef:
+    origin = more.pop("origin", "confluent")
+    return OptionDef(name, kind, default, doc, "registry", origin=origin, **more)
+
+
+#: The registry client's options, under the AvroConverter's names: the export takes them as
+#: ``value.converter.<name>`` (or ``key.converter.<name>``), the readers with or without it.
+REGISTRY_OPTIONS = OptionSet(
+    _registry(
+        "schema.registry.url", "text", "", "the registry (its first URL is used)", also=("reader",)
+    ),
+    _registry(
+        "basic.auth.credentials.source",
+        "text",
+        "",
+        "`USER_INFO` (with `basic.auth.user.info`) or `URL` (credentials in the URL)",
+        also=("reader",),
+    ),
+    _registry("basic.auth.user.info", "text", "", "`user:password`", also=("reader",)),
+    _registry(
+        "schema.registry.basic.auth.user.info",
+        "text",
+        "",
+        "`user:password` (the older name)",
+        also=("reader",),
+    ),
+    _registry("max.retries", "int", 3, "retries of a registry request", low=0),
+    _registry("retries.wait.ms", "int", 1000, "the wait before a retry", low=0),
+    _registry(
+        "request.timeout.s",
+        "int",
+        10,
+        "the timeout of a registry request, in seconds",
+        low=1,
+        origin="blockgz",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -48,15 +88,16 @@ class RegistrySettings:
                 for k, v in options.items()
             }
         )
-        url = opts.text("schema.registry.url")
+        read = REGISTRY_OPTIONS.read
+        url = read(opts, "schema.registry.url")
         if not url:
             raise ConfigError(
                 f"{prefix}.schema.registry.url is required with the AvroConverter "
                 "(for example http://127.0.0.1:8081)"
             )
-        source = opts.text("basic.auth.credentials.source", "").upper()
-        user_info = opts.text("basic.auth.user.info") or opts.text(
-            "schema.registry.basic.auth.user.info"
+        source = read(opts, "basic.auth.credentials.source").upper()
+        user_info = read(opts, "basic.auth.user.info") or read(
+            opts, "schema.registry.basic.auth.user.info"
         )
         if source and source not in CREDENTIAL_SOURCES:
             raise ConfigError(
@@ -73,9 +114,9 @@ class RegistrySettings:
         return cls(
             url=url.split(",")[0].strip(),
             user_info=None if source == "URL" else user_info,
-            max_retries=opts.integer("max.retries", 3, low=0),
-            retries_wait_ms=opts.integer("retries.wait.ms", 1000, low=0),
-            timeout_s=opts.integer("request.timeout.s", 10, low=1),
+            max_retries=read(opts, "max.retries"),
+            retries_wait_ms=read(opts, "retries.wait.ms"),
+            timeout_s=read(opts, "request.timeout.s"),
         )
 
     def client_config(self) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from blockgz.objects.stream import stream_records
 from blockgz.options import as_options
 from blockgz.store import ObjectStore, open_store
 from reader.analytics import ArchiveAnalytics
+from reader.archive_options import ARCHIVE_OPTIONS, check_reader_options
 from reader.catalog_source import merged_by_offset, overlapping
 from reader.companion_entries import with_entries
 from reader.locate import ObjectLocator
@@ -108,17 +109,19 @@ def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
     [(8, b'b')]
     """
     opts = as_options(options)
+    check_reader_options(opts, "open_archive")  # a likely typo is an error, before anything
     store, prefix = open_store(url, opts)
+    read = ARCHIVE_OPTIONS.read
     return Archive(
         store,
         prefix,
         layout=reader_layout(opts),
-        prefetch=opts.integer("prefetch", 2, low=0),
-        scan_unindexed=opts.flag("scan.unindexed", False),
-        envelopes=opts.flag("format.json.envelope", True),
+        prefetch=read(opts, "prefetch"),
+        scan_unindexed=read(opts, "scan.unindexed"),
+        envelopes=read(opts, "format.json.envelope"),
         framing=framing_from_options(opts),
-        use_catalog=opts.flag("catalog", True),
-        committed_only=opts.flag("committed", True),
+        use_catalog=read(opts, "catalog"),
+        committed_only=read(opts, "committed"),
     )
 
 

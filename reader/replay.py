@@ -30,14 +30,44 @@ from typing import Any
 
 from blockgz.errors import ConfigError, ReplayError
 from blockgz.format.datum_json import datum_json
+from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.times import epoch_ms
 from reader.archive import Archive
+from reader.archive_options import check_reader_options
 
 log = logging.getLogger("blockgz.replay")
 
 MARKER = "blockgz.replay"
 #: Records read back from each target partition's end, at first, to find the newest markers.
 TAIL_WINDOW = 1000
+#: Replay's own options; the others are the archive's (:func:`reader.open_archive`).
+REPLAY_OPTIONS = OptionSet(
+    OptionDef(
+        "kafka.",
+        "text",
+        "",
+        "the producer's settings (librdkafka names), e.g. "
+        "`kafka.compression.type=zstd`; idempotence is always on",
+        "replay",
+        prefix=True,
+    ),
+)
+
+
+def replay_options(options: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """``options`` checked and split into (the archive's options, the producer's settings).
+
+    >>> replay_options({"kafka.acks": "all", "topics.dir": "t"})
+    ({'topics.dir': 't'}, {'acks': 'all'})
+    >>> replay_options({"kafka.acks": "all", "prefech": "4"})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    blockgz.errors.ConfigError: replay: prefech: not a setting blockgz knows; did you mean ...?
+    """
+    check_reader_options(options, "replay", owners=("reader", "replay"))
+    producer = {k[len("kafka.") :]: str(v) for k, v in options.items() if k.startswith("kafka.")}
+    archive = {k: str(v) for k, v in options.items() if not k.startswith("kafka.")}
+    return archive, producer
 
 
 def murmur2(data: bytes) -> int:

@@ -49,8 +49,10 @@ from pyspark.sql.datasource import (
 )
 
 from blockgz.errors import ConfigError
+from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import as_options
 from reader.archive import open_archive
+from reader.archive_options import ARCHIVE_OPTIONS, check_reader_options
 from reader.scan_plan import DEFAULT_SPLIT_BYTES, ScanFilter, Split, plan_scan
 from reader.scan_read import split_batches
 
@@ -62,17 +64,65 @@ KAFKA_COLUMNS = (
     "key BINARY, value {value}, topic STRING, partition INT, offset BIGINT, "
     "timestamp TIMESTAMP, timestampType INT, headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
 )
-#: Options of this reader (the archive's own come on top).
-READ_OPTIONS = (
-    "path",
-    "topics",
-    "topics.regex",
-    "blockgz.split.size",
-    "value.schema",
-    "value.format",
-    "value.subject",
-)
 VALUE_FORMATS = ("binary", "json", "avro")
+
+
+def _spark(name: str, kind: Any, default: Any, doc: str, **more: Any) -> OptionDef:
+    return OptionDef(name, kind, default, doc, "reader", **more)
+
+
+#: Options of ``spark.read.format("blockgz")`` (the archive's own come on top).
+SPARK_READ_OPTIONS = OptionSet(
+    _spark("path", "text", "", 'the archive: `.load("s3://bucket/prefix")` or a directory'),
+    _spark("topics", "text", "", "the topics read, a comma list (default: all)"),
+    _spark("topics.regex", "text", "", "a regex of the topics read"),
+    _spark(
+        "blockgz.split.size",
+        "int",
+        DEFAULT_SPLIT_BYTES,
+        "compressed bytes per task",
+        low=1,
+        shown="`67108864` (64 MiB)",
+    ),
+    _spark(
+        "value.schema",
+        "text",
+        "",
+        'a DDL field list such as `"id BIGINT, name STRING"`: values are parsed as JSON '
+        "into a struct of it instead of returned as bytes",
+    ),
+    _spark(
+        "value.format",
+        "choice",
+        "binary",
+        "`binary`; `json` with `value.schema`; `avro`: values in the type of the newest "
+        "writer schema (or, with `schema.registry.url`, the registry's)",
+        allowed=VALUE_FORMATS,
+    ),
+    _spark(
+        "value.subject",
+        "text",
+        "",
+        "the registry subject of wire-format Avro values",
+        shown="`<topic>-value`",
+    ),
+    _spark(
+        "value.converter.",
+        "text",
+        "",
+        "the connector's registry settings (`value.converter.schema.registry.url`, ...)",
+        origin="connect",
+        prefix=True,
+    ),
+)
+
+
+def _read(options: Any, name: str) -> Any:
+    return SPARK_READ_OPTIONS.read(options, name)
+
+
+#: Options of this reader that are not the archive's (:func:`reader.open_archive` takes the rest).
+READ_OPTIONS = tuple(name for name in SPARK_READ_OPTIONS if not name.endswith("."))
 
 
 def archive_schema(
@@ -85,8 +135,8 @@ def archive_schema(
     wire-format values, else ``avro_schema``: see :func:`avro_reader_schema`; each made from
     ``options`` if not given)."""
     opts = as_options(options)
-    value_format = opts.choice("value.format", VALUE_FORMATS, "binary")
-    value = opts.text("value.schema").strip()
+    value_format = _read(opts, "value.format")
+    value = _read(opts, "value.schema")
     if value:
         return KAFKA_COLUMNS.format(value=f"STRUCT<{value}>")
     if value_format == "json":
@@ -111,9 +161,9 @@ def avro_reader_schema(options: dict[str, str], wire: WireAvroValues | None) -> 
     registry's newest of the subject with a registry (``wire``), else the newest writer schema
     of the archive's ``.avro`` objects."""
     opts = as_options(options)
-    if opts.choice("value.format", VALUE_FORMATS, "binary") != "avro":
+    if _read(opts, "value.format") != "avro":
         return None
-    if opts.text("value.schema").strip():
+    if _read(opts, "value.schema"):
         return None
     return wire.reader_schema if wire is not None else newest_avro_schema(options)
 
@@ -123,7 +173,7 @@ def wire_avro_values(options: dict[str, str]) -> WireAvroValues | None:
     ``value.converter.schema.registry.url``): values in Confluent's wire format, decoded into
     the newest schema of ``value.subject`` (default ``<topic>-value``)."""
     opts = as_options(options)
-    if opts.choice("value.format", VALUE_FORMATS, "binary") != "avro":
+    if _read(opts, "value.format") != "avro":
         return None
     if not (opts.text("schema.registry.url") or opts.text("value.converter.schema.registry.url")):
         return None
@@ -131,8 +181,8 @@ def wire_avro_values(options: dict[str, str]) -> WireAvroValues | None:
     from reader.wire_avro import WireAvroValues, wire_subject
 
     settings = RegistrySettings.from_options(options, "value.converter")
-    topics = [t.strip() for t in opts.text("topics").split(",") if t.strip()]
-    if not topics and not opts.text("value.subject"):
+    topics = [t.strip() for t in _read(opts, "topics").split(",") if t.strip()]
+    if not topics and not _read(opts, "value.subject"):
         topics = _archive_topics(options)
     return WireAvroValues.for_subject(settings, wire_subject(options, topics))
 
@@ -170,9 +220,7 @@ def newest_avro_schema(options: dict[str, str]) -> str:
 
     path = options.get("path") or ""
     archive_options = {k: v for k, v in options.items() if k not in READ_OPTIONS}
-    archive_options["committed"] = (
-        "true" if as_options(options).flag("committed", True) else "false"
-    )
+    archive_options["committed"] = "true" if ARCHIVE_OPTIONS.read(options, "committed") else "false"
     wanted = [t.strip() for t in options.get("topics", "").split(",") if t.strip()]
     pattern = options.get("topics.regex")
     found: list[tuple[int, int, str]] = []  # (latest timestamp or -1, order, schema)
@@ -236,11 +284,11 @@ class ArchiveReader(DataSourceReader):
                 "or a directory path"
             )
         opts = as_options(self.options)
-        self.split_bytes = opts.integer("blockgz.split.size", DEFAULT_SPLIT_BYTES, low=1)
-        topics = opts.text("topics")
+        self.split_bytes = SPARK_READ_OPTIONS.read(opts, "blockgz.split.size")
+        topics = _read(opts, "topics")
         self.topics = [t.strip() for t in topics.split(",") if t.strip()] if topics else None
-        self.topics_regex = opts.text("topics.regex") or None
-        self.committed = opts.flag("committed", True)
+        self.topics_regex = _read(opts, "topics.regex") or None
+        self.committed = ARCHIVE_OPTIONS.read(opts, "committed")
         self.value_type = _value_arrow_type(schema)
         self.wire = wire or wire_avro_values(self.options)
         #: Avro values (of .avro objects) are resolved into this schema (None: as written).
@@ -290,6 +338,8 @@ class ArchiveReadSource:
     options: dict[str, str]
 
     def schema(self) -> str:
+        # Spark lower-cases a data source's option names.
+        check_reader_options(self.options, 'spark.read.format("blockgz")', ignore_case=True)
         # PySpark pickles the source after schema() and calls reader() on that copy, so the
         # decoder travels with it: the registry's newest schema is asked for once per load and
         # the DataFrame's type and the decoding cannot disagree.

@@ -24,6 +24,25 @@ settings.register_profile("blockgz", deadline=None)
 settings.load_profile("blockgz")
 
 
+def pytest_configure(config) -> None:
+    # Every option blockgz's code reads must be declared (blockgz.option_defs): reads of
+    # undeclared names are recorded while the tests run, and fail the test that made them.
+    from blockgz import option_defs
+
+    option_defs.track_reads = True
+
+
+@pytest.fixture(autouse=True)
+def _only_declared_options_are_read():
+    from blockgz import option_defs
+
+    option_defs.UNDECLARED_READS.clear()
+    yield
+    undeclared = sorted(option_defs.UNDECLARED_READS)
+    option_defs.UNDECLARED_READS.clear()
+    assert not undeclared, f"options read but not declared (module, name): {undeclared}"
+
+
 def pytest_collection_modifyitems(items) -> None:
     for item in items:
         if _INTEGRATION in Path(str(item.fspath)).parents:

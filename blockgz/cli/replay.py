@@ -77,13 +77,11 @@ def replay(
     from rich.console import Console
 
     from reader import open_archive
-    from reader.replay import ReplaySettings
+    from reader.replay import ReplaySettings, replay_options
     from reader.replay import replay as run_replay
 
-    collected = collect_options(endpoint_url, options)
-    producer = {k[len("kafka.") :]: v for k, v in collected.items() if k.startswith("kafka.")}
+    archive_options, producer = replay_options(collect_options(endpoint_url, options))
     producer["bootstrap.servers"] = bootstrap_servers
-    archive_options = {k: v for k, v in collected.items() if not k.startswith("kafka.")}
     settings = ReplaySettings(
         topic=topic,
         to_topic=to_topic,

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from blockgz.errors import ConfigError, CorruptBlockError, CorruptIndexError, RecordFramingError
+from blockgz.option_defs import OptionDef, OptionSet
 
 _U32 = struct.Struct(">I")
 
@@ -158,6 +159,30 @@ def framing_from_json(obj: dict[str, Any] | None) -> Framing:
 #: The option naming a bytearray framing (the sink's and the reader's), and its values.
 FRAMING_OPTION = "format.bytearray.framing"
 FRAMINGS = ("separator", "length-prefixed")
+FRAMING_OPTIONS = OptionSet(
+    OptionDef(
+        FRAMING_OPTION,
+        "choice",
+        "separator",
+        "`length-prefixed` puts a 4-byte big-endian length before each bytearray record "
+        "instead, so values may hold any bytes (Protobuf, binary); the index records it, and "
+        "readers of objects without an index take the same option "
+        "(`blockgz cat -O format.bytearray.framing=length-prefixed`)",
+        "sink",
+        allowed=FRAMINGS,
+        also=("reader",),
+    ),
+    OptionDef(
+        "format.bytearray.separator",
+        "raw",
+        None,
+        "between bytearray records (`\\u0000` style escapes work)",
+        "sink",
+        origin="confluent",
+        shown="`\\n`",
+        also=("reader",),
+    ),
+)
 
 
 def framing_from_options(options: Any) -> Framing:
@@ -172,9 +197,9 @@ def framing_from_options(options: Any) -> Framing:
     from blockgz.options import as_options
 
     opts = as_options(options or {})
-    if opts.choice(FRAMING_OPTION, FRAMINGS, "separator") == "length-prefixed":
+    if FRAMING_OPTIONS.read(opts, FRAMING_OPTION) == "length-prefixed":
         return LengthPrefixed()
-    raw = opts.get("format.bytearray.separator")
+    raw = FRAMING_OPTIONS.read(opts, "format.bytearray.separator")
     if raw is None:
         return NEWLINE
     # Properties files cannot hold a bare newline, so accept the usual escapes.

@@ -23,10 +23,11 @@ from typing import Any
 from urllib.parse import urlparse
 
 from blockgz.errors import ConfigError
+from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import as_options
 from blockgz.store.base import ObjectInfo, ObjectStore, Upload
 from blockgz.store.local import LocalStore
-from blockgz.store.settings import S3Settings
+from blockgz.store.settings import STORE_OPTIONS, S3Settings
 
 __all__ = [
     "LocalStore",
@@ -38,6 +39,19 @@ __all__ = [
     "open_store",
     "split_object_url",
 ]
+
+
+TARGET_OPTIONS = OptionSet(
+    OptionDef(
+        "path",
+        "text",
+        "",
+        "the export's target as a URL (`s3://b/prefix`) or a local directory, instead of "
+        "`s3.bucket.name`",
+        "store",
+        also=("sink",),
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -68,10 +82,10 @@ class StoreTarget:
     def from_options(cls, options: Mapping[str, Any]) -> StoreTarget:
         """Where an export writes: ``path`` (a URL or directory) or ``s3.bucket.name``."""
         opts = as_options(options)
-        path = opts.text("path")
+        path = TARGET_OPTIONS.read(opts, "path")
         if path:
             return cls.from_url(path.rstrip("/") or path, opts)
-        bucket = opts.text("s3.bucket.name")
+        bucket = STORE_OPTIONS.read(opts, "s3.bucket.name")
         if not bucket:
             raise ConfigError(
                 "s3.bucket.name is required (or give a target as path=s3://bucket/prefix "

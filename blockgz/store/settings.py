@@ -22,6 +22,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from blockgz.errors import ConfigError
+from blockgz.option_defs import Kind, OptionDef, OptionSet
 from blockgz.options import Options, as_options
 
 MIB = 1024 * 1024
@@ -69,33 +70,184 @@ STS_OPTIONS = tuple(
     STS_PREFIX + name
     for name in ("sts.role.arn", "sts.role.session.name", "sts.role.external.id", "sts.region")
 )
-OPTION_NAMES = (
-    "s3.bucket.name",
-    "s3.region",
-    "store.url",
-    "s3.path.style.access.enabled",
-    "s3.wan.mode",
-    "aws.access.key.id",
-    "aws.secret.access.key",
-    "aws.profile",
-    "s3.credentials.provider.class",
-    *STS_OPTIONS,
-    "s3.proxy.url",
-    "s3.proxy.user",
-    "s3.proxy.password",
-    "s3.ssea.name",
-    "s3.sse.kms.key.id",
-    "s3.sse.customer.key",
-    "s3.acl.canned",
-    "s3.send.digest",
-    "s3.object.tagging",
-    "s3.object.tagging.key.value.pairs",
-    "s3.object.behavior.on.tagging.error",
-    "s3.part.size",
-    "s3.part.retries",
-    "s3.retry.backoff.ms",
-    "s3.upload.concurrency",
+
+
+def _store(name: str, kind: Kind, default: Any, doc: str, **more: Any) -> OptionDef:
+    return OptionDef(
+        name,
+        kind,
+        default,
+        doc,
+        "store",
+        origin=more.pop("origin", "confluent"),
+        also=("sink", "reader"),
+        **more,
+    )
+
+
+#: The S3 settings, under Confluent's names (and ``aws.profile``, ``s3.upload.concurrency``).
+STORE_OPTIONS = OptionSet(
+    _store("s3.bucket.name", "text", "", "bucket", shown="from the URL"),
+    _store("s3.region", "text", "", "region", shown="boto3's chain"),
+    _store(
+        "store.url",
+        "text",
+        "",
+        "endpoint for MinIO, Ceph, R2, GCS; `https://` added to a bare host",
+        shown="boto3's (`AWS_ENDPOINT_URL`)",
+    ),
+    _store(
+        "s3.path.style.access.enabled", "flag", True, "path-style addressing (Confluent's default)"
+    ),
+    _store(
+        "s3.wan.mode",
+        "flag",
+        False,
+        "S3 Transfer Acceleration; needs `s3.path.style.access.enabled=false`, refused with "
+        "`store.url`",
+    ),
+    _store(
+        "aws.access.key.id",
+        "text",
+        "",
+        "credentials (static keys win over any provider but assume-role, as in Confluent)",
+        shown="boto3's chain",
+    ),
+    _store(
+        "aws.secret.access.key",
+        "text",
+        "",
+        "the secret of `aws.access.key.id`",
+        shown="boto3's chain",
+    ),
+    _store(
+        "aws.profile",
+        "text",
+        "",
+        "the boto3 profile of the credentials",
+        origin="blockgz",
+        shown="boto3's chain",
+    ),
+    _store(
+        "s3.credentials.provider.class",
+        "text",
+        "",
+        "`DefaultAWSCredentialsProviderChain`/`DefaultCredentialsProvider` → boto3's chain; "
+        "`ProfileCredentialsProvider` → `aws.profile`, else `AWS_PROFILE`, else `default`; "
+        "`EnvironmentVariable…`, `WebIdentityToken(File)…`, `InstanceProfile…`, "
+        "`Container…CredentialsProvider` → that boto3 source only; "
+        "`io.confluent.connect.s3.auth.AwsAssumeRoleCredentialsProvider` → STS AssumeRole, "
+        "refreshed; other classes are refused",
+        shown="default chain",
+    ),
+    _store(
+        "s3.credentials.provider.sts.role.arn",
+        "text",
+        "",
+        "the role to assume (required with AwsAssumeRoleCredentialsProvider)",
+    ),
+    _store(
+        "s3.credentials.provider.sts.role.session.name",
+        "text",
+        "",
+        "the session name of the assumed role (required with AwsAssumeRoleCredentialsProvider)",
+    ),
+    _store(
+        "s3.credentials.provider.sts.role.external.id",
+        "text",
+        "",
+        "the external id STS is called with",
+    ),
+    _store(
+        "s3.credentials.provider.sts.region",
+        "text",
+        "",
+        "where STS is called (default `s3.region`); `AWS_ENDPOINT_URL_STS` sets its endpoint",
+    ),
+    _store("s3.proxy.url", "text", "", "HTTP(S) proxy for every S3 request", shown="none"),
+    _store("s3.proxy.user", "text", "", "the proxy's user", shown="none"),
+    _store("s3.proxy.password", "text", "", "the proxy's password", shown="none"),
+    _store(
+        "s3.ssea.name",
+        "choice",
+        "",
+        "server-side encryption; with `s3.sse.kms.key.id`",
+        allowed=SSE_ALGORITHMS,
+        shown="none",
+    ),
+    _store("s3.sse.kms.key.id", "text", "", "the KMS key of `aws:kms` encryption", shown="none"),
+    _store(
+        "s3.sse.customer.key",
+        "text",
+        "",
+        "SSE-C: base64 of a 256-bit key (sent on every write and read)",
+        shown="none",
+    ),
+    _store(
+        "s3.acl.canned",
+        "choice",
+        "private",
+        "the canned ACL of every object",
+        allowed=CANNED_ACLS,
+        shown="none",
+    ),
+    _store(
+        "s3.send.digest",
+        "flag",
+        False,
+        "Content-MD5 on every PUT and every UploadPart (S3 refuses a body that does not match)",
+    ),
+    _store(
+        "s3.object.tagging",
+        "flag",
+        False,
+        "tag each committed object with `startOffset`, `endOffset`, `recordCount` (`S3Store.tag`)",
+    ),
+    _store(
+        "s3.object.tagging.key.value.pairs",
+        "text",
+        "",
+        "extra tags, `k1:v1,k2:v2` (at most 7: S3 allows 10 per object)",
+        shown="none",
+    ),
+    _store(
+        "s3.object.behavior.on.tagging.error",
+        "choice",
+        "ignore",
+        "`ignore` (log it) or `fail`",
+        allowed=TAGGING_ERROR_BEHAVIORS,
+    ),
+    _store(
+        "s3.part.size",
+        "int",
+        DEFAULT_PART_SIZE,
+        "multipart part size, 5 MiB … 2 GiB",
+        low=MIN_PART_SIZE,
+        high=MAX_PART_SIZE,
+        shown="25 MiB",
+    ),
+    _store(
+        "s3.part.retries", "int", 3, "attempts per request, the first included", low=1, high=100
+    ),
+    _store(
+        "s3.retry.backoff.ms",
+        "int",
+        200,
+        "base of the exponential full-jitter backoff (capped at one day)",
+        low=0,
+        high=24 * 3600 * 1000,
+    ),
+    _store(
+        "s3.upload.concurrency",
+        "int",
+        4,
+        "parts in flight per store, across all open uploads",
+        low=1,
+        high=64,
+        origin="blockgz",
+    ),
 )
+OPTION_NAMES = tuple(STORE_OPTIONS)
 
 
 @dataclass(frozen=True)
@@ -140,48 +292,42 @@ class S3Settings:
     def from_options(cls, options: Mapping[str, Any]) -> S3Settings:
         """Read Confluent-named options (``s3.part.size``, ``store.url``, ...) and validate them."""
         opts = as_options(options)
-        bucket = opts.text("s3.bucket.name")
+        bucket = _read(opts, "s3.bucket.name")
         if not bucket:
             raise ConfigError("s3.bucket.name is required")
-        endpoint = opts.text("store.url") or None
+        endpoint = _read(opts, "store.url") or None
         if endpoint and "://" not in endpoint:
             endpoint = "https://" + endpoint  # as Confluent does for a bare host
-        sse = opts.choice("s3.ssea.name", SSE_ALGORITHMS, "")
-        customer_key = opts.text("s3.sse.customer.key") or None
+        sse = _read(opts, "s3.ssea.name")
+        customer_key = _read(opts, "s3.sse.customer.key") or None
         if customer_key and sse not in ("", "AES256"):
             raise ConfigError("s3.sse.customer.key (SSE-C) only works with s3.ssea.name=AES256")
-        kms_key = opts.text("s3.sse.kms.key.id") or None
+        kms_key = _read(opts, "s3.sse.kms.key.id") or None
         if kms_key and not sse.startswith("aws:kms"):
             raise ConfigError("s3.sse.kms.key.id needs s3.ssea.name=aws:kms or aws:kms:dsse")
-        acl = (
-            opts.choice("s3.acl.canned", CANNED_ACLS, "private")
-            if opts.given("s3.acl.canned")
-            else None
-        )
-        path_style = opts.flag("s3.path.style.access.enabled", True)
+        acl = _read(opts, "s3.acl.canned") if opts.given("s3.acl.canned") else None
+        path_style = _read(opts, "s3.path.style.access.enabled")
         return cls(
             bucket=bucket,
-            region=opts.text("s3.region") or None,
+            region=_read(opts, "s3.region") or None,
             endpoint_url=endpoint,
             path_style=path_style,
             accelerate=_accelerate(opts, bucket, endpoint, path_style),
-            access_key_id=opts.text("aws.access.key.id") or None,
-            secret_access_key=opts.text("aws.secret.access.key") or None,
-            profile=opts.text("aws.profile") or None,
+            access_key_id=_read(opts, "aws.access.key.id") or None,
+            secret_access_key=_read(opts, "aws.secret.access.key") or None,
+            profile=_read(opts, "aws.profile") or None,
             **_credentials(opts),
             proxy_url=_proxy_url(opts),
             sse_algorithm=sse,
             sse_kms_key_id=kms_key,
             sse_customer_key=customer_key,
             acl=acl,
-            send_digest=opts.flag("s3.send.digest", False),
+            send_digest=_read(opts, "s3.send.digest"),
             **_tagging(opts),
-            part_size=opts.integer(
-                "s3.part.size", DEFAULT_PART_SIZE, low=MIN_PART_SIZE, high=MAX_PART_SIZE
-            ),
-            part_retries=opts.integer("s3.part.retries", 3, low=1, high=100),
-            retry_backoff_ms=opts.integer("s3.retry.backoff.ms", 200, low=0, high=24 * 3600 * 1000),
-            upload_concurrency=opts.integer("s3.upload.concurrency", 4, low=1, high=64),
+            part_size=_read(opts, "s3.part.size"),
+            part_retries=_read(opts, "s3.part.retries"),
+            retry_backoff_ms=_read(opts, "s3.retry.backoff.ms"),
+            upload_concurrency=_read(opts, "s3.upload.concurrency"),
         )
 
     @staticmethod
@@ -234,9 +380,13 @@ class S3Settings:
         )
 
 
+def _read(opts: Options, name: str) -> Any:
+    return STORE_OPTIONS.read(opts, name)
+
+
 def _accelerate(opts: Options, bucket: str, endpoint: str | None, path_style: bool) -> bool:
     """``s3.wan.mode``, refused where Transfer Acceleration cannot work."""
-    if not opts.flag("s3.wan.mode", False):
+    if not _read(opts, "s3.wan.mode"):
         return False
     if endpoint:
         raise ConfigError(
@@ -258,7 +408,7 @@ def _accelerate(opts: Options, bucket: str, endpoint: str | None, path_style: bo
 
 def _credentials(opts: Options) -> dict[str, Any]:
     """``s3.credentials.provider.class`` and its STS settings."""
-    name = opts.text("s3.credentials.provider.class")
+    name = _read(opts, "s3.credentials.provider.class")
     kind = CREDENTIALS_PROVIDERS.get(name) if name else "default"
     if kind is None:
         raise ConfigError(
@@ -291,8 +441,8 @@ def _credentials(opts: Options) -> dict[str, Any]:
 
 def _proxy_url(opts: Options) -> str | None:
     """``s3.proxy.url`` with ``s3.proxy.user``/``s3.proxy.password`` as its user info."""
-    url = opts.text("s3.proxy.url")
-    user, password = opts.text("s3.proxy.user"), opts.text("s3.proxy.password")
+    url = _read(opts, "s3.proxy.url")
+    user, password = _read(opts, "s3.proxy.user"), _read(opts, "s3.proxy.password")
     if not url:
         if user or password:
             raise ConfigError("s3.proxy.user/s3.proxy.password need s3.proxy.url")
@@ -312,8 +462,8 @@ def _proxy_url(opts: Options) -> str | None:
 
 def _tagging(opts: Options) -> dict[str, Any]:
     """``s3.object.tagging`` and its extra tags, checked against S3's limits."""
-    tagging = opts.flag("s3.object.tagging", False)
-    pairs = _tag_pairs(opts.text("s3.object.tagging.key.value.pairs"))
+    tagging = _read(opts, "s3.object.tagging")
+    pairs = _tag_pairs(_read(opts, "s3.object.tagging.key.value.pairs"))
     if pairs and not tagging:
         raise ConfigError(
             "s3.object.tagging.key.value.pairs: only used with s3.object.tagging=true"
@@ -321,9 +471,7 @@ def _tagging(opts: Options) -> dict[str, Any]:
     return {
         "object_tagging": tagging,
         "object_tags": pairs,
-        "on_tagging_error": opts.choice(
-            "s3.object.behavior.on.tagging.error", TAGGING_ERROR_BEHAVIORS, "ignore"
-        ),
+        "on_tagging_error": _read(opts, "s3.object.behavior.on.tagging.error"),
     }
 
 

@@ -35,6 +35,7 @@ import fastavro
 import orjson
 
 from blockgz.errors import ConfigError, RegistryError, UnknownSchemaError
+from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import Options, as_options
 from blockgz.wire import HEADER_BYTES, schema_id_of
 from sink.convert.connect_json import avro_datum_from_connect, avro_schema_from_connect
@@ -171,6 +172,57 @@ class AvroConverter(Converter):
         record.set_decoded(schema, datum)
 
 
+def _converter_options(which: str) -> tuple[OptionDef, ...]:
+    name = f"{which}.converter"
+    what = "values" if which == "value" else "the keys written to `.keys` files"
+    return (
+        OptionDef(
+            name,
+            "text",
+            "",
+            f"how {what} are decoded: Connect's `io.confluent.connect.avro.AvroConverter`, "
+            "`org.apache.kafka.connect.json.JsonConverter`, `…storage.StringConverter`, "
+            "`…converters.ByteArrayConverter` (or `avro`, `json`, `string`, `bytearray`); "
+            "none: as they are. See [Avro and converters](#avro-and-converters)",
+            "sink",
+            origin="connect",
+            shown="none",
+        ),
+        OptionDef(
+            f"{name}.",
+            "text",
+            "",
+            "the converter's own settings (AvroConverter: its registry, "
+            f"`{name}.schema.registry.url` and the registry options)",
+            "sink",
+            origin="connect",
+            prefix=True,
+        ),
+        OptionDef(
+            f"{name}.schemas.enable",
+            "flag",
+            True,
+            'JSON values are Connect\'s `{"schema", "payload"}` envelopes: JSON output writes '
+            "the payload, Avro output the payload in the schema's Avro form",
+            "sink",
+            origin="connect",
+            shown="`true` with JsonConverter, else `false`",
+            default_depends_on=name,
+        ),
+        OptionDef(
+            f"{name}.encoding",
+            "text",
+            "UTF8",
+            "StringConverter: the text's encoding",
+            "sink",
+            origin="connect",
+        ),
+    )
+
+
+CONVERTER_OPTIONS = OptionSet(*_converter_options("value"), *_converter_options("key"))
+
+
 @dataclass(frozen=True)
 class ConverterSettings:
     """A validated ``value.converter`` (or ``key.converter``) and its options."""
@@ -192,9 +244,10 @@ blockgz can honour; allowed: io.confluent.connect.avro.AvroConverter, ...
         """
         opts: Options = as_options(options)
         name = f"{which}.converter"
-        raw = opts.text(name)
+        raw = CONVERTER_OPTIONS.read(opts, name)
         if not raw:
-            return cls(schemas_enable=opts.flag(f"{name}.schemas.enable", False))
+            schemas = CONVERTER_OPTIONS[f"{name}.schemas.enable"]
+            return cls(schemas_enable=schemas.read(opts, default=False))
         kind = CONVERTER_CLASSES.get(raw) or CONVERTER_CLASSES.get(raw.lower())
         if kind is None:
             raise ConfigError(
@@ -205,14 +258,14 @@ blockgz can honour; allowed: io.confluent.connect.avro.AvroConverter, ...
         if kind == AVRO:
             prefixed = {k: v for k, v in opts.items() if k.startswith(name + ".")}
             registry = RegistrySettings.from_options(prefixed, name)
-        encoding = opts.text(f"{name}.encoding", "UTF8")
+        encoding = CONVERTER_OPTIONS.read(opts, f"{name}.encoding")
         try:
             "".encode(_python_encoding(encoding))
         except LookupError:
             raise ConfigError(f"{name}.encoding: {encoding!r} is not a known encoding") from None
         return cls(
             kind=kind,
-            schemas_enable=opts.flag(f"{name}.schemas.enable", True),
+            schemas_enable=CONVERTER_OPTIONS.read(opts, f"{name}.schemas.enable"),
             encoding=_python_encoding(encoding),
             registry=registry,
         )

@@ -26,21 +26,13 @@ from pathlib import Path
 from blockgz.errors import ConfigError
 from blockgz.lease import DEFAULT_TTL_MS
 from blockgz.options import Options
-from sink.export.settings_names import (
-    JOB_OPTIONS,
-    SOURCE_OPTIONS,
-    check_keys,
-    describe_ignored,
-)
+from sink.export.job_options import DEFAULT_TRIGGER, JOB_OPTIONS
+from sink.export.settings_names import check_keys, describe_ignored, job_options, source_options
 from sink.kafka.options import SourceConfig, parse_options
 from sink.spark_kafka import parse as parse_spark_kafka_jars
-from sink.write.config import SinkConfig
+from sink.write.config import SINK_OPTIONS, SinkConfig
 
 log = logging.getLogger("blockgz.export")
-
-DEFAULT_TRIGGER = "5 seconds"
-#: ``blockgz.resume``'s values: where a fresh checkpoint starts.
-RESUME_CHOICES = ("archive", "checkpoint-only")
 
 
 def parse_properties(text: str) -> dict[str, str]:
@@ -193,7 +185,8 @@ class ExportConfig:
         source, sink, spark = split_options(opts)
         sink_config = SinkConfig.from_options(sink)
         asked_s3 = source.get("startingOffsets", "").lower() == "s3"
-        resume = opts.choice("blockgz.resume", RESUME_CHOICES, "archive")
+        read = JOB_OPTIONS.read
+        resume = read(opts, "blockgz.resume")
         if asked_s3 and resume != "archive":
             raise ConfigError(
                 "startingOffsets=s3 resumes from the archive; it contradicts "
@@ -213,16 +206,16 @@ class ExportConfig:
             sink=sink_config,
             sink_options=sink,
             spark_conf=spark,
-            trigger_interval=opts.text("blockgz.trigger.interval", DEFAULT_TRIGGER),
-            checkpoint_dir=opts.text("blockgz.checkpoint.dir") or None,
-            tasks_read_kafka=opts.flag("blockgz.tasks.read.kafka", False),
+            trigger_interval=read(opts, "blockgz.trigger.interval"),
+            checkpoint_dir=read(opts, "blockgz.checkpoint.dir") or None,
+            tasks_read_kafka=read(opts, "blockgz.tasks.read.kafka"),
             resume=resume,
-            lease_ttl_ms=opts.integer("blockgz.lease.ttl.ms", DEFAULT_TTL_MS, low=1000),
-            lease_takeover=opts.flag("blockgz.lease.takeover", False),
-            share_topics=opts.flag("blockgz.share.topics", False),
-            preflight=opts.flag("blockgz.preflight", True),
-            forward_env=opts.flag("blockgz.executor.env.forward", True),
-            spark_kafka_jars=parse_spark_kafka_jars(opts.text("blockgz.spark.kafka.jars", "none")),
+            lease_ttl_ms=read(opts, "blockgz.lease.ttl.ms"),
+            lease_takeover=read(opts, "blockgz.lease.takeover"),
+            share_topics=read(opts, "blockgz.share.topics"),
+            preflight=read(opts, "blockgz.preflight"),
+            forward_env=read(opts, "blockgz.executor.env.forward"),
+            spark_kafka_jars=parse_spark_kafka_jars(read(opts, "blockgz.spark.kafka.jars")),
         )
 
     @classmethod
@@ -259,14 +252,15 @@ def split_options(opts: Options) -> tuple[dict[str, str], dict[str, str], dict[s
     sink: dict[str, str] = {}
     spark: dict[str, str] = {}
     dead_letter_topic = bool(opts.text("errors.deadletterqueue.topic.name"))
+    to_source, to_job = source_options(), job_options()
     for key, value in opts.items():
-        if key.startswith("kafka.") or key in SOURCE_OPTIONS:
+        if key.startswith("kafka.") or key in to_source:
             source[key] = value
             if dead_letter_topic and key.startswith("kafka."):
                 sink[key] = value  # the sink's dead-letter producer talks to the same brokers
         elif key.startswith("spark."):
             spark[key] = value
-        elif key not in JOB_OPTIONS:
+        elif key not in to_job:
             sink[key] = value
     chosen = [k for k in _TOPIC_KEYS if opts.given(k)]
     if len(chosen) != 1:
@@ -287,8 +281,8 @@ def split_options(opts: Options) -> tuple[dict[str, str], dict[str, str], dict[s
     source.setdefault("kafka.isolation.level", "read_committed")
     if (
         opts.text("errors.tolerance").lower() == "all"
-        or opts.flag("store.kafka.headers", False)
-        or opts.flag("format.json.envelope", False)  # the envelope keeps key, headers, timestamp
+        or SINK_OPTIONS.read(opts, "store.kafka.headers")
+        or SINK_OPTIONS.read(opts, "format.json.envelope")  # it keeps key, headers, timestamp
     ):
         source.setdefault("includeHeaders", "true")  # headers are archived or dead-lettered
     if not source.get("kafka.bootstrap.servers"):

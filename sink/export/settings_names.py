@@ -8,6 +8,10 @@ framework keys (``connector.class``, ``tasks.max``, converters, transforms, ...)
 A key that is none of these but close to a known one is a typo, and an error with a "did you
 mean"; anything else is named in the one warning.
 
+Every list here is produced from the options' declarations (:mod:`blockgz.option_defs`): the
+source's, the sink's, the store's and the job's own options are declared where they are read,
+and Confluent's refused and warned options and Connect's framework keys below.
+
 >>> check_keys(["flush.szie", "tasks.max"])
 Traceback (most recent call last):
 ...
@@ -22,182 +26,22 @@ blockgz.errors.ConfigError: storage.class: blockgz writes through its own S3 sto
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.errors import ConfigError
+from blockgz.option_defs import OPTIONS, TYPO_CUTOFF, NotDone, OptionDef, OptionSet
 from blockgz.options import Options, as_options
 from blockgz.store.settings import OPTION_NAMES as S3_OPTION_NAMES
-from sink.partitioning.settings import PARTITIONER_OPTIONS
-from sink.write.config import CONNECT_KEYS_IGNORED, SINK_OPTION_NAMES
+from sink.export import job_options as _job_options  # noqa: F401  (declares the job's options)
+from sink.kafka import options as _source_options  # noqa: F401  (declares the source's)
+from sink.write import config as _sink_config  # noqa: F401  (declares the sink's)
 
-#: Options of Spark's Kafka source that may appear in the job's config file.
-SOURCE_OPTIONS = frozenset(
-    {
-        "startingOffsets",
-        "maxOffsetsPerTrigger",
-        "minOffsetsPerTrigger",
-        "failOnDataLoss",
-        "includeHeaders",
-        "minPartitions",
-        "assign",
-        "subscribe",
-        "subscribePattern",
-    }
-)
-JOB_OPTIONS = frozenset(
-    {
-        "blockgz.trigger.interval",
-        "blockgz.checkpoint.dir",
-        "blockgz.tasks.read.kafka",
-        "blockgz.preflight",
-        "blockgz.executor.env.forward",
-        "blockgz.spark.kafka.jars",
-        "blockgz.resume",
-        "blockgz.lease.ttl.ms",
-        "blockgz.lease.takeover",
-        "blockgz.share.topics",
-        "topics",
-        "topics.regex",
-    }
-)
+__all__ = ["TYPO_CUTOFF", "NotDone", "check_keys", "describe_ignored"]
 
-#: Every option of Confluent's S3 sink: the tables of its connector, storage and partitioner
-#: configs (kafka-connect-storage-cloud 12.x), with the Connect error settings it documents. Each
-#: is in exactly one of :data:`HONOURED`, :data:`REFUSED` and :data:`WARNED`.
-CONFLUENT_S3_OPTIONS = frozenset(
-    [
-        "allow.optional.map.keys",
-        "avro.codec",
-        "aws.access.key.id",
-        "aws.secret.access.key",
-        "behavior.on.null.values",
-        "connect.meta.data",
-        "directory.delim",
-        "enable.conditional.writes",
-        "enhanced.avro.schema.support",
-        "errors.deadletterqueue.context.headers.enable",
-        "errors.deadletterqueue.topic.name",
-        "errors.deadletterqueue.topic.replication.factor",
-        "errors.tolerance",
-        "file.delim",
-        "filename.offset.zero.pad.width",
-        "flush.size",
-        "format.bytearray.extension",
-        "format.bytearray.separator",
-        "format.class",
-        "headers.format.class",
-        "json.decimal.format",
-        "keys.format.class",
-        "locale",
-        "max.files.scan.limit",
-        "max.write.duration.ms",
-        "parquet.codec",
-        "partition.duration.ms",
-        "partition.field.name",
-        "partitioner.class",
-        "partitioner.max.open.files",
-        "path.format",
-        "report.null.values.to.dlq",
-        "retry.backoff.ms",
-        "rotate.file.on.partition.change",
-        "rotate.interval.ms",
-        "rotate.schedule.interval.ms",
-        "s3.acl.canned",
-        "s3.bucket.name",
-        "s3.compression.level",
-        "s3.compression.type",
-        "s3.credentials.provider.class",
-        "s3.credentials.provider.sts.region",
-        "s3.credentials.provider.sts.role.arn",
-        "s3.credentials.provider.sts.role.external.id",
-        "s3.credentials.provider.sts.role.session.name",
-        "s3.elastic.buffer.enable",
-        "s3.elastic.buffer.init.capacity",
-        "s3.http.send.expect.continue",
-        "s3.object.behavior.on.tagging.error",
-        "s3.object.tagging",
-        "s3.object.tagging.key.value.pairs",
-        "s3.part.retries",
-        "s3.part.size",
-        "s3.path.style.access.enabled",
-        "s3.proxy.password",
-        "s3.proxy.url",
-        "s3.proxy.user",
-        "s3.region",
-        "s3.retry.backoff.ms",
-        "s3.schema.partition.affix.type",
-        "s3.send.digest",
-        "s3.sse.customer.key",
-        "s3.sse.kms.key.id",
-        "s3.ssea.name",
-        "s3.wan.mode",
-        "schema.compatibility",
-        "schemas.cache.config",
-        "shutdown.timeout.ms",
-        "storage.class",
-        "store.kafka.headers",
-        "store.kafka.keys",
-        "store.url",
-        "timestamp.extractor",
-        "timestamp.field",
-        "timezone",
-        "tombstone.encoded.partition",
-        "topics.dir",
-    ]
-)
-
-#: Kafka Connect's own connector settings, accepted as they are.
-CONNECT_FRAMEWORK = frozenset(
-    {
-        "name",
-        "connector.class",
-        "tasks.max",
-        "key.converter",
-        "value.converter",
-        "header.converter",
-        "config.action.reload",
-        "transforms",
-        "predicates",
-        "errors.retry.timeout",
-        "errors.retry.delay.max.ms",
-        "errors.log.enable",
-        "errors.log.include.messages",
-    }
-)
-#: Prefixes whose keys belong to someone else (Kafka, Spark, converters, transforms, hooks).
-ACCEPTED_PREFIXES = (
-    "kafka.",
-    "spark.",
-    "key.converter.",
-    "value.converter.",
-    "header.converter.",
-    "transforms.",
-    "predicates.",
-    "consumer.override.",
-    "producer.override.",
-    "admin.override.",
-    "blockgz.source.",
-    "blockgz.write.listener.",
-)
-
+#: The owners whose options an export's config holds.
+EXPORT_OWNERS = ("job", "source", "sink", "store")
 S3_STORAGE = "io.confluent.connect.s3.storage.S3Storage"
-
-
-@dataclass(frozen=True)
-class NotDone:
-    """A Confluent option blockgz does not do: why, and when a config asks for it."""
-
-    reason: str
-    #: Whether the options ask for what blockgz does not do (default: the key is there).
-    asks: Callable[[Options], bool] | None = None
-    #: A config that asks for it (the tests and the docs show it).
-    example: Mapping[str, str] = field(default_factory=dict)
-
-    def applies(self, name: str, opts: Options) -> bool:
-        return name in opts and (self.asks is None or self.asks(opts))
 
 
 def _is_true(name: str) -> Callable[[Options], bool]:
@@ -219,11 +63,28 @@ def _conditional_writes_act(opts: Options) -> bool:
     )
 
 
+def _not_done(name: str, status: str, reason: str, asks=None, example=None, **more) -> OptionDef:
+    owner = "store" if name.startswith("s3.") else "sink"
+    return OptionDef(
+        name,
+        "text",
+        "",
+        reason,
+        owner,
+        origin="confluent",
+        status=status,
+        not_done=NotDone(reason, asks, example or {}),
+        **more,
+    )
+
+
 #: Confluent options blockgz will not do, refused at startup when the config asks for them.
 #: With a value that asks for nothing (``enable.conditional.writes=false``, the S3Storage
 #: class) they are accepted: blockgz then does what they say.
-REFUSED: dict[str, NotDone] = {
-    "enable.conditional.writes": NotDone(
+REFUSED_OPTIONS = OptionSet(
+    _not_done(
+        "enable.conditional.writes",
+        "refused",
         "blockgz recovers by writing a replayed batch again over its own objects (the same "
         "keys), and If-None-Match: * would refuse every such replay with 412 (blockgz has no "
         "next-free-offset scan, max.files.scan.limit); set enable.conditional.writes=false "
@@ -235,79 +96,145 @@ REFUSED: dict[str, NotDone] = {
             "timezone": "UTC",
         },
     ),
-    "storage.class": NotDone(
+    _not_done(
+        "storage.class",
+        "refused",
         "blockgz writes through its own S3 store (or to a local directory); the only "
         f"storage.class it stands for is {S3_STORAGE}",
         lambda opts: opts.given("storage.class") and opts.text("storage.class") != S3_STORAGE,
         {"storage.class": "io.confluent.connect.hdfs.storage.HdfsStorage"},
     ),
-}
+)
 
 #: Confluent options blockgz does not read where ignoring them is harmless: named in the one
 #: warning of unread settings (:func:`check_keys`), with :func:`describe_ignored`'s reasons.
-WARNED: dict[str, NotDone] = {
-    "s3.elastic.buffer.enable": NotDone(
+WARNED_OPTIONS = OptionSet(
+    _not_done(
+        "s3.elastic.buffer.enable",
+        "warned",
         "blockgz's part buffer always grows with the data written (it is never preallocated)",
         example={"s3.elastic.buffer.enable": "true"},
     ),
-    "s3.elastic.buffer.init.capacity": NotDone(
+    _not_done(
+        "s3.elastic.buffer.init.capacity",
+        "warned",
         "blockgz's part buffer starts empty and grows with the data",
         example={"s3.elastic.buffer.init.capacity": "131072"},
     ),
-    "s3.http.send.expect.continue": NotDone(
+    _not_done(
+        "s3.http.send.expect.continue",
+        "warned",
         "botocore decides on Expect: 100-continue itself",
         example={"s3.http.send.expect.continue": "false"},
     ),
-    "max.files.scan.limit": NotDone(
+    _not_done(
+        "max.files.scan.limit",
+        "warned",
         "it bounds the recovery scan of conditional writes, which blockgz does not do",
         example={"max.files.scan.limit": "100"},
     ),
-    "max.write.duration.ms": NotDone(
+    _not_done(
+        "max.write.duration.ms",
+        "warned",
         "a deadline for Connect's put(); a blockgz batch is bounded by maxOffsetsPerTrigger",
         example={"max.write.duration.ms": "60000"},
     ),
-    "retry.backoff.ms": NotDone(
+    _not_done(
+        "retry.backoff.ms",
+        "warned",
         "Connect's pause after a retriable error; Spark retries a failed blockgz task "
         "(spark.task.maxFailures) and S3 calls back off by s3.retry.backoff.ms",
         example={"retry.backoff.ms": "5000"},
     ),
-    "shutdown.timeout.ms": NotDone(
+    _not_done(
+        "shutdown.timeout.ms",
+        "warned",
         "hidden and unused by Confluent's S3 sink too",
         example={"shutdown.timeout.ms": "3000"},
     ),
-    "schemas.cache.config": NotDone(
+    _not_done(
+        "schemas.cache.config",
+        "warned",
         "the size of AvroData's schema cache; blockgz's schema cache has no such setting",
         example={"schemas.cache.config": "1000"},
     ),
-    "parquet.codec": NotDone(
+    _not_done(
+        "parquet.codec",
+        "warned",
         "only used by ParquetFormat, which blockgz does not write (format.class refuses it)",
         example={"parquet.codec": "snappy"},
     ),
-    "enhanced.avro.schema.support": NotDone(
-        "blockgz writes the value's Avro schema as it is (enum symbols and namespaces kept), "
-        "as with true",
-        _is_false("enhanced.avro.schema.support"),
-        {"enhanced.avro.schema.support": "false"},
-    ),
-    "allow.optional.map.keys": NotDone(
+    _not_done(
+        "allow.optional.map.keys",
+        "warned",
         "blockgz always accepts optional map keys (an array of key/value records), as with true",
         _is_false("allow.optional.map.keys"),
         {"allow.optional.map.keys": "false"},
     ),
-}
+)
 
-#: What some part of blockgz reads.
-READ = SINK_OPTION_NAMES | frozenset(S3_OPTION_NAMES) | PARTITIONER_OPTIONS | SOURCE_OPTIONS
-READ |= JOB_OPTIONS
-#: Confluent options blockgz reads and does what they say (the sink's own, still being added
-#: to :data:`~sink.write.config.SINK_OPTION_NAMES`, are warned of as unread until they are).
+
+def _connect(name: str, doc: str, **more: Any) -> OptionDef:
+    return OptionDef(name, "text", "", doc, "sink", origin="connect", status="accepted", **more)
+
+
+#: Kafka Connect's framework keys: normal in a pasted connector config, accepted as they are.
+CONNECT_OPTIONS = OptionSet(
+    _connect("connector.class", "the connector's class"),
+    _connect("tasks.max", "Connect's task count (Spark's partitions decide here)"),
+    _connect("header.converter", "Connect's header converter (headers are kept as bytes)"),
+    _connect("header.converter.", "the header converter's settings", prefix=True),
+    _connect("config.action.reload", "Connect's reload policy"),
+    _connect("transforms", "Connect's single message transforms (not run by blockgz)"),
+    _connect("transforms.", "the transforms' settings", prefix=True),
+    _connect("predicates", "Connect's predicates"),
+    _connect("predicates.", "the predicates' settings", prefix=True),
+    _connect("errors.retry.timeout", "Connect's retry of failed operations"),
+    _connect("errors.retry.delay.max.ms", "Connect's retry of failed operations"),
+    _connect("schema.generator.class", "Confluent's schema generator of older partitioners"),
+    _connect("consumer.override.", "the connector's consumer overrides", prefix=True),
+    _connect("producer.override.", "the connector's producer overrides", prefix=True),
+    _connect("admin.override.", "the connector's admin client overrides", prefix=True),
+)
+
+
+def source_options() -> frozenset[str]:
+    """The options :func:`~sink.export.config.split_options` gives the Kafka source."""
+    return frozenset(d.name for d in OPTIONS if d.owner == "source" and not d.prefix)
+
+
+def job_options() -> frozenset[str]:
+    """The export job's own options (given neither to the source nor to the sink)."""
+    return frozenset(d.name for d in OPTIONS if d.owner == "job" and not d.prefix)
+
+
+#: Options of the Kafka source that may appear in the job's config file.
+SOURCE_OPTIONS = source_options()
+JOB_OPTIONS = job_options()
+REFUSED: dict[str, NotDone] = {
+    d.name: d.not_done for d in OPTIONS.select(EXPORT_OWNERS, ["refused"]) if d.not_done
+}
+WARNED: dict[str, NotDone] = {
+    d.name: d.not_done for d in OPTIONS.select(EXPORT_OWNERS, ["warned"]) if d.not_done
+}
+#: Every option of Confluent's S3 sink: the tables of its connector, storage and partitioner
+#: configs (kafka-connect-storage-cloud 12.x), with the Connect error settings it documents. Each
+#: is in exactly one of :data:`HONOURED`, :data:`REFUSED` and :data:`WARNED`.
+CONFLUENT_S3_OPTIONS = frozenset(
+    d.name for d in OPTIONS.select(EXPORT_OWNERS) if d.origin == "confluent"
+)
+#: Kafka Connect's own connector settings, accepted as they are.
+CONNECT_FRAMEWORK = frozenset(d.name for d in OPTIONS if d.origin == "connect" and not d.prefix)
+#: Prefixes whose keys belong to someone else (Kafka, Spark, converters, transforms, hooks).
+ACCEPTED_PREFIXES = OPTIONS.prefixes(EXPORT_OWNERS)
+#: What some part of the export reads.
+READ = OPTIONS.names(EXPORT_OWNERS, statuses=["read"])
+#: Confluent options blockgz reads and does what they say.
 HONOURED = CONFLUENT_S3_OPTIONS - REFUSED.keys() - WARNED.keys()
 #: Accepted without a word: Connect's framework, and what is harmless here. Confluent's own
 #: options are never silent: each is read, refused or warned of.
-SILENT = (CONNECT_KEYS_IGNORED | CONNECT_FRAMEWORK) - CONFLUENT_S3_OPTIONS
-KNOWN = READ | SILENT | CONFLUENT_S3_OPTIONS
-#: Close enough to a known name to be a typo of it (difflib's ratio).
-TYPO_CUTOFF = 0.85
+SILENT = OPTIONS.names(EXPORT_OWNERS, statuses=["accepted"]) - CONFLUENT_S3_OPTIONS
+KNOWN = OPTIONS.names(EXPORT_OWNERS) | CONFLUENT_S3_OPTIONS
 
 
 def check_keys(keys: Iterable[str] | Mapping[str, Any]) -> list[str]:
@@ -324,9 +251,9 @@ def check_keys(keys: Iterable[str] | Mapping[str, Any]) -> list[str]:
     for key in sorted(opts):
         if key in READ | SILENT | judged or key.startswith(ACCEPTED_PREFIXES) or key in KNOWN:
             continue
-        close = difflib.get_close_matches(key, KNOWN, 1, TYPO_CUTOFF)
+        close = OPTIONS.suggest(key, KNOWN)
         if close:
-            errors.append(f"{key}: not a setting blockgz knows; did you mean {close[0]}?")
+            errors.append(f"{key}: not a setting blockgz knows; did you mean {close}?")
     errors += [f"{k}: {r.reason}" for k, r in sorted(REFUSED.items()) if r.applies(k, opts)]
     if errors:
         raise ConfigError("; ".join(errors))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from blockgz.errors import ConfigError
+from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import Options
 
 log = logging.getLogger("blockgz.kafka_source")
@@ -55,6 +56,80 @@ _IGNORED = (
 )
 #: Spark Kafka source options that would change which records are read: refused.
 _UNSUPPORTED = ("startingTimestamp", "startingOffsetsByTimestamp")
+
+
+def _source(name: str, kind, default, doc: str, **more) -> OptionDef:
+    return OptionDef(name, kind, default, doc, "source", origin=more.pop("origin", "spark"), **more)
+
+
+_SPARK_ONLY = "Spark's Kafka source reads it; the blockgz-kafka source ignores it (a warning)"
+#: The source's options, under Spark's Kafka source names (matched ignoring case: Spark
+#: lower-cases a data source's options).
+SOURCE_OPTIONS = OptionSet(
+    _source("kafka.", "text", "", "the Kafka consumer's settings (librdkafka names)", prefix=True),
+    _source(
+        "kafka.bootstrap.servers", "text", "", "host:port list of the Kafka brokers (required)"
+    ),
+    _source(
+        "subscribe",
+        "text",
+        "",
+        "a comma list of topics (one of subscribe, subscribePattern, assign)",
+    ),
+    _source("subscribePattern", "text", "", "a regex of topics"),
+    _source("assign", "text", "", 'partitions as JSON: `{"topicA": [0, 1]}`'),
+    _source(
+        "startingOffsets",
+        "text",
+        "latest",
+        "`earliest`, `latest`, `s3` (what the blockgz sink's manifests committed) or "
+        "per-partition JSON offsets; `blockgz export` defaults it to `earliest`",
+    ),
+    _source(
+        "maxOffsetsPerTrigger",
+        "int",
+        None,
+        "at most this many offsets per micro-batch",
+        low=1,
+        shown="no limit",
+    ),
+    _source("failOnDataLoss", "flag", True, "fail when offsets the job needs are gone"),
+    _source(
+        "includeHeaders",
+        "flag",
+        False,
+        "read the records' headers (`blockgz export` sets it where headers are kept)",
+    ),
+    _source(
+        "kafkaConsumer.pollTimeoutMs", "int", 120_000, "bounds every wait on the broker", low=1
+    ),
+    _source(
+        "groupIdPrefix",
+        "text",
+        "blockgz-kafka-source",
+        "the prefix of the consumer group's name (the group never commits)",
+    ),
+    _source(
+        "blockgz.emit",
+        "choice",
+        "records",
+        "`ranges`: one offset-range row per task (what `blockgz export` uses with "
+        "`blockgz.tasks.read.kafka`)",
+        allowed=EMIT_MODES,
+        origin="blockgz",
+    ),
+    *(_source(name, "text", "", _SPARK_ONLY) for name in _IGNORED),
+    *(
+        _source(
+            name,
+            "text",
+            "",
+            "refused by the blockgz-kafka source (it would change which "
+            "records are read); use startingOffsets",
+        )
+        for name in _UNSUPPORTED
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -118,13 +193,14 @@ def parse_options(options: Mapping[str, str]) -> SourceConfig:
     """
     opts = Options(options, keys_ignore_case=True)  # Spark lower-cases a source's options
     _check_unsupported(opts)
-    bootstrap = opts.text("kafka.bootstrap.servers")
+    bootstrap = SOURCE_OPTIONS.read(opts, "kafka.bootstrap.servers")
     if not bootstrap:
         raise ConfigError(
             "kafka.bootstrap.servers is required: the host:port list of the Kafka brokers"
         )
     strategy, topics, pattern, assigned = _parse_strategy(opts)
-    starting = parse_starting_offsets(opts.text("startingOffsets", "latest"))
+    read = SOURCE_OPTIONS.read
+    starting = parse_starting_offsets(read(opts, "startingOffsets"))
     return SourceConfig(
         bootstrap_servers=bootstrap,
         strategy=strategy,
@@ -132,14 +208,14 @@ def parse_options(options: Mapping[str, str]) -> SourceConfig:
         pattern=pattern,
         assigned=assigned,
         starting=starting,
-        max_offsets_per_trigger=opts.integer("maxOffsetsPerTrigger", None, low=1),
-        fail_on_data_loss=opts.flag("failOnDataLoss", True),
-        include_headers=opts.flag("includeHeaders", False),
-        poll_timeout_ms=opts.integer("kafkaConsumer.pollTimeoutMs", 120_000, low=1),
-        group_id_prefix=opts.text("groupIdPrefix", "blockgz-kafka-source"),
+        max_offsets_per_trigger=read(opts, "maxOffsetsPerTrigger"),
+        fail_on_data_loss=read(opts, "failOnDataLoss"),
+        include_headers=read(opts, "includeHeaders"),
+        poll_timeout_ms=read(opts, "kafkaConsumer.pollTimeoutMs"),
+        group_id_prefix=read(opts, "groupIdPrefix"),
         kafka=_kafka_settings(opts),
         manifest_options=_manifest_options(opts) if starting == "s3" else {},
-        emit_ranges=opts.choice("blockgz.emit", EMIT_MODES, "records") == "ranges",
+        emit_ranges=read(opts, "blockgz.emit") == "ranges",
     )
 
 

@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 from blockgz.errors import ConfigError
 from blockgz.layout import Layout
 from blockgz.named import Registry
+from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import Options, as_options
 from sink.partitioning.partitioners import (
     DailyPartitioner,
@@ -38,22 +39,65 @@ from sink.partitioning.timestamps import _EXTRACTOR_ALIASES as _EXTRACTOR_NAMES
 from sink.partitioning.timestamps import CONFLUENT_PARTITIONERS, build_extractor
 from sink.plugins import import_named, instantiate
 
-#: Every option key this module reads.
-PARTITIONER_OPTIONS = frozenset(
-    {
+_DURATION_HINT = "a whole number of milliseconds > 0, e.g. 3600000 for hourly buckets"
+
+
+def _part(name: str, kind, default, doc: str, **more) -> OptionDef:
+    return OptionDef(
+        name, kind, default, doc, "sink", origin=more.pop("origin", "confluent"), **more
+    )
+
+
+_TIME = "time partitioners: "
+#: The partitioner's options (the key layout's delimiters are :data:`blockgz.layout.KEY_OPTIONS`).
+PARTITIONING_OPTIONS = OptionSet(
+    _part(
         "partitioner.class",
+        "text",
+        "default",
+        "`default`, `field`, `time`, `daily`, `hourly`, Confluent's class names, or `module:Class`",
+    ),
+    _part(
         "partition.field.name",
-        "path.format",
+        "text",
+        "",
+        "field partitioner: comma list, dotted names; JSON values or decoded Avro records",
+    ),
+    _part("path.format", "text", "", _TIME + "Joda patterns such as `'year'=YYYY/'month'=MM`"),
+    _part(
         "partition.duration.ms",
-        "locale",
+        "int",
+        0,
+        _TIME + "the span of one encoded partition",
+        low=1,
+        hint=_DURATION_HINT,
+        shown="",
+    ),
+    _part("locale", "text", "", _TIME + "the locale of the path's names (`en`)"),
+    _part(
         "timezone",
+        "text",
+        "",
+        _TIME + "and scheduled rotation: IANA names, fixed offsets and Java's short ids "
+        "(`PST`, `ECT`, ... as Java maps them)",
+    ),
+    _part(
         "timestamp.extractor",
-        "timestamp.field",
-        "directory.delim",
-        "file.delim",
+        "text",
+        "Wallclock",
+        "`Wallclock`, `Record`, `RecordField`, or `module:Class`",
+    ),
+    _part("timestamp.field", "text", "timestamp", "`RecordField`: the field holding the time"),
+    _part(
         "partition.path.lowercase",
-    }
+        "flag",
+        False,
+        "lower-case encoded partitions (Athena)",
+        origin="blockgz",
+    ),
 )
+#: Every option key this module reads.
+PARTITIONER_OPTIONS = frozenset(PARTITIONING_OPTIONS) | {"directory.delim", "file.delim"}
 
 
 PARTITIONER_ALLOWED = (
@@ -323,7 +367,6 @@ def build_partitioner(options: Mapping[str, Any]) -> Partitioner:
     return PartitionerSettings.from_options(as_options(options)).build()
 
 
-_DURATION_HINT = "a whole number of milliseconds > 0, e.g. 3600000 for hourly buckets"
 _EXAMPLES = {
     "path.format": "path.format='year'=YYYY/'month'=MM/'day'=dd/'hour'=HH",
     "partition.duration.ms": "partition.duration.ms=3600000",

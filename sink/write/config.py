@@ -44,6 +44,7 @@ from blockgz.formats.json import ENVELOPE_OPTION
 from blockgz.formats.registry import FORMATS
 from blockgz.layout import Layout
 from blockgz.manifests import ManifestLog
+from blockgz.option_defs import OPTIONS, NotDone, OptionDef, OptionSet
 from blockgz.options import Options, as_options
 from blockgz.store import ObjectStore, StoreTarget
 from sink.convert.connect_json import DECIMAL_FORMATS
@@ -51,26 +52,13 @@ from sink.convert.converters import JSON, ConverterSettings
 from sink.convert.evolution import COMPATIBILITIES
 from sink.partitioning.settings import DefaultSettings, PartitionerSettings
 from sink.partitioning.zones import parse_timezone
-from sink.write.deadletter import STORE_OPTION, DeadLetterSettings
+from sink.write.deadletter import DeadLetterSettings
 
 log = logging.getLogger("blockgz.sink")
 
 #: ``s3.schema.partition.affix.type``: where ``schema_name=<name>`` goes in the encoded partition.
 AFFIXES = ("NONE", "PREFIX", "SUFFIX")
 NULL_BEHAVIORS = ("fail", "ignore", "write")
-
-#: Connect and Confluent keys that mean nothing here but are normal in a pasted connector
-#: config; they are accepted silently instead of being reported as unknown.
-CONNECT_KEYS_IGNORED = frozenset(
-    {
-        "name",
-        "connector.class",
-        "tasks.max",
-        "key.converter.schemas.enable",
-        "schema.generator.class",
-        "path",
-    }
-)
 
 #: The two hooks of the sink (see :mod:`sink.write.hooks`) and the prefixes of their options.
 INPUT_READER = "blockgz.input.reader"
@@ -82,62 +70,248 @@ LISTENER_PREFIX = "blockgz.write.listener."
 LEASE_TOKEN = "blockgz.lease.token"
 LEASE_TTL = "blockgz.lease.ttl.ms"
 
-SINK_OPTION_NAMES = frozenset(
-    {
-        "name",
-        "path",
-        "topics.dir",
-        "directory.delim",
-        "file.delim",
-        "filename.offset.zero.pad.width",
+
+def _sink(name: str, kind, default, doc: str, **more) -> OptionDef:
+    return OptionDef(
+        name, kind, default, doc, "sink", origin=more.pop("origin", "confluent"), **more
+    )
+
+
+_BLOCKS = "(block-GZIP and Avro)"
+#: The sink's own options (the key layout, framing, converters, partitioner and dead letters
+#: are declared where they are read: :mod:`blockgz.layout`, :mod:`blockgz.format.framing`,
+#: :mod:`sink.convert.converters`, :mod:`sink.partitioning.settings`,
+#: :mod:`sink.write.deadletter`).
+SINK_OPTIONS = OptionSet(
+    _sink(
         "format.class",
-        "s3.compression.type",
-        "s3.compression.level",
-        "s3.compression.block.size",
-        "s3.compression.block.records",
-        "format.bytearray.separator",
-        FRAMING_OPTION,
-        "format.bytearray.extension",
-        "format.json.envelope",
-        "value.converter",
-        "value.converter.schemas.enable",
-        "key.converter",
+        "text",
+        "json",
+        "`json`, `bytearray`, `avro`, or Confluent's "
+        "`io.confluent.connect.s3.format.json.JsonFormat` / `…bytearray.ByteArrayFormat` / "
+        "`…avro.AvroFormat`",
+    ),
+    _sink("avro.codec", "choice", "null", "the Avro container's codec", allowed=AVRO_CODECS),
+    _sink(
         "schema.compatibility",
-        "avro.codec",
+        "choice",
+        "NONE",
+        "when a new schema starts a file and when a record is projected",
+        allowed=COMPATIBILITIES,
+    ),
+    _sink(
         "connect.meta.data",
+        "flag",
+        True,
+        "Avro: `connect.name` on the file's record schema, as Confluent's AvroData writes it",
+    ),
+    _sink(
         "enhanced.avro.schema.support",
+        "flag",
+        True,
+        "accepted; the writer's schema is always kept as registered (namespaces, enums, "
+        "logical types)",
+        status="warned",
+        not_done=NotDone(
+            "blockgz writes the value's Avro schema as it is (enum symbols and namespaces "
+            "kept), as with true",
+            lambda opts: opts.text("enhanced.avro.schema.support").lower() == "false",
+            {"enhanced.avro.schema.support": "false"},
+        ),
+    ),
+    _sink(
         "json.decimal.format",
+        "choice",
+        "BASE64",
+        "JSON from schema'd values: decimals as base64 of the unscaled value, or `NUMERIC`",
+        allowed=DECIMAL_FORMATS,
+    ),
+    _sink(
         "blockgz.avro.index",
+        "flag",
+        True,
+        "write each `.avro` object's `.avro.index.json` block index (seekable Avro)",
+        origin="blockgz",
+    ),
+    _sink(
         "blockgz.catalog.every",
-        "errors.tolerance",
-        "errors.deadletterqueue.topic.name",
-        "errors.deadletterqueue.topic.replication.factor",
-        "errors.deadletterqueue.context.headers.enable",
-        "errors.log.enable",
-        "errors.log.include.messages",
-        "report.null.values.to.dlq",
-        STORE_OPTION,
+        "int",
+        DEFAULT_EVERY,
+        "compact the manifests into the catalog after every this many batches (0: never); "
+        "see [the catalog](#seek-on-every-layout-the-catalog)",
+        low=0,
+        origin="blockgz",
+    ),
+    _sink(
+        "s3.compression.type",
+        "choice",
+        "none",
+        "`none`, `gzip` (one gzip stream), `blockgzip` (seekable, with `.index.json`)",
+        allowed=COMPRESSIONS.names(),
+    ),
+    _sink(
+        "s3.compression.level",
+        "int",
+        -1,
+        "`-1`: zlib 6 for gzip, ISA-L 1 for blockgzip; 0–3 ISA-L, 4–9 zlib",
+        low=-1,
+        high=9,
+    ),
+    _sink(
+        "s3.compression.block.size",
+        "size",
+        DEFAULT_BLOCK_SIZE,
+        "uncompressed bytes per block " + _BLOCKS,
+        origin="blockgz",
+        shown="1MiB",
+    ),
+    _sink(
+        "s3.compression.block.records",
+        "int",
+        0,
+        "at most this many records per block",
+        low=0,
+        origin="blockgz",
+        shown="none",
+    ),
+    _sink(
+        "format.json.envelope",
+        "flag",
+        False,
+        'write `{"topic","partition","offset","timestamp","key","headers","value"}` per line '
+        "(headers are read from Kafka for it: `includeHeaders` defaults to `true`)",
+        origin="blockgz",
+    ),
+    _sink(
         "flush.size",
+        "int",
+        None,
+        "records per file (*per file*, not per topic-partition as in Confluent); ≥ 1 as in "
+        "Confluent, leave it out for no limit",
+        low=1,
+        hint="leave it out for no limit",
+        shown="unlimited",
+    ),
+    _sink(
         "flush.size.bytes",
-        "partitioner.max.open.files",
-        "rotate.file.on.partition.change",
-        "store.kafka.keys",
-        "store.kafka.headers",
-        "keys.format.class",
-        "headers.format.class",
-        "s3.schema.partition.affix.type",
+        "size",
+        0,
+        "uncompressed bytes per file (`64MiB`)",
+        low=0,
+        origin="blockgz",
+        shown="unlimited",
+    ),
+    _sink(
         "rotate.interval.ms",
+        "int",
+        -1,
+        "record-time span of a file, for any partitioner",
+        low=-1,
+        shown="off",
+    ),
+    _sink(
         "rotate.schedule.interval.ms",
+        "int",
+        -1,
+        "wall-clock rotation from midnight in `timezone` (not exactly-once)",
+        low=-1,
+        shown="off",
+    ),
+    _sink(
+        "rotate.file.on.partition.change",
+        "flag",
+        True,
+        "with `rotate.interval.ms`, a record for another encoded partition than the previous "
+        "one commits every open file (tombstones exempt), as Confluent",
+    ),
+    _sink(
+        "partitioner.max.open.files",
+        "int",
+        -1,
+        "before opening one more file, commit the oldest open one (Confluent commits all)",
+        low=-1,
+        shown="no limit",
+    ),
+    _sink(
+        "s3.schema.partition.affix.type",
+        "choice",
+        "NONE",
+        "`PREFIX` or `SUFFIX`: `schema_name=<value schema's name>` in the encoded partition "
+        "(needs a converter with schemas)",
+        allowed=AFFIXES,
+    ),
+    _sink(
+        "store.kafka.keys",
+        "flag",
+        False,
+        "also write `…+<start>.keys.<ext>` beside each value file: one entry per value "
+        "record, same order, rotated, compressed (block-GZIP with its own index) and committed "
+        "with it",
+    ),
+    _sink(
+        "store.kafka.headers",
+        "flag",
+        False,
+        "also write `…+<start>.headers.<ext>` beside each value file, as the keys",
+    ),
+    _sink(
+        "keys.format.class",
+        "text",
+        "avro",
+        "`avro`, `json` or `bytearray`; keys are decoded by `key.converter` when one is set, "
+        "raw bytes otherwise",
+    ),
+    _sink("headers.format.class", "text", "avro", "`avro` or `json`"),
+    _sink(
         "behavior.on.null.values",
+        "choice",
+        "fail",
+        "`fail`, `ignore`, `write` (to `tombstone.encoded.partition`): with "
+        "`store.kafka.keys`, as Confluent, only the keys (and headers) files are written "
+        "there, no value file; without it, the value itself is kept (JSON `null`, an empty "
+        "bytearray record)",
+        allowed=NULL_BEHAVIORS,
+    ),
+    _sink(
         "tombstone.encoded.partition",
-        "blockgz.manifest.dir",
-        "blockgz.epoch",
-        LEASE_TOKEN,
-        LEASE_TTL,
-        INPUT_READER,
+        "raw",
+        "tombstone",
+        "the encoded partition of tombstones written with `behavior.on.null.values=write`",
+    ),
+    _sink(
         LISTENER,
-    }
+        "text",
+        "",
+        "`module:Class`, a `sink.write.hooks.WriteListener` told about each finished object "
+        "(in the task) and each committed batch (on the driver); its options are "
+        "`blockgz.write.listener.*`",
+        origin="blockgz",
+        shown="none",
+    ),
+    _sink(
+        LISTENER_PREFIX, "text", "", "the write listener's options", origin="blockgz", prefix=True
+    ),
+    _sink(
+        INPUT_READER,
+        "text",
+        "",
+        "`module:function` turning the task's input rows into Kafka records, with options "
+        "`blockgz.source.*` (`blockgz export` sets it when tasks read Kafka themselves)",
+        origin="blockgz",
+        shown="none",
+    ),
+    _sink(INPUT_PREFIX, "text", "", "the input reader's options", origin="blockgz", prefix=True),
+    _sink(
+        LEASE_TOKEN,
+        "text",
+        "",
+        "set by `blockgz export`, not by users: the token of the lease the job holds",
+        origin="blockgz",
+        internal=True,
+    ),
 )
+#: Every option the sink reads.
+SINK_OPTION_NAMES = OPTIONS.names(("sink",)) | {LEASE_TTL}
 
 
 def _format(options: Options, name: str = "format.class", default: str = "json") -> Format:
@@ -206,7 +380,8 @@ def _compression_settings(opts: Options) -> dict[str, Any]:
 
 
 def _rotation_settings(opts: Options) -> dict[str, Any]:
-    schedule_ms = opts.integer("rotate.schedule.interval.ms", -1, low=-1)
+    read = SINK_OPTIONS.read
+    schedule_ms = read(opts, "rotate.schedule.interval.ms")
     if schedule_ms > 0 and not opts.given("timezone"):
         raise ConfigError(
             "rotate.schedule.interval.ms needs timezone (an IANA name such as UTC or "
@@ -215,16 +390,16 @@ def _rotation_settings(opts: Options) -> dict[str, Any]:
         )
     if opts.given("timezone"):
         parse_timezone(opts.text("timezone"))  # checked now, not on the first record
-    rotate_ms = opts.integer("rotate.interval.ms", -1, low=-1)
-    max_open = opts.integer("partitioner.max.open.files", -1, low=-1)
+    rotate_ms = read(opts, "rotate.interval.ms")
+    max_open = read(opts, "partitioner.max.open.files")
     if max_open == 0:
         raise ConfigError("partitioner.max.open.files: 0 is not allowed; -1 (no limit) or >= 1")
     return {
         "max_open_files": max_open if max_open > 0 else None,
-        "rotate_on_partition_change": opts.flag("rotate.file.on.partition.change", True),
+        "rotate_on_partition_change": read(opts, "rotate.file.on.partition.change"),
         # Confluent requires >= 1; leaving it out (no limit) is blockgz's documented extension.
-        "flush_size": opts.integer("flush.size", None, low=1, hint="leave it out for no limit"),
-        "flush_size_bytes": opts.size("flush.size.bytes", 0, low=0) or None,
+        "flush_size": read(opts, "flush.size"),
+        "flush_size_bytes": read(opts, "flush.size.bytes") or None,
         "rotate_interval_ms": rotate_ms if rotate_ms > 0 else None,
         "rotate_schedule_interval_ms": schedule_ms if schedule_ms > 0 else None,
         "timezone": opts.text("timezone", "UTC"),
@@ -233,16 +408,16 @@ def _rotation_settings(opts: Options) -> dict[str, Any]:
 
 def _null_settings(opts: Options) -> dict[str, Any]:
     return {
-        "null_behavior": opts.choice("behavior.on.null.values", NULL_BEHAVIORS, "fail"),
-        "tombstone_partition": opts.get("tombstone.encoded.partition", "tombstone"),
+        "null_behavior": SINK_OPTIONS.read(opts, "behavior.on.null.values"),
+        "tombstone_partition": SINK_OPTIONS.read(opts, "tombstone.encoded.partition"),
     }
 
 
 def _hook_settings(opts: Options) -> dict[str, Any]:
     return {
-        "input_reader": opts.text(INPUT_READER),
+        "input_reader": SINK_OPTIONS.read(opts, INPUT_READER),
         "input_options": opts.prefixed(INPUT_PREFIX),
-        "listener": opts.text(LISTENER),
+        "listener": SINK_OPTIONS.read(opts, LISTENER),
         "listener_options": opts.prefixed(LISTENER_PREFIX),
     }
 

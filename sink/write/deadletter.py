@@ -41,6 +41,7 @@ from typing import Any
 
 from blockgz.errors import BadRecordError, ConfigError, SourceError
 from blockgz.manifests import Offsets
+from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import Options, as_options
 from blockgz.store.base import ObjectStore
 from sink.records import KafkaRecord
@@ -49,6 +50,60 @@ log = logging.getLogger("blockgz.sink")
 
 TOLERANCES = ("none", "all")
 STORE_OPTION = "blockgz.deadletterqueue.store"
+
+
+def _dlq(name: str, kind, default, doc: str, **more) -> OptionDef:
+    return OptionDef(
+        name, kind, default, doc, "sink", origin=more.pop("origin", "confluent"), **more
+    )
+
+
+DEAD_LETTER_OPTIONS = OptionSet(
+    _dlq(
+        "errors.tolerance",
+        "choice",
+        "none",
+        "`all`: a record that cannot be converted, partitioned or encoded goes to the "
+        "dead-letter queue instead of failing the batch; see "
+        "[Bad records](#bad-records-and-the-dead-letter-queue)",
+        allowed=TOLERANCES,
+    ),
+    _dlq("errors.deadletterqueue.topic.name", "text", "", "the dead-letter topic"),
+    _dlq(
+        "errors.deadletterqueue.topic.replication.factor",
+        "int",
+        3,
+        "the dead-letter topic's replication factor when blockgz creates it",
+        low=-1,
+    ),
+    _dlq(
+        "errors.deadletterqueue.context.headers.enable",
+        "flag",
+        False,
+        "add Connect's `__connect.errors.*` headers to dead letters",
+    ),
+    _dlq("errors.log.enable", "flag", False, "log each bad record's error", origin="connect"),
+    _dlq(
+        "errors.log.include.messages",
+        "flag",
+        False,
+        "the logged errors include the record's topic, partition and offset",
+        origin="connect",
+    ),
+    _dlq(
+        "report.null.values.to.dlq",
+        "flag",
+        True,
+        "a null value the sink refuses goes to the dead-letter queue",
+    ),
+    _dlq(
+        STORE_OPTION,
+        "flag",
+        False,
+        "dead letters go to the archive's store instead of a Kafka topic",
+        origin="blockgz",
+    ),
+)
 #: Connect's context headers (``errors.deadletterqueue.context.headers.enable``).
 HEADER_PREFIX = "__connect.errors."
 
@@ -78,17 +133,16 @@ class DeadLetterSettings:
 errors.deadletterqueue.topic.name (a Kafka topic) or blockgz.deadletterqueue.store=true ...
         """
         opts: Options = as_options(options)
+        read = DEAD_LETTER_OPTIONS.read
         settings = cls(
-            tolerance=opts.choice("errors.tolerance", TOLERANCES, "none"),
-            topic=opts.text("errors.deadletterqueue.topic.name"),
-            replication_factor=opts.integer(
-                "errors.deadletterqueue.topic.replication.factor", 3, low=-1
-            ),
-            context_headers=opts.flag("errors.deadletterqueue.context.headers.enable", False),
-            log_errors=opts.flag("errors.log.enable", False),
-            log_messages=opts.flag("errors.log.include.messages", False),
-            report_nulls=opts.flag("report.null.values.to.dlq", True),
-            to_store=opts.flag(STORE_OPTION, False),
+            tolerance=read(opts, "errors.tolerance"),
+            topic=read(opts, "errors.deadletterqueue.topic.name"),
+            replication_factor=read(opts, "errors.deadletterqueue.topic.replication.factor"),
+            context_headers=read(opts, "errors.deadletterqueue.context.headers.enable"),
+            log_errors=read(opts, "errors.log.enable"),
+            log_messages=read(opts, "errors.log.include.messages"),
+            report_nulls=read(opts, "report.null.values.to.dlq"),
+            to_store=read(opts, STORE_OPTION),
             producer=opts.prefixed("kafka."),
         )
         if settings.tolerance == "all" and not (settings.topic or settings.to_store):

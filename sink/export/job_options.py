@@ -1,0 +1,98 @@
+"""The export job's own options: neither the Kafka source's nor the sink's, declared once.
+
+>>> JOB_OPTIONS.read({"blockgz.lease.ttl.ms": "5000"}, "blockgz.lease.ttl.ms")
+5000
+>>> "topics" in JOB_OPTIONS, JOB_OPTIONS["blockgz.preflight"].default
+(True, True)
+"""
+
+from __future__ import annotations
+
+from blockgz.lease import DEFAULT_TTL_MS
+from blockgz.option_defs import OptionDef, OptionSet
+
+DEFAULT_TRIGGER = "5 seconds"
+#: ``blockgz.resume``'s values: where a fresh checkpoint starts.
+RESUME_CHOICES = ("archive", "checkpoint-only")
+
+
+def _job(name: str, kind, default, doc: str, **more) -> OptionDef:
+    return OptionDef(name, kind, default, doc, "job", origin=more.pop("origin", "blockgz"), **more)
+
+
+#: The export job's own options (neither the source's nor the sink's).
+JOB_OPTIONS = OptionSet(
+    _job(
+        "topics", "text", "", "the Kafka topics, a comma list (or `topics.regex`)", origin="connect"
+    ),
+    _job("topics.regex", "text", "", "a regex of the Kafka topics", origin="connect"),
+    _job("spark.", "text", "", "the SparkSession's settings", origin="spark", prefix=True),
+    _job(
+        "blockgz.trigger.interval",
+        "text",
+        DEFAULT_TRIGGER,
+        "how often a running job starts a micro-batch",
+    ),
+    _job(
+        "blockgz.checkpoint.dir",
+        "text",
+        "",
+        "instead of `--checkpoint`",
+        shown="`checkpoints/<name>`",
+    ),
+    _job(
+        "blockgz.tasks.read.kafka",
+        "flag",
+        False,
+        "the sink's tasks read their Kafka offset ranges themselves (see below)",
+    ),
+    _job(
+        "blockgz.resume",
+        "choice",
+        "archive",
+        "where a **fresh** checkpoint starts: `archive` resumes each partition from what the "
+        "job's manifests committed (partitions they do not name start at `startingOffsets`), "
+        "as a Connect sink resumes from its consumer offsets; `checkpoint-only` ignores the "
+        "archive and starts at `startingOffsets`. An existing checkpoint always resumes from "
+        "itself. See [One writer per archive](#one-writer-per-archive)",
+        allowed=RESUME_CHOICES,
+    ),
+    _job(
+        "blockgz.lease.ttl.ms",
+        "int",
+        DEFAULT_TTL_MS,
+        "how long the job's lease outlives its last renewal (renewed every third of it, and "
+        "before each batch manifest); at least `1000`",
+        low=1000,
+        also=("sink",),
+    ),
+    _job(
+        "blockgz.lease.takeover",
+        "flag",
+        False,
+        "take the job's lease even from a live export (which then stops before its next commit)",
+    ),
+    _job(
+        "blockgz.share.topics",
+        "flag",
+        False,
+        "start even though another job archives the same topics under the same `topics.dir` "
+        "and key layout (each record is then archived twice)",
+    ),
+    _job("blockgz.preflight", "flag", True, "the checks before Spark starts (below)"),
+    _job(
+        "blockgz.executor.env.forward",
+        "flag",
+        True,
+        "executors get the driver's `AWS_*` variables (see "
+        "[On a Spark cluster](#on-a-spark-cluster))",
+    ),
+    _job(
+        "blockgz.spark.kafka.jars",
+        "text",
+        "none",
+        "put Spark's Kafka connector on the job's `spark.jars`, so it reads with Spark's own "
+        "source: `auto` (the connector of pyspark's version, from Maven Central), a version "
+        "(`4.2.0`), or a comma list of jar files and folders; `none` adds nothing (see below)",
+    ),
+)
