@@ -12,8 +12,8 @@ import json
 from dataclasses import replace
 from typing import Any
 
+from blockgz.archive.layout import ObjectRef
 from blockgz.format.decode import Record
-from blockgz.layout import ObjectRef
 
 
 def with_companions(refs: list[ObjectRef]) -> list[ObjectRef]:

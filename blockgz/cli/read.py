@@ -72,7 +72,7 @@ def _json_named(key: str) -> bool:
     >>> _json_named("t+0+0000000000.json.index.json"), _json_named("t+0+0000000000.bin.gz")
     (True, False)
     """
-    from blockgz.layout import data_key_for
+    from blockgz.archive.layout import data_key_for
 
     return data_key_for(key).removesuffix(".gz").endswith(".json")
 
@@ -177,15 +177,15 @@ def cat(target, output, topic, partition, endpoint_url, options) -> None:
 
     options = collect_options(endpoint_url, options)
     if topic is None and partition is None:
-        from blockgz.layout import data_key_for
+        from blockgz.archive.layout import data_key_for
         from blockgz.objects.stream import stream_object
         from blockgz.store import split_object_url
 
         store, key = split_object_url(target, options)
         key = data_key_for(key)
         if key.endswith(".avro") or output == "json":
+            from blockgz.archive.layout import Layout
             from blockgz.format.framing import framing_from_options
-            from blockgz.layout import Layout
             from blockgz.objects.stream import stream_records
 
             ref = Layout().parse_data_key(key, any_extension=True)
@@ -281,8 +281,8 @@ def verify(target, topic, scan, endpoint_url, options) -> None:
       blockgz verify --topic orders --scan s3://bucket/exports
       blockgz verify -O layout=deviantart --topic orders s3://bucket/prefix
     """
+    from blockgz.archive.layout import data_key_for
     from blockgz.errors import MissingIndexError
-    from blockgz.layout import data_key_for
     from blockgz.objects.indexed import IndexedReader
     from blockgz.store import split_object_url
 
@@ -306,8 +306,8 @@ def verify(target, topic, scan, endpoint_url, options) -> None:
 
 def _read_whole(store, key: str, options: dict) -> None:
     """``verify --scan`` of one object without an index: read it whole or exit 1."""
+    from blockgz.archive.layout import Layout
     from blockgz.format.framing import framing_from_options
-    from blockgz.layout import Layout
     from reader.verify import read_whole
 
     ref = Layout().parse_data_key(key, any_extension=True)

@@ -32,6 +32,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
+from blockgz.archive.layout import data_key_for, sidecar_keys
 from blockgz.errors import BlockGzError, IndexMismatchError, MissingIndexError, ObjectNotFoundError
 from blockgz.format.avro_read import avro_block_bytes, header_problems, read_avro_header
 from blockgz.format.decode import (
@@ -42,7 +43,6 @@ from blockgz.format.decode import (
     seek_records,
 )
 from blockgz.format.index import BlockIndex
-from blockgz.layout import data_key_for, sidecar_keys
 from blockgz.store.base import ObjectStore
 
 
@@ -106,7 +106,7 @@ class StoreRanges:
 def load_index(store: ObjectStore, data_key: str, index_key: str | None = None) -> BlockIndex:
     """Fetch and validate the sidecar of ``data_key``: first at ``index_key`` when a listing
     or manifest named it, then under the hidden name blockgz writes, then the old name beside
-    the object (:func:`~blockgz.layout.sidecar_keys`; an old manifest may name a sidecar
+    the object (:func:`~blockgz.archive.layout.sidecar_keys`; an old manifest may name a sidecar
     since renamed to the hidden name)."""
     named = (index_key,) if index_key else ()
     keys = tuple(dict.fromkeys((*named, *sidecar_keys(data_key))))

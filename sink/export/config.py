@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from blockgz.archive.lease import DEFAULT_TTL_MS
 from blockgz.errors import ConfigError
-from blockgz.lease import DEFAULT_TTL_MS
 from blockgz.options import Options
 from sink.export.settings_names import (
     JOB_OPTIONS,

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from blockgz.archive.layout import Layout
 from blockgz.errors import ConfigError
-from blockgz.layout import Layout
 from blockgz.options import Options, as_options
 from sink.partitioning.partitioners import (
     DailyPartitioner,

@@ -37,8 +37,8 @@ from typing import Any
 
 import orjson
 
+from blockgz.archive.manifests import WrittenFile
 from blockgz.format.framing import NEWLINE
-from blockgz.manifests import WrittenFile
 from blockgz.store.base import ObjectStore
 from sink.convert.connect_json import render_json
 from sink.convert.schemas import BYTES_SCHEMA, ValueSchema

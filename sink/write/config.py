@@ -25,7 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from blockgz.catalog import DEFAULT_EVERY
+from blockgz.archive.catalog import DEFAULT_EVERY
+from blockgz.archive.layout import Layout
+from blockgz.archive.log import ManifestLog
 from blockgz.errors import ConfigError
 from blockgz.format.codec import Compression
 from blockgz.format.framing import (
@@ -37,8 +39,6 @@ from blockgz.format.framing import (
     framing_from_options,
 )
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE
-from blockgz.layout import Layout
-from blockgz.manifests import ManifestLog
 from blockgz.options import Options, as_options
 from blockgz.store import ObjectStore, StoreTarget
 from sink.convert.connect_json import DECIMAL_FORMATS
@@ -84,7 +84,8 @@ INPUT_PREFIX = "blockgz.source."
 LISTENER = "blockgz.write.listener"
 LISTENER_PREFIX = "blockgz.write.listener."
 #: Set by ``blockgz export`` (not by users): the token of the lease the job holds, and its
-#: time to live; the driver's commit renews the lease before each manifest (:mod:`blockgz.lease`).
+#: time to live; the driver's commit renews the lease before each manifest
+#: (:mod:`blockgz.archive.lease`).
 LEASE_TOKEN = "blockgz.lease.token"
 LEASE_TTL = "blockgz.lease.ttl.ms"
 
@@ -441,7 +442,7 @@ class SinkConfig:
 
     @property
     def records_intents(self) -> bool:
-        """Whether tasks record the directories they write ahead (:mod:`blockgz.intents`):
+        """Whether tasks record the directories they write ahead (:mod:`blockgz.archive.intents`):
         under a field or time partitioner, whose objects may land in any directory."""
         from sink.partitioning.partitioners import DefaultPartitioner
 

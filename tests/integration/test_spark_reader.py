@@ -339,7 +339,7 @@ def evolved_avro_archive(root, topic: str) -> None:
     """Avro objects of one topic: partition 0 written with V1 (offsets 0-29) then with V2,
     which adds ``channel`` with a default (offsets 30-59); partition 1 with V1 only (a quiet
     partition, sorted last, must not make the older schema the reader's)."""
-    from blockgz.layout import Layout, default_partition
+    from blockgz.archive.layout import Layout, default_partition
     from blockgz.objects.avro_upload import AvroUpload
     from blockgz.store import LocalStore
     from testkit.avro_data import V1, V2, avro_value_for

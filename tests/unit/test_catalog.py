@@ -6,10 +6,12 @@ import logging
 
 import pytest
 
-from blockgz import catalog as catalog_module
-from blockgz.catalog import KEEP_ROOTS, Catalog, compact_every
-from blockgz.layout import Layout
-from blockgz.manifests import ManifestLog, Offsets, WrittenFile, merge_offsets
+from blockgz.archive import catalog as catalog_module
+from blockgz.archive.catalog import KEEP_ROOTS, Catalog, compact_every
+from blockgz.archive.layout import Layout
+from blockgz.archive.log import ManifestLog
+from blockgz.archive.manifests import WrittenFile
+from blockgz.archive.offsets import Offsets, merge_offsets
 from blockgz.store import LocalStore
 
 PARTITIONS = 3

@@ -71,7 +71,7 @@ def violations(source: str, target: str, *, except_modules: tuple[str, ...] = ()
         # The format knows nothing of stores, keys or manifests.
         ("blockgz.format", "blockgz.store", ()),
         ("blockgz.format", "blockgz.objects", ()),
-        ("blockgz.format", "blockgz.manifests", ()),
+        ("blockgz.format", "blockgz.archive.manifests", ()),
         ("blockgz.store", "blockgz.objects", ()),
         ("reader", "sink", ()),
         # The Kafka source and the sink's writer do not know each other.

@@ -1,57 +1,45 @@
-"""Batch manifests: what each committed micro-batch of an export wrote, and where to resume.
+"""Batch manifests: what each committed micro-batch of an export wrote.
 
 The sink writes one manifest per batch after every data object and index of the batch
-(DESIGN.md's commit order). A manifest lists the files and, per topic-partition, the next
-offset to read. The export job, the Kafka source (``startingOffsets=s3``) and the readers all
-go through :class:`ManifestLog`, so "what is committed" has one answer.
+(the commit order of :mod:`sink.write.commit`). A manifest lists the files and, per
+topic-partition, the next offset to read. :class:`Manifests` writes and reads them;
+:class:`blockgz.archive.log.ManifestLog` answers "what is committed" from them and the catalog,
+and the export job, the Kafka source (``startingOffsets=s3``) and the readers all go through it.
 
 Writing is idempotent: a manifest's key is a function of the job name, the checkpoint epoch
 and the batch id, and its bytes of the files it lists, so a replayed commit rewrites the same
-object.
+object. A manifest written by a newer blockgz reads here as long as its major version is one
+this blockgz knows: fields it does not know are kept with each file (and so survive catalog
+compaction) or ignored at the top; a newer major version is refused with a message to upgrade.
 
 >>> import tempfile
 >>> from blockgz.store import LocalStore
->>> log = ManifestLog(LocalStore(tempfile.mkdtemp()), "", Layout(), "s3-sink")
->>> log.write(0, files=[], offsets={"t": {0: 10, 1: 4}})
+>>> manifests = Manifests(LocalStore(tempfile.mkdtemp()), "", Layout(), "s3-sink")
+>>> manifests.write(0, files=[], offsets={"t": {0: 10, 1: 4}})
 '_blockgz/s3-sink/manifests/00000000000000000000.json'
->>> log.committed_offsets()
+>>> manifests.read_batch(0).offsets
 {'t': {0: 10, 1: 4}}
->>> log.resume_point([("t", 0), ("t", 2)])
-{('t', 0): 10, ('t', 2): -2}
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import secrets
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from blockgz.archive.layout import DEFAULT_MANIFEST_DIR, Layout
+from blockgz.archive.offsets import Offsets, merge_offsets, offsets_doc
+from blockgz.archive.versions import check_major
 from blockgz.errors import CorruptManifestError, ObjectNotFoundError
-from blockgz.layout import (
-    DEFAULT_MANIFEST_DIR,
-    Layout,
-    ObjectRef,
-    data_key_for,
-    is_sidecar,
-    sidecar_key,
-)
 from blockgz.options import Options
-from blockgz.store.base import ObjectInfo, ObjectStore
-
-log = logging.getLogger("blockgz.manifests")
+from blockgz.store.base import ObjectStore
 
 MANIFEST_VERSION = 1
-#: ``startingOffsets`` JSON's "earliest", for partitions no manifest mentions.
-EARLIEST = -2
 _READ_THREADS = 8
-
-#: Per topic, per partition: the next offset to read.
-Offsets = dict[str, dict[int, int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +63,12 @@ class WrittenFile:
     #: records had timestamps: readers skip files outside a time window without opening them.
     min_timestamp: int | None = None
     max_timestamp: int | None = None
+    #: Fields a newer blockgz wrote that this one does not know: kept, and written back.
+    extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        doc = asdict(self)
+        doc = {**self.extra, **asdict(self)}
+        del doc["extra"]
         if self.role == "value":
             del doc["role"]  # manifests of value files read the same as before
         for name in ("min_timestamp", "max_timestamp"):
@@ -97,7 +88,20 @@ class WrittenFile:
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> WrittenFile:
-        return cls(**doc)
+        """A file entry; fields this blockgz does not know are kept in :attr:`extra`.
+
+        >>> f = WrittenFile.from_dict({"key": "k", "topic": "t", "partition": 0,
+        ...     "encoded_partition": "", "first_offset": 0, "last_offset": 0, "records": 1,
+        ...     "size": 1, "uncompressed_size": 1, "checksum": "abc"})
+        >>> f.extra, f.to_dict()["checksum"]
+        ({'checksum': 'abc'}, 'abc')
+        """
+        known = {name: doc[name] for name in _FILE_FIELDS if name in doc}
+        extra = {name: value for name, value in doc.items() if name not in _FILE_FIELDS}
+        return cls(**known, extra=extra)
+
+
+_FILE_FIELDS = frozenset(f.name for f in fields(WrittenFile)) - {"extra"}
 
 
 def times_overlap(first: int | None, last: int | None, low: int | None, high: int | None) -> bool:
@@ -109,19 +113,6 @@ def times_overlap(first: int | None, last: int | None, low: int | None, high: in
     if first is None or last is None:
         return True
     return (low is None or last >= low) and (high is None or first <= high)
-
-
-def merge_offsets(target: Offsets, more: Mapping[str, Mapping[Any, Any]]) -> Offsets:
-    """Fold ``more`` into ``target`` keeping the highest next offset per topic-partition.
-
-    >>> merge_offsets({"t": {0: 5}}, {"t": {"0": 3, "1": 9}})
-    {'t': {0: 5, 1: 9}}
-    """
-    for topic, parts in more.items():
-        mine = target.setdefault(topic, {})
-        for part, nxt in parts.items():
-            mine[int(part)] = max(mine.get(int(part), 0), int(nxt))
-    return target
 
 
 @dataclass(frozen=True)
@@ -139,8 +130,9 @@ class Manifest:
     layout: Mapping[str, str] = field(default_factory=dict)
     #: Records sent to the dead-letter queue, per topic and partition (``errors.tolerance=all``).
     dead_letters: Offsets = field(default_factory=dict)
-    #: Whether the batch's tasks recorded their directories ahead (:mod:`blockgz.intents`), so
-    #: that a restart finds what the next, uncommitted batch wrote without listing the topic.
+    #: Whether the batch's tasks recorded their directories ahead
+    #: (:mod:`blockgz.archive.intents`), so that a restart finds what the next, uncommitted
+    #: batch wrote without listing the topic.
     intents: bool = False
 
     def to_json(self) -> bytes:
@@ -151,10 +143,7 @@ class Manifest:
             "name": self.name,
             "epoch": self.epoch,
             "batch": self.batch,
-            "offsets": {
-                t: {str(p): n for p, n in sorted(ps.items())}
-                for t, ps in sorted(self.offsets.items())
-            },
+            "offsets": offsets_doc(self.offsets),
             "files": [f.to_dict() for f in files],
             "skipped_nulls": self.skipped_nulls,
             "layout": dict(self.layout),
@@ -162,16 +151,16 @@ class Manifest:
         if self.intents:
             doc["intents"] = True
         if self.dead_letters:
-            doc["dead_letters"] = {
-                t: {str(p): n for p, n in sorted(ps.items())}
-                for t, ps in sorted(self.dead_letters.items())
-            }
+            doc["dead_letters"] = offsets_doc(self.dead_letters)
         return json.dumps(doc, indent=1, sort_keys=True).encode()
 
     @classmethod
     def from_json(cls, data: bytes | str, *, source: str = "manifest") -> Manifest:
+        """Read a manifest: fields this blockgz does not know are ignored (those of a file
+        are kept with it), a newer major version is refused (:mod:`blockgz.archive.versions`)."""
         try:
             doc = json.loads(data)
+            check_major(doc, MANIFEST_VERSION, what="manifest", source=source)
             return cls(
                 name=str(doc["name"]),
                 epoch=str(doc.get("epoch", "")),
@@ -198,8 +187,8 @@ class Manifest:
         return self.skipped_nulls + self.dead_lettered + written
 
 
-class ManifestLog:
-    """The manifests of one export job (``name``) under a store prefix.
+class Manifests:
+    """The manifests of one export job (``name``) under a store prefix: write and read them.
 
     ``epoch`` names the checkpoint the job runs with; it is part of each new manifest's key so
     that batch ids restarting from 0 after a lost checkpoint never overwrite older manifests.
@@ -224,20 +213,6 @@ class ManifestLog:
         #: Whether this job's tasks record intents (a field or time partitioner): its manifests
         #: say so, which tells a restart it may rely on them.
         self.intents = intents
-
-    @classmethod
-    def from_options(cls, options: Options) -> ManifestLog:
-        """The log an export with these (Confluent-named) options writes."""
-        from blockgz.store import StoreTarget
-
-        store, prefix = StoreTarget.from_options(options).open()
-        return cls(
-            store,
-            prefix,
-            Layout.from_options(options),
-            options.text("name", "blockgz"),
-            epoch=options.text("blockgz.epoch"),
-        )
 
     # -- writing ------------------------------------------------------------------------------
     def key(self, batch_id: int | str) -> str:
@@ -295,117 +270,9 @@ class ManifestLog:
         with ThreadPoolExecutor(_READ_THREADS) as pool:
             yield from pool.map(self.read, keys)
 
-    def committed_offsets(self) -> Offsets:
-        """Per topic-partition, the next offset after everything any manifest committed
-        (read through the catalog: its newest root and the manifests after it)."""
-        from blockgz.catalog import Catalog
-
-        return Catalog(self).view().offsets
-
     def committed_files(self) -> list[WrittenFile]:
         """Every file listed by any manifest (for audits and tests): reads every one."""
         return [f for manifest in self.manifests() for f in manifest.files]
-
-    def resume_point(self, partitions: Iterable[tuple[str, int]]) -> dict[tuple[str, int], int]:
-        """Where each of ``partitions`` resumes: the committed next offset, or ``EARLIEST``."""
-        committed = self.committed_offsets()
-        return {(t, p): committed.get(t, {}).get(p, EARLIEST) for t, p in partitions}
-
-    # -- cleaning up --------------------------------------------------------------------------
-    def remove_uncommitted(
-        self, offsets: Offsets, *, partition_directories: bool = False
-    ) -> list[str]:
-        """Delete objects of the given topic-partitions that start at or after ``offsets``.
-
-        They come from a batch that never committed (its checkpoint was lost with it). Only the
-        topic-partitions in ``offsets`` are touched; each deletion is logged. What is listed
-        does not grow with the history:
-
-        * when the newest manifest says its tasks record intents (:mod:`blockgz.intents`; the
-          batch that died ran with the same settings): the intents from the committed offset
-          on, then only the directories they name, each from the committed offset on;
-        * ``partition_directories`` (the default partitioner: one directory per partition):
-          each partition's directory, from its committed offset on (S3 ``StartAfter``);
-        * otherwise (archives written before intents): the topic's whole prefix.
-        """
-        deleted: list[str] = []
-        by_intents = bool(offsets) and self._newest_records_intents()
-        for topic, parts in offsets.items():
-            if by_intents:
-                listings = [
-                    self._listed_from(topic, p, nxt, directory=d)
-                    for p, nxt in sorted(parts.items())
-                    for d in sorted(self._intended(topic, p, nxt))
-                ]
-            elif partition_directories:
-                listings = [self._listed_from(topic, p, nxt) for p, nxt in sorted(parts.items())]
-            else:
-                listings = [self.store.list(self.layout.topic_prefix(self.prefix, topic))]
-            for listing in listings:
-                for info in listing:
-                    ref = self.layout.parse_data_key(data_key_for(info.key))  # sidecars too
-                    if ref is None or ref.topic != topic or ref.partition not in parts:
-                        continue
-                    if ref.start_offset < parts[ref.partition] or info.key in deleted:
-                        continue
-                    for key in self._with_sidecar(info.key, ref):
-                        if key in deleted:
-                            continue
-                        self.store.delete(key)
-                        deleted.append(key)
-                        log.warning(
-                            "%s-%d: removed %s, written by a batch that never committed",
-                            topic,
-                            ref.partition,
-                            key,
-                        )
-        return deleted
-
-    def _newest_records_intents(self) -> bool:
-        from blockgz.catalog import Catalog
-
-        return Catalog(self).view().intents
-
-    def _intended(self, topic: str, partition: int, next_offset: int) -> set[str]:
-        from blockgz.intents import intended_directories
-
-        found = intended_directories(
-            self.store, self.prefix, self.layout, self.name, topic, partition,
-            from_offset=next_offset,
-        )  # fmt: skip
-        log.info(
-            "%s-%d: intents from offset %d on name %d directories to look in",
-            topic, partition, next_offset, len(found),
-        )  # fmt: skip
-        return found
-
-    def _listed_from(
-        self, topic: str, partition: int, next_offset: int, *, directory: str = ""
-    ) -> Iterator[ObjectInfo]:
-        """The objects of the partition's directory (or of ``directory``, a key prefix ending
-        with the delimiter) from those of ``topic``/``partition`` starting at ``next_offset`` on."""
-        prefix = self.layout.partition_prefix(self.prefix, topic, partition)
-        if directory:  # other partitions' objects share it: list only this one's names
-            prefix = directory + self.layout.file_delim.join((topic, str(partition), ""))
-        start_after = ""
-        # Zero-padded start offsets sort as numbers (while they fit the padding: a batch
-        # crossing into one more digit is listed whole); "/" sorts after any extension's ".".
-        if next_offset > 0 and len(str(next_offset)) < self.layout.offset_pad_width:
-            name = self.layout.file_name(topic, partition, next_offset - 1, "/")
-            start_after = prefix[: prefix.rfind(self.layout.directory_delim) + 1] + name
-        return self.store.list(prefix, start_after=start_after)
-
-    def _with_sidecar(self, key: str, ref: ObjectRef) -> list[str]:
-        """``key``, and after a data object its hidden sidecar if there is one: that name
-        sorts before the objects' names, so a listing from an offset on never meets it."""
-        if is_sidecar(key) or not ref.seekable:
-            return [key]
-        hidden = sidecar_key(key)
-        try:
-            self.store.head(hidden)
-        except ObjectNotFoundError:
-            return [key]
-        return [key, hidden]
 
 
 @dataclass(frozen=True)
@@ -428,18 +295,18 @@ def find_exports(
     >>> import tempfile
     >>> from blockgz.store import LocalStore
     >>> store = LocalStore(tempfile.mkdtemp())
-    >>> _ = ManifestLog(store, "", Layout(topics_dir="bgz"), "job").write(0, files=[], offsets={})
+    >>> _ = Manifests(store, "", Layout(topics_dir="bgz"), "job").write(0, files=[], offsets={})
     >>> [(e.name, e.layout.topics_dir) for e in find_exports(store, "")]
     [('job', 'bgz')]
     """
     found = []
     for job_dir in store.list_prefixes(f"{prefix}{manifest_dir}/"):
         name = job_dir.rstrip("/").rsplit("/", 1)[-1]
-        log = ManifestLog(store, prefix, Layout(manifest_dir=manifest_dir), name)
-        first = next(iter(store.list(log.layout.manifest_prefix(prefix, name))), None)
+        manifests = Manifests(store, prefix, Layout(manifest_dir=manifest_dir), name)
+        first = next(iter(store.list(manifests.layout.manifest_prefix(prefix, name))), None)
         if first is None or Layout.parse_manifest_key(first.key) is None:
             continue
-        recorded = log.read(first.key).layout
+        recorded = manifests.read(first.key).layout
         found.append(ExportFound(prefix, name, Layout.from_options(Options(recorded))))
     return found
 
