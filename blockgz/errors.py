@@ -56,7 +56,7 @@ class CorruptManifestError(BlockGzError, ValueError):
     it holds."""
 
 
-class NewerVersionError(BlockGzError, ValueError):
+class NewerVersionError(BlockGzError):
     """A manifest or catalog root was written by a newer blockgz, in a major version this one
     cannot read: upgrade blockgz."""
 
