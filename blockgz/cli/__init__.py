@@ -3,7 +3,8 @@ replay.
 
 One module per group of commands, all on the group in :mod:`blockgz.cli.app`:
 :mod:`~blockgz.cli.files` (compress, index), :mod:`~blockgz.cli.read` (seek, cat, ls,
-verify), :mod:`~blockgz.cli.export` (export, quickstart), :mod:`~blockgz.cli.replay`.
+verify), :mod:`~blockgz.cli.export` (export, quickstart: :mod:`~blockgz.cli.quickstart` runs
+it), :mod:`~blockgz.cli.replay`.
 """
 
 from blockgz.cli import export, files, read, replay  # noqa: F401 - they add their commands
