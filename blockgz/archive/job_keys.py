@@ -51,9 +51,13 @@ class JobKeys:
     def file_name(self, topic: str, partition: int, start_offset: int, extension: str) -> str:
         raise NotImplementedError
 
+    def exports_prefix(self, prefix: str) -> str:
+        """``<prefix><manifest dir>/``: one directory per export job under it."""
+        return f"{prefix}{self.manifest_dir}/"
+
     def job_prefix(self, prefix: str, job_name: str) -> str:
         """``<prefix><manifest dir>/<job name>/``: everything the job keeps besides the data."""
-        return f"{prefix}{self.manifest_dir}/{job_name}/"
+        return f"{self.exports_prefix(prefix)}{job_name}/"
 
     def lease_key(self, prefix: str, job_name: str) -> str:
         """``…/<job name>/lease.json``: see :mod:`blockgz.archive.lease`."""

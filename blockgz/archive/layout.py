@@ -43,7 +43,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from blockgz.archive.job_keys import JobKeys
 from blockgz.errors import ConfigError
@@ -215,6 +215,7 @@ class ObjectRef:
         return self.compressed or self.is_avro
 
 
+@runtime_checkable
 class KeyLayout(Protocol):
     """What readers and writers ask of a key layout, whichever it is: Confluent's
     (:class:`Layout`) or DeviantArt's (:class:`~blockgz.archive.deviantart.DeviantArtLayout`)."""
@@ -409,7 +410,7 @@ class Layout(JobKeys):
 
     def is_bookkeeping(self, prefix: str, key: str) -> bool:
         """Keys under the manifest directory (``topics.dir=""`` lists them with the data)."""
-        return key.startswith(f"{prefix}{self.manifest_dir}/")
+        return key.startswith(self.exports_prefix(prefix))
 
     def one_copy_each(self, refs: Sequence[ObjectRef]) -> list[ObjectRef]:
         """Every ref: a data object's name is unique in its directory."""

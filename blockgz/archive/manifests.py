@@ -300,10 +300,11 @@ def find_exports(
     [('job', 'bgz')]
     """
     found = []
-    for job_dir in store.list_prefixes(f"{prefix}{manifest_dir}/"):
-        name = job_dir.rstrip("/").rsplit("/", 1)[-1]
-        manifests = Manifests(store, prefix, Layout(manifest_dir=manifest_dir), name)
-        first = next(iter(store.list(manifests.layout.manifest_prefix(prefix, name))), None)
+    keys = Layout(manifest_dir=manifest_dir)
+    for job_dir in store.list_prefixes(keys.exports_prefix(prefix)):
+        name = keys.job_of_directory(job_dir)
+        manifests = Manifests(store, prefix, keys, name)
+        first = next(iter(store.list(keys.manifest_prefix(prefix, name))), None)
         if first is None or Layout.parse_manifest_key(first.key) is None:
             continue
         recorded = manifests.read(first.key).layout
