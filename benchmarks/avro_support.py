@@ -211,7 +211,7 @@ class _LoopAvroObject:
     def __init__(self, store, prefix: str, job: AvroLoopJob, partition: int, start: int, schema):
         from fastavro.write import Writer
 
-        from blockgz.layout import Layout, default_partition
+        from blockgz.archive.layout import Layout, default_partition
 
         path = f"{job.topic}/{default_partition(partition)}"
         self.key = Layout().data_key(prefix, path, job.topic, partition, start, ".avro")
@@ -321,8 +321,8 @@ def check_avro_output(store, prefix: str, topic: str, codec: str, *, indexed: bo
     objects cover contiguous offsets from 0. ``uncompressed`` = the blocks' decoded bytes."""
     import fastavro
 
+    from blockgz.archive.layout import Layout, sidecar_key
     from blockgz.format.index import BlockIndex
-    from blockgz.layout import Layout, sidecar_key
 
     started = time.perf_counter()
     out = Output()

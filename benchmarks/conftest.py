@@ -13,8 +13,8 @@ import pytest
 
 from benchmarks import file_report, support
 from benchmarks import report as rp
+from blockgz.archive.layout import sidecar_key
 from blockgz.format.index import BlockIndex
-from blockgz.layout import sidecar_key
 from blockgz.objects.compress import compress_file
 
 

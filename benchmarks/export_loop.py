@@ -30,9 +30,9 @@ class _LoopObject:
     """One object of the loop: a block-GZIP multipart upload plus its sidecar, like the sink's."""
 
     def __init__(self, store, prefix: str, topic: str, partition: int, start: int):
+        from blockgz.archive.layout import Layout, default_partition
         from blockgz.format.codec import Compression
         from blockgz.format.writer import DEFAULT_BLOCK_SIZE
-        from blockgz.layout import Layout, default_partition
         from blockgz.objects.upload import BlockGzipUpload
 
         partitioned_path = f"{topic}/{default_partition(partition)}"

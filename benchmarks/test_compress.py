@@ -20,9 +20,9 @@ from isal import isal_zlib
 
 from benchmarks import support
 from benchmarks.support import KiB, MiB
+from blockgz.archive.layout import sidecar_key
 from blockgz.format.codec import Compression
 from blockgz.format.writer import BlockGzipWriter
-from blockgz.layout import sidecar_key
 from blockgz.objects.compress import compress_file
 from testkit.tools import require_tool
 

@@ -17,8 +17,8 @@ import pytest
 from isal import igzip
 
 from benchmarks import support
+from blockgz.archive.layout import sidecar_key
 from blockgz.format.index import Chunk
-from blockgz.layout import sidecar_key
 from blockgz.objects.indexed import IndexedReader
 
 STREAM_CHUNK = 1024 * 1024

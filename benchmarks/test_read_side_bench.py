@@ -107,7 +107,7 @@ def spark():
     pytest.importorskip("pyspark")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("Spark needs Java 17+")
-    from sink.session import spark_session
+    from blockgz.spark_session import spark_session
 
     session = spark_session("local[2,3]", app_name="blockgz-bench-read")
     yield session

@@ -61,6 +61,11 @@ class CorruptManifestError(BlockGzError, ValueError):
     it holds."""
 
 
+class NewerVersionError(BlockGzError):
+    """A manifest or catalog root was written by a newer blockgz, in a major version this one
+    cannot read: upgrade blockgz."""
+
+
 class OffsetNotFoundError(BlockGzError, LookupError):
     """The requested Kafka offset is not in the file, object or archive."""
 

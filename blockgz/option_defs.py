@@ -30,7 +30,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import blockgz.options as _options
 from blockgz.errors import ConfigError
+from blockgz.options import as_options
 
 log = logging.getLogger("blockgz.options")
 
@@ -127,8 +129,6 @@ class OptionDef:
         ...
         blockgz.errors.ConfigError: parts: 3 is odd; allowed: even numbers
         """
-        from blockgz.options import as_options
-
         opts = as_options(options)
         if default is not ... and not self.default_depends_on:
             raise ValueError(f"{self.name}: its default is declared, not given by the reader")
@@ -423,3 +423,6 @@ class OptionSet(Mapping[str, OptionDef]):
     def read(self, options: Mapping[str, Any], name: str) -> Any:
         """The typed value of the declared option ``name`` in ``options``."""
         return self._defs[name].read(options)
+
+
+_options.read_observer = note_read

@@ -30,13 +30,23 @@ blockgz.errors.ConfigError: flush.size: 3 is out of range; allowed: 5 or more
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
-from blockgz import option_defs
 from blockgz.errors import ConfigError
 
 N = TypeVar("N", int, None)
+
+#: Told of every read when set (the name, and how a typed getter read it): the test suite's
+#: check that each option read is declared. :mod:`blockgz.option_defs` installs
+#: :func:`~blockgz.option_defs.note_read` here, so this module does not import it.
+read_observer: Callable[..., None] | None = None
+
+
+def _note_read(name: str, **how: Any) -> None:
+    if read_observer is not None:
+        read_observer(name, **how)
+
 
 _UNITS = {
     "": 1,
@@ -113,17 +123,17 @@ class Options(Mapping[str, str]):
     # -- typed getters ---------------------------------------------------------------------
     def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
         """The raw text of ``name`` (blanks kept), or ``default``."""
-        option_defs.note_read(name, ignore_case=self.keys_ignore_case)
+        _note_read(name, ignore_case=self.keys_ignore_case)
         return self._values.get(self._key(name), default)
 
     def given(self, name: str) -> bool:
         """Whether ``name`` is set to something other than blank."""
-        option_defs.note_read(name, ignore_case=self.keys_ignore_case)
+        _note_read(name, ignore_case=self.keys_ignore_case)
         return bool(self._values.get(self._key(name), "").strip())
 
     def text(self, name: str, default: str = "") -> str:
         """The value as stripped text; missing or blank gives ``default``."""
-        option_defs.note_read(name, ignore_case=self.keys_ignore_case)
+        _note_read(name, ignore_case=self.keys_ignore_case)
         return self._stripped(name) or default
 
     def _stripped(self, name: str) -> str:
@@ -140,7 +150,7 @@ class Options(Mapping[str, str]):
     ) -> int | N:
         """A whole number in ``low..high`` (``high=None``: no upper bound)."""
         how = {"kind": "int", "default": default, "low": low, "high": high}
-        option_defs.note_read(name, ignore_case=self.keys_ignore_case, how=how)
+        _note_read(name, ignore_case=self.keys_ignore_case, how=how)
         raw = self._stripped(name)
         if not raw:
             return default
@@ -156,7 +166,7 @@ class Options(Mapping[str, str]):
     def size(self, name: str, default: N, *, low: int = 1) -> int | N:
         """A byte size such as ``1MiB`` or ``65536``, at least ``low``."""
         how = {"kind": "size", "default": default, "low": low}
-        option_defs.note_read(name, ignore_case=self.keys_ignore_case, how=how)
+        _note_read(name, ignore_case=self.keys_ignore_case, how=how)
         raw = self._stripped(name)
         if not raw:
             return default
@@ -168,7 +178,7 @@ class Options(Mapping[str, str]):
     def flag(self, name: str, default: bool) -> bool:
         """``true`` or ``false``, in any case."""
         how = {"kind": "flag", "default": default}
-        option_defs.note_read(name, ignore_case=self.keys_ignore_case, how=how)
+        _note_read(name, ignore_case=self.keys_ignore_case, how=how)
         raw = self._stripped(name)
         if not raw:
             return default
@@ -180,7 +190,7 @@ class Options(Mapping[str, str]):
     def choice(self, name: str, allowed: tuple[str, ...], default: str) -> str:
         """One of ``allowed``, matched ignoring case and returned as spelled in ``allowed``."""
         how = {"kind": "choice", "default": default, "allowed": tuple(allowed)}
-        option_defs.note_read(name, ignore_case=self.keys_ignore_case, how=how)
+        _note_read(name, ignore_case=self.keys_ignore_case, how=how)
         raw = self._stripped(name) or default
         for candidate in allowed:
             if candidate.lower() == raw.lower():
@@ -190,7 +200,7 @@ class Options(Mapping[str, str]):
 
     def prefixed(self, prefix: str) -> dict[str, str]:
         """The options under ``prefix``, with the prefix removed (``kafka.acks`` -> ``acks``)."""
-        option_defs.note_read(prefix, ignore_case=self.keys_ignore_case, prefix=True)
+        _note_read(prefix, ignore_case=self.keys_ignore_case, prefix=True)
         start = self._key(prefix)
         return {
             key[len(start) :]: value for key, value in self._values.items() if key.startswith(start)

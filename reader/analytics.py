@@ -9,10 +9,9 @@ import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from blockgz.archive.manifests import times_overlap
 from blockgz.errors import ConfigError, OffsetNotFoundError
 from blockgz.format.decode import Record
-from blockgz.layout import DeviantArtLayout
-from blockgz.manifests import times_overlap
 from blockgz.times import epoch_ms
 
 #: A time: ISO-8601 text, a ``datetime`` (naive: UTC) or epoch ms (see :mod:`blockgz.times`).
@@ -30,8 +29,8 @@ class ArchiveAnalytics:
         source = self.locator.catalog_source()
         if source is not None:
             found = {t for t, _ in source.partitions()}
-        if not isinstance(self.layout, DeviantArtLayout):
-            root = self.layout.topic_prefix(self.prefix)
+        root = self.layout.topics_directory(self.prefix)
+        if root is not None:
             found |= {d[len(root) :].rstrip("/") for d in self.store.list_prefixes(root)}
         if not found and (self.locator.relocate() or self.locator.learn_layout()):
             return self.topics()
@@ -46,9 +45,9 @@ class ArchiveAnalytics:
             found = {p for t, p in source.partitions() if t == topic}
         if not found:
             for directory in self.store.list_prefixes(self.layout.topic_prefix(self.prefix, topic)):
-                name = directory.rstrip("/").rsplit("/", 1)[-1]
-                if name.startswith("partition=") and name[10:].isdigit():
-                    found.add(int(name[10:]))
+                partition = self.layout.partition_of_directory(directory)
+                if partition is not None:
+                    found.add(partition)
         if not found and (self.locator.relocate() or self.locator.learn_layout()):
             return self.partitions(topic)
         return sorted(found)

@@ -27,13 +27,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from blockgz.archive.layout import KeyLayout, ObjectRef
+from blockgz.archive.reader_layout import reader_layout
 from blockgz.errors import ConfigError, ObjectNotFoundError, OffsetNotFoundError
 from blockgz.format.decode import Record
 from blockgz.format.envelope import ENVELOPE_START, unwrap
 from blockgz.format.framing import NEWLINE, Framing, framing_from_options
 from blockgz.format.index import BlockIndex
 from blockgz.format.plan import BlockRead, Span, merge_ranges, plan_blocks
-from blockgz.layout import DeviantArtLayout, Layout, ObjectRef, reader_layout
 from blockgz.objects.indexed import IndexedReader, load_index
 from blockgz.objects.stream import stream_records
 from blockgz.options import as_options
@@ -91,9 +92,9 @@ def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
 
     ``layout=deviantart`` reads an archive of DeviantArt's ``kafka-connect-s3`` connector
     instead: ``<prefix><yyyy-MM-dd>/<topic>-<partition:05>-<offset:012>.gz`` and its
-    ``.index.json`` (see :class:`~blockgz.layout.DeviantArtLayout`). Every date directory under
-    the prefix is listed; when the same object name sits in several (re-uploaded after a
-    restart), the latest date's copy is read.
+    ``.index.json`` (see :class:`~blockgz.archive.deviantart.DeviantArtLayout`). Every date
+    directory under the prefix is listed; when the same object name sits in several (re-uploaded
+    after a restart), the latest date's copy is read.
 
     >>> import gzip, json, pathlib, tempfile
     >>> root = pathlib.Path(tempfile.mkdtemp())
@@ -133,7 +134,7 @@ class Archive(ArchiveAnalytics):
         store: ObjectStore,
         prefix: str = "",
         *,
-        layout: Layout | DeviantArtLayout | None = None,
+        layout: KeyLayout | None = None,
         prefetch: int = 2,
         scan_unindexed: bool = False,
         envelopes: bool = True,
@@ -172,7 +173,7 @@ class Archive(ArchiveAnalytics):
         return self.locator.prefix
 
     @property
-    def layout(self) -> Layout | DeviantArtLayout:
+    def layout(self) -> KeyLayout:
         return self.locator.layout
 
     def objects(self, topic: str, partition: int) -> list[ObjectRef]:
@@ -187,7 +188,7 @@ class Archive(ArchiveAnalytics):
         nothing (a time or field partitioner spreads a partition over many directories) or
         more than a page, the exports' catalogs answer, reading only their segments that reach
         ``offset``: the cost stays bounded however many objects the partition has (see
-        :mod:`blockgz.catalog`).
+        :mod:`blockgz.archive.catalog`).
         """
         refs, first = self.locator.locate(topic, partition, offset)
         return refs, offset if first is None else first

@@ -2,10 +2,10 @@
 
 With ``TimeBasedPartitioner`` or ``FieldPartitioner`` one Kafka partition's records are spread
 over many directories, and a year of 5-second batches puts millions of objects in one; listing
-is then no way to find an offset. The export's catalog (:mod:`blockgz.catalog`) knows every
+is then no way to find an offset. The export's catalog (:mod:`blockgz.archive.catalog`) knows every
 committed object with its first and last offset, whatever the partitioner: this module turns
-it into the reader's :class:`~blockgz.layout.ObjectRef` list for one topic-partition, reading
-only the segments that reach the offset asked for.
+it into the reader's :class:`~blockgz.archive.layout.ObjectRef` list for one topic-partition,
+reading only the segments that reach the offset asked for.
 
 Several exports may write under one prefix (other topics, or a job renamed); the objects of
 those that share the reader's key layout (``topics.dir`` and delimiters) are merged. An export
@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from itertools import pairwise
 
-from blockgz.catalog import Catalog, CatalogView
+from blockgz.archive.catalog import Catalog, CatalogView
+from blockgz.archive.layout import Layout, ObjectRef
+from blockgz.archive.manifests import ExportFound, Manifests, WrittenFile, find_exports
 from blockgz.format.decode import Record
-from blockgz.layout import Layout, ObjectRef
-from blockgz.manifests import ExportFound, ManifestLog, WrittenFile, find_exports
 from blockgz.store import ObjectStore
 
 
@@ -33,8 +33,7 @@ class CatalogSource:
         self.exports = exports
         self._prefix = prefix
         self._views: list[tuple[Layout, CatalogView]] = [
-            (e.layout, Catalog(ManifestLog(store, prefix, e.layout, e.name)).view())
-            for e in exports
+            (e.layout, Catalog(Manifests(store, prefix, e.layout, e.name)).view()) for e in exports
         ]
 
     @classmethod

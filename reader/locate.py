@@ -5,7 +5,7 @@ archive's root when the URL named a directory below it.
 for :class:`~reader.archive.Archive`, which reads them. One listing page of the partition's
 prefix answers for most archives; when it finds nothing (a time or field partitioner spreads a
 partition over many directories) or more than a page, the exports' catalogs answer, reading only
-the segments that reach the offset (see :mod:`blockgz.catalog`). A URL naming the topics
+the segments that reach the offset (see :mod:`blockgz.archive.catalog`). A URL naming the topics
 directory or a topic's directory is moved up to the root once, and the layout the manifests
 recorded (``topics.dir=bgz``) is adopted once when the default finds nothing.
 
@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from blockgz.archive.layout import KeyLayout, Layout, ObjectRef, sidecar_keys
+from blockgz.archive.manifests import ExportFound, find_exports
 from blockgz.errors import ObjectNotFoundError
-from blockgz.layout import DeviantArtLayout, Layout, ObjectRef, sidecar_keys
-from blockgz.manifests import ExportFound, find_exports
 from blockgz.store import LocalStore, ObjectStore
 from reader.catalog_source import CatalogSource
 from reader.companion_entries import with_companions
@@ -46,7 +46,7 @@ class ObjectLocator:
         store: ObjectStore,
         prefix: str = "",
         *,
-        layout: Layout | DeviantArtLayout | None = None,
+        layout: KeyLayout | None = None,
         use_catalog: bool = True,
         committed_only: bool = False,
     ):
@@ -54,7 +54,7 @@ class ObjectLocator:
         self.prefix = prefix
         #: ``None`` given: the default layout, or the one the manifests under the prefix
         #: recorded when the default finds nothing (an export with ``topics.dir=bgz``).
-        self.layout: Layout | DeviantArtLayout = layout or Layout()
+        self.layout: KeyLayout = layout or Layout()
         self._may_learn_layout = layout is None
         self._may_relocate = True
         #: Find objects through the exports' catalogs when listing cannot (``catalog``).
@@ -112,15 +112,15 @@ class ObjectLocator:
         """The catalogs of the exports under the prefix (looked for once)."""
         if self._catalog is _UNSET:
             found = None
-            if not isinstance(self.layout, DeviantArtLayout) and self.use_catalog:
-                found = CatalogSource.find(self.store, self.prefix, self.layout)
+            if self.layout.has_exports and self.use_catalog:
+                found = CatalogSource.find(self.store, self.prefix, self.layout)  # type: ignore[arg-type]
             self._catalog = found
         return self._catalog  # type: ignore[return-value]
 
     def relocate(self) -> bool:
         """Once: the URL named the topics directory (``s3://arch/topics``) or a topic's
         directory (``s3://arch/topics/ev``) rather than the root above them; move up to it."""
-        if not self._may_relocate or isinstance(self.layout, DeviantArtLayout):
+        if not self._may_relocate:
             return False
         self._may_relocate = False
         topics = self.layout.topics_dir
@@ -164,9 +164,7 @@ class ObjectLocator:
             listed = self.layout.partition_prefix(self.prefix, topic, partition)
         else:
             listed = self.layout.topic_prefix(self.prefix, topic)
-        if isinstance(self.layout, DeviantArtLayout):
-            return f"{self.store.url(listed)} (layout=deviantart)"
-        return f"{self.store.url(listed)} (topics.dir={self.layout.topics_dir!r})"
+        return f"{self.store.url(listed)} ({self.layout.describe()})"
 
     def nothing_found(self, topic: str | None = None, partition: int | None = None):
         """The error for a listing that found no data object, with hints where others are."""
@@ -226,12 +224,7 @@ class ObjectLocator:
             )
         refs = with_companions(refs)
         refs.sort(key=lambda r: (r.topic, r.partition, r.start_offset, r.key))
-        if isinstance(self.layout, DeviantArtLayout):
-            # The same name in several date directories: re-uploaded after a restart (the
-            # connector resumes from its last committed index). Keep the latest day's copy.
-            latest = {(r.topic, r.partition, r.start_offset): r for r in refs}
-            refs = [r for r in refs if latest[(r.topic, r.partition, r.start_offset)] is r]
-        return refs
+        return self.layout.one_copy_each(refs)
 
     def refresh(self) -> None:
         """Forget cached listings and catalogs (new objects may have arrived)."""

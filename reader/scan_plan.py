@@ -22,10 +22,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
+from blockgz.archive.layout import ObjectRef
 from blockgz.format.framing import NEWLINE, Framing
 from blockgz.format.index import Chunk
 from blockgz.format.plan import plan_blocks
-from blockgz.layout import ObjectRef
 from reader.archive import Archive
 from reader.overlaps import duplicate_groups
 

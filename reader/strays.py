@@ -4,7 +4,7 @@ A ``orders+0+0000009999.json.gz.bak`` or a ``notes.txt`` in a partition folder i
 records (its name does not parse under the layout); ``blockgz ls`` and ``blockgz verify`` name
 it so that someone can rename or remove it.
 
->>> from blockgz.layout import Layout
+>>> from blockgz.archive.layout import Layout
 >>> d = "topics/orders/partition=0/"
 >>> [is_stray(Layout(), "", d + name) for name in (
 ...     "orders+0+0000009999.json.gz.bak",
@@ -17,21 +17,15 @@ it so that someone can rename or remove it.
 
 from __future__ import annotations
 
-from blockgz.layout import DeviantArtLayout, Layout, data_key_for, is_sidecar
-
-#: DeviantArt's connector keeps its cursor in ``last_chunk_index.<topic>-<partition>.txt``.
-_DEVIANTART_CURSOR = "last_chunk_index."
+from blockgz.archive.layout import KeyLayout, data_key_for, is_sidecar
 
 
-def is_stray(layout: Layout | DeviantArtLayout, prefix: str, key: str) -> bool:
+def is_stray(layout: KeyLayout, prefix: str, key: str) -> bool:
     """Whether ``key``, which is no data object under ``layout``, is a stray rather than an
     index sidecar (hidden or old name), an export's own object or DeviantArt's cursor."""
     if is_sidecar(key):
         return layout.parse_data_key(data_key_for(key)) is None
-    name = key.rsplit("/", 1)[-1]
-    if isinstance(layout, DeviantArtLayout):
-        return not name.startswith(_DEVIANTART_CURSOR)
-    return not key.startswith(f"{prefix}{layout.manifest_dir}/")  # topics.dir="" lists it
+    return not layout.is_bookkeeping(prefix, key)
 
 
 def stray_line(url: str) -> str:

@@ -29,10 +29,10 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from blockgz.archive.layout import ObjectRef
 from blockgz.errors import BlockGzError, UnknownFormatError
 from blockgz.format.framing import Framing
 from blockgz.formats.registry import format_of
-from blockgz.layout import ObjectRef
 from blockgz.objects.indexed import IndexedReader, VerifyReport
 from blockgz.objects.stream import stream_records
 from blockgz.store import ObjectStore

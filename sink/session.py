@@ -156,14 +156,26 @@ def quiet_accumulator_server(spark) -> None:
 
 
 def register_data_sources(spark) -> None:
-    """Register ``blockgz`` (the sink, and the archive reader) and the ``blockgz-kafka``
-    source on ``spark``, and turn on the Python filter pushdown the reader plans with."""
-    from sink.blockgz_source import BlockGzSource
-    from sink.kafka.source import KafkaDataSource
+    """Register the sink, ``format("blockgz")``, and the ``blockgz-kafka`` source on ``spark``.
 
-    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
-    spark.dataSource.register(BlockGzSource)
+    A session that has ``blockgz`` already keeps it: :mod:`blockgz.spark_session` registers
+    the class that also reads archives under that name, and an export run on such a session
+    must not take the reading away.
+    """
+    from sink.kafka.source import KafkaDataSource
+    from sink.write.datasource import BlockGzDataSource
+
+    if not has_data_source(spark, BlockGzDataSource.name()):
+        spark.dataSource.register(BlockGzDataSource)
     spark.dataSource.register(KafkaDataSource)
+
+
+def has_data_source(spark, name: str) -> bool:
+    """Whether a Python data source called ``name`` is registered on ``spark``."""
+    try:
+        return bool(spark._jsparkSession.sessionState().dataSourceManager().dataSourceExists(name))
+    except Exception:  # not a classic JVM session: registering again is what it did before
+        return False
 
 
 def has_spark_kafka(spark) -> bool:

@@ -27,8 +27,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from blockgz.archive.manifests import WrittenFile
 from blockgz.errors import BlockGzError, ConfigError
-from blockgz.manifests import WrittenFile
 from sink.write.hooks import TaskInfo, WriteListener
 
 OPTION = "fault"

@@ -11,7 +11,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
-from blockgz.layout import is_sidecar
+from blockgz.archive.layout import is_sidecar
 from blockgz.store.base import ObjectStore
 from sink.write.config import SinkConfig
 

@@ -193,7 +193,8 @@ def registry():
 def spark():
     """One SparkSession (``local[2,3]``) for the whole session, blockgz's data sources registered.
 
-    Built by :func:`sink.session.spark_session`, so tests run with the product's settings.
+    Built by :func:`blockgz.spark_session.spark_session`, so tests run with the product's
+    settings.
     """
     pytest.importorskip("pyspark", reason="pyspark is in the [spark] extra")
     pytest.importorskip("pyarrow", reason="pyarrow is in the [spark] extra")
@@ -205,9 +206,9 @@ def spark():
 
 
 def _test_spark_session():
-    from sink.session import spark_session
-
     try:
+        from blockgz.spark_session import spark_session
+
         return spark_session("local[2,3]", app_name="blockgz-tests")
     except ImportError as exc:  # the blockgz sink is not there yet: register the source alone
         if exc.name != "sink.write.datasource":

@@ -3,8 +3,8 @@ replay, options.
 
 One module per group of commands, all on the group in :mod:`blockgz.cli.app`:
 :mod:`~blockgz.cli.files` (compress, index), :mod:`~blockgz.cli.read` (seek, cat, ls,
-verify), :mod:`~blockgz.cli.export` (export, quickstart), :mod:`~blockgz.cli.replay`,
-:mod:`~blockgz.cli.options`.
+verify), :mod:`~blockgz.cli.export` (export, quickstart: :mod:`~blockgz.cli.quickstart` runs
+it), :mod:`~blockgz.cli.replay`, :mod:`~blockgz.cli.options`.
 """
 
 from blockgz.cli import export, files, options, read, replay  # noqa: F401 - add commands

@@ -142,7 +142,7 @@ def quickstart(master, cluster) -> None:
       blockgz quickstart --cluster                  # on a loopback standalone cluster
       blockgz quickstart --master spark://10.0.0.5:7077
     """
-    from sink.export.quickstart import run_quickstart
+    from blockgz.cli.quickstart import run_quickstart
 
     if master and cluster:
         raise click.UsageError("give --master or --cluster, not both")

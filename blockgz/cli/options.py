@@ -18,9 +18,9 @@ from blockgz.cli.app import fail_cleanly, main
 #: The modules that declare options (importing them fills :data:`blockgz.option_defs.OPTIONS`).
 DECLARING_MODULES = (
     "blockgz.store",
-    "blockgz.layout",
+    "blockgz.archive.layout",
     "blockgz.format.framing",
-    "blockgz.manifests",
+    "blockgz.archive.manifests",
     "blockgz.registry",
     "sink.export.settings_names",
     "reader.archive_options",

@@ -78,8 +78,8 @@ def _json_named(key: str) -> bool:
 
 def _named_format(key: str):
     """The format an object's name (or its ``.index.json``'s) names, ``None`` for none."""
+    from blockgz.archive.layout import data_key_for
     from blockgz.formats.registry import format_of_extension
-    from blockgz.layout import data_key_for
 
     name = data_key_for(key).rpartition("/")[2].removesuffix(".gz")
     return format_of_extension(name.rpartition(".")[2]) if "." in name else None
@@ -190,7 +190,7 @@ def cat(target, output, topic, partition, endpoint_url, options) -> None:
 
     options = collect_options(endpoint_url, options)
     if topic is None and partition is None:
-        from blockgz.layout import data_key_for
+        from blockgz.archive.layout import data_key_for
         from blockgz.objects.stream import stream_object
         from blockgz.store import split_object_url
 
@@ -198,8 +198,8 @@ def cat(target, output, topic, partition, endpoint_url, options) -> None:
         key = data_key_for(key)
         named = _named_format(key)
         if (named is not None and named.compresses_inside) or output == "json":
+            from blockgz.archive.layout import Layout
             from blockgz.format.framing import framing_from_options
-            from blockgz.layout import Layout
             from blockgz.objects.stream import stream_records
 
             ref = Layout().parse_data_key(key, any_extension=True)
@@ -295,8 +295,8 @@ def verify(target, topic, scan, endpoint_url, options) -> None:
       blockgz verify --topic orders --scan s3://bucket/exports
       blockgz verify -O layout=deviantart --topic orders s3://bucket/prefix
     """
+    from blockgz.archive.layout import data_key_for
     from blockgz.errors import MissingIndexError
-    from blockgz.layout import data_key_for
     from blockgz.objects.indexed import IndexedReader
     from blockgz.store import split_object_url
 
@@ -320,8 +320,8 @@ def verify(target, topic, scan, endpoint_url, options) -> None:
 
 def _read_whole(store, key: str, options: dict) -> None:
     """``verify --scan`` of one object without an index: read it whole or exit 1."""
+    from blockgz.archive.layout import Layout
     from blockgz.format.framing import framing_from_options
-    from blockgz.layout import Layout
     from reader.verify import read_whole
 
     ref = Layout().parse_data_key(key, any_extension=True)

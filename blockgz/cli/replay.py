@@ -97,8 +97,8 @@ def replay(
     )
     console = Console(stderr=True)
     if master:
+        from blockgz.spark_session import spark_session
         from reader.replay import replay_on_spark
-        from sink.session import spark_session
 
         spark = spark_session(master, app_name="blockgz-replay")
         try:

@@ -5,7 +5,7 @@
 takes decoded values with their offsets, streams them through
 :class:`~blockgz.objects.avro_upload.AvroUpload` (blocks cut at ``s3.compression.block.size``
 uncompressed bytes, the sync marker derived from the key, so a replay writes the same bytes)
-and returns a :class:`~blockgz.manifests.WrittenFile` on ``close()``.
+and returns a :class:`~blockgz.archive.manifests.WrittenFile` on ``close()``.
 
 >>> import tempfile
 >>> from blockgz.store import LocalStore
@@ -25,9 +25,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from blockgz.archive.written import WrittenFile
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE
 from blockgz.formats.output import OutputObject
-from blockgz.manifests import WrittenFile
 from blockgz.objects.avro_upload import AvroUpload
 from blockgz.store.base import ObjectStore
 

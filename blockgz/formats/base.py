@@ -25,7 +25,6 @@ import base64
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from blockgz.errors import ConfigError
 from blockgz.format.framing import NEWLINE, Framing
 
 if TYPE_CHECKING:
@@ -165,17 +164,6 @@ class Format(ABC):
     def check(self, settings: Any, options: Any) -> None:  # noqa: B027 - optional
         """Refuse ``settings`` (read from ``options``, a :class:`~blockgz.options.Options`) that
         this format cannot honour. The default checks nothing."""
-
-    def check_role(self, role: str, option: str) -> None:
-        """Refuse this format for the ``role`` (keys, headers) files when it cannot hold them."""
-        if role not in self.companion_roles:
-            from blockgz.formats.registry import FORMATS
-
-            allowed = ", ".join(f.name for f in FORMATS if role in f.companion_roles)
-            raise ConfigError(
-                f"{option}={self.name} is not allowed (as in Confluent: {role} are key/value "
-                f"lists); allowed: {allowed}"
-            )
 
     # -- the writer --------------------------------------------------------------------------
     def framing(self, settings: FormatSettings) -> Framing:

@@ -7,8 +7,8 @@ write through :class:`ObjectWriter`; every writer of an object (``AvroObjectWrit
 :class:`ObjectWriter` takes encoded records with their offsets and streams them into a store
 upload (S3 multipart parts go up in parallel while records keep coming). ``close()`` makes the
 object visible (for block-GZIP through :class:`~blockgz.objects.upload.BlockGzipUpload`: data
-first, then its ``.index.json``) and returns a :class:`~blockgz.manifests.WrittenFile` for the
-commit message; ``abort()`` drops it without a trace.
+first, then its ``.index.json``) and returns a :class:`~blockgz.archive.manifests.WrittenFile` for
+the commit message; ``abort()`` drops it without a trace.
 
 >>> import tempfile
 >>> from blockgz.store import LocalStore
@@ -27,12 +27,12 @@ from typing import Any
 
 import numpy as np
 
+from blockgz.archive.written import WrittenFile
 from blockgz.errors import RecordFramingError
 from blockgz.format.codec import Compression
 from blockgz.format.framing import NEWLINE, Framing, Separated
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE
 from blockgz.formats.compression import COMPRESSIONS, CompressionType
-from blockgz.manifests import WrittenFile
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.store.base import ObjectStore, Upload
 

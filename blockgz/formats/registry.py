@@ -23,13 +23,13 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from blockgz.errors import UnknownFormatError
+from blockgz.errors import ConfigError, UnknownFormatError
 from blockgz.formats.base import Format
 from blockgz.named import Registry
 
 
 class ObjectName(Protocol):
-    """What :func:`format_of` reads of an object (a :class:`blockgz.layout.ObjectRef`; the
+    """What :func:`format_of` reads of an object (a :class:`blockgz.archive.layout.ObjectRef`; the
     formats do not import the layout, which asks them)."""
 
     key: str
@@ -80,7 +80,7 @@ def format_of(ref: ObjectName) -> Format:
     included); raises :class:`~blockgz.errors.UnknownFormatError` when no registered format
     names its extension, rather than reading it as bytes.
 
-    >>> from blockgz.layout import Layout
+    >>> from blockgz.archive.layout import Layout
     >>> key = "t+0+0000000000.keys.dat"
     >>> format_of(Layout(bytearray_extension=".dat").parse_data_key(key)).name
     'bytearray'
@@ -99,6 +99,23 @@ def format_of(ref: ObjectName) -> Format:
             "gzipped or not); it is not read (written by a newer blockgz? upgrade to read it)"
         )
     return fmt
+
+
+def check_companion_role(fmt: Format, role: str, option: str) -> None:
+    """Refuse ``fmt`` for the ``role`` (keys, headers) files when it cannot hold them.
+
+    >>> check_companion_role(FORMATS.get("json"), "keys", "keys.format.class")
+    >>> check_companion_role(FORMATS.get("bytearray"), "headers", "headers.format.class")
+    Traceback (most recent call last):
+    ...
+    blockgz.errors.ConfigError: headers.format.class=bytearray is not allowed (as in Confluent: ...
+    """
+    if role not in fmt.companion_roles:
+        allowed = ", ".join(f.name for f in FORMATS if role in f.companion_roles)
+        raise ConfigError(
+            f"{option}={fmt.name} is not allowed (as in Confluent: {role} are key/value "
+            f"lists); allowed: {allowed}"
+        )
 
 
 def _register_builtins() -> None:

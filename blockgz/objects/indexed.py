@@ -34,6 +34,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
+from blockgz.archive.sidecars import data_key_for, sidecar_keys
 from blockgz.errors import BlockGzError, IndexMismatchError, MissingIndexError, ObjectNotFoundError
 from blockgz.format.avro_read import avro_block_bytes, header_problems, read_avro_header
 from blockgz.format.decode import Record, block_records, check_seek, inflate_chunk
@@ -47,7 +48,6 @@ from blockgz.format.plan import (
     merge_ranges,
     plan_blocks,
 )
-from blockgz.layout import data_key_for, sidecar_keys
 from blockgz.store.base import ObjectStore
 
 
@@ -111,7 +111,7 @@ class StoreRanges:
 def load_index(store: ObjectStore, data_key: str, index_key: str | None = None) -> BlockIndex:
     """Fetch and validate the sidecar of ``data_key``: first at ``index_key`` when a listing
     or manifest named it, then under the hidden name blockgz writes, then the old name beside
-    the object (:func:`~blockgz.layout.sidecar_keys`; an old manifest may name a sidecar
+    the object (:func:`~blockgz.archive.layout.sidecar_keys`; an old manifest may name a sidecar
     since renamed to the hidden name)."""
     named = (index_key,) if index_key else ()
     keys = tuple(dict.fromkeys((*named, *sidecar_keys(data_key))))

@@ -15,10 +15,10 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from blockgz.archive.layout import Layout, data_key_for
 from blockgz.errors import MissingIndexError, OffsetNotFoundError
 from blockgz.format.decode import Record
 from blockgz.format.framing import framing_from_options
-from blockgz.layout import Layout, data_key_for
 from blockgz.objects.indexed import open_indexed
 from blockgz.objects.stream import stream_records
 from blockgz.options import as_options

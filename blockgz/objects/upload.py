@@ -25,11 +25,11 @@ from typing import Any, Self
 
 import numpy as np
 
+from blockgz.archive.sidecars import sidecar_key
 from blockgz.format.codec import Compression
 from blockgz.format.framing import NEWLINE, Framing
 from blockgz.format.index import BlockIndex
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE, BlockGzipWriter
-from blockgz.layout import sidecar_key
 from blockgz.store.base import ObjectStore, Upload
 
 

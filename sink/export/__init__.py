@@ -4,5 +4,4 @@
   into source, sink and Spark settings;
 * :mod:`sink.export.job`: build the query, run it, follow its progress, stop cleanly;
 * :mod:`sink.export.progress`: the live table (or log lines) per topic-partition;
-* :mod:`sink.export.quickstart`: Confluent's quickstart on local servers (``make demo``).
 """

@@ -23,8 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from blockgz.archive.lease import DEFAULT_TTL_MS
 from blockgz.errors import ConfigError
-from blockgz.lease import DEFAULT_TTL_MS
 from blockgz.options import Options
 from sink.export.job_options import DEFAULT_TRIGGER, JOB_OPTIONS
 from sink.export.settings_names import check_keys, describe_ignored, job_options, source_options

@@ -29,9 +29,10 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
+from blockgz.archive.lease import Lease, lease_key
+from blockgz.archive.manifests import new_epoch
+from blockgz.archive.offsets import EARLIEST, Offsets
 from blockgz.errors import BlockGzError, CheckpointError, ExportFailed, LeaseLostError
-from blockgz.lease import Lease, lease_key
-from blockgz.manifests import EARLIEST, Offsets, new_epoch
 from sink.export.config import ExportConfig
 from sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
 from sink.write.config import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
@@ -62,7 +63,7 @@ def run_export(
     it shows itself (progress, the one-line error).
 
     Before anything is written the job takes its lease (one writer per archive, see
-    :mod:`blockgz.lease`), kept while it runs and released when it stops cleanly.
+    :mod:`blockgz.archive.lease`), kept while it runs and released when it stops cleanly.
     """
     checkpoint = Path(checkpoint)
     check_checkpoint(checkpoint)  # local and cheap: before anything touches S3 or Kafka
@@ -107,7 +108,7 @@ def _lease_lost(lost: LeaseLostError, stop: threading.Event) -> None:
 
 
 def take_lease(job: ExportConfig, checkpoint: Path) -> Lease:
-    """Take the job's lease (:mod:`blockgz.lease`) or raise :class:`LeaseHeldError` naming
+    """Take the job's lease (:mod:`blockgz.archive.lease`) or raise :class:`LeaseHeldError` naming
     its holder."""
     store, prefix = job.sink.make_store()
     lease = Lease(

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from blockgz.lease import DEFAULT_TTL_MS
+from blockgz.archive.lease import DEFAULT_TTL_MS
 from blockgz.option_defs import OptionDef, OptionSet
 
 DEFAULT_TRIGGER = "5 seconds"

@@ -39,11 +39,11 @@ def check_other_jobs(job: ExportConfig) -> None:
     readers of the layout would see both. ``blockgz.share.topics=true`` allows it.
 
     Costs a listing of the manifest directory and, per other job there, a look at its
-    catalog and newest manifests (:meth:`~blockgz.manifests.ManifestLog.committed_offsets`).
+    catalog and newest manifests (:meth:`~blockgz.archive.log.ManifestLog.committed_offsets`).
 
     >>> import tempfile
-    >>> from blockgz.layout import Layout
-    >>> from blockgz.manifests import ManifestLog
+    >>> from blockgz.archive.layout import Layout
+    >>> from blockgz.archive.log import ManifestLog
     >>> from blockgz.store import LocalStore
     >>> root = tempfile.mkdtemp()
     >>> log = ManifestLog(LocalStore(root), "", Layout(), "a")
@@ -55,7 +55,8 @@ def check_other_jobs(job: ExportConfig) -> None:
     blockgz.errors.PreflightError: name=b: job 'a' already archives t under topics/ ...
     >>> check_other_jobs(ExportConfig.from_mapping({**job, "blockgz.share.topics": "true"}))
     """
-    from blockgz.manifests import ManifestLog, find_exports
+    from blockgz.archive.log import ManifestLog
+    from blockgz.archive.manifests import find_exports
 
     if job.share_topics:
         return

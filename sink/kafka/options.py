@@ -149,7 +149,7 @@ class SourceConfig:
     group_id_prefix: str = "blockgz-kafka-source"
     kafka: Mapping[str, str] = field(default_factory=dict)  # kafka.* without the prefix
     # startingOffsets=s3 reads the blockgz sink's manifests: the sink's options say where
-    # (its target, key layout and job name; see blockgz.manifests.ManifestLog.from_options).
+    # (its target, key layout and job name; see blockgz.archive.log.ManifestLog.from_options).
     manifest_options: Mapping[str, str] = field(default_factory=dict)
     emit_ranges: bool = False  # blockgz.emit=ranges: one offset-range row per task
 
@@ -221,7 +221,7 @@ def parse_options(options: Mapping[str, str]) -> SourceConfig:
 
 def _manifest_options(opts: Options) -> dict[str, str]:
     """The options naming the sink's manifests, for ``startingOffsets=s3`` (checked now)."""
-    from blockgz.layout import Layout
+    from blockgz.archive.layout import Layout
     from blockgz.store import StoreTarget
 
     chosen = {key: value for key, value in opts.items() if not key.startswith("kafka.")}

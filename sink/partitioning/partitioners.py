@@ -49,8 +49,8 @@ from collections.abc import Mapping, Sequence
 from datetime import tzinfo
 from typing import Any
 
+from blockgz.archive.layout import check_directory_delim, default_partition
 from blockgz.errors import ConfigError
-from blockgz.layout import check_directory_delim, default_partition
 from sink.partitioning.json_fields import field_path, json_kind, lookup_field, value_object
 from sink.partitioning.pathsafe import escape_path_value
 from sink.partitioning.timeformat import compile_pattern

@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from blockgz.archive.layout import Layout
 from blockgz.errors import ConfigError
-from blockgz.layout import Layout
 from blockgz.named import Registry
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import Options, as_options
@@ -49,7 +49,8 @@ def _part(name: str, kind, default, doc: str, **more) -> OptionDef:
 
 
 _TIME = "time partitioners: "
-#: The partitioner's options (the key layout's delimiters are :data:`blockgz.layout.KEY_OPTIONS`).
+#: The partitioner's options (the key layout's delimiters are
+#: :data:`blockgz.archive.layout.KEY_OPTIONS`).
 PARTITIONING_OPTIONS = OptionSet(
     _part(
         "partitioner.class",

@@ -2,7 +2,7 @@
 
 Each task returns a :class:`TaskCommitMessage` (its files and, per topic-partition, the next
 offset after what it wrote). The driver's ``commit`` folds them into the batch manifest
-(:class:`blockgz.manifests.ManifestLog`); its ``abort`` deletes what the tasks wrote.
+(:class:`blockgz.archive.log.ManifestLog`); its ``abort`` deletes what the tasks wrote.
 
 >>> import tempfile
 >>> from sink.write.config import SinkConfig
@@ -19,7 +19,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from blockgz.manifests import ManifestLog, Offsets, WrittenFile, merge_offsets
+from blockgz.archive.log import ManifestLog
+from blockgz.archive.manifests import WrittenFile
+from blockgz.archive.offsets import Offsets, merge_offsets
 
 try:  # the message must subclass Spark's type when Spark is there; plain object otherwise
     from pyspark.sql.datasource import WriterCommitMessage

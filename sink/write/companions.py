@@ -32,8 +32,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from blockgz.archive.manifests import WrittenFile
 from blockgz.formats.base import HEADERS, KEYS, Format
-from blockgz.manifests import WrittenFile
 from blockgz.store.base import ObjectStore
 from sink.convert.schemas import BYTES_SCHEMA, ValueSchema
 from sink.records import KafkaRecord

@@ -25,7 +25,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from blockgz.catalog import DEFAULT_EVERY
+from blockgz.archive.catalog import DEFAULT_EVERY
+from blockgz.archive.layout import Layout
+from blockgz.archive.log import ManifestLog
 from blockgz.errors import ConfigError
 from blockgz.format.codec import Compression
 from blockgz.format.framing import (
@@ -41,9 +43,7 @@ from blockgz.format.writer import DEFAULT_BLOCK_SIZE
 from blockgz.formats.base import HEADERS, KEYS, Format
 from blockgz.formats.compression import COMPRESSIONS, CompressionType
 from blockgz.formats.json import ENVELOPE_OPTION
-from blockgz.formats.registry import FORMATS
-from blockgz.layout import Layout
-from blockgz.manifests import ManifestLog
+from blockgz.formats.registry import FORMATS, check_companion_role
 from blockgz.option_defs import OPTIONS, NotDone, OptionDef, OptionSet
 from blockgz.options import Options, as_options
 from blockgz.store import ObjectStore, StoreTarget
@@ -66,7 +66,8 @@ INPUT_PREFIX = "blockgz.source."
 LISTENER = "blockgz.write.listener"
 LISTENER_PREFIX = "blockgz.write.listener."
 #: Set by ``blockgz export`` (not by users): the token of the lease the job holds, and its
-#: time to live; the driver's commit renews the lease before each manifest (:mod:`blockgz.lease`).
+#: time to live; the driver's commit renews the lease before each manifest
+#: (:mod:`blockgz.archive.lease`).
 LEASE_TOKEN = "blockgz.lease.token"
 LEASE_TTL = "blockgz.lease.ttl.ms"
 
@@ -79,7 +80,7 @@ def _sink(name: str, kind, default, doc: str, **more) -> OptionDef:
 
 _BLOCKS = "(block-GZIP and Avro)"
 #: The sink's own options (the key layout, framing, converters, partitioner and dead letters
-#: are declared where they are read: :mod:`blockgz.layout`, :mod:`blockgz.format.framing`,
+#: are declared where they are read: :mod:`blockgz.archive.layout`, :mod:`blockgz.format.framing`,
 #: :mod:`sink.convert.converters`, :mod:`sink.partitioning.settings`,
 #: :mod:`sink.write.deadletter`).
 SINK_OPTIONS = OptionSet(
@@ -327,8 +328,8 @@ def _companion_settings(opts: Options) -> dict[str, Any]:
     """``store.kafka.keys`` / ``store.kafka.headers`` and their formats (Avro by default)."""
     keys_format = _format(opts, "keys.format.class", "avro")
     headers_format = _format(opts, "headers.format.class", "avro")
-    keys_format.check_role(KEYS, "keys.format.class")
-    headers_format.check_role(HEADERS, "headers.format.class")
+    check_companion_role(keys_format, KEYS, "keys.format.class")
+    check_companion_role(headers_format, HEADERS, "headers.format.class")
     return {
         "store_keys": opts.flag("store.kafka.keys", False),
         "store_headers": opts.flag("store.kafka.headers", False),
@@ -594,7 +595,7 @@ class SinkConfig:
 
     @property
     def records_intents(self) -> bool:
-        """Whether tasks record the directories they write ahead (:mod:`blockgz.intents`):
+        """Whether tasks record the directories they write ahead (:mod:`blockgz.archive.intents`):
         under a field or time partitioner, whose objects may land in any directory."""
         return not self.partitioner().partition_directories
 

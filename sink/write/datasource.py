@@ -29,10 +29,10 @@ from pyspark.sql.datasource import (
     DataSourceStreamArrowWriter,
 )
 
-from blockgz.catalog import compact_every
+from blockgz.archive.catalog import compact_every
+from blockgz.archive.lease import DEFAULT_TTL_MS, Holder, Lease, lease_key
+from blockgz.archive.manifests import delete_written
 from blockgz.errors import BlockGzError, ConfigError
-from blockgz.lease import DEFAULT_TTL_MS, Holder, Lease, lease_key
-from blockgz.manifests import delete_written
 from sink.write.commit import TaskCommitMessage, write_manifest
 from sink.write.config import INPUT_READER, LEASE_TOKEN, LEASE_TTL, SinkConfig
 from sink.write.hooks import load_listener

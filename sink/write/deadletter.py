@@ -15,14 +15,17 @@ Two queues:
   between the send and the manifest) sends its records again, so the topic is at-least-once,
   and the context headers (topic, partition, offset) identify a repeat.
 * **The object store** (``blockgz.deadletterqueue.store=true``): one JSON-lines object per
-  task and topic-partition under ``_blockgz/<name>/deadletters/``, named by the first offset
-  it holds, so a replayed batch overwrites it with the same bytes: exactly once.
+  task and topic-partition under ``_blockgz/<name>/deadletters/``, named as a data object of
+  the first offset it holds would be (``file.delim``, ``filename.offset.zero.pad.width``:
+  :meth:`~blockgz.archive.job_keys.JobKeys.deadletter_key`), so a replayed batch overwrites it
+  with the same bytes: exactly once.
 
 >>> import tempfile
+>>> from blockgz.archive.layout import Layout
 >>> from blockgz.store import LocalStore
 >>> from sink.records import KafkaRecord
 >>> store = LocalStore(tempfile.mkdtemp())
->>> queue = StoreDeadLetters(store, "_blockgz/job/deadletters/")
+>>> queue = StoreDeadLetters(store, Layout(), "", "job")
 >>> queue.send(KafkaRecord("t", 0, 7, 1000, b"k", b"\\xff"), ValueError("not JSON"))
 >>> queue.finish()
 {'t': {0: 1}}
@@ -39,8 +42,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from blockgz.archive.job_keys import JobKeys
+from blockgz.archive.offsets import Offsets
 from blockgz.errors import BadRecordError, ConfigError, SourceError
-from blockgz.manifests import Offsets
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import Options, as_options
 from blockgz.store.base import ObjectStore
@@ -260,11 +264,15 @@ class KafkaDeadLetters(DeadLetters):
 class StoreDeadLetters(DeadLetters):
     """Bad records as JSON lines in the object store, one object per task and topic-partition."""
 
-    def __init__(self, store: ObjectStore, prefix: str, *, context: bool = True):
-        """``prefix`` is where the objects go (``_blockgz/<name>/deadletters/``)."""
+    def __init__(
+        self, store: ObjectStore, layout: JobKeys, prefix: str, job: str, *, context: bool = True
+    ):
+        """The objects go under ``layout``'s dead-letter keys of job ``job`` below ``prefix``."""
         super().__init__()
         self.store = store
+        self.layout = layout
         self.prefix = prefix
+        self.job = job
         self.context = context
         self.pending: dict[tuple[str, int], list[bytes]] = {}
         self.firsts: dict[tuple[str, int], int] = {}
@@ -289,10 +297,8 @@ class StoreDeadLetters(DeadLetters):
 
     def finish(self) -> Offsets:
         for (topic, partition), lines in sorted(self.pending.items()):
-            key = (
-                f"{self.prefix}{topic}/{partition}/"
-                f"{topic}+{partition}+{self.firsts[(topic, partition)]:010d}.jsonl"
-            )
+            first = self.firsts[(topic, partition)]
+            key = self.layout.deadletter_key(self.prefix, self.job, topic, partition, first)
             self.store.put(key, b"\n".join(lines) + b"\n")
             self.written.append(key)
         self.pending.clear()

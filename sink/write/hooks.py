@@ -22,8 +22,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from blockgz.archive.manifests import WrittenFile
 from blockgz.errors import ConfigError
-from blockgz.manifests import WrittenFile
 from sink.plugins import import_named, instantiate
 
 #: ``(options, input batches) -> Kafka record batches``, with Spark's Kafka source columns.

@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from blockgz.archive.intents import DirectoryIntents
+from blockgz.archive.layout import default_partition
+from blockgz.archive.manifests import WrittenFile
 from blockgz.errors import BadRecordError, OffsetOrderError
-from blockgz.intents import DirectoryIntents
-from blockgz.layout import default_partition
-from blockgz.manifests import WrittenFile
 from blockgz.store.base import ObjectStore
 from sink.convert.schemas import ValueSchema
 from sink.records import KafkaRecord

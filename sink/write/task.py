@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from blockgz.manifests import WrittenFile
+from blockgz.archive.manifests import WrittenFile
 from sink.records import KafkaRecord
 from sink.write.commit import TaskCommitMessage
 from sink.write.config import SinkConfig
@@ -260,7 +260,7 @@ def dead_letter_queue(config: SinkConfig, store, prefix: str) -> DeadLetters | N
     if not settings.enabled:
         return None
     if settings.to_store:
-        return StoreDeadLetters(store, config.layout.deadletter_prefix(prefix, config.name))
+        return StoreDeadLetters(store, config.layout, prefix, config.name)
     batch, _ = task_identity()
     if batch is not None and config.manifest_log(store, prefix).read_batch(batch) is not None:
         log.info("batch %d is committed already: its bad records are not sent again", batch)

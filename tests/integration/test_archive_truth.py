@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from blockgz.archive.layout import legacy_sidecar_key, sidecar_key
 from blockgz.cli import main
-from blockgz.layout import legacy_sidecar_key, sidecar_key
 from blockgz.store import open_store
 from reader import open_archive
 from sink.records import KafkaRecord

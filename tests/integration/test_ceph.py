@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
+from blockgz.archive.layout import Layout
 from blockgz.errors import ObjectNotFoundError, StoreError
-from blockgz.layout import Layout
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.store import open_store
 from blockgz.store.s3 import translate_error

@@ -224,7 +224,7 @@ HOURLY = {
 def test_lost_checkpoint_resumes_from_s3_manifests(
     crash_setup, kafka, s3_server, bucket, tmp_path, layout
 ):
-    """Hourly: the orphans are found through the dead batch's intents (blockgz.intents)."""
+    """Hourly: the orphans are found through the dead batch's intents (blockgz.archive.intents)."""
     marker = tmp_path / "paused"
     config = write_config(
         tmp_path / "job.properties",

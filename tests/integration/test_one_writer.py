@@ -24,11 +24,11 @@ from pathlib import Path
 
 import pytest
 
+from blockgz.archive.layout import Layout
+from blockgz.archive.lease import Holder, Lease
+from blockgz.archive.log import ManifestLog
 from blockgz.errors import LeaseHeldError, PreconditionFailedError, PreflightError
-from blockgz.layout import Layout
-from blockgz.lease import Holder, Lease
 from blockgz.local_servers import fake_aws_env
-from blockgz.manifests import ManifestLog
 from blockgz.store import open_store
 from sink.export.config import ExportConfig
 from sink.export.preflight import check_other_jobs

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from blockgz.layout import Layout
+from blockgz.archive.layout import Layout
 from blockgz.local_servers.ports import free_ports
 from blockgz.objects.indexed import IndexedReader
 from blockgz.objects.upload import BlockGzipUpload

@@ -339,7 +339,7 @@ def evolved_avro_archive(root, topic: str) -> None:
     """Avro objects of one topic: partition 0 written with V1 (offsets 0-29) then with V2,
     which adds ``channel`` with a default (offsets 30-59); partition 1 with V1 only (a quiet
     partition, sorted last, must not make the older schema the reader's)."""
-    from blockgz.layout import Layout, default_partition
+    from blockgz.archive.layout import Layout, default_partition
     from blockgz.objects.avro_upload import AvroUpload
     from blockgz.store import LocalStore
     from testkit.avro_data import V1, V2, avro_value_for
@@ -401,3 +401,16 @@ def test_avro_objects_read_into_the_registrys_newest_schema_with_defaults(
     assert len(rows) == 75
     assert rows[(0, 3)] == (3, "web") and rows[(1, 14)] == (14, "web")  # V1: V2's default
     assert rows[(0, 40)] == (40, "app")
+
+
+def test_registering_the_sink_again_keeps_reading(spark, tmp_path):
+    """An export on a session (``run_export(spark=...)`` registers the sink's sources) must not
+    take ``format("blockgz")``'s reading away: ``sink`` cannot import the reader's half."""
+    from sink.session import has_data_source, register_data_sources
+
+    records = input_records(20)
+    export_batches(str(tmp_path / "arch"), records, "default", batches=1)
+    register_data_sources(spark)  # what an export on this session does
+    assert has_data_source(spark, "blockgz") and not has_data_source(spark, "no-such-source")
+    rows = read(spark, str(tmp_path / "arch"), {}).where("partition = 0").collect()
+    assert sorted(r.offset for r in rows) == sorted(r.offset for r in records if r.partition == 0)

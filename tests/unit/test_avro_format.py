@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from blockgz.archive.layout import data_key_for, sidecar_key
 from blockgz.errors import (
     BadRecordError,
     ConfigError,
@@ -32,7 +33,6 @@ from blockgz.format.avro import (
 )
 from blockgz.format.avro_read import avro_block_values, read_avro_header
 from blockgz.format.index import BlockIndex, Chunk
-from blockgz.layout import data_key_for, sidecar_key
 from blockgz.objects.avro_upload import AvroUpload
 from blockgz.objects.indexed import FileRanges, IndexedReader
 from blockgz.store import LocalStore

@@ -65,7 +65,7 @@ def test_the_newest_schema_of_an_archive_is_not_a_quiet_partitions_older_one(tmp
     holds V1 only: V2 reads both and drops no field, so it is the reader schema."""
     import json
 
-    from blockgz.layout import Layout
+    from blockgz.archive.layout import Layout
     from blockgz.objects.avro_upload import AvroUpload
     from blockgz.store import LocalStore
     from reader.spark_source import newest_avro_schema

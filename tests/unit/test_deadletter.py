@@ -93,11 +93,32 @@ def test_ten_percent_bad_records_good_plus_dead_letters_equal_the_input(tmp_path
     assert manifest.records == 1000
 
 
+@pytest.mark.parametrize(
+    ("layout", "name"),
+    [
+        ({}, "t+0+0000000007.jsonl"),
+        (
+            {"file.delim": "-", "filename.offset.zero.pad.width": "20"},
+            "t-0-00000000000000000007.jsonl",
+        ),
+        ({"filename.offset.zero.pad.width": "3"}, "t+0+007.jsonl"),
+    ],
+)
+def test_dead_letter_keys_follow_the_layouts_file_delim_and_padding(tmp_path, layout, name):
+    records = [KafkaRecord("t", 0, 7, 1000, b"k", b"\xffnot json")]
+    config, message = run(tmp_path, records, **STORE_DLQ, **layout)
+    assert message.dead_letters == {"t": {0: 1}}
+    keys = [info.key for info in LocalStore(tmp_path).list("_blockgz/blockgz/deadletters/")]
+    assert keys == [f"_blockgz/blockgz/deadletters/t/0/{name}"]
+    # The same name as a data object of that first offset would have under the layout.
+    assert name == config.layout.file_name("t", 0, 7, ".jsonl")
+
+
 def test_a_replay_writes_the_same_dead_letter_objects(tmp_path):
     records, _ = mixed_records(300, 0.2)
     run(tmp_path / "a", records, **STORE_DLQ)
     run(tmp_path / "b", records, **STORE_DLQ)
-    # Intents are named per task attempt (blockgz.intents), so each run has its own.
+    # Intents are named per task attempt (blockgz.archive.intents), so each run has its own.
     a, b = (
         {
             p.relative_to(root): p.read_bytes()

@@ -23,11 +23,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from blockgz.archive.deviantart import DeviantArtLayout
 from blockgz.cli import main
 from blockgz.errors import ConfigError, CorruptBlockError, CorruptIndexError, ObjectNotFoundError
 from blockgz.format.decode import inflate_chunk
 from blockgz.format.index import BlockIndex
-from blockgz.layout import DeviantArtLayout
 from blockgz.objects.indexed import IndexedReader
 from reader import open_archive
 

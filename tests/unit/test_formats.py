@@ -16,11 +16,11 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from blockgz.archive.layout import Layout
 from blockgz.errors import ConfigError, UnknownFormatError
 from blockgz.formats.base import KEYS, Format, RecordEncoder
 from blockgz.formats.compression import COMPRESSIONS
 from blockgz.formats.registry import FORMATS, format_of
-from blockgz.layout import Layout
 from reader import open_archive
 from reader.companion_entries import with_entries
 from sink.records import KafkaRecord, kafka_arrow_schema

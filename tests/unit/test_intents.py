@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from blockgz.catalog import Catalog
+from blockgz.archive.catalog import Catalog
 from blockgz.errors import CorruptManifestError, OffsetOrderError
 from blockgz.store import LocalStore
 from reader import open_archive

@@ -459,8 +459,8 @@ def test_read_gives_up_after_the_poll_timeout(fake):
 
 
 def test_starting_offsets_s3_reads_the_sink_manifests(tmp_path):
-    from blockgz.layout import Layout
-    from blockgz.manifests import ManifestLog
+    from blockgz.archive.layout import Layout
+    from blockgz.archive.log import ManifestLog
     from blockgz.store import LocalStore
     from sink.kafka.offsets import manifest_start
     from sink.kafka.options import parse_options

@@ -1,4 +1,4 @@
-"""Object keys (``blockgz.layout``): what :class:`Layout` builds, it parses back.
+"""Object keys (``blockgz.archive.layout``): what :class:`Layout` builds, it parses back.
 
 Properties over Kafka-legal topics, partitions, offsets and every layout setting (padding,
 directory and file delimiters, ``topics.dir``, prefix, encoded partition, extension), plus the
@@ -13,8 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from blockgz.errors import ConfigError
-from blockgz.layout import (
+from blockgz.archive.layout import (
     Layout,
     data_key_for,
     is_sidecar,
@@ -22,6 +21,7 @@ from blockgz.layout import (
     sidecar_key,
     sidecar_keys,
 )
+from blockgz.errors import ConfigError
 from blockgz.options import Options
 
 EXTENSIONS = (".json", ".json.gz", ".bin", ".bin.gz", ".avro")

@@ -1,5 +1,5 @@
-"""The lease's rules (blockgz.lease) on a local directory store, with a fake clock and a fake
-"is that process alive" where a rule depends on them."""
+"""The lease's rules (blockgz.archive.lease) on a local directory store, with a fake clock and a
+fake "is that process alive" where a rule depends on them."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import os
 
 import pytest
 
+from blockgz.archive.lease import Holder, Lease, takeover_reason
 from blockgz.errors import LeaseHeldError, LeaseLostError, PreconditionFailedError
-from blockgz.lease import Holder, Lease, takeover_reason
 from blockgz.store import LocalStore
 
 KEY = "_blockgz/job/lease.json"
@@ -146,7 +146,7 @@ def test_the_sink_commits_only_while_it_holds_the_lease_and_a_fenced_abort_delet
         StructType,
     )
 
-    from blockgz.manifests import WrittenFile
+    from blockgz.archive.manifests import WrittenFile
     from sink.write.commit import TaskCommitMessage
     from sink.write.datasource import BlockGzStreamWriter
 

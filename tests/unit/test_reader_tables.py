@@ -196,7 +196,7 @@ def test_to_pandas_of_an_avro_archive_gives_a_column_per_field(tmp_path):
     writer schema: records written with V1 carry the default of V2's added field."""
     import datetime as dt
 
-    from blockgz.layout import Layout
+    from blockgz.archive.layout import Layout
     from blockgz.objects.avro_upload import AvroUpload
     from blockgz.store import LocalStore
     from testkit.avro_data import V1, V2, avro_value_for

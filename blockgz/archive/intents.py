@@ -18,7 +18,7 @@ and lists only their directories, from the committed offset on: its cost depends
 that died, not on the archive's age. Catalog compaction deletes the intents of committed batches.
 
 >>> import tempfile
->>> from blockgz.layout import Layout
+>>> from blockgz.archive.layout import Layout
 >>> from blockgz.store import LocalStore
 >>> store = LocalStore(tempfile.mkdtemp())
 >>> intents = DirectoryIntents(store, "", Layout(), "job", "t", 0)
@@ -37,19 +37,14 @@ import secrets
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
+from blockgz.archive.layout import Layout
+from blockgz.archive.offsets import Offsets
 from blockgz.errors import CorruptManifestError
-from blockgz.layout import Layout
-from blockgz.manifests import Offsets
 from blockgz.store.base import ObjectStore
 
 log = logging.getLogger("blockgz.intents")
 
-_OFFSET_DIGITS = 20
 _DELETE_THREADS = 8
-
-
-def _partition_prefix(store_prefix: str, layout: Layout, job: str, topic: str, partition: int):
-    return f"{layout.intents_prefix(store_prefix, job)}{topic}/{partition}/"
 
 
 class DirectoryIntents:
@@ -66,20 +61,20 @@ class DirectoryIntents:
     ):
         self.store = store
         self.layout = layout
-        self._where = _partition_prefix(store_prefix, layout, job, topic, partition)
+        self._where = (store_prefix, job, topic, partition)
         self._key: str | None = None
         self.directories: set[str] = set()
 
     def note(self, data_key: str, *, start_offset: int) -> None:
         """Record ``data_key``'s directory before the object is written (a PUT only when the
         directory is new to this task)."""
-        directory = data_key[: data_key.rfind(self.layout.directory_delim) + 1]
+        directory = self.layout.directory_of(data_key)
         if directory in self.directories:
             return
         self.directories.add(directory)
         if self._key is None:  # named by the task's first offset: a restart lists from there
-            first = str(start_offset).zfill(_OFFSET_DIGITS)
-            self._key = f"{self._where}{first}-{secrets.token_hex(4)}.json"
+            token = secrets.token_hex(4)
+            self._key = self.layout.intent_key(*self._where, start_offset, token)
         doc = {"directories": sorted(self.directories)}
         self.store.put(self._key, json.dumps(doc).encode())
 
@@ -103,9 +98,8 @@ def intended_directories(
 ) -> set[str]:
     """The directories that tasks starting at or after ``from_offset`` said they would write
     (1 LIST, plus 1 GET per such task attempt)."""
-    where = _partition_prefix(store_prefix, layout, job, topic, partition)
-    # "<offset - 1>-~" sorts after every intent of offset - 1 ("~" after hex digits).
-    after = f"{where}{str(from_offset - 1).zfill(_OFFSET_DIGITS)}-~" if from_offset > 0 else ""
+    where = layout.intents_prefix(store_prefix, job, topic, partition)
+    after = layout.intents_start_after(store_prefix, job, topic, partition, from_offset)
     found: set[str] = set()
     for info in store.list(where, start_after=after):
         try:
@@ -125,15 +119,13 @@ def expire_intents(
     """Delete the intents of tasks whose records are all committed (they start below the
     committed offset: a batch starts only after the one before it committed). One listing of
     the job's intents, which compaction keeps short."""
-    where = layout.intents_prefix(store_prefix, job)
     stale: list[str] = []
-    for info in store.list(where):
-        parts = info.key[len(where) :].split("/")
-        if len(parts) != 3 or not parts[1].isdigit():
+    for info in store.list(layout.intents_prefix(store_prefix, job)):
+        parsed = layout.parse_intent_key(store_prefix, job, info.key)
+        if parsed is None:
             continue
-        topic, partition, name = parts[0], int(parts[1]), parts[2]
-        first = name.split("-", 1)[0]
-        if first.isdigit() and int(first) < committed.get(topic, {}).get(partition, 0):
+        topic, partition, first = parsed
+        if first < committed.get(topic, {}).get(partition, 0):
             stale.append(info.key)
     _delete_all(store, stale)
     if stale:

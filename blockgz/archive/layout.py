@@ -27,34 +27,41 @@ after (:meth:`Layout.parse_data_key`); anything else is a stray that readers ign
     True
     >>> layout.parse_data_key(key + ".bak") is None
     True
-    >>> layout.manifest_key("", "s3-sink", 7, epoch="20261123T180000Zab12cd")
-    '_blockgz/s3-sink/manifests/20261123T180000Zab12cd-00000000000000000007.json'
+
+The keys of what an export keeps beside its data (manifests, catalog, intents, dead letters,
+lease) are :class:`~blockgz.archive.job_keys.JobKeys`' methods, which :class:`Layout` has.
 
 The readers also read archives of DeviantArt's ``kafka-connect-s3`` connector, whose keys are
 ``<prefix><yyyy-MM-dd>/<topic>-<partition, 5 digits>-<first offset, 12 digits>.gz`` (the date
-is the upload day); :class:`DeviantArtLayout` parses them (``layout=deviantart``).
+is the upload day); :class:`~blockgz.archive.deviantart.DeviantArtLayout` parses them
+(``layout=deviantart``). Readers use either through :class:`KeyLayout`, never by its class.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+from blockgz.archive.job_keys import JobKeys
+from blockgz.archive.sidecars import (  # noqa: F401 - the key contract, re-exported
+    AVRO_SUFFIX,
+    INDEX_SUFFIX,
+    data_key_for,
+    hidden_key,
+    is_sidecar,
+    legacy_sidecar_key,
+    sidecar_key,
+    sidecar_keys,
+)
 from blockgz.errors import ConfigError
 from blockgz.option_defs import OptionDef, OptionSet
 
 if TYPE_CHECKING:
     from blockgz.options import Options
 
-INDEX_SUFFIX = ".index.json"
-AVRO_SUFFIX = ".avro"
-#: The option naming the key layout a reader expects, and its values (``confluent`` is the default).
-LAYOUT_KIND_OPTION = "layout"
-LAYOUT_KINDS = ("confluent", "deviantart")
-MANIFEST_SUFFIX = ".json"
 DEFAULT_MANIFEST_DIR = "_blockgz"
 DEFAULT_BYTEARRAY_EXTENSION = ".bin"
 _READERS = ("reader", "source")
@@ -115,81 +122,9 @@ KEY_OPTIONS = OptionSet(
         origin="confluent",
         also=_READERS,
     ),
-    OptionDef(
-        LAYOUT_KIND_OPTION,
-        "choice",
-        "confluent",
-        "the key layout to read: `confluent` (the export's) or `deviantart` "
-        "(DeviantArt's `kafka-connect-s3` connector)",
-        "reader",
-        allowed=LAYOUT_KINDS,
-    ),
 )
 #: The options a layout is read from (a reader given none of them learns them from manifests).
-LAYOUT_OPTIONS = tuple(name for name in KEY_OPTIONS if name != LAYOUT_KIND_OPTION)
-_BATCH_DIGITS = 20
-_MANIFEST_NAME = re.compile(
-    r"^(?:(?P<epoch>[0-9A-Za-z]+)-)?(?P<batch>\d{20}|batch-[0-9a-f]+)\.json$"
-)
-
-
-def sidecar_key(data_key: str) -> str:
-    """Where blockgz writes the index of a data object: in the same directory, the object's
-    name with a leading ``.`` (hidden from Hadoop, Spark, Hive, Athena, Trino, pyarrow and
-    ``glob``), minus a trailing ``.gz``, plus ``.index.json``.
-
-    An Avro object keeps its ``.avro`` (Avro compresses inside the file, so blockgz writes no
-    ``.avro.gz``, which would share the sidecar):
-
-    >>> sidecar_key("topics/t/partition=0/t+0+0000000000.json.gz")
-    'topics/t/partition=0/.t+0+0000000000.json.index.json'
-    >>> sidecar_key("t+0+0000000000.avro")
-    '.t+0+0000000000.avro.index.json'
-    """
-    return hidden_key(legacy_sidecar_key(data_key))
-
-
-def hidden_key(key: str) -> str:
-    """``key`` with a leading ``.`` on its last ``/`` segment (the file name engines see).
-
-    >>> hidden_key("topics/t/partition=0/t+0+")
-    'topics/t/partition=0/.t+0+'
-    """
-    directory, slash, name = key.rpartition("/")
-    return f"{directory}{slash}.{name}"
-
-
-def legacy_sidecar_key(data_key: str) -> str:
-    """Where blockgz wrote the index before it was hidden, and where DeviantArt's connector
-    writes it: beside the object, no leading dot.
-
-    >>> legacy_sidecar_key("2016-02-24/t-00000-000000000100.gz")
-    '2016-02-24/t-00000-000000000100.index.json'
-    """
-    base = data_key[:-3] if data_key.endswith(".gz") else data_key
-    return base + INDEX_SUFFIX
-
-
-def sidecar_keys(data_key: str) -> tuple[str, str]:
-    """The keys an index of ``data_key`` may have, in the order readers look for them."""
-    return sidecar_key(data_key), legacy_sidecar_key(data_key)
-
-
-def data_key_for(key: str) -> str:
-    """Accept a data key or its ``.index.json`` key (hidden or not) and return the data key.
-
-    >>> data_key_for("t+0+0000000000.json.index.json")
-    't+0+0000000000.json.gz'
-    >>> data_key_for("d/.t+0+0000000000.json.index.json")
-    'd/t+0+0000000000.json.gz'
-    >>> data_key_for(".t+0+0000000000.avro.index.json")
-    't+0+0000000000.avro'
-    """
-    if not key.endswith(INDEX_SUFFIX):
-        return key
-    directory, slash, name = key[: -len(INDEX_SUFFIX)].rpartition("/")
-    base = directory + slash + name.removeprefix(".")
-    return base if base.endswith(AVRO_SUFFIX) else base + ".gz"
+LAYOUT_OPTIONS = tuple(KEY_OPTIONS)
 
 
 #: Characters a directory delimiter may not hold: escapes are made of ``%`` and hex digits, and
@@ -197,9 +132,12 @@ def data_key_for(key: str) -> str:
 _NOT_IN_DIRECTORY_DELIM = "%._-"
 
 
+_DEFAULT_PARTITION = "partition="
+
+
 def default_partition(partition: int) -> str:
     """The encoded partition of Confluent's DefaultPartitioner: ``partition=<kafka partition>``."""
-    return f"partition={partition}"
+    return f"{_DEFAULT_PARTITION}{partition}"
 
 
 def check_directory_delim(delim: str) -> str:
@@ -216,10 +154,6 @@ def check_directory_delim(delim: str) -> str:
             "characters other than % . - _ (default /)"
         )
     return delim
-
-
-def is_sidecar(key: str) -> bool:
-    return key.endswith(INDEX_SUFFIX)
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,8 +226,62 @@ class ObjectRef:
         return self.compressed or self.is_avro
 
 
+@runtime_checkable
+class KeyLayout(Protocol):
+    """What readers and writers ask of a key layout, whichever it is: Confluent's
+    (:class:`Layout`) or DeviantArt's (:class:`~blockgz.archive.deviantart.DeviantArtLayout`)."""
+
+    #: ``confluent`` or ``deviantart``: the ``layout`` option's value.
+    kind: ClassVar[str]
+    #: Whether exports of this layout keep manifests and a catalog (blockgz writes them).
+    has_exports: ClassVar[bool]
+    #: The directory every topic's directory sits in (``""``: none, or not used).
+    topics_dir: str
+
+    def topic_prefix(self, prefix: str = "", topic: str | None = None) -> str:
+        """Where one topic's objects are listed (all topics' when ``topic`` is ``None``)."""
+        ...
+
+    def partition_prefix(self, prefix: str, topic: str, partition: int) -> str:
+        """Where one partition's objects are listed."""
+        ...
+
+    def topics_directory(self, prefix: str = "") -> str | None:
+        """The prefix whose sub-directories are the topics; ``None`` when there is none."""
+        ...
+
+    def partition_of_directory(self, directory: str) -> int | None:
+        """The Kafka partition a directory listed under a topic holds, if it tells."""
+        ...
+
+    def parse_data_key(
+        self,
+        key: str,
+        *,
+        size: int = -1,
+        extension: str | None = None,
+        any_extension: bool = False,
+    ) -> ObjectRef | None:
+        """The :class:`ObjectRef` of a data key; ``None`` for any other key."""
+        ...
+
+    def is_bookkeeping(self, prefix: str, key: str) -> bool:
+        """Whether ``key`` (no data object) is one the layout's writer keeps beside its data
+        (an export's manifests, DeviantArt's cursor files): not a stray."""
+        ...
+
+    def one_copy_each(self, refs: Sequence[ObjectRef]) -> list[ObjectRef]:
+        """``refs`` (sorted by topic, partition, start offset) less the copies a writer's
+        restart left behind."""
+        ...
+
+    def describe(self) -> str:
+        """The layout in a message: ``topics.dir='topics'`` or ``layout=deviantart``."""
+        ...
+
+
 @dataclass(frozen=True)
-class Layout:
+class Layout(JobKeys):
     """The key layout settings of an export (Confluent's names in brackets).
 
     ``topics_dir`` [``topics.dir``], ``directory_delim`` [``directory.delim``], ``file_delim``
@@ -332,6 +320,9 @@ class Layout:
                 f"filename.offset.zero.pad.width: {self.offset_pad_width} is out of range; "
                 "allowed: 0..30"
             )
+
+    kind: ClassVar[str] = "confluent"
+    has_exports: ClassVar[bool] = True
 
     def same_scope(self, other: Layout) -> bool:
         """Whether ``other`` puts data objects under the same keys (``topics.dir`` and the
@@ -392,10 +383,53 @@ class Layout:
         encoded = default_partition(partition)
         return f"{self.topic_prefix(prefix, topic)}{encoded}{self.directory_delim}"
 
+    def topics_directory(self, prefix: str = "") -> str | None:
+        """:meth:`topics_root`: every topic has a directory under it."""
+        return self.topics_root(prefix)
+
+    def partition_of_directory(self, directory: str) -> int | None:
+        """The partition of a default partitioner's directory; ``None`` for other directories.
+
+        >>> Layout().partition_of_directory("topics/t/partition=12/")
+        12
+        >>> Layout().partition_of_directory("topics/t/day=1/") is None
+        True
+        """
+        name = directory.rstrip(self.directory_delim).rsplit(self.directory_delim, 1)[-1]
+        number = name.removeprefix(_DEFAULT_PARTITION)
+        return int(number) if number != name and number.isdigit() else None
+
+    def directory_of(self, key: str) -> str:
+        """The directory part of ``key``, with its delimiter (``""`` when there is none).
+
+        >>> Layout().directory_of("topics/t/day=1/t+0+0000000500.json")
+        'topics/t/day=1/'
+        """
+        return key[: key.rfind(self.directory_delim) + 1]
+
     def file_name(self, topic: str, partition: int, start_offset: int, extension: str) -> str:
         """``<topic>+<partition>+<start, zero-padded><extension>``; ``extension`` has its dot."""
         start = str(start_offset).zfill(self.offset_pad_width)
-        return self.file_delim.join((topic, str(partition), start)) + extension
+        return self.file_name_prefix(topic, partition) + start + extension
+
+    def file_name_prefix(self, topic: str, partition: int) -> str:
+        """What every object name of the topic-partition starts with: ``<topic>+<partition>+``.
+
+        >>> Layout(file_delim="-").file_name_prefix("t", 3)
+        't-3-'
+        """
+        return self.file_delim.join((topic, str(partition), ""))
+
+    def is_bookkeeping(self, prefix: str, key: str) -> bool:
+        """Keys under the manifest directory (``topics.dir=""`` lists them with the data)."""
+        return key.startswith(self.exports_prefix(prefix))
+
+    def one_copy_each(self, refs: Sequence[ObjectRef]) -> list[ObjectRef]:
+        """Every ref: a data object's name is unique in its directory."""
+        return list(refs)
+
+    def describe(self) -> str:
+        return f"topics.dir={self.topics_dir!r}"
 
     def data_key(
         self,
@@ -502,147 +536,3 @@ class Layout:
             size=size,
             bytearray_extension=self.bytearray_extension,
         )
-
-    # -- the job's own objects: manifests, catalog, dead letters, intents ----------------------
-    def job_prefix(self, prefix: str, job_name: str) -> str:
-        """``<prefix><manifest dir>/<job name>/``: everything the job keeps besides the data."""
-        return f"{prefix}{self.manifest_dir}/{job_name}/"
-
-    def manifest_prefix(self, prefix: str, job_name: str) -> str:
-        """``<prefix><manifest dir>/<job name>/manifests/``."""
-        return f"{self.job_prefix(prefix, job_name)}manifests/"
-
-    def deadletter_prefix(self, prefix: str, job_name: str) -> str:
-        """``<prefix><manifest dir>/<job name>/deadletters/``: the store's dead-letter queue."""
-        return f"{self.job_prefix(prefix, job_name)}deadletters/"
-
-    def catalog_prefix(self, prefix: str, job_name: str) -> str:
-        """``<prefix><manifest dir>/<job name>/catalog/``: roots and segments."""
-        return f"{self.job_prefix(prefix, job_name)}catalog/"
-
-    def intents_prefix(self, prefix: str, job_name: str) -> str:
-        """``<prefix><manifest dir>/<job name>/intents/``: see :mod:`blockgz.intents`."""
-        return f"{self.job_prefix(prefix, job_name)}intents/"
-
-    def manifest_key(
-        self, prefix: str, job_name: str, batch_id: int | str, *, epoch: str = ""
-    ) -> str:
-        """``…/manifests/[<epoch>-]<batch>.json``: a streaming batch id is zero-padded to 20
-        digits, so keys sort by epoch, then batch."""
-        batch = str(batch_id)
-        if batch.isdigit():
-            batch = batch.zfill(_BATCH_DIGITS)
-        head = f"{epoch}-" if epoch else ""
-        return f"{self.manifest_prefix(prefix, job_name)}{head}{batch}{MANIFEST_SUFFIX}"
-
-    @staticmethod
-    def parse_manifest_key(key: str) -> tuple[str, int | str] | None:
-        """``(epoch, batch)`` of a manifest key (a streaming batch id comes back as ``int``).
-
-        >>> Layout.parse_manifest_key("_blockgz/j/manifests/e1-00000000000000000042.json")
-        ('e1', 42)
-        """
-        match = _MANIFEST_NAME.match(key.rsplit("/", 1)[-1])
-        if match is None:
-            return None
-        batch = match["batch"]
-        return match["epoch"] or "", int(batch) if batch.isdigit() else batch
-
-
-_DEVIANTART_NAME = re.compile(r"^(?P<topic>.+)-(?P<partition>\d{5,})-(?P<start>\d{12,})\.gz$")
-
-
-@dataclass(frozen=True)
-class DeviantArtLayout:
-    """The keys of DeviantArt's ``kafka-connect-s3`` sink (read only; blockgz writes Confluent's).
-
-    Each object is ``<prefix><yyyy-MM-dd>/<topic>-<partition>-<first offset>.gz`` (partition
-    zero-padded to 5 digits, offset to 12) with its index beside it as ``….index.json``
-    (:func:`legacy_sidecar_key`). The date is the upload day and comes *before* the topic, so one
-    partition's objects are spread over many date directories: both prefixes below are the
-    whole ``prefix``, and the partition is told from the file name (any directory is accepted).
-    Their ``last_chunk_index.<topic>-<partition>.txt`` cursor files are not data objects.
-
-    >>> layout = DeviantArtLayout()
-    >>> key = layout.data_key("systest/", "system-test", 0, 100, dt.date(2016, 2, 24))
-    >>> key
-    'systest/2016-02-24/system-test-00000-000000000100.gz'
-    >>> legacy_sidecar_key(key)
-    'systest/2016-02-24/system-test-00000-000000000100.index.json'
-    >>> ref = layout.parse_data_key(key, size=275)
-    >>> ref.topic, ref.partition, ref.start_offset, ref.directory
-    ('system-test', 0, 100, 'systest/2016-02-24')
-    >>> layout.parse_data_key("systest/last_chunk_index.system-test-00000.txt") is None
-    True
-    """
-
-    kind: ClassVar[str] = "deviantart"
-    partition_pad_width: ClassVar[int] = 5
-    offset_pad_width: ClassVar[int] = 12
-
-    def file_name(self, topic: str, partition: int, start_offset: int) -> str:
-        """``<topic>-<partition, 5 digits>-<first offset, 12 digits>.gz``."""
-        return f"{topic}-{partition:05d}-{start_offset:012d}.gz"
-
-    def data_key(
-        self, prefix: str, topic: str, partition: int, start_offset: int, day: dt.date
-    ) -> str:
-        """``<prefix><yyyy-MM-dd>/<file name>``; ``prefix`` is ``""`` or ends with ``/``."""
-        return f"{prefix}{day:%Y-%m-%d}/{self.file_name(topic, partition, start_offset)}"
-
-    def topic_prefix(self, prefix: str = "", topic: str | None = None) -> str:
-        """Where a topic's objects are listed: the whole prefix (dates come first)."""
-        return prefix
-
-    def partition_prefix(self, prefix: str, topic: str, partition: int) -> str:
-        """Where a partition's objects are listed: the whole prefix (dates come first)."""
-        return prefix
-
-    def parse_data_key(
-        self,
-        key: str,
-        *,
-        size: int = -1,
-        extension: str | None = None,
-        any_extension: bool = False,
-    ) -> ObjectRef | None:
-        """The :class:`ObjectRef` of a data key; ``None`` for index, cursor and other keys
-        (the whole name must match, so ``any_extension`` changes nothing)."""
-        directory, _, name = key.rpartition("/")
-        match = _DEVIANTART_NAME.match(name)
-        if match is None or extension not in (None, ".gz", "gz"):
-            return None
-        return ObjectRef(
-            key=key,
-            topic=match["topic"],
-            partition=int(match["partition"]),
-            start_offset=int(match["start"]),
-            extension="gz",
-            directory=directory,
-            size=size,
-        )
-
-
-def reader_layout(options: Options) -> Layout | DeviantArtLayout | None:
-    """The key layout a reader's ``options`` ask for; ``None`` when they name none.
-
-    ``layout`` is ``confluent`` (the default: read :class:`Layout`'s options) or ``deviantart``
-    (:class:`DeviantArtLayout`, which takes none of them).
-
-    >>> from blockgz.options import Options
-    >>> reader_layout(Options({"layout": "DeviantArt"}))
-    DeviantArtLayout()
-    >>> reader_layout(Options({})) is None, reader_layout(Options({"topics.dir": "x"})).topics_dir
-    (True, 'x')
-    """
-    kind = KEY_OPTIONS.read(options, LAYOUT_KIND_OPTION)
-    given = [name for name in LAYOUT_OPTIONS if options.given(name)]
-    if kind == DeviantArtLayout.kind:
-        if given:
-            raise ConfigError(
-                f"{', '.join(given)}: not used with layout=deviantart, whose keys are always "
-                "<prefix><yyyy-MM-dd>/<topic>-<partition>-<offset>.gz; drop "
-                + ("it" if len(given) == 1 else "them")
-            )
-        return DeviantArtLayout()
-    return Layout.from_options(options) if given else None

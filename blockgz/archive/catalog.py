@@ -1,12 +1,12 @@
 """The archive's catalog: the manifest log, compacted, so reading it costs the same in year two.
 
-An export writes one manifest per micro-batch (:mod:`blockgz.manifests`); a job with a 5-second
-trigger writes ~6 million a year. Reading them all to resume, or to find which object holds an
-offset, would cost millions of requests. So every few batches the job *compacts* the log, as
-table formats checkpoint theirs: a **root** records what every manifest up to one key said
-(committed offsets, dead-letter and null counts, the key layout) and, per topic-partition, a
-table of **segments** — gzipped JSON lists of the files written, each with its offset range
-(at most :data:`SEGMENT_FILES` files per segment).
+An export writes one manifest per micro-batch (:mod:`blockgz.archive.manifests`); a job with
+a 5-second trigger writes ~6 million a year. Reading them all to resume, or to find which
+object holds an offset, would cost millions of requests. So every few batches the job
+*compacts* the log, as table formats checkpoint theirs: a **root** records what every
+manifest up to one key said (committed offsets, dead-letter and null counts, the key layout)
+and, per topic-partition, a table of **segments** — gzipped JSON lists of the files written,
+each with its offset range (at most :data:`SEGMENT_FILES` files per segment).
 
 Reading the catalog (:meth:`Catalog.view`) costs, however long the history:
 
@@ -20,10 +20,10 @@ Without any root (archives written before the catalog existed, or a job younger 
 interval), the view is the manifests themselves, as before.
 
 >>> import tempfile
->>> from blockgz.layout import Layout
->>> from blockgz.manifests import ManifestLog, WrittenFile
+>>> from blockgz.archive.layout import Layout
+>>> from blockgz.archive.manifests import Manifests, WrittenFile
 >>> from blockgz.store import LocalStore
->>> log = ManifestLog(LocalStore(tempfile.mkdtemp()), "", Layout(), "job")
+>>> log = Manifests(LocalStore(tempfile.mkdtemp()), "", Layout(), "job")
 >>> for batch in range(3):
 ...     f = WrittenFile(f"topics/t/partition=0/t+0+{batch * 10:010d}.json", "t", 0,
 ...                     "partition=0", batch * 10, batch * 10 + 9, 10, 100, 100)
@@ -46,8 +46,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from blockgz.archive.intents import expire_intents
+from blockgz.archive.manifests import Manifest, Manifests, WrittenFile
+from blockgz.archive.offsets import Offsets, merge_offsets, offsets_doc
+from blockgz.archive.versions import check_major
 from blockgz.errors import CorruptManifestError, ObjectNotFoundError
-from blockgz.manifests import Manifest, ManifestLog, Offsets, WrittenFile, merge_offsets
 
 log = logging.getLogger("blockgz.catalog")
 
@@ -95,7 +98,7 @@ class CatalogRoot:
     records: int = 0
     layout: Mapping[str, str] = field(default_factory=dict)
     segments: Segments = field(default_factory=dict)
-    #: The newest folded manifest's :attr:`~blockgz.manifests.Manifest.intents`.
+    #: The newest folded manifest's :attr:`~blockgz.archive.manifests.Manifest.intents`.
     intents: bool = False
 
     def to_json(self) -> bytes:
@@ -104,8 +107,8 @@ class CatalogRoot:
             "seq": self.seq,
             "through": self.through,
             "manifests": self.manifests,
-            "offsets": _offsets_doc(self.offsets),
-            "dead_letters": _offsets_doc(self.dead_letters),
+            "offsets": offsets_doc(self.offsets),
+            "dead_letters": offsets_doc(self.dead_letters),
             "skipped_nulls": self.skipped_nulls,
             "records": self.records,
             "layout": dict(self.layout),
@@ -119,8 +122,11 @@ class CatalogRoot:
 
     @classmethod
     def from_json(cls, data: bytes, *, source: str) -> CatalogRoot:
+        """Read a root: fields this blockgz does not know are ignored (compaction recomputes
+        a root), a newer major version is refused (:mod:`blockgz.archive.versions`)."""
         try:
             doc = json.loads(data)
+            check_major(doc, CATALOG_VERSION, what="catalog root", source=source)
             return cls(
                 seq=int(doc["seq"]),
                 through=str(doc["through"]),
@@ -165,7 +171,8 @@ class CatalogView:
 
     @property
     def intents(self) -> bool:
-        """Whether the newest committed batch's tasks recorded intents (:mod:`blockgz.intents`)."""
+        """Whether the newest committed batch's tasks recorded intents
+        (:mod:`blockgz.archive.intents`)."""
         if self.tail:
             return self.tail[-1].intents
         return self.root.intents if self.root else False
@@ -213,17 +220,19 @@ class CatalogView:
 class Catalog:
     """Compacts and reads one export job's catalog, beside its manifests."""
 
-    def __init__(self, manifests: ManifestLog):
+    def __init__(self, manifests: Manifests):
         self.log = manifests
         self.store = manifests.store
-        base = manifests.layout.catalog_prefix(manifests.prefix, manifests.name)
-        self.roots_prefix = base + "roots/"
-        self.segments_prefix = base + "segments/"
+        self.layout = manifests.layout
+        self.roots_prefix = self.layout.catalog_roots_prefix(manifests.prefix, manifests.name)
+        self.segments_prefix = self.layout.catalog_segments_prefix(manifests.prefix, manifests.name)
 
     # -- reading ------------------------------------------------------------------------------
     def root_keys(self) -> list[str]:
         return sorted(
-            info.key for info in self.store.list(self.roots_prefix) if info.key.endswith(".json.gz")
+            info.key
+            for info in self.store.list(self.roots_prefix)
+            if self.layout.is_catalog_root(info.key)
         )
 
     def latest_root(self) -> CatalogRoot | None:
@@ -282,7 +291,7 @@ class Catalog:
         return new
 
     def _root_key(self, seq: int) -> str:
-        return f"{self.roots_prefix}{seq:020d}.json.gz"
+        return self.layout.catalog_root_key(self.log.prefix, self.log.name, seq)
 
     def _folded(
         self, root: CatalogRoot | None, manifests: list[Manifest], through: str, seq: int
@@ -332,7 +341,9 @@ class Catalog:
         part = 0
         while pending:
             chunk, pending = pending[:SEGMENT_FILES], pending[SEGMENT_FILES:]
-            key = f"{self.segments_prefix}{topic}/{partition}/{seq:020d}-{part}.json.gz"
+            key = self.layout.catalog_segment_key(
+                self.log.prefix, self.log.name, topic, partition, seq, part
+            )
             doc = {"files": [f.to_dict() for f in chunk]}
             body = json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
             self.store.put(key, gzip.compress(body, mtime=0))
@@ -349,8 +360,6 @@ class Catalog:
     def _expire_intents(self, newest: CatalogRoot) -> None:
         """Delete the intents of the batches the new root covers (they are all committed)."""
         if newest.intents:
-            from blockgz.intents import expire_intents
-
             m = self.log
             expire_intents(m.store, m.prefix, m.layout, m.name, newest.offsets)
 
@@ -370,7 +379,7 @@ class Catalog:
             self.store.delete(key)
 
 
-def compact_every(manifests: ManifestLog, batch_id: int | str, every: int) -> CatalogRoot | None:
+def compact_every(manifests: Manifests, batch_id: int | str, every: int) -> CatalogRoot | None:
     """After committing ``batch_id``: compact when it closes an interval of ``every`` batches
     (0 turns compaction off). A failure is logged, not raised: the manifests are the truth and
     readers fall back to them; the next interval tries again."""
@@ -387,10 +396,6 @@ def compact_every(manifests: ManifestLog, batch_id: int | str, every: int) -> Ca
             exc,
         )
         return None
-
-
-def _offsets_doc(offsets: Offsets) -> dict[str, dict[str, int]]:
-    return {t: {str(p): n for p, n in sorted(ps.items())} for t, ps in sorted(offsets.items())}
 
 
 def _gunzip(data: bytes) -> bytes:

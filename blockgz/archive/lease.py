@@ -45,6 +45,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
+from blockgz.archive.job_keys import JobKeys
 from blockgz.errors import (
     CorruptManifestError,
     LeaseHeldError,
@@ -57,21 +58,20 @@ from blockgz.store.base import ObjectStore
 
 log = logging.getLogger("blockgz.lease")
 
-LEASE_NAME = "lease.json"
 #: ``blockgz.lease.ttl.ms``'s default: a holder that stops renewing loses it after a minute.
 DEFAULT_TTL_MS = 60_000
 #: Tries of take-over rounds when other writers keep changing the lease under us.
 _ROUNDS = 5
 
 
-def lease_key(layout, prefix: str, job_name: str) -> str:
+def lease_key(layout: JobKeys, prefix: str, job_name: str) -> str:
     """``<prefix><manifest dir>/<job>/lease.json``, beside the job's manifests.
 
-    >>> from blockgz.layout import Layout
+    >>> from blockgz.archive.layout import Layout
     >>> lease_key(Layout(), "exports/", "s3-sink")
     'exports/_blockgz/s3-sink/lease.json'
     """
-    return layout.job_prefix(prefix, job_name) + LEASE_NAME
+    return layout.lease_key(prefix, job_name)
 
 
 @dataclass(frozen=True)

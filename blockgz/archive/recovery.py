@@ -1,0 +1,126 @@
+"""Recovery of uncommitted objects: what a batch that never committed left in the archive.
+
+A batch that dies before its manifest leaves data objects (and sidecars) nobody committed; its
+checkpoint is lost with it, so a restart from the manifests removes them before writing again:
+every object of the restarted topic-partitions that starts at or after the committed offset.
+
+>>> import tempfile
+>>> from blockgz.archive.layout import Layout
+>>> from blockgz.archive.manifests import Manifests
+>>> from blockgz.store import LocalStore
+>>> store = LocalStore(tempfile.mkdtemp())
+>>> manifests = Manifests(store, "", Layout(), "job")
+>>> _ = manifests.write(0, files=[], offsets={"t": {0: 10}})
+>>> store.put("topics/t/partition=0/t+0+0000000010.json", b"{}")
+>>> remove_uncommitted(manifests, {"t": {0: 10}}, partition_directories=True)
+['topics/t/partition=0/t+0+0000000010.json']
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+from blockgz.archive.catalog import Catalog
+from blockgz.archive.intents import intended_directories
+from blockgz.archive.layout import ObjectRef, data_key_for, is_sidecar, sidecar_key
+from blockgz.archive.manifests import Manifests
+from blockgz.archive.offsets import Offsets
+from blockgz.errors import ObjectNotFoundError
+from blockgz.store.base import ObjectInfo
+
+log = logging.getLogger("blockgz.manifests")
+
+
+def remove_uncommitted(
+    manifests: Manifests, offsets: Offsets, *, partition_directories: bool = False
+) -> list[str]:
+    """Delete objects of the given topic-partitions that start at or after ``offsets``.
+
+    They come from a batch that never committed (its checkpoint was lost with it). Only the
+    topic-partitions in ``offsets`` are touched; each deletion is logged. What is listed does
+    not grow with the history:
+
+    * when the newest manifest says its tasks record intents (:mod:`blockgz.archive.intents`;
+      the batch that died ran with the same settings): the intents from the committed offset
+      on, then only the directories they name, each from the committed offset on;
+    * ``partition_directories`` (the default partitioner: one directory per partition): each
+      partition's directory, from its committed offset on (S3 ``StartAfter``);
+    * otherwise (archives written before intents): the topic's whole prefix.
+    """
+    store, layout = manifests.store, manifests.layout
+    deleted: list[str] = []
+    by_intents = bool(offsets) and Catalog(manifests).view().intents
+    for topic, parts in offsets.items():
+        if by_intents:
+            listings = [
+                _listed_from(manifests, topic, p, nxt, directory=d)
+                for p, nxt in sorted(parts.items())
+                for d in sorted(_intended(manifests, topic, p, nxt))
+            ]
+        elif partition_directories:
+            listings = [_listed_from(manifests, topic, p, nxt) for p, nxt in sorted(parts.items())]
+        else:
+            listings = [store.list(layout.topic_prefix(manifests.prefix, topic))]
+        for listing in listings:
+            for info in listing:
+                ref = layout.parse_data_key(data_key_for(info.key))  # sidecars too
+                if ref is None or ref.topic != topic or ref.partition not in parts:
+                    continue
+                if ref.start_offset < parts[ref.partition] or info.key in deleted:
+                    continue
+                for key in _with_sidecar(manifests, info.key, ref):
+                    if key in deleted:
+                        continue
+                    store.delete(key)
+                    deleted.append(key)
+                    log.warning(
+                        "%s-%d: removed %s, written by a batch that never committed",
+                        topic,
+                        ref.partition,
+                        key,
+                    )
+    return deleted
+
+
+def _intended(manifests: Manifests, topic: str, partition: int, next_offset: int) -> set[str]:
+    m = manifests
+    found = intended_directories(
+        m.store, m.prefix, m.layout, m.name, topic, partition, from_offset=next_offset
+    )
+    log.info(
+        "%s-%d: intents from offset %d on name %d directories to look in",
+        topic, partition, next_offset, len(found),
+    )  # fmt: skip
+    return found
+
+
+def _listed_from(
+    manifests: Manifests, topic: str, partition: int, next_offset: int, *, directory: str = ""
+) -> Iterator[ObjectInfo]:
+    """The objects of the partition's directory (or of ``directory``, a key prefix ending
+    with the delimiter) from those of ``topic``/``partition`` starting at ``next_offset`` on."""
+    layout = manifests.layout
+    prefix = layout.partition_prefix(manifests.prefix, topic, partition)
+    if directory:  # other partitions' objects share it: list only this one's names
+        prefix = directory + layout.file_name_prefix(topic, partition)
+    start_after = ""
+    # Zero-padded start offsets sort as numbers (while they fit the padding: a batch
+    # crossing into one more digit is listed whole); "/" sorts after any extension's ".".
+    if next_offset > 0 and len(str(next_offset)) < layout.offset_pad_width:
+        name = layout.file_name(topic, partition, next_offset - 1, "/")
+        start_after = layout.directory_of(prefix) + name
+    return manifests.store.list(prefix, start_after=start_after)
+
+
+def _with_sidecar(manifests: Manifests, key: str, ref: ObjectRef) -> list[str]:
+    """``key``, and after a data object its hidden sidecar if there is one: that name sorts
+    before the objects' names, so a listing from an offset on never meets it."""
+    if is_sidecar(key) or not ref.seekable:
+        return [key]
+    hidden = sidecar_key(key)
+    try:
+        manifests.store.head(hidden)
+    except ObjectNotFoundError:
+        return [key]
+    return [key, hidden]

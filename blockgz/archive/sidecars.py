@@ -1,0 +1,73 @@
+"""Where a data object's ``.index.json`` sidecar lives, and back: names only, no imports.
+
+The objects layer (:mod:`blockgz.objects`) writes and finds sidecars through these, so it does
+not depend on the key layout (:mod:`blockgz.archive.layout`, which re-exports them).
+"""
+
+from __future__ import annotations
+
+INDEX_SUFFIX = ".index.json"
+AVRO_SUFFIX = ".avro"
+
+
+def sidecar_key(data_key: str) -> str:
+    """Where blockgz writes the index of a data object: in the same directory, the object's
+    name with a leading ``.`` (hidden from Hadoop, Spark, Hive, Athena, Trino, pyarrow and
+    ``glob``), minus a trailing ``.gz``, plus ``.index.json``.
+
+    An Avro object keeps its ``.avro`` (Avro compresses inside the file, so blockgz writes no
+    ``.avro.gz``, which would share the sidecar):
+
+    >>> sidecar_key("topics/t/partition=0/t+0+0000000000.json.gz")
+    'topics/t/partition=0/.t+0+0000000000.json.index.json'
+    >>> sidecar_key("t+0+0000000000.avro")
+    '.t+0+0000000000.avro.index.json'
+    """
+    return hidden_key(legacy_sidecar_key(data_key))
+
+
+def hidden_key(key: str) -> str:
+    """``key`` with a leading ``.`` on its last ``/`` segment (the file name engines see).
+
+    >>> hidden_key("topics/t/partition=0/t+0+")
+    'topics/t/partition=0/.t+0+'
+    """
+    directory, slash, name = key.rpartition("/")
+    return f"{directory}{slash}.{name}"
+
+
+def legacy_sidecar_key(data_key: str) -> str:
+    """Where blockgz wrote the index before it was hidden, and where DeviantArt's connector
+    writes it: beside the object, no leading dot.
+
+    >>> legacy_sidecar_key("2016-02-24/t-00000-000000000100.gz")
+    '2016-02-24/t-00000-000000000100.index.json'
+    """
+    base = data_key[:-3] if data_key.endswith(".gz") else data_key
+    return base + INDEX_SUFFIX
+
+
+def sidecar_keys(data_key: str) -> tuple[str, str]:
+    """The keys an index of ``data_key`` may have, in the order readers look for them."""
+    return sidecar_key(data_key), legacy_sidecar_key(data_key)
+
+
+def data_key_for(key: str) -> str:
+    """Accept a data key or its ``.index.json`` key (hidden or not) and return the data key.
+
+    >>> data_key_for("t+0+0000000000.json.index.json")
+    't+0+0000000000.json.gz'
+    >>> data_key_for("d/.t+0+0000000000.json.index.json")
+    'd/t+0+0000000000.json.gz'
+    >>> data_key_for(".t+0+0000000000.avro.index.json")
+    't+0+0000000000.avro'
+    """
+    if not key.endswith(INDEX_SUFFIX):
+        return key
+    directory, slash, name = key[: -len(INDEX_SUFFIX)].rpartition("/")
+    base = directory + slash + name.removeprefix(".")
+    return base if base.endswith(AVRO_SUFFIX) else base + ".gz"
+
+
+def is_sidecar(key: str) -> bool:
+    return key.endswith(INDEX_SUFFIX)

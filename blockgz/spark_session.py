@@ -1,0 +1,41 @@
+"""A SparkSession on which ``format("blockgz")`` both writes archives and reads them back.
+
+Writing is the sink's (:class:`sink.write.datasource.BlockGzDataSource`), reading the
+reader's (:class:`reader.spark_source.ArchiveReadSource`); Spark knows a data source by one
+name, so one class joins them, and it sits above both packages (``sink`` never imports
+``reader``), as the command line does. :func:`spark_session` is
+:func:`sink.session.spark_session` (blockgz's writer and ``blockgz-kafka``) with it registered.
+
+Example (starts a JVM, so not run as a doctest)::
+
+    spark = spark_session("local[2,3]")
+    spark.read.format("blockgz").load("s3://bucket/exports").where("offset < 10").show()
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reader.spark_source import ArchiveReadSource
+from sink.session import register_data_sources as register_sink_sources
+from sink.session import spark_session as sink_spark_session
+from sink.write.datasource import BlockGzDataSource
+
+
+class BlockGzSource(ArchiveReadSource, BlockGzDataSource):
+    """``spark.read``/``write``/``writeStream`` ``.format("blockgz")``."""
+
+
+def register_data_sources(spark: Any) -> None:
+    """Register ``blockgz`` (writing and reading) and ``blockgz-kafka`` on ``spark``, and turn
+    on the Python filter pushdown the reader plans with."""
+    register_sink_sources(spark)
+    spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
+    spark.dataSource.register(BlockGzSource)
+
+
+def spark_session(*args: Any, **kwargs: Any) -> Any:
+    """:func:`sink.session.spark_session` (same arguments) that also reads ``format("blockgz")``."""
+    spark = sink_spark_session(*args, **kwargs)
+    register_data_sources(spark)
+    return spark
