@@ -1,8 +1,8 @@
 """Profile (not a benchmark): the Python work of one Avro export task, outside Spark.
 
-Runs ``sink.write.task.write_task`` on the Arrow batches a Spark task hands the sink (columns
-``value, topic, partition, offset``, 10,000 rows each, values in Confluent's Avro wire format
-from confluent-kafka's ``AvroSerializer``) into a local directory, under cProfile, and times
+Runs ``blockgz.sink.write.task.write_task`` on the Arrow batches a Spark task hands the sink
+(columns ``value, topic, partition, offset``, 10,000 rows each, values in Confluent's Avro wire
+format from confluent-kafka's ``AvroSerializer``) into a local directory, under cProfile, and times
 the plain loop's per-record work (wire header off, ``fastavro.schemaless_reader``,
 ``fastavro`` ``Writer.write``) on the same values for comparison:
 
@@ -79,8 +79,8 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
 
-    from sink.write.config import SinkConfig
-    from sink.write.task import write_task
+    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.task import write_task
 
     with LocalSchemaRegistry() as registry:
         values = _values(registry.url, args.records)

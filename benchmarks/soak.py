@@ -6,7 +6,7 @@ files on the cluster. Every ``--sample`` seconds it records the memory (PSS) of 
 CLI's Python and the driver JVM), the executor JVM and the executor's Python workers, and the lag
 (records produced minus records the manifests committed). At the end the producer stops, the
 job drains the backlog and is stopped with SIGTERM, and every offset is read back through
-``reader.open_archive``: each must be there exactly once.
+``blockgz.reader.open_archive``: each must be there exactly once.
 
 The report (``benchmarks/results/soak.md``) gives each group's memory slope after the warm-up (a
 least-squares line, MB per hour), the lag's maximum and its last-third mean, and the verdicts.
@@ -154,9 +154,9 @@ def run(args: argparse.Namespace) -> str:
     from blockgz.local_servers import LocalKafka
     from blockgz.local_servers.seaweed import SeaweedS3
     from blockgz.local_servers.spark_cluster import LocalSparkCluster
+    from blockgz.reader import open_archive
+    from blockgz.sink.write.config import SinkConfig
     from blockgz.store import open_store
-    from reader import open_archive
-    from sink.write.config import SinkConfig
     from testkit.s3 import s3_options
 
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())

@@ -126,7 +126,7 @@ def spark(report):
     pytest.importorskip("pyarrow")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("Spark needs Java 17+")
-    from sink.session import spark_session
+    from blockgz.sink.session import spark_session
 
     started = time.perf_counter()
     session = spark_session(
@@ -151,7 +151,7 @@ def quiet_machine(report) -> None:
 
 # -- 1. export ------------------------------------------------------------------------------------
 def avro_job(kafka, s3, registry, bucket: str, codec: str):
-    from sink.export.config import ExportConfig
+    from blockgz.sink.export.config import ExportConfig
 
     return ExportConfig.from_mapping(
         {

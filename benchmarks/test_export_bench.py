@@ -102,8 +102,8 @@ def spark(report):
     pytest.importorskip("pyarrow")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("Spark needs Java 17+")
-    from sink.session import has_spark_kafka, spark_session
-    from sink.spark_kafka import connector_jars, with_jars
+    from blockgz.sink.session import has_spark_kafka, spark_session
+    from blockgz.sink.spark_kafka import connector_jars, with_jars
 
     started = time.perf_counter()
     conf = {"spark.sql.execution.arrow.maxRecordsPerBatch": str(eb.ARROW_BATCH_ROWS)}
@@ -122,14 +122,14 @@ def spark(report):
 def blockgz_kafka_source() -> Iterator[None]:
     """Make the export read with blockgz-kafka although the session has Spark's connector (the
     export picks Spark's source whenever it is on the classpath)."""
-    import sink.session
+    import blockgz.sink.session
 
-    found = sink.session.has_spark_kafka
-    sink.session.has_spark_kafka = lambda _spark: False
+    found = blockgz.sink.session.has_spark_kafka
+    blockgz.sink.session.has_spark_kafka = lambda _spark: False
     try:
         yield
     finally:
-        sink.session.has_spark_kafka = found
+        blockgz.sink.session.has_spark_kafka = found
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +179,7 @@ def job_config(kafka, s3, bucket: str, topic: str, plan: str = "rows"):
     """The export job of cases S and A: JSON values, block-GZIP, default partitioner, no
     flush.size (so one object per partition per micro-batch). ``plan``: ``rows`` (A),
     ``tasks`` (A': the sink tasks read Kafka) or ``spark`` (S: Spark's Kafka source)."""
-    from sink.export.config import ExportConfig
+    from blockgz.sink.export.config import ExportConfig
 
     return ExportConfig.from_mapping(
         {
@@ -198,7 +198,7 @@ def job_config(kafka, s3, bucket: str, topic: str, plan: str = "rows"):
 
 
 def run_blockgz(spark, job, checkpoint: Path):
-    from sink.export.job import run_export
+    from blockgz.sink.export.job import run_export
 
     return run_export(
         job, checkpoint=checkpoint, once=True, spark=spark, install_signal_handlers=False

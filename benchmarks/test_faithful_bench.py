@@ -1,6 +1,6 @@
 """What a faithful archive costs: keys and headers files, and a dead-letter queue.
 
-One write task (:func:`sink.write.task.write_task`, what each Spark task runs) over the same
+One write task (:func:`blockgz.sink.write.task.write_task`, what each Spark task runs) over the same
 Arrow batches of one topic-partition — 1M records × ``BLOCKGZ_BENCH_SCALE`` of ~200-byte JSON
 values with a 12-byte key and two headers — into a local directory, block-GZIP JSON, in one
 run:
@@ -26,9 +26,9 @@ import pytest
 
 from benchmarks import report as rp
 from benchmarks import support
-from sink.records import kafka_arrow_schema
-from sink.write.config import SinkConfig
-from sink.write.task import write_task
+from blockgz.sink.records import kafka_arrow_schema
+from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.task import write_task
 
 RECORDS = max(10_000, int(1_000_000 * support.SCALE))
 BATCH = 50_000

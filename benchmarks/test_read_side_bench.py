@@ -8,7 +8,7 @@
 * **Full scan**: both readers parse every value into the same struct and sum a field (goal
   blockgz ≥ 1.0× ``spark.read.json``; its gzip objects are one task each, blockgz splits them
   by blocks).
-* **Replay**: ``reader.replay.replay`` of 1M records (times the scale) into Tansu against a
+* **Replay**: ``blockgz.reader.replay.replay`` of 1M records (times the scale) into Tansu against a
   plain confluent-kafka producer loop over the same values held in memory (goal ≥ 0.7×),
   each run on a fresh broker, the order alternating between rounds.
 
@@ -187,8 +187,8 @@ def _spark_json(spark, root: Path, schema: str | None = None):
 
 
 def _blocks_for(root: Path, first: int, last: int) -> int:
-    from reader import open_archive
-    from reader.scan_plan import ScanFilter, plan_scan
+    from blockgz.reader import open_archive
+    from blockgz.reader.scan_plan import ScanFilter, plan_scan
 
     with open_archive(str(root)) as archive:
         splits = plan_scan(archive, ScanFilter().with_range("offset", low=first, high=last))
@@ -221,11 +221,11 @@ def test_replay_vs_producer_loop(tmp_path, benchmark):
     from confluent_kafka import Producer
 
     from blockgz.local_servers import LocalKafka
-    from reader import open_archive
-    from reader.replay import ReplaySettings, replay
-    from sink.records import KafkaRecord
-    from sink.write.config import SinkConfig
-    from sink.write.task import write_task
+    from blockgz.reader import open_archive
+    from blockgz.reader.replay import ReplaySettings, replay
+    from blockgz.sink.records import KafkaRecord
+    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.task import write_task
     from testkit.batches import arrow_batches
 
     reason = LocalKafka.unavailable_reason()

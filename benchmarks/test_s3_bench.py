@@ -31,8 +31,8 @@ from blockgz.archive.layout import Layout, default_partition, sidecar_key
 from blockgz.format.index import BlockIndex
 from blockgz.local_servers.seaweed import SeaweedS3
 from blockgz.objects.upload import BlockGzipUpload
+from blockgz.reader import open_archive
 from blockgz.store import open_store
-from reader import open_archive
 from testkit.s3 import FaultProxy, s3_options
 
 BUCKET = "bench"

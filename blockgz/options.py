@@ -156,8 +156,8 @@ class Options(Mapping[str, str]):
             return default
         try:
             value = int(raw)
-        except ValueError:
-            raise ConfigError(f"{name}: {raw!r} is not a whole number{_hint(hint)}") from None
+        except ValueError as exc:
+            raise ConfigError(f"{name}: {raw!r} is not a whole number{_hint(hint)}") from exc
         if value < low or (high is not None and value > high):
             shown = f"{low}..{high}" if high is not None else f"{low} or more"
             raise ConfigError(f"{name}: {value} is out of range; allowed: {shown}{_hint(hint)}")

@@ -1,6 +1,6 @@
 """Where a Confluent-compatible Schema Registry is, and schemas fetched from it by id or subject.
 
-Shared by the export (decoding Avro records, :mod:`sink.convert.registry`) and the reader
+Shared by the export (decoding Avro records, :mod:`blockgz.sink.convert.registry`) and the reader
 (decoding Avro values a bytearray archive kept in Confluent's wire format). One
 confluent-kafka ``SchemaRegistryClient`` and one cache per process and registry, so a schema
 id costs one HTTP request however many records carry it.
@@ -202,16 +202,16 @@ class SchemaTexts:
             if exc.http_status_code == 404:
                 raise UnknownSchemaError(
                     f"{what} is not in the registry at {self.settings.url}"
-                ) from None
+                ) from exc
             raise RegistryError(
                 f"the registry at {self.settings.url} answered {exc.http_status_code} for "
                 f"{what}: {exc.error_message}"
-            ) from None
+            ) from exc
         except Exception as exc:  # connection refused, timeouts: after the client's retries
             raise RegistryError(
                 f"cannot reach the schema registry at {self.settings.url} for {what} "
                 f"({type(exc).__name__}: {exc})"
-            ) from None
+            ) from exc
 
     @staticmethod
     def _check_avro(schema_type: str | None, what: str) -> None:

@@ -1,10 +1,11 @@
 """A SparkSession on which ``format("blockgz")`` both writes archives and reads them back.
 
-Writing is the sink's (:class:`sink.write.datasource.BlockGzDataSource`), reading the
-reader's (:class:`reader.spark_source.ArchiveReadSource`); Spark knows a data source by one
+Writing is the sink's (:class:`blockgz.sink.write.datasource.BlockGzDataSource`), reading the
+reader's (:class:`blockgz.reader.spark_source.ArchiveReadSource`); Spark knows a data source by one
 name, so one class joins them, and it sits above both packages (``sink`` never imports
 ``reader``), as the command line does. :func:`spark_session` is
-:func:`sink.session.spark_session` (blockgz's writer and ``blockgz-kafka``) with it registered.
+:func:`blockgz.sink.session.spark_session` (blockgz's writer and ``blockgz-kafka``) with it
+registered.
 
 Example (starts a JVM, so not run as a doctest)::
 
@@ -16,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from reader.spark_source import ArchiveReadSource
-from sink.session import register_data_sources as register_sink_sources
-from sink.session import spark_session as sink_spark_session
-from sink.write.datasource import BlockGzDataSource
+from blockgz.reader.spark_source import ArchiveReadSource
+from blockgz.sink.session import register_data_sources as register_sink_sources
+from blockgz.sink.session import spark_session as sink_spark_session
+from blockgz.sink.write.datasource import BlockGzDataSource
 
 
 class BlockGzSource(ArchiveReadSource, BlockGzDataSource):
@@ -35,7 +36,8 @@ def register_data_sources(spark: Any) -> None:
 
 
 def spark_session(*args: Any, **kwargs: Any) -> Any:
-    """:func:`sink.session.spark_session` (same arguments) that also reads ``format("blockgz")``."""
+    """:func:`blockgz.sink.session.spark_session` (same arguments) that also reads
+    ``format("blockgz")``."""
     spark = sink_spark_session(*args, **kwargs)
     register_data_sources(spark)
     return spark

@@ -1,4 +1,4 @@
-"""What an :class:`~reader.archive.Archive` offers analytics code: whole topics, windows,
+"""What an :class:`~blockgz.reader.archive.Archive` offers analytics code: whole topics, windows,
 Arrow tables and pandas DataFrames (a mixin of ``Archive``; it reads through its seek).
 """
 
@@ -174,11 +174,11 @@ class ArchiveAnalytics:
         self, topic: str, partition: int, start: int | None = None, end: int | None = None
     ) -> Any:
         """The records with ``start <= offset < end`` as a ``pyarrow.Table`` of Kafka's
-        columns (see :mod:`reader.tables`). When the partition's objects are Avro, the values
-        are columns, one per field of the record schema, read into the newest writer schema
+        columns (see :mod:`blockgz.reader.tables`). When the partition's objects are Avro, the
+        values are columns, one per field of the record schema, read into the newest writer schema
         (that of the object with the highest start offset; older values get the defaults of
-        fields added since): see :func:`reader.tables.avro_table_of`."""
-        from reader.tables import avro_table_of, table_of
+        fields added since): see :func:`blockgz.reader.tables.avro_table_of`."""
+        from blockgz.reader.tables import avro_table_of, table_of
 
         refs = self.objects(topic, partition)
         records = (r for _, r in self.records(topic, [partition], start=start, end=end))

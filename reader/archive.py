@@ -38,14 +38,14 @@ from blockgz.format.plan import BlockRead, Span, merge_ranges, plan_blocks
 from blockgz.objects.indexed import IndexedReader, load_index
 from blockgz.objects.stream import stream_records
 from blockgz.options import as_options
+from blockgz.reader.analytics import ArchiveAnalytics
+from blockgz.reader.archive_options import ARCHIVE_OPTIONS, check_reader_options
+from blockgz.reader.catalog_source import merged_by_offset, overlapping
+from blockgz.reader.companion_entries import with_entries
+from blockgz.reader.locate import ObjectLocator
+from blockgz.reader.overlaps import Overlap, find_overlaps
+from blockgz.reader.strays import Listing
 from blockgz.store import ObjectStore, open_store
-from reader.analytics import ArchiveAnalytics
-from reader.archive_options import ARCHIVE_OPTIONS, check_reader_options
-from reader.catalog_source import merged_by_offset, overlapping
-from reader.companion_entries import with_entries
-from reader.locate import ObjectLocator
-from reader.overlaps import Overlap, find_overlaps
-from reader.strays import Listing
 
 log = logging.getLogger("blockgz.reader")
 
@@ -88,7 +88,7 @@ def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
     export of the same topic under another ``topics.dir`` in the same bucket is another
     archive. Where objects hold the same offsets (two writers), each offset is returned once,
     from the object with the lowest first offset, then the lowest key, and a warning names
-    the objects (see :mod:`reader.overlaps`; ``blockgz verify`` reports them as problems).
+    the objects (see :mod:`blockgz.reader.overlaps`; ``blockgz verify`` reports them as problems).
 
     ``layout=deviantart`` reads an archive of DeviantArt's ``kafka-connect-s3`` connector
     instead: ``<prefix><yyyy-MM-dd>/<topic>-<partition:05>-<offset:012>.gz`` and its
@@ -470,7 +470,7 @@ class Archive(ArchiveAnalytics):
 
     def overlaps(self, topic: str, partitions: Iterable[int] | None = None) -> list[Overlap]:
         """Pairs of objects of ``topic`` that hold the same offsets (two writers), which the
-        readers resolve to the object with the lowest first offset (:mod:`reader.overlaps`).
+        readers resolve to the object with the lowest first offset (:mod:`blockgz.reader.overlaps`).
 
         >>> import tempfile
         >>> from blockgz import BlockGzipUpload

@@ -1,4 +1,5 @@
-"""The options of :func:`reader.open_archive`, declared once, and the check of a reader's names.
+"""The options of :func:`blockgz.reader.open_archive`, declared once, and the check of a reader's
+names.
 
 A reader takes the archive's options: the S3 settings (:data:`blockgz.store.settings.
 STORE_OPTIONS`), the key layout (:data:`blockgz.archive.layout.KEY_OPTIONS`), the bytearray framing

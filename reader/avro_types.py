@@ -146,7 +146,7 @@ def _resolver(writer_schema: str, reader_schema: str) -> Callable[[Any], Any]:
             raise ConfigError(
                 f"a value written with an older Avro schema cannot be read as the newest one "
                 f"({exc}); give value.schema, or read one schema version at a time"
-            ) from None
+            ) from exc
 
     return resolve
 

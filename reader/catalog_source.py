@@ -117,7 +117,7 @@ def merged_by_offset(
     fetches the blocks it returns, not the first block of every later object.
 
     An offset held by several objects (two writers) is returned once, from the object with
-    the lowest first offset, then the lowest key (:mod:`reader.overlaps`); ``on_duplicate``
+    the lowest first offset, then the lowest key (:mod:`blockgz.reader.overlaps`); ``on_duplicate``
     hears of each copy left out.
 
     >>> from blockgz.format.decode import Record

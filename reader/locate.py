@@ -2,7 +2,7 @@
 archive's root when the URL named a directory below it.
 
 :class:`ObjectLocator` answers "which objects hold this topic-partition from this offset on"
-for :class:`~reader.archive.Archive`, which reads them. One listing page of the partition's
+for :class:`~blockgz.reader.archive.Archive`, which reads them. One listing page of the partition's
 prefix answers for most archives; when it finds nothing (a time or field partitioner spreads a
 partition over many directories) or more than a page, the exports' catalogs answer, reading only
 the segments that reach the offset (see :mod:`blockgz.archive.catalog`). A URL naming the topics
@@ -28,10 +28,10 @@ from dataclasses import replace
 from blockgz.archive.layout import KeyLayout, Layout, ObjectRef, sidecar_keys
 from blockgz.archive.manifests import ExportFound, find_exports
 from blockgz.errors import ObjectNotFoundError
+from blockgz.reader.catalog_source import CatalogSource
+from blockgz.reader.companion_entries import with_companions
+from blockgz.reader.strays import is_stray
 from blockgz.store import LocalStore, ObjectStore
-from reader.catalog_source import CatalogSource
-from reader.companion_entries import with_companions
-from reader.strays import is_stray
 
 #: Keys asked for in the one listing page of a partition's prefix before the catalog is used.
 LISTING_PAGE = 1000

@@ -31,16 +31,16 @@ from typing import Any
 from blockgz.errors import ConfigError, ReplayError
 from blockgz.format.datum_json import datum_json
 from blockgz.option_defs import OptionDef, OptionSet
+from blockgz.reader.archive import Archive
+from blockgz.reader.archive_options import check_reader_options
 from blockgz.times import epoch_ms
-from reader.archive import Archive
-from reader.archive_options import check_reader_options
 
 log = logging.getLogger("blockgz.replay")
 
 MARKER = "blockgz.replay"
 #: Records read back from each target partition's end, at first, to find the newest markers.
 TAIL_WINDOW = 1000
-#: Replay's own options; the others are the archive's (:func:`reader.open_archive`).
+#: Replay's own options; the others are the archive's (:func:`blockgz.reader.open_archive`).
 REPLAY_OPTIONS = OptionSet(
     OptionDef(
         "kafka.",
@@ -394,7 +394,7 @@ def replay_on_spark(
     """:func:`replay` as a Spark job: each archived partition becomes one task (a partition's
     records must go in order, so one task replays one partition whole). Each task resumes as a
     local replay does, so a failed task that Spark retries sends only what is missing."""
-    from reader.archive import open_archive
+    from blockgz.reader.archive import open_archive
 
     with open_archive(source, dict(archive_options)) as archive:
         partitions = (
@@ -409,7 +409,7 @@ def replay_on_spark(
     def one_partition(partition: int) -> tuple[int, int, int, float]:
         from dataclasses import replace
 
-        from reader.archive import open_archive as open_on_executor
+        from blockgz.reader.archive import open_archive as open_on_executor
 
         with open_on_executor(source, options) as executor_archive:
             done = replay(executor_archive, replace(settings, partitions=[partition]))

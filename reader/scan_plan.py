@@ -26,8 +26,8 @@ from blockgz.archive.layout import ObjectRef
 from blockgz.format.framing import NEWLINE, Framing
 from blockgz.format.index import Chunk
 from blockgz.format.plan import plan_blocks
-from reader.archive import Archive
-from reader.overlaps import duplicate_groups
+from blockgz.reader.archive import Archive
+from blockgz.reader.overlaps import duplicate_groups
 
 #: Compressed bytes per split, by default (``blockgz.split.size``).
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
@@ -164,7 +164,7 @@ class Piece:
     #: How the object's records are framed (its index says).
     framing: Framing = NEWLINE
     #: Objects that hold some of the same offsets (two writers), ``ref`` first: read together,
-    #: each offset once, from the first object holding it (:mod:`reader.overlaps`).
+    #: each offset once, from the first object holding it (:mod:`blockgz.reader.overlaps`).
     merged: tuple[ObjectRef, ...] = ()
 
     @property

@@ -1,4 +1,4 @@
-"""Reading one split of a scan (:mod:`reader.scan_plan`) into Arrow record batches.
+"""Reading one split of a scan (:mod:`blockgz.reader.scan_plan`) into Arrow record batches.
 
 Neighbouring blocks of one object are fetched with one ranged GET
 (:func:`~blockgz.format.plan.merge_ranges`). A block of
@@ -6,10 +6,11 @@ newline-separated records (JSON, or bytearray with the default separator) that c
 envelope and no keys/headers beside it becomes an Arrow batch without a Python object per
 record: numpy finds the separators and the values column is built over the block's bytes.
 Everything else (Avro, envelopes, keys and headers files, other framings, objects without an
-index) goes through the record reader (:class:`~reader.archive.Archive`), which knows them all.
+index) goes through the record reader (:class:`~blockgz.reader.archive.Archive`), which knows them
+all.
 
 With ``value_type`` (an Arrow struct) the values are parsed as JSON into it a block at a
-time (:mod:`reader.json_values`).
+time (:mod:`blockgz.reader.json_values`).
 
 Rows outside the scan's offsets are dropped here, so a block that only partly overlaps the
 query gives exactly the rows asked for.
@@ -28,13 +29,13 @@ from blockgz.format.envelope import unwrap
 from blockgz.format.framing import NEWLINE
 from blockgz.format.index import BlockIndex, Chunk
 from blockgz.format.plan import BlockRead, fetched, merge_ranges
-from reader.archive import Archive
-from reader.json_values import parse_json_lines
-from reader.scan_plan import IntRange, Piece, Split
-from reader.tables import kafka_batch, kept_columns, value_bytes
+from blockgz.reader.archive import Archive
+from blockgz.reader.json_values import parse_json_lines
+from blockgz.reader.scan_plan import IntRange, Piece, Split
+from blockgz.reader.tables import kafka_batch, kept_columns, value_bytes
 
 if TYPE_CHECKING:
-    from reader.wire_avro import WireAvroValues
+    from blockgz.reader.wire_avro import WireAvroValues
 
 #: A line that starts like this is the export's envelope (``format.json.envelope``).
 _ENVELOPE_START = b'{"topic":'
@@ -154,7 +155,7 @@ def _record_path(
         archive.remember_index(ref, BlockIndex.from_json(piece.index_json))
     resolve = None
     if reader_schema is not None and ref.is_avro:
-        from reader.avro_types import resolver
+        from blockgz.reader.avro_types import resolver
 
         resolve = resolver(archive.avro_schema(ref), reader_schema)
     blocks = (

@@ -2,14 +2,14 @@
 
 Conditions on ``topic``, ``partition`` and ``offset`` (``=``, ``<``, ``<=``, ``>``, ``>=``,
 ``IN``, ``BETWEEN``) are pushed into planning (``pushFilters``): they choose the partitions,
-objects and blocks read (:mod:`reader.scan_plan`), and the rows a block holds outside them are
-dropped as it is read. Conditions on ``timestamp`` skip the objects whose time range (kept
+objects and blocks read (:mod:`blockgz.reader.scan_plan`), and the rows a block holds outside them
+are dropped as it is read. Conditions on ``timestamp`` skip the objects whose time range (kept
 per file in the export's manifests) and the blocks whose time range (kept per block in the
 index) lies outside them. Spark evaluates every condition again
 on what comes back, so a pushed condition can only save work, never change a result. Needs
 ``spark.sql.python.filterPushdown.enabled=true`` (blockgz's sessions set it).
 
-Options: the archive's (S3 settings and key layout, as :func:`reader.open_archive` takes
+Options: the archive's (S3 settings and key layout, as :func:`blockgz.reader.open_archive` takes
 them), ``topics`` (comma-separated) or ``topics.regex``, ``committed`` (default ``true``: only
 what the export's manifests committed, where there are manifests; ``false``: every object
 listed), ``blockgz.split.size`` (compressed bytes per task, default 64 MiB) and
@@ -21,7 +21,7 @@ newest writer schema of the ``.avro`` objects read (see :func:`newest_avro_schem
 schema resolution (fields added since get their defaults); with
 ``schema.registry.url`` too, values kept in Confluent's wire format by a bytearray export are
 decoded through the registry into the newest schema of ``value.subject``, default
-``<topic>-value``: see :mod:`reader.wire_avro`; ``.avro`` objects are then read into that
+``<topic>-value``: see :mod:`blockgz.reader.wire_avro`; ``.avro`` objects are then read into that
 schema too).
 
 Example (needs Spark, so not a doctest)::
@@ -51,13 +51,13 @@ from pyspark.sql.datasource import (
 from blockgz.errors import ConfigError
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import as_options
-from reader.archive import open_archive
-from reader.archive_options import ARCHIVE_OPTIONS, check_reader_options
-from reader.scan_plan import DEFAULT_SPLIT_BYTES, ScanFilter, Split, plan_scan
-from reader.scan_read import split_batches
+from blockgz.reader.archive import open_archive
+from blockgz.reader.archive_options import ARCHIVE_OPTIONS, check_reader_options
+from blockgz.reader.scan_plan import DEFAULT_SPLIT_BYTES, ScanFilter, Split, plan_scan
+from blockgz.reader.scan_read import split_batches
 
 if TYPE_CHECKING:
-    from reader.wire_avro import WireAvroValues
+    from blockgz.reader.wire_avro import WireAvroValues
 
 #: Kafka's columns, as Spark's Kafka source gives them.
 KAFKA_COLUMNS = (
@@ -121,7 +121,8 @@ def _read(options: Any, name: str) -> Any:
     return SPARK_READ_OPTIONS.read(options, name)
 
 
-#: Options of this reader that are not the archive's (:func:`reader.open_archive` takes the rest).
+#: Options of this reader that are not the archive's (:func:`blockgz.reader.open_archive` takes the
+#: rest).
 READ_OPTIONS = tuple(name for name in SPARK_READ_OPTIONS if not name.endswith("."))
 
 
@@ -145,7 +146,7 @@ def archive_schema(
             '(e.g. "id BIGINT, name STRING")'
         )
     if value_format == "avro":
-        from reader.avro_types import avro_to_ddl
+        from blockgz.reader.avro_types import avro_to_ddl
 
         wire = wire or wire_avro_values(options)
         if wire is not None:
@@ -177,8 +178,8 @@ def wire_avro_values(options: dict[str, str]) -> WireAvroValues | None:
         return None
     if not (opts.text("schema.registry.url") or opts.text("value.converter.schema.registry.url")):
         return None
+    from blockgz.reader.wire_avro import WireAvroValues, wire_subject
     from blockgz.registry import RegistrySettings
-    from reader.wire_avro import WireAvroValues, wire_subject
 
     settings = RegistrySettings.from_options(options, "value.converter")
     topics = [t.strip() for t in _read(opts, "topics").split(",") if t.strip()]
@@ -206,17 +207,17 @@ def newest_avro_schema(options: dict[str, str]) -> str:
     highest start offset (with ``committed=true``, the default, the last committed one): a
     partition's records are written in offset order, so its schema only moves forward. Across
     partitions (a quiet partition may still hold an older version), the one that can read all
-    the others by Avro's schema resolution (:func:`reader.avro_types.can_read`); of several
+    the others by Avro's schema resolution (:func:`blockgz.reader.avro_types.can_read`); of several
     such, the one whose last object holds the latest record timestamp (the time range the
     export's catalog keeps, else its index's last block's), then one that keeps every field
     of the others (an older version can read a newer one, by dropping the fields added), then
     the last of the sorted topics and partitions. Values written with older versions are read
-    into it by that resolution (:func:`reader.avro_types.resolver`), as a consumer holding it
-    would read them.
+    into it by that resolution (:func:`blockgz.reader.avro_types.resolver`), as a consumer holding
+    it would read them.
     """
     import re
 
-    from reader.avro_types import can_read, keeps_fields
+    from blockgz.reader.avro_types import can_read, keeps_fields
 
     path = options.get("path") or ""
     archive_options = {k: v for k, v in options.items() if k not in READ_OPTIONS}
@@ -260,7 +261,7 @@ def newest_avro_schema(options: dict[str, str]) -> str:
 
 
 class SplitPartition(InputPartition):
-    """One Spark task: the blocks of one :class:`~reader.scan_plan.Split`."""
+    """One Spark task: the blocks of one :class:`~blockgz.reader.scan_plan.Split`."""
 
     def __init__(self, split: Split):
         super().__init__(split)

@@ -148,7 +148,7 @@ def avro_table_of(topic: str, partition: int, records: Iterable[Record], schema:
     >>> table.column("value.offset").to_pylist(), table.column("n").to_pylist()
     (['?'], [1])
     """
-    from reader.avro_types import avro_to_arrow, with_defaults
+    from blockgz.reader.avro_types import avro_to_arrow, with_defaults
 
     pa = _pyarrow()
     parsed = json.loads(schema)

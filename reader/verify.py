@@ -4,13 +4,13 @@ An indexed object has each block checked against its index. An object that could
 index but has none is a problem unless ``scan`` is asked for: then it is read whole
 (decompressed to the end, records counted). A plain ``.json``/``.bin`` object has no index by
 design and is always read whole. Strays (keys that are no data object) are problems too, and
-so are objects that hold the same offsets as another (two writers; :mod:`reader.overlaps`).
+so are objects that hold the same offsets as another (two writers; :mod:`blockgz.reader.overlaps`).
 A new kind of problem is one more function adding lines to :attr:`TopicCheck.problems`.
 
 >>> import tempfile
 >>> from blockgz import BlockGzipUpload
 >>> from blockgz.store import LocalStore
->>> from reader.archive import Archive
+>>> from blockgz.reader.archive import Archive
 >>> store = LocalStore(tempfile.mkdtemp())
 >>> key = "topics/t/partition=0/t+0+0000000000.json.gz"
 >>> with BlockGzipUpload(store, key, first_offset=0) as out:
@@ -35,9 +35,9 @@ from blockgz.format.framing import Framing
 from blockgz.formats.registry import format_of
 from blockgz.objects.indexed import IndexedReader, VerifyReport
 from blockgz.objects.stream import stream_records
+from blockgz.reader.archive import Archive, ObjectSummary
+from blockgz.reader.strays import stray_line
 from blockgz.store import ObjectStore
-from reader.archive import Archive, ObjectSummary
-from reader.strays import stray_line
 
 #: What reading an object whole may raise when its bytes are bad.
 _UNREADABLE = (BlockGzError, OSError, EOFError, zlib.error, ValueError)

@@ -75,12 +75,12 @@ class WireAvroValues:
             raise BadRecordError(
                 f"{where}: schema id {schema_id} cannot be read as the subject's newest "
                 f"schema ({exc})"
-            ) from None
+            ) from exc
         except (EOFError, ValueError, IndexError, UnicodeDecodeError) as exc:
             raise BadRecordError(
                 f"{where}: the value does not decode with schema id {schema_id} "
                 f"({type(exc).__name__}: {exc})"
-            ) from None
+            ) from exc
 
     def _writer(self, schema_id: int) -> Any:
         import fastavro

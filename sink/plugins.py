@@ -28,7 +28,7 @@ def import_named(spec: str, option: str, allowed: str) -> Any:
         raise ConfigError(
             f"{option}: cannot import module {module_name!r} for {spec!r} ({exc}); "
             f"allowed: {allowed}"
-        ) from None
+        ) from exc
     for part in attr.split("."):
         if not hasattr(obj, part):
             raise ConfigError(
@@ -44,4 +44,4 @@ def instantiate(cls: Any, spec: str, option: str) -> Any:
     except TypeError as exc:
         raise ConfigError(
             f"{option}: {spec!r} must be constructible with no arguments ({exc})"
-        ) from None
+        ) from exc

@@ -1,6 +1,6 @@
 """Kafka records as the sink sees them, and the exact Arrow schema of Spark's Kafka source.
 
-Spark's Kafka source (and ours, :mod:`sink.kafka.source`) produce rows with the columns
+Spark's Kafka source (and ours, :mod:`blockgz.sink.kafka.source`) produce rows with the columns
 ``key, value, topic, partition, offset, timestamp, timestampType`` and, with
 ``includeHeaders=true``, ``headers``. A Python data source must hand Spark Arrow batches
 whose schema *equals* Spark's conversion of that schema, so it is spelled out here once.
@@ -40,9 +40,9 @@ class KafkaRecord:
 
     :meth:`json` parses the value once, on first use, for partitioners and extractors that
     look inside it; a value that is not JSON raises :class:`BadRecordError` naming the record.
-    A value converter (:mod:`sink.convert`) decodes it instead with :meth:`set_decoded`, and
+    A value converter (:mod:`blockgz.sink.convert`) decodes it instead with :meth:`set_decoded`, and
     then :meth:`json` gives the decoded value (an Avro record as a dict) and ``schema`` its
-    :class:`~sink.convert.schemas.ValueSchema`.
+    :class:`~blockgz.sink.convert.schemas.ValueSchema`.
     """
 
     topic: str

@@ -1,9 +1,8 @@
 """Start a SparkSession that can run blockgz's Python data sources, quietly.
 
-Three things trip up a Python data source on a fresh machine (see the PySpark notes in
-DESIGN.md): workers start ``python3`` from ``PATH`` instead of this interpreter, the
-modules holding the data sources must be importable on the workers, and log4j prints
-pages of warnings. :func:`spark_session` fixes all three and registers the sources.
+Three things trip up a Python data source on a fresh machine: workers start ``python3`` from
+``PATH`` instead of this interpreter, the modules holding the data sources must be importable
+on the workers, and log4j prints pages of warnings. :func:`spark_session` fixes all three and registers the sources.
 
 Example (starts a JVM, so not run as a doctest)::
 
@@ -83,10 +82,10 @@ def spark_session(
     ``master=None`` keeps the master ``spark-submit`` was given.
     ``output_to`` names a file that gets everything the JVM and Spark's Python workers print
     (log4j, stack traces, librdkafka's chatter in the workers), instead of the terminal.
-    ``forward_env`` hands the driver's AWS variables to the executors (:mod:`sink.executor_env`);
-    secrets are redacted from the UI and plans either way.
+    ``forward_env`` hands the driver's AWS variables to the executors
+    (:mod:`blockgz.sink.executor_env`); secrets are redacted from the UI and plans either way.
     """
-    from sink.executor_env import executor_conf
+    from blockgz.sink.executor_env import executor_conf
 
     prepare_environment()
     from pyspark.sql import SparkSession
@@ -162,8 +161,8 @@ def register_data_sources(spark) -> None:
     the class that also reads archives under that name, and an export run on such a session
     must not take the reading away.
     """
-    from sink.kafka.source import KafkaDataSource
-    from sink.write.datasource import BlockGzDataSource
+    from blockgz.sink.kafka.source import KafkaDataSource
+    from blockgz.sink.write.datasource import BlockGzDataSource
 
     if not has_data_source(spark, BlockGzDataSource.name()):
         spark.dataSource.register(BlockGzDataSource)

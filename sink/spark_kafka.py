@@ -2,7 +2,7 @@
 
 pyspark's wheel does not ship the connector. ``blockgz.spark.kafka.jars`` (:data:`OPTION`) puts
 it on the export's ``spark.jars``, and the export then reads Kafka with ``format("kafka")``
-instead of blockgz's Python source (:func:`sink.session.has_spark_kafka`). Its values:
+instead of blockgz's Python source (:func:`blockgz.sink.session.has_spark_kafka`). Its values:
 
 * ``none`` (the default): add nothing; the job still uses Spark's source when the connector is
   already on the classpath (``spark-submit --packages``, a cluster's own jars);
@@ -100,7 +100,7 @@ def _from_maven(version: str) -> list[Path]:
         raise JarResolutionError(
             f"{exc}\nMaven Central may not serve the connector for this Spark version yet: "
             f"name one it serves ({OPTION}=4.2.0) or jar files"
-        ) from None
+        ) from exc
     return missing_from_spark(jars)
 
 

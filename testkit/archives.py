@@ -9,8 +9,8 @@ from blockgz.archive.catalog import compact_every
 from blockgz.archive.layout import Layout, default_partition
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.sample import events
+from blockgz.sink.records import KafkaRecord
 from blockgz.store import ObjectStore
-from sink.records import KafkaRecord
 
 
 def build_partition(
@@ -96,9 +96,9 @@ def export_batches(
 ):
     """``batches`` micro-batches through the real write task into ``path`` (a directory or
     ``s3://`` URL, S3 settings in ``extra``), a manifest each, compacted every ``every``."""
-    from sink.write.commit import write_manifest
-    from sink.write.config import SinkConfig
-    from sink.write.task import write_task
+    from blockgz.sink.write.commit import write_manifest
+    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.task import write_task
     from testkit.batches import arrow_batches
 
     config = SinkConfig.from_options(
@@ -131,8 +131,8 @@ def export_batches(
 
 def write_once(records: list[KafkaRecord], options: dict[str, Any]) -> None:
     """``records`` through one real write task with the sink ``options`` (no manifest)."""
-    from sink.write.config import SinkConfig
-    from sink.write.task import write_task
+    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.task import write_task
     from testkit.batches import arrow_batches
 
     write_task(SinkConfig.from_options(options), iter(arrow_batches(records)))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sink.records import KafkaRecord, kafka_arrow_schema
+from blockgz.sink.records import KafkaRecord, kafka_arrow_schema
 
 
 def arrow_batches(records: list[KafkaRecord], sizes: list[int] | None = None) -> list:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from blockgz.archive.manifests import WrittenFile
 from blockgz.errors import BlockGzError, ConfigError
-from sink.write.hooks import TaskInfo, WriteListener
+from blockgz.sink.write.hooks import TaskInfo, WriteListener
 
 OPTION = "fault"
 KINDS = ("fail-first-attempt", "pause-after-files", "pause-in-commit")

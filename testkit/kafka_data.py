@@ -12,8 +12,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from blockgz.archive.layout import is_sidecar
+from blockgz.sink.write.config import SinkConfig
 from blockgz.store.base import ObjectStore
-from sink.write.config import SinkConfig
 
 COUNTRIES = ("DE", "us", "Fr")
 DAY_MS = 86_400_000
@@ -37,7 +37,7 @@ def produce_numbered(
 ) -> None:
     """Produce ``per_partition`` records into each partition, one record per Kafka batch.
 
-    One record per batch keeps Tansu's high watermark exact (see DESIGN.md); record
+    One record per batch keeps Tansu's high watermark exact (the README's test servers); record
     timestamps step five hours apart so time partitioners see several days and hours.
     """
     from confluent_kafka import Producer

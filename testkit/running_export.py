@@ -13,9 +13,9 @@ import time
 from collections import Counter
 
 from blockgz.errors import ExportFailed
-from reader import open_archive
-from sink.export.config import ExportConfig
-from sink.export.job import run_export
+from blockgz.reader import open_archive
+from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.export.job import run_export
 from testkit.s3 import s3_options
 
 

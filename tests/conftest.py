@@ -211,11 +211,11 @@ def _test_spark_session():
 
         return spark_session("local[2,3]", app_name="blockgz-tests")
     except ImportError as exc:  # the blockgz sink is not there yet: register the source alone
-        if exc.name != "sink.write.datasource":
+        if exc.name != "blockgz.sink.write.datasource":
             raise
         from pyspark.sql import SparkSession
 
-        from sink.kafka.source import KafkaDataSource
+        from blockgz.sink.kafka.source import KafkaDataSource
 
         session = SparkSession.getActiveSession()
         assert session is not None

@@ -1,7 +1,7 @@
 """Batch manifests: what each committed micro-batch of an export wrote.
 
 The sink writes one manifest per batch after every data object and index of the batch
-(the commit order of :mod:`sink.write.commit`). A manifest lists the files and, per
+(the commit order of :mod:`blockgz.sink.write.commit`). A manifest lists the files and, per
 topic-partition, the next offset to read. :class:`Manifests` writes and reads them;
 :class:`blockgz.archive.log.ManifestLog` answers "what is committed" from them and the catalog,
 and the export job, the Kafka source (``startingOffsets=s3``) and the readers all go through it.

@@ -71,7 +71,7 @@ def size_option(ctx, param, value):
     try:
         return parse_size(value, name=param.name.replace("_", "-"))
     except BlockGzError as exc:
-        raise click.BadParameter(str(exc)) from None
+        raise click.BadParameter(str(exc)) from exc
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

@@ -79,12 +79,12 @@ def export(config, checkpoint, once, master, options, print_submit, verbose) -> 
       blockgz export s3-sink.properties --master spark://10.0.0.5:7077 --once
       blockgz export s3-sink.properties --master yarn --print-submit
     """
-    from sink.export.config import ExportConfig
-    from sink.export.job import run_export
-    from sink.export.progress import ProgressView
+    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.export.job import run_export
+    from blockgz.sink.export.progress import ProgressView
 
     if print_submit:
-        from sink.export.submit import shell_line, submit_command
+        from blockgz.sink.export.submit import shell_line, submit_command
 
         passed = [*(["--checkpoint", checkpoint] if checkpoint else []), *(["--once"] * once)]
         passed += [arg for option in options for arg in ("-O", option)]
@@ -113,7 +113,7 @@ def export(config, checkpoint, once, master, options, print_submit, verbose) -> 
         except ExportFailed as exc:
             if log_file is None:
                 raise
-            raise ExportFailed(f"{exc} (Spark's account: {log_file})") from None
+            raise ExportFailed(f"{exc} (Spark's account: {log_file})") from exc
     how = "stopped" if result.stopped_by_signal else "done"
     click.echo(
         f"{how}: {result.records:,} records, {result.batches} batches, {result.files:,} objects",

@@ -22,10 +22,10 @@ DECLARING_MODULES = (
     "blockgz.format.framing",
     "blockgz.archive.manifests",
     "blockgz.registry",
-    "sink.export.settings_names",
-    "reader.archive_options",
-    "reader.replay",
-    "reader.spark_source",  # needs pyspark (the [spark] extra)
+    "blockgz.sink.export.settings_names",
+    "blockgz.reader.archive_options",
+    "blockgz.reader.replay",
+    "blockgz.reader.spark_source",  # needs pyspark (the [spark] extra)
 )
 #: The README's tables: one per owner, between ``<!-- options:OWNER -->`` and
 #: ``<!-- /options:OWNER -->``.

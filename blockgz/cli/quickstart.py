@@ -111,9 +111,9 @@ def run_quickstart(
             return run_quickstart(console, seek_offset=seek_offset, master=spark_cluster.master_url)
     from blockgz.local_servers import LocalSchemaRegistry, MotoS3
     from blockgz.local_servers.seaweed import SeaweedS3
-    from reader import open_archive
-    from sink.export.config import ExportConfig
-    from sink.export.job import run_export
+    from blockgz.reader import open_archive
+    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.export.job import run_export
 
     console = console or Console()
     started = time.monotonic()

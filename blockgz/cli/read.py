@@ -98,7 +98,7 @@ def _json_archive(refs) -> bool:
 def _archive(target: str, topic: str | None, partition: int | None, options: dict):
     if topic is None or partition is None:
         raise click.UsageError("an archive prefix needs both --topic and --partition")
-    from reader import open_archive
+    from blockgz.reader import open_archive
 
     return open_archive(target, options)
 
@@ -236,9 +236,9 @@ def ls_command(target, topic, endpoint_url, options) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from reader import open_archive
-    from reader.strays import stray_line
-    from reader.verify import overlap_lines
+    from blockgz.reader import open_archive
+    from blockgz.reader.strays import stray_line
+    from blockgz.reader.verify import overlap_lines
 
     with open_archive(target, collect_options(endpoint_url, options)) as archive:
         rows = archive.ls(topic)
@@ -322,7 +322,7 @@ def _read_whole(store, key: str, options: dict) -> None:
     """``verify --scan`` of one object without an index: read it whole or exit 1."""
     from blockgz.archive.layout import Layout
     from blockgz.format.framing import framing_from_options
-    from reader.verify import read_whole
+    from blockgz.reader.verify import read_whole
 
     ref = Layout().parse_data_key(key, any_extension=True)
     start = ref.start_offset if ref is not None else 0
@@ -334,8 +334,8 @@ def _read_whole(store, key: str, options: dict) -> None:
 
 def _verify_topic(target: str, topic: str, scan: bool, options: dict) -> None:
     """Every object of ``topic`` gets a line; exit 1 after printing every problem."""
-    from reader import open_archive
-    from reader.verify import check_topic
+    from blockgz.reader import open_archive
+    from blockgz.reader.verify import check_topic
 
     def with_progress(obj):
         with progress_bar(f"verifying {obj.source}", obj.index.byte_length) as advance:

@@ -14,10 +14,10 @@ def _epoch_ms(ctx, param, value: str | None) -> int | None:
 
     try:
         return epoch_ms(value, name=param.name)
-    except ConfigError:
+    except ConfigError as exc:
         raise click.BadParameter(
             f"{value!r} is neither ISO-8601 (2026-11-23T10:00:00Z) nor epoch milliseconds"
-        ) from None
+        ) from exc
 
 
 @main.command()
@@ -76,9 +76,9 @@ def replay(
     """
     from rich.console import Console
 
-    from reader import open_archive
-    from reader.replay import ReplaySettings, replay_options
-    from reader.replay import replay as run_replay
+    from blockgz.reader import open_archive
+    from blockgz.reader.replay import ReplaySettings, replay_options
+    from blockgz.reader.replay import replay as run_replay
 
     archive_options, producer = replay_options(collect_options(endpoint_url, options))
     producer["bootstrap.servers"] = bootstrap_servers
@@ -97,8 +97,8 @@ def replay(
     )
     console = Console(stderr=True)
     if master:
+        from blockgz.reader.replay import replay_on_spark
         from blockgz.spark_session import spark_session
-        from reader.replay import replay_on_spark
 
         spark = spark_session(master, app_name="blockgz-replay")
         try:

@@ -37,7 +37,7 @@ CODEC_LEVELS: dict[str, range] = {
     "libdeflate": range(1, 13),
 }
 PRESETS: dict[str, tuple[str, int]] = {
-    # isal level 1: ~780 MB/s per core, ratio ~4.7 on Kafka JSON (reference/seekable-gzip.md).
+    # isal level 1: ~780 MB/s per core, ratio ~4.7 on Kafka JSON (measured on a 2-core machine).
     "fast": ("isal", 1),
     # libdeflate level 5: gzip -6's ratio at ~2.4x pigz -6's speed on 2 cores; level 6 adds
     # ~5 % ratio for ~20 % less speed (benchmarks/README.md).

@@ -220,4 +220,4 @@ def check_seek(index: BlockIndex, offset: int, *, source: str = "") -> None:
     try:
         index.locate(offset)
     except OffsetNotFoundError as exc:
-        raise OffsetNotFoundError(f"{source}: {exc}") from None
+        raise OffsetNotFoundError(f"{source}: {exc}") from exc

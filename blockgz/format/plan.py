@@ -2,10 +2,10 @@
 
 The one block planner of the readers: a seek in one object
 (:meth:`~blockgz.objects.indexed.IndexedReader.seek`), a seek across an archive's objects
-(:class:`~reader.archive.Archive`, so ``blockgz seek``/``cat``, ``records`` and ``replay``) and
-the Spark scan (:mod:`reader.scan_plan`) all ask :func:`plan_blocks`; :func:`merge_ranges`
-then joins the planned blocks that lie close together in the object into one byte range, so
-neighbouring blocks cost one read (one ``pread``, one ranged GET), as fsspec's
+(:class:`~blockgz.reader.archive.Archive`, so ``blockgz seek``/``cat``, ``records`` and ``replay``)
+and the Spark scan (:mod:`blockgz.reader.scan_plan`) all ask :func:`plan_blocks`;
+:func:`merge_ranges` then joins the planned blocks that lie close together in the object into one
+byte range, so neighbouring blocks cost one read (one ``pread``, one ranged GET), as fsspec's
 ``merge_offset_ranges`` and Arrow's read coalescing do.
 
     >>> from blockgz.format.index import BlockIndex, Chunk

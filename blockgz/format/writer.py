@@ -29,7 +29,7 @@ from blockgz.format.framing import NEWLINE, Framing, Separated
 from blockgz.format.index import BlockIndex, Chunk, deltas_if_gapped
 from blockgz.format.pipeline import OrderedCompressor, PendingBlock
 
-DEFAULT_BLOCK_SIZE = 1024 * 1024  # 1 MiB: the ratio/seek sweet spot in reference/seekable-gzip.md
+DEFAULT_BLOCK_SIZE = 1024 * 1024  # 1 MiB: near-whole-file ratio, one small GET a seek
 MIN_BLOCK_SIZE = 1
 
 

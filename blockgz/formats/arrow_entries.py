@@ -1,10 +1,10 @@
 """Encode a run's Kafka keys and headers straight from Arrow buffers, with no object per record.
 
-(Formerly ``sink.write.arrow_entries``, which re-exports it.) The JSON and Avro formats lay out
-their keys/headers entries with it (:meth:`~blockgz.formats.base.Format.encode_column`).
+(Formerly ``blockgz.sink.write.arrow_entries``, which re-exports it.) The JSON and Avro formats lay
+out their keys/headers entries with it (:meth:`~blockgz.formats.base.Format.encode_column`).
 
-The keys and headers files (:mod:`sink.write.companions`) hold one small entry per record; built
-one Python object at a time they cost several times the value file they sit beside. On the
+The keys and headers files (:mod:`blockgz.sink.write.companions`) hold one small entry per record;
+built one Python object at a time they cost several times the value file they sit beside. On the
 batch path the entries are instead laid out with numpy over the Arrow column's buffers: the
 size of every entry is computed first, then each piece (length prefixes, union branches, the
 bytes themselves) is scattered to its place in one output buffer. Python does a fixed amount of
@@ -129,7 +129,7 @@ def avro_headers(array: Any) -> Encoded | None:
     null (Kafka allows neither; the record path says which record).
 
     >>> import pyarrow as pa
-    >>> from sink.records import kafka_arrow_schema
+    >>> from blockgz.sink.records import kafka_arrow_schema
     >>> column = pa.array([[{"key": "k", "value": b"v"}], None],
     ...                   kafka_arrow_schema(True).field("headers").type)
     >>> data, ends = avro_headers(column)

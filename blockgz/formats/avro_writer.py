@@ -1,6 +1,6 @@
 """One Avro output object: a container file of one schema, seekable through its sidecar.
 
-(Formerly ``sink.write.avro_writer``, which re-exports it.) :class:`AvroObjectWriter` is
+(Formerly ``blockgz.sink.write.avro_writer``, which re-exports it.) :class:`AvroObjectWriter` is
 :class:`~blockgz.formats.output.ObjectWriter`'s counterpart for ``format.class=avro``: it
 takes decoded values with their offsets, streams them through
 :class:`~blockgz.objects.avro_upload.AvroUpload` (blocks cut at ``s3.compression.block.size``
@@ -34,7 +34,7 @@ from blockgz.store.base import ObjectStore
 
 def output_schema(schema: Any, connect_meta_data: bool = True) -> Any:
     """The schema written into the file: the value's schema (``schema.json``, a
-    ``sink.convert.schemas.ValueSchema``), with Confluent's ``connect.name`` (its full name,
+    ``blockgz.sink.convert.schemas.ValueSchema``), with Confluent's ``connect.name`` (its full name,
     ``schema.name``) on a named top-level type when ``connect.meta.data`` is on.
 
     >>> from types import SimpleNamespace as ValueSchema

@@ -38,7 +38,7 @@ HEADERS = "headers"
 
 
 class FormatSettings(Protocol):
-    """The sink settings a format reads (``sink.write.config.SinkConfig`` has them all)."""
+    """The sink settings a format reads (``blockgz.sink.write.config.SinkConfig`` has them all)."""
 
     compression: str
     compression_level: int
@@ -71,7 +71,7 @@ class RecordEncoder(ABC):
     A record is any object with Kafka's fields (``topic``, ``partition``, ``offset``,
     ``timestamp_ms``, ``key``, ``value``, ``headers``), ``json()`` (the value parsed or
     decoded), ``schema`` and ``fail(message)`` (an error naming the record), as
-    ``sink.records.KafkaRecord`` has.
+    ``blockgz.sink.records.KafkaRecord`` has.
     """
 
     #: Whether :meth:`passes_through` can ever say yes (else runs are not even tried).

@@ -1,6 +1,6 @@
 """Avro data out as Connect's JSON: what JsonFormat writes for values a converter decoded.
 
-(Moved here from ``sink.convert.connect_json``, which re-exports it: the JSON format renders
+(Moved here from ``blockgz.sink.convert.connect_json``, which re-exports it: the JSON format renders
 with it, and the formats cannot import the sink.)
 
 :func:`render_json` writes an Avro datum the way Confluent's JsonFormat writes a Connect

@@ -189,7 +189,7 @@ class ConnectJsonEncoder(RecordEncoder):
             try:
                 line = render_json(schema.json, record.json(), self.decimal_format)
             except (TypeError, ValueError, AttributeError) as exc:
-                raise record.fail(f"cannot write the value as JSON ({exc})") from None
+                raise record.fail(f"cannot write the value as JSON ({exc})") from exc
         if self.envelope is not None:
             return self.envelope._wrap(record, orjson.Fragment(line))
         return line

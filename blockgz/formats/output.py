@@ -1,8 +1,8 @@
 """One output object being written: framing, compression, upload, and for block-GZIP its index.
 
-(Formerly ``sink.write.object_writer``, which still re-exports it.) Formats of framed records
-write through :class:`ObjectWriter`; every writer of an object (``AvroObjectWriter`` too) is an
-:class:`OutputObject`.
+(Formerly ``blockgz.sink.write.object_writer``, which still re-exports it.) Formats of framed
+records write through :class:`ObjectWriter`; every writer of an object (``AvroObjectWriter`` too)
+is an :class:`OutputObject`.
 
 :class:`ObjectWriter` takes encoded records with their offsets and streams them into a store
 upload (S3 multipart parts go up in parallel while records keep coming). ``close()`` makes the
@@ -57,7 +57,8 @@ class OutputObject:
         self.max_timestamp: int | None = None
         #: The value schema of the records (when a converter gives one), for schema.compatibility.
         self.schema: Any = None
-        #: The ``.keys``/``.headers`` files beside it (:mod:`sink.write.companions`), if any.
+        #: The ``.keys``/``.headers`` files beside it (:mod:`blockgz.sink.write.companions`), if
+        #: any.
         self.companions: Any = None
 
     def note_times(self, low: int, high: int) -> None:
@@ -144,7 +145,7 @@ class ObjectWriter(OutputObject):
             try:
                 self._blocks.write(data, offset, timestamp)
             except RecordFramingError as exc:
-                raise RecordFramingError(f"{self.key} offset {offset}: {exc}") from None
+                raise RecordFramingError(f"{self.key} offset {offset}: {exc}") from exc
         else:
             if self.separator is not None:
                 self._pending.append(data)

@@ -1,6 +1,7 @@
 """A loopback stand-in for the Confluent Schema Registry, for the tests and ``blockgz quickstart``.
 
-No registry server can be installed here (DESIGN.md), so `LocalSchemaRegistry` serves the REST
+Confluent's registry is not on the registries this project installs from (Apicurio is, and the
+tests use it too: ``testkit/apicurio.py``), so `LocalSchemaRegistry` serves the REST
 endpoints that confluent-kafka's ``SchemaRegistryClient``, ``AvroSerializer`` and
 ``AvroDeserializer`` call, with the real registry's JSON bodies, content type and error codes,
 from a ``ThreadingHTTPServer`` thread on a free loopback port. Only Avro is supported. Schema ids

@@ -192,8 +192,8 @@ class RegistryState:
     def schema(self, schema_id: str) -> StoredSchema:
         try:
             return self.schemas[int(schema_id)]
-        except (ValueError, KeyError):
-            raise RegistryApiError(404, 40403, f"Schema {schema_id} not found") from None
+        except (ValueError, KeyError) as exc:
+            raise RegistryApiError(404, 40403, f"Schema {schema_id} not found") from exc
 
     def schema_by_guid(self, guid: str) -> StoredSchema:
         for stored in self.schemas.values():

@@ -157,8 +157,8 @@ class LocalStore(ObjectStore):
                 if if_none_match:
                     try:
                         os.link(tmp, path)
-                    except FileExistsError:
-                        raise PreconditionFailedError(f"{self.url(key)}: exists already") from None
+                    except FileExistsError as exc:
+                        raise PreconditionFailedError(f"{self.url(key)}: exists already") from exc
                 else:
                     try:
                         current = content_tag(path.read_bytes())

@@ -281,8 +281,8 @@ class S3Store(ObjectStore):
         except PreconditionFailedError:
             try:
                 current = self.client.head_object(**self._read_args(key))["ETag"].strip('"')
-            except Exception:
-                raise PreconditionFailedError(f"PUT {self.url(key)}: it is gone") from None
+            except Exception as exc:
+                raise PreconditionFailedError(f"PUT {self.url(key)}: it is gone") from exc
             if current != if_match:
                 raise
             args["IfMatch"] = if_match  # radosgw's comparison
@@ -297,9 +297,9 @@ class S3Store(ObjectStore):
             status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
             code = response.get("Error", {}).get("Code")
             if status in (409, 412) or code in _PRECONDITION:
-                raise PreconditionFailedError(f"{what}: {code or status}") from None
+                raise PreconditionFailedError(f"{what}: {code or status}") from exc
             if isinstance(exc, ObjectNotFoundError) and "IfMatch" in args:
-                raise PreconditionFailedError(f"{what}: it is gone") from None  # moto's 404
+                raise PreconditionFailedError(f"{what}: it is gone") from exc  # moto's 404
             raise
         return str(answer.get("ETag", "")).strip('"')
 

@@ -359,8 +359,8 @@ class S3Settings:
             return {}
         try:
             raw = base64.b64decode(self.sse_customer_key, validate=True)
-        except ValueError:
-            raise ConfigError("s3.sse.customer.key must be the base64 of a 256-bit key") from None
+        except ValueError as exc:
+            raise ConfigError("s3.sse.customer.key must be the base64 of a 256-bit key") from exc
         if len(raw) != 32:
             raise ConfigError("s3.sse.customer.key must be the base64 of a 256-bit (32-byte) key")
         return {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": raw}

@@ -16,7 +16,7 @@
 With no ``value.converter`` the sink takes values as they are (JSON for JsonFormat, raw bytes
 for ByteArrayFormat), as blockgz always has.
 
->>> from sink.records import KafkaRecord
+>>> from blockgz.sink.records import KafkaRecord
 >>> record = KafkaRecord("t", 0, 5, None, None, b"caf\\xc3\\xa9")
 >>> StringConverter().decode(record)
 >>> record.json(), record.schema.name
@@ -37,11 +37,11 @@ import orjson
 from blockgz.errors import ConfigError, RegistryError, UnknownSchemaError
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import Options, as_options
+from blockgz.sink.convert.connect_json import avro_datum_from_connect, avro_schema_from_connect
+from blockgz.sink.convert.registry import RegistrySettings, SchemasById, schemas_from
+from blockgz.sink.convert.schemas import BYTES_SCHEMA, STRING_SCHEMA, ValueSchema
+from blockgz.sink.records import KafkaRecord, parse_json
 from blockgz.wire import HEADER_BYTES, schema_id_of
-from sink.convert.connect_json import avro_datum_from_connect, avro_schema_from_connect
-from sink.convert.registry import RegistrySettings, SchemasById, schemas_from
-from sink.convert.schemas import BYTES_SCHEMA, STRING_SCHEMA, ValueSchema
-from sink.records import KafkaRecord, parse_json
 
 AVRO = "avro"
 JSON = "json"
@@ -89,7 +89,7 @@ class StringConverter(Converter):
         try:
             text = bytes(data).decode(self.encoding)
         except UnicodeDecodeError as exc:
-            raise record.fail(f"value is not {self.encoding} text ({exc})") from None
+            raise record.fail(f"value is not {self.encoding} text ({exc})") from exc
         record.set_decoded(STRING_SCHEMA, text)
 
 
@@ -116,7 +116,7 @@ class JsonConverter(Converter):
         try:
             datum = avro_datum_from_connect(schema.json, doc["payload"])
         except (ValueError, TypeError, AttributeError) as exc:
-            raise record.fail(f"the payload does not match its schema ({exc})") from None
+            raise record.fail(f"the payload does not match its schema ({exc})") from exc
         record.set_decoded(schema, datum)
 
     def _schema(self, connect_schema: Any, record: KafkaRecord) -> ValueSchema:
@@ -130,7 +130,7 @@ class JsonConverter(Converter):
                 )
                 found = ValueSchema.from_json(avro, version=version)
             except ValueError as exc:
-                raise record.fail(f"the envelope's schema cannot be used: {exc}") from None
+                raise record.fail(f"the envelope's schema cannot be used: {exc}") from exc
             self._cache[key] = found
         return found
 
@@ -156,11 +156,11 @@ class AvroConverter(Converter):
         try:
             schema = self._schemas.get(schema_id)
         except UnknownSchemaError as exc:
-            raise record.fail(str(exc)) from None
+            raise record.fail(str(exc)) from exc
         except RegistryError as exc:
             raise RegistryError(
                 str(exc), record=(record.topic, record.partition, record.offset)
-            ) from None
+            ) from exc
         buffer = io.BytesIO(value)
         buffer.seek(HEADER_BYTES)
         try:
@@ -168,7 +168,7 @@ class AvroConverter(Converter):
         except Exception as exc:  # fastavro raises EOFError, ValueError, ... on bad bytes
             raise record.fail(
                 f"cannot decode the value with {schema.label} ({type(exc).__name__}: {exc})"
-            ) from None
+            ) from exc
         record.set_decoded(schema, datum)
 
 
@@ -261,8 +261,8 @@ blockgz can honour; allowed: io.confluent.connect.avro.AvroConverter, ...
         encoding = CONVERTER_OPTIONS.read(opts, f"{name}.encoding")
         try:
             "".encode(_python_encoding(encoding))
-        except LookupError:
-            raise ConfigError(f"{name}.encoding: {encoding!r} is not a known encoding") from None
+        except LookupError as exc:
+            raise ConfigError(f"{name}.encoding: {encoding!r} is not a known encoding") from exc
         return cls(
             kind=kind,
             schemas_enable=CONVERTER_OPTIONS.read(opts, f"{name}.schemas.enable"),

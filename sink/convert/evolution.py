@@ -16,7 +16,7 @@ file, so records from two producers on different schema versions do not start a 
 "Newer" compares :attr:`ValueSchema.version`: the registry's schema id for Avro (ids grow as
 schemas are registered) or the ``version`` of a Connect JSON schema.
 
->>> from sink.convert.schemas import ValueSchema
+>>> from blockgz.sink.convert.schemas import ValueSchema
 >>> v1 = ValueSchema.from_json({"type": "record", "name": "r", "fields": [
 ...     {"name": "a", "type": "int"}]}, schema_id=1)
 >>> v2 = ValueSchema.from_json({"type": "record", "name": "r", "fields": [
@@ -30,7 +30,7 @@ schemas are registered) or the ``version`` of a Connect JSON schema.
 from __future__ import annotations
 
 from blockgz.errors import BadRecordError
-from sink.convert.schemas import ValueSchema
+from blockgz.sink.convert.schemas import ValueSchema
 
 COMPATIBILITIES = ("NONE", "BACKWARD", "FORWARD", "FULL")
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from blockgz.errors import RegistryError
 from blockgz.registry import OncePerKey, RegistrySettings, per_process, schema_texts_from
-from sink.convert.schemas import ValueSchema
+from blockgz.sink.convert.schemas import ValueSchema
 
 __all__ = ["RegistrySettings", "SchemasById", "schemas_from"]
 
@@ -39,7 +39,7 @@ class SchemasById:
         try:
             return ValueSchema.from_text(self.texts.get(schema_id), schema_id=schema_id)
         except ValueError as exc:
-            raise RegistryError(f"schema id {schema_id}: {exc}") from None
+            raise RegistryError(f"schema id {schema_id}: {exc}") from exc
 
 
 def schemas_from(settings: RegistrySettings) -> SchemasById:

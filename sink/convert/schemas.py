@@ -107,8 +107,8 @@ class ValueSchema:
                 "direction schema.compatibility needs"
             )
             if record is not None:
-                raise record.fail(message) from None
-            raise BadRecordError(message) from None
+                raise record.fail(message) from exc
+            raise BadRecordError(message) from exc
 
 
 #: The fixed schemas of Connect's String and ByteArray converters.

@@ -1,7 +1,7 @@
 """``blockgz export``: the streaming job that wires the Kafka source to the sink.
 
-* :mod:`sink.export.config`: the job's config file (Connect ``.properties`` or JSON), split
+* :mod:`blockgz.sink.export.config`: the job's config file (Connect ``.properties`` or JSON), split
   into source, sink and Spark settings;
-* :mod:`sink.export.job`: build the query, run it, follow its progress, stop cleanly;
-* :mod:`sink.export.progress`: the live table (or log lines) per topic-partition;
+* :mod:`blockgz.sink.export.job`: build the query, run it, follow its progress, stop cleanly;
+* :mod:`blockgz.sink.export.progress`: the live table (or log lines) per topic-partition;
 """

@@ -26,11 +26,16 @@ from pathlib import Path
 from blockgz.archive.lease import DEFAULT_TTL_MS
 from blockgz.errors import ConfigError
 from blockgz.options import Options
-from sink.export.job_options import DEFAULT_TRIGGER, JOB_OPTIONS
-from sink.export.settings_names import check_keys, describe_ignored, job_options, source_options
-from sink.kafka.options import SourceConfig, parse_options
-from sink.spark_kafka import parse as parse_spark_kafka_jars
-from sink.write.config import SINK_OPTIONS, SinkConfig
+from blockgz.sink.export.job_options import DEFAULT_TRIGGER, JOB_OPTIONS
+from blockgz.sink.export.settings_names import (
+    check_keys,
+    describe_ignored,
+    job_options,
+    source_options,
+)
+from blockgz.sink.kafka.options import SourceConfig, parse_options
+from blockgz.sink.spark_kafka import parse as parse_spark_kafka_jars
+from blockgz.sink.write.config import SINK_OPTIONS, SinkConfig
 
 log = logging.getLogger("blockgz.export")
 
@@ -114,13 +119,13 @@ def load_config_file(path: str | Path) -> dict[str, str]:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such config file") from None
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{path}: no such config file") from exc
     if text.lstrip().startswith("{"):
         try:
             doc = json.loads(text)
         except ValueError as exc:
-            raise ConfigError(f"{path}: not valid JSON ({exc})") from None
+            raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
         if not isinstance(doc, dict):
             raise ConfigError(f"{path}: a Connect JSON config is an object")
         config = doc.get("config", doc)
@@ -171,10 +176,10 @@ class ExportConfig:
     #: ``blockgz.preflight``: check the bucket, brokers and topics before Spark starts.
     preflight: bool = True
     #: ``blockgz.executor.env.forward``: executors get the driver's AWS_* variables
-    #: (:mod:`sink.executor_env`); false leaves them to the nodes' own profile or role.
+    #: (:mod:`blockgz.sink.executor_env`); false leaves them to the nodes' own profile or role.
     forward_env: bool = True
     #: ``blockgz.spark.kafka.jars``: where Spark's Kafka connector comes from
-    #: (:mod:`sink.spark_kafka`); ``none`` adds no jar.
+    #: (:mod:`blockgz.sink.spark_kafka`); ``none`` adds no jar.
     spark_kafka_jars: str = "none"
 
     @classmethod

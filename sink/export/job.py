@@ -33,15 +33,15 @@ from blockgz.archive.lease import Lease, lease_key
 from blockgz.archive.manifests import new_epoch
 from blockgz.archive.offsets import EARLIEST, Offsets
 from blockgz.errors import BlockGzError, CheckpointError, ExportFailed, LeaseLostError
-from sink.export.config import ExportConfig
-from sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
-from sink.write.config import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
+from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
+from blockgz.sink.write.config import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
 
 log = logging.getLogger("blockgz.export")
 
 EPOCH_FILE = "blockgz-epoch"
 #: The sink's input reader when its tasks read their Kafka ranges themselves.
-RANGE_READER = "sink.kafka.ranges:read_range_rows"
+RANGE_READER = "blockgz.sink.kafka.ranges:read_range_rows"
 
 
 def run_export(
@@ -68,10 +68,10 @@ def run_export(
     checkpoint = Path(checkpoint)
     check_checkpoint(checkpoint)  # local and cheap: before anything touches S3 or Kafka
     if job.preflight:
-        from sink.export.preflight import preflight
+        from blockgz.sink.export.preflight import preflight
 
         preflight(job, once=once)
-    from sink.export.preflight import check_other_jobs
+    from blockgz.sink.export.preflight import check_other_jobs
 
     check_other_jobs(job)  # read-only, and what keeps two jobs from doubling one archive
     with _log_records_to(log_file):
@@ -138,7 +138,7 @@ def _run_query(
     where: str = "",
 ) -> ExportResult:
     """Start the SparkSession (unless given) and the query, and follow it to its end."""
-    from sink.session import register_data_sources, spark_session
+    from blockgz.sink.session import register_data_sources, spark_session
 
     if spark is not None:
         # A session the caller made (or one another library recreated) may not know blockgz's
@@ -163,7 +163,7 @@ def _run_query(
         try:
             follow(query, tracker, stop, on_progress)
         except ExportFailed as exc:
-            raise checkpoint_failure(checkpoint, exc) from None
+            raise checkpoint_failure(checkpoint, exc) from exc
         finally:
             tracker.close()
     finally:
@@ -452,7 +452,7 @@ def start_query(
 ):
     """Build ``readStream → writeStream.format("blockgz")`` and start it; log, in one line,
     which source reads Kafka and from ``where`` (:func:`starting_offsets`)."""
-    from sink.session import has_spark_kafka
+    from blockgz.sink.session import has_spark_kafka
 
     source = "kafka" if has_spark_kafka(spark) else "blockgz-kafka"
     log.info(
@@ -498,7 +498,7 @@ def range_reading_options(source_options: Mapping[str, str]) -> dict[str, str]:
     >>> range_reading_options({"kafka.bootstrap.servers": "b:9092", "subscribe": "t",
     ...                        "startingOffsets": "earliest", "maxOffsetsPerTrigger": "9"})
     ... # doctest: +NORMALIZE_WHITESPACE
-    {'blockgz.input.reader': 'sink.kafka.ranges:read_range_rows',
+    {'blockgz.input.reader': 'blockgz.sink.kafka.ranges:read_range_rows',
      'blockgz.source.kafka.bootstrap.servers': 'b:9092', 'blockgz.source.subscribe': 't'}
     """
     planning = {"startingoffsets", "maxoffsetspertrigger", "blockgz.emit"}
@@ -527,8 +527,8 @@ def default_master() -> str | None:
 
 def spark_conf_with_connector(job: ExportConfig) -> dict[str, str]:
     """The job's Spark settings, with Spark's Kafka connector on ``spark.jars`` when
-    ``blockgz.spark.kafka.jars`` asks for it (:mod:`sink.spark_kafka`)."""
-    from sink.spark_kafka import OPTION, connector_jars, with_jars
+    ``blockgz.spark.kafka.jars`` asks for it (:mod:`blockgz.sink.spark_kafka`)."""
+    from blockgz.sink.spark_kafka import OPTION, connector_jars, with_jars
 
     jars = connector_jars(job.spark_kafka_jars)
     if jars:
@@ -553,7 +553,7 @@ def follow(
         try:
             query.awaitTermination(0.5)
         except StreamingQueryException as exc:
-            raise ExportFailed(root_cause(exc)) from None
+            raise ExportFailed(root_cause(exc)) from exc
         tracker.update(query.recentProgress)
         if on_progress is not None:
             on_progress(tracker.result)
@@ -566,7 +566,7 @@ def follow(
         on_progress(tracker.result)
     error = query.exception()
     if error is not None:
-        raise ExportFailed(root_cause(error)) from None
+        raise ExportFailed(root_cause(error)) from error
 
 
 def _error_names() -> list[str]:

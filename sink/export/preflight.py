@@ -17,7 +17,7 @@ import secrets
 from typing import Any
 
 from blockgz.errors import BlockGzError, PreflightError
-from sink.export.config import ExportConfig
+from blockgz.sink.export.config import ExportConfig
 
 log = logging.getLogger("blockgz.export")
 
@@ -128,7 +128,7 @@ def ensure_dead_letter_topic(job: ExportConfig) -> None:
                 f"errors.deadletterqueue.topic.name={settings.topic}: cannot create it "
                 f"({getattr(error, 'str', lambda: error)()}); create it, or grant the job "
                 "CreateTopics"
-            ) from None
+            ) from exc
     log.info("created the dead-letter topic %s", settings.topic)
 
 
@@ -152,7 +152,7 @@ def check_registry(job: ExportConfig) -> None:
         raise PreflightError(
             f"value.converter.schema.registry.url={settings.url}: the schema registry did not "
             f"answer ({why})"
-        ) from None
+        ) from exc
 
 
 def check_store(job: ExportConfig) -> None:
@@ -219,7 +219,7 @@ def _topics(job: ExportConfig) -> dict[str, list[int]]:
         raise PreflightError(
             f"kafka.bootstrap.servers={job.source.bootstrap_servers}: no broker answered "
             f"within {KAFKA_TIMEOUT_S:.0f} s ({getattr(error, 'str', lambda: error)()})"
-        ) from None
+        ) from exc
     return {
         name: sorted(topic.partitions)
         for name, topic in metadata.topics.items()

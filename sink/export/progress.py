@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from sink.export.tracking import ExportResult
+from blockgz.sink.export.tracking import ExportResult
 
 log = logging.getLogger("blockgz.export")
 

@@ -32,10 +32,10 @@ from typing import Any
 from blockgz.errors import ConfigError
 from blockgz.option_defs import OPTIONS, TYPO_CUTOFF, NotDone, OptionDef, OptionSet
 from blockgz.options import Options, as_options
+from blockgz.sink.export import job_options as _job_options  # noqa: F401  (declares the job's options)
+from blockgz.sink.kafka import options as _source_options  # noqa: F401  (declares the source's)
+from blockgz.sink.write import config as _sink_config  # noqa: F401  (declares the sink's)
 from blockgz.store.settings import OPTION_NAMES as S3_OPTION_NAMES
-from sink.export import job_options as _job_options  # noqa: F401  (declares the job's options)
-from sink.kafka import options as _source_options  # noqa: F401  (declares the source's)
-from sink.write import config as _sink_config  # noqa: F401  (declares the sink's)
 
 __all__ = ["TYPO_CUTOFF", "NotDone", "check_keys", "describe_ignored"]
 
@@ -199,7 +199,7 @@ CONNECT_OPTIONS = OptionSet(
 
 
 def source_options() -> frozenset[str]:
-    """The options :func:`~sink.export.config.split_options` gives the Kafka source."""
+    """The options :func:`~blockgz.sink.export.config.split_options` gives the Kafka source."""
     return frozenset(d.name for d in OPTIONS if d.owner == "source" and not d.prefix)
 
 

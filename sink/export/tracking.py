@@ -2,7 +2,7 @@
 
 :class:`ProgressTracker` turns Spark's progress reports and the batch manifests into an
 :class:`ExportResult`; the high watermarks for the lag come from Kafka every few seconds.
-:mod:`sink.export.progress` shows it; :mod:`sink.export.job` returns it.
+:mod:`blockgz.sink.export.progress` shows it; :mod:`blockgz.sink.export.job` returns it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from sink.export.config import ExportConfig
+from blockgz.sink.export.config import ExportConfig
 
 log = logging.getLogger("blockgz.export")
 

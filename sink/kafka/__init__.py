@@ -1,9 +1,10 @@
 """Reading Kafka: the ``blockgz-kafka`` Spark source, in Python on confluent-kafka.
 
-* :mod:`sink.kafka.options` validates the source's options (Spark's Kafka source names);
-* :mod:`sink.kafka.offsets` plans where a query starts and how far each micro-batch reads;
-* :mod:`sink.kafka.ranges` reads one topic-partition's offset range as Arrow batches;
-* :mod:`sink.kafka.source` is the Spark data source itself.
+* :mod:`blockgz.sink.kafka.options` validates the source's options (Spark's Kafka source names);
+* :mod:`blockgz.sink.kafka.offsets` plans where a query starts and how far each micro-batch reads;
+* :mod:`blockgz.sink.kafka.ranges` reads one topic-partition's offset range as Arrow batches;
+* :mod:`blockgz.sink.kafka.source` is the Spark data source itself.
 
-Nothing here imports the sink's writer (``sink.write``), and the writer does not import this.
+Nothing here imports the sink's writer (``blockgz.sink.write``), and the writer does not import
+this.
 """

@@ -1,7 +1,7 @@
 """Kafka offsets as the ``blockgz-kafka`` source plans them: Spark's JSON form, where a
 query starts, and how far each micro-batch reads (admission control).
 
-Pure functions of offsets and watermarks; reading Kafka happens in :mod:`sink.kafka.source`.
+Pure functions of offsets and watermarks; reading Kafka happens in :mod:`blockgz.sink.kafka.source`.
 """
 
 from __future__ import annotations
@@ -11,7 +11,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from blockgz.errors import ConfigError, DataLossError, SourceError
-from sink.kafka.options import EARLIEST, LATEST, SOURCE_NAME, Offsets, StartSpec, TopicPartition
+from blockgz.sink.kafka.options import (
+    EARLIEST,
+    LATEST,
+    SOURCE_NAME,
+    Offsets,
+    StartSpec,
+    TopicPartition,
+)
 
 log = logging.getLogger("blockgz.kafka_source")
 

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from blockgz.errors import SourceError
-from sink.kafka.offsets import check_range_start, report_data_loss, tp_name
-from sink.kafka.options import SourceConfig, TopicPartition, parse_options
-from sink.records import kafka_arrow_schema
+from blockgz.sink.kafka.offsets import check_range_start, report_data_loss, tp_name
+from blockgz.sink.kafka.options import SourceConfig, TopicPartition, parse_options
+from blockgz.sink.records import kafka_arrow_schema
 
 log = logging.getLogger("blockgz.kafka_source")
 

@@ -1,7 +1,7 @@
 """``blockgz-kafka``: a Spark streaming source for Kafka in Python, on confluent-kafka.
 
 For Spark installations without the ``spark-sql-kafka`` jar. It takes the same options as
-Spark's built-in ``kafka`` source and gives the same rows (:mod:`sink.records`), so a query
+Spark's built-in ``kafka`` source and gives the same rows (:mod:`blockgz.sink.records`), so a query
 can switch between the two by changing only the format name:
 
 * ``kafka.bootstrap.servers`` (required) and any other ``kafka.*`` setting, passed to
@@ -23,12 +23,12 @@ reads one topic-partition range with its own consumer, created inside ``read()``
 With ``blockgz.emit=ranges`` (what ``blockgz export`` uses with ``blockgz.tasks.read.kafka``)
 each task gives one row, ``topic, partition, startOffset, endOffset``, instead of the records:
 the ``blockgz`` sink then reads that range from Kafka itself (its input reader is
-:func:`sink.kafka.ranges.read_range_rows`), so records never cross the JVM. Spark still plans,
-logs and replays the ranges, so exactly-once is unchanged.
+:func:`blockgz.sink.kafka.ranges.read_range_rows`), so records never cross the JVM. Spark still
+plans, logs and replays the ranges, so exactly-once is unchanged.
 
 Example (needs a running Spark and Kafka, so it is not a doctest)::
 
-    from sink.session import spark_session
+    from blockgz.sink.session import spark_session
 
     spark = spark_session("local[2,3]")  # registers blockgz-kafka
     rows = (
@@ -60,7 +60,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from blockgz.errors import SourceError
-from sink.kafka.offsets import (
+from blockgz.sink.kafka.offsets import (
     manifest_start,
     offsets_from_json,
     offsets_to_json,
@@ -68,7 +68,7 @@ from sink.kafka.offsets import (
     resolve_start,
     tp_names,
 )
-from sink.kafka.options import (
+from blockgz.sink.kafka.options import (
     EARLIEST,
     LATEST,
     SOURCE_NAME,
@@ -77,8 +77,8 @@ from sink.kafka.options import (
     TopicPartition,
     parse_options,
 )
-from sink.kafka.ranges import kafka_errors, new_consumer, read_range
-from sink.records import kafka_schema_ddl
+from blockgz.sink.kafka.ranges import kafka_errors, new_consumer, read_range
+from blockgz.sink.records import kafka_schema_ddl
 
 log = logging.getLogger("blockgz.kafka_source")
 

@@ -2,7 +2,7 @@
 
 Shared by the field partitioner and the ``RecordField`` timestamp extractor.
 
->>> from sink.records import KafkaRecord
+>>> from blockgz.sink.records import KafkaRecord
 >>> r = KafkaRecord("t", 0, 5, None, None, b'{"user": {"country": "DE"}}')
 >>> path = field_path("user.country", "opt")
 >>> lookup_field(r, value_object(r, "test"), path, "user.country", "opt")
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from blockgz.errors import ConfigError
-from sink.records import KafkaRecord
+from blockgz.sink.records import KafkaRecord
 
 
 def json_kind(value: Any) -> str:

@@ -14,13 +14,14 @@ a partitioner computes the ``<encoded partition>`` part exactly as Confluent's b
 =============================  =================================================================
 
 Confluent's class names (``io.confluent.connect.storage.partitioner.HourlyPartitioner``...) work
-too, so a Connect config can be pasted. :func:`~sink.partitioning.settings.build_partitioner`
-checks every option and raises :class:`ConfigError` naming the key and the allowed values.
+too, so a Connect config can be pasted.
+:func:`~blockgz.sink.partitioning.settings.build_partitioner` checks every option and raises
+:class:`ConfigError` naming the key and the allowed values.
 
 Differences from Confluent, all deliberate:
 
 * FieldPartitioner reads schemaless JSON objects (Confluent needs Connect Structs or Maps).
-* Field values are escaped (:mod:`sink.partitioning.pathsafe`), so a value like ``../x`` or
+* Field values are escaped (:mod:`blockgz.sink.partitioning.pathsafe`), so a value like ``../x`` or
   ``a/b`` stays in its ``name=value`` segment; plain values (letters, digits, ``-_. @,``)
   look as in Confluent.
 * ``partition.path.lowercase=true`` (default false) lower-cases field names, values and rendered
@@ -30,8 +31,8 @@ Differences from Confluent, all deliberate:
   the same; such a partitioner has ``deterministic = False``, and replays after a failure may
   put records under other paths. Use ``Record`` or ``RecordField`` for exactly-once layouts.
 
-    >>> from sink.records import KafkaRecord
-    >>> from sink.partitioning.settings import build_partitioner
+    >>> from blockgz.sink.records import KafkaRecord
+    >>> from blockgz.sink.partitioning.settings import build_partitioner
     >>> p = build_partitioner({"partitioner.class": "hourly", "locale": "en",
     ...                        "timezone": "UTC", "timestamp.extractor": "Record"})
     >>> record = KafkaRecord("clicks", 3, 42, 1_795_342_500_000, None, b"{}")  # 2026-11-22T10:15Z
@@ -51,15 +52,15 @@ from typing import Any
 
 from blockgz.archive.layout import check_directory_delim, default_partition
 from blockgz.errors import ConfigError
-from sink.partitioning.json_fields import field_path, json_kind, lookup_field, value_object
-from sink.partitioning.pathsafe import escape_path_value
-from sink.partitioning.timeformat import compile_pattern
-from sink.partitioning.timestamps import (
+from blockgz.sink.partitioning.json_fields import field_path, json_kind, lookup_field, value_object
+from blockgz.sink.partitioning.pathsafe import escape_path_value
+from blockgz.sink.partitioning.timeformat import compile_pattern
+from blockgz.sink.partitioning.timestamps import (
     TimestampExtractor,
     builtin_extractor,
 )
-from sink.partitioning.zones import ZoneOffsets, parse_timezone
-from sink.records import KafkaRecord
+from blockgz.sink.partitioning.zones import ZoneOffsets, parse_timezone
+from blockgz.sink.records import KafkaRecord
 
 HOUR_MS = 3_600_000
 DAY_MS = 86_400_000
@@ -135,7 +136,7 @@ class FieldPartitioner(Partitioner):
     """``f1=v1/f2=v2`` from fields of the JSON object value (dotted names reach nested objects).
 
     Strings, integers, booleans (``true``/``false``) and null (``null``) are allowed, as in
-    Confluent. Values are escaped with :func:`~sink.partitioning.pathsafe.escape_path_value`
+    Confluent. Values are escaped with :func:`~blockgz.sink.partitioning.pathsafe.escape_path_value`
     (plus the directory and file delimiters) so no value can leave its segment. An empty
     string gives ``f=`` as in Confluent, rather than Hive's ``__HIVE_DEFAULT_PARTITION__``:
     the segment still has its ``f=`` prefix, so no empty directory name can arise, and keys
@@ -193,7 +194,7 @@ class FieldPartitioner(Partitioner):
             try:
                 segments.append(prefix + escape_path_value(text, self._extra))
             except ValueError as exc:
-                raise record.fail(f"partition.field.name {name!r}: {exc}") from None
+                raise record.fail(f"partition.field.name {name!r}: {exc}") from exc
         return self.directory_delim.join(segments)
 
 
@@ -282,7 +283,7 @@ class TimeBasedPartitioner(Partitioner):
         except (OverflowError, ValueError, OSError) as exc:
             raise record.fail(
                 f"timestamp {ts} ms is outside the years 1..9999 a path can show ({exc})"
-            ) from None
+            ) from exc
         return text
 
 

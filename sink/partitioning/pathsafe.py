@@ -75,7 +75,7 @@ def escape_path_value(value: str, extra: str = "") -> str:
             raise ValueError(
                 f"text contains a lone surrogate ({value[exc.start : exc.end]!r}) and has no "
                 "UTF-8 form for an object key"
-            ) from None
+            ) from exc
     escaped = _pattern(extra).sub(_percent, value)
     if escaped and escaped[0] == "." and _DOTS.fullmatch(escaped):
         return "%2E" * len(escaped)

@@ -8,7 +8,7 @@ keeps what its partitioner needs, typed, and :meth:`PartitionerSettings.build` m
 partitioner in each write task. :func:`build_partitioner` does both at once. What a partitioner
 can do is its own attribute (``Partitioner.partition_directories``), not a type check.
 
-    >>> from sink.records import KafkaRecord
+    >>> from blockgz.sink.records import KafkaRecord
     >>> build_partitioner({"partitioner.class": "daily", "locale": "en", "timezone": "UTC",
     ...     "timestamp.extractor": "Record"}).encode_partition(
     ...     KafkaRecord("t", 0, 0, 1_795_342_500_000, None, b"{}"))
@@ -26,7 +26,7 @@ from blockgz.errors import ConfigError
 from blockgz.named import Registry
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import Options, as_options
-from sink.partitioning.partitioners import (
+from blockgz.sink.partitioning.partitioners import (
     DailyPartitioner,
     DefaultPartitioner,
     FieldPartitioner,
@@ -35,9 +35,9 @@ from sink.partitioning.partitioners import (
     TimeBasedPartitioner,
     _field_list,
 )
-from sink.partitioning.timestamps import _EXTRACTOR_ALIASES as _EXTRACTOR_NAMES
-from sink.partitioning.timestamps import CONFLUENT_PARTITIONERS, build_extractor
-from sink.plugins import import_named, instantiate
+from blockgz.sink.partitioning.timestamps import _EXTRACTOR_ALIASES as _EXTRACTOR_NAMES
+from blockgz.sink.partitioning.timestamps import CONFLUENT_PARTITIONERS, build_extractor
+from blockgz.sink.plugins import import_named, instantiate
 
 _DURATION_HINT = "a whole number of milliseconds > 0, e.g. 3600000 for hourly buckets"
 
@@ -105,7 +105,7 @@ PARTITIONER_ALLOWED = (
     "default, field, time (or timebased), daily, hourly, their class names "
     f"{CONFLUENT_PARTITIONERS}{{Default,Field,TimeBased,Daily,Hourly}}Partitioner, or "
     "module:Class naming "
-    "a sink.partitioning.partitioners.Partitioner subclass"
+    "a blockgz.sink.partitioning.partitioners.Partitioner subclass"
 )
 
 
@@ -148,7 +148,7 @@ class PartitionerSettings:
     extractor) gets every sink option through its ``configure(options)``; that map is kept
     for it alone.
 
-    >>> from sink.records import KafkaRecord
+    >>> from blockgz.sink.records import KafkaRecord
     >>> PartitionerSettings.from_options(Options({"partitioner.class": "hourly",
     ...     "locale": "en", "timezone": "UTC"})).build().encode_partition(
     ...     KafkaRecord("t", 0, 0, 1_795_342_500_000, None, b"{}"))  # Wallclock: any hour
@@ -337,7 +337,8 @@ class CustomSettings(PartitionerSettings):
         if not (isinstance(cls, type) and issubclass(cls, Partitioner)):
             raise ConfigError(
                 f"partitioner.class: {spec!r} is not a subclass of "
-                f"sink.partitioning.partitioners.Partitioner; allowed: {PARTITIONER_ALLOWED}"
+                "blockgz.sink.partitioning.partitioners.Partitioner; "
+                f"allowed: {PARTITIONER_ALLOWED}"
             )
         partitioner = instantiate(cls, spec, "partitioner.class")
         partitioner.directory_delim = self.directory_delim
@@ -355,7 +356,7 @@ for _settings in (DefaultSettings, FieldSettings, TimeBasedSettings, DailySettin
 def build_partitioner(options: Mapping[str, Any]) -> Partitioner:
     """Check the partitioner options and build the partitioner they describe.
 
-    >>> from sink.records import KafkaRecord
+    >>> from blockgz.sink.records import KafkaRecord
     >>> build_partitioner({"partitioner.class": "field", "partition.field.name": "Region",
     ...                    "partition.path.lowercase": "true"}).encode_partition(
     ...     KafkaRecord("t", 0, 0, None, None, b'{"Region": "EU-West"}'))

@@ -3,7 +3,8 @@
 :func:`compile_pattern` renders a pattern with Joda's letters and counts: ``Y`` is year-of-era
 (not week-year as in ``java.time``), ``x`` is the ISO week-year, ``yy``/``YY``/``xx`` are
 two-digit years, ``MMM`` a short month name. :func:`parse_locale` checks the ``locale`` option.
-Zones are in :mod:`sink.partitioning.zones`, ISO-8601 text in :mod:`sink.partitioning.isotime`.
+Zones are in :mod:`blockgz.sink.partitioning.zones`, ISO-8601 text in
+:mod:`blockgz.sink.partitioning.isotime`.
 
     >>> from datetime import UTC, datetime
     >>> render = compile_pattern("'year'=YYYY/'month'=MM/'day'=dd/'hour'=HH", "en")
@@ -94,11 +95,11 @@ def parse_locale(text: str, option: str = "locale") -> Any:
         if not cleaned:
             raise ValueError("empty")
         return Locale.parse(cleaned)
-    except (UnknownLocaleError, ValueError, TypeError):
+    except (UnknownLocaleError, ValueError, TypeError) as exc:
         raise ConfigError(
             f"{option}: unknown locale {text!r}; allowed: a CLDR locale as language[_REGION], "
             "e.g. en, en_US, en-GB, de_DE, fr_FR, ja"
-        ) from None
+        ) from exc
 
 
 @dataclass(frozen=True)

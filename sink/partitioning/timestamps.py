@@ -15,10 +15,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from blockgz.errors import ConfigError
-from sink.partitioning.isotime import parse_iso_millis
-from sink.partitioning.json_fields import field_path, json_kind, lookup_field, value_object
-from sink.plugins import import_named, instantiate
-from sink.records import KafkaRecord
+from blockgz.sink.partitioning.isotime import parse_iso_millis
+from blockgz.sink.partitioning.json_fields import field_path, json_kind, lookup_field, value_object
+from blockgz.sink.plugins import import_named, instantiate
+from blockgz.sink.records import KafkaRecord
 
 #: Confluent's package of partitioners; its extractors are nested classes of TimeBasedPartitioner.
 CONFLUENT_PARTITIONERS = "io.confluent.connect.storage.partitioner."
@@ -139,7 +139,7 @@ class RecordFieldTimestampExtractor(TimestampExtractor):
             raise record.fail(
                 f"timestamp.field {self.field!r} is the text {text[:60]!r}, which is neither "
                 f"epoch milliseconds nor ISO-8601 ({exc})"
-            ) from None
+            ) from exc
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

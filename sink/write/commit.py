@@ -5,7 +5,7 @@ offset after what it wrote). The driver's ``commit`` folds them into the batch m
 (:class:`blockgz.archive.log.ManifestLog`); its ``abort`` deletes what the tasks wrote.
 
 >>> import tempfile
->>> from sink.write.config import SinkConfig
+>>> from blockgz.sink.write.config import SinkConfig
 >>> cfg = SinkConfig.from_options({"path": tempfile.mkdtemp()})
 >>> msg = TaskCommitMessage(files=[], next_offsets={"t": {0: 10, 1: 4}})
 >>> write_manifest(cfg.manifest_log(), 0, [msg])

@@ -17,8 +17,8 @@ key schema change).
 
 >>> import tempfile
 >>> from blockgz.store import LocalStore
->>> from sink.records import KafkaRecord
->>> from sink.write.config import SinkConfig
+>>> from blockgz.sink.records import KafkaRecord
+>>> from blockgz.sink.write.config import SinkConfig
 >>> cfg = SinkConfig.from_options({"path": tempfile.mkdtemp(), "store.kafka.keys": "true",
 ...                                "keys.format.class": "json"})
 >>> files = Companions.open(cfg, cfg.make_store()[0], "t/t+0+0000000000.json", "t", 0, "p")
@@ -34,10 +34,10 @@ from typing import Any
 
 from blockgz.archive.manifests import WrittenFile
 from blockgz.formats.base import HEADERS, KEYS, Format
+from blockgz.sink.convert.schemas import BYTES_SCHEMA, ValueSchema
+from blockgz.sink.records import KafkaRecord
+from blockgz.sink.write.config import SinkConfig
 from blockgz.store.base import ObjectStore
-from sink.convert.schemas import BYTES_SCHEMA, ValueSchema
-from sink.records import KafkaRecord
-from sink.write.config import SinkConfig
 
 HEADER_SCHEMA: dict[str, Any] = {
     "type": "array",
@@ -207,7 +207,7 @@ def decode_key(converter, record: KafkaRecord) -> tuple[ValueSchema, Any]:
     try:
         converter.decode(probe)
     except Exception as exc:
-        raise record.fail(f"the key cannot be decoded: {exc}") from None
+        raise record.fail(f"the key cannot be decoded: {exc}") from exc
     return probe.schema or BYTES_SCHEMA, probe.json()
 
 

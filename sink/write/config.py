@@ -46,13 +46,13 @@ from blockgz.formats.json import ENVELOPE_OPTION
 from blockgz.formats.registry import FORMATS, check_companion_role
 from blockgz.option_defs import OPTIONS, NotDone, OptionDef, OptionSet
 from blockgz.options import Options, as_options
+from blockgz.sink.convert.connect_json import DECIMAL_FORMATS
+from blockgz.sink.convert.converters import JSON, ConverterSettings
+from blockgz.sink.convert.evolution import COMPATIBILITIES
+from blockgz.sink.partitioning.settings import DefaultSettings, PartitionerSettings
+from blockgz.sink.partitioning.zones import parse_timezone
+from blockgz.sink.write.deadletter import DeadLetterSettings
 from blockgz.store import ObjectStore, StoreTarget
-from sink.convert.connect_json import DECIMAL_FORMATS
-from sink.convert.converters import JSON, ConverterSettings
-from sink.convert.evolution import COMPATIBILITIES
-from sink.partitioning.settings import DefaultSettings, PartitionerSettings
-from sink.partitioning.zones import parse_timezone
-from sink.write.deadletter import DeadLetterSettings
 
 log = logging.getLogger("blockgz.sink")
 
@@ -60,7 +60,8 @@ log = logging.getLogger("blockgz.sink")
 AFFIXES = ("NONE", "PREFIX", "SUFFIX")
 NULL_BEHAVIORS = ("fail", "ignore", "write")
 
-#: The two hooks of the sink (see :mod:`sink.write.hooks`) and the prefixes of their options.
+#: The two hooks of the sink (see :mod:`blockgz.sink.write.hooks`) and the prefixes of their
+#: options.
 INPUT_READER = "blockgz.input.reader"
 INPUT_PREFIX = "blockgz.source."
 LISTENER = "blockgz.write.listener"
@@ -81,8 +82,8 @@ def _sink(name: str, kind, default, doc: str, **more) -> OptionDef:
 _BLOCKS = "(block-GZIP and Avro)"
 #: The sink's own options (the key layout, framing, converters, partitioner and dead letters
 #: are declared where they are read: :mod:`blockgz.archive.layout`, :mod:`blockgz.format.framing`,
-#: :mod:`sink.convert.converters`, :mod:`sink.partitioning.settings`,
-#: :mod:`sink.write.deadletter`).
+#: :mod:`blockgz.sink.convert.converters`, :mod:`blockgz.sink.partitioning.settings`,
+#: :mod:`blockgz.sink.write.deadletter`).
 SINK_OPTIONS = OptionSet(
     _sink(
         "format.class",
@@ -283,8 +284,8 @@ SINK_OPTIONS = OptionSet(
         LISTENER,
         "text",
         "",
-        "`module:Class`, a `sink.write.hooks.WriteListener` told about each finished object "
-        "(in the task) and each committed batch (on the driver); its options are "
+        "`module:Class`, a `blockgz.sink.write.hooks.WriteListener` told about each finished "
+        "object (in the task) and each committed batch (on the driver); its options are "
         "`blockgz.write.listener.*`",
         origin="blockgz",
         shown="none",

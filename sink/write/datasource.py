@@ -1,8 +1,8 @@
 """The ``blockgz`` Spark data source: write Kafka-shaped DataFrames in Confluent's S3 layout.
 
 Streaming (``writeStream.format("blockgz")``) and batch (``write.format("blockgz")``). Options
-are Confluent's S3-sink names (see :mod:`sink.write.config`). Each task writes the
-topic-partitions it is given (:mod:`sink.write.task`) and returns the files it made; the
+are Confluent's S3-sink names (see :mod:`blockgz.sink.write.config`). Each task writes the
+topic-partitions it is given (:mod:`blockgz.sink.write.task`) and returns the files it made; the
 driver's ``commit`` writes the batch manifest; ``abort`` deletes what a failed batch wrote.
 
 Example (needs Spark, so not a doctest)::
@@ -33,10 +33,10 @@ from blockgz.archive.catalog import compact_every
 from blockgz.archive.lease import DEFAULT_TTL_MS, Holder, Lease, lease_key
 from blockgz.archive.manifests import delete_written
 from blockgz.errors import BlockGzError, ConfigError
-from sink.write.commit import TaskCommitMessage, write_manifest
-from sink.write.config import INPUT_READER, LEASE_TOKEN, LEASE_TTL, SinkConfig
-from sink.write.hooks import load_listener
-from sink.write.task import write_task
+from blockgz.sink.write.commit import TaskCommitMessage, write_manifest
+from blockgz.sink.write.config import INPUT_READER, LEASE_TOKEN, LEASE_TTL, SinkConfig
+from blockgz.sink.write.hooks import load_listener
+from blockgz.sink.write.task import write_task
 
 log = logging.getLogger("blockgz.sink")
 

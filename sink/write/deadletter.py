@@ -23,7 +23,7 @@ Two queues:
 >>> import tempfile
 >>> from blockgz.archive.layout import Layout
 >>> from blockgz.store import LocalStore
->>> from sink.records import KafkaRecord
+>>> from blockgz.sink.records import KafkaRecord
 >>> store = LocalStore(tempfile.mkdtemp())
 >>> queue = StoreDeadLetters(store, Layout(), "", "job")
 >>> queue.send(KafkaRecord("t", 0, 7, 1000, b"k", b"\\xff"), ValueError("not JSON"))
@@ -47,8 +47,8 @@ from blockgz.archive.offsets import Offsets
 from blockgz.errors import BadRecordError, ConfigError, SourceError
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import Options, as_options
+from blockgz.sink.records import KafkaRecord
 from blockgz.store.base import ObjectStore
-from sink.records import KafkaRecord
 
 log = logging.getLogger("blockgz.sink")
 

@@ -11,7 +11,7 @@ with their formats and are re-exported here for old imports:
 * ``avro`` (:mod:`blockgz.formats.avro`): :class:`AvroDatumEncoder`, the decoded value for the
   Avro container writer.
 
->>> from sink.records import KafkaRecord
+>>> from blockgz.sink.records import KafkaRecord
 >>> enc = JsonValueEncoder()
 >>> enc.encode(KafkaRecord("t", 0, 7, 0, None, b'{"a": 1}'))
 b'{"a": 1}'
@@ -29,17 +29,17 @@ from blockgz.formats.avro import AvroDatumEncoder
 from blockgz.formats.base import RecordEncoder, text_or_base64
 from blockgz.formats.bytearray import ByteArrayEncoder
 from blockgz.formats.json import ConnectJsonEncoder, JsonEnvelopeEncoder, JsonValueEncoder
-from sink.records import parse_json
+from blockgz.sink.records import parse_json
 
 if TYPE_CHECKING:
-    from sink.write.config import SinkConfig
+    from blockgz.sink.write.config import SinkConfig
 
 
 def encoder_for(config: SinkConfig) -> RecordEncoder:
     """The encoder of a sink config: its format's (``format.class``, with the envelope and
     payload settings).
 
-    >>> from sink.write.config import SinkConfig
+    >>> from blockgz.sink.write.config import SinkConfig
     >>> type(encoder_for(SinkConfig.from_options({"path": "/tmp/x", "format.class": "bytearray"})))
     <class 'blockgz.formats.bytearray.ByteArrayEncoder'>
     """

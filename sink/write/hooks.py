@@ -6,7 +6,7 @@ so they work in Spark's workers without anything but options crossing over.
 * ``blockgz.input.reader=module:function`` turns a task's input Arrow batches into Arrow
   batches of Kafka records (:data:`InputReader`), given the ``blockgz.source.*`` options.
   ``blockgz export`` uses it when tasks read their Kafka offset ranges themselves
-  (``sink.kafka.ranges:read_range_rows``); the sink itself knows nothing of Kafka.
+  (``blockgz.sink.kafka.ranges:read_range_rows``); the sink itself knows nothing of Kafka.
 * ``blockgz.write.listener=module:Class`` names a :class:`WriteListener`, told about every
   finished object in a task and every committed batch on the driver, with the
   ``blockgz.write.listener.*`` options. Use it to count, alert, or (in blockgz's own crash
@@ -24,7 +24,7 @@ from typing import Any
 
 from blockgz.archive.manifests import WrittenFile
 from blockgz.errors import ConfigError
-from sink.plugins import import_named, instantiate
+from blockgz.sink.plugins import import_named, instantiate
 
 #: ``(options, input batches) -> Kafka record batches``, with Spark's Kafka source columns.
 InputReader = Callable[[Mapping[str, str], Iterator[Any]], Iterator[Any]]
@@ -56,7 +56,7 @@ def load_listener(spec: str, options: Mapping[str, str]) -> WriteListener | None
     """The listener ``spec`` names, configured; ``None`` when ``spec`` is empty."""
     if not spec:
         return None
-    allowed = "module:Class naming a sink.write.hooks.WriteListener subclass"
+    allowed = "module:Class naming a blockgz.sink.write.hooks.WriteListener subclass"
     cls = import_named(spec, "blockgz.write.listener", allowed)
     if not (isinstance(cls, type) and issubclass(cls, WriteListener)):
         raise ConfigError(f"blockgz.write.listener: {spec!r} is not a {allowed}")

@@ -6,15 +6,15 @@ rotates when it holds ``flush.size`` records or ``flush.size.bytes`` bytes, when
 has moved ``rotate.interval.ms`` past its first record, on the wall-clock schedule
 ``rotate.schedule.interval.ms``, and at the end of every micro-batch (:meth:`close`).
 
-A record goes through the stages of :mod:`sink.write.stages`: route (nulls) → convert
+A record goes through the stages of :mod:`blockgz.sink.write.stages`: route (nulls) → convert
 (``value.converter``) → place (encoded partition, schema) → append → rotate.
 
 Everything but the wall-clock parts is a pure function of the records, so a replayed batch
-produces the same keys and the same bytes (see DESIGN.md, "Deterministic bytes").
+produces the same keys and the same bytes (the README's "Exactly once" says why that matters).
 
 >>> import tempfile
->>> from sink.write.config import SinkConfig
->>> from sink.records import KafkaRecord
+>>> from blockgz.sink.write.config import SinkConfig
+>>> from blockgz.sink.records import KafkaRecord
 >>> cfg = SinkConfig.from_options({"path": tempfile.mkdtemp(), "flush.size": "3"})
 >>> w = TopicPartitionWriter("s3_topic", 0, cfg, cfg.make_store()[0])
 >>> for n in range(7):
@@ -38,19 +38,19 @@ from blockgz.archive.intents import DirectoryIntents
 from blockgz.archive.layout import default_partition
 from blockgz.archive.manifests import WrittenFile
 from blockgz.errors import BadRecordError, OffsetOrderError
+from blockgz.sink.convert.schemas import ValueSchema
+from blockgz.sink.records import KafkaRecord
+from blockgz.sink.write.companions import Companions
+from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.deadletter import DeadLetters, log_bad_record
+from blockgz.sink.write.encoders import encoder_for
+from blockgz.sink.write.object_writer import NoValueFile, ObjectWriter
+from blockgz.sink.write.open_files import OpenFiles
+from blockgz.sink.write.stages import NullRoute, Placement, Rotator, Route, Run, append, append_run
 from blockgz.store.base import ObjectStore
-from sink.convert.schemas import ValueSchema
-from sink.records import KafkaRecord
-from sink.write.companions import Companions
-from sink.write.config import SinkConfig
-from sink.write.deadletter import DeadLetters, log_bad_record
-from sink.write.encoders import encoder_for
-from sink.write.object_writer import NoValueFile, ObjectWriter
-from sink.write.open_files import OpenFiles
-from sink.write.stages import NullRoute, Placement, Rotator, Route, Run, append, append_run
 
 if TYPE_CHECKING:
-    from sink.write.avro_writer import AvroObjectWriter
+    from blockgz.sink.write.avro_writer import AvroObjectWriter
 
     OpenFile = ObjectWriter | AvroObjectWriter | NoValueFile
 
@@ -84,7 +84,7 @@ class TopicPartitionWriter:
         self.key_converter = config.key_converter.build() if config.store_keys else None
         #: Where bad records go under ``errors.tolerance=all`` (``None``: they fail the batch).
         self.dead_letters = dead_letters
-        # The stages of a record's way (sink.write.stages) and the files they fill.
+        # The stages of a record's way (blockgz.sink.write.stages) and the files they fill.
         self.route = NullRoute.of(config, dead_letters=dead_letters is not None)
         self.placement = Placement.of(config, self.partitioner)
         self.rotator = Rotator.of(config, self.partitioner, clock)
@@ -233,7 +233,7 @@ class TopicPartitionWriter:
         the batch holds them) go to the files beside it in bulk too. ``timestamps``: the
         records' Kafka timestamps (epoch ms, negative: none), for each file's time range.
         ``checked``: the caller found every value storable as it is
-        (:meth:`~sink.write.encoders.RecordEncoder.rejected`).
+        (:meth:`~blockgz.sink.write.encoders.RecordEncoder.rejected`).
         """
         run = self._run_of(values, offsets, keys, headers, timestamps, checked)
         if run is None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sink.partitioning.zones import parse_timezone
+from blockgz.sink.partitioning.zones import parse_timezone
 
 
 def next_scheduled_rotation(now_ms: int, interval_ms: int, timezone: str) -> int:
@@ -77,7 +77,7 @@ class RotationRules:
 
     @classmethod
     def of(cls, config: Any) -> RotationRules:
-        """The rules of a :class:`~sink.write.config.SinkConfig`."""
+        """The rules of a :class:`~blockgz.sink.write.config.SinkConfig`."""
         return cls(
             flush_size=config.flush_size,
             flush_size_bytes=config.flush_size_bytes,

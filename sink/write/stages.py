@@ -3,7 +3,7 @@ place → append → rotate.
 
 * **route** (:class:`NullRoute`): a value goes on; a null value (a tombstone) is skipped, fails
   the record or goes to ``tombstone.encoded.partition``, by ``behavior.on.null.values``;
-* **convert**: ``value.converter`` decodes the value (a :class:`~sink.convert.converters.
+* **convert**: ``value.converter`` decodes the value (a :class:`~blockgz.sink.convert.converters.
   Converter`, already a stage of its own);
 * **place** (:class:`Placement`): the encoded partition (partitioner, then
   ``s3.schema.partition.affix.type``) and the value schema the file keeps
@@ -11,12 +11,13 @@ place → append → rotate.
 * **append** (:func:`append`, :func:`append_run`): the encoded record, or a run of them, into
   its open file and the keys and headers files beside it;
 * **rotate** (:class:`Rotator`): which open files to commit before and after the append, by
-  Confluent's rotation settings (:mod:`sink.write.rotation`) and ``partitioner.max.open.files``.
+  Confluent's rotation settings (:mod:`blockgz.sink.write.rotation`) and
+  ``partitioner.max.open.files``.
 
-:class:`~sink.write.partition_writer.TopicPartitionWriter` runs them in that order; each is
+:class:`~blockgz.sink.write.partition_writer.TopicPartitionWriter` runs them in that order; each is
 tested alone.
 
->>> from sink.records import KafkaRecord
+>>> from blockgz.sink.records import KafkaRecord
 >>> NullRoute("ignore", "tombstone").route(KafkaRecord("t", 0, 5, 0, None, None))
 <Route.SKIP: 'skip'>
 """
@@ -33,9 +34,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from blockgz.errors import RecordFramingError
-from sink.convert.evolution import SchemaPolicy
-from sink.records import KafkaRecord
-from sink.write.rotation import RotationRules, Schedule
+from blockgz.sink.convert.evolution import SchemaPolicy
+from blockgz.sink.records import KafkaRecord
+from blockgz.sink.write.rotation import RotationRules, Schedule
 
 log = logging.getLogger("blockgz.sink")
 
@@ -54,7 +55,7 @@ class NullRoute:
     """``behavior.on.null.values`` (``fail``, ``ignore`` or ``write``), and whether a skipped
     null is reported to the dead-letter queue (``report.null.values.to.dlq``, with one).
 
-    >>> from sink.records import KafkaRecord
+    >>> from blockgz.sink.records import KafkaRecord
     >>> NullRoute("write", "tombstone").route(KafkaRecord("t", 0, 5, 0, None, None))
     <Route.TOMBSTONE: 'tombstone'>
     >>> NullRoute("fail", "tombstone").route(KafkaRecord("t", 0, 5, 0, None, b"{}"))
@@ -67,7 +68,7 @@ class NullRoute:
 
     @classmethod
     def of(cls, config: Any, *, dead_letters: bool) -> NullRoute:
-        """The route of a :class:`~sink.write.config.SinkConfig` (``dead_letters``: the task
+        """The route of a :class:`~blockgz.sink.write.config.SinkConfig` (``dead_letters``: the task
         has a dead-letter queue)."""
         return cls(
             config.null_behavior,
@@ -101,7 +102,7 @@ class Placement:
     """The encoded partition of a record and the value schema its file keeps.
 
     >>> from types import SimpleNamespace
-    >>> from sink.records import KafkaRecord
+    >>> from blockgz.sink.records import KafkaRecord
     >>> by_day = SimpleNamespace(encode_partition=lambda record: "dt=2026-11-25")
     >>> place = Placement(by_day, affix="NONE", directory_delim="/")
     >>> place.encoded(KafkaRecord("t", 0, 5, 0, None, b"{}"))
@@ -128,7 +129,7 @@ class Placement:
 
     @classmethod
     def of(cls, config: Any, partitioner: Any) -> Placement:
-        """The placement of a :class:`~sink.write.config.SinkConfig`."""
+        """The placement of a :class:`~blockgz.sink.write.config.SinkConfig`."""
         return cls(
             partitioner,
             affix=config.schema_affix,
@@ -204,7 +205,7 @@ def append(writer: OpenFile, record: KafkaRecord, data: bytes | None) -> None:
     try:
         writer.write(data, record.offset, record.timestamp_ms)
     except RecordFramingError as exc:
-        raise record.fail(str(exc)) from None
+        raise record.fail(str(exc)) from exc
     if record.timestamp_ms is not None and record.timestamp_ms >= 0:
         writer.note_times(record.timestamp_ms, record.timestamp_ms)
     if entries is not None:
@@ -252,7 +253,8 @@ def append_run(writer: OpenFile, run: Run, start: int, stop: int) -> None:
 
 # -- rotate --------------------------------------------------------------------------------------
 class Files(Protocol):
-    """The open files the rotate stage commits (:class:`~sink.write.open_files.OpenFiles`)."""
+    """The open files the rotate stage commits
+    (:class:`~blockgz.sink.write.open_files.OpenFiles`)."""
 
     def get(self, encoded: str) -> OpenFile | None: ...
 
@@ -291,7 +293,7 @@ class Rotator:
 
     @classmethod
     def of(cls, config: Any, partitioner: Any, clock: Callable[[], float] = time.time) -> Rotator:
-        """The rotation of a :class:`~sink.write.config.SinkConfig`."""
+        """The rotation of a :class:`~blockgz.sink.write.config.SinkConfig`."""
         interval = config.rotate_schedule_interval_ms
         return cls(
             RotationRules.of(config),

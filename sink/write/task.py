@@ -1,8 +1,8 @@
 """One Spark write task: Arrow batches of Kafka rows in, objects and a commit message out.
 
 Each task writes the topic-partitions it is given, in offset order, through one
-:class:`~sink.write.partition_writer.TopicPartitionWriter` per topic-partition. A batch holding
-only one topic-partition's non-null values (what a Kafka source gives each task) is written
+:class:`~blockgz.sink.write.partition_writer.TopicPartitionWriter` per topic-partition. A batch
+holding only one topic-partition's non-null values (what a Kafka source gives each task) is written
 whole when the settings allow; anything else goes record by record. On any failure, every
 object this attempt wrote is deleted before the error goes on to Spark.
 """
@@ -14,12 +14,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from blockgz.archive.manifests import WrittenFile
-from sink.records import KafkaRecord
-from sink.write.commit import TaskCommitMessage
-from sink.write.config import SinkConfig
-from sink.write.deadletter import DeadLetters, KafkaDeadLetters, StoreDeadLetters
-from sink.write.hooks import TaskInfo, load_input_reader, load_listener
-from sink.write.partition_writer import TopicPartitionWriter
+from blockgz.sink.records import KafkaRecord
+from blockgz.sink.write.commit import TaskCommitMessage
+from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.deadletter import DeadLetters, KafkaDeadLetters, StoreDeadLetters
+from blockgz.sink.write.hooks import TaskInfo, load_input_reader, load_listener
+from blockgz.sink.write.partition_writer import TopicPartitionWriter
 
 log = logging.getLogger("blockgz.sink")
 
@@ -103,7 +103,7 @@ def run_companions(batch, config: SinkConfig) -> tuple[Any, Any]:
     else ``None``; a column the batch lacks is all nulls."""
     import pyarrow as pa
 
-    from sink.records import kafka_arrow_schema
+    from blockgz.sink.records import kafka_arrow_schema
 
     names = batch.schema.names
     wanted = (("key", config.store_keys), ("headers", config.store_headers))

@@ -20,9 +20,9 @@ from click.testing import CliRunner
 
 from blockgz.archive.layout import legacy_sidecar_key, sidecar_key
 from blockgz.cli import main
+from blockgz.reader import open_archive
+from blockgz.sink.records import KafkaRecord
 from blockgz.store import open_store
-from reader import open_archive
-from sink.records import KafkaRecord
 from testkit.archives import build_partition, write_once
 from testkit.s3 import s3_options
 

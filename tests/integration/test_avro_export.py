@@ -11,10 +11,10 @@ import re
 
 import pytest
 
+from blockgz.reader import open_archive
+from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.export.job import ExportFailed, run_export
 from blockgz.store import open_store
-from reader import open_archive
-from sink.export.config import ExportConfig
-from sink.export.job import ExportFailed, run_export
 from testkit.avro_data import V1, V2, avro_value_for, produce_avro, produce_avro_numbered
 from testkit.kafka_data import manifest_keys_of, read_exported
 from testkit.s3 import s3_options

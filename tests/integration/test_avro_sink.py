@@ -1,8 +1,8 @@
 """Converters x formats, schema evolution and bad Avro input, through the sink's write task.
 
 Values are serialised by confluent-kafka's real ``AvroSerializer`` against the loopback
-registry (``registry`` fixture), then written by :func:`sink.write.task.write_task` — what one
-Spark task runs — into a local directory, and read back with fastavro and the blockgz reader.
+registry (``registry`` fixture), then written by :func:`blockgz.sink.write.task.write_task` — what
+one Spark task runs — into a local directory, and read back with fastavro and the blockgz reader.
 The Spark and Kafka round trip of the same path is in ``test_avro_export.py``.
 """
 
@@ -19,9 +19,9 @@ import pytest
 
 from blockgz.errors import BadRecordError, RegistryError
 from blockgz.objects.indexed import IndexedReader
-from sink.records import KafkaRecord
-from sink.write.config import SinkConfig
-from sink.write.task import write_task
+from blockgz.sink.records import KafkaRecord
+from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.task import write_task
 from testkit.avro_data import V1, V2, V3_INCOMPATIBLE, avro_value_for
 from testkit.batches import arrow_batches
 from testkit.kafka_data import read_avro

@@ -12,7 +12,7 @@ from urllib.parse import unquote
 import pytest
 
 from blockgz.archive.catalog import Catalog
-from reader import open_archive
+from blockgz.reader import open_archive
 from testkit.archives import export_batches, input_records
 from testkit.s3 import s3_options
 
@@ -106,8 +106,8 @@ def test_nothing_found_names_the_prefix_listed_and_topics_dir(weed_proxy, weed_b
 def test_a_killed_runs_multipart_uploads_are_aborted_at_start(seaweed_s3, weed_bucket):
     import time
 
-    from sink.export.config import ExportConfig
-    from sink.export.job import abort_left_uploads
+    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.export.job import abort_left_uploads
 
     client = seaweed_s3.client()
     left = [
@@ -138,7 +138,7 @@ def test_a_killed_runs_multipart_uploads_are_aborted_at_start(seaweed_s3, weed_b
 
 
 def _hourly_history(hours: int) -> list:
-    from sink.records import KafkaRecord
+    from blockgz.sink.records import KafkaRecord
     from testkit.archives import HOUR, T0
 
     return [
@@ -153,8 +153,8 @@ def test_a_restart_under_a_time_partitioner_costs_the_same_whatever_the_history(
 ):
     """Intents: the requests of removing an uncommitted batch depend on that batch (here: a
     late record for hour 1 and two new hours), not on the 12 or 120 hourly directories."""
-    from sink.records import KafkaRecord
-    from sink.write.task import write_task
+    from blockgz.sink.records import KafkaRecord
+    from blockgz.sink.write.task import write_task
     from testkit.archives import HOUR, T0
     from testkit.batches import arrow_batches
 

@@ -23,9 +23,9 @@ from botocore.exceptions import ClientError
 from blockgz.archive.layout import Layout
 from blockgz.errors import ObjectNotFoundError, StoreError
 from blockgz.objects.upload import BlockGzipUpload
+from blockgz.reader import open_archive
 from blockgz.store import open_store
 from blockgz.store.s3 import translate_error
-from reader import open_archive
 from testkit.archives import build_partition
 from testkit.s3 import FaultProxy, s3_options
 
@@ -219,7 +219,7 @@ def test_an_archive_reads_back_by_offset_one_range_per_block(ceph_proxy, ceph_bu
 
 def test_a_multipart_archive_object_reads_back_by_offset(ceph_s3, ceph_bucket):
     """A block-GZIP object large enough to go up in parts (so completed with the empty ETag),
-    with its index, then sought through ``reader.open_archive``."""
+    with its index, then sought through ``blockgz.reader.open_archive``."""
     options = s3_options(
         ceph_s3.endpoint_url, **{"s3.part.size": str(5 * MIB), "s3.upload.concurrency": "3"}
     )

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.export.job import ExportFailed, run_export
 from blockgz.store import open_store
-from sink.export.config import ExportConfig
-from sink.export.job import ExportFailed, run_export
 from testkit.faults import fault_options
 from testkit.kafka_data import (
     Exported,
@@ -411,7 +411,7 @@ def test_transaction_markers_leave_exact_gaps_and_seeks_skip_them(
     """Committed transactions put a marker after each batch: offsets 3, 7 and 11 hold none."""
     from confluent_kafka import Producer
 
-    from reader import open_archive
+    from blockgz.reader import open_archive
 
     topic = topic_for(request)
     kafka.create_topic(topic, partitions=1)
@@ -457,7 +457,7 @@ def test_the_json_envelope_keeps_headers_without_include_headers(
     come back through open_archive(...).records() as Kafka held them."""
     from confluent_kafka import Producer
 
-    from reader import open_archive
+    from blockgz.reader import open_archive
     from testkit.kafka_data import T0
 
     topic = topic_for(request)

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from blockgz.local_servers import fake_aws_env
+from blockgz.sink.write.config import SinkConfig
 from blockgz.store import open_store
-from sink.write.config import SinkConfig
 from testkit.faults import fault_options
 from testkit.kafka_data import manifest_keys_of, produce_numbered, read_exported
 from testkit.s3 import s3_options
@@ -68,7 +68,7 @@ class ExportProcess:
     ):
         self.tag = uuid.uuid4().hex
         # The driver loads the fault listener from testkit/, which is not installed: put the
-        # checkout on the path (Spark's workers get it from sink.session).
+        # checkout on the path (Spark's workers get it from blockgz.sink.session).
         path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
         env = {**os.environ, **fake_aws_env(), "BLOCKGZ_TEST_RUN": self.tag, "PYTHONPATH": path}
         self.log = log
@@ -129,7 +129,7 @@ def crash_setup(kafka, s3_server, bucket, tmp_path, request):
 
 
 def check_exactly_once(s3_server, bucket, config_path: Path) -> None:
-    from sink.export.config import load_config_file
+    from blockgz.sink.export.config import load_config_file
 
     options = load_config_file(config_path)
     store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))

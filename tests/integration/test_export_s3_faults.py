@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from blockgz.local_servers import fake_aws_env
+from blockgz.sink.write.config import SinkConfig
 from blockgz.store import open_store
-from sink.write.config import SinkConfig
 from testkit.kafka_data import manifest_keys_of, read_exported
 from testkit.s3 import s3_options
 

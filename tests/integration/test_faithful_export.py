@@ -12,9 +12,9 @@ import json
 
 import pytest
 
+from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.export.job import run_export
 from blockgz.store import open_store
-from sink.export.config import ExportConfig
-from sink.export.job import run_export
 from testkit.deadletters import produce_mixed, read_topic
 from testkit.kafka_data import read_exported
 from testkit.s3 import s3_options
@@ -81,7 +81,7 @@ def test_bad_records_go_to_the_dead_letter_topic_and_good_ones_to_s3(
 def test_keys_and_headers_files_through_the_export(spark, kafka, s3_server, bucket, tmp_path):
     """store.kafka.keys/headers on S3: the archive gives back key, value and headers; with
     behavior.on.null.values=write, tombstones keep only their keys and headers (as Confluent)."""
-    from reader import open_archive
+    from blockgz.reader import open_archive
 
     topic = "keys_headers_export"
     kafka.create_topic(topic, partitions=1)

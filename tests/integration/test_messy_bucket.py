@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from blockgz.cli import main
-from reader import open_archive
+from blockgz.reader import open_archive
 from testkit.archives import export_batches, input_records
 from testkit.s3 import s3_options
 
@@ -102,7 +102,7 @@ def test_ls_with_a_topics_dir_lists_that_archive_only(messy):
 def test_records_of_a_job_written_twice_return_each_offset_once(messy):
     root, options = messy
     with open_archive(f"{root}/doubled", options) as archive:
-        from reader.overlaps import find_overlaps
+        from blockgz.reader.overlaps import find_overlaps
 
         assert find_overlaps(archive.objects("ev", 0), archive.index)
         for partition in (0, 1):

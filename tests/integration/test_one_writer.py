@@ -29,10 +29,10 @@ from blockgz.archive.lease import Holder, Lease
 from blockgz.archive.log import ManifestLog
 from blockgz.errors import LeaseHeldError, PreconditionFailedError, PreflightError
 from blockgz.local_servers import fake_aws_env
+from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.export.preflight import check_other_jobs
+from blockgz.sink.write.config import SinkConfig
 from blockgz.store import open_store
-from sink.export.config import ExportConfig
-from sink.export.preflight import check_other_jobs
-from sink.write.config import SinkConfig
 from testkit.faults import fault_options
 from testkit.kafka_data import manifest_keys_of, produce_numbered
 from testkit.s3 import s3_options

@@ -14,8 +14,8 @@ import uuid
 import pytest
 
 from blockgz.errors import ExportFailed
-from reader import open_archive
-from sink.export.config import ExportConfig
+from blockgz.reader import open_archive
+from blockgz.sink.export.config import ExportConfig
 from testkit.running_export import archived_offsets, committed, export_while, wait_until
 from testkit.s3 import s3_options
 

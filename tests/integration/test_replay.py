@@ -1,6 +1,6 @@
 """``blockgz replay`` into a real broker (Tansu): the target topic holds the archive, once.
 
-Tansu's high watermark lags behind batched produces (see DESIGN.md's test servers), so the
+Tansu's high watermark lags behind batched produces (the README's test servers), so the
 replays here send one record per request (``-O kafka.batch.num.messages=1``); the product
 code is the same either way.
 """
@@ -17,10 +17,10 @@ import pytest
 from click.testing import CliRunner
 
 from blockgz.cli import main
-from reader.replay import MARKER, kafka_partition
-from sink.records import KafkaRecord
-from sink.write.config import SinkConfig
-from sink.write.task import write_task
+from blockgz.reader.replay import MARKER, kafka_partition
+from blockgz.sink.records import KafkaRecord
+from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.task import write_task
 from testkit.batches import arrow_batches
 
 T0 = 1_700_000_000_000
@@ -192,7 +192,7 @@ def test_refusals_say_why(kafka, tmp_path, args, words):
 
 
 def test_a_spark_replay_runs_one_task_per_partition(spark, kafka, tmp_path):
-    from reader.replay import ReplaySettings, replay_on_spark
+    from blockgz.reader.replay import ReplaySettings, replay_on_spark
 
     records = archive_of(tmp_path, "sparky", 3, 60)
     kafka.create_topic("sparky-out", partitions=3)

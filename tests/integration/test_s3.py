@@ -14,8 +14,8 @@ from click.testing import CliRunner
 
 from blockgz.cli import main
 from blockgz.errors import CorruptBlockError, ObjectNotFoundError, StoreError
+from blockgz.reader import open_archive
 from blockgz.store import open_store
-from reader import open_archive
 from testkit.archives import build_partition
 from testkit.s3 import FaultProxy, s3_options
 

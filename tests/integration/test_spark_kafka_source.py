@@ -19,8 +19,8 @@ import pytest
 
 from blockgz.errors import JarResolutionError
 from blockgz.local_servers import fake_aws_env
+from blockgz.sink.write.config import SinkConfig
 from blockgz.store import open_store
-from sink.write.config import SinkConfig
 from testkit.kafka_data import manifest_keys_of, produce_numbered, read_exported, value_for
 from testkit.s3 import s3_options
 
@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def connector():
-    from sink.spark_kafka import connector_jars
+    from blockgz.sink.spark_kafka import connector_jars
 
     try:
         return connector_jars(CONNECTOR)

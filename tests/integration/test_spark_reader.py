@@ -181,7 +181,7 @@ def test_the_dataframe_holds_exactly_the_records_a_filter_allows(
 def test_avro_values_come_back_in_their_schemas_type(spark, weed_proxy, weed_bucket):
     import json
 
-    from sink.records import KafkaRecord
+    from blockgz.sink.records import KafkaRecord
 
     options = s3_options(weed_proxy.endpoint_url)
     schema = {
@@ -259,7 +259,7 @@ def test_wire_format_avro_values_decode_through_the_registry(
     from confluent_kafka.schema_registry.avro import AvroSerializer
     from confluent_kafka.serialization import MessageField, SerializationContext
 
-    from sink.records import KafkaRecord
+    from blockgz.sink.records import KafkaRecord
     from testkit import archives
     from testkit.avro_data import V1, V2, avro_value_for
 
@@ -314,7 +314,7 @@ def test_a_value_not_in_wire_format_fails_the_query_naming_it(
 ):
     from pyspark.errors import PySparkException
 
-    from sink.records import KafkaRecord
+    from blockgz.sink.records import KafkaRecord
     from testkit.archives import T0
 
     options = s3_options(weed_proxy.endpoint_url)
@@ -406,7 +406,7 @@ def test_avro_objects_read_into_the_registrys_newest_schema_with_defaults(
 def test_registering_the_sink_again_keeps_reading(spark, tmp_path):
     """An export on a session (``run_export(spark=...)`` registers the sink's sources) must not
     take ``format("blockgz")``'s reading away: ``sink`` cannot import the reader's half."""
-    from sink.session import has_data_source, register_data_sources
+    from blockgz.sink.session import has_data_source, register_data_sources
 
     records = input_records(20)
     export_batches(str(tmp_path / "arch"), records, "default", batches=1)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from sink.partitioning.partitioners import Partitioner
-from sink.partitioning.settings import build_partitioner
-from sink.records import KafkaRecord
+from blockgz.sink.partitioning.partitioners import Partitioner
+from blockgz.sink.partitioning.settings import build_partitioner
+from blockgz.sink.records import KafkaRecord
 
 HOURLY = "'year'=YYYY/'month'=MM/'day'=dd/'hour'=HH"
 

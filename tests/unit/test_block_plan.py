@@ -14,8 +14,8 @@ from blockgz.format.index import BlockIndex, Chunk
 from blockgz.format.plan import BlockRead, Span, fetched, merge_ranges, plan_blocks
 from blockgz.objects.indexed import FileRanges, IndexedReader
 from blockgz.objects.upload import BlockGzipUpload
+from blockgz.reader import open_archive
 from blockgz.store import LocalStore
-from reader import open_archive
 from testkit.ranges import CountingRanges
 
 

@@ -19,10 +19,10 @@ from blockgz.errors import BadRecordError, ConfigError
 from blockgz.format.framing import LengthPrefixed
 from blockgz.objects.indexed import IndexedReader
 from blockgz.objects.stream import stream_records
+from blockgz.sink.records import KafkaRecord
+from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.task import write_task
 from blockgz.store import LocalStore
-from sink.records import KafkaRecord
-from sink.write.config import SinkConfig
-from sink.write.task import write_task
 from testkit.batches import arrow_batches
 
 LENGTH = {"format.class": "bytearray", "format.bytearray.framing": "length-prefixed"}

@@ -1,7 +1,7 @@
 """Every option of Confluent's S3 sink is honoured, refused with a reason, or warned of.
 
-The table is :data:`sink.export.settings_names.CONFLUENT_S3_OPTIONS`; these tests walk it and
-check the class of each name, then the store-level options blockgz honours: tagging, the MD5
+The table is :data:`blockgz.sink.export.settings_names.CONFLUENT_S3_OPTIONS`; these tests walk it
+and check the class of each name, then the store-level options blockgz honours: tagging, the MD5
 digest, Transfer Acceleration, the proxy and the credential providers (no network: moto and
 SeaweedFS are in ``tests/integration/test_s3_options.py``).
 """
@@ -17,6 +17,16 @@ import pytest
 from botocore.stub import Stubber
 
 from blockgz.errors import ConfigError, StoreError
+from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.export.settings_names import (
+    CONFLUENT_S3_OPTIONS,
+    HONOURED,
+    READ,
+    REFUSED,
+    WARNED,
+    check_keys,
+    describe_ignored,
+)
 from blockgz.store.s3 import (
     S3Store,
     assume_role_credentials,
@@ -26,16 +36,6 @@ from blockgz.store.s3 import (
     offset_tags,
 )
 from blockgz.store.settings import CREDENTIALS_PROVIDERS, OPTION_NAMES, S3Settings
-from sink.export.config import ExportConfig
-from sink.export.settings_names import (
-    CONFLUENT_S3_OPTIONS,
-    HONOURED,
-    READ,
-    REFUSED,
-    WARNED,
-    check_keys,
-    describe_ignored,
-)
 
 #: Options the store layer (S3Settings) honours.
 STORE_HONOURED = frozenset(

@@ -17,23 +17,23 @@ import orjson
 import pytest
 
 from blockgz.errors import BadRecordError, ConfigError, RegistryError, UnknownSchemaError
-from sink.convert.connect_json import (
+from blockgz.sink.convert.connect_json import (
     avro_datum_from_connect,
     avro_schema_from_connect,
     render_json,
 )
-from sink.convert.converters import (
+from blockgz.sink.convert.converters import (
     AvroConverter,
     ByteArrayConverter,
     ConverterSettings,
     JsonConverter,
     StringConverter,
 )
-from sink.convert.evolution import SchemaPolicy
-from sink.convert.registry import RegistrySettings
-from sink.convert.schemas import ValueSchema
-from sink.records import KafkaRecord
-from sink.write.config import SinkConfig
+from blockgz.sink.convert.evolution import SchemaPolicy
+from blockgz.sink.convert.registry import RegistrySettings
+from blockgz.sink.convert.schemas import ValueSchema
+from blockgz.sink.records import KafkaRecord
+from blockgz.sink.write.config import SinkConfig
 
 V1 = {"type": "record", "name": "user", "fields": [{"name": "id", "type": "long"}]}
 V2 = {

@@ -13,11 +13,11 @@ import random
 import pytest
 
 from blockgz.errors import BadRecordError, ConfigError
+from blockgz.sink.records import KafkaRecord
+from blockgz.sink.write.commit import write_manifest
+from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.task import write_task
 from blockgz.store import LocalStore
-from sink.records import KafkaRecord
-from sink.write.commit import write_manifest
-from sink.write.config import SinkConfig
-from sink.write.task import write_task
 from testkit.batches import arrow_batches
 
 STORE_DLQ = {"errors.tolerance": "all", "blockgz.deadletterqueue.store": "true"}

@@ -29,7 +29,7 @@ from blockgz.errors import ConfigError, CorruptBlockError, CorruptIndexError, Ob
 from blockgz.format.decode import inflate_chunk
 from blockgz.format.index import BlockIndex
 from blockgz.objects.indexed import IndexedReader
-from reader import open_archive
+from blockgz.reader import open_archive
 
 TOPIC = "system-test"  # a topic with the name delimiter in it, as in their README
 #: What GZIPOutputStream writes first: magic, CM=deflate, no flags, MTIME 0, XFL 0, OS 0.

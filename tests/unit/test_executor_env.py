@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from sink.executor_env import REDACTION_KEY, executor_conf, forwarded_env, redaction_regex
+from blockgz.sink.executor_env import REDACTION_KEY, executor_conf, forwarded_env, redaction_regex
 
 DRIVER = {
     "AWS_ACCESS_KEY_ID": "AKIA1",

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from sink.export.job import _log_records_to
+from blockgz.sink.export.job import _log_records_to
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")

@@ -21,11 +21,11 @@ from blockgz.errors import ConfigError, UnknownFormatError
 from blockgz.formats.base import KEYS, Format, RecordEncoder
 from blockgz.formats.compression import COMPRESSIONS
 from blockgz.formats.registry import FORMATS, format_of
-from reader import open_archive
-from reader.companion_entries import with_entries
-from sink.records import KafkaRecord, kafka_arrow_schema
-from sink.write.config import SinkConfig
-from sink.write.task import write_task
+from blockgz.reader import open_archive
+from blockgz.reader.companion_entries import with_entries
+from blockgz.sink.records import KafkaRecord, kafka_arrow_schema
+from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.task import write_task
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("blockgz", "sink", "reader")
@@ -232,9 +232,9 @@ def test_readers_report_a_companion_of_unknown_format_instead_of_reading_it_as_b
 
 def test_verify_reports_an_object_of_unknown_format(tmp_path):
     """On main, ``verify --scan`` read such an object whole as bytearray lines and said ok."""
+    from blockgz.reader.archive import Archive, ObjectSummary
+    from blockgz.reader.verify import TopicCheck, check_object
     from blockgz.store import LocalStore
-    from reader.archive import Archive, ObjectSummary
-    from reader.verify import TopicCheck, check_object
 
     store = LocalStore(str(tmp_path))
     key = "topics/t/partition=0/t+0+0000000000.parquet"

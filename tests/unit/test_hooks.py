@@ -7,10 +7,10 @@ import pytest
 pa = pytest.importorskip("pyarrow")
 
 from blockgz.errors import ConfigError  # noqa: E402
-from sink.records import kafka_arrow_schema  # noqa: E402
-from sink.write.config import SinkConfig  # noqa: E402
-from sink.write.hooks import WriteListener, load_input_reader, load_listener  # noqa: E402
-from sink.write.task import write_task  # noqa: E402
+from blockgz.sink.records import kafka_arrow_schema  # noqa: E402
+from blockgz.sink.write.config import SinkConfig  # noqa: E402
+from blockgz.sink.write.hooks import WriteListener, load_input_reader, load_listener  # noqa: E402
+from blockgz.sink.write.task import write_task  # noqa: E402
 
 HEARD: list = []
 

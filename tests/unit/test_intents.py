@@ -9,11 +9,11 @@ import pytest
 
 from blockgz.archive.catalog import Catalog
 from blockgz.errors import CorruptManifestError, OffsetOrderError
+from blockgz.reader import open_archive
+from blockgz.sink.records import KafkaRecord
+from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.task import write_task
 from blockgz.store import LocalStore
-from reader import open_archive
-from sink.records import KafkaRecord
-from sink.write.config import SinkConfig
-from sink.write.task import write_task
 from testkit.archives import HOUR, LAYOUTS, T0, export_batches
 from testkit.batches import arrow_batches
 

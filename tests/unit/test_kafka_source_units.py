@@ -17,11 +17,11 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows  # noqa: E402
 
 from blockgz.errors import ConfigError, DataLossError, SourceError  # noqa: E402
-from sink.kafka import offsets as koff  # noqa: E402
-from sink.kafka import options as kopt  # noqa: E402
-from sink.kafka import ranges as kranges  # noqa: E402
-from sink.kafka import source as ks  # noqa: E402
-from sink.records import kafka_arrow_schema  # noqa: E402
+from blockgz.sink.kafka import offsets as koff  # noqa: E402
+from blockgz.sink.kafka import options as kopt  # noqa: E402
+from blockgz.sink.kafka import ranges as kranges  # noqa: E402
+from blockgz.sink.kafka import source as ks  # noqa: E402
+from blockgz.sink.records import kafka_arrow_schema  # noqa: E402
 
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 
@@ -461,9 +461,9 @@ def test_read_gives_up_after_the_poll_timeout(fake):
 def test_starting_offsets_s3_reads_the_sink_manifests(tmp_path):
     from blockgz.archive.layout import Layout
     from blockgz.archive.log import ManifestLog
+    from blockgz.sink.kafka.offsets import manifest_start
+    from blockgz.sink.kafka.options import parse_options
     from blockgz.store import LocalStore
-    from sink.kafka.offsets import manifest_start
-    from sink.kafka.options import parse_options
 
     log = ManifestLog(LocalStore(tmp_path), "", Layout(), "job")
     log.write(0, files=[], offsets={"t": {0: 7}})
@@ -479,7 +479,7 @@ def test_starting_offsets_s3_reads_the_sink_manifests(tmp_path):
 
 def test_starting_offsets_s3_needs_a_sink_target():
     from blockgz.errors import ConfigError
-    from sink.kafka.options import parse_options
+    from blockgz.sink.kafka.options import parse_options
 
     with pytest.raises(ConfigError, match=r"s3\.bucket\.name is required"):
         parse_options({"kafka.bootstrap.servers": "x:1", "subscribe": "t", "startingOffsets": "s3"})

@@ -14,11 +14,11 @@ import pyarrow as pa
 import pytest
 
 from blockgz.errors import BadRecordError, ConfigError
-from reader import open_archive
-from sink.records import KafkaRecord, kafka_arrow_schema
-from sink.write.config import SinkConfig
-from sink.write.encoders import text_or_base64
-from sink.write.task import write_task
+from blockgz.reader import open_archive
+from blockgz.sink.records import KafkaRecord, kafka_arrow_schema
+from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.encoders import text_or_base64
+from blockgz.sink.write.task import write_task
 
 
 def records(n: int = 12) -> list[KafkaRecord]:
@@ -141,7 +141,7 @@ def test_headers_cannot_be_bytearray(tmp_path):
 
 
 def test_manifests_count_records_once_with_companions(tmp_path):
-    from sink.write.commit import write_manifest
+    from blockgz.sink.write.commit import write_manifest
 
     recs = records(6)
     config = SinkConfig.from_options(

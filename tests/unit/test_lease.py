@@ -147,8 +147,8 @@ def test_the_sink_commits_only_while_it_holds_the_lease_and_a_fenced_abort_delet
     )
 
     from blockgz.archive.manifests import WrittenFile
-    from sink.write.commit import TaskCommitMessage
-    from sink.write.datasource import BlockGzStreamWriter
+    from blockgz.sink.write.commit import TaskCommitMessage
+    from blockgz.sink.write.datasource import BlockGzStreamWriter
 
     schema = StructType(
         [

@@ -16,10 +16,10 @@ from blockgz.cli.options import load_declarations, readme_with_tables
 from blockgz.errors import ConfigError
 from blockgz.option_defs import OPTIONS, OptionDef, OptionRegistry
 from blockgz.options import Options
-from reader import open_archive
-from reader.replay import replay_options
-from sink.export.config import ExportConfig, split_options
-from sink.export.settings_names import CONFLUENT_S3_OPTIONS, KNOWN, READ, check_keys
+from blockgz.reader import open_archive
+from blockgz.reader.replay import replay_options
+from blockgz.sink.export.config import ExportConfig, split_options
+from blockgz.sink.export.settings_names import CONFLUENT_S3_OPTIONS, KNOWN, READ, check_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -200,7 +200,7 @@ def test_open_archive_takes_an_export_config_and_warns_of_unknown_names(tmp_path
 
 
 def test_the_spark_reader_refuses_typos_in_lower_cased_names(tmp_path):
-    from reader.spark_source import ArchiveReadSource
+    from blockgz.reader.spark_source import ArchiveReadSource
 
     source = ArchiveReadSource()
     # Spark lower-cases a data source's option names.
@@ -222,13 +222,13 @@ def test_replay_refuses_typos_and_splits_the_producers_settings():
 def test_a_read_of_an_undeclared_option_by_blockgz_code_is_recorded():
     assert option_defs.track_reads  # tests/conftest.py turns it on for every test
     opts = Options({"no.such.option": "1"})
-    product = {"__name__": "sink.write.fake", "opts": opts}
+    product = {"__name__": "blockgz.sink.write.fake", "opts": opts}
     plugin = {"__name__": "my_plugin", "opts": opts}
     exec("opts.text('no.such.option'); opts.flag('s3.send.digest', False)", product)
     exec("opts.text('my.plugin.option')", plugin)  # a user's plugin reads its own options
     recorded = set(option_defs.UNDECLARED_READS)
     option_defs.UNDECLARED_READS.clear()  # else the autouse check fails this test
-    assert recorded == {("sink.write.fake", "no.such.option")}
+    assert recorded == {("blockgz.sink.write.fake", "no.such.option")}
 
 
 def test_a_typed_read_that_disagrees_with_its_declaration_is_recorded():

@@ -11,9 +11,9 @@ import logging
 
 import pytest
 
-from reader import open_archive
-from reader.overlaps import find_overlaps
-from reader.scan_plan import ScanFilter, plan_scan
+from blockgz.reader import open_archive
+from blockgz.reader.overlaps import find_overlaps
+from blockgz.reader.scan_plan import ScanFilter, plan_scan
 from testkit.archives import export_batches, input_records
 from tests.unit.test_scan import rows_of
 

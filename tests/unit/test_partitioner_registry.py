@@ -10,14 +10,14 @@ import pytest
 
 from blockgz.errors import ConfigError
 from blockgz.options import Options
-from sink.partitioning.partitioners import (
+from blockgz.sink.partitioning.partitioners import (
     DailyPartitioner,
     DefaultPartitioner,
     FieldPartitioner,
     HourlyPartitioner,
     TimeBasedPartitioner,
 )
-from sink.partitioning.settings import (
+from blockgz.sink.partitioning.settings import (
     PARTITIONERS,
     CustomSettings,
     DailySettings,
@@ -27,7 +27,7 @@ from sink.partitioning.settings import (
     PartitionerSettings,
     TimeBasedSettings,
 )
-from sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 TIME = {"locale": "en", "timezone": "UTC"}

@@ -14,7 +14,7 @@ import unicodedata
 import pytest
 
 from blockgz.errors import BadRecordError, ConfigError
-from sink.partitioning.partitioners import (
+from blockgz.sink.partitioning.partitioners import (
     DailyPartitioner,
     DefaultPartitioner,
     FieldPartitioner,
@@ -22,9 +22,9 @@ from sink.partitioning.partitioners import (
     Partitioner,
     TimeBasedPartitioner,
 )
-from sink.partitioning.pathsafe import unescape_path_value
-from sink.partitioning.settings import PARTITIONER_OPTIONS, build_partitioner
-from sink.partitioning.timestamps import RecordFieldTimestampExtractor
+from blockgz.sink.partitioning.pathsafe import unescape_path_value
+from blockgz.sink.partitioning.settings import PARTITIONER_OPTIONS, build_partitioner
+from blockgz.sink.partitioning.timestamps import RecordFieldTimestampExtractor
 from tests.unit.partitioning_support import HOURLY, build, ms, rec, time_options
 
 
@@ -329,7 +329,7 @@ CONFIG_ERRORS = [
     (
         {"partitioner.class": "tests.unit.test_partitioners:NotAPartitioner"},
         "partitioner.class",
-        "not a subclass of sink.partitioning.partitioners.Partitioner",
+        "not a subclass of blockgz.sink.partitioning.partitioners.Partitioner",
     ),
     ({"partitioner.class": "field"}, "partition.field.name", "comma list of field names"),
     ({"partitioner.class": "field", "partition.field.name": "a,,b"}, "partition.field.name", "a"),

@@ -1,4 +1,4 @@
-"""Path escaping of partition values (``sink.partitioning.pathsafe``).
+"""Path escaping of partition values (``blockgz.sink.partitioning.pathsafe``).
 
 Escaped values are safe as one key segment, match Hive's escaping for ASCII, and round-trip.
 """
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sink.partitioning.pathsafe import escape_path_value, unescape_path_value
+from blockgz.sink.partitioning.pathsafe import escape_path_value, unescape_path_value
 
 
 @given(st.text())

@@ -7,8 +7,8 @@ import logging
 
 from rich.console import Console
 
-from sink.export.job import ExportResult, PartitionProgress
-from sink.export.progress import ProgressView
+from blockgz.sink.export.job import ExportResult, PartitionProgress
+from blockgz.sink.export.progress import ProgressView
 
 
 def test_log_lines_show_the_lag_when_known_and_leave_it_out_otherwise(caplog):
@@ -26,7 +26,7 @@ def test_log_lines_show_the_lag_when_known_and_leave_it_out_otherwise(caplog):
 
 
 def test_dead_letters_show_per_topic_partition_in_the_log_and_the_table(caplog):
-    from sink.export.progress import render
+    from blockgz.sink.export.progress import render
 
     result = ExportResult(batches=1, dead_letters=3)
     result.partitions[("t", 0)] = PartitionProgress(next_offset=40, files=2, dead_letters=3)

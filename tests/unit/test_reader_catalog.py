@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from blockgz.archive.catalog import Catalog
 from blockgz.errors import ObjectNotFoundError, OffsetNotFoundError
-from reader import open_archive
+from blockgz.reader import open_archive
 from testkit.archives import LAYOUTS, export_batches, input_records
 
 

@@ -7,8 +7,8 @@ import random
 import pytest
 
 from blockgz.errors import ObjectNotFoundError, OffsetNotFoundError
+from blockgz.reader import open_archive
 from blockgz.store import LocalStore
-from reader import open_archive
 from testkit.archives import build_partition
 
 
@@ -91,10 +91,10 @@ def test_object_without_index_is_an_error_unless_scanning(tmp_path):
 
 def test_envelope_records_come_back_with_key_headers_and_timestamp(tmp_path):
     """An export with format.json.envelope=true: the reader gives back what Kafka held."""
-    from reader import open_archive
-    from sink.records import KafkaRecord
-    from sink.write.config import SinkConfig
-    from sink.write.task import write_task
+    from blockgz.reader import open_archive
+    from blockgz.sink.records import KafkaRecord
+    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.task import write_task
     from testkit.batches import arrow_batches
 
     records = [
@@ -137,10 +137,10 @@ def test_a_sidecar_under_its_old_name_is_still_read(tmp_path):
 
 def test_a_custom_bytearray_extension_is_read_from_the_manifests_or_when_told(tmp_path):
     """format.bytearray.extension=.dat: the manifests record it; without them, say it."""
-    from sink.records import KafkaRecord
-    from sink.write.commit import write_manifest
-    from sink.write.config import SinkConfig
-    from sink.write.task import write_task
+    from blockgz.sink.records import KafkaRecord
+    from blockgz.sink.write.commit import write_manifest
+    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.task import write_task
     from testkit.archives import write_once
     from testkit.batches import arrow_batches
 

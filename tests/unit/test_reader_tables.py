@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from blockgz.errors import ConfigError
-from reader import open_archive
-from sink.records import KafkaRecord
-from sink.write.config import SinkConfig
-from sink.write.task import write_task
+from blockgz.reader import open_archive
+from blockgz.sink.records import KafkaRecord
+from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.task import write_task
 from testkit import archives
 from testkit.archives import export_batches, input_records
 from testkit.batches import arrow_batches
@@ -88,7 +88,7 @@ def test_times_are_iso_text_datetimes_or_epoch_ms(tmp_path):
     epoch ms all name the same window; anything else is a ConfigError naming the parameter."""
     import datetime as dt
 
-    from reader.replay import ReplaySettings
+    from blockgz.reader.replay import ReplaySettings
 
     envelope_archive(tmp_path)
     low = dt.datetime.fromtimestamp((T0 + 5000) / 1000, dt.UTC)

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from blockgz.errors import BadRecordError, OffsetOrderError
-from sink.records import KafkaRecord
-from sink.write.config import SinkConfig
-from sink.write.partition_writer import TopicPartitionWriter
-from sink.write.task import single_partition_run, write_task
+from blockgz.sink.records import KafkaRecord
+from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.partition_writer import TopicPartitionWriter
+from blockgz.sink.write.task import single_partition_run, write_task
 from testkit.batches import arrow_batches
 
 T0 = 1_700_000_000_000
@@ -184,7 +184,7 @@ def test_rows_that_are_not_kafka_records_need_an_input_reader(tmp_path):
     from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
     from blockgz.errors import ConfigError
-    from sink.write.datasource import BlockGzStreamWriter
+    from blockgz.sink.write.datasource import BlockGzStreamWriter
 
     ranges = StructType(
         [
@@ -199,7 +199,7 @@ def test_rows_that_are_not_kafka_records_need_an_input_reader(tmp_path):
     writer = BlockGzStreamWriter(
         {
             "path": str(tmp_path),
-            "blockgz.input.reader": "sink.kafka.ranges:read_range_rows",
+            "blockgz.input.reader": "blockgz.sink.kafka.ranges:read_range_rows",
             "blockgz.source.kafka.bootstrap.servers": "127.0.0.1:1",
         },
         ranges,

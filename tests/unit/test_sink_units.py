@@ -14,12 +14,12 @@ import pytest
 
 from blockgz.errors import BadRecordError, ConfigError, OffsetOrderError
 from blockgz.format.index import BlockIndex
-from sink.export.config import ExportConfig, load_config_file, parse_properties
-from sink.records import KafkaRecord
-from sink.write.commit import TaskCommitMessage, write_manifest
-from sink.write.config import SinkConfig
-from sink.write.partition_writer import TopicPartitionWriter
-from sink.write.rotation import next_scheduled_rotation
+from blockgz.sink.export.config import ExportConfig, load_config_file, parse_properties
+from blockgz.sink.records import KafkaRecord
+from blockgz.sink.write.commit import TaskCommitMessage, write_manifest
+from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.partition_writer import TopicPartitionWriter
+from blockgz.sink.write.rotation import next_scheduled_rotation
 
 T0 = 1_763_800_000_000  # 2025-11-22T08:26:40Z, in ms
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from blockgz.errors import ConfigError
-from sink.export.config import ExportConfig
-from sink.export.job import spark_conf_with_connector
-from sink.spark_kafka import connector_jars, missing_from_spark
+from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.export.job import spark_conf_with_connector
+from blockgz.sink.spark_kafka import connector_jars, missing_from_spark
 
 BASE = {"topics": "t", "kafka.bootstrap.servers": "b:9092", "s3.bucket.name": "x"}
 

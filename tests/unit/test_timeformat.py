@@ -1,4 +1,5 @@
-"""Joda-Time ``path.format`` patterns and ISO-8601 parsing (``sink.partitioning.timeformat``).
+"""Joda-Time ``path.format`` patterns and ISO-8601 parsing
+(``blockgz.sink.partitioning.timeformat``).
 
 Expected renderings and parses marked "Joda" were produced by Joda-Time 2.14.1 (``DateTimeFormat``
 and ``ISODateTimeFormat.dateTimeParser()``), so they pin Confluent's exact behaviour.
@@ -11,8 +12,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from blockgz.errors import ConfigError
-from sink.partitioning.isotime import parse_iso_millis
-from sink.partitioning.timeformat import compile_pattern, tokenize
+from blockgz.sink.partitioning.isotime import parse_iso_millis
+from blockgz.sink.partitioning.timeformat import compile_pattern, tokenize
 
 
 @pytest.mark.parametrize(
@@ -89,12 +90,12 @@ def test_parse_iso_millis_rejects(text):
 def test_java_short_zone_ids_map_as_java_maps_them(short, zone):
     from zoneinfo import ZoneInfo
 
-    from sink.partitioning.zones import parse_timezone
+    from blockgz.sink.partitioning.zones import parse_timezone
 
     assert parse_timezone(short) == ZoneInfo(zone)
 
 
 def test_java_fixed_short_ids_are_offsets():
-    from sink.partitioning.zones import parse_timezone
+    from blockgz.sink.partitioning.zones import parse_timezone
 
     assert parse_timezone("EST").utcoffset(None) == timedelta(hours=-5)

@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from blockgz.errors import BadRecordError
-from sink.partitioning.partitioners import TimeBasedPartitioner
-from sink.partitioning.settings import build_partitioner
-from sink.partitioning.timestamps import (
+from blockgz.sink.partitioning.partitioners import TimeBasedPartitioner
+from blockgz.sink.partitioning.settings import build_partitioner
+from blockgz.sink.partitioning.timestamps import (
     RecordFieldTimestampExtractor,
     RecordTimestampExtractor,
     TimestampExtractor,

@@ -7,11 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from blockgz.errors import BadRecordError
+from blockgz.reader.wire_avro import split_wire_value
+from blockgz.sink.convert.converters import AvroConverter
+from blockgz.sink.convert.registry import RegistrySettings
+from blockgz.sink.records import KafkaRecord
 from blockgz.wire import HEADER_BYTES, schema_id_of, wire_value
-from reader.wire_avro import split_wire_value
-from sink.convert.converters import AvroConverter
-from sink.convert.registry import RegistrySettings
-from sink.records import KafkaRecord
 
 
 @given(st.integers(0, 2**32 - 1), st.binary(max_size=20))

@@ -10,8 +10,8 @@ import pickle
 import pytest
 
 from blockgz.errors import BadRecordError, ConfigError
+from blockgz.reader.wire_avro import WireAvroValues, split_wire_value, wire_subject
 from blockgz.registry import RegistrySettings
-from reader.wire_avro import WireAvroValues, split_wire_value, wire_subject
 
 
 def test_the_header_gives_the_schema_id_big_endian():

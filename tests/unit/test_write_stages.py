@@ -1,6 +1,6 @@
 """Each stage of a record's way through a topic-partition's writer, alone
-(:mod:`sink.write.stages`, :mod:`sink.write.open_files`): route → convert → place → append →
-rotate."""
+(:mod:`blockgz.sink.write.stages`, :mod:`blockgz.sink.write.open_files`): route → convert → place →
+append → rotate."""
 
 from __future__ import annotations
 
@@ -12,12 +12,11 @@ import numpy as np
 import pytest
 
 from blockgz.errors import BadRecordError, RecordFramingError
-from blockgz.store import LocalStore
-from sink.convert.schemas import ValueSchema
-from sink.records import KafkaRecord
-from sink.write.open_files import OpenFiles
-from sink.write.rotation import RotationRules
-from sink.write.stages import (
+from blockgz.sink.convert.schemas import ValueSchema
+from blockgz.sink.records import KafkaRecord
+from blockgz.sink.write.open_files import OpenFiles
+from blockgz.sink.write.rotation import RotationRules
+from blockgz.sink.write.stages import (
     NullRoute,
     Placement,
     Rotator,
@@ -26,6 +25,7 @@ from sink.write.stages import (
     append,
     append_run,
 )
+from blockgz.store import LocalStore
 
 
 def record(offset: int = 5, value: bytes | None = b"{}", timestamp: int | None = 1000):
@@ -253,7 +253,7 @@ def test_the_oldest_open_file_makes_room_and_a_full_one_is_committed():
 
 
 def test_the_schedule_commits_everything_at_a_boundary_of_the_wall_clock():
-    from sink.write.rotation import Schedule
+    from blockgz.sink.write.rotation import Schedule
 
     now = [0.0]
     rotator = Rotator(RotationRules(), schedule=Schedule(60_000, "UTC"), clock=lambda: now[0])
