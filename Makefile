@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | cksum | cut -d' ' -f1)
 
 .PHONY: demo demo-format test bench lint format prereqs clean
 .PHONY: bench-avro bench-export bench-read soak
@@ -10,7 +10,7 @@ STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
 prereqs:
 	@PYTHON=$(PYTHON) scripts/check-prereqs
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py
 	@PYTHON=$(PYTHON) scripts/check-prereqs
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
