@@ -17,7 +17,8 @@ $(STAMP): pyproject.toml setup.py
 	$(BIN)/python -m pip install -q -e '.[dev,local,spark]'
 	@rm -f $(VENV)/.installed-* && touch $@
 
-# Confluent's S3-sink quickstart on a local Tansu broker, SeaweedFS S3 and Spark local mode.
+# Confluent's S3-sink quickstart on a local Apache Kafka broker (Tansu if its jars cannot be
+# fetched), SeaweedFS S3, the registry stand-in and Spark local mode.
 demo: $(STAMP)
 	$(BIN)/blockgz quickstart
 
