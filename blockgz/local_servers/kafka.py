@@ -247,7 +247,11 @@ class LocalKafka(StartStop):
     def create_topic(
         self, name: str, partitions: int = 1, *, exist_ok: bool = False, timeout_s: float = 30.0
     ) -> None:
-        """Create a topic and wait until the broker's metadata shows all its partitions."""
+        """Create a topic and wait until every partition has a leader that answers.
+
+        Apache Kafka's metadata names a new partition's leader a moment before that broker
+        serves it (``ListOffsets`` then answers NOT_LEADER_FOR_PARTITION), so the wait ends
+        when the partitions' offsets can be read, not when the metadata lists them."""
         from confluent_kafka import KafkaError, KafkaException
         from confluent_kafka.admin import NewTopic
 
@@ -260,10 +264,27 @@ class LocalKafka(StartStop):
             if not (exist_ok and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS):
                 raise
         deadline = time.monotonic() + timeout_s
-        while len(self.partitions(name, led=True)) < partitions:
+        while len(self.partitions(name, led=True)) < partitions or not self._serves(name):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"topic {name!r} has not got {partitions} partitions in time")
             time.sleep(0.02)  # poll interval; the deadline bounds the wait
+
+    def _serves(self, topic: str) -> bool:
+        """Whether every partition's leader answers for it (its offsets can be listed)."""
+        from confluent_kafka import KafkaError, KafkaException
+
+        not_yet = {
+            KafkaError.NOT_LEADER_FOR_PARTITION,
+            KafkaError.LEADER_NOT_AVAILABLE,
+            KafkaError.UNKNOWN_TOPIC_OR_PART,
+        }
+        try:
+            self.high_watermarks(topic)
+        except KafkaException as exc:
+            if exc.args[0].retriable() or exc.args[0].code() in not_yet:
+                return False
+            raise
+        return True
 
     def partitions(self, topic: str, *, led: bool = False) -> list[int]:
         """The topic's partition ids from fresh metadata (``[]`` if it does not exist); with
