@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from blockgz.archive.layout import Layout
 from blockgz.errors import ConfigError
 from blockgz.named import Registry
-from blockgz.option_defs import OptionDef, OptionSet
+from blockgz.option_defs import OptionSet, declarer
 from blockgz.options import Options, as_options
 from blockgz.sink.partitioning.partitioners import (
     DailyPartitioner,
@@ -42,11 +42,7 @@ from blockgz.sink.plugins import import_named, instantiate
 _DURATION_HINT = "a whole number of milliseconds > 0, e.g. 3600000 for hourly buckets"
 
 
-def _part(name: str, kind, default, doc: str, **more) -> OptionDef:
-    return OptionDef(
-        name, kind, default, doc, "sink", origin=more.pop("origin", "confluent"), **more
-    )
-
+_part = declarer("sink", "confluent")
 
 _TIME = "time partitioners: "
 #: The partitioner's options (the key layout's delimiters are
