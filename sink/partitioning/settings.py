@@ -286,29 +286,34 @@ class TimeBasedSettings(PartitionerSettings):
 
 
 @dataclass(frozen=True)
-class DailySettings(PartitionerSettings):
+class _FixedTimeSettings(PartitionerSettings):
+    """Daily and hourly: time partitioners whose path format and bucket are their own."""
+
+    required = ("locale", "timezone")
+    time_based = True
+    #: The partitioner class it builds.
+    partitioner: ClassVar[type[Partitioner]]
+
+    def build(self) -> Partitioner:
+        return self.partitioner(self.locale, self.timezone, self._extractor(), **self._common())
+
+
+@dataclass(frozen=True)
+class DailySettings(_FixedTimeSettings):
     """``partitioner.class=daily``: ``year=YYYY/month=MM/day=dd``."""
 
     name = "daily"
     aliases = _aliases("DailyPartitioner")
-    required = ("locale", "timezone")
-    time_based = True
-
-    def build(self) -> Partitioner:
-        return DailyPartitioner(self.locale, self.timezone, self._extractor(), **self._common())
+    partitioner = DailyPartitioner
 
 
 @dataclass(frozen=True)
-class HourlySettings(PartitionerSettings):
+class HourlySettings(_FixedTimeSettings):
     """``partitioner.class=hourly``: ``year=YYYY/month=MM/day=dd/hour=HH``."""
 
     name = "hourly"
     aliases = _aliases("HourlyPartitioner")
-    required = ("locale", "timezone")
-    time_based = True
-
-    def build(self) -> Partitioner:
-        return HourlyPartitioner(self.locale, self.timezone, self._extractor(), **self._common())
+    partitioner = HourlyPartitioner
 
 
 @dataclass(frozen=True)
