@@ -214,37 +214,33 @@ class CephRgwS3(StartStop):
     def _env(self) -> dict[str, str]:
         return {k: v for k, v in os.environ.items() if k not in _FOREIGN_ENV}
 
-    def _spawn(self, name: str, args: list[str]) -> None:
-        """Start a daemon in the foreground (``-f``) in its own process group, logging to a file."""
+    def _popen(self, args: list[str], stdout: Any) -> subprocess.Popen[bytes]:
+        """A Ceph process in the cluster's directory and its own process group, output to
+        ``stdout`` (errors too), ended when this process dies."""
         assert self._dir is not None
-        out = open(Path(self._dir.name, "log", f"{name}.out"), "wb")  # noqa: SIM115 - child keeps it
-        try:
-            self._procs[name] = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=self._env(),
-                cwd=self._dir.name,
-                start_new_session=True,
-                preexec_fn=die_with_parent(),
-            )
-        finally:
-            out.close()
-
-    def _run(self, tool: str, args: list[str]) -> str:
-        """Run one Ceph tool to completion in the deadline; its output, or an error with logs."""
-        assert self._dir is not None
-        proc = subprocess.Popen(
-            [tool, *args],
+        return subprocess.Popen(
+            args,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
+            stdout=stdout,
             stderr=subprocess.STDOUT,
             env=self._env(),
             cwd=self._dir.name,
             start_new_session=True,
             preexec_fn=die_with_parent(),
         )
+
+    def _spawn(self, name: str, args: list[str]) -> None:
+        """Start a daemon in the foreground (``-f``) in its own process group, logging to a file."""
+        assert self._dir is not None
+        out = open(Path(self._dir.name, "log", f"{name}.out"), "wb")  # noqa: SIM115 - child keeps it
+        try:
+            self._procs[name] = self._popen(args, out)
+        finally:
+            out.close()
+
+    def _run(self, tool: str, args: list[str]) -> str:
+        """Run one Ceph tool to completion in the deadline; its output, or an error with logs."""
+        proc = self._popen([tool, *args], subprocess.PIPE)
         try:
             output, _ = proc.communicate(timeout=max(self._remaining(), 1.0))
         except subprocess.TimeoutExpired:
