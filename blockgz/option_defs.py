@@ -172,6 +172,23 @@ class OptionDef:
         return ("*blockgz*: " + text) if self.origin == "blockgz" else text
 
 
+def declarer(owner: str, origin: str, **fixed: Any) -> Callable[..., OptionDef]:
+    """A module's short way to declare its options: ``declare(name, kind, default, doc, **more)``
+    with ``owner``, ``origin`` (unless ``more`` names one) and ``fixed`` filled in.
+
+    >>> _sink = declarer("sink", "confluent")
+    >>> flush = _sink("flush.size", "int", 0, "records per object", low=0)
+    >>> flush.owner, flush.origin, _sink("x", "flag", False, "", origin="blockgz").origin
+    ('sink', 'confluent', 'blockgz')
+    """
+
+    def declare(name: str, kind: Kind, default: Any, doc: str, **more: Any) -> OptionDef:
+        origin_ = more.pop("origin", origin)
+        return OptionDef(name, kind, default, doc, owner, origin=origin_, **fixed, **more)
+
+    return declare
+
+
 def _order(d: OptionDef) -> tuple[int, str]:
     return (OWNERS.index(d.owner), d.name)
 

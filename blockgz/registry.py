@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from blockgz.errors import ConfigError, RegistryError, UnknownSchemaError
-from blockgz.option_defs import OptionDef, OptionSet
+from blockgz.option_defs import OptionSet, declarer
 from blockgz.options import as_options
 
 K = TypeVar("K", bound=Hashable)
@@ -29,10 +29,7 @@ T = TypeVar("T")
 CREDENTIAL_SOURCES = ("USER_INFO", "URL")
 
 
-def _registry(name: str, kind: Any, default: Any, doc: str, **more: Any) -> OptionDef:
-    origin = more.pop("origin", "confluent")
-    return OptionDef(name, kind, default, doc, "registry", origin=origin, **more)
-
+_registry = declarer("registry", "confluent")
 
 #: The registry client's options, under the AvroConverter's names: the export takes them as
 #: ``value.converter.<name>`` (or ``key.converter.<name>``), the readers with or without it.

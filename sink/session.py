@@ -2,7 +2,8 @@
 
 Three things trip up a Python data source on a fresh machine: workers start ``python3`` from
 ``PATH`` instead of this interpreter, the modules holding the data sources must be importable
-on the workers, and log4j prints pages of warnings. :func:`spark_session` fixes all three and registers the sources.
+on the workers, and log4j prints pages of warnings. :func:`spark_session` fixes all three and
+registers the sources.
 
 Example (starts a JVM, so not run as a doctest)::
 

@@ -26,7 +26,6 @@ Example (starts a cluster, so not a doctest)::
 from __future__ import annotations
 
 import contextlib
-import http.client
 import os
 import shutil
 import signal
@@ -38,7 +37,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from blockgz.local_servers.ports import LOOPBACK, StartStop, die_with_parent, free_ports
-from blockgz.local_servers.s3 import ACCESS_KEY, REGION, SECRET_KEY, make_s3_client
+from blockgz.local_servers.s3 import (
+    ACCESS_KEY,
+    REGION,
+    SECRET_KEY,
+    _wait_until_http_ready,
+    make_s3_client,
+)
 
 if TYPE_CHECKING:
     from botocore.client import BaseClient
@@ -209,37 +214,33 @@ class CephRgwS3(StartStop):
     def _env(self) -> dict[str, str]:
         return {k: v for k, v in os.environ.items() if k not in _FOREIGN_ENV}
 
-    def _spawn(self, name: str, args: list[str]) -> None:
-        """Start a daemon in the foreground (``-f``) in its own process group, logging to a file."""
+    def _popen(self, args: list[str], stdout: Any) -> subprocess.Popen[bytes]:
+        """A Ceph process in the cluster's directory and its own process group, output to
+        ``stdout`` (errors too), ended when this process dies."""
         assert self._dir is not None
-        out = open(Path(self._dir.name, "log", f"{name}.out"), "wb")  # noqa: SIM115 - child keeps it
-        try:
-            self._procs[name] = subprocess.Popen(
-                args,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=self._env(),
-                cwd=self._dir.name,
-                start_new_session=True,
-                preexec_fn=die_with_parent(),
-            )
-        finally:
-            out.close()
-
-    def _run(self, tool: str, args: list[str]) -> str:
-        """Run one Ceph tool to completion in the deadline; its output, or an error with logs."""
-        assert self._dir is not None
-        proc = subprocess.Popen(
-            [tool, *args],
+        return subprocess.Popen(
+            args,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
+            stdout=stdout,
             stderr=subprocess.STDOUT,
             env=self._env(),
             cwd=self._dir.name,
             start_new_session=True,
             preexec_fn=die_with_parent(),
         )
+
+    def _spawn(self, name: str, args: list[str]) -> None:
+        """Start a daemon in the foreground (``-f``) in its own process group, logging to a file."""
+        assert self._dir is not None
+        out = open(Path(self._dir.name, "log", f"{name}.out"), "wb")  # noqa: SIM115 - child keeps it
+        try:
+            self._procs[name] = self._popen(args, out)
+        finally:
+            out.close()
+
+    def _run(self, tool: str, args: list[str]) -> str:
+        """Run one Ceph tool to completion in the deadline; its output, or an error with logs."""
+        proc = self._popen([tool, *args], subprocess.PIPE)
         try:
             output, _ = proc.communicate(timeout=max(self._remaining(), 1.0))
         except subprocess.TimeoutExpired:
@@ -257,20 +258,15 @@ class CephRgwS3(StartStop):
 
     def _wait_listening(self, port: int) -> None:
         """Poll until radosgw answers HTTP (it listens only after its pools exist)."""
-        last: Exception | None = None
-        while self._remaining() > 0:
-            self._check_daemons()
-            conn = http.client.HTTPConnection(LOOPBACK, port, timeout=2)
-            try:
-                conn.request("GET", "/")
-                conn.getresponse().read()
-                return
-            except OSError as exc:
-                last = exc
-                time.sleep(0.05)  # poll interval; the deadline bounds the wait
-            finally:
-                conn.close()
-        raise self._failure(f"radosgw did not listen on port {port} in time ({last!r})")
+
+        def alive() -> bool:
+            self._check_daemons()  # a daemon that died raises its own failure
+            return True
+
+        try:
+            _wait_until_http_ready(LOOPBACK, port, self._deadline, alive)
+        except TimeoutError as exc:
+            raise self._failure(f"radosgw did not listen on port {port} in time ({exc})") from exc
 
     def _wait_signed_requests(self) -> None:
         """Poll until a request signed with the user's keys succeeds."""

@@ -36,6 +36,7 @@ import logging
 import secrets
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from blockgz.archive.layout import Layout
 from blockgz.archive.offsets import Offsets
@@ -78,6 +79,24 @@ class DirectoryIntents:
         doc = {"directories": sorted(self.directories)}
         self.store.put(self._key, json.dumps(doc).encode())
 
+    def intended(self, from_offset: int) -> set[str]:
+        """The directories that tasks starting at or after ``from_offset`` said they would write
+        to this topic-partition (1 LIST, plus 1 GET per such task attempt)."""
+        store = self.store
+        where = self.layout.intents_prefix(*self._where)
+        after = self.layout.intents_start_after(*self._where, from_offset)
+        found: set[str] = set()
+        for info in store.list(where, start_after=after):
+            try:
+                found.update(str(d) for d in json.loads(store.get(info.key))["directories"])
+            except (ValueError, KeyError, TypeError) as exc:
+                # Unreadable: the caller cannot know where that task wrote, so it must not guess.
+                raise CorruptManifestError(
+                    f"{store.url(info.key)}: not a blockgz intent ({exc}); delete it only if no "
+                    "batch of this job died after the last committed one"
+                ) from exc
+        return found
+
     def discard(self) -> None:
         """Delete the record (the attempt failed and deleted what it wrote)."""
         if self._key is not None:
@@ -86,31 +105,10 @@ class DirectoryIntents:
             self.directories.clear()
 
 
-def intended_directories(
-    store: ObjectStore,
-    store_prefix: str,
-    layout: Layout,
-    job: str,
-    topic: str,
-    partition: int,
-    *,
-    from_offset: int,
-) -> set[str]:
-    """The directories that tasks starting at or after ``from_offset`` said they would write
-    (1 LIST, plus 1 GET per such task attempt)."""
-    where = layout.intents_prefix(store_prefix, job, topic, partition)
-    after = layout.intents_start_after(store_prefix, job, topic, partition, from_offset)
-    found: set[str] = set()
-    for info in store.list(where, start_after=after):
-        try:
-            found.update(str(d) for d in json.loads(store.get(info.key))["directories"])
-        except (ValueError, KeyError, TypeError) as exc:
-            # Unreadable: the caller cannot know where that task wrote, so it must not guess.
-            raise CorruptManifestError(
-                f"{store.url(info.key)}: not a blockgz intent ({exc}); delete it only if no "
-                "batch of this job died after the last committed one"
-            ) from exc
-    return found
+def intended_directories(*where: Any, from_offset: int) -> set[str]:
+    """:meth:`DirectoryIntents.intended` of the intents at ``where``: :class:`DirectoryIntents`'s
+    arguments (store, store prefix, layout, job, topic, partition)."""
+    return DirectoryIntents(*where).intended(from_offset)
 
 
 def expire_intents(

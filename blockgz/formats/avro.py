@@ -65,19 +65,13 @@ class AvroFormat(Format):
         return AvroDatumEncoder()
 
     def open_writer(
-        self,
-        store: ObjectStore,
-        key: str,
-        settings: FormatSettings,
-        *,
-        schema: Any = None,
-        companion: bool = False,
-        topic: str = "",
-        partition: int = 0,
-        encoded_partition: str = "",
+        self, store: ObjectStore, key: str, settings: FormatSettings, **kw: Any
     ) -> OutputObject:
+        """An Avro container file (:meth:`Format.open_writer`'s arguments; the place,
+        ``topic``, ``partition`` and ``encoded_partition``, goes to the writer as it is)."""
         from blockgz.formats.avro_writer import AvroObjectWriter
 
+        schema, companion = kw.pop("schema", None), kw.pop("companion", False)
         assert schema is not None  # the config check makes sure values have schemas
         return AvroObjectWriter(
             store,
@@ -88,9 +82,7 @@ class AvroFormat(Format):
             block_records=settings.block_records,
             indexed=settings.avro_index,
             connect_meta_data=settings.connect_meta_data and not companion,
-            topic=topic,
-            partition=partition,
-            encoded_partition=encoded_partition,
+            **kw,
         )
 
     def encode_key(self, record: Any, schema: Any, key: Any, *, decoded: bool, writer: Any) -> Any:

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from blockgz.errors import ConfigError
-from blockgz.option_defs import Kind, OptionDef, OptionSet
+from blockgz.option_defs import OptionSet, declarer
 from blockgz.options import Options, as_options
 
 MIB = 1024 * 1024
@@ -72,18 +72,7 @@ STS_OPTIONS = tuple(
 )
 
 
-def _store(name: str, kind: Kind, default: Any, doc: str, **more: Any) -> OptionDef:
-    return OptionDef(
-        name,
-        kind,
-        default,
-        doc,
-        "store",
-        origin=more.pop("origin", "confluent"),
-        also=("sink", "reader"),
-        **more,
-    )
-
+_store = declarer("store", "confluent", also=("sink", "reader"))
 
 #: The S3 settings, under Confluent's names (and ``aws.profile``, ``s3.upload.concurrency``).
 STORE_OPTIONS = OptionSet(

@@ -9,16 +9,14 @@
 from __future__ import annotations
 
 from blockgz.archive.lease import DEFAULT_TTL_MS
-from blockgz.option_defs import OptionDef, OptionSet
+from blockgz.option_defs import OptionSet, declarer
 
 DEFAULT_TRIGGER = "5 seconds"
 #: ``blockgz.resume``'s values: where a fresh checkpoint starts.
 RESUME_CHOICES = ("archive", "checkpoint-only")
 
 
-def _job(name: str, kind, default, doc: str, **more) -> OptionDef:
-    return OptionDef(name, kind, default, doc, "job", origin=more.pop("origin", "blockgz"), **more)
-
+_job = declarer("job", "blockgz")
 
 #: The export job's own options (neither the source's nor the sink's).
 JOB_OPTIONS = OptionSet(

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from blockgz.errors import ConfigError
-from blockgz.option_defs import OptionDef, OptionSet
+from blockgz.option_defs import OptionSet, declarer
 from blockgz.options import Options
 
 log = logging.getLogger("blockgz.kafka_source")
@@ -58,9 +58,7 @@ _IGNORED = (
 _UNSUPPORTED = ("startingTimestamp", "startingOffsetsByTimestamp")
 
 
-def _source(name: str, kind, default, doc: str, **more) -> OptionDef:
-    return OptionDef(name, kind, default, doc, "source", origin=more.pop("origin", "spark"), **more)
-
+_source = declarer("source", "spark")
 
 _SPARK_ONLY = "Spark's Kafka source reads it; the blockgz-kafka source ignores it (a warning)"
 #: The source's options, under Spark's Kafka source names (matched ignoring case: Spark

@@ -24,7 +24,7 @@ from typing import Any, ClassVar
 from blockgz.archive.layout import Layout
 from blockgz.errors import ConfigError
 from blockgz.named import Registry
-from blockgz.option_defs import OptionDef, OptionSet
+from blockgz.option_defs import OptionSet, declarer
 from blockgz.options import Options, as_options
 from blockgz.sink.partitioning.partitioners import (
     DailyPartitioner,
@@ -42,11 +42,7 @@ from blockgz.sink.plugins import import_named, instantiate
 _DURATION_HINT = "a whole number of milliseconds > 0, e.g. 3600000 for hourly buckets"
 
 
-def _part(name: str, kind, default, doc: str, **more) -> OptionDef:
-    return OptionDef(
-        name, kind, default, doc, "sink", origin=more.pop("origin", "confluent"), **more
-    )
-
+_part = declarer("sink", "confluent")
 
 _TIME = "time partitioners: "
 #: The partitioner's options (the key layout's delimiters are
@@ -290,29 +286,34 @@ class TimeBasedSettings(PartitionerSettings):
 
 
 @dataclass(frozen=True)
-class DailySettings(PartitionerSettings):
+class _FixedTimeSettings(PartitionerSettings):
+    """Daily and hourly: time partitioners whose path format and bucket are their own."""
+
+    required = ("locale", "timezone")
+    time_based = True
+    #: The partitioner class it builds.
+    partitioner: ClassVar[type[Partitioner]]
+
+    def build(self) -> Partitioner:
+        return self.partitioner(self.locale, self.timezone, self._extractor(), **self._common())
+
+
+@dataclass(frozen=True)
+class DailySettings(_FixedTimeSettings):
     """``partitioner.class=daily``: ``year=YYYY/month=MM/day=dd``."""
 
     name = "daily"
     aliases = _aliases("DailyPartitioner")
-    required = ("locale", "timezone")
-    time_based = True
-
-    def build(self) -> Partitioner:
-        return DailyPartitioner(self.locale, self.timezone, self._extractor(), **self._common())
+    partitioner = DailyPartitioner
 
 
 @dataclass(frozen=True)
-class HourlySettings(PartitionerSettings):
+class HourlySettings(_FixedTimeSettings):
     """``partitioner.class=hourly``: ``year=YYYY/month=MM/day=dd/hour=HH``."""
 
     name = "hourly"
     aliases = _aliases("HourlyPartitioner")
-    required = ("locale", "timezone")
-    time_based = True
-
-    def build(self) -> Partitioner:
-        return HourlyPartitioner(self.locale, self.timezone, self._extractor(), **self._common())
+    partitioner = HourlyPartitioner
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from blockgz.formats.base import HEADERS, KEYS, Format
 from blockgz.formats.compression import COMPRESSIONS, CompressionType
 from blockgz.formats.json import ENVELOPE_OPTION
 from blockgz.formats.registry import FORMATS, check_companion_role
-from blockgz.option_defs import OPTIONS, NotDone, OptionDef, OptionSet
+from blockgz.option_defs import OPTIONS, NotDone, OptionSet, declarer
 from blockgz.options import Options, as_options
 from blockgz.sink.convert.connect_json import DECIMAL_FORMATS
 from blockgz.sink.convert.converters import JSON, ConverterSettings
@@ -73,11 +73,7 @@ LEASE_TOKEN = "blockgz.lease.token"
 LEASE_TTL = "blockgz.lease.ttl.ms"
 
 
-def _sink(name: str, kind, default, doc: str, **more) -> OptionDef:
-    return OptionDef(
-        name, kind, default, doc, "sink", origin=more.pop("origin", "confluent"), **more
-    )
-
+_sink = declarer("sink", "confluent")
 
 _BLOCKS = "(block-GZIP and Avro)"
 #: The sink's own options (the key layout, framing, converters, partitioner and dead letters

@@ -45,7 +45,7 @@ from typing import Any
 from blockgz.archive.job_keys import JobKeys
 from blockgz.archive.offsets import Offsets
 from blockgz.errors import BadRecordError, ConfigError, SourceError
-from blockgz.option_defs import OptionDef, OptionSet
+from blockgz.option_defs import OptionSet, declarer
 from blockgz.options import Options, as_options
 from blockgz.sink.records import KafkaRecord
 from blockgz.store.base import ObjectStore
@@ -56,11 +56,7 @@ TOLERANCES = ("none", "all")
 STORE_OPTION = "blockgz.deadletterqueue.store"
 
 
-def _dlq(name: str, kind, default, doc: str, **more) -> OptionDef:
-    return OptionDef(
-        name, kind, default, doc, "sink", origin=more.pop("origin", "confluent"), **more
-    )
-
+_dlq = declarer("sink", "confluent")
 
 DEAD_LETTER_OPTIONS = OptionSet(
     _dlq(

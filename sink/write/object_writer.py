@@ -2,17 +2,8 @@
 
 The writers of objects live with the formats (:mod:`blockgz.formats.output`: framed records,
 :mod:`blockgz.formats.avro`: Avro container files); each format opens its own
-(:meth:`blockgz.formats.base.Format.open_writer`).
-
->>> import tempfile
->>> from blockgz.store import LocalStore
->>> store = LocalStore(tempfile.mkdtemp())
->>> w = ObjectWriter(store, "t/t+0+0000000005.json.gz", "blockgzip", Compression())
->>> for offset in (5, 6, 9):
-...     w.write(b'{"n": %d}' % offset, offset)
->>> done = w.close()
->>> done.first_offset, done.last_offset, done.records, done.index_key
-(5, 9, 3, 't/.t+0+0000000005.json.index.json')
+(:meth:`blockgz.formats.base.Format.open_writer`). Their example is in
+:mod:`blockgz.formats.output`.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -77,14 +77,9 @@ class RotationRules:
 
     @classmethod
     def of(cls, config: Any) -> RotationRules:
-        """The rules of a :class:`~blockgz.sink.write.config.SinkConfig`."""
-        return cls(
-            flush_size=config.flush_size,
-            flush_size_bytes=config.flush_size_bytes,
-            rotate_interval_ms=config.rotate_interval_ms,
-            rotate_on_partition_change=config.rotate_on_partition_change,
-            tombstone_partition=config.tombstone_partition,
-        )
+        """The rules of a :class:`~blockgz.sink.write.config.SinkConfig` (its settings of the
+        same names)."""
+        return cls(**{f.name: getattr(config, f.name) for f in fields(cls)})
 
     def full(self, file: Any) -> bool:
         """``flush.size`` records or ``flush.size.bytes`` bytes reached."""
