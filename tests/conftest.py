@@ -190,6 +190,24 @@ def registry():
 
 
 @pytest.fixture(scope="session")
+def apicurio():
+    """Apicurio Registry (a real registry, Confluent's API at ``/apis/ccompat/v7``), for the
+    whole session; skipped where it cannot be built or started."""
+    from testkit.apicurio import ApicurioRegistry
+
+    reason = ApicurioRegistry.unavailable_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    registry = ApicurioRegistry()
+    try:
+        registry.start()
+    except (RuntimeError, TimeoutError, OSError) as exc:
+        pytest.skip(f"Apicurio Registry cannot start here: {exc}")
+    with registry:
+        yield registry
+
+
+@pytest.fixture(scope="session")
 def spark():
     """One SparkSession (``local[2,3]``) for the whole session, blockgz's data sources registered.
 

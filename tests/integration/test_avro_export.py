@@ -1,4 +1,5 @@
-"""The Avro export end to end: Tansu, the registry stand-in, S3 (moto) and Spark local mode.
+"""The Avro export end to end: Apache Kafka, a Schema Registry (the stand-in, and Apicurio
+Registry where it builds), S3 and Spark local mode.
 
 Records are produced by confluent-kafka's real ``AvroSerializer``; the export decodes them
 with the AvroConverter and writes Avro container files (or block-GZIP JSON), which are read
@@ -20,6 +21,16 @@ from testkit.kafka_data import manifest_keys_of, read_exported
 from testkit.s3 import s3_options
 
 pytestmark = pytest.mark.slow
+
+#: The registries the export is shown against: the loopback stand-in and a real one.
+REGISTRIES = ["stand-in", "apicurio"]
+
+
+@pytest.fixture(params=REGISTRIES)
+def any_registry(request):
+    """The stand-in or Apicurio Registry (``request.param`` says which; topics take it as a
+    suffix so the two runs do not share subjects)."""
+    return request.getfixturevalue("registry" if request.param == "stand-in" else "apicurio")
 
 
 def avro_job(kafka, s3_server, registry, bucket, topic, **options) -> ExportConfig:
@@ -44,9 +55,10 @@ def export_once(spark, job, checkpoint):
 
 
 def test_avro_quickstart_layout_exactly_once_and_seekable(
-    spark, kafka, s3_server, registry, bucket, tmp_path
+    spark, kafka, s3_server, any_registry, bucket, tmp_path
 ):
-    topic = "avro_quickstart"
+    registry = any_registry
+    topic = f"avro_quickstart_{type(registry).__name__.lower()}"
     kafka.create_topic(topic, partitions=2)
     produce_avro_numbered(kafka.bootstrap_servers, registry.url, topic, 2, 9)
     job = avro_job(
@@ -76,9 +88,10 @@ def test_avro_quickstart_layout_exactly_once_and_seekable(
 
 
 def test_avro_evolution_through_spark_keeps_one_file_per_newer_schema(
-    spark, kafka, s3_server, registry, bucket, tmp_path
+    spark, kafka, s3_server, any_registry, bucket, tmp_path
 ):
-    topic = "avro_evolution"
+    registry = any_registry
+    topic = f"avro_evolution_{type(registry).__name__.lower()}"
     kafka.create_topic(topic, partitions=1)
     # Two producers on v1 and v2, interleaved.
     produce_avro(
