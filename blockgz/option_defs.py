@@ -225,6 +225,19 @@ class OptionRegistry:
                 return d
         return None
 
+    def read(self, options: Mapping[str, Any], name: str, owner: str | None = None) -> Any:
+        """The typed value of ``name`` (as its declaration of ``owner`` says) in ``options``.
+
+        >>> registry = OptionRegistry()
+        >>> _ = registry.declare(OptionDef("parts", "int", 2, "how many", "store", low=1))
+        >>> registry.read({"parts": "3"}, "parts"), registry.read({}, "parts")
+        (3, 2)
+        """
+        found = self.get(name, owner)
+        if found is None:
+            raise KeyError(f"{name}: no declaration" + (f" of {owner}" if owner else ""))
+        return found.read(options)
+
     def select(
         self, owners: Iterable[str] | None = None, statuses: Iterable[str] | None = None
     ) -> list[OptionDef]:

@@ -180,7 +180,7 @@ class PartitionerSettings:
         The delimiters come from ``layout`` when the caller has read it already.
         """
         layout = layout or Layout.from_options(options)
-        name = options.text("partitioner.class", "default")
+        name = PARTITIONING_OPTIONS.read(options, "partitioner.class")
         kind = settings_class(name)
         missing = [key for key in kind.required if not options.given(key)]
         if missing:
@@ -188,15 +188,15 @@ class PartitionerSettings:
                 f"partitioner.class={kind.name} needs {', '.join(missing)}; e.g. "
                 + ", ".join(_EXAMPLES[key] for key in missing)
             )
-        extractor = options.text("timestamp.extractor", "Wallclock")
+        extractor = PARTITIONING_OPTIONS.read(options, "timestamp.extractor")
         settings = kind(
             directory_delim=layout.directory_delim,
             file_delim=layout.file_delim,
-            lowercase=options.flag("partition.path.lowercase", False),
-            locale=options.text("locale"),
-            timezone=options.text("timezone"),
+            lowercase=PARTITIONING_OPTIONS.read(options, "partition.path.lowercase"),
+            locale=PARTITIONING_OPTIONS.read(options, "locale"),
+            timezone=PARTITIONING_OPTIONS.read(options, "timezone"),
             extractor=extractor,
-            timestamp_field=options.text("timestamp.field", "timestamp"),
+            timestamp_field=PARTITIONING_OPTIONS.read(options, "timestamp.field"),
             plugin_options=dict(options) if kind.takes_plugin_options(extractor) else {},
             **kind.own_settings(options, name),
         )
@@ -250,7 +250,9 @@ class FieldSettings(PartitionerSettings):
 
     @classmethod
     def own_settings(cls, options: Options, name: str) -> dict[str, Any]:
-        return {"fields": tuple(_field_list(options.text("partition.field.name")))}
+        return {
+            "fields": tuple(_field_list(PARTITIONING_OPTIONS.read(options, "partition.field.name")))
+        }
 
     def build(self) -> Partitioner:
         return FieldPartitioner(self.fields, file_delim=self.file_delim, **self._common())
@@ -270,8 +272,8 @@ class TimeBasedSettings(PartitionerSettings):
     @classmethod
     def own_settings(cls, options: Options, name: str) -> dict[str, Any]:
         return {
-            "path_format": options.text("path.format"),
-            "duration_ms": options.integer("partition.duration.ms", 0, low=1, hint=_DURATION_HINT),
+            "path_format": PARTITIONING_OPTIONS.read(options, "path.format"),
+            "duration_ms": PARTITIONING_OPTIONS.read(options, "partition.duration.ms"),
         }
 
     def build(self) -> Partitioner:

@@ -32,7 +32,6 @@ from blockgz.errors import ConfigError
 from blockgz.format.codec import Compression
 from blockgz.format.framing import (
     FRAMING_OPTION,
-    FRAMINGS,
     Framing,
     LengthPrefixed,
     Separated,
@@ -321,6 +320,11 @@ def _separator(options: Options) -> bytes:
     return framing.separator if isinstance(framing, Separated) else b"\n"
 
 
+def _read(opts: Options, name: str) -> Any:
+    """``name``'s value as its declaration says (type, default, allowed values)."""
+    return OPTIONS.read(opts, name)
+
+
 def _companion_settings(opts: Options) -> dict[str, Any]:
     """``store.kafka.keys`` / ``store.kafka.headers`` and their formats (Avro by default)."""
     keys_format = _format(opts, "keys.format.class", "avro")
@@ -328,8 +332,8 @@ def _companion_settings(opts: Options) -> dict[str, Any]:
     check_companion_role(keys_format, KEYS, "keys.format.class")
     check_companion_role(headers_format, HEADERS, "headers.format.class")
     return {
-        "store_keys": opts.flag("store.kafka.keys", False),
-        "store_headers": opts.flag("store.kafka.headers", False),
+        "store_keys": _read(opts, "store.kafka.keys"),
+        "store_headers": _read(opts, "store.kafka.headers"),
         "keys_format": keys_format.name,
         "headers_format": headers_format.name,
         "key_converter": ConverterSettings.from_options(opts, "key"),
@@ -343,24 +347,24 @@ def _format_settings(opts: Options) -> dict[str, Any]:
         "format": fmt.name,
         "value_converter": converter,
         "separator": _separator(opts) if fmt.takes_framing else b"\n",
-        "bytearray_framing": opts.choice(FRAMING_OPTION, FRAMINGS, "separator"),
-        "bytearray_extension": opts.get("format.bytearray.extension", ".bin"),
-        "json_envelope": opts.flag(ENVELOPE_OPTION, False),
+        "bytearray_framing": _read(opts, FRAMING_OPTION),
+        "bytearray_extension": _read(opts, "format.bytearray.extension"),
+        "json_envelope": _read(opts, ENVELOPE_OPTION),
         # Without a converter class the flag alone unwraps Connect's envelope (blockgz <= 0.1).
         "unwrap_payload": converter.kind in (None, JSON) and converter.schemas_enable,
-        "json_decimal_format": opts.choice("json.decimal.format", DECIMAL_FORMATS, "BASE64"),
-        "schema_compatibility": opts.choice("schema.compatibility", COMPATIBILITIES, "NONE"),
-        "schema_affix": opts.choice("s3.schema.partition.affix.type", AFFIXES, "NONE"),
-        "avro_codec": opts.choice("avro.codec", AVRO_CODECS, "null"),
-        "connect_meta_data": opts.flag("connect.meta.data", True),
-        "avro_index": opts.flag("blockgz.avro.index", True),
-        "catalog_every": opts.integer("blockgz.catalog.every", DEFAULT_EVERY, low=0),
+        "json_decimal_format": _read(opts, "json.decimal.format"),
+        "schema_compatibility": _read(opts, "schema.compatibility"),
+        "schema_affix": _read(opts, "s3.schema.partition.affix.type"),
+        "avro_codec": _read(opts, "avro.codec"),
+        "connect_meta_data": _read(opts, "connect.meta.data"),
+        "avro_index": _read(opts, "blockgz.avro.index"),
+        "catalog_every": _read(opts, "blockgz.catalog.every"),
     }
 
 
 def _compression_settings(opts: Options) -> dict[str, Any]:
-    compression = opts.choice("s3.compression.type", COMPRESSIONS.names(), "none")
-    block_records = opts.integer("s3.compression.block.records", 0, low=0)
+    compression = _read(opts, "s3.compression.type")
+    block_records = _read(opts, "s3.compression.block.records")
     blocks = COMPRESSIONS.get(compression).indexed or _format(opts).compresses_inside
     if (block_records or opts.given("s3.compression.block.size")) and not blocks:
         indexed = ", ".join(c.name for c in COMPRESSIONS if c.indexed)
@@ -371,8 +375,8 @@ def _compression_settings(opts: Options) -> dict[str, Any]:
         )
     return {
         "compression": compression,
-        "compression_level": opts.integer("s3.compression.level", -1, low=-1, high=9),
-        "block_size": opts.size("s3.compression.block.size", DEFAULT_BLOCK_SIZE),
+        "compression_level": _read(opts, "s3.compression.level"),
+        "block_size": _read(opts, "s3.compression.block.size"),
         "block_records": block_records or None,
     }
 
@@ -400,7 +404,7 @@ def _rotation_settings(opts: Options) -> dict[str, Any]:
         "flush_size_bytes": read(opts, "flush.size.bytes") or None,
         "rotate_interval_ms": rotate_ms if rotate_ms > 0 else None,
         "rotate_schedule_interval_ms": schedule_ms if schedule_ms > 0 else None,
-        "timezone": opts.text("timezone", "UTC"),
+        "timezone": _read(opts, "timezone") or "UTC",
     }
 
 
