@@ -58,6 +58,46 @@ def kafka_errors(config: SourceConfig, what: str) -> Iterator[None]:
         raise SourceError(f"{what} from Kafka at {config.bootstrap_servers}: {exc}") from exc
 
 
+#: librdkafka's answers while a broker restarts or a leader moves: worth asking again.
+_TRANSIENT = ("_TRANSPORT", "_ALL_BROKERS_DOWN", "LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION")
+
+
+def asking_again(config: SourceConfig, what: str, ask: Any) -> Any:
+    """``ask()``, asked again while Kafka answers with a transient error (a broker restarting:
+    librdkafka fails a metadata or offsets request at once when no broker is up), with backoff
+    up to ``kafkaConsumer.pollTimeoutMs``; then, or on any other error, a :class:`SourceError`.
+    (confluent-kafka retries produce requests, not these admin-style calls.)
+
+    >>> calls = []
+    >>> asking_again(parse_options({"kafka.bootstrap.servers": "b:9092", "subscribe": "t"}),
+    ...              "cannot list offsets", lambda: calls.append(1) or 42), calls
+    (42, [1])
+    """
+    from confluent_kafka import KafkaError, KafkaException
+
+    transient = {getattr(KafkaError, name) for name in _TRANSIENT}
+    deadline = time.monotonic() + config.timeout_s
+    delay = 0.1
+    while True:
+        try:
+            return ask()
+        except KafkaException as exc:
+            error = exc.args[0]
+            again = error.retriable() or error.code() in transient
+            if not again or time.monotonic() + delay > deadline:
+                raise SourceError(
+                    f"{what} from Kafka at {config.bootstrap_servers}: {exc}"
+                ) from exc
+            log.warning(
+                "%s from Kafka at %s (%s): asking again",
+                what,
+                config.bootstrap_servers,
+                error.str(),
+            )
+            time.sleep(delay)  # backoff between attempts; the deadline bounds the wait
+            delay = min(delay * 2, 2.0)
+
+
 def new_consumer(config: SourceConfig) -> Any:
     """A confluent-kafka Consumer for ``config`` (assign-only; never commits)."""
     from confluent_kafka import Consumer

@@ -77,7 +77,7 @@ from blockgz.sink.kafka.options import (
     TopicPartition,
     parse_options,
 )
-from blockgz.sink.kafka.ranges import kafka_errors, new_consumer, read_range
+from blockgz.sink.kafka.ranges import asking_again, new_consumer, read_range
 from blockgz.sink.records import kafka_schema_ddl
 
 log = logging.getLogger("blockgz.kafka_source")
@@ -92,8 +92,9 @@ RANGE_COLUMNS = ("topic", "partition", "startOffset", "endOffset")
 
 def current_partitions(consumer: Any, config: SourceConfig) -> list[TopicPartition]:
     """The partitions the source reads now, from fresh metadata."""
-    with kafka_errors(config, "cannot get topic metadata"):
-        metadata = consumer.list_topics(timeout=config.timeout_s)
+    metadata = asking_again(
+        config, "cannot get topic metadata", lambda: consumer.list_topics(timeout=config.timeout_s)
+    )
     existing = {
         (name, partition)
         for name, topic in metadata.topics.items()
@@ -120,11 +121,12 @@ def query_offsets(
         return {}
     from confluent_kafka import TopicPartition as KafkaTP
 
-    with kafka_errors(config, "cannot list offsets"):
-        found = consumer.offsets_for_times(
-            [KafkaTP(topic, partition, which) for topic, partition in partitions],
-            timeout=config.timeout_s,
-        )
+    wanted = [KafkaTP(topic, partition, which) for topic, partition in partitions]
+    found = asking_again(
+        config,
+        "cannot list offsets",
+        lambda: consumer.offsets_for_times(wanted, timeout=config.timeout_s),
+    )
     offsets: Offsets = {}
     for tp in found:
         if tp.error is not None or tp.offset < 0:
