@@ -36,17 +36,15 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from blockgz.local_servers.ports import LOOPBACK, StartStop, die_with_parent, free_ports
+from blockgz.local_servers.ports import LOOPBACK, die_with_parent, free_ports
 from blockgz.local_servers.s3 import (
-    ACCESS_KEY,
     REGION,
-    SECRET_KEY,
+    KeyedS3Server,
     _wait_until_http_ready,
-    make_s3_client,
 )
 
 if TYPE_CHECKING:
-    from botocore.client import BaseClient
+    pass
 
 #: What a start needs on PATH (``ceph`` is the CLI, from ceph-common, which ceph-mon pulls in).
 BINARIES = ("monmaptool", "ceph-mon", "ceph-osd", "ceph", "radosgw", "radosgw-admin")
@@ -115,23 +113,16 @@ rgw dynamic resharding = false
 """
 
 
-class CephRgwS3(StartStop):
+class CephRgwS3(KeyedS3Server):
     """radosgw's S3 endpoint on a free loopback port, over a one-node in-memory Ceph cluster."""
 
     def __init__(
-        self,
-        *,
-        ready_timeout_s: float = 60.0,
-        access_key: str = ACCESS_KEY,
-        secret_key: str = SECRET_KEY,
-        memstore_bytes: int = 2 << 30,
+        self, *, ready_timeout_s: float = 60.0, memstore_bytes: int = 2 << 30, **keys: str
     ):
-        self.ready_timeout_s = ready_timeout_s
-        self.access_key = access_key
-        self.secret_key = secret_key
+        """``keys``: ``access_key`` and ``secret_key`` (:class:`KeyedS3Server`'s defaults)."""
+        super().__init__(ready_timeout_s=ready_timeout_s, **keys)
         #: The OSD's reported capacity; it refuses writes near it (objects live in its RAM).
         self.memstore_bytes = memstore_bytes
-        self.endpoint_url = ""
         self._procs: dict[str, subprocess.Popen[bytes]] = {}
         self._dir: tempfile.TemporaryDirectory[str] | None = None
         self._deadline = 0.0
@@ -296,12 +287,6 @@ class CephRgwS3(StartStop):
         return RuntimeError("\n\n".join(parts))
 
     # -- using and stopping -------------------------------------------------------------------
-    def client(self, **config: Any) -> BaseClient:
-        """A boto3 client for this endpoint (the user's keys, path-style)."""
-        return make_s3_client(
-            self.endpoint_url, access_key=self.access_key, secret_key=self.secret_key, **config
-        )
-
     def stop(self) -> None:
         """Kill every daemon (gateway first) and remove the directory. Safe to call twice.
 

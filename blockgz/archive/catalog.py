@@ -92,10 +92,10 @@ class CatalogRoot:
     seq: int
     through: str
     manifests: int
+    records: int = 0
+    skipped_nulls: int = 0
     offsets: Offsets = field(default_factory=dict)
     dead_letters: Offsets = field(default_factory=dict)
-    skipped_nulls: int = 0
-    records: int = 0
     layout: Mapping[str, str] = field(default_factory=dict)
     segments: Segments = field(default_factory=dict)
     #: The newest folded manifest's :attr:`~blockgz.archive.manifests.Manifest.intents`.

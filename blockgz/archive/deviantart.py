@@ -92,12 +92,7 @@ class DeviantArtLayout:
         return "layout=deviantart"
 
     def parse_data_key(
-        self,
-        key: str,
-        *,
-        size: int = -1,
-        extension: str | None = None,
-        any_extension: bool = False,
+        self, key: str, *, size: int = -1, extension: str | None = None, any_extension: bool = False
     ) -> ObjectRef | None:
         """The :class:`ObjectRef` of a data key; ``None`` for index, cursor and other keys
         (the whole name must match, so ``any_extension`` changes nothing)."""

@@ -255,12 +255,7 @@ class KeyLayout(Protocol):
         ...
 
     def parse_data_key(
-        self,
-        key: str,
-        *,
-        size: int = -1,
-        extension: str | None = None,
-        any_extension: bool = False,
+        self, key: str, *, size: int = -1, extension: str | None = None, any_extension: bool = False
     ) -> ObjectRef | None:
         """The :class:`ObjectRef` of a data key; ``None`` for any other key."""
         ...
@@ -486,12 +481,7 @@ class Layout(JobKeys):
         return digits == str(int(digits)).zfill(self.offset_pad_width)
 
     def parse_data_key(
-        self,
-        key: str,
-        *,
-        size: int = -1,
-        extension: str | None = None,
-        any_extension: bool = False,
+        self, key: str, *, size: int = -1, extension: str | None = None, any_extension: bool = False
     ) -> ObjectRef | None:
         """The :class:`ObjectRef` of a data key; ``None`` for sidecars, manifests, strays.
 

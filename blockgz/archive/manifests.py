@@ -28,7 +28,7 @@ import secrets
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 from blockgz.archive.layout import DEFAULT_MANIFEST_DIR, Layout
 from blockgz.archive.offsets import Offsets, merge_offsets, offsets_doc
@@ -137,6 +137,7 @@ class Manifest:
         return self.skipped_nulls + self.dead_lettered + written
 
 
+@dataclass(eq=False)
 class Manifests:
     """The manifests of one export job (``name``) under a store prefix: write and read them.
 
@@ -145,24 +146,15 @@ class Manifests:
     Reading covers every epoch.
     """
 
-    def __init__(
-        self,
-        store: ObjectStore,
-        prefix: str,
-        layout: Layout,
-        name: str,
-        *,
-        epoch: str = "",
-        intents: bool = False,
-    ):
-        self.store = store
-        self.prefix = prefix
-        self.layout = layout
-        self.name = name
-        self.epoch = epoch
-        #: Whether this job's tasks record intents (a field or time partitioner): its manifests
-        #: say so, which tells a restart it may rely on them.
-        self.intents = intents
+    store: ObjectStore
+    prefix: str
+    layout: Layout
+    name: str
+    _: KW_ONLY
+    epoch: str = ""
+    #: Whether this job's tasks record intents (a field or time partitioner): its manifests
+    #: say so, which tells a restart it may rely on them.
+    intents: bool = False
 
     # -- writing ------------------------------------------------------------------------------
     def key(self, batch_id: int | str) -> str:

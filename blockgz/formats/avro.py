@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 
 
 class AvroFormat(Format):
+    """Avro object container files (``.avro``): one schema per file, records in Avro blocks
+    whose codec (``avro.codec``) compresses them; never gzip-wrapped."""
+
     name = "avro"
     aliases = ("io.confluent.connect.s3.format.avro.AvroFormat",)
     default_extension = ".avro"

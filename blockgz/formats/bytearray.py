@@ -29,6 +29,9 @@ _RAW_CONVERTERS = (None, "bytearray")
 
 
 class ByteArrayFormat(Format):
+    """The bytes Kafka holds, one record after another with ``format.bytearray.separator``
+    between them (or length-framed); the ``.keys`` companion may use it too."""
+
     name = "bytearray"
     aliases = ("io.confluent.connect.s3.format.bytearray.ByteArrayFormat",)
     default_extension = ".bin"

@@ -43,6 +43,9 @@ ENVELOPE_OPTION = "format.json.envelope"
 
 
 class JsonFormat(Format):
+    """One JSON value per line, as Confluent's JsonFormat writes it (or wrapped with its Kafka
+    metadata under ``format.json.envelope``)."""
+
     name = "json"
     aliases = ("io.confluent.connect.s3.format.json.JsonFormat",)
     default_extension = ".json"

@@ -93,6 +93,25 @@ def make_s3_client(
     ).client("s3", endpoint_url=endpoint_url, config=Config(**config))
 
 
+class KeyedS3Server(StartStop):
+    """A local S3 server that checks one access key pair: its endpoint (set by ``start()``),
+    how long it may take to become ready, and boto3 clients that sign with its keys."""
+
+    def __init__(
+        self, *, ready_timeout_s: float, access_key: str = ACCESS_KEY, secret_key: str = SECRET_KEY
+    ) -> None:
+        self.ready_timeout_s = ready_timeout_s
+        self.access_key = access_key
+        self.secret_key = secret_key
+        self.endpoint_url = ""
+
+    def client(self, **config: Any) -> BaseClient:
+        """A boto3 client for this endpoint (the server's keys, path-style)."""
+        return make_s3_client(
+            self.endpoint_url, access_key=self.access_key, secret_key=self.secret_key, **config
+        )
+
+
 def _wait_until_http_ready(
     host: str, port: int, deadline: float, alive: Callable[[], bool]
 ) -> None:

@@ -23,13 +23,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Self
 
-from blockgz.local_servers.ports import LOOPBACK, StartStop, die_with_parent, free_ports
-from blockgz.local_servers.s3 import ACCESS_KEY, REGION, SECRET_KEY, make_s3_client
+from blockgz.local_servers.ports import LOOPBACK, die_with_parent, free_ports
+from blockgz.local_servers.s3 import REGION, KeyedS3Server
 
 if TYPE_CHECKING:
-    from botocore.client import BaseClient
+    pass
 
 #: How often a start is tried when ``weed mini`` finds one of its ports taken.
 _PORT_ATTEMPTS = 3
@@ -60,20 +60,12 @@ def weed_binary() -> str | None:
     return str(beside) if beside.exists() else shutil.which("weed")
 
 
-class SeaweedS3(StartStop):
+class SeaweedS3(KeyedS3Server):
     """A SeaweedFS S3 endpoint on free loopback ports, with its data in a temporary directory."""
 
-    def __init__(
-        self,
-        *,
-        ready_timeout_s: float = 30.0,
-        access_key: str = ACCESS_KEY,
-        secret_key: str = SECRET_KEY,
-    ):
-        self.ready_timeout_s = ready_timeout_s
-        self.access_key = access_key
-        self.secret_key = secret_key
-        self.endpoint_url = ""
+    def __init__(self, *, ready_timeout_s: float = 30.0, **keys: str):
+        """``keys``: ``access_key`` and ``secret_key`` (:class:`KeyedS3Server`'s defaults)."""
+        super().__init__(ready_timeout_s=ready_timeout_s, **keys)
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir: tempfile.TemporaryDirectory[str] | None = None
 
@@ -152,12 +144,6 @@ class SeaweedS3(StartStop):
             else ""
         )
         return f"SeaweedFS did not answer S3 requests ({last}); its log ends:\n{log}"
-
-    def client(self, **config: Any) -> BaseClient:
-        """A boto3 client for this endpoint (the server's keys, path-style)."""
-        return make_s3_client(
-            self.endpoint_url, access_key=self.access_key, secret_key=self.secret_key, **config
-        )
 
     def stop(self) -> None:
         if self._proc is not None:

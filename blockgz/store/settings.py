@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import quote, urlsplit
 
 from blockgz.errors import ConfigError
-from blockgz.option_defs import OptionSet, declarer
+from blockgz.option_defs import OptionDef, OptionSet, declarer
 from blockgz.options import Options, as_options
 
 MIB = 1024 * 1024
@@ -74,14 +74,18 @@ STS_OPTIONS = tuple(
 
 _store = declarer("store", "confluent", also=("sink", "reader"))
 
+
+def _text(name: str, doc: str, **more: Any) -> OptionDef:
+    """A store option whose value is text, empty (unset) by default."""
+    return _store(name, "text", "", doc, **more)
+
+
 #: The S3 settings, under Confluent's names (and ``aws.profile``, ``s3.upload.concurrency``).
 STORE_OPTIONS = OptionSet(
-    _store("s3.bucket.name", "text", "", "bucket", shown="from the URL"),
-    _store("s3.region", "text", "", "region", shown="boto3's chain"),
-    _store(
+    _text("s3.bucket.name", "bucket", shown="from the URL"),
+    _text("s3.region", "region", shown="boto3's chain"),
+    _text(
         "store.url",
-        "text",
-        "",
         "endpoint for MinIO, Ceph, R2, GCS; `https://` added to a bare host",
         shown="boto3's (`AWS_ENDPOINT_URL`)",
     ),
@@ -95,32 +99,24 @@ STORE_OPTIONS = OptionSet(
         "S3 Transfer Acceleration; needs `s3.path.style.access.enabled=false`, refused with "
         "`store.url`",
     ),
-    _store(
+    _text(
         "aws.access.key.id",
-        "text",
-        "",
         "credentials (static keys win over any provider but assume-role, as in Confluent)",
         shown="boto3's chain",
     ),
-    _store(
+    _text(
         "aws.secret.access.key",
-        "text",
-        "",
         "the secret of `aws.access.key.id`",
         shown="boto3's chain",
     ),
-    _store(
+    _text(
         "aws.profile",
-        "text",
-        "",
         "the boto3 profile of the credentials",
         origin="blockgz",
         shown="boto3's chain",
     ),
-    _store(
+    _text(
         "s3.credentials.provider.class",
-        "text",
-        "",
         "`DefaultAWSCredentialsProviderChain`/`DefaultCredentialsProvider` → boto3's chain; "
         "`ProfileCredentialsProvider` → `aws.profile`, else `AWS_PROFILE`, else `default`; "
         "`EnvironmentVariable…`, `WebIdentityToken(File)…`, `InstanceProfile…`, "
@@ -129,33 +125,25 @@ STORE_OPTIONS = OptionSet(
         "refreshed; other classes are refused",
         shown="default chain",
     ),
-    _store(
+    _text(
         "s3.credentials.provider.sts.role.arn",
-        "text",
-        "",
         "the role to assume (required with AwsAssumeRoleCredentialsProvider)",
     ),
-    _store(
+    _text(
         "s3.credentials.provider.sts.role.session.name",
-        "text",
-        "",
         "the session name of the assumed role (required with AwsAssumeRoleCredentialsProvider)",
     ),
-    _store(
+    _text(
         "s3.credentials.provider.sts.role.external.id",
-        "text",
-        "",
         "the external id STS is called with",
     ),
-    _store(
+    _text(
         "s3.credentials.provider.sts.region",
-        "text",
-        "",
         "where STS is called (default `s3.region`); `AWS_ENDPOINT_URL_STS` sets its endpoint",
     ),
-    _store("s3.proxy.url", "text", "", "HTTP(S) proxy for every S3 request", shown="none"),
-    _store("s3.proxy.user", "text", "", "the proxy's user", shown="none"),
-    _store("s3.proxy.password", "text", "", "the proxy's password", shown="none"),
+    _text("s3.proxy.url", "HTTP(S) proxy for every S3 request", shown="none"),
+    _text("s3.proxy.user", "the proxy's user", shown="none"),
+    _text("s3.proxy.password", "the proxy's password", shown="none"),
     _store(
         "s3.ssea.name",
         "choice",
@@ -164,11 +152,9 @@ STORE_OPTIONS = OptionSet(
         allowed=SSE_ALGORITHMS,
         shown="none",
     ),
-    _store("s3.sse.kms.key.id", "text", "", "the KMS key of `aws:kms` encryption", shown="none"),
-    _store(
+    _text("s3.sse.kms.key.id", "the KMS key of `aws:kms` encryption", shown="none"),
+    _text(
         "s3.sse.customer.key",
-        "text",
-        "",
         "SSE-C: base64 of a 256-bit key (sent on every write and read)",
         shown="none",
     ),
@@ -192,10 +178,8 @@ STORE_OPTIONS = OptionSet(
         False,
         "tag each committed object with `startOffset`, `endOffset`, `recordCount` (`S3Store.tag`)",
     ),
-    _store(
+    _text(
         "s3.object.tagging.key.value.pairs",
-        "text",
-        "",
         "extra tags, `k1:v1,k2:v2` (at most 7: S3 allows 10 per object)",
         shown="none",
     ),

@@ -28,7 +28,7 @@ import enum
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -98,6 +98,7 @@ class NullRoute:
 
 
 # -- place ---------------------------------------------------------------------------------------
+@dataclass(eq=False)
 class Placement:
     """The encoded partition of a record and the value schema its file keeps.
 
@@ -109,23 +110,17 @@ class Placement:
     'dt=2026-11-25'
     """
 
-    def __init__(
-        self,
-        partitioner: Any,
-        *,
-        affix: str = "NONE",
-        directory_delim: str = "/",
-        tombstone_partition: str = "tombstone",
-        tombstones_keys_only: bool = False,
-        compatibility: str = "NONE",
-    ):
-        self.partitioner = partitioner
-        self.affix = affix
-        self.directory_delim = directory_delim
-        self.tombstone_partition = tombstone_partition
-        self.tombstones_keys_only = tombstones_keys_only
-        self.compatibility = compatibility
-        self.schemas = SchemaPolicy(compatibility)
+    partitioner: Any
+    _: KW_ONLY
+    affix: str = "NONE"
+    directory_delim: str = "/"
+    tombstone_partition: str = "tombstone"
+    tombstones_keys_only: bool = False
+    compatibility: str = "NONE"
+    schemas: SchemaPolicy = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.schemas = SchemaPolicy(self.compatibility)
 
     @classmethod
     def of(cls, config: Any, partitioner: Any) -> Placement:
