@@ -26,7 +26,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from blockgz.local_servers.registry import Answer, LocalSchemaRegistry
-from blockgz.local_servers.registry_state import RegistryState
 
 
 @dataclass
@@ -109,7 +108,7 @@ class FaultyRegistry(LocalSchemaRegistry):
     def reset(self) -> None:
         """Forget every schema, subject, setting, request and pending fault (a new registry)."""
         with self._lock:
-            self._store = RegistryState(self._store.default_level)
+            self.forget()
             self._requests.clear()
             self._faults.clear()
 

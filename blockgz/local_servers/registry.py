@@ -203,6 +203,11 @@ class LocalSchemaRegistry(StartStop):
         if thread is not None:
             thread.join()
 
+    def forget(self) -> None:
+        """Forget every schema, subject and setting (the compatibility level stays)."""
+        with self._lock:
+            self._store = RegistryState(self._store.default_level)
+
     # -- request handling (called from the server's threads) --------------------------------
 
     def _answer(self, method: str, target: str, raw: bytes, authorization: str | None) -> Answer:
