@@ -27,8 +27,12 @@ settings.load_profile("blockgz")
 def pytest_configure(config) -> None:
     # Every option blockgz's code reads must be declared (blockgz.option_defs): reads of
     # undeclared names are recorded while the tests run, and fail the test that made them.
+    # Every declaring module is loaded first, so that a test running alone sees the whole
+    # registry, as the full run does.
     from blockgz import option_defs
+    from blockgz.cli.options import load_declarations
 
+    load_declarations()
     option_defs.track_reads = True
 
 
