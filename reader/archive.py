@@ -35,6 +35,7 @@ from blockgz.format.envelope import ENVELOPE_START, unwrap
 from blockgz.format.framing import NEWLINE, Framing, framing_from_options
 from blockgz.format.index import BlockIndex
 from blockgz.format.plan import BlockRead, Span, merge_plans, merge_ranges, plan_blocks
+from blockgz.formats.registry import stream_decoder_of
 from blockgz.objects.indexed import IndexedReader, load_index
 from blockgz.objects.stream import stream_records
 from blockgz.options import as_options
@@ -458,7 +459,11 @@ class Archive(ArchiveAnalytics):
         return found[:count]
 
     def _stream_records(self, ref: ObjectRef) -> Iterator[Record]:
-        return stream_records(self.store, ref.key, ref.start_offset, framing=self.framing)
+        """The object read whole: framed records, or decoded as its format says (Avro)."""
+        decode = stream_decoder_of(ref.extension, ref.bytearray_extension)
+        return stream_records(
+            self.store, ref.key, ref.start_offset, framing=self.framing, decode=decode
+        )
 
     def _last_offset(self, ref: ObjectRef) -> int | None:
         if ref.has_index:
