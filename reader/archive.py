@@ -34,7 +34,8 @@ from blockgz.format.decode import Record
 from blockgz.format.envelope import ENVELOPE_START, unwrap
 from blockgz.format.framing import NEWLINE, Framing, framing_from_options
 from blockgz.format.index import BlockIndex
-from blockgz.format.plan import BlockRead, Span, merge_ranges, plan_blocks
+from blockgz.format.plan import BlockRead, Span, merge_plans, merge_ranges, plan_blocks
+from blockgz.formats.registry import stream_decoder_of
 from blockgz.objects.indexed import IndexedReader, load_index
 from blockgz.objects.stream import stream_records
 from blockgz.options import as_options
@@ -347,7 +348,7 @@ class Archive(ArchiveAnalytics):
         remaining = count
         yielded = False
         below = offset  # the next record must have this offset or a higher one
-        jobs = _spans(self._plan(refs, first, offset, count, times), first_alone=count is None)
+        jobs = merge_plans(self._plan(refs, first, offset, count, times), first_alone=count is None)
         for job, fetched in _prefetched(jobs, self._fetch, self._executor, self.prefetch):
             for run in _runs_of(self._unwrapped(records) for records in fetched):
                 if run and run[0].offset < below:
@@ -458,7 +459,11 @@ class Archive(ArchiveAnalytics):
         return found[:count]
 
     def _stream_records(self, ref: ObjectRef) -> Iterator[Record]:
-        return stream_records(self.store, ref.key, ref.start_offset, framing=self.framing)
+        """The object read whole: framed records, or decoded as its format says (Avro)."""
+        decode = stream_decoder_of(ref.extension, ref.bytearray_extension)
+        return stream_records(
+            self.store, ref.key, ref.start_offset, framing=self.framing, decode=decode
+        )
 
     def _last_offset(self, ref: ObjectRef) -> int | None:
         if ref.has_index:
@@ -545,22 +550,6 @@ def _enveloped(records: list[Record]) -> bool:
 
 #: Records per list when an object without an index is streamed (see ``seek_blocks``).
 STREAM_RUN = 4096
-
-
-def _spans(
-    plan: Iterable[tuple[ObjectRef, list[BlockRead] | None]], *, first_alone: bool
-) -> Iterator[tuple[ObjectRef, Span | None]]:
-    """The planned blocks of each object as merged byte ranges (one ranged GET each); with
-    ``first_alone`` the very first block is fetched alone (an open-ended read's first record
-    comes after one block)."""
-    alone = first_alone
-    for ref, reads in plan:
-        if reads is None:
-            yield ref, None
-        else:
-            for span in merge_ranges(reads, first_alone=alone):
-                yield ref, span
-        alone = False
 
 
 def _runs_of(blocks: Iterable[Iterable[Record]]) -> Iterator[list[Record]]:

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from blockgz.archive.layout import ObjectRef
 from blockgz.errors import BlockGzError, UnknownFormatError
 from blockgz.format.framing import Framing
-from blockgz.formats.registry import format_of
+from blockgz.formats.registry import format_of, stream_decoder_of
 from blockgz.objects.indexed import IndexedReader, VerifyReport
-from blockgz.objects.stream import stream_records
+from blockgz.objects.stream import StreamDecoder, stream_records
 from blockgz.reader.archive import Archive, ObjectSummary
 from blockgz.reader.strays import stray_line
 from blockgz.store import ObjectStore
@@ -118,7 +118,10 @@ def check_object(
         )
         return
     why = "no index" if indexable else "plain, no index by design"
-    line, problem = read_whole(archive.store, row.key, row.first_offset, archive.framing, why)
+    decode = None if ref is None else stream_decoder_of(ref.extension, ref.bytearray_extension)
+    line, problem = read_whole(
+        archive.store, row.key, row.first_offset, archive.framing, why, decode=decode
+    )
     if problem is not None:
         check.problems.append(problem)
     else:
@@ -136,12 +139,20 @@ def _unknown_format(archive: Archive, ref: ObjectRef, check: TopicCheck) -> bool
 
 
 def read_whole(
-    store: ObjectStore, key: str, start: int, framing: Framing, why: str = "no index"
+    store: ObjectStore,
+    key: str,
+    start: int,
+    framing: Framing,
+    why: str = "no index",
+    *,
+    decode: StreamDecoder | None = None,
 ) -> tuple[str, str | None]:
-    """Read an object to its end, counting records: ``(ok line, None)`` or ``("", problem)``."""
+    """Read an object to its end, counting records: ``(ok line, None)`` or ``("", problem)``.
+    ``decode``: its format's reader of a whole object (Avro's), as
+    :func:`~blockgz.objects.stream.stream_records` takes it; ``None``: ``framing``'s records."""
     url = store.url(key)
     try:
-        records = sum(1 for _ in stream_records(store, key, start, framing=framing))
+        records = sum(1 for _ in stream_records(store, key, start, framing=framing, decode=decode))
     except _UNREADABLE as exc:
         return "", f"{url}: cannot be read whole: {exc}"
     return f"{url}: ok, read whole ({why}), {records} records", None

@@ -109,6 +109,7 @@ def run_quickstart(
 
         with LocalSparkCluster(workers=1) as spark_cluster:
             return run_quickstart(console, seek_offset=seek_offset, master=spark_cluster.master_url)
+    from blockgz.archive.layout import Layout
     from blockgz.local_servers import LocalSchemaRegistry, MotoS3
     from blockgz.local_servers.seaweed import SeaweedS3
     from blockgz.reader import open_archive
@@ -193,7 +194,8 @@ def run_quickstart(
                 for obj in client.list_objects_v2(Bucket=BUCKET).get("Contents", [])
                 if obj["Key"].startswith("topics/")
             ]
-            keys = sorted(k for k in listed if k.endswith(".avro"))
+            layout = Layout()
+            keys = sorted(k for k in listed if (ref := layout.parse_data_key(k)) and ref.is_avro)
             for key in keys:
                 console.print(f"   s3://{BUCKET}/{key}")
             console.print(

@@ -85,6 +85,13 @@ def _named_format(key: str):
     return format_of_extension(name.rpartition(".")[2]) if "." in name else None
 
 
+def _named_decoder(key: str):
+    """How the format an object's name names decodes the object read whole (its
+    :meth:`~blockgz.formats.base.Format.stream_decoder`); ``None``: framed records."""
+    fmt = _named_format(key)
+    return None if fmt is None else fmt.stream_decoder()
+
+
 def _json_archive(refs) -> bool:
     """Whether every object read is of a format of JSON text (a JSON archive)."""
     from blockgz.formats.registry import FORMATS
@@ -149,7 +156,8 @@ def seek(
     if topic is None and partition is None:
         from blockgz.objects.seek import seek_object
 
-        records = seek_object(target, offset, count, scan=scan, options=options)
+        decode = _named_decoder(target)
+        records = seek_object(target, offset, count, scan=scan, options=options, decode=decode)
         _echo_records(records, output, json_values=_json_named(target))
         return
     if scan:
@@ -196,8 +204,8 @@ def cat(target, output, topic, partition, endpoint_url, options) -> None:
 
         store, key = split_object_url(target, options)
         key = data_key_for(key)
-        named = _named_format(key)
-        if (named is not None and named.compresses_inside) or output == "json":
+        decode = _named_decoder(key)
+        if decode is not None or output == "json":
             from blockgz.archive.layout import Layout
             from blockgz.format.framing import framing_from_options
             from blockgz.objects.stream import stream_records
@@ -205,7 +213,7 @@ def cat(target, output, topic, partition, endpoint_url, options) -> None:
             ref = Layout().parse_data_key(key, any_extension=True)
             start = ref.start_offset if ref is not None else 0
             framing = framing_from_options(options)
-            records = stream_records(store, key, start, framing=framing)
+            records = stream_records(store, key, start, framing=framing, decode=decode)
             _echo_records(records, output, json_values=_json_named(key))
             return
         with stream_object(store, key, compressed=key.endswith(".gz")) as stream:
@@ -326,7 +334,8 @@ def _read_whole(store, key: str, options: dict) -> None:
 
     ref = Layout().parse_data_key(key, any_extension=True)
     start = ref.start_offset if ref is not None else 0
-    line, problem = read_whole(store, key, start, framing_from_options(options))
+    framing = framing_from_options(options)
+    line, problem = read_whole(store, key, start, framing, decode=_named_decoder(key))
     click.echo(problem or line, err=True)
     if problem is not None:
         sys.exit(1)

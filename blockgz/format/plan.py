@@ -6,7 +6,8 @@ The one block planner of the readers: a seek in one object
 and the Spark scan (:mod:`blockgz.reader.scan_plan`) all ask :func:`plan_blocks`;
 :func:`merge_ranges` then joins the planned blocks that lie close together in the object into one
 byte range, so neighbouring blocks cost one read (one ``pread``, one ranged GET), as fsspec's
-``merge_offset_ranges`` and Arrow's read coalescing do.
+``merge_offset_ranges`` and Arrow's read coalescing do; :func:`merge_plans` does so for each
+object of a read across several.
 
     >>> from blockgz.format.index import BlockIndex, Chunk
     >>> index = BlockIndex([Chunk(0, 10, 0, 100, 400), Chunk(10, 10, 100, 90, 400),
@@ -22,8 +23,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import TypeVar
 
 from blockgz.format.index import BlockIndex, Chunk
+
+#: What a read across objects names each object's plan by (an archive's ``ObjectRef``).
+Obj = TypeVar("Obj")
 
 #: Bytes between two planned blocks that are still read along rather than asked for apart: a
 #: skipped small block costs less than another request.
@@ -147,6 +152,31 @@ def merge_ranges(
     if run:
         spans.append(_span(run))
     return spans
+
+
+def merge_plans(
+    plans: Iterable[tuple[Obj, list[BlockRead] | None]], *, first_alone: bool = False
+) -> Iterator[tuple[Obj, Span | None]]:
+    """:func:`merge_ranges` over a read of several objects, in order, as the caller iterates:
+    ``(object, span)`` for each range of each object's planned blocks (a range never spans two
+    objects); an object planned as ``None`` (no index: read whole) passes as ``(object, None)``.
+    ``first_alone`` applies to the first object only: an open-ended read's first record comes
+    after one block, later objects' blocks are merged as usual.
+
+    >>> c = [Chunk(n, 1, n * 10, 10, 10) for n in range(3)]
+    >>> plans = [("a", [BlockRead(n, c[n]) for n in range(3)]), ("b", None),
+    ...          ("c", [BlockRead(0, c[0])])]
+    >>> [(obj, s and (s.start, s.end)) for obj, s in merge_plans(plans, first_alone=True)]
+    [('a', (0, 10)), ('a', (10, 30)), ('b', None), ('c', (0, 10))]
+    """
+    alone = first_alone
+    for obj, reads in plans:
+        if reads is None:
+            yield obj, None
+        else:
+            for span in merge_ranges(reads, first_alone=alone):
+                yield obj, span
+        alone = False
 
 
 def _joins(run: list[BlockRead], read: BlockRead, gap: int, limit: int | None, alone: bool) -> bool:

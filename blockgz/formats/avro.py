@@ -27,6 +27,7 @@ from blockgz.formats.base import HEADERS, KEYS, Format, FormatSettings, RecordEn
 
 if TYPE_CHECKING:
     from blockgz.formats.output import OutputObject
+    from blockgz.objects.stream import StreamDecoder
     from blockgz.store.base import ObjectStore
 
 
@@ -87,6 +88,12 @@ class AvroFormat(Format):
             connect_meta_data=settings.connect_meta_data and not companion,
             **kw,
         )
+
+    def stream_decoder(self) -> StreamDecoder:
+        """An Avro container file's records, each as a Python value (fastavro's reader)."""
+        import fastavro
+
+        return fastavro.reader
 
     def encode_key(self, record: Any, schema: Any, key: Any, *, decoded: bool, writer: Any) -> Any:
         return key

@@ -30,6 +30,7 @@ from blockgz.format.framing import NEWLINE, Framing
 if TYPE_CHECKING:
     from blockgz.formats.compression import CompressionType
     from blockgz.formats.output import OutputObject
+    from blockgz.objects.stream import StreamDecoder
     from blockgz.store.base import ObjectStore
 
 #: The companion files' roles (``t+0+0000000042.keys.json`` ...).
@@ -225,6 +226,18 @@ class Format(ABC):
         raise NotImplementedError(f"{self.name} cannot write {role} from a run")
 
     # -- the readers -------------------------------------------------------------------------
+    def stream_decoder(self) -> StreamDecoder | None:
+        """How a reader decodes an object of this format read whole (without its index):
+        ``None`` for framed records (split by the framing, after any ``.gz`` is inflated),
+        else a function from the object's bytes (a readable file) to its records' values, in
+        order: a container format's own reader. The default: framed records.
+
+        >>> from blockgz.formats.registry import FORMATS
+        >>> FORMATS.get("json").stream_decoder() is None
+        True
+        """
+        return None
+
     def decode_entry(self, entry: Any) -> Any:
         """A keys/headers entry as stored -> Python (text to bytes; lists as they are)."""
         if isinstance(entry, str):  # an Avro "string" key

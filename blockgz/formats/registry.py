@@ -21,11 +21,14 @@ True
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from blockgz.errors import ConfigError, UnknownFormatError
 from blockgz.formats.base import Format
 from blockgz.named import Registry
+
+if TYPE_CHECKING:
+    from blockgz.objects.stream import StreamDecoder
 
 
 class ObjectName(Protocol):
@@ -99,6 +102,21 @@ def format_of(ref: ObjectName) -> Format:
             "gzipped or not); it is not read (written by a newer blockgz? upgrade to read it)"
         )
     return fmt
+
+
+def stream_decoder_of(extension: str, bytearray_extension: str = "") -> StreamDecoder | None:
+    """How an object ending with ``extension`` is decoded when read whole: its format's
+    :meth:`~blockgz.formats.base.Format.stream_decoder` (``extension`` and
+    ``bytearray_extension`` as :func:`format_of_extension` takes them); ``None``, framed
+    records, also when no registered format names the extension.
+
+    >>> stream_decoder_of("keys.avro").__name__
+    'reader'
+    >>> stream_decoder_of("json.gz"), stream_decoder_of("txt")
+    (None, None)
+    """
+    fmt = format_of_extension(extension, bytearray_extension)
+    return None if fmt is None else fmt.stream_decoder()
 
 
 def check_companion_role(fmt: Format, role: str, option: str) -> None:

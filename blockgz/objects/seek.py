@@ -20,7 +20,7 @@ from blockgz.errors import MissingIndexError, OffsetNotFoundError
 from blockgz.format.decode import Record
 from blockgz.format.framing import framing_from_options
 from blockgz.objects.indexed import open_indexed
-from blockgz.objects.stream import stream_records
+from blockgz.objects.stream import StreamDecoder, stream_records
 from blockgz.options import as_options
 
 
@@ -31,13 +31,16 @@ def seek_object(
     *,
     scan: bool = False,
     options: Mapping[str, Any] | None = None,
+    decode: StreamDecoder | None = None,
 ) -> Iterator[Record]:
     """Records of the object at ``target`` (path or ``s3://`` URL) from ``offset`` on.
 
     With its ``.index.json``, only the blocks needed are read. Without one, ``scan=True``
     streams the object from its start, taking offsets from the start offset in its name (0 if
     the name has none; ``format.bytearray.framing`` in ``options`` says how its records are
-    framed); otherwise :class:`~blockgz.errors.MissingIndexError` says so.
+    framed, or ``decode`` reads them, as the object's format says:
+    :func:`~blockgz.formats.registry.stream_decoder_of`); otherwise
+    :class:`~blockgz.errors.MissingIndexError` says so.
     """
     try:
         with open_indexed(target, options) as obj:
@@ -52,7 +55,9 @@ def seek_object(
     key = data_key_for(key)
     ref = Layout.from_options(as_options(options)).parse_data_key(key, any_extension=True)
     start = ref.start_offset if ref is not None else 0
-    records = stream_records(store, key, start, framing=framing_from_options(options))
+    records = stream_records(
+        store, key, start, framing=framing_from_options(options), decode=decode
+    )
     found = False
     for record in itertools.islice((r for r in records if r.offset >= offset), count):
         found = True

@@ -1,4 +1,5 @@
-"""Read a whole object as a stream: plain bytes, gzip of any number of members, or Avro.
+"""Read a whole object as a stream: plain bytes, gzip of any number of members, or a container
+(Avro) decoded by the reader its format gives.
 
 For objects that cannot be seeked (uncompressed, plain gzip, block-GZIP without its index, an
 Avro file without one, as Confluent's sink writes them): bytes are fetched in large ranged
@@ -16,12 +17,19 @@ reads (a dropped connection resumes where it stopped) and decompressed or decode
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any
 
 from blockgz.errors import CorruptBlockError
 from blockgz.format.decode import Record
 from blockgz.format.framing import NEWLINE, Framing, LengthPrefixed
 from blockgz.store.base import ObjectStore
+
+#: Reads the values of a container object's records (an Avro file's) from its bytes, a readable
+#: file, in order. Which one an object takes, its format says
+#: (:meth:`blockgz.formats.base.Format.stream_decoder`); ``None`` where one is asked for: framed
+#: records.
+StreamDecoder = Callable[[IO[bytes]], Iterable[Any]]
 
 
 class ChunkStream(io.RawIOBase):
@@ -63,11 +71,14 @@ def stream_records(
     *,
     compressed: bool | None = None,
     framing: Framing = NEWLINE,
+    decode: StreamDecoder | None = None,
 ) -> Iterator[Record]:
-    """A non-seekable object, streamed record by record (``framing``'s records, or an Avro
-    file's records as Python values); offsets count up from ``start_offset`` (the one in its
-    name), so they are exact only when the object's offsets are contiguous. ``compressed``
-    defaults to the key ending in ``.gz``.
+    """A non-seekable object, streamed record by record: ``framing``'s records, or with
+    ``decode`` the values it reads from the object's bytes (an Avro file's records as Python
+    values; the caller asks the object's format which:
+    :func:`~blockgz.formats.registry.stream_decoder_of`). Offsets count up from
+    ``start_offset`` (the one in its name), so they are exact only when the object's offsets
+    are contiguous. ``compressed`` defaults to the key ending in ``.gz``.
 
     >>> import tempfile
     >>> from blockgz.store import LocalStore
@@ -77,15 +88,13 @@ def stream_records(
     >>> list(stream_records(store, "t+0+0000000007.bin", 7, framing=LengthPrefixed()))
     [Record(offset=7, value=b'a\\nb'), Record(offset=8, value=b'')]
     """
-    if key.endswith(".avro"):
-        import fastavro
-
-        with stream_object(store, key, compressed=False) as stream:
-            for n, value in enumerate(fastavro.reader(stream)):
-                yield Record(start_offset + n, value)
-        return
     if compressed is None:
         compressed = key.endswith(".gz")
+    if decode is not None:
+        with stream_object(store, key, compressed=compressed) as stream:
+            for n, value in enumerate(decode(stream)):
+                yield Record(start_offset + n, value)
+        return
     if isinstance(framing, LengthPrefixed):
         with stream_object(store, key, compressed=compressed) as stream:
             yield from _length_prefixed(stream, start_offset, store.url(key))

@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 
 from blockgz.errors import OffsetNotFoundError
 from blockgz.format.index import BlockIndex, Chunk
-from blockgz.format.plan import BlockRead, Span, fetched, merge_ranges, plan_blocks
+from blockgz.format.plan import (
+    BlockRead,
+    Span,
+    fetched,
+    merge_plans,
+    merge_ranges,
+    plan_blocks,
+)
 from blockgz.objects.indexed import FileRanges, IndexedReader
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.reader import open_archive
@@ -116,6 +123,16 @@ def test_each_block_gets_its_own_bytes_out_of_a_merged_range():
     assert spans == [Span(0, 8, (BlockRead(0, chunks[0]), BlockRead(2, chunks[2])))]
     assert [raw for _, raw in fetched(read, spans)] == [b"aa", b"cc"]
     assert calls == [(0, 8)]
+
+
+def test_plans_of_several_objects_merge_each_apart_and_only_the_first_block_alone():
+    chunks = [Chunk(n, 1, n * 10, 10, 10) for n in range(3)]
+    whole = [BlockRead(n, chunks[n]) for n in range(3)]
+    plans = iter([("streamed", None), ("a", whole), ("b", whole)])
+    got = merge_plans(plans, first_alone=True)
+    assert next(got) == ("streamed", None)  # lazy: one object's plan at a time
+    # The first object was streamed, so no block of a later one is fetched alone.
+    assert [(obj, s.start, s.end) for obj, s in got] == [("a", 0, 30), ("b", 0, 30)]
 
 
 # -- the readers use it --------------------------------------------------------------------------

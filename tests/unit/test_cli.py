@@ -372,6 +372,18 @@ def test_avro_without_index_is_read_by_streaming(tmp_path):
     assert "(no index)" in result.stdout
 
 
+def test_one_avro_object_without_index_is_decoded_by_its_format(tmp_path):
+    """seek --scan, cat and verify --scan of one object: its format (by its name) decodes it."""
+    path = tmp_path / write_avro_archive(tmp_path, indexed=False)[1]
+    result = run("seek", "--scan", "--offset", "98", path)
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line)["n"] for line in result.stdout.splitlines()] == [98, 99]
+    result = run("cat", path)
+    assert [json.loads(line)["n"] for line in result.stdout.splitlines()] == list(range(50, 100))
+    result = run("verify", "--scan", path)
+    assert result.exit_code == 0 and "read whole (no index), 50 records" in result.stderr
+
+
 def test_verify_names_a_corrupt_avro_block(tmp_path):
     keys = write_avro_archive(tmp_path)
     path = tmp_path / keys[0]

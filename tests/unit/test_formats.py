@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +208,46 @@ def test_a_format_registered_in_a_test_is_written_and_read_back(tmp_path, hex_fo
         got = list(archive.seek("t", 0, 10))
     assert [(r.offset, r.value, r.key) for r in got] == [
         (r.offset, r.value.hex().encode(), r.key) for r in records
+    ]
+
+
+class JsonArrayFormat(Format):
+    """A container made up here: each object one JSON array of values, ``.jarr``, which only
+    its own decoder reads (as only fastavro reads an ``.avro`` file)."""
+
+    name = "jarr"
+    default_extension = ".jarr"
+    companion_roles = frozenset()
+
+    def encoder(self, settings: Any) -> RecordEncoder:
+        raise NotImplementedError("read-only in this test")
+
+    def stream_decoder(self):
+        return json.load
+
+
+def test_an_object_read_whole_is_decoded_as_its_format_says(tmp_path):
+    """The readers ask the object's format how to decode it whole (no ``.avro`` test of its
+    name): an archive read and ``verify --scan`` of a format registered here."""
+    from blockgz.reader.archive import Archive
+    from blockgz.reader.verify import TopicCheck, check_object
+    from blockgz.store import LocalStore
+
+    store = LocalStore(str(tmp_path))
+    key = "topics/t/partition=0/t+0+0000000005.jarr"
+    store.put(key, b'["a", {"b": 1}]')
+    FORMATS.register(JsonArrayFormat())
+    try:
+        with open_archive(str(tmp_path)) as archive:
+            got = [(r.offset, r.value) for r in archive.seek("t", 0, 5)]
+            check = TopicCheck()
+            check_object(Archive(store), archive.ls("t")[0], check, scan=True)
+    finally:
+        FORMATS.unregister("jarr")
+    assert got == [(5, "a"), (6, {"b": 1})]
+    assert check.problems == []
+    assert check.lines == [
+        f"{store.url(key)}: ok, read whole (plain, no index by design), 2 records"
     ]
 
 
