@@ -21,7 +21,8 @@ from itertools import pairwise
 
 from blockgz.archive.catalog import Catalog, CatalogView
 from blockgz.archive.layout import Layout, ObjectRef
-from blockgz.archive.manifests import ExportFound, Manifests, WrittenFile, find_exports
+from blockgz.archive.manifests import ExportFound, Manifests, find_exports
+from blockgz.archive.written import WrittenFile
 from blockgz.format.decode import Record
 from blockgz.store import ObjectStore
 

@@ -6,8 +6,9 @@ The data keys follow Confluent's S3 sink, so existing Athena/Hive tables and scr
 
 with ``directory.delim`` in place of ``/`` and ``file.delim`` in place of ``+``. Beside a
 block-GZIP (or Avro) object sits its index sidecar, a hidden file: the data object's name with a
-leading ``.``, minus ``.gz``, plus ``.index.json`` (:func:`sidecar_key`), so query engines that
-read a topic's folder skip it. An export's batch manifests sit under
+leading ``.``, minus ``.gz``, plus ``.index.json``
+(:func:`~blockgz.archive.sidecars.sidecar_key`), so query engines that read a topic's folder
+skip it. An export's batch manifests sit under
 ``<prefix><manifest dir>/<job name>/manifests/``.
 
 A key is a data object only if its whole name parses: ``<topic>+<partition>+<start offset,
@@ -21,6 +22,7 @@ after (:meth:`Layout.parse_data_key`); anything else is a stray that readers ign
     >>> ref = layout.parse_data_key(key, size=10)
     >>> ref.topic, ref.partition, ref.start_offset, ref.extension, ref.directory
     ('orders', 3, 1000, 'json.gz', 'topics/orders/partition=3')
+    >>> from blockgz.archive.sidecars import sidecar_key
     >>> sidecar_key(key)
     'topics/orders/partition=3/.orders+3+0000001000.json.index.json'
     >>> layout.parse_data_key(sidecar_key(key)) is None
@@ -46,16 +48,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from blockgz.archive.job_keys import JobKeys
-from blockgz.archive.sidecars import (  # noqa: F401 - the key contract, re-exported
-    AVRO_SUFFIX,
-    INDEX_SUFFIX,
-    data_key_for,
-    hidden_key,
-    is_sidecar,
-    legacy_sidecar_key,
-    sidecar_key,
-    sidecar_keys,
-)
+from blockgz.archive.sidecars import is_sidecar
 from blockgz.errors import ConfigError
 from blockgz.option_defs import OptionDef, OptionSet
 

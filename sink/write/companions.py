@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from blockgz.archive.manifests import WrittenFile
+from blockgz.archive.written import WrittenFile
 from blockgz.formats.base import HEADERS, KEYS, Format
 from blockgz.sink.convert.schemas import BYTES_SCHEMA, ValueSchema
 from blockgz.sink.records import KafkaRecord

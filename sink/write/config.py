@@ -41,11 +41,11 @@ from blockgz.format.index import AVRO_CODECS
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE
 from blockgz.formats.base import HEADERS, KEYS, Format
 from blockgz.formats.compression import COMPRESSIONS, CompressionType
+from blockgz.formats.connect_render import DECIMAL_FORMATS
 from blockgz.formats.json import ENVELOPE_OPTION
 from blockgz.formats.registry import FORMATS, check_companion_role
 from blockgz.option_defs import OPTIONS, NotDone, OptionSet, declarer
 from blockgz.options import Options, as_options
-from blockgz.sink.convert.connect_json import DECIMAL_FORMATS
 from blockgz.sink.convert.converters import JSON, ConverterSettings
 from blockgz.sink.convert.evolution import COMPATIBILITIES
 from blockgz.sink.partitioning.settings import DefaultSettings, PartitionerSettings

@@ -36,21 +36,22 @@ import numpy as np
 
 from blockgz.archive.intents import DirectoryIntents
 from blockgz.archive.layout import default_partition
-from blockgz.archive.manifests import WrittenFile
+from blockgz.archive.written import WrittenFile
 from blockgz.errors import BadRecordError, OffsetOrderError
+from blockgz.formats.output import ObjectWriter
 from blockgz.sink.convert.schemas import ValueSchema
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.companions import Companions
 from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.deadletter import DeadLetters, log_bad_record
 from blockgz.sink.write.encoders import encoder_for
-from blockgz.sink.write.object_writer import NoValueFile, ObjectWriter
+from blockgz.sink.write.object_writer import NoValueFile
 from blockgz.sink.write.open_files import OpenFiles
 from blockgz.sink.write.stages import NullRoute, Placement, Rotator, Route, Run, append, append_run
 from blockgz.store.base import ObjectStore
 
 if TYPE_CHECKING:
-    from blockgz.sink.write.avro_writer import AvroObjectWriter
+    from blockgz.formats.avro_writer import AvroObjectWriter
 
     OpenFile = ObjectWriter | AvroObjectWriter | NoValueFile
 
@@ -233,7 +234,7 @@ class TopicPartitionWriter:
         the batch holds them) go to the files beside it in bulk too. ``timestamps``: the
         records' Kafka timestamps (epoch ms, negative: none), for each file's time range.
         ``checked``: the caller found every value storable as it is
-        (:meth:`~blockgz.sink.write.encoders.RecordEncoder.rejected`).
+        (:meth:`~blockgz.formats.base.RecordEncoder.rejected`).
         """
         run = self._run_of(values, offsets, keys, headers, timestamps, checked)
         if run is None:
