@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from blockgz.archive.layout import ObjectRef
+from blockgz.archive.object_ref import ObjectRef
 
 #: The connector keeps its cursor in ``last_chunk_index.<topic>-<partition>.txt``.
 _CURSOR = "last_chunk_index."
