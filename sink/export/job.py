@@ -35,7 +35,7 @@ from blockgz.archive.offsets import EARLIEST, Offsets
 from blockgz.errors import BlockGzError, CheckpointError, ExportFailed, LeaseLostError
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
-from blockgz.sink.write.config import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
+from blockgz.sink.write.options import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
 
 log = logging.getLogger("blockgz.export")
 

@@ -40,7 +40,7 @@ def encoder_for(config: SinkConfig) -> RecordEncoder:
     >>> type(encoder_for(SinkConfig.from_options({"path": "/tmp/x", "format.class": "bytearray"})))
     <class 'blockgz.formats.bytearray.ByteArrayEncoder'>
     """
-    return config.value_format.encoder(config)
+    return config.format_for().encoder(config)
 
 
 __all__ = ["encoder_for"]

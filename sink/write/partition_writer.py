@@ -38,6 +38,7 @@ from blockgz.archive.intents import DirectoryIntents
 from blockgz.archive.layout import default_partition
 from blockgz.archive.written import WrittenFile
 from blockgz.errors import BadRecordError, OffsetOrderError
+from blockgz.formats.base import KEYS
 from blockgz.formats.output import ObjectWriter
 from blockgz.sink.convert.schemas import ValueSchema
 from blockgz.sink.records import KafkaRecord
@@ -110,7 +111,7 @@ class TopicPartitionWriter:
             self.partitioner.partition_directories
             and self.encoder.may_pass_through
             and self.converter is None
-            and (self.key_converter is None and config.keys_format_type.writes_companion_runs)
+            and (self.key_converter is None and config.format_for(KEYS).writes_companion_runs)
             and not config.rotate_interval_ms
             and not config.rotate_schedule_interval_ms
         )
@@ -303,7 +304,7 @@ class TopicPartitionWriter:
         if encoded == cfg.tombstone_partition and cfg.keeps_tombstone_keys_only:
             writer = NoValueFile(self.key_for(encoded, offset), self.topic, self.partition, encoded)
             return self.files.add(encoded, writer)
-        writer = cfg.value_format.open_writer(
+        writer = cfg.format_for().open_writer(
             self.store,
             self.key_for(encoded, offset),
             cfg,
