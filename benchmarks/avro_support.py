@@ -321,7 +321,8 @@ def check_avro_output(store, prefix: str, topic: str, codec: str, *, indexed: bo
     objects cover contiguous offsets from 0. ``uncompressed`` = the blocks' decoded bytes."""
     import fastavro
 
-    from blockgz.archive.layout import Layout, sidecar_key
+    from blockgz.archive.layout import Layout
+    from blockgz.archive.sidecars import sidecar_key
     from blockgz.format.index import BlockIndex
 
     started = time.perf_counter()

@@ -13,7 +13,7 @@ import pytest
 
 from benchmarks import file_report, support
 from benchmarks import report as rp
-from blockgz.archive.layout import sidecar_key
+from blockgz.archive.sidecars import sidecar_key
 from blockgz.format.index import BlockIndex
 from blockgz.objects.compress import compress_file
 

@@ -202,7 +202,8 @@ def _count_lines(data: bytes) -> tuple[int, int]:
 def check_s3_output(store, prefix: str, topic: str) -> Output:
     """Decompress every data object of ``topic`` (default key layout); check each index
     sidecar agrees with it and that each partition's objects cover contiguous offsets from 0."""
-    from blockgz.archive.layout import Layout, sidecar_key
+    from blockgz.archive.layout import Layout
+    from blockgz.archive.sidecars import sidecar_key
     from blockgz.format.index import BlockIndex
 
     started = time.perf_counter()

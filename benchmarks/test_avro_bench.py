@@ -365,7 +365,8 @@ def seaweed(report):
 @pytest.fixture(scope="module")
 def seek_object(seaweed, report) -> SeekObject:
     """The ~1 GiB Avro object and its sidecar, written once with ``AvroUpload``, no proxy."""
-    from blockgz.archive.layout import Layout, default_partition, sidecar_key
+    from blockgz.archive.layout import Layout, default_partition
+    from blockgz.archive.sidecars import sidecar_key
     from blockgz.store import open_store
 
     seaweed.client().create_bucket(Bucket=SEEK_BUCKET)

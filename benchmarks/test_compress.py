@@ -20,7 +20,7 @@ from isal import isal_zlib
 
 from benchmarks import support
 from benchmarks.support import KiB, MiB
-from blockgz.archive.layout import sidecar_key
+from blockgz.archive.sidecars import sidecar_key
 from blockgz.format.codec import Compression
 from blockgz.format.writer import BlockGzipWriter
 from blockgz.objects.compress import compress_file

@@ -17,7 +17,7 @@ import pytest
 from isal import igzip
 
 from benchmarks import support
-from blockgz.archive.layout import sidecar_key
+from blockgz.archive.sidecars import sidecar_key
 from blockgz.format.index import Chunk
 from blockgz.objects.indexed import IndexedReader
 

@@ -27,7 +27,8 @@ from isal import igzip
 from benchmarks import report as rp
 from benchmarks import s3_support as s3b
 from benchmarks import support
-from blockgz.archive.layout import Layout, default_partition, sidecar_key
+from blockgz.archive.layout import Layout, default_partition
+from blockgz.archive.sidecars import sidecar_key
 from blockgz.format.index import BlockIndex
 from blockgz.local_servers.seaweed import SeaweedS3
 from blockgz.objects.upload import BlockGzipUpload

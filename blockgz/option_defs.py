@@ -199,6 +199,8 @@ class OptionRegistry:
     def __init__(self) -> None:
         self._defs: dict[tuple[str, str], OptionDef] = {}
         self._sorted: list[OptionDef] | None = None
+        #: Each name's declarations in :meth:`__iter__`'s order, built on the first lookup.
+        self._by_name: dict[str, tuple[OptionDef, ...]] | None = None
         self._names: dict[tuple, frozenset[str]] = {}
 
     def declare(self, *defs: OptionDef) -> tuple[OptionDef, ...]:
@@ -210,6 +212,7 @@ class OptionRegistry:
                 raise ValueError(f"option {d.name} of {d.owner} is declared twice")
             self._defs[key] = d
         self._sorted = None
+        self._by_name = None
         self._names.clear()
         return defs
 
@@ -219,9 +222,23 @@ class OptionRegistry:
         return iter(self._sorted)
 
     def get(self, name: str, owner: str | None = None) -> OptionDef | None:
-        """The declaration of ``name`` (of ``owner``, or the first owner that declares it)."""
-        for d in self:
-            if d.name == name and (owner is None or owner in d.owners):
+        """The declaration of ``name`` (of ``owner``, or the first owner that declares it).
+
+        >>> registry = OptionRegistry()
+        >>> _ = registry.declare(OptionDef("n", "int", 1, "", "store"))
+        >>> registry.get("n").owner, registry.get("n", "reader")
+        ('store', None)
+        >>> _ = registry.declare(OptionDef("n", "int", 2, "", "job"))  # declared later, found
+        >>> registry.get("n").owner, registry.get("n", "store").default
+        ('job', 1)
+        """
+        if self._by_name is None:
+            by_name: dict[str, list[OptionDef]] = {}
+            for d in self:
+                by_name.setdefault(d.name, []).append(d)
+            self._by_name = {n: tuple(ds) for n, ds in by_name.items()}
+        for d in self._by_name.get(name, ()):
+            if owner is None or owner in d.owners:
                 return d
         return None
 

@@ -9,7 +9,7 @@ import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from blockgz.archive.manifests import times_overlap
+from blockgz.archive.written import times_overlap
 from blockgz.errors import ConfigError, OffsetNotFoundError
 from blockgz.format.decode import Record
 from blockgz.times import epoch_ms

@@ -27,7 +27,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from blockgz.archive.layout import KeyLayout, ObjectRef
+from blockgz.archive.layout import KeyLayout
+from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.reader_layout import reader_layout
 from blockgz.errors import ConfigError, ObjectNotFoundError, OffsetNotFoundError
 from blockgz.format.decode import Record

@@ -4,7 +4,7 @@ With ``TimeBasedPartitioner`` or ``FieldPartitioner`` one Kafka partition's reco
 over many directories, and a year of 5-second batches puts millions of objects in one; listing
 is then no way to find an offset. The export's catalog (:mod:`blockgz.archive.catalog`) knows every
 committed object with its first and last offset, whatever the partitioner: this module turns
-it into the reader's :class:`~blockgz.archive.layout.ObjectRef` list for one topic-partition,
+it into the reader's :class:`~blockgz.archive.object_ref.ObjectRef` list for one topic-partition,
 reading only the segments that reach the offset asked for.
 
 Several exports may write under one prefix (other topics, or a job renamed); the objects of
@@ -20,8 +20,10 @@ from dataclasses import replace
 from itertools import pairwise
 
 from blockgz.archive.catalog import Catalog, CatalogView
-from blockgz.archive.layout import Layout, ObjectRef
-from blockgz.archive.manifests import ExportFound, Manifests, WrittenFile, find_exports
+from blockgz.archive.layout import Layout
+from blockgz.archive.manifests import ExportFound, Manifests, find_exports
+from blockgz.archive.object_ref import ObjectRef
+from blockgz.archive.written import WrittenFile
 from blockgz.format.decode import Record
 from blockgz.store import ObjectStore
 

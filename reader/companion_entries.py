@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from blockgz.archive.layout import ObjectRef
+from blockgz.archive.object_ref import ObjectRef
 from blockgz.format.decode import Record
 from blockgz.formats.base import from_text
 from blockgz.formats.registry import FORMATS, format_of

@@ -25,8 +25,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from blockgz.archive.layout import KeyLayout, Layout, ObjectRef, sidecar_keys
+from blockgz.archive.layout import KeyLayout, Layout
 from blockgz.archive.manifests import ExportFound, find_exports
+from blockgz.archive.object_ref import ObjectRef
+from blockgz.archive.sidecars import sidecar_keys
 from blockgz.errors import ObjectNotFoundError
 from blockgz.reader.catalog_source import CatalogSource
 from blockgz.reader.companion_entries import with_companions

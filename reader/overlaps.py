@@ -11,7 +11,7 @@ An object's offsets come from its index (exact, gaps included), so interleaving 
 told apart from duplicating ones without reading data; an object without an index is taken to
 hold every offset of its range.
 
->>> from blockgz.archive.layout import ObjectRef
+>>> from blockgz.archive.object_ref import ObjectRef
 >>> a = ObjectRef("a", "t", 0, 300, "json.gz", last_offset=399)
 >>> b = ObjectRef("b", "t", 0, 307, "json.gz", last_offset=420)
 >>> c = ObjectRef("c", "t", 0, 421, "json.gz", last_offset=500)
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from blockgz.archive.layout import ObjectRef
+from blockgz.archive.object_ref import ObjectRef
 from blockgz.format.index import BlockIndex
 
 #: Gives an object's index, or ``None`` when it has none (or it is not worth loading).

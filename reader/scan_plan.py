@@ -22,7 +22,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from blockgz.archive.layout import ObjectRef
+from blockgz.archive.object_ref import ObjectRef
 from blockgz.format.framing import NEWLINE, Framing
 from blockgz.format.index import Chunk
 from blockgz.format.plan import plan_blocks

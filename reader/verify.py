@@ -29,7 +29,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from blockgz.archive.layout import ObjectRef
+from blockgz.archive.object_ref import ObjectRef
 from blockgz.errors import BlockGzError, UnknownFormatError
 from blockgz.format.framing import Framing
 from blockgz.formats.registry import format_of, stream_decoder_of

@@ -27,7 +27,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from blockgz.archive.manifests import WrittenFile
+from blockgz.archive.written import WrittenFile
 from blockgz.errors import BlockGzError, ConfigError
 from blockgz.sink.write.hooks import TaskInfo, WriteListener
 

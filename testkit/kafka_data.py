@@ -11,7 +11,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
-from blockgz.archive.layout import is_sidecar
+from blockgz.archive.sidecars import is_sidecar
 from blockgz.sink.write.config import SinkConfig
 from blockgz.store.base import ObjectStore
 

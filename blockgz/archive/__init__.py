@@ -2,9 +2,10 @@
 
 Its modules import one way, each only those listed before it:
 
-* :mod:`~blockgz.archive.sidecars` (where an object's index lives) and
-  :mod:`~blockgz.archive.written` (one written object, as a manifest lists it), which import
-  nothing, so the object writers and readers below the archive can use them;
+* :mod:`~blockgz.archive.sidecars` (where an object's index lives),
+  :mod:`~blockgz.archive.written` (one written object, as a manifest lists it) and
+  :mod:`~blockgz.archive.object_ref` (one data object, as its key names it), which import
+  nothing of the archive, so the object writers and readers below the archive can use them;
 * :mod:`~blockgz.archive.job_keys`, :mod:`~blockgz.archive.layout` (the one place keys are
   built and parsed, behind the :class:`~blockgz.archive.layout.KeyLayout` protocol),
   :mod:`~blockgz.archive.deviantart`, :mod:`~blockgz.archive.reader_layout`;

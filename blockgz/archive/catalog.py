@@ -21,7 +21,8 @@ interval), the view is the manifests themselves, as before.
 
 >>> import tempfile
 >>> from blockgz.archive.layout import Layout
->>> from blockgz.archive.manifests import Manifests, WrittenFile
+>>> from blockgz.archive.manifests import Manifests
+>>> from blockgz.archive.written import WrittenFile
 >>> from blockgz.store import LocalStore
 >>> log = Manifests(LocalStore(tempfile.mkdtemp()), "", Layout(), "job")
 >>> for batch in range(3):
@@ -47,9 +48,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.archive.intents import expire_intents
-from blockgz.archive.manifests import Manifest, Manifests, WrittenFile
+from blockgz.archive.manifests import Manifest, Manifests
 from blockgz.archive.offsets import Offsets, merge_offsets, offsets_doc
 from blockgz.archive.versions import check_major
+from blockgz.archive.written import WrittenFile
 from blockgz.errors import CorruptManifestError, ObjectNotFoundError
 
 log = logging.getLogger("blockgz.catalog")

@@ -6,8 +6,9 @@ The data keys follow Confluent's S3 sink, so existing Athena/Hive tables and scr
 
 with ``directory.delim`` in place of ``/`` and ``file.delim`` in place of ``+``. Beside a
 block-GZIP (or Avro) object sits its index sidecar, a hidden file: the data object's name with a
-leading ``.``, minus ``.gz``, plus ``.index.json`` (:func:`sidecar_key`), so query engines that
-read a topic's folder skip it. An export's batch manifests sit under
+leading ``.``, minus ``.gz``, plus ``.index.json``
+(:func:`~blockgz.archive.sidecars.sidecar_key`), so query engines that read a topic's folder
+skip it. An export's batch manifests sit under
 ``<prefix><manifest dir>/<job name>/manifests/``.
 
 A key is a data object only if its whole name parses: ``<topic>+<partition>+<start offset,
@@ -21,6 +22,7 @@ after (:meth:`Layout.parse_data_key`); anything else is a stray that readers ign
     >>> ref = layout.parse_data_key(key, size=10)
     >>> ref.topic, ref.partition, ref.start_offset, ref.extension, ref.directory
     ('orders', 3, 1000, 'json.gz', 'topics/orders/partition=3')
+    >>> from blockgz.archive.sidecars import sidecar_key
     >>> sidecar_key(key)
     'topics/orders/partition=3/.orders+3+0000001000.json.index.json'
     >>> layout.parse_data_key(sidecar_key(key)) is None
@@ -46,16 +48,8 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from blockgz.archive.job_keys import JobKeys
-from blockgz.archive.sidecars import (  # noqa: F401 - the key contract, re-exported
-    AVRO_SUFFIX,
-    INDEX_SUFFIX,
-    data_key_for,
-    hidden_key,
-    is_sidecar,
-    legacy_sidecar_key,
-    sidecar_key,
-    sidecar_keys,
-)
+from blockgz.archive.object_ref import ObjectRef
+from blockgz.archive.sidecars import is_sidecar
 from blockgz.errors import ConfigError
 from blockgz.option_defs import OptionDef, OptionSet
 
@@ -154,76 +148,6 @@ def check_directory_delim(delim: str) -> str:
             "characters other than % . - _ (default /)"
         )
     return delim
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectRef:
-    """A data object of one topic-partition, known from its key (and a listing's size)."""
-
-    key: str
-    topic: str
-    partition: int
-    start_offset: int
-    extension: str
-    directory: str = ""
-    size: int = -1
-    has_index: bool = False
-    #: The key of its index sidecar, when a listing or manifest found it (hidden or legacy name).
-    index_key: str | None = None
-    #: The ``.keys``/``.headers`` objects beside a value object (set by readers that list them).
-    companions: tuple[ObjectRef, ...] = ()
-    #: The last offset it holds, when known without reading it (from the export's catalog).
-    last_offset: int | None = None
-    #: The range of its records' Kafka timestamps (epoch ms), when the catalog knows it.
-    min_timestamp: int | None = None
-    max_timestamp: int | None = None
-    #: The ``format.bytearray.extension`` of the layout that named it (see :attr:`format`).
-    bytearray_extension: str = ""
-
-    @property
-    def compressed(self) -> bool:
-        return self.extension.endswith("gz")
-
-    @property
-    def role(self) -> str:
-        """``value``, or ``keys`` / ``headers`` for ``…+0000000042.keys.json`` and the like.
-
-        >>> Layout().parse_data_key("topics/t/partition=0/t+0+0000000042.keys.avro").role
-        'keys'
-        """
-        head = self.extension.split(".", 1)[0]
-        return head if head in ("keys", "headers") else "value"
-
-    @property
-    def format(self) -> str | None:
-        """The name of the format its extension names (``json``, ``avro``; ``bytearray`` for
-        ``.bin`` and the layout's ``format.bytearray.extension``), or ``None`` when no
-        registered format names it: such an object is not read as records of any format
-        (readers report it: :func:`blockgz.formats.registry.format_of`).
-
-        >>> layout = Layout()
-        >>> [layout.parse_data_key(f"t+0+0000000042.{ext}", any_extension=True).format
-        ...  for ext in ("json.gz", "keys.bin", "avro", "txt")]
-        ['json', 'bytearray', 'avro', None]
-        """
-        from blockgz.formats.registry import format_of_extension
-
-        fmt = format_of_extension(self.extension, self.bytearray_extension)
-        return None if fmt is None else fmt.name
-
-    @property
-    def is_avro(self) -> bool:
-        """A value object of a format that compresses inside (an Avro container file: its
-        blocks are indexed as a block-GZIP object's are)."""
-        from blockgz.formats.registry import format_of_extension
-
-        fmt = format_of_extension(self.extension)
-        return self.role == "value" and fmt is not None and fmt.compresses_inside
-
-    @property
-    def seekable(self) -> bool:
-        """Whether the format can have an index sidecar (block-GZIP or Avro)."""
-        return self.compressed or self.is_avro
 
 
 @runtime_checkable

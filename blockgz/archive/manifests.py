@@ -33,7 +33,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from blockgz.archive.layout import DEFAULT_MANIFEST_DIR, Layout
 from blockgz.archive.offsets import Offsets, merge_offsets, offsets_doc
 from blockgz.archive.versions import check_major
-from blockgz.archive.written import WrittenFile, times_overlap  # noqa: F401 - re-exported
+from blockgz.archive.written import WrittenFile
 from blockgz.errors import CorruptManifestError, ObjectNotFoundError
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import Options

@@ -23,9 +23,10 @@ from collections.abc import Iterator
 
 from blockgz.archive.catalog import Catalog
 from blockgz.archive.intents import intended_directories
-from blockgz.archive.layout import ObjectRef, data_key_for, is_sidecar, sidecar_key
 from blockgz.archive.manifests import Manifests
+from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.offsets import Offsets
+from blockgz.archive.sidecars import data_key_for, is_sidecar, sidecar_key
 from blockgz.errors import ObjectNotFoundError
 from blockgz.store.base import ObjectInfo
 

@@ -1,7 +1,7 @@
 """Where a data object's ``.index.json`` sidecar lives, and back: names only, no imports.
 
 The objects layer (:mod:`blockgz.objects`) writes and finds sidecars through these, so it does
-not depend on the key layout (:mod:`blockgz.archive.layout`, which re-exports them).
+not depend on the key layout (:mod:`blockgz.archive.layout`).
 """
 
 from __future__ import annotations

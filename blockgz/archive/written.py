@@ -1,6 +1,6 @@
 """One object an export wrote, as its batch's manifest lists it: no imports beyond the standard
 library, so the object writers (:mod:`blockgz.formats`) can describe what they wrote without
-depending on the commit log (:mod:`blockgz.archive.manifests` re-exports it).
+depending on the commit log (:mod:`blockgz.archive.manifests`).
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ def _json_named(key: str) -> bool:
 
 def _named_format(key: str):
     """The format an object's name (or its ``.index.json``'s) names, ``None`` for none."""
-    from blockgz.archive.layout import data_key_for
+    from blockgz.archive.sidecars import data_key_for
     from blockgz.formats.registry import format_of_extension
 
     name = data_key_for(key).rpartition("/")[2].removesuffix(".gz")
@@ -198,7 +198,7 @@ def cat(target, output, topic, partition, endpoint_url, options) -> None:
 
     options = collect_options(endpoint_url, options)
     if topic is None and partition is None:
-        from blockgz.archive.layout import data_key_for
+        from blockgz.archive.sidecars import data_key_for
         from blockgz.objects.stream import stream_object
         from blockgz.store import split_object_url
 
@@ -303,7 +303,7 @@ def verify(target, topic, scan, endpoint_url, options) -> None:
       blockgz verify --topic orders --scan s3://bucket/exports
       blockgz verify -O layout=deviantart --topic orders s3://bucket/prefix
     """
-    from blockgz.archive.layout import data_key_for
+    from blockgz.archive.sidecars import data_key_for
     from blockgz.errors import MissingIndexError
     from blockgz.objects.indexed import IndexedReader
     from blockgz.store import split_object_url

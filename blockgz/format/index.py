@@ -46,7 +46,7 @@ habits are accepted only there (a versioned blockgz index stays strict):
     >>> legacy.locate(5), legacy.record_count, legacy.chunks[1].utf16_length
     (1, 1, True)
 
-Where the sidecar sits is :func:`blockgz.archive.layout.sidecar_key`'s business.
+Where the sidecar sits is :func:`blockgz.archive.sidecars.sidecar_key`'s business.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Encode a run's Kafka keys and headers straight from Arrow buffers, with no object per record.
 
-(Formerly ``blockgz.sink.write.arrow_entries``, which re-exports it.) The JSON and Avro formats lay
-out their keys/headers entries with it (:meth:`~blockgz.formats.base.Format.encode_column`).
+The JSON and Avro formats lay out their keys/headers entries with it
+(:meth:`~blockgz.formats.base.Format.encode_column`).
 
 The keys and headers files (:mod:`blockgz.sink.write.companions`) hold one small entry per record;
 built one Python object at a time they cost several times the value file they sit beside. On the

@@ -1,11 +1,10 @@
 """One Avro output object: a container file of one schema, seekable through its sidecar.
 
-(Formerly ``blockgz.sink.write.avro_writer``, which re-exports it.) :class:`AvroObjectWriter` is
-:class:`~blockgz.formats.output.ObjectWriter`'s counterpart for ``format.class=avro``: it
-takes decoded values with their offsets, streams them through
+:class:`AvroObjectWriter` is :class:`~blockgz.formats.output.ObjectWriter`'s counterpart for
+``format.class=avro``: it takes decoded values with their offsets, streams them through
 :class:`~blockgz.objects.avro_upload.AvroUpload` (blocks cut at ``s3.compression.block.size``
 uncompressed bytes, the sync marker derived from the key, so a replay writes the same bytes)
-and returns a :class:`~blockgz.archive.manifests.WrittenFile` on ``close()``.
+and returns a :class:`~blockgz.archive.written.WrittenFile` on ``close()``.
 
 >>> import tempfile
 >>> from blockgz.store import LocalStore

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 #: The companion files' roles (``t+0+0000000042.keys.json`` ...).
 KEYS = "keys"
 HEADERS = "headers"
+#: The role of the value files themselves.
+VALUE = "value"
 
 
 class FormatSettings(Protocol):

@@ -1,7 +1,7 @@
 """Avro data out as Connect's JSON: what JsonFormat writes for values a converter decoded.
 
-(Moved here from ``blockgz.sink.convert.connect_json``, which re-exports it: the JSON format renders
-with it, and the formats cannot import the sink.)
+(Moved here from ``blockgz.sink.convert.connect_json``: the JSON format renders with it, and
+the formats cannot import the sink.)
 
 :func:`render_json` writes an Avro datum the way Confluent's JsonFormat writes a Connect
 record (JsonConverter with ``schemas.enable=false``): bytes as base64 text, timestamps as epoch

@@ -1,13 +1,12 @@
 """One output object being written: framing, compression, upload, and for block-GZIP its index.
 
-(Formerly ``blockgz.sink.write.object_writer``, which still re-exports it.) Formats of framed
-records write through :class:`ObjectWriter`; every writer of an object (``AvroObjectWriter`` too)
-is an :class:`OutputObject`.
+Formats of framed records write through :class:`ObjectWriter`; every writer of an object
+(``AvroObjectWriter`` too) is an :class:`OutputObject`.
 
 :class:`ObjectWriter` takes encoded records with their offsets and streams them into a store
 upload (S3 multipart parts go up in parallel while records keep coming). ``close()`` makes the
 object visible (for block-GZIP through :class:`~blockgz.objects.upload.BlockGzipUpload`: data
-first, then its ``.index.json``) and returns a :class:`~blockgz.archive.manifests.WrittenFile` for
+first, then its ``.index.json``) and returns a :class:`~blockgz.archive.written.WrittenFile` for
 the commit message; ``abort()`` drops it without a trace.
 
 >>> import tempfile

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 
 
 class ObjectName(Protocol):
-    """What :func:`format_of` reads of an object (a :class:`blockgz.archive.layout.ObjectRef`; the
-    formats do not import the layout, which asks them)."""
+    """What :func:`format_of` reads of an object (a
+    :class:`blockgz.archive.object_ref.ObjectRef`; the formats do not import it, it asks them)."""
 
     key: str
     extension: str

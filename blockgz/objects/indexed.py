@@ -111,7 +111,7 @@ class StoreRanges:
 def load_index(store: ObjectStore, data_key: str, index_key: str | None = None) -> BlockIndex:
     """Fetch and validate the sidecar of ``data_key``: first at ``index_key`` when a listing
     or manifest named it, then under the hidden name blockgz writes, then the old name beside
-    the object (:func:`~blockgz.archive.layout.sidecar_keys`; an old manifest may name a sidecar
+    the object (:func:`~blockgz.archive.sidecars.sidecar_keys`; an old manifest may name a sidecar
     since renamed to the hidden name)."""
     named = (index_key,) if index_key else ()
     keys = tuple(dict.fromkeys((*named, *sidecar_keys(data_key))))

@@ -15,7 +15,8 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from blockgz.archive.layout import Layout, data_key_for
+from blockgz.archive.layout import Layout
+from blockgz.archive.sidecars import data_key_for
 from blockgz.errors import MissingIndexError, OffsetNotFoundError
 from blockgz.format.decode import Record
 from blockgz.format.framing import framing_from_options

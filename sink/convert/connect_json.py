@@ -6,12 +6,12 @@
   fields become ``["null", T]`` unions defaulting to null; Connect's Timestamp, Date, Time and
   Decimal become Avro logical types), and :func:`avro_datum_from_connect` reads the payload
   into that schema (base64 text back into bytes, decimals into :class:`~decimal.Decimal`).
-* :func:`render_json` (:mod:`blockgz.formats.connect_render`, re-exported) writes an Avro
-  datum the way Confluent's JsonFormat writes a Connect
-  record (JsonConverter with ``schemas.enable=false``): bytes as base64 text, timestamps as epoch
-  milliseconds, dates as days since the epoch, decimals as base64 of the unscaled value or, with
-  ``json.decimal.format=NUMERIC``, as a number; a union other than ``[null, T]`` as an object
-  with one member per branch, only the chosen one non-null (Connect's Union struct).
+* :func:`render_json` (:mod:`blockgz.formats.connect_render`) writes an Avro datum the way
+  Confluent's JsonFormat writes a Connect record (JsonConverter with ``schemas.enable=false``):
+  bytes as base64 text, timestamps as epoch milliseconds, dates as days since the epoch,
+  decimals as base64 of the unscaled value or, with ``json.decimal.format=NUMERIC``, as a
+  number; a union other than ``[null, T]`` as an object with one member per branch, only the
+  chosen one non-null (Connect's Union struct).
 
 >>> schema = {"type": "struct", "fields": [{"field": "id", "type": "int64"},
 ...           {"field": "tag", "type": "bytes", "optional": True}]}
@@ -21,6 +21,7 @@
 >>> datum = avro_datum_from_connect(avro, {"id": 7, "tag": "AAE="})
 >>> datum
 {'id': 7, 'tag': b'\\x00\\x01'}
+>>> from blockgz.formats.connect_render import render_json
 >>> render_json(avro, datum)
 b'{"id":7,"tag":"AAE="}'
 """
@@ -31,8 +32,6 @@ import base64
 import decimal
 from collections.abc import Mapping
 from typing import Any
-
-from blockgz.formats.connect_render import DECIMAL_FORMATS, render_json
 
 _CONNECT_PRIMITIVES = {
     "int8": "int",
@@ -178,9 +177,4 @@ def _from_connect(schema: Any, value: Any) -> Any:
     return value
 
 
-__all__ = [
-    "DECIMAL_FORMATS",
-    "avro_datum_from_connect",
-    "avro_schema_from_connect",
-    "render_json",
-]
+__all__ = ["avro_datum_from_connect", "avro_schema_from_connect"]

@@ -35,7 +35,8 @@ from blockgz.sink.export.settings_names import (
 )
 from blockgz.sink.kafka.options import SourceConfig, parse_options
 from blockgz.sink.spark_kafka import parse as parse_spark_kafka_jars
-from blockgz.sink.write.config import SINK_OPTIONS, SinkConfig
+from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.options import SINK_OPTIONS
 
 log = logging.getLogger("blockgz.export")
 

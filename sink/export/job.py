@@ -1,11 +1,12 @@
 """``blockgz export``: run the Kafka → S3 streaming query, follow its progress, stop cleanly.
 
-The steps, each a function below: resolve where to start (:func:`starting_offsets`, which
-reads the manifests for ``startingOffsets=s3``), build and start the query
-(:func:`start_query`: Spark's own Kafka source when its jar is on the classpath, ours
-otherwise, into ``writeStream.format("blockgz")``), then follow it (:func:`follow`) until it
-drains (``once``), is stopped (a signal, or ``stop_event``) or fails (:class:`ExportFailed`
-with the root cause).
+The steps: check the checkpoint (:mod:`blockgz.sink.export.checkpoint`) and take the job's
+lease (:mod:`blockgz.sink.export.lease`), resolve where to start
+(:func:`~blockgz.sink.export.start.starting_offsets`, which reads the manifests for
+``startingOffsets=s3``), build and start the query (:func:`start_query`: Spark's own Kafka
+source when its jar is on the classpath, ours otherwise, into ``writeStream.format("blockgz")``),
+then follow it (:func:`follow`) until it drains (``once``), is stopped (a signal, or
+``stop_event``) or fails (:class:`ExportFailed` with the root cause).
 
 Example (starts Spark, so not a doctest)::
 
@@ -17,7 +18,6 @@ Example (starts Spark, so not a doctest)::
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import re
@@ -27,19 +27,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import NamedTuple
 
-from blockgz.archive.lease import Lease, lease_key
-from blockgz.archive.manifests import new_epoch
-from blockgz.archive.offsets import EARLIEST, Offsets
-from blockgz.errors import BlockGzError, CheckpointError, ExportFailed, LeaseLostError
+from blockgz.archive.lease import Lease
+from blockgz.errors import BlockGzError, ExportFailed
+from blockgz.sink.export.checkpoint import check_checkpoint, checkpoint_epoch, checkpoint_failure
 from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.export.lease import stop_on_lost_lease, take_lease
+from blockgz.sink.export.start import abort_left_uploads, starting_offsets
 from blockgz.sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
-from blockgz.sink.write.config import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
+from blockgz.sink.write.options import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
 
 log = logging.getLogger("blockgz.export")
 
-EPOCH_FILE = "blockgz-epoch"
 #: The sink's input reader when its tasks read their Kafka ranges themselves.
 RANGE_READER = "blockgz.sink.kafka.ranges:read_range_rows"
 
@@ -77,7 +76,7 @@ def run_export(
     with _log_records_to(log_file):
         lease = take_lease(job, checkpoint)  # before anything is removed or written
         stop = stop_event or threading.Event()
-        keeper = lease.keep(lambda lost: _lease_lost(lost, stop))
+        keeper = lease.keep(lambda lost: stop_on_lost_lease(lost, stop))
         try:
             warn_if_not_exactly_once(job)
             if job.preflight:
@@ -99,26 +98,6 @@ def run_export(
     if keeper.lost is not None:
         raise keeper.lost  # the query was stopped because another export took the lease
     return result
-
-
-def _lease_lost(lost: LeaseLostError, stop: threading.Event) -> None:
-    """Stop the query; :func:`run_export` then raises ``lost`` (the one line the CLI prints)."""
-    log.debug("%s", lost)
-    stop.set()
-
-
-def take_lease(job: ExportConfig, checkpoint: Path) -> Lease:
-    """Take the job's lease (:mod:`blockgz.archive.lease`) or raise :class:`LeaseHeldError` naming
-    its holder."""
-    store, prefix = job.sink.make_store()
-    lease = Lease(
-        store,
-        lease_key(job.sink.layout, prefix, job.name),
-        checkpoint=str(checkpoint.resolve()),
-        ttl_ms=job.lease_ttl_ms,
-    )
-    lease.acquire(take_over=job.lease_takeover)
-    return lease
 
 
 def _run_query(
@@ -207,238 +186,7 @@ def _log_records_to(path: str | Path | None) -> Iterator[None]:
         handler.close()
 
 
-# -- step 1: where to start -----------------------------------------------------------------
-#: Below this much free space the checkpoint's file system is called full: Spark writes an
-#: offset and a commit file per batch there, and blockgz its log.
-MIN_CHECKPOINT_FREE = 16 * 1024 * 1024
-
-
-def check_checkpoint(checkpoint: Path, *, min_free: int = MIN_CHECKPOINT_FREE) -> None:
-    """Raise :class:`CheckpointError` unless ``checkpoint`` can be created and written and its
-    file system has ``min_free`` bytes free.
-
-    >>> import tempfile
-    >>> check_checkpoint(Path(tempfile.mkdtemp()) / "ckpt")
-    >>> check_checkpoint(Path("/proc/blockgz-ckpt"))  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    blockgz.errors.CheckpointError: checkpoint /proc/blockgz-ckpt: cannot write there (...); ...
-    """
-    problem = checkpoint_problem(checkpoint, min_free=min_free)
-    if problem is not None:
-        fix = "give --checkpoint (or blockgz.checkpoint.dir) a writable directory with free space"
-        raise CheckpointError(f"checkpoint {checkpoint}: {problem}; {fix}")
-
-
-def checkpoint_problem(checkpoint: Path, *, min_free: int = MIN_CHECKPOINT_FREE) -> str | None:
-    """Why ``checkpoint`` cannot take Spark's logs (it cannot be created or written, or its
-    file system has less than ``min_free`` bytes free), or ``None``."""
-    import shutil
-
-    probe = checkpoint / f".blockgz-probe-{os.getpid()}"
-    try:
-        checkpoint.mkdir(parents=True, exist_ok=True)
-        with open(probe, "wb") as out:
-            out.write(b"\0" * 4096)
-            out.flush()
-            os.fsync(out.fileno())
-        probe.unlink()
-        free = shutil.disk_usage(checkpoint).free
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            probe.unlink()
-        return f"cannot write there ({exc.strerror or exc})"
-    if free < min_free:
-        return (
-            f"its file system has only {free // 1024:,} KiB free "
-            f"(Spark writes offset and commit logs there every batch)"
-        )
-    return None
-
-
-#: How the OS words a write that a file system refused (ENOSPC, EDQUOT, EROFS).
-_DISK_REFUSED = ("No space left on device", "Disk quota exceeded", "Read-only file system")
-
-
-def checkpoint_failure(checkpoint: Path, error: ExportFailed) -> ExportFailed:
-    """``error``, or, when a running query died of a refused write and the checkpoint is what
-    cannot take writes, an error that names the checkpoint and says how to resume.
-
-    Spark's own words (``java.io.IOException: No space left on device``) name no file: the
-    failed offset or commit log write is found by probing the checkpoint. Any other disk
-    (``spark.local.dir``, the log) keeps Spark's message.
-
-    >>> import tempfile
-    >>> error = ExportFailed("java.io.IOException: No space left on device")
-    >>> checkpoint_failure(Path(tempfile.mkdtemp()), error) is error  # it has room
-    True
-    """
-    if not any(words in str(error) for words in _DISK_REFUSED):
-        return error
-    problem = checkpoint_problem(checkpoint)
-    if problem is None:
-        return error
-    return ExportFailed(
-        f"checkpoint {checkpoint}: {problem}: Spark could not write its offset or commit log "
-        "there, so the export stopped; what it committed stays committed: free space there "
-        "(or make it writable) and run again with the same --checkpoint to resume after the "
-        "last committed batch"
-    )
-
-
-def checkpoint_epoch(checkpoint: Path) -> str:
-    """The epoch of this checkpoint (created on first use): it keeps manifests of runs apart."""
-    checkpoint.mkdir(parents=True, exist_ok=True)
-    path = checkpoint / EPOCH_FILE
-    if path.exists():
-        return path.read_text().strip()
-    epoch = new_epoch()
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(epoch + "\n")
-    tmp.replace(path)
-    return epoch
-
-
-class StartPlan(NamedTuple):
-    """The source options for this run, and where it starts, in words for the one log line."""
-
-    options: dict[str, str]
-    where: str
-
-
-def starting_offsets(
-    job: ExportConfig, *, fresh: bool, checkpoint: Path | str = "the checkpoint"
-) -> StartPlan:
-    """The source options resolved for where this run starts, and that place in words.
-
-    An existing checkpoint (``fresh=False``) resumes from itself (Spark ignores
-    ``startingOffsets`` then). A fresh one, with ``blockgz.resume=archive`` (the default) and
-    manifests of this job in the archive, resumes from what they committed, as a Connect sink
-    resumes from its consumer offsets; partitions they do not name start at
-    ``startingOffsets``. Otherwise ``startingOffsets`` holds.
-
-    >>> import tempfile
-    >>> job = ExportConfig.from_mapping({"name": "j", "topics": "t", "path": tempfile.mkdtemp(),
-    ...                                  "kafka.bootstrap.servers": "k:9092"})
-    >>> starting_offsets(job, fresh=True, checkpoint="/c").where
-    'fresh checkpoint /c and no manifests of job j in the archive: from startingOffsets=earliest'
-    """
-    options = dict(job.source_options)
-    given = options.get("startingOffsets", "earliest")
-    if given.lower() == "s3":  # the archive's offsets (below), earliest where it has none
-        given = options["startingOffsets"] = "earliest"
-    if not fresh:
-        return StartPlan(options, f"resuming from the checkpoint {checkpoint}")
-    if not job.resume_from_manifests:
-        return StartPlan(
-            options,
-            f"fresh checkpoint {checkpoint}, blockgz.resume=checkpoint-only: "
-            f"from startingOffsets={given}",
-        )
-    committed = job.sink.manifest_log().committed_offsets()
-    if not committed:
-        return StartPlan(
-            options,
-            f"fresh checkpoint {checkpoint} and no manifests of job {job.name} in the archive: "
-            f"from startingOffsets={given}",
-        )
-    partitions = kafka_partitions(job)
-    if job.source.strategy == "assign":  # Spark wants exactly the assigned ones
-        partitions = [tp for tp in partitions if tp in set(job.source.assigned)]
-    options["startingOffsets"], where = resume_from_manifests(job, partitions, fallback=given)
-    return StartPlan(options, f"fresh checkpoint {checkpoint}: {where}")
-
-
-def _fallback_offset(given: str, topic: str, partition: int) -> int:
-    """``startingOffsets``' offset for one partition: -2 earliest, -1 latest, or its JSON's."""
-    text = given.strip().lower()
-    if text == "latest":
-        return -1
-    if text.startswith("{"):
-        value = json.loads(given).get(topic, {}).get(str(partition))
-        return EARLIEST if value is None else int(value)
-    return EARLIEST
-
-
-def resume_from_manifests(
-    job: ExportConfig, partitions: list[tuple[str, int]], *, fallback: str = "earliest"
-) -> tuple[str, str]:
-    """``startingOffsets`` JSON from the manifests (the committed offset, or ``fallback``'s
-    for partitions they do not name: ``startingOffsets``' earliest, latest or JSON), and what
-    it says in words.
-
-    Objects that start at or after a committed offset come from a batch that never
-    committed; they are removed first so the restarted job can write its own.
-    """
-    manifests = job.sink.manifest_log()
-    start = manifests.resume_point(partitions)
-    committed: Offsets = {}
-    for (topic, part), offset in start.items():
-        if offset >= 0:
-            committed.setdefault(topic, {})[part] = offset
-        else:
-            start[(topic, part)] = _fallback_offset(fallback, topic, part)
-    removed = manifests.remove_uncommitted(
-        committed, partition_directories=job.sink.partitioner().partition_directories
-    )
-    by_topic: dict[str, dict[str, int]] = {}
-    for (topic, part), offset in sorted(start.items()):
-        by_topic.setdefault(topic, {})[str(part)] = offset
-    resumed = ", ".join(
-        f"{t}-{p}@{n}" for t, ps in sorted(committed.items()) for p, n in sorted(ps.items())
-    )
-    others = sorted(f"{t}-{p}" for (t, p) in start if committed.get(t, {}).get(p) is None)
-    where = (
-        f"resuming from the archive's manifests "
-        f"({manifests.layout.manifest_prefix(manifests.prefix, job.name)}): {resumed}"
-        + (f"; {', '.join(others)} from startingOffsets={fallback}" if others else "")
-        + f" ({len(removed)} uncommitted objects removed; blockgz.resume=checkpoint-only "
-        "would start at startingOffsets)"
-    )
-    return json.dumps(by_topic), where
-
-
-def abort_left_uploads(job: ExportConfig, *, started_before: float) -> list[str]:
-    """Abort multipart uploads a killed run of this job left behind: under the directories of
-    the topics it exports and under its own job directory (manifests, catalog, dead letters).
-
-    Safe because one export runs per job and topic at a time (as its checkpoint requires):
-    when this run starts, no writer of those objects is alive. Uploads begun after
-    ``started_before`` are left alone.
-    """
-    store, prefix = job.sink.make_store()
-    layout = job.sink.layout
-    topics = list(job.topics) or sorted({t for t, _ in kafka_partitions(job)})
-    prefixes = [layout.topic_prefix(prefix, t) for t in topics]
-    prefixes.append(layout.job_prefix(prefix, job.name))
-    aborted: list[str] = []
-    try:
-        for where in prefixes:
-            aborted += store.abort_uploads(where, started_before=started_before)
-    finally:
-        store.close()
-    if aborted:
-        log.warning("aborted %d multipart uploads a stopped run left unfinished", len(aborted))
-    return aborted
-
-
-def kafka_partitions(job: ExportConfig) -> list[tuple[str, int]]:
-    """The partitions of the job's topics, from the broker's metadata."""
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient(job.source.client_config())
-    meta = admin.list_topics(timeout=15)
-    wanted = set(job.topics)
-    regex = re.compile(job.source.pattern) if job.source.pattern else None
-    return sorted(
-        (name, p)
-        for name, topic in meta.topics.items()
-        if name in wanted or (regex is not None and regex.fullmatch(name))
-        for p in topic.partitions
-    )
-
-
-# -- step 2: the query ----------------------------------------------------------------------
+# -- the query ----------------------------------------------------------------------------------
 def start_query(
     spark,
     job: ExportConfig,
@@ -451,7 +199,8 @@ def start_query(
     where: str = "",
 ):
     """Build ``readStream → writeStream.format("blockgz")`` and start it; log, in one line,
-    which source reads Kafka and from ``where`` (:func:`starting_offsets`)."""
+    which source reads Kafka and from ``where``
+    (:func:`~blockgz.sink.export.start.starting_offsets`)."""
     from blockgz.sink.session import has_spark_kafka
 
     source = "kafka" if has_spark_kafka(spark) else "blockgz-kafka"
@@ -516,7 +265,6 @@ def _query_name(name: str) -> str:
 def default_master() -> str | None:
     """``local[<cores>,3]`` (every core, up to 3 attempts per task), or ``None`` under
     ``spark-submit``, whose ``--master`` then holds."""
-    import os
 
     from blockgz.format.pipeline import default_threads
 
@@ -539,7 +287,7 @@ def spark_conf_with_connector(job: ExportConfig) -> dict[str, str]:
     return with_jars(job.spark_conf, jars)
 
 
-# -- step 3: following it -------------------------------------------------------------------
+# -- following it -------------------------------------------------------------------------------
 def follow(
     query,
     tracker: ProgressTracker,

@@ -4,7 +4,8 @@ Along the data path: :mod:`~blockgz.sink.write.datasource` (the Spark data sourc
 :mod:`~blockgz.sink.write.partition_writer` (partitioning and rotation per topic-partition, through
 the stages of :mod:`~blockgz.sink.write.stages` and the open files of
 :mod:`~blockgz.sink.write.open_files`) → :mod:`~blockgz.sink.write.encoders` (what a record
-becomes) → :mod:`~blockgz.sink.write.object_writer` (one object: none, gzip or block-GZIP,
-uploaded) → :mod:`~blockgz.sink.write.commit` (task commit messages and the batch manifest).
-:mod:`~blockgz.sink.write.config` holds the typed settings.
+becomes) → :mod:`~blockgz.formats.output` (one object: none, gzip or block-GZIP, uploaded) →
+:mod:`~blockgz.sink.write.commit` (task commit messages and the batch manifest).
+:mod:`~blockgz.sink.write.config` holds the typed settings, read through the declarations of
+:mod:`~blockgz.sink.write.options`.
 """

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from blockgz.archive.log import ManifestLog
-from blockgz.archive.manifests import WrittenFile
 from blockgz.archive.offsets import Offsets, merge_offsets
+from blockgz.archive.written import WrittenFile
 
 try:  # the message must subclass Spark's type when Spark is there; plain object otherwise
     from pyspark.sql.datasource import WriterCommitMessage

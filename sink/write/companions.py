@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from blockgz.archive.manifests import WrittenFile
+from blockgz.archive.written import WrittenFile
 from blockgz.formats.base import HEADERS, KEYS, Format
 from blockgz.sink.convert.schemas import BYTES_SCHEMA, ValueSchema
 from blockgz.sink.records import KafkaRecord
@@ -74,8 +74,7 @@ class Companions:
         self.key_converter = key_converter
         #: Each role's format, looked up once (entries are made per record).
         self.formats: dict[str, Format] = {
-            KEYS: config.keys_format_type,
-            HEADERS: config.headers_format_type,
+            role: config.format_for(role) for role in (KEYS, HEADERS)
         }
         #: The last record's decoded key: accepts() and encode() ask for the same record.
         self._decoded: tuple[KafkaRecord, tuple[ValueSchema, Any]] | None = None
@@ -103,8 +102,8 @@ class Companions:
         roles = [
             (role, fmt)
             for role, fmt, wanted in (
-                (KEYS, config.keys_format_type, config.store_keys),
-                (HEADERS, config.headers_format_type, config.store_headers),
+                (KEYS, config.format_for(KEYS), config.store_keys),
+                (HEADERS, config.format_for(HEADERS), config.store_headers),
             )
             if wanted
         ]

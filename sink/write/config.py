@@ -3,7 +3,8 @@
 Options arrive as strings (Spark options, a ``.properties`` file, a Connect JSON config).
 :meth:`SinkConfig.from_options` checks them all and raises :class:`ConfigError` naming the key
 and the allowed values, so a bad config fails before Spark starts, not on the first record.
-What it returns is typed all the way down: nothing later reads the options again.
+What it returns is typed all the way down: nothing later reads the options again. The sink's
+own options are declared in :mod:`blockgz.sink.write.options`.
 
 >>> cfg = SinkConfig.from_options({
 ...     "s3.bucket.name": "quickstart",
@@ -37,278 +38,27 @@ from blockgz.format.framing import (
     Separated,
     framing_from_options,
 )
-from blockgz.format.index import AVRO_CODECS
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE
-from blockgz.formats.base import HEADERS, KEYS, Format
+from blockgz.formats.base import HEADERS, KEYS, VALUE, Format
 from blockgz.formats.compression import COMPRESSIONS, CompressionType
 from blockgz.formats.json import ENVELOPE_OPTION
 from blockgz.formats.registry import FORMATS, check_companion_role
-from blockgz.option_defs import OPTIONS, NotDone, OptionSet, declarer
+from blockgz.option_defs import OPTIONS
 from blockgz.options import Options, as_options
-from blockgz.sink.convert.connect_json import DECIMAL_FORMATS
 from blockgz.sink.convert.converters import JSON, ConverterSettings
-from blockgz.sink.convert.evolution import COMPATIBILITIES
 from blockgz.sink.partitioning.settings import DefaultSettings, PartitionerSettings
 from blockgz.sink.partitioning.zones import parse_timezone
 from blockgz.sink.write.deadletter import DeadLetterSettings
+from blockgz.sink.write.options import (
+    INPUT_PREFIX,
+    INPUT_READER,
+    LISTENER,
+    LISTENER_PREFIX,
+    SINK_OPTIONS,
+)
 from blockgz.store import ObjectStore, StoreTarget
 
 log = logging.getLogger("blockgz.sink")
-
-#: ``s3.schema.partition.affix.type``: where ``schema_name=<name>`` goes in the encoded partition.
-AFFIXES = ("NONE", "PREFIX", "SUFFIX")
-NULL_BEHAVIORS = ("fail", "ignore", "write")
-
-#: The two hooks of the sink (see :mod:`blockgz.sink.write.hooks`) and the prefixes of their
-#: options.
-INPUT_READER = "blockgz.input.reader"
-INPUT_PREFIX = "blockgz.source."
-LISTENER = "blockgz.write.listener"
-LISTENER_PREFIX = "blockgz.write.listener."
-#: Set by ``blockgz export`` (not by users): the token of the lease the job holds, and its
-#: time to live; the driver's commit renews the lease before each manifest
-#: (:mod:`blockgz.archive.lease`).
-LEASE_TOKEN = "blockgz.lease.token"
-LEASE_TTL = "blockgz.lease.ttl.ms"
-
-
-_sink = declarer("sink", "confluent")
-
-_BLOCKS = "(block-GZIP and Avro)"
-#: The sink's own options (the key layout, framing, converters, partitioner and dead letters
-#: are declared where they are read: :mod:`blockgz.archive.layout`, :mod:`blockgz.format.framing`,
-#: :mod:`blockgz.sink.convert.converters`, :mod:`blockgz.sink.partitioning.settings`,
-#: :mod:`blockgz.sink.write.deadletter`).
-SINK_OPTIONS = OptionSet(
-    _sink(
-        "format.class",
-        "text",
-        "json",
-        "`json`, `bytearray`, `avro`, or Confluent's "
-        "`io.confluent.connect.s3.format.json.JsonFormat` / `…bytearray.ByteArrayFormat` / "
-        "`…avro.AvroFormat`",
-    ),
-    _sink("avro.codec", "choice", "null", "the Avro container's codec", allowed=AVRO_CODECS),
-    _sink(
-        "schema.compatibility",
-        "choice",
-        "NONE",
-        "when a new schema starts a file and when a record is projected",
-        allowed=COMPATIBILITIES,
-    ),
-    _sink(
-        "connect.meta.data",
-        "flag",
-        True,
-        "Avro: `connect.name` on the file's record schema, as Confluent's AvroData writes it",
-    ),
-    _sink(
-        "enhanced.avro.schema.support",
-        "flag",
-        True,
-        "accepted; the writer's schema is always kept as registered (namespaces, enums, "
-        "logical types)",
-        status="warned",
-        not_done=NotDone(
-            "blockgz writes the value's Avro schema as it is (enum symbols and namespaces "
-            "kept), as with true",
-            lambda opts: opts.text("enhanced.avro.schema.support").lower() == "false",
-            {"enhanced.avro.schema.support": "false"},
-        ),
-    ),
-    _sink(
-        "json.decimal.format",
-        "choice",
-        "BASE64",
-        "JSON from schema'd values: decimals as base64 of the unscaled value, or `NUMERIC`",
-        allowed=DECIMAL_FORMATS,
-    ),
-    _sink(
-        "blockgz.avro.index",
-        "flag",
-        True,
-        "write each `.avro` object's `.avro.index.json` block index (seekable Avro)",
-        origin="blockgz",
-    ),
-    _sink(
-        "blockgz.catalog.every",
-        "int",
-        DEFAULT_EVERY,
-        "compact the manifests into the catalog after every this many batches (0: never); "
-        "see [the catalog](#seek-on-every-layout-the-catalog)",
-        low=0,
-        origin="blockgz",
-    ),
-    _sink(
-        "s3.compression.type",
-        "choice",
-        "none",
-        "`none`, `gzip` (one gzip stream), `blockgzip` (seekable, with `.index.json`)",
-        allowed=COMPRESSIONS.names(),
-    ),
-    _sink(
-        "s3.compression.level",
-        "int",
-        -1,
-        "`-1`: zlib 6 for gzip, ISA-L 1 for blockgzip; 0–3 ISA-L, 4–9 zlib",
-        low=-1,
-        high=9,
-    ),
-    _sink(
-        "s3.compression.block.size",
-        "size",
-        DEFAULT_BLOCK_SIZE,
-        "uncompressed bytes per block " + _BLOCKS,
-        origin="blockgz",
-        shown="1MiB",
-    ),
-    _sink(
-        "s3.compression.block.records",
-        "int",
-        0,
-        "at most this many records per block",
-        low=0,
-        origin="blockgz",
-        shown="none",
-    ),
-    _sink(
-        "format.json.envelope",
-        "flag",
-        False,
-        'write `{"topic","partition","offset","timestamp","key","headers","value"}` per line '
-        "(headers are read from Kafka for it: `includeHeaders` defaults to `true`)",
-        origin="blockgz",
-    ),
-    _sink(
-        "flush.size",
-        "int",
-        None,
-        "records per file (*per file*, not per topic-partition as in Confluent); ≥ 1 as in "
-        "Confluent, leave it out for no limit",
-        low=1,
-        hint="leave it out for no limit",
-        shown="unlimited",
-    ),
-    _sink(
-        "flush.size.bytes",
-        "size",
-        0,
-        "uncompressed bytes per file (`64MiB`)",
-        low=0,
-        origin="blockgz",
-        shown="unlimited",
-    ),
-    _sink(
-        "rotate.interval.ms",
-        "int",
-        -1,
-        "record-time span of a file, for any partitioner",
-        low=-1,
-        shown="off",
-    ),
-    _sink(
-        "rotate.schedule.interval.ms",
-        "int",
-        -1,
-        "wall-clock rotation from midnight in `timezone` (not exactly-once)",
-        low=-1,
-        shown="off",
-    ),
-    _sink(
-        "rotate.file.on.partition.change",
-        "flag",
-        True,
-        "with `rotate.interval.ms`, a record for another encoded partition than the previous "
-        "one commits every open file (tombstones exempt), as Confluent",
-    ),
-    _sink(
-        "partitioner.max.open.files",
-        "int",
-        -1,
-        "before opening one more file, commit the oldest open one (Confluent commits all)",
-        low=-1,
-        shown="no limit",
-    ),
-    _sink(
-        "s3.schema.partition.affix.type",
-        "choice",
-        "NONE",
-        "`PREFIX` or `SUFFIX`: `schema_name=<value schema's name>` in the encoded partition "
-        "(needs a converter with schemas)",
-        allowed=AFFIXES,
-    ),
-    _sink(
-        "store.kafka.keys",
-        "flag",
-        False,
-        "also write `…+<start>.keys.<ext>` beside each value file: one entry per value "
-        "record, same order, rotated, compressed (block-GZIP with its own index) and committed "
-        "with it",
-    ),
-    _sink(
-        "store.kafka.headers",
-        "flag",
-        False,
-        "also write `…+<start>.headers.<ext>` beside each value file, as the keys",
-    ),
-    _sink(
-        "keys.format.class",
-        "text",
-        "avro",
-        "`avro`, `json` or `bytearray`; keys are decoded by `key.converter` when one is set, "
-        "raw bytes otherwise",
-    ),
-    _sink("headers.format.class", "text", "avro", "`avro` or `json`"),
-    _sink(
-        "behavior.on.null.values",
-        "choice",
-        "fail",
-        "`fail`, `ignore`, `write` (to `tombstone.encoded.partition`): with "
-        "`store.kafka.keys`, as Confluent, only the keys (and headers) files are written "
-        "there, no value file; without it, the value itself is kept (JSON `null`, an empty "
-        "bytearray record)",
-        allowed=NULL_BEHAVIORS,
-    ),
-    _sink(
-        "tombstone.encoded.partition",
-        "raw",
-        "tombstone",
-        "the encoded partition of tombstones written with `behavior.on.null.values=write`",
-    ),
-    _sink(
-        LISTENER,
-        "text",
-        "",
-        "`module:Class`, a `blockgz.sink.write.hooks.WriteListener` told about each finished "
-        "object (in the task) and each committed batch (on the driver); its options are "
-        "`blockgz.write.listener.*`",
-        origin="blockgz",
-        shown="none",
-    ),
-    _sink(
-        LISTENER_PREFIX, "text", "", "the write listener's options", origin="blockgz", prefix=True
-    ),
-    _sink(
-        INPUT_READER,
-        "text",
-        "",
-        "`module:function` turning the task's input rows into Kafka records, with options "
-        "`blockgz.source.*` (`blockgz export` sets it when tasks read Kafka themselves)",
-        origin="blockgz",
-        shown="none",
-    ),
-    _sink(INPUT_PREFIX, "text", "", "the input reader's options", origin="blockgz", prefix=True),
-    _sink(
-        LEASE_TOKEN,
-        "text",
-        "",
-        "set by `blockgz export`, not by users: the token of the lease the job holds",
-        origin="blockgz",
-        internal=True,
-    ),
-)
-#: Every option the sink reads.
-SINK_OPTION_NAMES = OPTIONS.names(("sink",)) | {LEASE_TTL}
 
 
 def _format(options: Options, name: str = "format.class", default: str = "json") -> Format:
@@ -426,7 +176,7 @@ def _hook_settings(opts: Options) -> dict[str, Any]:
 
 def _check_combinations(config: SinkConfig, opts: Options) -> None:
     """Settings that are fine alone but not together."""
-    fmt = config.value_format
+    fmt = config.format_for()
     if config.json_envelope:
         _only_for(fmt, ENVELOPE_OPTION)
     if config.bytearray_framing != "separator":
@@ -554,20 +304,16 @@ class SinkConfig:
         """The codec and level of gzip members: -1 means ISA-L 1 for blockgzip, zlib 6 for gzip."""
         return self.compression_type.codec(self.compression_level)
 
-    @property
-    def value_format(self) -> Format:
-        """The format of the value files (``format.class``)."""
-        return FORMATS.get(self.format)
+    def format_for(self, role: str = VALUE) -> Format:
+        """The format of the ``role`` files: the values' (``format.class``), or the ``keys``
+        / ``headers`` companions' (``keys.format.class`` / ``headers.format.class``).
 
-    @property
-    def keys_format_type(self) -> Format:
-        """The format of the ``.keys`` files (``keys.format.class``)."""
-        return FORMATS.get(self.keys_format)
-
-    @property
-    def headers_format_type(self) -> Format:
-        """The format of the ``.headers`` files (``headers.format.class``)."""
-        return FORMATS.get(self.headers_format)
+        >>> cfg = SinkConfig.from_options({"path": "/tmp/x", "keys.format.class": "json"})
+        >>> cfg.format_for().name, cfg.format_for("keys").name, cfg.format_for("headers").name
+        ('json', 'json', 'avro')
+        """
+        names = {VALUE: self.format, KEYS: self.keys_format, HEADERS: self.headers_format}
+        return FORMATS.get(names[role])
 
     @property
     def compression_type(self) -> CompressionType:
@@ -637,6 +383,6 @@ class SinkConfig:
         """Whether a value converter must decode each value before it is written (it must
         unless the format takes the bytes as they are: JSON text, or bytearray)."""
         kind = self.value_converter.kind
-        if kind is None or self.value_format.stores_value_bytes:
+        if kind is None or self.format_for().stores_value_bytes:
             return False
         return not (kind == JSON and not self.value_converter.schemas_enable)

@@ -34,8 +34,9 @@ from blockgz.archive.lease import DEFAULT_TTL_MS, Holder, Lease, lease_key
 from blockgz.archive.manifests import delete_written
 from blockgz.errors import BlockGzError, ConfigError
 from blockgz.sink.write.commit import TaskCommitMessage, write_manifest
-from blockgz.sink.write.config import INPUT_READER, LEASE_TOKEN, LEASE_TTL, SinkConfig
+from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.hooks import load_listener
+from blockgz.sink.write.options import INPUT_READER, LEASE_TOKEN, LEASE_TTL
 from blockgz.sink.write.task import write_task
 
 log = logging.getLogger("blockgz.sink")

@@ -1,7 +1,7 @@
 """Record encoders: what one Kafka record becomes inside an object (without the separator).
 
 Each format hands out its own (:meth:`blockgz.formats.base.Format.encoder`); the encoders live
-with their formats and are re-exported here for old imports:
+with their formats:
 
 * ``json`` (:mod:`blockgz.formats.json`): :class:`JsonValueEncoder` (each value as one JSON
   line, as Confluent's JsonFormat writes schemaless JSON), :class:`JsonEnvelopeEncoder`
@@ -11,6 +11,7 @@ with their formats and are re-exported here for old imports:
 * ``avro`` (:mod:`blockgz.formats.avro`): :class:`AvroDatumEncoder`, the decoded value for the
   Avro container writer.
 
+>>> from blockgz.formats.json import JsonEnvelopeEncoder, JsonValueEncoder
 >>> from blockgz.sink.records import KafkaRecord
 >>> enc = JsonValueEncoder()
 >>> enc.encode(KafkaRecord("t", 0, 7, 0, None, b'{"a": 1}'))
@@ -25,11 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from blockgz.formats.avro import AvroDatumEncoder
-from blockgz.formats.base import RecordEncoder, text_or_base64
-from blockgz.formats.bytearray import ByteArrayEncoder
-from blockgz.formats.json import ConnectJsonEncoder, JsonEnvelopeEncoder, JsonValueEncoder
-from blockgz.sink.records import parse_json
+from blockgz.formats.base import RecordEncoder
 
 if TYPE_CHECKING:
     from blockgz.sink.write.config import SinkConfig
@@ -43,17 +40,7 @@ def encoder_for(config: SinkConfig) -> RecordEncoder:
     >>> type(encoder_for(SinkConfig.from_options({"path": "/tmp/x", "format.class": "bytearray"})))
     <class 'blockgz.formats.bytearray.ByteArrayEncoder'>
     """
-    return config.value_format.encoder(config)
+    return config.format_for().encoder(config)
 
 
-__all__ = [
-    "AvroDatumEncoder",
-    "ByteArrayEncoder",
-    "ConnectJsonEncoder",
-    "JsonEnvelopeEncoder",
-    "JsonValueEncoder",
-    "RecordEncoder",
-    "encoder_for",
-    "parse_json",
-    "text_or_base64",
-]
+__all__ = ["encoder_for"]

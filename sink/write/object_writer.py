@@ -1,15 +1,13 @@
-"""The sink's output objects: :class:`NoValueFile`, and (re-exported) the object writers.
+"""The place of a value file the sink never writes: :class:`NoValueFile`.
 
-The writers of objects live with the formats (:mod:`blockgz.formats.output`: framed records,
-:mod:`blockgz.formats.avro`: Avro container files); each format opens its own
-(:meth:`blockgz.formats.base.Format.open_writer`). Their example is in
-:mod:`blockgz.formats.output`.
+The writers of the objects the sink does write live with the formats
+(:mod:`blockgz.formats.output`: framed records, :mod:`blockgz.formats.avro_writer`: Avro
+container files); each format opens its own (:meth:`blockgz.formats.base.Format.open_writer`).
 """
 
 from __future__ import annotations
 
-from blockgz.format.codec import Compression
-from blockgz.formats.output import WRITE_CHUNK, ObjectWriter, OutputObject
+from blockgz.formats.output import OutputObject
 
 
 class NoValueFile(OutputObject):
@@ -36,4 +34,4 @@ class NoValueFile(OutputObject):
         """Nothing to drop."""
 
 
-__all__ = ["WRITE_CHUNK", "Compression", "NoValueFile", "ObjectWriter", "OutputObject"]
+__all__ = ["NoValueFile"]

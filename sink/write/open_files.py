@@ -18,7 +18,7 @@ import logging
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from blockgz.archive.manifests import WrittenFile
+from blockgz.archive.written import WrittenFile
 from blockgz.store.base import ObjectStore
 from blockgz.store.s3 import offset_tags
 

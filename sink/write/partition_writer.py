@@ -36,21 +36,23 @@ import numpy as np
 
 from blockgz.archive.intents import DirectoryIntents
 from blockgz.archive.layout import default_partition
-from blockgz.archive.manifests import WrittenFile
+from blockgz.archive.written import WrittenFile
 from blockgz.errors import BadRecordError, OffsetOrderError
+from blockgz.formats.base import KEYS
+from blockgz.formats.output import ObjectWriter
 from blockgz.sink.convert.schemas import ValueSchema
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.companions import Companions
 from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.deadletter import DeadLetters, log_bad_record
 from blockgz.sink.write.encoders import encoder_for
-from blockgz.sink.write.object_writer import NoValueFile, ObjectWriter
+from blockgz.sink.write.object_writer import NoValueFile
 from blockgz.sink.write.open_files import OpenFiles
 from blockgz.sink.write.stages import NullRoute, Placement, Rotator, Route, Run, append, append_run
 from blockgz.store.base import ObjectStore
 
 if TYPE_CHECKING:
-    from blockgz.sink.write.avro_writer import AvroObjectWriter
+    from blockgz.formats.avro_writer import AvroObjectWriter
 
     OpenFile = ObjectWriter | AvroObjectWriter | NoValueFile
 
@@ -109,7 +111,7 @@ class TopicPartitionWriter:
             self.partitioner.partition_directories
             and self.encoder.may_pass_through
             and self.converter is None
-            and (self.key_converter is None and config.keys_format_type.writes_companion_runs)
+            and (self.key_converter is None and config.format_for(KEYS).writes_companion_runs)
             and not config.rotate_interval_ms
             and not config.rotate_schedule_interval_ms
         )
@@ -233,7 +235,7 @@ class TopicPartitionWriter:
         the batch holds them) go to the files beside it in bulk too. ``timestamps``: the
         records' Kafka timestamps (epoch ms, negative: none), for each file's time range.
         ``checked``: the caller found every value storable as it is
-        (:meth:`~blockgz.sink.write.encoders.RecordEncoder.rejected`).
+        (:meth:`~blockgz.formats.base.RecordEncoder.rejected`).
         """
         run = self._run_of(values, offsets, keys, headers, timestamps, checked)
         if run is None:
@@ -302,7 +304,7 @@ class TopicPartitionWriter:
         if encoded == cfg.tombstone_partition and cfg.keeps_tombstone_keys_only:
             writer = NoValueFile(self.key_for(encoded, offset), self.topic, self.partition, encoded)
             return self.files.add(encoded, writer)
-        writer = cfg.value_format.open_writer(
+        writer = cfg.format_for().open_writer(
             self.store,
             self.key_for(encoded, offset),
             cfg,

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from blockgz.archive.manifests import WrittenFile
+from blockgz.archive.written import WrittenFile
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.commit import TaskCommitMessage
 from blockgz.sink.write.config import SinkConfig

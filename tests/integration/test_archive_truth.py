@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from blockgz.archive.layout import legacy_sidecar_key, sidecar_key
+from blockgz.archive.sidecars import legacy_sidecar_key, sidecar_key
 from blockgz.cli import main
 from blockgz.reader import open_archive
 from blockgz.sink.records import KafkaRecord

@@ -107,7 +107,7 @@ def test_a_killed_runs_multipart_uploads_are_aborted_at_start(seaweed_s3, weed_b
     import time
 
     from blockgz.sink.export.config import ExportConfig
-    from blockgz.sink.export.job import abort_left_uploads
+    from blockgz.sink.export.start import abort_left_uploads
 
     client = seaweed_s3.client()
     left = [

@@ -11,10 +11,10 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from blockgz.formats.arrow_entries import avro_headers, avro_nullable_bytes, json_text_lines
+from blockgz.formats.base import text_or_base64
 from blockgz.sink.records import kafka_arrow_schema
-from blockgz.sink.write.arrow_entries import avro_headers, avro_nullable_bytes, json_text_lines
 from blockgz.sink.write.companions import HEADER_SCHEMA
-from blockgz.sink.write.encoders import text_or_base64
 
 HEADERS_TYPE = kafka_arrow_schema(True).field("headers").type
 NULLABLE_BYTES = fastavro.parse_schema(["null", "bytes"])

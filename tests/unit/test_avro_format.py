@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from blockgz.archive.layout import data_key_for, sidecar_key
+from blockgz.archive.sidecars import data_key_for, sidecar_key
 from blockgz.errors import (
     BadRecordError,
     ConfigError,

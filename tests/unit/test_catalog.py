@@ -10,8 +10,8 @@ from blockgz.archive import catalog as catalog_module
 from blockgz.archive.catalog import KEEP_ROOTS, Catalog, compact_every
 from blockgz.archive.layout import Layout
 from blockgz.archive.log import ManifestLog
-from blockgz.archive.manifests import WrittenFile
 from blockgz.archive.offsets import Offsets, merge_offsets
+from blockgz.archive.written import WrittenFile
 from blockgz.store import LocalStore
 
 PARTITIONS = 3

@@ -211,9 +211,10 @@ def test_export_config_errors_are_one_line_before_spark_starts(tmp_path, line, w
 # -- a user's first hour: nothing found is an error that says where it looked ------------------
 def _export(root, topic="events", *, topics_dir="topics", path=None, partition=0):
     """A small export as the sink lays it out: objects, sidecars and one manifest."""
-    from blockgz.archive.layout import Layout, default_partition, sidecar_key
+    from blockgz.archive.layout import Layout, default_partition
     from blockgz.archive.log import ManifestLog
-    from blockgz.archive.manifests import WrittenFile
+    from blockgz.archive.sidecars import sidecar_key
+    from blockgz.archive.written import WrittenFile
     from blockgz.objects.upload import BlockGzipUpload
     from blockgz.store import LocalStore
 

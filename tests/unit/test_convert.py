@@ -17,11 +17,8 @@ import orjson
 import pytest
 
 from blockgz.errors import BadRecordError, ConfigError, RegistryError, UnknownSchemaError
-from blockgz.sink.convert.connect_json import (
-    avro_datum_from_connect,
-    avro_schema_from_connect,
-    render_json,
-)
+from blockgz.formats.connect_render import render_json
+from blockgz.sink.convert.connect_json import avro_datum_from_connect, avro_schema_from_connect
 from blockgz.sink.convert.converters import (
     AvroConverter,
     ByteArrayConverter,

@@ -11,7 +11,8 @@ import pytest
 from blockgz.archive.catalog import Catalog, CatalogRoot
 from blockgz.archive.layout import Layout
 from blockgz.archive.log import ManifestLog
-from blockgz.archive.manifests import Manifest, WrittenFile
+from blockgz.archive.manifests import Manifest
+from blockgz.archive.written import WrittenFile
 from blockgz.errors import CorruptIndexError, NewerVersionError
 from blockgz.format.index import BlockIndex, Chunk
 from blockgz.store import LocalStore

@@ -14,10 +14,10 @@ import pyarrow as pa
 import pytest
 
 from blockgz.errors import BadRecordError, ConfigError
+from blockgz.formats.base import text_or_base64
 from blockgz.reader import open_archive
 from blockgz.sink.records import KafkaRecord, kafka_arrow_schema
 from blockgz.sink.write.config import SinkConfig
-from blockgz.sink.write.encoders import text_or_base64
 from blockgz.sink.write.task import write_task
 
 

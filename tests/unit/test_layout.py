@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from blockgz.archive.layout import (
-    Layout,
+from blockgz.archive.layout import Layout
+from blockgz.archive.sidecars import (
     data_key_for,
     is_sidecar,
     legacy_sidecar_key,

@@ -146,7 +146,7 @@ def test_the_sink_commits_only_while_it_holds_the_lease_and_a_fenced_abort_delet
         StructType,
     )
 
-    from blockgz.archive.manifests import WrittenFile
+    from blockgz.archive.written import WrittenFile
     from blockgz.sink.write.commit import TaskCommitMessage
     from blockgz.sink.write.datasource import BlockGzStreamWriter
 
