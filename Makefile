@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | cksum | cut -d' ' -f1)
 
-.PHONY: demo demo-format test bench lint format prereqs clean
+.PHONY: demo demo-format test test-broker test-crash bench lint format prereqs clean
 .PHONY: bench-avro bench-export bench-read soak
 
 prereqs:
@@ -30,8 +30,18 @@ test: $(STAMP)
 	@scripts/install-tools
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/python -m pytest -n 2 --dist worksteal -m "not broker"
+	$(BIN)/python -m pytest -n 2 --dist worksteal -m "not broker and not crash"
 	$(BIN)/python -m pytest -p no:cacheprovider -m broker tests/integration/test_real_broker.py
+
+# The Apache Kafka behaviours alone (transactions, compaction, retention, a broker restart).
+test-broker: $(STAMP)
+	$(BIN)/python -m pytest -p no:cacheprovider -m broker tests/integration/test_real_broker.py
+
+# The export processes killed mid-batch, frozen past their lease, or starved of checkpoint disk
+# (each launches two or three Spark drivers: a minute or two a test). CI runs it after `make test`.
+test-crash: $(STAMP)
+	@scripts/install-tools
+	$(BIN)/python -m pytest -n 2 --dist worksteal -p no:cacheprovider -m crash
 
 bench: $(STAMP)
 	@scripts/install-tools

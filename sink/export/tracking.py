@@ -67,6 +67,7 @@ class ProgressTracker:
     def update(self, recent_progress) -> None:
         for progress in _new_progress(recent_progress, self._seen_batch):
             self._seen_batch = progress["batchId"]
+            log.info("batch %d: %s", progress["batchId"], _phases(progress))
             self._count_batch(self._seen_batch)
             self._advance(_end_offsets(progress))
         partitions = list(self.result.partitions)
@@ -167,3 +168,9 @@ def _end_offsets(progress: dict[str, Any]) -> dict[tuple[str, int], int]:
                     for p, n in parts.items():
                         ends[(topic, int(p))] = int(n)
     return ends
+
+
+def _phases(progress: dict[str, Any]) -> str:
+    """Where a batch's time went, from Spark's progress (``durationMs``), longest first."""
+    spans = sorted((progress.get("durationMs") or {}).items(), key=lambda kv: -kv[1])
+    return ", ".join(f"{name} {ms / 1000:.1f} s" for name, ms in spans) or "no timings"

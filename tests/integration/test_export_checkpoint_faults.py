@@ -131,6 +131,7 @@ def test_a_read_only_checkpoint(export, tmp_path):
 PAGE = os.sysconf("SC_PAGE_SIZE")  # what tmpfs allocates a file's bytes in
 
 
+@pytest.mark.crash
 @pytest.mark.parametrize(
     ("room", "failing_log"),
     # No room at all: the offset log of the next batch fails, so that batch never starts.

@@ -30,7 +30,7 @@ from testkit.faults import fault_options
 from testkit.kafka_data import manifest_keys_of, produce_numbered, read_exported
 from testkit.s3 import s3_options
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.crash]
 
 PARTITIONS = 3
 PER_PARTITION = 60

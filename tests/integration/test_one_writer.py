@@ -83,6 +83,7 @@ def test_conditional_puts_are_honoured(server, request):
 
 
 # -- (a) a new checkpoint resumes from the archive -------------------------------------------
+@pytest.mark.crash
 def test_a_new_checkpoint_resumes_where_the_archive_committed(kafka, s3_server, bucket, tmp_path):
     """The same config, run with another --checkpoint after the first died mid-way (its lease
     still held by a dead process on this host): no startingOffsets=s3 needed, every record
@@ -277,6 +278,7 @@ def test_another_job_archiving_the_same_topics_is_refused(kafka, s3_server, buck
 
 
 # -- an export paused past its lease's expiry stops before its next commit ---------------------
+@pytest.mark.crash
 def test_a_writer_paused_past_its_expiry_stops_before_its_next_commit(
     kafka, s3_server, bucket, tmp_path
 ):
