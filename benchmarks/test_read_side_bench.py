@@ -12,7 +12,13 @@
   plain confluent-kafka producer loop over the same values held in memory (goal ≥ 0.7×),
   each run on a fresh broker, the order alternating between rounds.
 
-Run: ``make bench-read`` (writes ``results/read_side.md``).
+* **On S3**: the filtered read of the 1 GiB stored archive and the full scan again with both
+  readers on S3 — SeaweedFS behind the S3 benchmarks' proxy (+20 ms per request, 80 MB/s per
+  connection): blockgz through its own store (``s3://``), ``spark.read.json`` through Hadoop's
+  ``s3a://`` (``hadoop-aws`` from Maven Central, :mod:`benchmarks.read_s3`). Skipped when the
+  jars cannot be fetched or SeaweedFS is missing.
+
+Run: ``make bench-read`` (writes ``results/read_side.md``); ``-k s3`` for the S3 rows alone.
 """
 
 from __future__ import annotations
@@ -22,12 +28,14 @@ import os
 import shutil
 import statistics
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from benchmarks import read_s3, support
 from benchmarks import report as rp
-from benchmarks import support
+from testkit.s3 import s3_options
 
 RESULTS_PATH = Path(__file__).with_name("results") / "read_side.md"
 OBJECTS = 8
@@ -37,6 +45,9 @@ ROUNDS = 3
 REPLAY_RECORDS = max(5_000, int(1_000_000 * support.SCALE))
 VALUE_SCHEMA = "user_id STRING, items BIGINT"
 RESULTS: dict[str, object] = {}
+S3_BUCKET = "bench-read"
+#: Why ``spark.read.json`` cannot read ``s3a://`` here (``None`` when it can).
+S3A: dict[str, str | None] = {"missing": None}
 
 
 @pytest.fixture(scope="module")
@@ -109,14 +120,66 @@ def spark():
         pytest.skip("Spark needs Java 17+")
     from blockgz.spark_session import spark_session
 
-    session = spark_session("local[2,3]", app_name="blockgz-bench-read")
+    jars, S3A["missing"] = read_s3.s3a_jars()
+    conf = read_s3.s3a_session_conf(jars)
+    session = spark_session("local[2,3]", app_name="blockgz-bench-read", conf=conf)
     yield session
     session.stop()
 
 
-def _timed(fn, rounds: int = ROUNDS) -> tuple[list[float], object]:
+@dataclass
+class S3Side:
+    """SeaweedFS behind the S3 benchmarks' link (+20 ms per request, 80 MB/s per connection),
+    with ``s3a`` pointed at the same proxy."""
+
+    server: object
+    proxy: object
+    uploaded: dict[str, tuple[str, int]] = field(default_factory=dict)
+
+    def archive(self, name: str, root: Path) -> tuple[str, int]:
+        """``root`` uploaded under ``<name>/`` (once per run, straight to the server): the
+        bucket path of its root and the bytes stored."""
+        if name not in self.uploaded:
+            started = time.perf_counter()
+            stored = read_s3.upload_tree(self.server.client(), root, S3_BUCKET, f"{name}/")
+            print(f"\nuploaded {name}: {stored:,} B in {time.perf_counter() - started:.1f} s")
+            self.uploaded[name] = (f"{S3_BUCKET}/{name}", stored)
+        return self.uploaded[name]
+
+    def blockgz(self, spark, path: str, **options: str):
+        """``format("blockgz")`` on ``s3://path`` through the proxy."""
+        options = {**s3_options(self.proxy.endpoint_url), **options}
+        return spark.read.format("blockgz").options(**options).load(f"s3://{path}")
+
+
+@pytest.fixture(scope="module")
+def s3(spark):
+    from benchmarks import s3_support as s3b
+    from benchmarks.test_s3_bench import set_nagle
+    from blockgz.local_servers.seaweed import SeaweedS3
+    from testkit.s3 import FaultProxy
+
+    if S3A["missing"]:
+        pytest.skip(f"no s3a for spark.read.json: {S3A['missing']}")
+    reason = SeaweedS3.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with (
+        SeaweedS3() as server,
+        FaultProxy(
+            server.endpoint_url, latency_s=s3b.LATENCY_S, bandwidth_bps=s3b.BANDWIDTH_BPS
+        ) as proxy,
+    ):
+        set_nagle(proxy, enabled=False)
+        server.client().create_bucket(Bucket=S3_BUCKET)
+        read_s3.set_hadoop_conf(spark, read_s3.s3a_conf(proxy.endpoint_url))
+        yield S3Side(server, proxy)
+
+
+def _timed(fn, rounds: int = ROUNDS, *, warm_up: bool = True) -> tuple[list[float], object]:
     times, result = [], None
-    fn()  # warm-up: the first query of a kind pays for Spark's planning caches
+    if warm_up:
+        fn()  # the first query of a kind pays for Spark's planning caches
     for _ in range(rounds):
         started = time.perf_counter()
         result = fn()
@@ -178,12 +241,13 @@ def test_filtered_read_of_a_1gib_stored_archive(spark, stored_archive, benchmark
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
 
 
-def _spark_json(spark, root: Path, schema: str | None = None):
-    """Spark's JSON reader on the data objects (its glob leaves the sidecars out)."""
+def _spark_json(spark, root: Path | str, schema=None):
+    """Spark's JSON reader on the data objects (its glob leaves the sidecars out); ``root``
+    a directory or an ``s3a://`` URL."""
     reader = spark.read.option("pathGlobFilter", "*.json.gz")
     if schema:
         reader = reader.schema(schema)
-    return reader.json(str(root / "topics" / "bench" / "partition=0"))
+    return reader.json(f"{root}/topics/bench/partition=0")
 
 
 def _blocks_for(root: Path, first: int, last: int) -> int:
@@ -212,6 +276,97 @@ def test_full_scan_vs_spark_json(spark, archive, benchmark):
     RESULTS["scan"] = (statistics.median(blockgz_times), statistics.median(json_times), total)
     print(f"\nfull scan: blockgz {blockgz_times} s, spark.read.json {json_times} s")
     benchmark.pedantic(scan_blockgz, rounds=1, iterations=1)
+
+
+def _timed_s3(
+    proxy, fn, rounds: int = ROUNDS, *, warm_up: bool = True
+) -> tuple[list[float], object, tuple[int, int]]:
+    """:func:`_timed`, plus the requests and response bytes of the last round at the proxy."""
+    seen = (0, 0)
+
+    def round_():
+        nonlocal seen
+        proxy.wait_idle(timeout_s=60)
+        proxy.clear_log()
+        result = fn()
+        proxy.wait_idle(timeout_s=60)
+        seen = (len(proxy.requests), sum(r.response_bytes for r in proxy.requests))
+        return result
+
+    times, result = _timed(round_, rounds, warm_up=warm_up)
+    return times, result, seen
+
+
+def _where_middle(df, total: int):
+    middle = total // 2
+    return middle, df.where(
+        f"topic = 'bench' AND partition = 0 AND offset >= {middle} AND offset < {middle + 100}"
+    )
+
+
+def test_s3_filtered_read_of_a_1gib_stored_archive(spark, s3, stored_archive, benchmark):
+    """The stored row with both readers on S3: blockgz through its store (boto3), Spark's JSON
+    reader through ``s3a``, both through the same proxy. The whole read counts records with a
+    schema taken from the corpus (no inference pass over S3 before the clock starts; a count
+    parses no field either way)."""
+    root, total = stored_archive
+    path, stored = s3.archive("stored", root)
+    middle, blockgz_df = _where_middle(s3.blockgz(spark, path), total)
+    filtered_times, rows, filtered_io = _timed_s3(
+        s3.proxy, lambda: blockgz_df.select("offset").collect()
+    )
+    assert [r.offset for r in rows] == list(range(middle, middle + 100))
+    json_df = _spark_json(spark, f"s3a://{path}", _corpus_schema(spark))
+    json_df.limit(1).collect()  # warm-up: s3a's first use loads the AWS SDK's classes
+    whole_times, count, whole_io = _timed_s3(s3.proxy, json_df.count, rounds=1, warm_up=False)
+    assert count == total
+    print(
+        f"\nS3 filtered read: blockgz {filtered_times} s, {filtered_io} (requests, bytes); "
+        f"spark.read.json {whole_times} s, {whole_io}"
+    )
+    RESULTS["s3_filtered_stored"] = (
+        statistics.median(filtered_times),
+        statistics.median(whole_times),
+        total,
+        stored,
+        filtered_io,
+        whole_io,
+    )
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+def _corpus_schema(spark):
+    """The schema ``spark.read.json`` infers from the corpus's first 20,000 lines."""
+    with support.corpus_path().open("rb") as f:
+        lines = [line.decode() for line in itertools.islice(f, 20_000)]
+    return spark.read.json(spark.sparkContext.parallelize(lines)).schema
+
+
+def test_s3_full_scan_vs_spark_json(spark, s3, archive, benchmark):
+    """The full scan with both readers on S3 (the 1 GiB-of-JSON archive, as the local row)."""
+    root, total = archive
+    path, _ = s3.archive("json", root)
+    blockgz_df = s3.blockgz(spark, path, **{"value.schema": VALUE_SCHEMA})
+    json_df = _spark_json(spark, f"s3a://{path}", VALUE_SCHEMA)
+
+    def scan_blockgz():
+        return blockgz_df.selectExpr("count(*) AS n", "sum(value.items) AS b").collect()[0]
+
+    def scan_json():
+        return json_df.selectExpr("count(*) AS n", "sum(items) AS b").collect()[0]
+
+    blockgz_times, ours, ours_io = _timed_s3(s3.proxy, scan_blockgz, rounds=2)
+    json_times, theirs, theirs_io = _timed_s3(s3.proxy, scan_json, rounds=2)
+    assert (ours.n, ours.b) == (theirs.n, theirs.b) and ours.n == total
+    RESULTS["s3_scan"] = (
+        statistics.median(blockgz_times),
+        statistics.median(json_times),
+        total,
+        ours_io,
+        theirs_io,
+    )
+    print(f"\nS3 full scan: blockgz {blockgz_times} s, spark.read.json {json_times} s")
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
 
 
 def test_replay_vs_producer_loop(tmp_path, benchmark):
@@ -275,17 +430,86 @@ def _producer_loop(producer_class, bootstrap: str, settings: dict, records) -> N
     assert producer.flush(60) == 0
 
 
+LOCAL_CASES = ("filtered", "filtered_stored", "scan", "replay")
+S3_CASES = ("s3_filtered_stored", "s3_scan")
+
+
 def test_replay_report_alone():
     """``-k replay``: the replay row alone, for quick runs."""
-    if "replay" not in RESULTS or len(RESULTS) == 4:
+    if "replay" not in RESULTS or all(k in RESULTS for k in LOCAL_CASES):
         pytest.skip("the full report covers it")
     replay_s, loop_s = RESULTS["replay"]
     print(f"\nreplay {replay_s:.2f} s vs loop {loop_s:.2f} s: {loop_s / replay_s:.2f}x")
 
 
+def test_s3_report_alone():
+    """``-k s3``: the S3 rows alone (printed, not written)."""
+    if not any(k in RESULTS for k in S3_CASES) or all(k in RESULTS for k in LOCAL_CASES):
+        pytest.skip("the full report covers it")
+    lines = [*_s3_head(), "", *rp.table(HEADER, _s3_rows()), "", *_s3_io_lines()]
+    print("\n" + "\n".join(lines))
+
+
+HEADER = ("case", "time", "ratio", "goal", "verdict")
+
+
+def _s3_head() -> list[str]:
+    from benchmarks import s3_support as s3b
+
+    return [
+        "- S3 rows: both readers on SeaweedFS (`weed mini`) behind the S3 benchmarks' proxy "
+        f"(+{s3b.LATENCY_S * 1e3:.0f} ms per request, {s3b.BANDWIDTH_BPS / support.MB:,.0f} MB/s "
+        "per connection): blockgz through its store (boto3, `s3://`), `spark.read.json` through "
+        f"`s3a://` ({read_s3.HADOOP_AWS}, AWS SDK bundle on the driver's classpath)"
+    ]
+
+
+def _s3_rows() -> list[list[str]]:
+    rows = []
+    if "s3_filtered_stored" in RESULTS:
+        ours, whole, total, stored, _, _ = RESULTS["s3_filtered_stored"]
+        rows.append(
+            ["**S3**: filtered read, 100 offsets (blockgz, `s3://`) vs whole read "
+             "(spark.read.json, `s3a://`), 1 GiB stored: "
+             f"{stored / 2**30:.2f} GiB of objects, {total:,} records",
+             f"{ours:.2f} s vs {whole:.2f} s", f"{whole / ours:.0f}×", "≥ 50×",
+             rp.verdict(whole / ours >= 50)]
+        )  # fmt: skip
+    if "s3_scan" in RESULTS:
+        ours, theirs, total, _, _ = RESULTS["s3_scan"]
+        rows.append(
+            ["**S3**: full scan, JSON parsed (blockgz `s3://` vs spark.read.json `s3a://`), "
+             f"{support.size_label(support.SEEK_FILE_BYTES)} of JSON",
+             f"{ours:.2f} s vs {theirs:.2f} s", f"{theirs / ours:.2f}×", "≥ 1.0×",
+             rp.verdict(theirs / ours >= 1.0)]
+        )  # fmt: skip
+    return rows
+
+
+def _s3_io_lines() -> list[str]:
+    """Requests and response bytes at the proxy in each S3 case's last timed round."""
+    cases = []
+    if "s3_filtered_stored" in RESULTS:
+        *_, ours, whole = RESULTS["s3_filtered_stored"]
+        cases += [("filtered read, blockgz", ours), ("whole read, spark.read.json", whole)]
+    if "s3_scan" in RESULTS:
+        *_, ours, theirs = RESULTS["s3_scan"]
+        cases += [("full scan, blockgz", ours), ("full scan, spark.read.json", theirs)]
+    if not cases:
+        return []
+    return [
+        "At the proxy, last timed round of each S3 case:",
+        "",
+        *rp.table(
+            ("S3 case", "requests", "response bytes"),
+            [[name, f"{n:,}", f"{b:,}"] for name, (n, b) in cases],
+        ),
+    ]
+
+
 def test_report():
     """The table with the goals, printed and written to ``results/read_side.md``."""
-    if len(RESULTS) < 4:
+    if not all(k in RESULTS for k in LOCAL_CASES):
         pytest.skip("run the whole file: the report needs every case")
     filtered, whole, blocks = RESULTS["filtered"]
     stored_filtered, stored_whole, stored_total, stored_bytes = RESULTS["filtered_stored"]
@@ -308,16 +532,21 @@ def test_report():
         [f"replay {REPLAY_RECORDS:,} records vs a producer loop",
          f"{replay_s:.2f} s vs {loop_s:.2f} s", f"{loop_s / replay_s:.2f}×", "≥ 0.7×",
          rp.verdict(loop_s / replay_s >= 0.7)],
+        *_s3_rows(),
     ]  # fmt: skip
     lines = [
         "# blockgz: the read side against spark.read.json and a producer loop",
         "",
         f"- archive: {OBJECTS} block-GZIP objects, {support.size_label(support.SEEK_FILE_BYTES)} "
-        f"of JSON lines, {total:,} records, one topic-partition, local files; Spark local[2,3]",
+        f"of JSON lines, {total:,} records, one topic-partition, local files (**S3** rows: the "
+        "same objects on S3); Spark local[2,3]",
+        *(_s3_head() if any(k in RESULTS for k in S3_CASES) else []),
         f"- machine: {rp.machine_line()}",
         "",
-        *rp.table(["case", "time", "ratio", "goal", "verdict"], rows),
+        *rp.table(HEADER, rows),
     ]
+    io = _s3_io_lines()
+    lines += ["", *io] if io else []
     if not support.MEANINGFUL:
         lines.insert(1, "\n**Smoke-test scale: not meaningful.**\n")
     text = "\n".join(lines) + "\n"
