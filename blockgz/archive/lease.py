@@ -295,6 +295,8 @@ class Lease:
                 self.store.url(self.key),
                 previous.describe(),
                 reason,
+                # an event of the export's JSON log (blockgz.sink.export.events)
+                extra={"event": {"kind": "lease", "from": previous.describe(), "reason": reason}},
             )
         log.debug(
             "holding the lease %s (expires %s unless renewed)",

@@ -182,6 +182,9 @@ class ExportConfig:
     #: ``blockgz.spark.kafka.jars``: where Spark's Kafka connector comes from
     #: (:mod:`blockgz.sink.spark_kafka`); ``none`` adds no jar.
     spark_kafka_jars: str = "none"
+    #: ``blockgz.log.format``: the job's log file as ``text`` or ``json`` lines
+    #: (:mod:`blockgz.sink.export.events`).
+    log_format: str = "text"
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, str]) -> ExportConfig:
@@ -222,6 +225,7 @@ class ExportConfig:
             preflight=read(opts, "blockgz.preflight"),
             forward_env=read(opts, "blockgz.executor.env.forward"),
             spark_kafka_jars=parse_spark_kafka_jars(read(opts, "blockgz.spark.kafka.jars")),
+            log_format=read(opts, "blockgz.log.format"),
         )
 
     @classmethod

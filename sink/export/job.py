@@ -32,6 +32,7 @@ from blockgz.archive.lease import Lease
 from blockgz.errors import BlockGzError, ExportFailed
 from blockgz.sink.export.checkpoint import check_checkpoint, checkpoint_epoch, checkpoint_failure
 from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.export.events import event, formatter_for
 from blockgz.sink.export.lease import stop_on_lost_lease, take_lease
 from blockgz.sink.export.start import abort_left_uploads, starting_offsets
 from blockgz.sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
@@ -66,14 +67,14 @@ def run_export(
     """
     checkpoint = Path(checkpoint)
     check_checkpoint(checkpoint)  # local and cheap: before anything touches S3 or Kafka
-    if job.preflight:
-        from blockgz.sink.export.preflight import preflight
+    with _log_records_to(log_file, job.log_format):
+        if job.preflight:
+            from blockgz.sink.export.preflight import preflight
 
-        preflight(job, once=once)
-    from blockgz.sink.export.preflight import check_other_jobs
+            preflight(job, once=once)
+        from blockgz.sink.export.preflight import check_other_jobs
 
-    check_other_jobs(job)  # read-only, and what keeps two jobs from doubling one archive
-    with _log_records_to(log_file):
+        check_other_jobs(job)  # read-only, and what keeps two jobs from doubling one archive
         lease = take_lease(job, checkpoint)  # before anything is removed or written
         stop = stop_event or threading.Event()
         keeper = lease.keep(lambda lost: stop_on_lost_lease(lost, stop))
@@ -168,21 +169,34 @@ class _LogFile(logging.FileHandler):
 
 
 @contextlib.contextmanager
-def _log_records_to(path: str | Path | None) -> Iterator[None]:
-    """While the block runs, also write every log record (INFO and up) to ``path``."""
+def _log_records_to(path: str | Path | None, log_format: str = "text") -> Iterator[None]:
+    """While the block runs, also write every log record (INFO and up) to ``path``, as text or
+    JSON lines (:mod:`blockgz.sink.export.events`); an error that ends the block is logged
+    there as a ``failure`` event."""
     if path is None:
         yield
         return
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     handler = _LogFile(path)
     handler.setLevel(logging.INFO)
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    root = logging.getLogger()
+    handler.setFormatter(formatter_for(log_format))
+    root, ours = logging.getLogger(), logging.getLogger("blockgz")
+    level = ours.level
+    if ours.getEffectiveLevel() > logging.INFO:
+        ours.setLevel(logging.INFO)  # the file gets blockgz's INFO records whoever calls
     root.addHandler(handler)
     try:
         yield
+    except Exception as exc:  # into the file only: the terminal gets the caller's one line
+        failure = log.makeRecord(
+            log.name, logging.ERROR, __file__, 0, "export failed: %s", (exc,), None,
+            extra=event("failure", error=str(exc)),
+        )  # fmt: skip
+        handler.handle(failure)
+        raise
     finally:
         root.removeHandler(handler)
+        ours.setLevel(level)
         handler.close()
 
 
@@ -208,6 +222,7 @@ def start_query(
         "reading Kafka with the %s source%s",
         "Spark Kafka" if source == "kafka" else "blockgz",
         f", {where}" if where else "",
+        extra=event("start", source=source, resume=where or "the checkpoint", name=job.name),
     )
     tasks_read_kafka = source == "blockgz-kafka" and job.tasks_read_kafka
     reader = spark.readStream.format(source).options(**source_options)

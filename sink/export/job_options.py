@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from blockgz.archive.lease import DEFAULT_TTL_MS
 from blockgz.option_defs import OptionSet, declarer
+from blockgz.sink.export.events import LOG_FORMATS
 
 DEFAULT_TRIGGER = "5 seconds"
 #: ``blockgz.resume``'s values: where a fresh checkpoint starts.
@@ -54,6 +55,14 @@ JOB_OPTIONS = OptionSet(
         "archive and starts at `startingOffsets`. An existing checkpoint always resumes from "
         "itself. See [One writer per archive](#one-writer-per-archive)",
         allowed=RESUME_CHOICES,
+    ),
+    _job(
+        "blockgz.log.format",
+        "choice",
+        "text",
+        "the job's log file: `text` lines, or `json` lines with an `event` (start, batch, "
+        "partition, lease, failure) for a log shipper",
+        allowed=LOG_FORMATS,
     ),
     _job(
         "blockgz.lease.ttl.ms",

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from blockgz.sink.export.events import event
 from blockgz.sink.export.tracking import ExportResult
 
 log = logging.getLogger("blockgz.export")
@@ -83,6 +84,15 @@ class ProgressView:
                 lag,
                 state.files,
                 dead,
+                extra=event(
+                    "partition",
+                    topic=topic,
+                    partition=part,
+                    next_offset=state.next_offset,
+                    lag=state.lag,
+                    objects=state.files,
+                    dead_letters=state.dead_letters,
+                ),
             )
 
     def __exit__(

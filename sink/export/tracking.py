@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.export.events import event
 
 log = logging.getLogger("blockgz.export")
 
@@ -67,7 +68,17 @@ class ProgressTracker:
     def update(self, recent_progress) -> None:
         for progress in _new_progress(recent_progress, self._seen_batch):
             self._seen_batch = progress["batchId"]
-            log.info("batch %d: %s", progress["batchId"], _phases(progress))
+            log.info(
+                "batch %d: %s",
+                progress["batchId"],
+                _phases(progress),
+                extra=event(
+                    "batch",
+                    batch=progress["batchId"],
+                    rows=progress.get("numInputRows"),
+                    duration_ms=progress.get("durationMs") or {},
+                ),
+            )
             self._count_batch(self._seen_batch)
             self._advance(_end_offsets(progress))
         partitions = list(self.result.partitions)

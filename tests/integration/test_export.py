@@ -507,3 +507,70 @@ def test_the_jvm_hanging_up_on_the_accumulator_server_prints_no_traceback(spark,
     except ValueError:
         server.handle_error(None, ("127.0.0.1", 0))
     assert "ValueError: wrong token" in capfd.readouterr().err
+
+
+def test_the_json_log_has_a_start_a_batch_and_a_partition_event_per_batch_and_a_failure(
+    spark, kafka, s3_server, bucket, tmp_path, request
+):
+    """blockgz.log.format=json: every line of the job's log file is a JSON object; the events
+    a log shipper acts on carry what the text lines say, as fields."""
+    import io
+
+    from rich.console import Console
+
+    from blockgz.sink.export.progress import ProgressView
+
+    topic = topic_for(request)
+    kafka.create_topic(topic, partitions=2)
+    produce_numbered(kafka.bootstrap_servers, topic, 2, 30)
+    job = job_for(
+        kafka, s3_server, bucket, topic, **{"blockgz.log.format": "json", "flush.size": "10"}
+    )
+    log_file = tmp_path / "export.log"
+    with ProgressView(Console(file=io.StringIO())) as view:  # not a terminal: it logs lines
+        result = run_export(
+            job,
+            checkpoint=tmp_path / "ckpt",
+            once=True,
+            spark=spark,
+            install_signal_handlers=False,
+            on_progress=view.update,
+            log_file=log_file,
+        )
+    assert result.records == 60
+    lines = [json.loads(line) for line in log_file.read_text().splitlines()]
+    assert all({"time", "level", "logger", "message"} <= line.keys() for line in lines)
+    events = [line["event"] for line in lines if "event" in line]
+    kinds = [e["kind"] for e in events]
+    assert kinds[0] == "start" and events[0]["source"] in ("kafka", "blockgz-kafka")
+    batches = [e for e in events if e["kind"] == "batch"]
+    assert len(batches) == result.batches and sum(b["rows"] for b in batches) == 60
+    assert all(b["duration_ms"]["triggerExecution"] > 0 for b in batches)
+    last = {(e["topic"], e["partition"]): e for e in events if e["kind"] == "partition"}
+    assert {tp: (e["next_offset"], e["lag"]) for tp, e in last.items()} == {
+        (topic, 0): (30, 0),
+        (topic, 1): (30, 0),
+    }
+    assert sum(e["objects"] for e in last.values()) == 6  # flush.size=10, 30 records each
+
+    # The same job against a bucket that is not there fails, and says so in the log's last line.
+    broken = job_for(
+        kafka,
+        s3_server,
+        bucket + "-missing",
+        topic,
+        **{"blockgz.log.format": "json", "blockgz.preflight": "false"},
+    )
+    failed_log = tmp_path / "failed.log"
+    with pytest.raises(Exception) as failure:
+        run_export(
+            broken,
+            checkpoint=tmp_path / "ckpt2",
+            once=True,
+            spark=spark,
+            install_signal_handlers=False,
+            log_file=failed_log,
+        )
+    last_line = json.loads(failed_log.read_text().splitlines()[-1])
+    assert last_line["level"] == "ERROR" and last_line["event"]["kind"] == "failure"
+    assert last_line["event"]["error"] == str(failure.value)
