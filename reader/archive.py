@@ -21,11 +21,10 @@ import bisect
 import itertools
 import logging
 import threading
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any
 
 from blockgz.archive.layout import KeyLayout
 from blockgz.archive.object_ref import ObjectRef
@@ -35,7 +34,14 @@ from blockgz.format.decode import Record
 from blockgz.format.envelope import ENVELOPE_START, unwrap
 from blockgz.format.framing import NEWLINE, Framing, framing_from_options
 from blockgz.format.index import BlockIndex
-from blockgz.format.plan import BlockRead, Span, merge_plans, merge_ranges, plan_blocks
+from blockgz.format.plan import (
+    BlockRead,
+    Span,
+    merge_plans,
+    merge_ranges,
+    plan_blocks,
+    prefetched,
+)
 from blockgz.formats.registry import stream_decoder_of
 from blockgz.objects.indexed import IndexedReader, load_index
 from blockgz.objects.stream import stream_records
@@ -50,9 +56,6 @@ from blockgz.reader.strays import Listing
 from blockgz.store import ObjectStore, open_store
 
 log = logging.getLogger("blockgz.reader")
-
-J = TypeVar("J")
-R = TypeVar("R")
 
 
 @dataclass(frozen=True)
@@ -350,7 +353,7 @@ class Archive(ArchiveAnalytics):
         yielded = False
         below = offset  # the next record must have this offset or a higher one
         jobs = merge_plans(self._plan(refs, first, offset, count, times), first_alone=count is None)
-        for job, fetched in _prefetched(jobs, self._fetch, self._executor, self.prefetch):
+        for job, fetched in prefetched(jobs, self._fetch, self._executor, self.prefetch):
             for run in _runs_of(self._unwrapped(records) for records in fetched):
                 if run and run[0].offset < below:
                     if below > offset:  # an offset an earlier object already gave: a copy
@@ -572,22 +575,3 @@ def _in_runs(records: Iterable[Record]) -> Iterator[list[Record]]:
 def _flattened(blocks: Iterator[list[Record]]) -> Iterator[Record]:
     """The records of the lists, one at a time."""
     return itertools.chain.from_iterable(blocks)
-
-
-def _prefetched(
-    jobs: Iterator[J], fetch: Callable[[J], R], executor: ThreadPoolExecutor, depth: int
-) -> Iterator[tuple[J, R]]:
-    """``(job, fetch(job))`` in job order, keeping ``depth`` fetches running ahead."""
-    pending: deque[tuple[J, Future[R]]] = deque()
-    try:
-        for job in jobs:
-            pending.append((job, executor.submit(fetch, job)))
-            while len(pending) > depth:
-                done_job, future = pending.popleft()
-                yield done_job, future.result()
-        while pending:
-            done_job, future = pending.popleft()
-            yield done_job, future.result()
-    finally:
-        for _, future in pending:
-            future.cancel()

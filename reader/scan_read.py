@@ -18,7 +18,8 @@ query gives exactly the rows asked for.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -28,7 +29,7 @@ from blockgz.format.decode import Record, inflate_chunk
 from blockgz.format.envelope import unwrap
 from blockgz.format.framing import NEWLINE
 from blockgz.format.index import BlockIndex, Chunk
-from blockgz.format.plan import BlockRead, fetched, merge_ranges
+from blockgz.format.plan import BlockRead, Span, fetched, merge_ranges
 from blockgz.reader.archive import Archive
 from blockgz.reader.json_values import parse_json_lines
 from blockgz.reader.scan_plan import IntRange, Piece, Split
@@ -37,6 +38,8 @@ from blockgz.reader.tables import kafka_batch, kept_columns, value_bytes
 if TYPE_CHECKING:
     from blockgz.reader.wire_avro import WireAvroValues
 
+#: How many bytes of neighbouring blocks a scan task fetches with one ranged GET.
+SPAN_BYTES = 8 << 20
 #: A line that starts like this is the export's envelope (``format.json.envelope``).
 _ENVELOPE_START = b'{"topic":'
 
@@ -66,10 +69,27 @@ def split_batches(
 
 def _block_path(archive: Archive, piece: Piece, offsets: IntRange, value_type: Any):
     """Plain blocks: neighbouring ones fetched with one ranged GET, each made a batch."""
-    key = piece.ref.key
     reads = [BlockRead(number, chunk) for number, chunk in piece.chunks]
-    spans = merge_ranges(reads, limit=None)  # a split is already cut to a task's size
-    for read, raw in fetched(lambda start, end: archive.store.get_range(key, start, end), spans):
+    # Spans of a few MiB, the next one fetched while this one is inflated and parsed: on S3
+    # the task then waits for its first span only, not for the whole split.
+    spans = merge_ranges(reads, limit=SPAN_BYTES)
+    with ThreadPoolExecutor(1, thread_name_prefix="blockgz-scan-fetch") as pool:
+        yield from _block_batches(archive, piece, offsets, value_type, spans, pool)
+
+
+def _block_batches(
+    archive: Archive,
+    piece: Piece,
+    offsets: IntRange,
+    value_type: Any,
+    spans: Iterable[Span],
+    pool: ThreadPoolExecutor,
+) -> Iterator[Any]:
+    """The batches of :func:`_block_path`, one span fetched ahead in ``pool``."""
+    key = piece.ref.key
+    read_range = archive.store.get_range
+    pairs = fetched(lambda start, end: read_range(key, start, end), spans, executor=pool, ahead=1)
+    for read, raw in pairs:
         number, chunk = read.block, read.chunk
         data = inflate_chunk(raw, chunk, block=number, source=key)
         batch = _block_batch(piece, chunk, data, offsets, value_type)

@@ -21,7 +21,9 @@ object of a read across several.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -29,6 +31,8 @@ from blockgz.format.index import BlockIndex, Chunk
 
 #: What a read across objects names each object's plan by (an archive's ``ObjectRef``).
 Obj = TypeVar("Obj")
+J = TypeVar("J")
+R = TypeVar("R")
 
 #: Bytes between two planned blocks that are still read along rather than asked for apart: a
 #: skipped small block costs less than another request.
@@ -195,17 +199,51 @@ def _span(run: list[BlockRead]) -> Span:
 
 
 def fetched(
-    read_range: Callable[[int, int], bytes], spans: Iterable[Span]
+    read_range: Callable[[int, int], bytes],
+    spans: Iterable[Span],
+    *,
+    executor: Executor | None = None,
+    ahead: int = 0,
 ) -> Iterator[tuple[BlockRead, bytes]]:
     """``(read, its block's bytes)`` for every read of ``spans``, one ``read_range(start,
-    end)`` per span, as the caller iterates.
+    end)`` per span, as the caller iterates; with an ``executor``, ``ahead`` spans are fetched
+    while the caller works on the current one (network time overlaps inflating).
 
     >>> c = [Chunk(n, 1, n * 2, 2, 2) for n in range(3)]
     >>> got = fetched(lambda a, b: b"aabbcc"[a:b], merge_ranges(BlockRead(n, c[n]) for n in (0, 1)))
     >>> [(r.block, raw) for r, raw in got]
     [(0, b'aa'), (1, b'bb')]
     """
-    for span in spans:
-        raw = read_range(span.start, span.end)
+    if executor is None or ahead < 1:
+        pairs: Iterable[tuple[Span, bytes]] = ((s, read_range(s.start, s.end)) for s in spans)
+    else:
+        pairs = prefetched(spans, lambda s: read_range(s.start, s.end), executor, ahead)
+    for span, raw in pairs:
         for read in span.reads:
             yield read, span.piece(raw, read)
+
+
+def prefetched(
+    jobs: Iterable[J], fetch: Callable[[J], R], executor: Executor, depth: int
+) -> Iterator[tuple[J, R]]:
+    """``(job, fetch(job))`` in job order, keeping ``depth`` fetches running ahead; what is
+    still pending when the caller stops is cancelled.
+
+    >>> from concurrent.futures import ThreadPoolExecutor
+    >>> with ThreadPoolExecutor(2) as pool:
+    ...     list(prefetched([1, 2, 3], lambda n: n * 10, pool, 2))
+    [(1, 10), (2, 20), (3, 30)]
+    """
+    pending: deque[tuple[J, Future[R]]] = deque()
+    try:
+        for job in jobs:
+            pending.append((job, executor.submit(fetch, job)))
+            while len(pending) > depth:
+                done_job, future = pending.popleft()
+                yield done_job, future.result()
+        while pending:
+            done_job, future = pending.popleft()
+            yield done_job, future.result()
+    finally:
+        for _, future in pending:
+            future.cancel()
