@@ -229,7 +229,9 @@ class CatalogView:
         ]
         for manifest in self.tail:
             lasts += [
-                f.last_offset for f in manifest.files if (f.topic, f.partition) == (topic, partition)
+                f.last_offset
+                for f in manifest.files
+                if (f.topic, f.partition) == (topic, partition)
             ]
         return max(lasts, default=None)
 
