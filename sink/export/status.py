@@ -100,7 +100,9 @@ class StatusReport:
     @property
     def last_commit(self) -> float | None:
         """The newest commit of any topic-partition."""
-        return max((p.last_commit for p in self.partitions if p.last_commit), default=None)
+        return max(
+            (p.last_commit for p in self.partitions if p.last_commit is not None), default=None
+        )
 
     @property
     def exit_code(self) -> int:
