@@ -53,6 +53,7 @@ from blockgz.archive.offsets import Offsets, merge_offsets, offsets_doc
 from blockgz.archive.versions import check_major
 from blockgz.archive.written import WrittenFile
 from blockgz.errors import CorruptManifestError, ObjectNotFoundError
+from blockgz.store.base import ObjectInfo
 
 log = logging.getLogger("blockgz.catalog")
 
@@ -156,13 +157,36 @@ class CatalogRoot:
 class CatalogView:
     """The committed state of an export: a root (if any) plus the manifests after it."""
 
-    def __init__(self, catalog: Catalog, root: CatalogRoot | None, tail: list[Manifest]):
+    def __init__(
+        self,
+        catalog: Catalog,
+        root: CatalogRoot | None,
+        tail: list[Manifest],
+        tail_listed: list[ObjectInfo] | None = None,
+    ):
         self.catalog = catalog
         self.root = root
         self.tail = tail
+        #: The tail's manifests as listed (key, size, the time each committed), in order.
+        self.tail_listed = tail_listed or []
         self.offsets: Offsets = merge_offsets({}, root.offsets) if root else {}
         for manifest in tail:
             merge_offsets(self.offsets, manifest.offsets)
+
+    @property
+    def dead_letters(self) -> Offsets:
+        """Records sent to the dead-letter queue, per topic and partition, in all batches."""
+        dead: Offsets = {t: dict(p) for t, p in self.root.dead_letters.items()} if self.root else {}
+        for manifest in self.tail:
+            for topic, parts in manifest.dead_letters.items():
+                for part, n in parts.items():
+                    dead.setdefault(topic, {})[part] = dead.get(topic, {}).get(part, 0) + n
+        return dead
+
+    @property
+    def records(self) -> int:
+        """Records every batch consumed: written, skipped nulls and dead-lettered."""
+        return (self.root.records if self.root else 0) + sum(m.records for m in self.tail)
 
     @property
     def layout(self) -> Mapping[str, str] | None:
@@ -196,6 +220,20 @@ class CatalogView:
                 if (f.topic, f.partition) == (topic, partition)
             ]
         return min(firsts, default=None)
+
+    def last_offset(self, topic: str, partition: int) -> int | None:
+        """The last offset a committed file of the topic-partition holds (no segment is read)."""
+        lasts = [
+            s.last_offset
+            for s in (self.root.segments.get(topic, {}).get(partition, []) if self.root else [])
+        ]
+        for manifest in self.tail:
+            lasts += [
+                f.last_offset
+                for f in manifest.files
+                if (f.topic, f.partition) == (topic, partition)
+            ]
+        return max(lasts, default=None)
 
     def files(
         self, topic: str, partition: int, *, from_offset: int | None = None
@@ -248,8 +286,9 @@ class Catalog:
     def view(self) -> CatalogView:
         """The committed state: the newest root and the manifests after it."""
         root = self.latest_root()
-        keys = self.log.keys(after=root.through if root else "")
-        return CatalogView(self, root, list(self.log.manifests(keys)))
+        listed = self.log.listed(after=root.through if root else "")
+        tail = list(self.log.manifests([info.key for info in listed]))
+        return CatalogView(self, root, tail, listed)
 
     def read_segments(self, keys: list[str]) -> list[list[WrittenFile]]:
         """The files of each segment, read in parallel, in order."""

@@ -37,7 +37,7 @@ from blockgz.archive.written import WrittenFile
 from blockgz.errors import CorruptManifestError, ObjectNotFoundError
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import Options
-from blockgz.store.base import ObjectStore
+from blockgz.store.base import ObjectInfo, ObjectStore
 
 #: What names a job's manifests (the sink writes them; ``startingOffsets=s3`` reads them).
 JOB_NAME_OPTIONS = OptionSet(
@@ -189,11 +189,19 @@ class Manifests:
     def keys(self, *, after: str = "") -> list[str]:
         """Every manifest of this job (all epochs), oldest epoch first, then by batch; only
         those after the key ``after`` when given (the listing starts there)."""
+        return [info.key for info in self.listed(after=after)]
+
+    def listed(self, *, after: str = "") -> list[ObjectInfo]:
+        """:meth:`keys` as the listing gave them (with sizes and, where the store says, the
+        time each was written: the batch's commit time)."""
         prefix = self.layout.manifest_prefix(self.prefix, self.name)
         return sorted(
-            info.key
-            for info in self.store.list(prefix, start_after=after)
-            if self.layout.parse_manifest_key(info.key) is not None
+            (
+                info
+                for info in self.store.list(prefix, start_after=after)
+                if self.layout.parse_manifest_key(info.key) is not None
+            ),
+            key=lambda info: info.key,
         )
 
     def read(self, key: str) -> Manifest:

@@ -39,8 +39,35 @@ def remove_uncommitted(
     """Delete objects of the given topic-partitions that start at or after ``offsets``.
 
     They come from a batch that never committed (its checkpoint was lost with it). Only the
-    topic-partitions in ``offsets`` are touched; each deletion is logged. What is listed does
-    not grow with the history:
+    topic-partitions in ``offsets`` are touched; each deletion is logged. What is listed is
+    what :func:`find_uncommitted` lists.
+    """
+    deleted: list[str] = []
+    for info in find_uncommitted(manifests, offsets, partition_directories=partition_directories):
+        ref = manifests.layout.parse_data_key(data_key_for(info.key))
+        if ref is None:  # find_uncommitted parsed it: never
+            continue
+        for key in _with_sidecar(manifests, info.key, ref):
+            if key in deleted:
+                continue
+            manifests.store.delete(key)
+            deleted.append(key)
+            log.warning(
+                "%s-%d: removed %s, written by a batch that never committed",
+                ref.topic,
+                ref.partition,
+                key,
+            )
+    return deleted
+
+
+def find_uncommitted(
+    manifests: Manifests, offsets: Offsets, *, partition_directories: bool = False
+) -> list[ObjectInfo]:
+    """The objects (and listed sidecars) of the given topic-partitions that start at or after
+    ``offsets``: no manifest committed them. Nothing is deleted.
+
+    What is listed does not grow with the history:
 
     * when the newest manifest says its tasks record intents (:mod:`blockgz.archive.intents`;
       the batch that died ran with the same settings): the intents from the committed offset
@@ -48,9 +75,18 @@ def remove_uncommitted(
     * ``partition_directories`` (the default partitioner: one directory per partition): each
       partition's directory, from its committed offset on (S3 ``StartAfter``);
     * otherwise (archives written before intents): the topic's whole prefix.
+
+    >>> import tempfile
+    >>> from blockgz.archive.layout import Layout
+    >>> from blockgz.store import LocalStore
+    >>> store = LocalStore(tempfile.mkdtemp())
+    >>> manifests = Manifests(store, "", Layout(), "job")
+    >>> store.put("topics/t/partition=0/t+0+0000000010.json", b"{}")
+    >>> [i.key for i in find_uncommitted(manifests, {"t": {0: 10}})]
+    ['topics/t/partition=0/t+0+0000000010.json']
     """
     store, layout = manifests.store, manifests.layout
-    deleted: list[str] = []
+    found: dict[str, ObjectInfo] = {}
     by_intents = bool(offsets) and Catalog(manifests).view().intents
     for topic, parts in offsets.items():
         if by_intents:
@@ -68,20 +104,9 @@ def remove_uncommitted(
                 ref = layout.parse_data_key(data_key_for(info.key))  # sidecars too
                 if ref is None or ref.topic != topic or ref.partition not in parts:
                     continue
-                if ref.start_offset < parts[ref.partition] or info.key in deleted:
-                    continue
-                for key in _with_sidecar(manifests, info.key, ref):
-                    if key in deleted:
-                        continue
-                    store.delete(key)
-                    deleted.append(key)
-                    log.warning(
-                        "%s-%d: removed %s, written by a batch that never committed",
-                        topic,
-                        ref.partition,
-                        key,
-                    )
-    return deleted
+                if ref.start_offset >= parts[ref.partition]:
+                    found.setdefault(info.key, info)
+    return list(found.values())
 
 
 def _intended(manifests: Manifests, topic: str, partition: int, next_offset: int) -> set[str]:

@@ -24,8 +24,11 @@ class State:
     debug = False
 
 
-def fail_cleanly(func: Callable) -> Callable:
-    """Turn project and OS errors into one line on stderr unless --debug."""
+def fail_cleanly(func: Callable | None = None, *, status: int = 1, label: str = "error"):
+    """Turn project and OS errors into one line on stderr unless --debug: ``error: ...`` and
+    exit 1, or ``label: ...`` and exit ``status`` (``@fail_cleanly(status=2)``)."""
+    if func is None:
+        return functools.partial(fail_cleanly, status=status, label=label)
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
@@ -36,8 +39,8 @@ def fail_cleanly(func: Callable) -> Callable:
                 if isinstance(exc, BrokenPipeError):
                     sys.exit(0)  # `blockgz cat x | head` is not an error
                 raise
-            click.echo(f"error: {exc}", err=True)
-            sys.exit(1)
+            click.echo(f"{label}: {exc}", err=True)
+            sys.exit(status)
 
     return wrapper
 

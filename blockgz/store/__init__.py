@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 from blockgz.errors import ConfigError
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import as_options
-from blockgz.store.base import ObjectInfo, ObjectStore, Upload
+from blockgz.store.base import ObjectInfo, ObjectStore, Upload, UploadInfo
 from blockgz.store.local import LocalStore
 from blockgz.store.settings import STORE_OPTIONS, S3Settings
 
@@ -36,6 +36,7 @@ __all__ = [
     "S3Settings",
     "StoreTarget",
     "Upload",
+    "UploadInfo",
     "open_store",
     "split_object_url",
 ]

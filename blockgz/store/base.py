@@ -10,10 +10,21 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True, slots=True)
 class ObjectInfo:
-    """A listed object: its key (relative to the store's root) and size in bytes."""
+    """A listed object: its key (relative to the store's root) and size in bytes, and when it
+    was last written (epoch seconds) where the store says."""
 
     key: str
     size: int
+    modified: float | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class UploadInfo:
+    """An unfinished multipart upload: its key, id and start time (epoch seconds, if known)."""
+
+    key: str
+    upload_id: str
+    initiated: float | None = None
 
 
 class Upload(ABC):
@@ -165,6 +176,11 @@ class ObjectStore(ABC):
     def tag(self, key: str, tags: Mapping[str, str]) -> bool:
         """Tag an object; stores without tags do nothing and say so (``False``)."""
         return False
+
+    def list_uploads(self, prefix: str) -> list[UploadInfo]:
+        """The unfinished uploads under ``prefix``; stores whose uploads cannot outlive their
+        writer have none."""
+        return []
 
     def abort_uploads(self, prefix: str, *, started_before: float | None = None) -> list[str]:
         """Abort unfinished uploads under ``prefix`` (started before the epoch time

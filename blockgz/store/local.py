@@ -79,7 +79,8 @@ class LocalStore(ObjectStore):
 
     def head(self, key: str) -> ObjectInfo:
         try:
-            return ObjectInfo(key, self.path(key).stat().st_size)
+            stat = self.path(key).stat()
+            return ObjectInfo(key, stat.st_size, stat.st_mtime)
         except FileNotFoundError as exc:
             raise ObjectNotFoundError(f"{self.url(key)}: no such object") from exc
 
@@ -102,7 +103,8 @@ class LocalStore(ObjectStore):
                     # a put in progress, or the lock of a conditional put (hidden sidecars count)
                     and not (name.startswith(".") and name.endswith((".tmp", ".lock")))
                 ):
-                    found.append(ObjectInfo(key, full.stat().st_size))
+                    stat = full.stat()
+                    found.append(ObjectInfo(key, stat.st_size, stat.st_mtime))
         yield from sorted(found, key=lambda o: o.key)[:limit]
 
     def list_prefixes(self, prefix: str) -> list[str]:

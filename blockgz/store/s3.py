@@ -22,7 +22,7 @@ from blockgz.errors import (
     StoreAccessDeniedError,
     StoreError,
 )
-from blockgz.store.base import ObjectInfo, ObjectStore, Upload
+from blockgz.store.base import ObjectInfo, ObjectStore, Upload, UploadInfo
 from blockgz.store.digest import content_md5
 from blockgz.store.retry import call_with_retries
 from blockgz.store.settings import OFFSET_TAGS, S3Settings
@@ -381,7 +381,7 @@ class S3Store(ObjectStore):
         args = self._read_args(key)
         meta = self.call(f"HEAD {self.url(key)}", lambda: self.client.head_object(**args))
         self.requests.add("heads")
-        return ObjectInfo(key, int(meta["ContentLength"]))
+        return ObjectInfo(key, int(meta["ContentLength"]), _epoch(meta.get("LastModified")))
 
     def list(
         self, prefix: str, *, start_after: str = "", limit: int | None = None
@@ -401,17 +401,16 @@ class S3Store(ObjectStore):
             )
             self.requests.add("lists")
             for item in page.get("Contents", []):
-                yield ObjectInfo(item["Key"], int(item["Size"]))
+                yield ObjectInfo(item["Key"], int(item["Size"]), _epoch(item.get("LastModified")))
             if remaining is not None:
                 remaining -= len(page.get("Contents", []))
             if not page.get("IsTruncated") or remaining == 0:
                 return
             token = page["NextContinuationToken"]
 
-    def abort_uploads(self, prefix: str, *, started_before: float | None = None) -> list[str]:
-        """Abort the multipart uploads under ``prefix`` that a killed writer left (their parts
-        are billed and invisible until aborted); each is logged."""
-        aborted: list[str] = []
+    def list_uploads(self, prefix: str) -> list[UploadInfo]:
+        """The multipart uploads under ``prefix`` nobody completed or aborted yet."""
+        found: list[UploadInfo] = []
         markers: dict[str, str] = {}
         while True:
             args: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix, **markers}
@@ -419,29 +418,38 @@ class S3Store(ObjectStore):
                 f"ListMultipartUploads {self.url(prefix)}",
                 lambda a=args: self.client.list_multipart_uploads(**a),
             )
-            for upload in page.get("Uploads", []):
-                initiated = upload.get("Initiated")
-                if (
-                    started_before is not None
-                    and initiated is not None
-                    and initiated.timestamp() >= started_before
-                ):
-                    continue  # begun after the caller started: someone else's, alive
-                key, upload_id = upload["Key"], upload["UploadId"]
-                self.call(
-                    f"AbortMultipartUpload {self.url(key)}",
-                    lambda k=key, u=upload_id: self.client.abort_multipart_upload(
-                        Bucket=self.bucket, Key=k, UploadId=u
-                    ),
-                )
-                log.warning("aborted an unfinished multipart upload of %s", self.url(key))
-                aborted.append(key)
+            found.extend(
+                UploadInfo(u["Key"], u["UploadId"], _epoch(u.get("Initiated")))
+                for u in page.get("Uploads", [])
+            )
             if not page.get("IsTruncated"):
-                return aborted
+                return found
             markers = {
                 "KeyMarker": page.get("NextKeyMarker", ""),
                 "UploadIdMarker": page.get("NextUploadIdMarker", ""),
             }
+
+    def abort_uploads(self, prefix: str, *, started_before: float | None = None) -> list[str]:
+        """Abort the multipart uploads under ``prefix`` that a killed writer left (their parts
+        are billed and invisible until aborted); each is logged."""
+        aborted: list[str] = []
+        for upload in self.list_uploads(prefix):
+            if (
+                started_before is not None
+                and upload.initiated is not None
+                and upload.initiated >= started_before
+            ):
+                continue  # begun after the caller started: someone else's, alive
+            key, upload_id = upload.key, upload.upload_id
+            self.call(
+                f"AbortMultipartUpload {self.url(key)}",
+                lambda k=key, u=upload_id: self.client.abort_multipart_upload(
+                    Bucket=self.bucket, Key=k, UploadId=u
+                ),
+            )
+            log.warning("aborted an unfinished multipart upload of %s", self.url(key))
+            aborted.append(key)
+        return aborted
 
     def list_prefixes(self, prefix: str) -> list[str]:
         found: list[str] = []
@@ -465,6 +473,11 @@ class S3Store(ObjectStore):
             f"DELETE {self.url(key)}",
             lambda: self.client.delete_object(Bucket=self.bucket, Key=key),
         )
+
+
+def _epoch(when: Any) -> float | None:
+    """A boto3 ``datetime`` (``LastModified``, ``Initiated``) as epoch seconds."""
+    return when.timestamp() if hasattr(when, "timestamp") else None
 
 
 def offset_tags(start_offset: int, end_offset: int, record_count: int) -> dict[str, str]:

@@ -110,7 +110,7 @@ def ensure_dead_letter_topic(job: ExportConfig) -> None:
     settings = job.sink.dead_letters
     if not settings.enabled or not settings.topic:
         return
-    if settings.topic in _topics(job):
+    if settings.topic in kafka_topics(job):
         return
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -176,7 +176,7 @@ def check_store(job: ExportConfig) -> None:
 
 def check_kafka(job: ExportConfig, *, once: bool) -> None:
     """The brokers answer a metadata request, and the job's topics exist."""
-    topics = _topics(job)
+    topics = kafka_topics(job)
     source = job.source
     if source.strategy == "subscribe":
         missing = sorted(set(source.topics) - set(topics))
@@ -203,8 +203,9 @@ def check_kafka(job: ExportConfig, *, once: bool) -> None:
             log.warning("%s; the job picks matching topics up when they appear", message)
 
 
-def _topics(job: ExportConfig) -> dict[str, list[int]]:
-    """Topic name -> partitions, from one metadata request with a short deadline."""
+def kafka_topics(job: ExportConfig) -> dict[str, list[int]]:
+    """Topic name -> partitions, from one metadata request with a short deadline; a
+    :class:`PreflightError` in one line when no broker answers."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 

@@ -60,7 +60,7 @@ class ProgressTracker:
         self.result = result
         store, prefix = job.sink.make_store()
         self.manifests = job.sink.manifest_log(store, prefix, epoch=epoch)
-        self.watermarks = _Watermarks(job)
+        self.watermarks = Watermarks(job)
         self._seen_batch = -1
         self._last_ends: dict[tuple[str, int], int] = {}
         self._last_time = time.monotonic()
@@ -116,8 +116,9 @@ class ProgressTracker:
         self.watermarks.close()
 
 
-class _Watermarks:
-    """High watermarks per topic-partition, refreshed at most every ``period_s``."""
+class Watermarks:
+    """Kafka's low and high watermarks per topic-partition, read with one consumer (made on
+    first use); :meth:`refresh` rereads the high ones at most every ``period_s``."""
 
     def __init__(self, job: ExportConfig, period_s: float = 2.0):
         self.job = job
@@ -126,24 +127,32 @@ class _Watermarks:
         self._at = 0.0
         self.latest: dict[tuple[str, int], int] = {}
 
+    def read(self, partitions, *, timeout_s: float = 2.0) -> dict[tuple[str, int], tuple[int, int]]:
+        """``(low, high)`` of each of ``partitions`` now; raises ``KafkaException`` when the
+        brokers do not answer within ``timeout_s`` (per partition)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        if self._consumer is None:
+            conf = self.job.source.client_config()
+            conf.setdefault("group.id", "blockgz-export-progress")
+            conf["enable.auto.commit"] = False
+            self._consumer = Consumer(conf)
+        found = {}
+        for topic, part in partitions:
+            low, high = self._consumer.get_watermark_offsets(
+                TopicPartition(topic, part), timeout=timeout_s, cached=False
+            )
+            found[(topic, part)] = (low, high)
+            self.latest[(topic, part)] = high
+        return found
+
     def refresh(self, partitions, *, now: bool = False) -> dict[tuple[str, int], int]:
-        """The watermarks, read again if ``period_s`` passed (or ``now``)."""
+        """The high watermarks, read again if ``period_s`` passed (or ``now``)."""
         if not now and time.monotonic() - self._at < self.period_s:
             return self.latest
         self._at = time.monotonic()
         try:
-            from confluent_kafka import Consumer, TopicPartition
-
-            if self._consumer is None:
-                conf = self.job.source.client_config()
-                conf.setdefault("group.id", "blockgz-export-progress")
-                conf["enable.auto.commit"] = False
-                self._consumer = Consumer(conf)
-            for topic, part in partitions:
-                _, high = self._consumer.get_watermark_offsets(
-                    TopicPartition(topic, part), timeout=2, cached=False
-                )
-                self.latest[(topic, part)] = high
+            self.read(partitions)
         except Exception:  # progress is best effort; the export itself does not depend on it
             log.debug("could not read watermarks", exc_info=True)
         return self.latest

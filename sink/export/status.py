@@ -1,0 +1,452 @@
+"""``blockgz status``: one export job's health on one screen, and an exit code to alert on.
+
+:func:`job_status` reads, for one job: the catalog (committed offsets, first and last archived
+offsets, dead letters, the time of each topic-partition's last commit: when the manifest
+that advanced it was written), Kafka's watermarks (end offset and lag), the multipart uploads
+left open under the job's prefixes, and the objects no manifest committed (what a restart
+would remove: :func:`blockgz.archive.recovery.find_uncommitted`). :func:`assess` turns that
+into issues; :attr:`StatusReport.exit_code` into 0 (healthy), 1 (a warning: lag above
+``max_lag``) or 2 (a problem: no commit for longer than ``max_commit_age`` while records wait,
+an unreachable broker or archive, a corrupt manifest).
+
+What it costs: the catalog's reads (:meth:`~blockgz.archive.catalog.Catalog.view`), one HEAD,
+one metadata request and one watermark request per partition, one multipart listing per
+topic, and listings of each partition from its committed offset on.
+
+>>> import tempfile
+>>> from blockgz.sink.export.config import ExportConfig
+>>> job = ExportConfig.from_mapping({"name": "j", "topics": "t", "path": tempfile.mkdtemp(),
+...                                  "kafka.bootstrap.servers": "k:9092"})
+>>> _ = job.sink.manifest_log().write(0, files=[], offsets={"t": {0: 10}})
+>>> report = job_status(job, kafka=False)
+>>> [(p.topic, p.partition, p.committed) for p in report.partitions], report.exit_code
+([('t', 0, 10)], 0)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from blockgz.errors import BlockGzError, CorruptManifestError, NewerVersionError
+from blockgz.sink.export.config import ExportConfig
+
+log = logging.getLogger("blockgz.status")
+
+HEALTHY, WARNING, PROBLEM = 0, 1, 2
+_LEVELS = {WARNING: "warning", PROBLEM: "problem"}
+
+
+@dataclass
+class PartitionStatus:
+    """One topic-partition: what the archive committed and what Kafka holds."""
+
+    topic: str
+    partition: int
+    #: The first and last offsets of the committed objects (``None``: none yet).
+    first_offset: int | None = None
+    last_offset: int | None = None
+    #: The next offset after everything the manifests committed (``None``: nothing yet).
+    committed: int | None = None
+    #: Kafka's log start and end offsets (``None``: the brokers were not asked, or failed).
+    kafka_start: int | None = None
+    kafka_end: int | None = None
+    dead_letters: int = 0
+    #: When the manifest that last advanced ``committed`` was written (epoch seconds).
+    last_commit: float | None = None
+
+    @property
+    def lag(self) -> int | None:
+        """Records in Kafka not archived yet (from its log start when nothing is committed)."""
+        if self.kafka_end is None:
+            return None
+        start = self.committed if self.committed is not None else self.kafka_start
+        return max(0, self.kafka_end - (start or 0))
+
+
+@dataclass(frozen=True)
+class Issue:
+    """A warning (1) or a problem (2), in one line."""
+
+    level: int
+    message: str
+
+    def line(self) -> str:
+        return f"{_LEVELS[self.level]}: {self.message}"
+
+
+@dataclass
+class StatusReport:
+    """One job's status (see the module docstring); :meth:`to_json` for scripts."""
+
+    job: str
+    archive: str
+    brokers: str
+    checked_at: float
+    partitions: list[PartitionStatus] = field(default_factory=list)
+    #: Unfinished multipart uploads under the job's prefixes: key and start time.
+    open_uploads: list[dict[str, Any]] = field(default_factory=list)
+    #: Objects under the job's topic prefixes that no manifest committed: key, size, time.
+    uncommitted: list[dict[str, Any]] = field(default_factory=list)
+    manifests: int = 0
+    records: int = 0
+    issues: list[Issue] = field(default_factory=list)
+
+    @property
+    def last_commit(self) -> float | None:
+        """The newest commit of any topic-partition."""
+        return max(
+            (p.last_commit for p in self.partitions if p.last_commit is not None), default=None
+        )
+
+    @property
+    def exit_code(self) -> int:
+        """0 healthy, 1 a warning, 2 a problem."""
+        return max((issue.level for issue in self.issues), default=HEALTHY)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "job": self.job,
+            "archive": self.archive,
+            "brokers": self.brokers,
+            "checked_at": _iso(self.checked_at),
+            "status": ("healthy", "warning", "problem")[self.exit_code],
+            "exit_code": self.exit_code,
+            "manifests": self.manifests,
+            "records": self.records,
+            "last_commit": _iso(self.last_commit),
+            "partitions": [
+                {
+                    **{k: v for k, v in asdict(p).items() if k != "last_commit"},
+                    "lag": p.lag,
+                    "last_commit": _iso(p.last_commit),
+                }
+                for p in self.partitions
+            ],
+            "open_uploads": self.open_uploads,
+            "uncommitted": self.uncommitted,
+            "issues": [{"level": _LEVELS[i.level], "message": i.message} for i in self.issues],
+        }
+
+    def to_json(self) -> str:
+        """The report as JSON (times in ISO 8601 UTC)."""
+        return json.dumps(self.to_dict(), indent=2)
+
+
+def _iso(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+
+
+def assess(
+    report: StatusReport,
+    *,
+    max_lag: int | None = None,
+    max_commit_age: float | None = None,
+    now: float | None = None,
+) -> list[Issue]:
+    """The warnings and problems of ``report``'s figures (added to ``report.issues`` too).
+
+    Lag above ``max_lag`` records is a warning. A topic-partition whose last commit is older
+    than ``max_commit_age`` seconds while records wait for it (its lag is above 0, or unknown)
+    is a problem; an idle one (lag 0) is not.
+
+    >>> r = StatusReport("j", "s3://b", "k:9092", 0.0, [PartitionStatus("t", 0, committed=5,
+    ...                  kafka_end=105, last_commit=1000.0)])
+    >>> for issue in assess(r, max_lag=50, max_commit_age=600, now=2000.0):
+    ...     print(issue.line())
+    warning: t-0: lag 100 records > --max-lag 50
+    problem: t-0: no commit for 16m40s > --max-commit-age 10m (100 records wait)
+    >>> r.exit_code
+    2
+    """
+    now = time.time() if now is None else now
+    found: list[Issue] = []
+    for p in report.partitions:
+        lag = p.lag
+        if max_lag is not None and lag is not None and lag > max_lag:
+            found.append(
+                Issue(WARNING, f"{p.topic}-{p.partition}: lag {lag} records > --max-lag {max_lag}")
+            )
+        if max_commit_age is None or lag == 0:
+            continue
+        waiting = "records wait" if lag is None else f"{lag} records wait"
+        if p.last_commit is None:
+            if p.committed is None and lag:
+                what = f"{p.topic}-{p.partition}: nothing committed yet ({waiting})"
+                found.append(Issue(WARNING, what))
+            continue
+        age = now - p.last_commit
+        if age > max_commit_age:
+            found.append(
+                Issue(
+                    PROBLEM,
+                    f"{p.topic}-{p.partition}: no commit for {format_duration(age)} > "
+                    f"--max-commit-age {format_duration(max_commit_age)} ({waiting})",
+                )
+            )
+    report.issues.extend(found)
+    return found
+
+
+_DURATION_UNITS = {
+    "": 1, "ms": 0.001,
+    "s": 1, "sec": 1, "second": 1, "seconds": 1,
+    "m": 60, "min": 60, "minute": 60, "minutes": 60,
+    "h": 3600, "hour": 3600, "hours": 3600,
+    "d": 86400, "day": 86400, "days": 86400,
+}  # fmt: skip
+_DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)")
+
+
+def parse_duration(text: str, *, name: str = "duration") -> float:
+    """``text`` as seconds: ``15m``, ``90s``, ``1h30m``, ``2 days``, ``500ms``; a bare
+    number is seconds. A :class:`~blockgz.errors.ConfigError` names what it cannot read.
+
+    >>> parse_duration("15m"), parse_duration("1h30m"), parse_duration("45")
+    (900.0, 5400.0, 45.0)
+    """
+    from blockgz.errors import ConfigError
+
+    total, pos, text = 0.0, 0, text.strip()
+    while pos < len(text):
+        match = _DURATION_PART.match(text, pos)
+        unit = match.group(2).lower() if match else None
+        if not match or unit not in _DURATION_UNITS:
+            total = -1.0
+            break
+        total += float(match.group(1)) * _DURATION_UNITS[unit]
+        pos = match.end()
+    if not text or total < 0:
+        raise ConfigError(
+            f"{name}: cannot read {text!r} as a duration; use a number with a unit: "
+            "ms, s, m, h, d (e.g. 15m, 1h30m)"
+        )
+    return total
+
+
+def format_duration(seconds: float) -> str:
+    """Seconds for people: ``format_duration(5400) == '1h30m'``."""
+    seconds = round(seconds)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
+    shown = "".join(f"{n}{u}" for n, u in parts if n)
+    return shown or "0s"
+
+
+def job_status(
+    job: ExportConfig,
+    *,
+    kafka: bool = True,
+    max_lag: int | None = None,
+    max_commit_age: float | None = None,
+    partition_directories: bool | None = None,
+) -> StatusReport:
+    """The status of the export ``job`` (see the module docstring), issues assessed.
+
+    ``kafka=False`` leaves the brokers alone (no end offsets, no lag).
+    ``partition_directories`` overrides the job's partitioner's when looking for
+    uncommitted objects (``False``: each topic's whole prefix is listed).
+    """
+    report = StatusReport(job.name, job.sink.target_url, job.source.bootstrap_servers, time.time())
+    store, prefix = job.sink.make_store()
+    try:
+        manifests = job.sink.manifest_log(store, prefix)
+        try:
+            _read_archive(report, manifests)
+        except (CorruptManifestError, NewerVersionError) as exc:
+            report.issues.append(Issue(PROBLEM, f"corrupt manifest or catalog: {exc}"))
+        except (BlockGzError, OSError) as exc:
+            report.issues.append(Issue(PROBLEM, f"archive {report.archive}: {exc}"))
+        if kafka:
+            _read_kafka(report, job)
+        report.partitions.sort(key=lambda p: (p.topic, p.partition))
+        topics = sorted({p.topic for p in report.partitions} | set(job.topics))
+        if partition_directories is None:
+            partition_directories = job.sink.partitioner().partition_directories
+        try:
+            _read_leftovers(report, manifests, topics, partition_directories)
+        except (CorruptManifestError, NewerVersionError) as exc:
+            report.issues.append(Issue(PROBLEM, f"corrupt manifest or catalog: {exc}"))
+        except (BlockGzError, OSError) as exc:
+            report.issues.append(Issue(PROBLEM, f"archive {report.archive}: {exc}"))
+    finally:
+        store.close()
+    assess(report, max_lag=max_lag, max_commit_age=max_commit_age, now=report.checked_at)
+    return report
+
+
+def _partition(report: StatusReport, topic: str, part: int) -> PartitionStatus:
+    for p in report.partitions:
+        if (p.topic, p.partition) == (topic, part):
+            return p
+    p = PartitionStatus(topic, part)
+    report.partitions.append(p)
+    return p
+
+
+def _read_archive(report: StatusReport, manifests) -> None:
+    """Committed offsets, first/last offsets, dead letters and commit times, from the catalog."""
+    from blockgz.archive.catalog import Catalog
+    from blockgz.errors import ObjectNotFoundError
+
+    view = Catalog(manifests).view()
+    report.manifests = (view.root.manifests if view.root else 0) + len(view.tail)
+    report.records = view.records
+    # Each partition's last commit: the newest manifest that advanced its offset; those the
+    # tail does not advance were last committed by the root's newest manifest, or before.
+    through_time = None
+    if view.root is not None:
+        try:
+            through_time = manifests.store.head(view.root.through).modified
+        except ObjectNotFoundError:
+            through_time = None
+    running = {t: dict(parts) for t, parts in (view.root.offsets if view.root else {}).items()}
+    committed_at: dict[tuple[str, int], float | None] = {
+        (t, p): through_time for t, parts in running.items() for p in parts
+    }
+    times = [info.modified for info in view.tail_listed] or [None] * len(view.tail)
+    for manifest, when in zip(view.tail, times, strict=False):
+        for topic, parts in manifest.offsets.items():
+            for part, nxt in parts.items():
+                if nxt > running.setdefault(topic, {}).get(part, -1):
+                    running[topic][part] = nxt
+                    committed_at[(topic, part)] = when
+    dead = view.dead_letters
+    for topic, part in view.partitions():
+        p = _partition(report, topic, part)
+        p.committed = view.offsets[topic][part]
+        p.first_offset = view.first_offset(topic, part)
+        p.last_offset = view.last_offset(topic, part)
+        p.dead_letters = dead.get(topic, {}).get(part, 0)
+        p.last_commit = committed_at.get((topic, part))
+
+
+def _read_kafka(report: StatusReport, job: ExportConfig) -> None:
+    """The job's partitions and their watermarks; an unreachable broker is a problem."""
+    from blockgz.errors import PreflightError
+    from blockgz.sink.export.preflight import KAFKA_TIMEOUT_S, kafka_topics
+    from blockgz.sink.export.tracking import Watermarks
+
+    try:
+        topics = kafka_topics(job)
+    except PreflightError as exc:
+        report.issues.append(Issue(PROBLEM, str(exc)))
+        return
+    wanted = _job_partitions(job, topics, [(p.topic, p.partition) for p in report.partitions])
+    watermarks = Watermarks(job)
+    try:
+        found = watermarks.read(wanted, timeout_s=KAFKA_TIMEOUT_S)
+    except Exception as exc:  # KafkaException: timed out, unknown partition, ...
+        error = exc.args[0] if exc.args else exc
+        why = getattr(error, "str", lambda: str(error))()
+        report.issues.append(
+            Issue(PROBLEM, f"kafka.bootstrap.servers={report.brokers}: no end offsets ({why})")
+        )
+        return
+    finally:
+        watermarks.close()
+    for (topic, part), (low, high) in found.items():
+        p = _partition(report, topic, part)
+        p.kafka_start, p.kafka_end = low, high
+
+
+def _job_partitions(
+    job: ExportConfig, topics: dict[str, list[int]], archived: Iterable[tuple[str, int]]
+) -> list[tuple[str, int]]:
+    """The partitions the job reads (of its named topics, its regex's or its assignment) that
+    Kafka has, plus those the archive committed that Kafka still has."""
+    source = job.source
+    if source.strategy == "assign":
+        wanted = set(source.assigned)
+    elif source.strategy == "subscribe":
+        wanted = {(t, p) for t in source.topics for p in topics.get(t, [])}
+    else:
+        pattern = re.compile(source.pattern or "")
+        wanted = {
+            (t, p)
+            for t, parts in topics.items()
+            if not t.startswith("__") and pattern.fullmatch(t)
+            for p in parts
+        }
+    wanted |= set(archived)
+    return sorted((t, p) for t, p in wanted if p in topics.get(t, []))
+
+
+def _read_leftovers(
+    report: StatusReport, manifests, topics: list[str], partition_directories: bool
+) -> None:
+    """Open multipart uploads under the job's prefixes, and objects no manifest committed."""
+    from blockgz.archive.recovery import find_uncommitted
+
+    store, layout = manifests.store, manifests.layout
+    prefixes = [layout.topic_prefix(manifests.prefix, t) for t in topics]
+    prefixes.append(layout.job_prefix(manifests.prefix, manifests.name))
+    for where in prefixes:
+        report.open_uploads += [
+            {"key": u.key, "initiated": _iso(u.initiated)} for u in store.list_uploads(where)
+        ]
+    # From each partition's committed offset on (0 where nothing is committed).
+    offsets: dict[str, dict[int, int]] = {}
+    for p in report.partitions:
+        offsets.setdefault(p.topic, {})[p.partition] = p.committed or 0
+    found = find_uncommitted(manifests, offsets, partition_directories=partition_directories)
+    report.uncommitted = [
+        {"key": i.key, "size": i.size, "modified": _iso(i.modified)}
+        for i in sorted(found, key=lambda i: i.key)
+    ]
+
+
+def archive_jobs(
+    url: str, options: dict[str, str], *, bootstrap_servers: str
+) -> list[ExportConfig]:
+    """The export jobs whose manifests sit under the archive ``url``, each as a config that
+    reads the topics it committed from ``bootstrap_servers`` (``options``: S3 and ``kafka.*``
+    settings by their Confluent names).
+
+    >>> import tempfile
+    >>> from blockgz.archive.log import ManifestLog
+    >>> from blockgz.archive.layout import Layout
+    >>> from blockgz.store import LocalStore
+    >>> root = tempfile.mkdtemp()
+    >>> _ = ManifestLog(LocalStore(root), "", Layout(), "j").write(0, files=[],
+    ...                                                            offsets={"t": {0: 3}})
+    >>> [(j.name, j.topics) for j in archive_jobs(root, {}, bootstrap_servers="k:9092")]
+    [('j', ['t'])]
+    """
+    from blockgz.archive.layout import DEFAULT_MANIFEST_DIR
+    from blockgz.archive.log import ManifestLog
+    from blockgz.archive.manifests import find_exports
+    from blockgz.store import StoreTarget
+
+    store, prefix = StoreTarget.from_url(url, options).open()
+    try:
+        manifest_dir = options.get("blockgz.manifest.dir", DEFAULT_MANIFEST_DIR)
+        found = find_exports(store, prefix, manifest_dir=manifest_dir)
+        jobs = []
+        for export in found:
+            committed = ManifestLog(store, prefix, export.layout, export.name).committed_offsets()
+            topics = ",".join(sorted(committed))
+            jobs.append(
+                ExportConfig.from_mapping(
+                    {
+                        **options,
+                        **export.layout.to_dict(),
+                        "path": url,
+                        "name": export.name,
+                        **({"topics": topics} if topics else {"topics.regex": "(?!)"}),
+                        "kafka.bootstrap.servers": bootstrap_servers,
+                    }
+                )
+            )
+        return jobs
+    finally:
+        store.close()
