@@ -42,7 +42,7 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -209,31 +209,20 @@ class CatalogView:
 
     def first_offset(self, topic: str, partition: int) -> int | None:
         """The first offset committed for the topic-partition (no segment is read)."""
-        firsts = [
-            s.first_offset
-            for s in (self.root.segments.get(topic, {}).get(partition, []) if self.root else [])
-        ]
-        for manifest in self.tail:
-            firsts += [
-                f.first_offset
-                for f in manifest.files
-                if (f.topic, f.partition) == (topic, partition)
-            ]
-        return min(firsts, default=None)
+        return min((first for first, _ in self._spans(topic, partition)), default=None)
 
     def last_offset(self, topic: str, partition: int) -> int | None:
         """The last offset a committed file of the topic-partition holds (no segment is read)."""
-        lasts = [
-            s.last_offset
-            for s in (self.root.segments.get(topic, {}).get(partition, []) if self.root else [])
-        ]
+        return max((last for _, last in self._spans(topic, partition)), default=None)
+
+    def _spans(self, topic: str, partition: int) -> Iterator[tuple[int, int]]:
+        """``(first, last)`` offsets of the partition's segments and of its newer files."""
+        for s in self.root.segments.get(topic, {}).get(partition, []) if self.root else []:
+            yield s.first_offset, s.last_offset
         for manifest in self.tail:
-            lasts += [
-                f.last_offset
-                for f in manifest.files
-                if (f.topic, f.partition) == (topic, partition)
-            ]
-        return max(lasts, default=None)
+            for f in manifest.files:
+                if (f.topic, f.partition) == (topic, partition):
+                    yield f.first_offset, f.last_offset
 
     def files(
         self, topic: str, partition: int, *, from_offset: int | None = None

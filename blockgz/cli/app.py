@@ -98,15 +98,17 @@ def main(debug: bool) -> None:
     )
 
 
+def setting_option(help: str) -> Callable[[Callable], Callable]:
+    """``-O KEY=VALUE`` (repeatable, collected as ``options``), with the command's own help."""
+    return click.option(
+        "-O", "--option", "options", multiple=True, metavar="KEY=VALUE", help=help
+    )  # fmt: skip
+
+
 def store_options(func: Callable) -> Callable:
     """Options that reach the object store: an endpoint, and any Confluent-named setting."""
-    func = click.option(
-        "-O",
-        "--option",
-        "options",
-        multiple=True,
-        metavar="KEY=VALUE",
-        help="An S3 setting by its Confluent name, e.g. -O s3.region=eu-west-1 (repeatable).",
+    func = setting_option(
+        "An S3 setting by its Confluent name, e.g. -O s3.region=eu-west-1 (repeatable)."
     )(func)
     func = click.option(
         "--endpoint-url",

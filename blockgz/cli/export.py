@@ -7,12 +7,7 @@ from pathlib import Path
 
 import click
 
-from blockgz.cli.app import (
-    State,
-    collect_options,
-    fail_cleanly,
-    main,
-)
+from blockgz.cli.app import State, collect_options, fail_cleanly, main, setting_option
 from blockgz.errors import ExportFailed
 
 
@@ -25,14 +20,7 @@ from blockgz.errors import ExportFailed
 )
 @click.option("--once", is_flag=True, help="Export what is in Kafka now, then exit.")
 @click.option("--master", help="Spark master [local[<cores>,3]].")
-@click.option(
-    "-O",
-    "--option",
-    "options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override a config setting, e.g. -O flush.size=1000 (repeatable).",
-)
+@setting_option("Override a config setting, e.g. -O flush.size=1000 (repeatable).")
 @click.option(
     "--print-submit",
     is_flag=True,

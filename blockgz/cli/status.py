@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from blockgz.cli.app import collect_options, fail_cleanly, main
+from blockgz.cli.app import collect_options, fail_cleanly, main, setting_option
 
 
 def _duration(ctx, param, value):
@@ -34,21 +34,16 @@ def _duration(ctx, param, value):
     metavar="HOST:PORT,...",
     help="Kafka brokers, when TARGET is an archive URL (a config names its own).",
 )
-@click.option(
-    "-O",
-    "--option",
-    "options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override a config setting (or give an S3/kafka.* setting to an archive URL), "
-    "e.g. -O store.url=http://127.0.0.1:8333 (repeatable).",
+@setting_option(
+    "Override a config setting (or give an S3/kafka.* setting to an archive URL), "
+    "e.g. -O store.url=http://127.0.0.1:8333 (repeatable)."
 )
 @click.option(
     "--output",
+    help="A table for people, or JSON for scripts.",
     type=click.Choice(["table", "json"]),
     default="table",
     show_default=True,
-    help="A table for people, or JSON for scripts.",
 )
 @click.option(
     "--max-lag",

@@ -1,0 +1,5 @@
+"""``python -m blockgz``: the ``blockgz`` command."""
+
+from blockgz.cli import main
+
+main()
