@@ -224,6 +224,53 @@ def test_read_committed_archives_exactly_the_committed_records(
     ]
 
 
+@pytest.mark.parametrize("case", ["abort marker last", "commit marker, next transaction open"])
+def test_a_read_committed_range_ending_on_a_marker_is_read_at_once(kafka, case):
+    """The blockgz-kafka source's task read of ``[0, end)`` where ``end - 1`` is a
+    transaction marker: the partition's newest entry (an abort), or a commit marker followed
+    by a transaction still open (the last stable offset). Neither waits for a record that
+    never comes (kafkaConsumer.pollTimeoutMs here: 20 s)."""
+    from confluent_kafka import Producer
+
+    from blockgz.sink.kafka.options import parse_options
+    from blockgz.sink.kafka.ranges import Range, read_range
+
+    topic = "marker_" + uuid.uuid4().hex[:8]
+    kafka.create_topic(topic, partitions=1)
+    txn = Producer({"bootstrap.servers": kafka.bootstrap_servers, "transactional.id": topic})
+    txn.init_transactions(30)
+    txn.begin_transaction()
+    for i in range(3):
+        txn.produce(topic, b"committed %d" % i, partition=0)
+    txn.commit_transaction(30)  # offsets 0-2, its marker at 3
+    txn.begin_transaction()
+    for i in range(3):
+        txn.produce(topic, b"aborted %d" % i, partition=0)
+    txn.flush(30)  # offsets 4-6, in the log while the transaction is open
+    if case == "abort marker last":
+        txn.abort_transaction(30)
+        end = settled_end_offsets(kafka, topic)[0]  # 8: the abort marker at 7 is in
+    else:
+        end = 4  # the last stable offset while the second transaction is open
+    config = parse_options(
+        {
+            "kafka.bootstrap.servers": kafka.bootstrap_servers,
+            "subscribe": topic,
+            "kafka.isolation.level": "read_committed",
+            "kafkaConsumer.pollTimeoutMs": "20000",
+        }
+    )
+    started = time.monotonic()
+    rows = [
+        row for batch in read_range(config, Range(topic, 0, 0, end)) for row in batch.to_pylist()
+    ]
+    took = time.monotonic() - started
+    if case != "abort marker last":
+        txn.abort_transaction(30)
+    assert [(r["offset"], r["value"]) for r in rows] == [(i, b"committed %d" % i) for i in range(3)]
+    assert took < 10, f"the read waited {took:.1f} s for the range's marker"
+
+
 def test_a_compacted_topic_is_archived_as_the_cleaner_left_it(
     spark, kafka, s3_server, bucket, tmp_path
 ):
