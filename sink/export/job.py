@@ -123,12 +123,13 @@ def _run_query(
     metrics: ExportMetrics | None = None,
 ) -> ExportResult:
     """Start the SparkSession (unless given) and the query, and follow it to its end."""
-    from blockgz.sink.session import register_data_sources, spark_session
+    from blockgz.sink.session import make_active, register_data_sources, spark_session
 
     if spark is not None:
         # A session the caller made (or one another library recreated) may not know blockgz's
         # data sources: registering is idempotent and cheap.
         register_data_sources(spark)
+        make_active(spark)  # this thread may not be the one that built it
     else:
         spark = spark_session(
             master or default_master(),
