@@ -170,6 +170,15 @@ def register_data_sources(spark) -> None:
     spark.dataSource.register(KafkaDataSource)
 
 
+def make_active(spark) -> None:
+    """Make ``spark`` the JVM's active session in this thread: Spark looks Python data sources
+    up in the active session, which a thread other than the one that built it has not got
+    (``run_export`` in a thread would otherwise fail with ``DATA_SOURCE_NOT_FOUND``)."""
+    # Not a classic JVM session (Spark Connect): nothing thread-local to set.
+    with contextlib.suppress(Exception):
+        spark._jvm.org.apache.spark.sql.SparkSession.setActiveSession(spark._jsparkSession)
+
+
 def has_data_source(spark, name: str) -> bool:
     """Whether a Python data source called ``name`` is registered on ``spark``."""
     try:

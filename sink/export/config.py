@@ -185,6 +185,11 @@ class ExportConfig:
     #: ``blockgz.log.format``: the job's log file as ``text`` or ``json`` lines
     #: (:mod:`blockgz.sink.export.events`).
     log_format: str = "text"
+    #: ``blockgz.metrics.port``: the driver's Prometheus endpoint (:mod:`.metrics`); ``-1``:
+    #: none, ``0``: a port the OS picks.
+    metrics_port: int = -1
+    #: ``blockgz.metrics.host``: the address that endpoint listens on.
+    metrics_host: str = "127.0.0.1"
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, str]) -> ExportConfig:
@@ -226,6 +231,8 @@ class ExportConfig:
             forward_env=read(opts, "blockgz.executor.env.forward"),
             spark_kafka_jars=parse_spark_kafka_jars(read(opts, "blockgz.spark.kafka.jars")),
             log_format=read(opts, "blockgz.log.format"),
+            metrics_port=read(opts, "blockgz.metrics.port"),
+            metrics_host=read(opts, "blockgz.metrics.host"),
         )
 
     @classmethod

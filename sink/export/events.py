@@ -9,6 +9,7 @@ the lines a shipper acts on also carry ``event``, a kind and its fields:
 * ``partition``: per topic-partition after each batch, the next offset, lag, objects and dead
   letters;
 * ``lease``: the job's lease taken over from a stopped or expired holder;
+* ``metrics``: where the driver serves Prometheus metrics (``blockgz.metrics.port``);
 * ``failure``: the export stopped on an error, with its one-line account.
 
 >>> import logging

@@ -34,6 +34,7 @@ from blockgz.sink.export.checkpoint import check_checkpoint, checkpoint_epoch, c
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.events import event, formatter_for
 from blockgz.sink.export.lease import stop_on_lost_lease, take_lease
+from blockgz.sink.export.metrics import ExportMetrics, seed_committed, serve_metrics
 from blockgz.sink.export.start import abort_left_uploads, starting_offsets
 from blockgz.sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
 from blockgz.sink.write.options import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
@@ -67,7 +68,10 @@ def run_export(
     """
     checkpoint = Path(checkpoint)
     check_checkpoint(checkpoint)  # local and cheap: before anything touches S3 or Kafka
-    with _log_records_to(log_file, job.log_format):
+    with (
+        _log_records_to(log_file, job.log_format),
+        serve_metrics(job.name, job.metrics_host, job.metrics_port) as metrics,
+    ):
         if job.preflight:
             from blockgz.sink.export.preflight import preflight
 
@@ -90,7 +94,7 @@ def run_export(
                 job, checkpoint, epoch, options, once=once, master=master,
                 on_progress=on_progress, stop=stop,
                 install_signal_handlers=install_signal_handlers, spark=spark,
-                log_file=log_file, lease=lease, where=where,
+                log_file=log_file, lease=lease, where=where, metrics=metrics,
             )  # fmt: skip
         finally:
             keeper.stop()
@@ -116,14 +120,16 @@ def _run_query(
     log_file: str | Path | None,
     lease: Lease,
     where: str = "",
+    metrics: ExportMetrics | None = None,
 ) -> ExportResult:
     """Start the SparkSession (unless given) and the query, and follow it to its end."""
-    from blockgz.sink.session import register_data_sources, spark_session
+    from blockgz.sink.session import make_active, register_data_sources, spark_session
 
     if spark is not None:
         # A session the caller made (or one another library recreated) may not know blockgz's
         # data sources: registering is idempotent and cheap.
         register_data_sources(spark)
+        make_active(spark)  # this thread may not be the one that built it
     else:
         spark = spark_session(
             master or default_master(),
@@ -132,14 +138,16 @@ def _run_query(
             output_to=log_file,
             forward_env=job.forward_env,
         )
-    result = ExportResult()
+    result = ExportResult(metrics_url=metrics.url if metrics is not None else None)
     restore = _install_handlers(stop, result) if install_signal_handlers else None
     try:
         query = start_query(
             spark, job, options, checkpoint=checkpoint, epoch=epoch, once=once, lease=lease,
             where=where,
         )  # fmt: skip
-        tracker = ProgressTracker(job, epoch, result)
+        tracker = ProgressTracker(job, epoch, result, observer=metrics)
+        if metrics is not None:
+            seed_committed(metrics, tracker.manifests)
         try:
             follow(query, tracker, stop, on_progress)
         except ExportFailed as exc:

@@ -65,6 +65,24 @@ JOB_OPTIONS = OptionSet(
         allowed=LOG_FORMATS,
     ),
     _job(
+        "blockgz.metrics.port",
+        "int",
+        -1,
+        "serve Prometheus metrics from the driver at `http://<host>:<port>/metrics`: `-1` "
+        "(the default) serves none, `0` a port the OS picks (logged). Off unless asked: a "
+        "port opened on every driver unasked is a surprise, and a listener to secure; one "
+        "option turns it on (see [Metrics](#metrics))",
+        low=-1,
+        high=65535,
+    ),
+    _job(
+        "blockgz.metrics.host",
+        "text",
+        "127.0.0.1",
+        "the address the metrics endpoint listens on (`0.0.0.0`: every interface, for a "
+        "Prometheus on another host)",
+    ),
+    _job(
         "blockgz.lease.ttl.ms",
         "int",
         DEFAULT_TTL_MS,

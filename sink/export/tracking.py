@@ -11,8 +11,9 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from blockgz.archive.manifests import Manifest
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.events import event
 
@@ -47,6 +48,17 @@ class ExportResult:
     dead_letters: int = 0
     partitions: dict[tuple[str, int], PartitionProgress] = field(default_factory=dict)
     stopped_by_signal: bool = False
+    #: Where the driver serves the export's Prometheus metrics (``blockgz.metrics.port``).
+    metrics_url: str | None = None
+
+
+class BatchObserver(Protocol):
+    """Told of each batch the tracker counts and of Kafka's end offsets (the export's metrics,
+    :class:`blockgz.sink.export.metrics.ExportMetrics`)."""
+
+    def batch(self, manifest: Manifest, progress: dict[str, Any]) -> None: ...
+
+    def end_offsets(self, ends: dict[tuple[str, int], int]) -> None: ...
 
 
 class ProgressTracker:
@@ -56,8 +68,15 @@ class ProgressTracker:
     whether Spark's rows are records or offset ranges.
     """
 
-    def __init__(self, job: ExportConfig, epoch: str, result: ExportResult):
+    def __init__(
+        self,
+        job: ExportConfig,
+        epoch: str,
+        result: ExportResult,
+        observer: BatchObserver | None = None,
+    ):
         self.result = result
+        self.observer = observer
         store, prefix = job.sink.make_store()
         self.manifests = job.sink.manifest_log(store, prefix, epoch=epoch)
         self.watermarks = Watermarks(job)
@@ -79,18 +98,22 @@ class ProgressTracker:
                     duration_ms=progress.get("durationMs") or {},
                 ),
             )
-            self._count_batch(self._seen_batch)
+            manifest = self._count_batch(self._seen_batch)
+            if manifest is not None and self.observer is not None:
+                self.observer.batch(manifest, progress)
             self._advance(_end_offsets(progress))
         partitions = list(self.result.partitions)
         unknown = any(state.latest is None for state in self.result.partitions.values())
         latest = self.watermarks.refresh(partitions, now=unknown)  # new partitions: at once
         for tp, high in latest.items():
             self.result.partitions.setdefault(tp, PartitionProgress()).latest = high
+        if self.observer is not None and latest:
+            self.observer.end_offsets(latest)
 
-    def _count_batch(self, batch_id: int) -> None:
+    def _count_batch(self, batch_id: int) -> Manifest | None:
         manifest = self.manifests.read_batch(batch_id)
         if manifest is None:
-            return
+            return None
         self.result.batches += 1
         self.result.records += manifest.records
         for f in manifest.files:
@@ -102,6 +125,7 @@ class ProgressTracker:
                 state = self.result.partitions.setdefault((topic, part), PartitionProgress())
                 state.dead_letters += count
                 self.result.dead_letters += count
+        return manifest
 
     def _advance(self, ends: dict[tuple[str, int], int]) -> None:
         now = time.monotonic()

@@ -1,0 +1,161 @@
+"""The export's Prometheus metrics: fed a manifest and Spark's progress, read back as scraped."""
+
+from __future__ import annotations
+
+import re
+import socket
+import urllib.request
+from pathlib import Path
+
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from blockgz.archive.manifests import Manifest
+from blockgz.archive.written import WrittenFile
+from blockgz.errors import ConfigError
+from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.export.metrics import ExportMetrics, serve_metrics
+from blockgz.sink.export.tracking import ExportResult, ProgressTracker
+
+ALERTS = Path(__file__).parents[2] / "deploy" / "prometheus" / "blockgz-alerts.yml"
+
+
+def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """``{(sample name, sorted labels): value}`` of an exposition."""
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+def value(found, name: str, **labels) -> float:
+    return found[(name, tuple(sorted({"job": "s3-sink", **labels}.items())))]
+
+
+def scraped(metrics: ExportMetrics):
+    return samples(generate_latest(metrics.registry).decode())
+
+
+def written(topic: str, part: int, first: int, records: int, size: int, role="value"):
+    return WrittenFile(
+        f"{topic}/{part}/{first}.{role}", topic, part, f"partition={part}", first,
+        first + records - 1, records, size, size * 4, role=role,
+    )  # fmt: skip
+
+
+def manifest(batch: int, files, offsets, dead_letters=None) -> Manifest:
+    return Manifest(
+        "s3-sink", "e", str(batch), offsets=offsets, files=tuple(files),
+        dead_letters=dead_letters or {},
+    )  # fmt: skip
+
+
+def test_a_batch_sets_offsets_counts_records_bytes_objects_and_dead_letters():
+    m = ExportMetrics("s3-sink")
+    m.committed({"t": {0: 100}})  # what the manifests committed before this process
+    first = manifest(
+        7,
+        [written("t", 0, 100, 10, 500), written("t", 0, 100, 10, 40, role="keys")],
+        {"t": {0: 112, 1: 5}},
+        dead_letters={"t": {0: 2}},
+    )
+    m.batch(first, {"durationMs": {"triggerExecution": 2500, "addBatch": 2000}}, now=1234.5)
+    m.batch(manifest(8, [written("t", 1, 0, 5, 60)], {"t": {1: 5}}), {}, now=1300.0)
+    m.end_offsets({("t", 0): 130, ("t", 1): 5})
+    found = scraped(m)
+    assert value(found, "blockgz_committed_offset", topic="t", partition="0") == 112
+    assert value(found, "blockgz_end_offset", topic="t", partition="0") == 130
+    assert value(found, "blockgz_lag_records", topic="t", partition="0") == 18
+    assert value(found, "blockgz_lag_records", topic="t", partition="1") == 0
+    assert value(found, "blockgz_records_written_total", topic="t", partition="0") == 10
+    assert value(found, "blockgz_records_written_total", topic="t", partition="1") == 5
+    assert value(found, "blockgz_bytes_stored_total", topic="t", partition="0") == 540
+    assert value(found, "blockgz_bytes_raw_total", topic="t", partition="0") == 2160
+    assert value(found, "blockgz_objects_committed_total", topic="t", partition="0") == 2
+    assert value(found, "blockgz_dead_letters_total", topic="t", partition="0") == 2
+    assert value(found, "blockgz_dead_letters_total", topic="t", partition="1") == 0
+    assert value(found, "blockgz_batches_total") == 2
+    assert value(found, "blockgz_batch_duration_seconds_count") == 1  # the second had none
+    assert value(found, "blockgz_batch_duration_seconds_sum") == 2.5
+    assert value(found, "blockgz_last_commit_timestamp_seconds") == 1300.0
+
+
+def test_lag_waits_for_both_offsets_and_never_goes_negative():
+    m = ExportMetrics("s3-sink")
+    m.end_offsets({("t", 0): 10})
+    assert not [key for key in scraped(m) if key[0] == "blockgz_lag_records"]
+    m.committed({"t": {0: 12}})  # Kafka's end read before the last batch committed
+    assert value(scraped(m), "blockgz_lag_records", topic="t", partition="0") == 0
+
+
+def test_two_exports_in_one_process_keep_their_own_registries():
+    a, b = ExportMetrics("s3-sink"), ExportMetrics("s3-sink")
+    a.batch(manifest(0, [written("t", 0, 0, 3, 9)], {"t": {0: 3}}), {})
+    assert value(scraped(a), "blockgz_batches_total") == 1
+    assert value(scraped(b), "blockgz_batches_total") == 0
+
+
+def test_the_tracker_tells_its_observer_each_counted_batch_and_the_end_offsets():
+    job = ExportConfig.from_mapping(
+        {"name": "s3-sink", "topics": "t", "kafka.bootstrap.servers": "127.0.0.1:9",
+         "s3.bucket.name": "archive"}
+    )  # fmt: skip
+    m = ExportMetrics("s3-sink")
+    tracker = ProgressTracker(job, "e", ExportResult(), observer=m)
+    committed = {0: manifest(0, [written("t", 0, 0, 4, 10)], {"t": {0: 4}})}
+    tracker.manifests.read_batch = lambda batch_id: committed.get(batch_id)
+    tracker.watermarks.refresh = lambda partitions, now=False: {("t", 0): 6}
+    tracker.update([{"batchId": 0, "numInputRows": 4, "durationMs": {"triggerExecution": 900}}])
+    tracker.update([{"batchId": 1, "numInputRows": 0}])  # no manifest: not counted
+    found = scraped(m)
+    assert value(found, "blockgz_batches_total") == 1
+    assert value(found, "blockgz_lag_records", topic="t", partition="0") == 2
+    assert value(found, "blockgz_batch_duration_seconds_sum") == 0.9
+
+
+def test_the_endpoint_serves_the_registry_and_closes_with_the_block(caplog):
+    caplog.set_level("INFO", logger="blockgz.export")
+    with serve_metrics("s3-sink", "127.0.0.1", 0) as m:
+        assert m is not None and m.url is not None
+        m.committed({"t": {0: 42}})
+        with urllib.request.urlopen(m.url, timeout=5) as response:
+            text = response.read().decode()
+        port = int(re.search(r":(\d+)/metrics$", m.url).group(1))
+    assert value(samples(text), "blockgz_committed_offset", topic="t", partition="0") == 42
+    assert f"metrics at {m.url}" in caplog.text
+    with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), 2):
+        pass
+
+
+def test_off_by_default_and_a_taken_port_is_a_config_error():
+    assert ExportConfig.from_mapping(
+        {"name": "j", "topics": "t", "kafka.bootstrap.servers": "b:9092", "s3.bucket.name": "b"}
+    ).metrics_port == -1  # fmt: skip
+    with serve_metrics("j", "127.0.0.1", -1) as m:
+        assert m is None
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        refused = pytest.raises(ConfigError, match=f"blockgz.metrics.port={port}")
+        with refused, serve_metrics("j", "127.0.0.1", port):
+            pass
+
+
+def test_the_alert_rules_name_only_metrics_the_exporter_defines():
+    yaml = pytest.importorskip("yaml", reason="PyYAML reads the alert file")
+    doc = yaml.safe_load(ALERTS.read_text())
+    defined = ExportMetrics("s3-sink").names
+    rules = [rule for group in doc["groups"] for rule in group["rules"]]
+    assert rules and {"alert", "expr"} <= set(rules[0])
+    for rule in rules:
+        assert set(rule) <= {"alert", "expr", "for", "labels", "annotations"}, rule["alert"]
+        used = set(re.findall(r"\bblockgz_[a-z_]+\b", rule["expr"]))
+        assert used, f"{rule['alert']}: names no blockgz metric"
+        assert used <= defined, f"{rule['alert']}: {sorted(used - defined)} not exported"
+        for text in rule.get("annotations", {}).values():
+            assert set(re.findall(r"\$labels\.(\w+)", text)) <= {"job", "topic", "partition"}
+        if "for" in rule:
+            assert re.fullmatch(r"\d+[smh]", rule["for"]), rule["alert"]
