@@ -301,18 +301,27 @@ class LocalKafka(StartStop):
 
     def high_watermarks(self, topic: str) -> dict[int, int]:
         """``{partition: high watermark}`` of every partition of ``topic``."""
-        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka import IsolationLevel, KafkaException, TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
         partitions = self.partitions(topic)
         if not partitions:
             raise LookupError(f"topic {topic!r} does not exist")
-        futures = self.admin().list_offsets(
-            {TopicPartition(topic, p): OffsetSpec.latest() for p in partitions},
-            isolation_level=IsolationLevel.READ_UNCOMMITTED,
-            request_timeout=30,
-        )
-        return {tp.partition: future.result().offset for tp, future in futures.items()}
+        deadline = time.monotonic() + 30
+        while True:
+            futures = self.admin().list_offsets(
+                {TopicPartition(topic, p): OffsetSpec.latest() for p in partitions},
+                isolation_level=IsolationLevel.READ_UNCOMMITTED,
+                request_timeout=30,
+            )
+            try:
+                return {tp.partition: future.result().offset for tp, future in futures.items()}
+            except KafkaException as exc:
+                # A leader that just moved or was just elected (UNKNOWN_LEADER_EPOCH,
+                # NOT_LEADER_OR_FOLLOWER) answers again once the client's metadata catches up.
+                if not exc.args[0].retriable() or time.monotonic() > deadline:
+                    raise
+            time.sleep(0.1)  # polling the broker with a deadline
 
     # -- producing --------------------------------------------------------------------------------
 
