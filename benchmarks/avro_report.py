@@ -123,7 +123,8 @@ def _data_line(data: Dataset) -> str:
         "average, Confluent's wire format: magic byte, 4-byte schema id, Avro binary), no keys; "
         f"produced in {data.produce_s:.1f} s with confluent-kafka's `AvroSerializer` against "
         "the registry stand-in (`LocalSchemaRegistry`), batched, plus one single-record "
-        "sentinel per partition (Tansu's watermark). Schema `com.example.bench.PageEvent`, 10 "
+        "sentinel per partition; Apache Kafka 4.1, one KRaft node on loopback, log on local "
+        "disk. Schema `com.example.bench.PageEvent`, 10 "
         "fields: long, int, string, a nested record `User` (long, string, int), string, "
         'double, string (a URL), `timestamp-millis`, string, `["null", "string"]`.'
     )
@@ -248,7 +249,7 @@ def export_section(results: Results) -> list[str]:
         "- time: wall time of the measured run, after an untimed first run of the same case on "
         "the whole topic ('first round s'); fresh checkpoint and bucket per run. MB/s = 10^6 "
         "bytes of Kafka values per second. CPU from psutil over the process tree (the loop's "
-        "from each process's rusage); Tansu and SeaweedFS are counted in the total.",
+        "from each process's rusage); Apache Kafka and SeaweedFS are counted in the total.",
         "",
         *rp.table(EXPORT_HEADER, rows),
         "",

@@ -149,7 +149,8 @@ def seek_records(start: int, count: int, pool: list[dict[str, Any]]) -> list[dic
 
 def produce_avro_dataset(kafka, registry_url: str, topic: str, per_partition: int) -> Dataset:
     """``per_partition - 1`` records per partition in large batches, then ``produce_bulk``'s
-    single-record sentinel per partition (exact Tansu watermarks); every value serialized by
+    single-record sentinel per partition (kept so the data matches the older runs on Tansu,
+    whose watermark it made exact); every value serialized by
     confluent-kafka's ``AvroSerializer`` (the schema auto-registered as ``<topic>-value``)."""
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroSerializer

@@ -1,12 +1,13 @@
 """Soak: a running export on a standalone cluster under a steady produce rate (``make soak``).
 
-Starts Tansu, SeaweedFS and a loopback Spark standalone cluster, produces to a 12-partition topic
-at a steady rate, and runs ``blockgz export`` (a running job, not ``--once``) with 1000-record
-files on the cluster. Every ``--sample`` seconds it records the memory (PSS) of the driver (the
-CLI's Python and the driver JVM), the executor JVM and the executor's Python workers, and the lag
-(records produced minus records the manifests committed). At the end the producer stops, the
-job drains the backlog and is stopped with SIGTERM, and every offset is read back through
-``blockgz.reader.open_archive``: each must be there exactly once.
+Starts Apache Kafka 4.1 (one KRaft node, its own JVM; the broker blockgz is proven on), SeaweedFS
+and a loopback Spark standalone cluster, produces to a 12-partition topic at a steady rate, and
+runs ``blockgz export`` (a running job, not ``--once``) with 1000-record files on the cluster.
+Every ``--sample`` seconds it records the memory (PSS) of the driver (the CLI's Python and the
+driver JVM), the executor JVM and the executor's Python workers, and the lag (records produced
+minus records the manifests committed). At the end the producer stops, the job drains the backlog
+and is stopped with SIGTERM, and every offset is read back through ``blockgz.reader.open_archive``:
+each must be there exactly once.
 
 The report (``benchmarks/results/soak.md``) gives each group's memory slope after the warm-up (a
 least-squares line, MB per hour), the lag's maximum and its last-third mean, and the verdicts.
@@ -151,7 +152,7 @@ def write_config(path: Path, kafka, s3, bucket: str, flush_size: int) -> Path:
 
 
 def run(args: argparse.Namespace) -> str:
-    from blockgz.local_servers import LocalKafka
+    from blockgz.local_servers.apache_kafka import ApacheKafka
     from blockgz.local_servers.seaweed import SeaweedS3
     from blockgz.local_servers.spark_cluster import LocalSparkCluster
     from blockgz.reader import open_archive
@@ -159,10 +160,13 @@ def run(args: argparse.Namespace) -> str:
     from blockgz.store import open_store
     from testkit.s3 import s3_options
 
+    reason = ApacheKafka.unavailable_reason() or SeaweedS3.unavailable_reason()
+    if reason:
+        raise SystemExit(f"soak: cannot start its servers: {reason}")
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     with (
         tempfile.TemporaryDirectory(prefix="blockgz-soak-") as tmp,
-        LocalKafka() as kafka,
+        ApacheKafka() as kafka,
         SeaweedS3() as s3,
         LocalSparkCluster(workers=1, cores=2) as cluster,
     ):
@@ -266,7 +270,8 @@ def report(args, samples, started, produced, drained_in, counts: dict[str, int])
         "",
         f"- run: {started}; {args.minutes} min at {args.rate:,} records/s over "
         f"{args.partitions} partitions, flush.size={args.flush_size}, trigger 5 s, "
-        f"~200-byte JSON values, block-GZIP; SeaweedFS, Tansu, 1 master + 1 worker (2 cores)",
+        f"~200-byte JSON values, block-GZIP; SeaweedFS, Apache Kafka 4.1 (one KRaft node), "
+        "1 master + 1 worker (2 cores)",
         f"- machine: {os.cpu_count()} CPUs, {psutil.virtual_memory().total / 2**30:.0f} GiB, "
         f"Python {platform.python_version()}",
         f"- samples every {args.sample:.0f} s; slopes are least-squares lines after the first "

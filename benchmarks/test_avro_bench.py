@@ -2,9 +2,10 @@
 ``avro.codec``, and a seek in a ~1 GiB ``.avro`` object against reading it from the start.
 
 1. 1M records (× ``BLOCKGZ_BENCH_SCALE``, or ``BLOCKGZ_BENCH_AVRO_RECORDS``) of a 10-field Avro
-   schema, produced with confluent-kafka's ``AvroSerializer`` into 4 Tansu partitions, exported
-   to SeaweedFS S3 (as ``test_export_bench.py`` does) by ``run_export`` (``format.class=avro``) and
-   by :func:`benchmarks.avro_support.run_avro_loop` (2 processes), for each codec of
+   schema, produced with confluent-kafka's ``AvroSerializer`` into 4 partitions of Apache Kafka
+   4.1 (one KRaft node, as ``test_export_bench.py``), exported to SeaweedFS S3 (as that benchmark
+   does) by ``run_export`` (``format.class=avro``) and by
+   :func:`benchmarks.avro_support.run_avro_loop` (2 processes), for each codec of
    ``BLOCKGZ_BENCH_AVRO_CODECS`` (default null, deflate, snappy, zstandard).
 2. A ~1 GiB (× scale) Avro object built with ``AvroUpload`` on SeaweedFS, read through
    ``FaultProxy`` (20 ms per request, 50 MB/s per connection): cold and warm
@@ -75,13 +76,14 @@ def report(request) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def kafka():
-    """Tansu, in memory, for the whole module."""
-    from blockgz.local_servers import LocalKafka
+    """Apache Kafka 4.1 (one KRaft node, its own JVM) for the whole module, as in the JSON
+    export benchmark."""
+    from blockgz.local_servers.apache_kafka import ApacheKafka
 
-    reason = LocalKafka.unavailable_reason()
+    reason = ApacheKafka.unavailable_reason()
     if reason:
         pytest.skip(reason)
-    with LocalKafka() as broker:
+    with ApacheKafka() as broker:
         yield broker
 
 
