@@ -1,4 +1,4 @@
-"""The export end to end on real local servers: Tansu (Kafka), moto (S3) and Spark local mode.
+"""The export end to end on real local servers: Apache Kafka, S3 and Spark local mode.
 
 One SparkSession serves the whole test session (``spark`` fixture, ``local[2,3]``). Each test
 uses its own topic and bucket.

@@ -1,7 +1,7 @@
 """Crash tests: SIGKILL ``blockgz export`` mid-batch and inside the commit, then restart.
 
 Each run is a real ``blockgz export`` process (its own JVM and Python workers) against the
-session's Tansu and moto servers. The sink pauses at the chosen point (``testkit.faults``,
+session's Apache Kafka and S3 servers. The sink pauses at the chosen point (``testkit.faults``,
 through the sink's listener hook) and writes a marker file; the test then SIGKILLs the job's
 whole process group, as a machine failure would, and restarts it. Afterwards every offset
 must be in S3 exactly once and every object must be listed by a manifest.

@@ -1,9 +1,9 @@
 """Topics that change under a running export: a new matching topic, a deleted topic.
 
-The export runs (not ``--once``) on the session's SparkSession, in a thread, against Tansu and
-SeaweedFS. Tansu does not implement CreatePartitions (KIP-195: "not supported by broker"), so a
-running job gains partitions the other real way: a ``topics.regex`` subscription and a new
-topic that matches it, which the job must pick up from its offset 0. A topic named in
+The export runs (not ``--once``) on the session's SparkSession, in a thread, against Apache Kafka
+and SeaweedFS. Besides partitions added to a topic (``test_real_broker.py``), a running job
+gains partitions the other real way: a ``topics.regex`` subscription and a new topic that
+matches it, which the job must pick up from its offset 0. A topic named in
 ``topics`` that is deleted mid-run must stop the job with one clear error naming the partition
 (Spark's ``failOnDataLoss=true``, the default; ``false`` would log it and go on), and what was
 committed before stays exactly once.

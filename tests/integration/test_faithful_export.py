@@ -1,4 +1,4 @@
-"""A faithful archive end to end (Tansu, S3 on moto, Spark): dead letters, keys and headers.
+"""A faithful archive end to end (Apache Kafka, S3, Spark): dead letters, keys and headers.
 
 One bad record does not stop the export: it goes to the dead-letter topic with its key, value,
 headers and Connect's ``__connect.errors.*`` context, the good records are archived, and the

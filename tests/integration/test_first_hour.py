@@ -1,6 +1,6 @@
 """A user's first hour: an export that cannot run fails before Spark starts, in one line.
 
-Each case runs the real ``blockgz export`` command against the session's moto S3 and Tansu
+Each case runs the real ``blockgz export`` command against the session's S3 and Apache
 Kafka, and checks the exit code, the time to fail (generous bounds: this is no benchmark) and
 that the output without ``--debug`` is at most 3 lines.
 """
