@@ -57,6 +57,31 @@ __all__ = [
 ]
 
 
+def drop_bucket(client: Any, name: str) -> None:
+    """Abort the bucket's open uploads, delete its objects and the bucket itself.
+
+    SeaweedFS gives every bucket a collection of its own (seven volumes a time), and its
+    volume slots are bounded by free disk over the volume size: a session that leaves every
+    test's bucket behind runs out of writable volumes after ~65 buckets ("InternalError").
+    """
+    from botocore.exceptions import ClientError
+
+    try:
+        for page in client.get_paginator("list_multipart_uploads").paginate(Bucket=name):
+            for upload in page.get("Uploads", []):
+                client.abort_multipart_upload(
+                    Bucket=name, Key=upload["Key"], UploadId=upload["UploadId"]
+                )
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=name):
+            keys = [{"Key": o["Key"]} for o in page.get("Contents", [])]
+            if keys:
+                client.delete_objects(Bucket=name, Delete={"Objects": keys, "Quiet": True})
+        client.delete_bucket(Bucket=name)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") != "NoSuchBucket":
+            raise
+
+
 def s3_options(endpoint_url: str, **extra: str) -> dict[str, str]:
     """Confluent-named options for blockgz's S3 store against a local server (fast retries)."""
     return {

@@ -138,14 +138,19 @@ def s3_proxy(s3_server):
 
 @pytest.fixture
 def bucket(s3_server, request):
-    """A fresh, empty bucket per test, on :func:`s3_server`."""
+    """A fresh, empty bucket per test, on :func:`s3_server`; dropped afterwards (SeaweedFS
+    has room for a bounded number of buckets, see :func:`testkit.s3.drop_bucket`)."""
     import hashlib
     import re
 
+    from testkit.s3 import drop_bucket
+
     digest = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:8]
     name = re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:45].strip("-") + "-" + digest
-    s3_server.client().create_bucket(Bucket=name)
-    return name
+    client = s3_server.client()
+    client.create_bucket(Bucket=name)
+    yield name
+    drop_bucket(client, name)
 
 
 @pytest.fixture(scope="session")

@@ -271,17 +271,12 @@ class LocalKafka(StartStop):
 
     def _serves(self, topic: str) -> bool:
         """Whether every partition's leader answers for it (its offsets can be listed)."""
-        from confluent_kafka import KafkaError, KafkaException
+        from confluent_kafka import KafkaException
 
-        not_yet = {
-            KafkaError.NOT_LEADER_FOR_PARTITION,
-            KafkaError.LEADER_NOT_AVAILABLE,
-            KafkaError.UNKNOWN_TOPIC_OR_PART,
-        }
         try:
             self.high_watermarks(topic)
         except KafkaException as exc:
-            if exc.args[0].retriable() or exc.args[0].code() in not_yet:
+            if _settling(exc):
                 return False
             raise
         return True
@@ -317,9 +312,7 @@ class LocalKafka(StartStop):
             try:
                 return {tp.partition: future.result().offset for tp, future in futures.items()}
             except KafkaException as exc:
-                # A leader that just moved or was just elected (UNKNOWN_LEADER_EPOCH,
-                # NOT_LEADER_OR_FOLLOWER) answers again once the client's metadata catches up.
-                if not exc.args[0].retriable() or time.monotonic() > deadline:
+                if not _settling(exc) or time.monotonic() > deadline:
                     raise
             time.sleep(0.1)  # polling the broker with a deadline
 
@@ -421,3 +414,21 @@ class _Deliveries:
             raise RuntimeError(f"{len(self.errors)} record(s) not delivered; first error: {first}")
         if left:
             raise TimeoutError(f"{left} record(s) not delivered in {_DELIVERY_TIMEOUT_S} s")
+
+
+def _settling(exc: Exception) -> bool:
+    """Whether a client error says a partition's leadership is still settling (a topic just
+    created, a leader just moved or elected): asked again once metadata catches up, it
+    answers. librdkafka does not flag UNKNOWN_LEADER_EPOCH as retriable."""
+    from confluent_kafka import KafkaError
+
+    error = exc.args[0] if exc.args else None
+    if not isinstance(error, KafkaError):
+        return False
+    return error.retriable() or error.code() in {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.UNKNOWN_LEADER_EPOCH,
+        KafkaError.FENCED_LEADER_EPOCH,
+    }
