@@ -47,9 +47,9 @@ def job_for(kafka, s3_server, bucket, topic, **options) -> ExportConfig:
     )
 
 
-def export_once(spark, job, checkpoint):
+def export_once(spark, job, checkpoint, **more):
     return run_export(
-        job, checkpoint=checkpoint, once=True, spark=spark, install_signal_handlers=False
+        job, checkpoint=checkpoint, once=True, spark=spark, install_signal_handlers=False, **more
     )
 
 
@@ -528,14 +528,8 @@ def test_the_json_log_has_a_start_a_batch_and_a_partition_event_per_batch_and_a_
     )
     log_file = tmp_path / "export.log"
     with ProgressView(Console(file=io.StringIO())) as view:  # not a terminal: it logs lines
-        result = run_export(
-            job,
-            checkpoint=tmp_path / "ckpt",
-            once=True,
-            spark=spark,
-            install_signal_handlers=False,
-            on_progress=view.update,
-            log_file=log_file,
+        result = export_once(
+            spark, job, tmp_path / "ckpt", on_progress=view.update, log_file=log_file
         )
     assert result.records == 60
     lines = [json.loads(line) for line in log_file.read_text().splitlines()]
@@ -563,14 +557,7 @@ def test_the_json_log_has_a_start_a_batch_and_a_partition_event_per_batch_and_a_
     )
     failed_log = tmp_path / "failed.log"
     with pytest.raises(Exception) as failure:
-        run_export(
-            broken,
-            checkpoint=tmp_path / "ckpt2",
-            once=True,
-            spark=spark,
-            install_signal_handlers=False,
-            log_file=failed_log,
-        )
+        export_once(spark, broken, tmp_path / "ckpt2", log_file=failed_log)
     last_line = json.loads(failed_log.read_text().splitlines()[-1])
     assert last_line["level"] == "ERROR" and last_line["event"]["kind"] == "failure"
     assert last_line["event"]["error"] == str(failure.value)
