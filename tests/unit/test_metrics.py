@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import socket
 import urllib.request
@@ -19,6 +20,7 @@ from blockgz.sink.export.metrics import ExportMetrics, serve_metrics
 from blockgz.sink.export.tracking import ExportResult, ProgressTracker
 
 ALERTS = Path(__file__).parents[2] / "deploy" / "prometheus" / "blockgz-alerts.yml"
+DASHBOARD = Path(__file__).parents[2] / "deploy" / "grafana" / "blockgz-export.json"
 
 
 def samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -159,3 +161,26 @@ def test_the_alert_rules_name_only_metrics_the_exporter_defines():
             assert set(re.findall(r"\$labels\.(\w+)", text)) <= {"job", "topic", "partition"}
         if "for" in rule:
             assert re.fullmatch(r"\d+[smh]", rule["for"]), rule["alert"]
+
+
+def test_the_dashboard_queries_only_metrics_the_exporter_defines():
+    """deploy/grafana/blockgz-export.json: valid JSON in Grafana's dashboard shape, every
+    panel on the Prometheus datasource variable, every query naming exported metrics only and
+    filtered by the dashboard's job variable."""
+    doc = json.loads(DASHBOARD.read_text())
+    defined = ExportMetrics("s3-sink").names
+    assert {"title", "uid", "panels", "templating", "schemaVersion"} <= set(doc)
+    variables = {v["name"] for v in doc["templating"]["list"]}
+    assert variables == {"datasource", "job"}
+    assert len({p["id"] for p in doc["panels"]}) == len(doc["panels"]) > 0
+    for panel in doc["panels"]:
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            used = set(re.findall(r"\bblockgz_[a-z_]+\b", target["expr"]))
+            assert used and used <= defined, f"{panel['title']}: {sorted(used - defined)}"
+            assert target["expr"].count("(") == target["expr"].count(")"), panel["title"]
+            assert all(
+                '{job=~"$job"}' in target["expr"][m.end() : m.end() + 14]
+                for m in re.finditer(r"\bblockgz_[a-z_]+\b", target["expr"])
+            ), panel["title"]
