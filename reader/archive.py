@@ -174,6 +174,11 @@ class Archive(ArchiveAnalytics):
         return self.locator.store
 
     @property
+    def executor(self) -> ThreadPoolExecutor:
+        """The archive's read pool: block fetches ahead of the reader, index loads."""
+        return self._executor
+
+    @property
     def prefix(self) -> str:
         return self.locator.prefix
 

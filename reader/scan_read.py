@@ -19,7 +19,7 @@ query gives exactly the rows asked for.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -73,8 +73,7 @@ def _block_path(archive: Archive, piece: Piece, offsets: IntRange, value_type: A
     # Spans of a few MiB, the next one fetched while this one is inflated and parsed: on S3
     # the task then waits for its first span only, not for the whole split.
     spans = merge_ranges(reads, limit=SPAN_BYTES)
-    with ThreadPoolExecutor(1, thread_name_prefix="blockgz-scan-fetch") as pool:
-        yield from _block_batches(archive, piece, offsets, value_type, spans, pool)
+    yield from _block_batches(archive, piece, offsets, value_type, spans, archive.executor)
 
 
 def _block_batches(
@@ -83,7 +82,7 @@ def _block_batches(
     offsets: IntRange,
     value_type: Any,
     spans: Iterable[Span],
-    pool: ThreadPoolExecutor,
+    pool: Executor,
 ) -> Iterator[Any]:
     """The batches of :func:`_block_path`, one span fetched ahead in ``pool``."""
     key = piece.ref.key

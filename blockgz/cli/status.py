@@ -19,7 +19,7 @@ def _duration(ctx, param, value):
     if value is None:
         return None
     from blockgz.errors import ConfigError
-    from blockgz.sink.export.status import parse_duration
+    from blockgz.times import parse_duration
 
     try:
         return parse_duration(value, name="--max-commit-age")
@@ -122,7 +122,7 @@ def status(target, bootstrap_servers, options, output, max_lag, max_commit_age, 
 
 
 def _ago(seconds: float | None, now: float) -> str:
-    from blockgz.sink.export.status import format_duration
+    from blockgz.times import format_duration
 
     if seconds is None:
         return "-"

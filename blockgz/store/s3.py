@@ -10,7 +10,6 @@ store.get_range(key, 0, 100)        # one GET with Range: bytes=0-99
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +24,7 @@ from blockgz.errors import (
 from blockgz.store.base import ObjectInfo, ObjectStore, Upload, UploadInfo
 from blockgz.store.digest import content_md5
 from blockgz.store.retry import call_with_retries
+from blockgz.store.s3_client import make_client
 from blockgz.store.settings import OFFSET_TAGS, S3Settings
 
 log = logging.getLogger("blockgz.store")
@@ -32,165 +32,6 @@ T = TypeVar("T")
 _NOT_FOUND = {"NoSuchKey", "NoSuchBucket", "404", "NotFound", "NoSuchUpload"}
 _PRECONDITION = {"PreconditionFailed", "ConditionalRequestConflict"}
 _DENIED = {"AccessDenied", "403", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch"}
-
-
-_SESSIONS: dict[tuple, Any] = {}
-_SESSIONS_LOCK = threading.Lock()
-#: botocore's credential providers behind the single-source ``s3.credentials.provider.class``es.
-_BOTOCORE_PROVIDERS = {
-    "env": "env",
-    "web-identity": "assume-role-with-web-identity",
-    "instance": "iam-role",
-    "container": "container-role",
-}
-
-
-def _session(settings: S3Settings):
-    """One boto3 Session per credential set, for the life of the process.
-
-    Building a Session loads botocore's service models (50-70 ms here); a client made
-    from an existing one costs ~3 ms, which is most of a cold `blockgz seek`.
-    """
-    key = settings.credentials_key()
-    with _SESSIONS_LOCK:
-        if key not in _SESSIONS:
-            _SESSIONS[key] = new_session(settings)
-        return _SESSIONS[key]
-
-
-def new_session(settings: S3Settings):
-    """A boto3 Session whose credentials follow ``s3.credentials.provider.class``.
-
-    As in Confluent's connector, ``aws.access.key.id``/``aws.secret.access.key`` win over
-    any provider but the assume-role one, which uses them (or the default chain) to call STS.
-    """
-    import boto3
-
-    kind = settings.credentials_provider
-    static = settings.access_key_id is not None or settings.secret_access_key is not None
-    if kind == "assume-role":
-        base = _plain_session(settings, settings.profile)
-        return _with_credentials(settings, assume_role_credentials(settings, base))
-    if static or kind == "default":
-        return _plain_session(settings, settings.profile)
-    if kind == "profile":
-        profile = settings.profile or os.environ.get("AWS_PROFILE") or "default"
-        return boto3.session.Session(profile_name=profile, region_name=settings.region)
-    return _single_provider_session(settings, _BOTOCORE_PROVIDERS[kind])
-
-
-def _plain_session(settings: S3Settings, profile: str | None):
-    import boto3
-
-    return boto3.session.Session(
-        aws_access_key_id=settings.access_key_id,
-        aws_secret_access_key=settings.secret_access_key,
-        profile_name=profile,
-        region_name=settings.region,
-    )
-
-
-def _single_provider_session(settings: S3Settings, method: str):
-    """A Session that takes credentials from one of botocore's providers only."""
-    import boto3
-    import botocore.session
-    from botocore.credentials import CredentialResolver
-
-    core = botocore.session.Session()
-    provider = core.get_component("credential_provider").get_provider(method)
-    core.register_component("credential_provider", CredentialResolver([provider]))
-    return boto3.session.Session(botocore_session=core, region_name=settings.region)
-
-
-def _with_credentials(settings: S3Settings, credentials):
-    """A Session that signs with ``credentials`` (e.g. refreshable ones)."""
-    import boto3
-    import botocore.session
-    from botocore.credentials import CredentialProvider, CredentialResolver
-
-    class Fixed(CredentialProvider):
-        METHOD = getattr(credentials, "method", "blockgz")
-
-        def load(self):
-            return credentials
-
-    core = botocore.session.Session()
-    core.register_component("credential_provider", CredentialResolver([Fixed()]))
-    return boto3.session.Session(botocore_session=core, region_name=settings.region)
-
-
-def assume_role_credentials(settings: S3Settings, base):
-    """Credentials from STS AssumeRole, refreshed before they expire (Confluent's
-    ``AwsAssumeRoleCredentialsProvider``); STS is called with ``base``'s credentials.
-
-    ``s3.credentials.provider.sts.region`` picks the STS region (default: ``s3.region``);
-    boto3 honours ``AWS_ENDPOINT_URL_STS`` for the endpoint.
-    """
-    import functools
-
-    from botocore.credentials import AssumeRoleCredentialFetcher, DeferredRefreshableCredentials
-
-    source = base.get_credentials()
-    if source is None:
-        raise StoreAccessDeniedError(
-            "s3.credentials.provider.class=AwsAssumeRoleCredentialsProvider: no credentials to "
-            "call STS with (set aws.access.key.id/aws.secret.access.key or the default chain)"
-        )
-    extra = {"RoleSessionName": settings.sts_role_session_name}
-    if settings.sts_role_external_id:
-        extra["ExternalId"] = settings.sts_role_external_id
-    fetcher = AssumeRoleCredentialFetcher(
-        functools.partial(base.client, region_name=settings.sts_region or settings.region),
-        source,
-        settings.sts_role_arn,
-        extra_args=extra,
-    )
-    return DeferredRefreshableCredentials(fetcher.fetch_credentials, "assume-role")
-
-
-_CLIENTS: dict[tuple[int, S3Settings], Any] = {}
-
-
-def make_client(settings: S3Settings):
-    """The boto3 S3 client for ``settings``, made once per process and shared.
-
-    boto3 clients are thread-safe; making one costs 10-15 ms (endpoint and model setup), a
-    tenth of a cold seek against S3. The process id is part of the key, so a forked worker
-    never reuses its parent's connections.
-    """
-    key = (os.getpid(), settings)
-    with _SESSIONS_LOCK:
-        client = _CLIENTS.get(key)
-    if client is None:
-        client = _new_client(settings)
-        with _SESSIONS_LOCK:
-            client = _CLIENTS.setdefault(key, client)
-    return client
-
-
-def _new_client(settings: S3Settings):
-    """A new boto3 S3 client, with botocore's own retries off (we retry)."""
-    from botocore.config import Config
-
-    s3: dict[str, Any] = {"addressing_style": "path" if settings.path_style else "virtual"}
-    if settings.accelerate:
-        s3["use_accelerate_endpoint"] = True
-    config = Config(
-        s3=s3,
-        proxies={"http": settings.proxy_url, "https": settings.proxy_url}
-        if settings.proxy_url
-        else None,
-        retries={"total_max_attempts": 1},
-        max_pool_connections=max(10, settings.upload_concurrency * 2 + 4),
-        # Only checksum when the operation requires it: third-party S3 servers (and older
-        # MinIO/Ceph) reject the CRC trailers of boto3's newer default.
-        request_checksum_calculation="when_required",
-        response_checksum_validation="when_required",
-    )
-    # endpoint_url=None lets boto3 honour AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_S3 itself.
-    session = _session(settings)
-    with _SESSIONS_LOCK:  # a Session is not thread-safe while it creates clients
-        return session.client("s3", endpoint_url=settings.endpoint_url, config=config)
 
 
 class S3Store(ObjectStore):

@@ -35,6 +35,7 @@ from typing import Any
 
 from blockgz.errors import BlockGzError, CorruptManifestError, NewerVersionError
 from blockgz.sink.export.config import ExportConfig
+from blockgz.times import format_duration
 
 log = logging.getLogger("blockgz.status")
 
@@ -193,53 +194,6 @@ def assess(
             )
     report.issues.extend(found)
     return found
-
-
-_DURATION_UNITS = {
-    "": 1, "ms": 0.001,
-    "s": 1, "sec": 1, "second": 1, "seconds": 1,
-    "m": 60, "min": 60, "minute": 60, "minutes": 60,
-    "h": 3600, "hour": 3600, "hours": 3600,
-    "d": 86400, "day": 86400, "days": 86400,
-}  # fmt: skip
-_DURATION_PART = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)")
-
-
-def parse_duration(text: str, *, name: str = "duration") -> float:
-    """``text`` as seconds: ``15m``, ``90s``, ``1h30m``, ``2 days``, ``500ms``; a bare
-    number is seconds. A :class:`~blockgz.errors.ConfigError` names what it cannot read.
-
-    >>> parse_duration("15m"), parse_duration("1h30m"), parse_duration("45")
-    (900.0, 5400.0, 45.0)
-    """
-    from blockgz.errors import ConfigError
-
-    total, pos, text = 0.0, 0, text.strip()
-    while pos < len(text):
-        match = _DURATION_PART.match(text, pos)
-        unit = match.group(2).lower() if match else None
-        if not match or unit not in _DURATION_UNITS:
-            total = -1.0
-            break
-        total += float(match.group(1)) * _DURATION_UNITS[unit]
-        pos = match.end()
-    if not text or total < 0:
-        raise ConfigError(
-            f"{name}: cannot read {text!r} as a duration; use a number with a unit: "
-            "ms, s, m, h, d (e.g. 15m, 1h30m)"
-        )
-    return total
-
-
-def format_duration(seconds: float) -> str:
-    """Seconds for people: ``format_duration(5400) == '1h30m'``."""
-    seconds = round(seconds)
-    days, rest = divmod(seconds, 86400)
-    hours, rest = divmod(rest, 3600)
-    minutes, secs = divmod(rest, 60)
-    parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
-    shown = "".join(f"{n}{u}" for n, u in parts if n)
-    return shown or "0s"
 
 
 def job_status(

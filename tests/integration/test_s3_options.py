@@ -16,7 +16,8 @@ import pytest
 
 from blockgz.errors import ObjectNotFoundError, StoreError
 from blockgz.store import open_store
-from blockgz.store.s3 import _session, content_md5, offset_tags
+from blockgz.store.s3 import content_md5, offset_tags
+from blockgz.store.s3_client import _session
 from testkit.s3 import s3_options
 
 MIB = 1024 * 1024

@@ -27,14 +27,8 @@ from blockgz.sink.export.settings_names import (
     check_keys,
     describe_ignored,
 )
-from blockgz.store.s3 import (
-    S3Store,
-    assume_role_credentials,
-    content_md5,
-    make_client,
-    new_session,
-    offset_tags,
-)
+from blockgz.store.s3 import S3Store, content_md5, offset_tags
+from blockgz.store.s3_client import assume_role_credentials, make_client, new_session
 from blockgz.store.settings import CREDENTIALS_PROVIDERS, OPTION_NAMES, S3Settings
 
 #: Options the store layer (S3Settings) honours.

@@ -19,10 +19,9 @@ from blockgz.sink.export.status import (
     PartitionStatus,
     StatusReport,
     assess,
-    format_duration,
     job_status,
-    parse_duration,
 )
+from blockgz.times import format_duration, parse_duration
 
 
 def report_of(*partitions: PartitionStatus) -> StatusReport:
