@@ -84,9 +84,13 @@ class Manifest:
     #: (:mod:`blockgz.archive.intents`), so that a restart finds what the next, uncommitted
     #: batch wrote without listing the topic.
     intents: bool = False
+    #: The S3 requests the batch's tasks made (:mod:`blockgz.store.request_stats`), for the
+    #: export's metrics. Operational, not archive state: the one field a replayed batch may
+    #: write differently, and the catalog does not keep it.
+    requests: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
-        """Deterministic bytes: files sorted, keys sorted."""
+        """Deterministic bytes (files sorted, keys sorted), apart from :attr:`requests`."""
         files = sorted(self.files, key=lambda f: (f.topic, f.partition, f.first_offset, f.key))
         doc = {
             "version": MANIFEST_VERSION,
@@ -102,6 +106,8 @@ class Manifest:
             doc["intents"] = True
         if self.dead_letters:
             doc["dead_letters"] = offsets_doc(self.dead_letters)
+        if self.requests:
+            doc["requests"] = {op: dict(kinds) for op, kinds in self.requests.items()}
         return json.dumps(doc, indent=1, sort_keys=True).encode()
 
     @classmethod
@@ -121,6 +127,10 @@ class Manifest:
                 layout={str(k): str(v) for k, v in doc.get("layout", {}).items()},
                 dead_letters=merge_offsets({}, doc.get("dead_letters", {})),
                 intents=bool(doc.get("intents", False)),
+                requests={
+                    str(op): {str(k): int(n) for k, n in kinds.items()}
+                    for op, kinds in doc.get("requests", {}).items()
+                },
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptManifestError(f"{source}: not a blockgz manifest ({exc})") from exc
@@ -168,6 +178,7 @@ class Manifests:
         offsets: Offsets,
         skipped_nulls: int = 0,
         dead_letters: Offsets | None = None,
+        requests: Mapping[str, Mapping[str, int]] | None = None,
     ) -> str:
         """Write the batch's manifest (idempotent: same input, same bytes) and return its key."""
         manifest = Manifest(
@@ -180,6 +191,7 @@ class Manifests:
             self.layout.to_dict(),
             dead_letters or {},
             self.intents,
+            requests or {},
         )
         key = self.key(batch_id)
         self.store.put(key, manifest.to_json())

@@ -28,6 +28,8 @@ from botocore.retries.standard import (
     TransientRetryableChecker,
 )
 
+from blockgz.store.request_stats import REQUESTS
+
 MAX_BACKOFF_S = 24 * 3600.0  # Confluent's S3_RETRY_MAX_BACKOFF_TIME_MS: one day
 log = logging.getLogger("blockgz.store")
 T = TypeVar("T")
@@ -72,6 +74,7 @@ def call_with_retries(
         except Exception as exc:
             if attempt == attempts - 1 or not is_retryable(exc):
                 raise
+            REQUESTS.retry(getattr(exc, "operation_name", None))
             log.warning(
                 "%s failed (%s), attempt %d of %d; retrying in %.3fs",
                 what,

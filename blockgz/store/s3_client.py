@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from blockgz.errors import StoreAccessDeniedError
+from blockgz.store.request_stats import REQUESTS
 from blockgz.store.settings import S3Settings
 
 _SESSIONS: dict[tuple, Any] = {}
@@ -151,7 +152,8 @@ def make_client(settings: S3Settings):
 
 
 def _new_client(settings: S3Settings):
-    """A new boto3 S3 client, with botocore's own retries off (we retry)."""
+    """A new boto3 S3 client, with botocore's own retries off (we retry) and its requests
+    counted in :data:`~blockgz.store.request_stats.REQUESTS`."""
     from botocore.config import Config
 
     s3: dict[str, Any] = {"addressing_style": "path" if settings.path_style else "virtual"}
@@ -172,4 +174,5 @@ def _new_client(settings: S3Settings):
     # endpoint_url=None lets boto3 honour AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_S3 itself.
     session = _session(settings)
     with _SESSIONS_LOCK:  # a Session is not thread-safe while it creates clients
-        return session.client("s3", endpoint_url=settings.endpoint_url, config=config)
+        client = session.client("s3", endpoint_url=settings.endpoint_url, config=config)
+    return REQUESTS.watch(client)

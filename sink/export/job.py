@@ -146,8 +146,8 @@ def _run_query(
             where=where,
         )  # fmt: skip
         tracker = ProgressTracker(job, epoch, result, observer=metrics)
-        if metrics is not None:
-            seed_committed(metrics, tracker.manifests)
+        if metrics is not None:  # end offsets and lag before this run's first batch
+            tracker.know(seed_committed(metrics, tracker.manifests))
         try:
             follow(query, tracker, stop, on_progress)
         except ExportFailed as exc:

@@ -26,6 +26,7 @@ from blockgz.archive.log import ManifestLog
 from blockgz.archive.manifests import Manifest
 from blockgz.errors import ConfigError
 from blockgz.sink.export.events import event
+from blockgz.store.request_stats import OUTCOMES, REQUESTS, RETRIES
 
 log = logging.getLogger("blockgz.export")
 
@@ -76,6 +77,13 @@ class ExportMetrics:
             _PART,
             registry=r,
         )
+        self.lag_seconds = Gauge(
+            "blockgz_lag_seconds",
+            "Age of the oldest record not yet archived (now minus its Kafka timestamp); "
+            "0 when nothing waits",
+            _PART,
+            registry=r,
+        )
         self.records_written = Counter(
             "blockgz_records_written",
             "Records written to committed value objects",
@@ -116,6 +124,19 @@ class ExportMetrics:
             buckets=DURATION_BUCKETS,
             registry=r,
         )
+        self.s3_requests = Counter(
+            "blockgz_s3_requests",
+            "S3 requests of the batches' tasks and of the driver, by operation and outcome "
+            "(ok, client_error, server_error, connection_error)",
+            ("job", "operation", "outcome"),
+            registry=r,
+        )
+        self.s3_retries = Counter(
+            "blockgz_s3_retries",
+            "S3 operations tried again after a retryable error, by operation",
+            ("job", "operation"),
+            registry=r,
+        )
         self.last_commit = Gauge(
             "blockgz_last_commit_timestamp_seconds",
             "When the driver saw the last batch's manifest (Unix time)",
@@ -126,7 +147,12 @@ class ExportMetrics:
         self.url: str | None = None
         self._committed: dict[TopicPartition, int] = {}
         self._ends: dict[TopicPartition, int] = {}
+        #: Timestamps (Unix seconds) of the records at the committed offsets.
+        self._oldest: dict[TopicPartition, float] = {}
         self.batches.labels(job)  # present (at 0) from the start, for rate() and alerts
+        for outcome in OUTCOMES:
+            self.s3_requests.labels(job, "PutObject", outcome)
+        self._driver_requests = REQUESTS.snapshot()
 
     @property
     def names(self) -> frozenset[str]:
@@ -155,6 +181,10 @@ class ExportMetrics:
             for part, count in parts.items():
                 self.dead_letters.labels(job, topic, str(part)).inc(count)
         self.committed(manifest.offsets)
+        self.requests(manifest.requests)
+        driver = REQUESTS.snapshot()
+        self.requests(REQUESTS.since(self._driver_requests))
+        self._driver_requests = driver
         self.batches.labels(job).inc()
         duration_ms = (progress.get("durationMs") or {}).get("triggerExecution")
         if duration_ms is not None:
@@ -165,10 +195,21 @@ class ExportMetrics:
         """Set the committed offsets (per topic, partition: the next offset to archive)."""
         for topic, parts in offsets.items():
             for part, offset in parts.items():
+                if self._committed.get((topic, part)) != offset:
+                    self._oldest.pop((topic, part), None)  # another record is the oldest now
                 self._committed[(topic, part)] = offset
                 self._zero(topic, part)
                 self.committed_offset.labels(self.job, topic, str(part)).set(offset)
                 self._lag((topic, part))
+
+    def requests(self, digest: Mapping[str, Mapping[str, int]]) -> None:
+        """Count S3 requests (a :data:`~blockgz.store.request_stats.RequestDigest`)."""
+        for operation, kinds in digest.items():
+            for kind, n in kinds.items():
+                if kind == RETRIES:
+                    self.s3_retries.labels(self.job, operation).inc(n)
+                else:
+                    self.s3_requests.labels(self.job, operation, kind).inc(n)
 
     def end_offsets(self, ends: Mapping[TopicPartition, int]) -> None:
         """Set Kafka's end offsets (high watermarks)."""
@@ -177,10 +218,32 @@ class ExportMetrics:
             self.end_offset.labels(self.job, topic, str(part)).set(offset)
             self._lag((topic, part))
 
-    def _lag(self, tp: TopicPartition) -> None:
+    def pending(self) -> dict[TopicPartition, int]:
+        """The committed offset of each partition with records waiting: where the oldest
+        record not yet archived is (its timestamp is :meth:`oldest_waiting`'s business)."""
+        return {
+            tp: offset
+            for tp, offset in self._committed.items()
+            if self._ends.get(tp, offset) > offset
+        }
+
+    def oldest_waiting(self, times: Mapping[TopicPartition, float], *, now: float | None = None):
+        """Set the lag in seconds from the timestamps (Unix seconds) of the records at the
+        committed offsets of the partitions :meth:`pending` named."""
+        self._oldest.update(times)
+        for tp in times:
+            self._lag(tp, now=now)
+
+    def _lag(self, tp: TopicPartition, *, now: float | None = None) -> None:
         if tp in self._committed and tp in self._ends:
             lag = max(0, self._ends[tp] - self._committed[tp])
-            self.lag_records.labels(self.job, tp[0], str(tp[1])).set(lag)
+            labels = (self.job, tp[0], str(tp[1]))
+            self.lag_records.labels(*labels).set(lag)
+            if lag == 0:
+                self.lag_seconds.labels(*labels).set(0)
+            elif tp in self._oldest:
+                now = time.time() if now is None else now
+                self.lag_seconds.labels(*labels).set(max(0.0, now - self._oldest[tp]))
 
     def _zero(self, topic: str, part: int) -> None:
         """Make each counter of a partition exist at 0, so ``increase()`` sees its first step."""
@@ -243,10 +306,14 @@ def serve_metrics(job_name: str, host: str, port: int) -> Iterator[ExportMetrics
         server.close()
 
 
-def seed_committed(metrics: ExportMetrics, manifests: ManifestLog) -> None:
+def seed_committed(metrics: ExportMetrics, manifests: ManifestLog) -> dict[str, dict[int, int]]:
     """Set the committed offsets from the manifest log before the first batch, so a restarted
-    export reports them at once (best effort: the export does not depend on its metrics)."""
+    export reports them at once, and return them (best effort: the export does not depend on
+    its metrics, so an unreadable log is a warning and ``{}``)."""
     try:
-        metrics.committed(manifests.committed_offsets())
+        offsets = manifests.committed_offsets()
     except Exception:
         log.warning("metrics: could not read the committed offsets", exc_info=True)
+        return {}
+    metrics.committed(offsets)
+    return offsets

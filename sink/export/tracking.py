@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from blockgz.archive.manifests import Manifest
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.events import event
+from blockgz.sink.export.record_times import RecordTimes
 
 log = logging.getLogger("blockgz.export")
 
@@ -60,6 +61,10 @@ class BatchObserver(Protocol):
 
     def end_offsets(self, ends: dict[tuple[str, int], int]) -> None: ...
 
+    def pending(self) -> dict[tuple[str, int], int]: ...
+
+    def oldest_waiting(self, times: dict[tuple[str, int], float]) -> None: ...
+
 
 class ProgressTracker:
     """Turns Spark's progress reports and the batch manifests into an :class:`ExportResult`.
@@ -80,6 +85,7 @@ class ProgressTracker:
         store, prefix = job.sink.make_store()
         self.manifests = job.sink.manifest_log(store, prefix, epoch=epoch)
         self.watermarks = Watermarks(job)
+        self.record_times = RecordTimes(job.source.client_config()) if observer else None
         self._seen_batch = -1
         self._last_ends: dict[tuple[str, int], int] = {}
         self._last_time = time.monotonic()
@@ -109,6 +115,17 @@ class ProgressTracker:
             self.result.partitions.setdefault(tp, PartitionProgress()).latest = high
         if self.observer is not None and latest:
             self.observer.end_offsets(latest)
+            if self.record_times is not None:
+                self.observer.oldest_waiting(self.record_times.at(self.observer.pending()))
+
+    def know(self, offsets: dict[str, dict[int, int]]) -> None:
+        """Start from committed offsets (the manifests'), so that end offsets and lag are read
+        for these partitions before the first batch of this run."""
+        for topic, parts in offsets.items():
+            for part, offset in parts.items():
+                state = self.result.partitions.setdefault((topic, part), PartitionProgress())
+                if state.next_offset is None:
+                    state.next_offset = offset
 
     def _count_batch(self, batch_id: int) -> Manifest | None:
         manifest = self.manifests.read_batch(batch_id)
@@ -138,6 +155,8 @@ class ProgressTracker:
 
     def close(self) -> None:
         self.watermarks.close()
+        if self.record_times is not None:
+            self.record_times.close()
 
 
 class Watermarks:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from blockgz.archive.log import ManifestLog
 from blockgz.archive.offsets import Offsets, merge_offsets
 from blockgz.archive.written import WrittenFile
+from blockgz.store.request_stats import RequestDigest, merge_digests
 
 try:  # the message must subclass Spark's type when Spark is there; plain object otherwise
     from pyspark.sql.datasource import WriterCommitMessage
@@ -38,6 +39,8 @@ class TaskCommitMessage(WriterCommitMessage):  # type: ignore[misc]
     skipped_nulls: int = 0
     #: Records sent to the dead-letter queue, per topic and partition.
     dead_letters: Offsets = field(default_factory=dict)
+    #: The S3 requests the task made (:mod:`blockgz.store.request_stats`), for the metrics.
+    s3_requests: RequestDigest = field(default_factory=dict)
 
 
 def write_manifest(
@@ -47,7 +50,9 @@ def write_manifest(
     done = [m for m in messages if m is not None]
     offsets: Offsets = {}
     dead: Offsets = {}
+    requests: RequestDigest = {}
     for message in done:
+        merge_digests(requests, getattr(message, "s3_requests", {}))
         merge_offsets(offsets, message.next_offsets)
         for topic, parts in message.dead_letters.items():
             mine = dead.setdefault(topic, {})
@@ -59,4 +64,5 @@ def write_manifest(
         offsets=offsets,
         skipped_nulls=sum(m.skipped_nulls for m in done),
         dead_letters=dead,
+        requests=requests,
     )

@@ -20,6 +20,7 @@ from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.deadletter import DeadLetters, KafkaDeadLetters, StoreDeadLetters
 from blockgz.sink.write.hooks import TaskInfo, load_input_reader, load_listener
 from blockgz.sink.write.partition_writer import TopicPartitionWriter
+from blockgz.store.request_stats import REQUESTS
 
 log = logging.getLogger("blockgz.sink")
 
@@ -270,12 +271,15 @@ def dead_letter_queue(config: SinkConfig, store, prefix: str) -> DeadLetters | N
 
 def write_task(config: SinkConfig, batches: Iterator[Any]) -> TaskCommitMessage:
     """Write every record of one task; on failure nothing this attempt wrote stays behind."""
+    requests_before = REQUESTS.snapshot()
     task = WriteTask(config)
     reader = load_input_reader(config.input_reader)
     try:
         for batch in batches if reader is None else reader(config.input_options, batches):
             task.write(batch)
-        return task.finish()
+        message = task.finish()
+        message.s3_requests = REQUESTS.since(requests_before)
+        return message
     except BaseException:
         task.abort()
         raise

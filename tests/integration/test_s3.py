@@ -16,6 +16,7 @@ from blockgz.cli import main
 from blockgz.errors import CorruptBlockError, ObjectNotFoundError, StoreError
 from blockgz.reader import open_archive
 from blockgz.store import open_store
+from blockgz.store.request_stats import REQUESTS
 from testkit.archives import build_partition
 from testkit.s3 import FaultProxy, s3_options
 
@@ -88,6 +89,8 @@ def test_transient_faults_are_retried(s3_proxy, bucket):
         s3_proxy.endpoint_url, **{"s3.part.size": str(5 * MIB), "s3.part.retries": "4"}
     )
     store, _ = open_store(f"s3://{bucket}", options)
+    before = REQUESTS.snapshot()
+    s3_proxy.clear_log()
     s3_proxy.inject("503", times=2, method="PUT", query_contains="uploadId")
     s3_proxy.inject("reset", times=1, method="PUT", query_contains="uploadId")
     s3_proxy.inject("500", times=1, method="POST", query_contains="uploadId")  # Complete
@@ -97,6 +100,15 @@ def test_transient_faults_are_retried(s3_proxy, bucket):
             upload.write(payload[i : i + MIB])
     assert store.get_range("big.bin", 0, len(payload)) == payload
     assert s3_proxy.count(faulted=True) == 4
+    # Every request the proxy saw is counted by operation and outcome, the retries apart.
+    counted = REQUESTS.since(before)
+    assert counted["UploadPart"]["server_error"] == 2
+    assert counted["UploadPart"]["connection_error"] == 1
+    assert counted["CompleteMultipartUpload"]["server_error"] == 1
+    assert counted["UploadPart"]["retries"] == 3
+    assert counted["CompleteMultipartUpload"]["retries"] == 1
+    made = sum(n for kinds in counted.values() for k, n in kinds.items() if k != "retries")
+    assert made == len(s3_proxy.requests)
     s3_proxy.inject("reset", times=1, method="GET")
     s3_proxy.inject("503", times=1, method="GET")
     assert store.get_range("big.bin", 5, 10) == payload[5:10]
@@ -227,6 +239,7 @@ def test_thousand_open_uploads_stay_small(s3_server, bucket):
         f"""
         import gc, json, psutil
         from blockgz.store import open_store
+from blockgz.store.request_stats import REQUESTS
         store, _ = open_store("s3://{bucket}", {s3_options(s3_server.endpoint_url)!r})
         store.put("warmup", b"x")
         gc.collect()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import subprocess
 import urllib.request
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from blockgz.errors import ConfigError
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.metrics import ExportMetrics, serve_metrics
 from blockgz.sink.export.tracking import ExportResult, ProgressTracker
+from testkit.tools import require_tool
 
 ALERTS = Path(__file__).parents[2] / "deploy" / "prometheus" / "blockgz-alerts.yml"
 DASHBOARD = Path(__file__).parents[2] / "deploy" / "grafana" / "blockgz-export.json"
@@ -109,12 +111,53 @@ def test_the_tracker_tells_its_observer_each_counted_batch_and_the_end_offsets()
     committed = {0: manifest(0, [written("t", 0, 0, 4, 10)], {"t": {0: 4}})}
     tracker.manifests.read_batch = lambda batch_id: committed.get(batch_id)
     tracker.watermarks.refresh = lambda partitions, now=False: {("t", 0): 6}
+    asked = []
+    tracker.record_times.at = lambda offsets: asked.append(offsets) or {("t", 0): 1.0}
     tracker.update([{"batchId": 0, "numInputRows": 4, "durationMs": {"triggerExecution": 900}}])
     tracker.update([{"batchId": 1, "numInputRows": 0}])  # no manifest: not counted
     found = scraped(m)
     assert value(found, "blockgz_batches_total") == 1
     assert value(found, "blockgz_lag_records", topic="t", partition="0") == 2
     assert value(found, "blockgz_batch_duration_seconds_sum") == 0.9
+    assert asked[0] == {("t", 0): 4}, "the record at the committed offset is the oldest waiting"
+    assert value(found, "blockgz_lag_seconds", topic="t", partition="0") > 1e9
+
+
+def test_lag_in_seconds_is_the_age_of_the_oldest_record_not_yet_archived():
+    m = ExportMetrics("s3-sink")
+    m.committed({"t": {0: 4, 1: 9}})
+    m.end_offsets({("t", 0): 6, ("t", 1): 9})
+    assert m.pending() == {("t", 0): 4}, "only partitions with records waiting"
+    m.oldest_waiting({("t", 0): 1000.0}, now=1060.5)
+    found = scraped(m)
+    assert value(found, "blockgz_lag_seconds", topic="t", partition="0") == 60.5
+    assert value(found, "blockgz_lag_seconds", topic="t", partition="1") == 0
+    m.committed({"t": {0: 5}})  # another record is the oldest now: its age is not known yet
+    m.end_offsets({("t", 0): 6})
+    assert value(scraped(m), "blockgz_lag_seconds", topic="t", partition="0") == 60.5
+    m.oldest_waiting({("t", 0): 1030.0}, now=1061.0)
+    assert value(scraped(m), "blockgz_lag_seconds", topic="t", partition="0") == 31
+    m.committed({"t": {0: 6}})  # caught up
+    assert value(scraped(m), "blockgz_lag_seconds", topic="t", partition="0") == 0
+    assert m.pending() == {}
+
+
+def test_s3_requests_come_from_the_manifest_with_retries_apart():
+    m = ExportMetrics("s3-sink")
+    batch = Manifest(
+        "s3-sink", "e", "0", offsets={"t": {0: 1}},
+        requests={"PutObject": {"ok": 3, "server_error": 1, "retries": 1},
+                  "UploadPart": {"connection_error": 2}},
+    )  # fmt: skip
+    assert Manifest.from_json(batch.to_json()).requests == batch.requests
+    m.batch(batch, {})
+    found = scraped(m)
+    req = "blockgz_s3_requests_total"
+    assert value(found, req, operation="PutObject", outcome="ok") >= 3  # + the driver's own
+    assert value(found, req, operation="PutObject", outcome="server_error") == 1
+    assert value(found, req, operation="UploadPart", outcome="connection_error") == 2
+    assert value(found, "blockgz_s3_retries_total", operation="PutObject") == 1
+    assert ("blockgz_s3_requests_total", ()) not in found
 
 
 def test_the_endpoint_serves_the_registry_and_closes_with_the_block(caplog):
@@ -155,11 +198,18 @@ def test_the_alert_rules_name_only_metrics_the_exporter_defines():
     assert rules and {"alert", "expr"} <= set(rules[0])
     for rule in rules:
         assert set(rule) <= {"alert", "expr", "for", "labels", "annotations"}, rule["alert"]
-        used = set(re.findall(r"\bblockgz_[a-z_]+\b", rule["expr"]))
+        used = set(re.findall(r"\bblockgz_[a-z0-9_]+\b", rule["expr"]))
         assert used, f"{rule['alert']}: names no blockgz metric"
         assert used <= defined, f"{rule['alert']}: {sorted(used - defined)} not exported"
         for text in rule.get("annotations", {}).values():
-            assert set(re.findall(r"\$labels\.(\w+)", text)) <= {"job", "topic", "partition"}
+            # Labels the expression keeps: the metric's own, or those it aggregates by.
+            kept = {"job", "topic", "partition"}
+            kept |= {
+                x.strip()
+                for by in re.findall(r"by \(([^)]*)\)", rule["expr"])
+                for x in by.split(",")
+            }
+            assert set(re.findall(r"\$labels\.(\w+)", text)) <= kept, rule["alert"]
         if "for" in rule:
             assert re.fullmatch(r"\d+[smh]", rule["for"]), rule["alert"]
 
@@ -178,10 +228,31 @@ def test_the_dashboard_queries_only_metrics_the_exporter_defines():
         assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}
         assert panel["targets"], panel["title"]
         for target in panel["targets"]:
-            used = set(re.findall(r"\bblockgz_[a-z_]+\b", target["expr"]))
+            used = set(re.findall(r"\bblockgz_[a-z0-9_]+\b", target["expr"]))
             assert used and used <= defined, f"{panel['title']}: {sorted(used - defined)}"
             assert target["expr"].count("(") == target["expr"].count(")"), panel["title"]
             assert all(
                 '{job=~"$job"}' in target["expr"][m.end() : m.end() + 14]
-                for m in re.finditer(r"\bblockgz_[a-z_]+\b", target["expr"])
+                for m in re.finditer(r"\bblockgz_[a-z0-9_]+\b", target["expr"])
             ), panel["title"]
+
+
+def test_promtool_accepts_the_alert_rules_and_their_unit_tests_pass():
+    """Prometheus's own checker on the rule file, then the rule unit tests beside it (each
+    alert fires on the series it is meant for, with its labels and text, and not before)."""
+    import yaml
+
+    promtool = require_tool("promtool")
+    rules = [
+        rule for group in yaml.safe_load(ALERTS.read_text())["groups"] for rule in group["rules"]
+    ]
+    checked = subprocess.run(
+        [promtool, "check", "rules", str(ALERTS)], capture_output=True, text=True, check=False
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"SUCCESS: {len(rules)} rules found" in checked.stdout
+    tests = ALERTS.parent / "tests" / "blockgz-alerts.test.yml"
+    ran = subprocess.run(
+        [promtool, "test", "rules", str(tests)], capture_output=True, text=True, check=False
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
