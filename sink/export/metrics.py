@@ -229,7 +229,11 @@ class ExportMetrics:
 
     def oldest_waiting(self, times: Mapping[TopicPartition, float], *, now: float | None = None):
         """Set the lag in seconds from the timestamps (Unix seconds) of the records at the
-        committed offsets of the partitions :meth:`pending` named."""
+        committed offsets of the partitions :meth:`pending` named.
+
+        Between a commit and the reading of the new oldest record's timestamp (the tracker's
+        next round, within a second or two) the gauge keeps its previous value: an upper bound
+        of the lag, never below it, so an alert on it cannot miss."""
         self._oldest.update(times)
         for tp in times:
             self._lag(tp, now=now)
