@@ -9,7 +9,9 @@ Its modules import one way, each only those listed before it:
 * :mod:`~blockgz.archive.job_keys`, :mod:`~blockgz.archive.layout` (the one place keys are
   built and parsed, behind the :class:`~blockgz.archive.layout.KeyLayout` protocol),
   :mod:`~blockgz.archive.deviantart`, :mod:`~blockgz.archive.reader_layout`;
-* :mod:`~blockgz.archive.offsets`, :mod:`~blockgz.archive.versions`;
+* :mod:`~blockgz.archive.offsets`, :mod:`~blockgz.archive.versions`,
+  :mod:`~blockgz.archive.snapshots` (the source cluster's topics and consumer groups, for a
+  restore);
 * :mod:`~blockgz.archive.manifests` (one per committed batch), :mod:`~blockgz.archive.intents`
   (the directories a task is about to write), :mod:`~blockgz.archive.catalog` (the manifests,
   compacted), :mod:`~blockgz.archive.recovery` (what a batch that never committed left),

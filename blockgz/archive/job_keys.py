@@ -6,6 +6,7 @@ its lease. All sit under ``<prefix><blockgz.manifest.dir>/<job name>/``::
     catalog/segments/<topic>/<partition>/<seq, 20 digits>-<part>.json.gz
     intents/<topic>/<partition>/<first offset, 20 digits>-<id>.json
     deadletters/<topic>/<partition>/<data file name of the first offset, extension .jsonl>
+    snapshots/<yyyy-MM-dd>/<epoch ms, 20 digits>.json
     lease.json
 
 :class:`JobKeys` builds and parses them; :class:`~blockgz.archive.layout.Layout` has its methods
@@ -25,10 +26,13 @@ objects' names do).
 ('t', 3, 500)
 >>> layout.catalog_segment_key("", "job", "t", 3, 2, 0)
 '_blockgz/job/catalog/segments/t/3/00000000000000000002-0.json.gz'
+>>> layout.snapshot_key("", "job", 1795305600000)
+'_blockgz/job/snapshots/2026-11-22/00000001795305600000.json'
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 
 MANIFEST_SUFFIX = ".json"
@@ -124,6 +128,24 @@ class JobKeys:
     ) -> str:
         where = f"{self.catalog_segments_prefix(prefix, job_name)}{topic}/{partition}/"
         return f"{where}{seq:0{_DIGITS}d}-{part}.json.gz"
+
+    # -- cluster snapshots --------------------------------------------------------------------
+    def snapshots_prefix(self, prefix: str, job_name: str) -> str:
+        """``<prefix><manifest dir>/<job name>/snapshots/`` (:mod:`blockgz.archive.snapshots`)."""
+        return f"{self.job_prefix(prefix, job_name)}snapshots/"
+
+    def snapshot_key(self, prefix: str, job_name: str, at_ms: int) -> str:
+        """``…/snapshots/<UTC day>/<epoch ms, 20 digits>.json``: one directory per day, so the
+        snapshot at or before a time is found by listing one day (and the list of days)."""
+        day = dt.datetime.fromtimestamp(at_ms / 1000, dt.UTC).strftime("%Y-%m-%d")
+        return f"{self.snapshots_prefix(prefix, job_name)}{day}/{at_ms:0{_DIGITS}d}.json"
+
+    @staticmethod
+    def snapshot_time(key: str) -> int | None:
+        """The epoch ms a snapshot key names (``None``: not a snapshot key)."""
+        name = key.rsplit("/", 1)[-1]
+        digits = name[: -len(MANIFEST_SUFFIX)] if name.endswith(MANIFEST_SUFFIX) else ""
+        return int(digits) if len(digits) == _DIGITS and digits.isdigit() else None
 
     # -- intents ------------------------------------------------------------------------------
     def intents_prefix(

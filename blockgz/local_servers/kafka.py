@@ -245,9 +245,16 @@ class LocalKafka(StartStop):
         return self._admin
 
     def create_topic(
-        self, name: str, partitions: int = 1, *, exist_ok: bool = False, timeout_s: float = 30.0
+        self,
+        name: str,
+        partitions: int = 1,
+        *,
+        exist_ok: bool = False,
+        timeout_s: float = 30.0,
+        config: Mapping[str, str] | None = None,
     ) -> None:
-        """Create a topic and wait until every partition has a leader that answers.
+        """Create a topic (with the topic ``config`` given) and wait until every partition has
+        a leader that answers.
 
         Apache Kafka's metadata names a new partition's leader a moment before that broker
         serves it (``ListOffsets`` then answers NOT_LEADER_FOR_PARTITION), so the wait ends
@@ -256,7 +263,7 @@ class LocalKafka(StartStop):
         from confluent_kafka.admin import NewTopic
 
         futures = self.admin().create_topics(
-            [NewTopic(name, partitions, 1)], request_timeout=timeout_s
+            [NewTopic(name, partitions, 1, config=dict(config or {}))], request_timeout=timeout_s
         )
         try:
             futures[name].result(timeout=timeout_s)

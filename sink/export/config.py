@@ -33,6 +33,7 @@ from blockgz.sink.export.settings_names import (
     job_options,
     source_options,
 )
+from blockgz.sink.export.snapshots import parse_groups, parse_interval
 from blockgz.sink.kafka.options import SourceConfig, parse_options
 from blockgz.sink.spark_kafka import parse as parse_spark_kafka_jars
 from blockgz.sink.write.config import SinkConfig
@@ -190,6 +191,10 @@ class ExportConfig:
     metrics_port: int = -1
     #: ``blockgz.metrics.host``: the address that endpoint listens on.
     metrics_host: str = "127.0.0.1"
+    #: ``blockgz.snapshot.interval`` in seconds (:mod:`.snapshots`); ``None``: no snapshots.
+    snapshot_interval_s: float | None = 60.0
+    #: ``blockgz.snapshot.groups``: the consumer groups each snapshot keeps (a regex).
+    snapshot_groups: str = ".*"
 
     @classmethod
     def from_mapping(cls, options: Mapping[str, str]) -> ExportConfig:
@@ -233,6 +238,8 @@ class ExportConfig:
             log_format=read(opts, "blockgz.log.format"),
             metrics_port=read(opts, "blockgz.metrics.port"),
             metrics_host=read(opts, "blockgz.metrics.host"),
+            snapshot_interval_s=parse_interval(read(opts, "blockgz.snapshot.interval")),
+            snapshot_groups=parse_groups(read(opts, "blockgz.snapshot.groups")).pattern,
         )
 
     @classmethod

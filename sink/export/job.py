@@ -34,7 +34,7 @@ from blockgz.sink.export.checkpoint import check_checkpoint, checkpoint_epoch, c
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.events import event, formatter_for
 from blockgz.sink.export.lease import stop_on_lost_lease, take_lease
-from blockgz.sink.export.metrics import ExportMetrics, seed_committed, serve_metrics
+from blockgz.sink.export.metrics import ExportMetrics, serve_metrics
 from blockgz.sink.export.start import abort_left_uploads, starting_offsets
 from blockgz.sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
 from blockgz.sink.write.options import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
@@ -146,8 +146,8 @@ def _run_query(
             where=where,
         )  # fmt: skip
         tracker = ProgressTracker(job, epoch, result, observer=metrics)
-        if metrics is not None:  # end offsets and lag before this run's first batch
-            tracker.know(seed_committed(metrics, tracker.manifests))
+        # End offsets, lag and snapshots from the start, not from this run's first batch.
+        tracker.know_committed()
         try:
             follow(query, tracker, stop, on_progress)
         except ExportFailed as exc:

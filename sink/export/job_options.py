@@ -83,6 +83,21 @@ JOB_OPTIONS = OptionSet(
         "Prometheus on another host)",
     ),
     _job(
+        "blockgz.snapshot.interval",
+        "text",
+        "1m",
+        "how often (at most; after a batch commits) the export writes a snapshot of the source "
+        "cluster for a restore: the archived topics' partition counts and configs, and the "
+        "consumer groups' committed offsets on them; `off` for never",
+    ),
+    _job(
+        "blockgz.snapshot.groups",
+        "text",
+        ".*",
+        "a regex of the consumer groups whose offsets each snapshot keeps (the default: every "
+        "group with offsets on an archived topic)",
+    ),
+    _job(
         "blockgz.lease.ttl.ms",
         "int",
         DEFAULT_TTL_MS,

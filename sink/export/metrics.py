@@ -22,7 +22,6 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from blockgz.archive.log import ManifestLog
 from blockgz.archive.manifests import Manifest
 from blockgz.errors import ConfigError
 from blockgz.sink.export.events import event
@@ -308,16 +307,3 @@ def serve_metrics(job_name: str, host: str, port: int) -> Iterator[ExportMetrics
         yield metrics
     finally:
         server.close()
-
-
-def seed_committed(metrics: ExportMetrics, manifests: ManifestLog) -> dict[str, dict[int, int]]:
-    """Set the committed offsets from the manifest log before the first batch, so a restarted
-    export reports them at once, and return them (best effort: the export does not depend on
-    its metrics, so an unreadable log is a warning and ``{}``)."""
-    try:
-        offsets = manifests.committed_offsets()
-    except Exception:
-        log.warning("metrics: could not read the committed offsets", exc_info=True)
-        return {}
-    metrics.committed(offsets)
-    return offsets

@@ -14,9 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from blockgz.archive.manifests import Manifest
+from blockgz.archive.offsets import merge_offsets
+from blockgz.archive.snapshots import Snapshots
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.events import event
 from blockgz.sink.export.record_times import RecordTimes
+from blockgz.sink.export.snapshots import Snapshotter, parse_groups
 
 log = logging.getLogger("blockgz.export")
 
@@ -65,6 +68,8 @@ class BatchObserver(Protocol):
 
     def oldest_waiting(self, times: dict[tuple[str, int], float]) -> None: ...
 
+    def committed(self, offsets: dict[str, dict[int, int]]) -> None: ...
+
 
 class ProgressTracker:
     """Turns Spark's progress reports and the batch manifests into an :class:`ExportResult`.
@@ -84,6 +89,9 @@ class ProgressTracker:
         self.observer = observer
         store, prefix = job.sink.make_store()
         self.manifests = job.sink.manifest_log(store, prefix, epoch=epoch)
+        #: What the archive has committed (per topic, partition: the next offset), as known.
+        self.committed: dict[str, dict[int, int]] = {}
+        self.snapshotter = snapshotter_for(job, store, prefix)
         self.watermarks = Watermarks(job)
         self.record_times = RecordTimes(job.source.client_config()) if observer else None
         self._seen_batch = -1
@@ -105,8 +113,12 @@ class ProgressTracker:
                 ),
             )
             manifest = self._count_batch(self._seen_batch)
-            if manifest is not None and self.observer is not None:
-                self.observer.batch(manifest, progress)
+            if manifest is not None:
+                merge_offsets(self.committed, manifest.offsets)
+                if self.observer is not None:
+                    self.observer.batch(manifest, progress)
+                if self.snapshotter is not None:
+                    self.snapshotter.after_commit(self.committed)
             self._advance(_end_offsets(progress))
         partitions = list(self.result.partitions)
         unknown = any(state.latest is None for state in self.result.partitions.values())
@@ -118,9 +130,23 @@ class ProgressTracker:
             if self.record_times is not None:
                 self.observer.oldest_waiting(self.record_times.at(self.observer.pending()))
 
+    def know_committed(self) -> None:
+        """Read what the manifests committed before this run (best effort: the export does not
+        depend on its progress figures, so an unreadable log is a warning) and :meth:`know` it,
+        so a restarted export reports its offsets at once."""
+        try:
+            offsets = self.manifests.committed_offsets()
+        except Exception:
+            log.warning("could not read the committed offsets for progress", exc_info=True)
+            return
+        self.know(offsets)
+
     def know(self, offsets: dict[str, dict[int, int]]) -> None:
-        """Start from committed offsets (the manifests'), so that end offsets and lag are read
-        for these partitions before the first batch of this run."""
+        """Start from committed offsets (the manifests'): end offsets and lag are read for these
+        partitions before this run's first batch, and the observer is told of them."""
+        merge_offsets(self.committed, offsets)
+        if self.observer is not None:
+            self.observer.committed(offsets)
         for topic, parts in offsets.items():
             for part, offset in parts.items():
                 state = self.result.partitions.setdefault((topic, part), PartitionProgress())
@@ -157,6 +183,19 @@ class ProgressTracker:
         self.watermarks.close()
         if self.record_times is not None:
             self.record_times.close()
+        if self.snapshotter is not None:
+            self.snapshotter.close()
+
+
+def snapshotter_for(job: ExportConfig, store, prefix: str) -> Snapshotter | None:
+    """The job's :class:`~blockgz.sink.export.snapshots.Snapshotter` (``None``: turned off)."""
+    if job.snapshot_interval_s is None:
+        return None
+    snapshots = Snapshots(store, prefix, job.sink.layout, job.name)
+    return Snapshotter(
+        job.source.client_config(), snapshots, topics=job.topics,
+        interval_s=job.snapshot_interval_s, groups=parse_groups(job.snapshot_groups),
+    )  # fmt: skip
 
 
 class Watermarks:

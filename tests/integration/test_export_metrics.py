@@ -12,6 +12,7 @@ from collections import defaultdict
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from blockgz.archive.snapshots import Snapshots
 from blockgz.sink.export.job import ExportResult, run_export
 from testkit.kafka_data import produce_numbered
 from tests.integration.test_export import bucket_contents, job_for, topic_for
@@ -104,6 +105,10 @@ def test_a_running_export_serves_figures_that_match_kafka_and_the_archive(
     assert figures["blockgz_batches_total"][("", "")] == manifests
     assert figures["blockgz_batch_duration_seconds_count"][("", "")] == manifests
     assert started <= figures["blockgz_last_commit_timestamp_seconds"][("", "")] <= time.time()
+    # The export snapshotted the source cluster for a restore as it committed.
+    snapshot = Snapshots(store, prefix, job.sink.layout, job.name).at_or_before()
+    assert snapshot is not None and snapshot.topics[topic].partitions == PARTITIONS
+    assert started * 1000 <= snapshot.at_ms <= time.time() * 1000
     port = int(result.metrics_url.rsplit(":", 1)[1].split("/")[0])
     with pytest.raises(ConnectionRefusedError), socket.create_connection(("127.0.0.1", port), 2):
         pass

@@ -152,7 +152,8 @@ def test_the_archive_package_imports_one_way():
     modules listed before it."""
     order = [
         "sidecars", "written", "object_ref", "job_keys", "layout", "deviantart", "reader_layout",
-        "offsets", "versions", "manifests", "intents", "catalog", "recovery", "log", "lease",
+        "offsets", "versions", "snapshots", "manifests", "intents", "catalog", "recovery", "log",
+        "lease",
     ]  # fmt: skip
     edges = project_edges(graph())
     later = {

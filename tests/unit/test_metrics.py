@@ -104,7 +104,7 @@ def test_two_exports_in_one_process_keep_their_own_registries():
 def test_the_tracker_tells_its_observer_each_counted_batch_and_the_end_offsets():
     job = ExportConfig.from_mapping(
         {"name": "s3-sink", "topics": "t", "kafka.bootstrap.servers": "127.0.0.1:9",
-         "s3.bucket.name": "archive"}
+         "s3.bucket.name": "archive", "blockgz.snapshot.interval": "off"}
     )  # fmt: skip
     m = ExportMetrics("s3-sink")
     tracker = ProgressTracker(job, "e", ExportResult(), observer=m)
