@@ -166,6 +166,8 @@ class Piece:
     #: Objects that hold some of the same offsets (two writers), ``ref`` first: read together,
     #: each offset once, from the first object holding it (:mod:`blockgz.reader.overlaps`).
     merged: tuple[ObjectRef, ...] = ()
+    #: The index's ``codec`` (which family decodes the blocks: gzip, zstd).
+    codec: str | None = None
 
     @property
     def whole(self) -> bool:
@@ -245,7 +247,9 @@ def _pieces(archive: Archive, topic: str, partition: int, scan: ScanFilter) -> l
         wanted = tuple((r.block, r.chunk) for r in plan_blocks(index, keep=scan.may_hold_block))
         if wanted:
             needs_index = index.avro is not None or bool(ref.companions)
-            out.append(Piece(ref, topic, partition, wanted, index.to_json() if needs_index else ""))
+            index_json = index.to_json() if needs_index else ""
+            codec = index.codec if index.avro is None else None
+            out.append(Piece(ref, topic, partition, wanted, index_json, codec=codec))
     return out
 
 

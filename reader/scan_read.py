@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from blockgz.errors import CorruptBlockError
+from blockgz.format.block_codecs import block_codec
 from blockgz.format.decode import Record, inflate_chunk
 from blockgz.format.envelope import unwrap
 from blockgz.format.framing import NEWLINE
@@ -88,9 +89,10 @@ def _block_batches(
     key = piece.ref.key
     read_range = archive.store.get_range
     pairs = fetched(lambda start, end: read_range(key, start, end), spans, executor=pool, ahead=1)
+    codec = block_codec(piece.codec)
     for read, raw in pairs:
         number, chunk = read.block, read.chunk
-        data = inflate_chunk(raw, chunk, block=number, source=key)
+        data = inflate_chunk(raw, chunk, block=number, source=key, codec=codec)
         batch = _block_batch(piece, chunk, data, offsets, value_type)
         if batch is None:  # not plain lines: the record reader takes it
             records = _block_records(archive, piece, number, chunk, data)

@@ -101,8 +101,20 @@ def read_exported(store: ObjectStore, prefix: str = "", topics_dir: str = "topic
             continue
         if info.key.endswith(".gz"):
             data = gzip.decompress(data)
+        if info.key.endswith(".zst"):  # every frame, the seek table skipped (as zstd -d)
+            data = zstd_decompress(data)
         out.objects[info.key] = [json.loads(line) for line in data.splitlines() if line]
     return out
+
+
+def zstd_decompress(data: bytes) -> bytes:
+    """A zstd file's bytes, every frame (python-zstandard's reader, not blockgz's code)."""
+    import io
+
+    import zstandard
+
+    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(data), read_across_frames=True)
+    return reader.read()
 
 
 def read_avro(data: bytes) -> list[dict]:

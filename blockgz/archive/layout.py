@@ -376,11 +376,13 @@ class Layout(JobKeys):
         """The extensions (no leading dot) a data object's name may end with: those the sink
         writes for values and their ``keys``/``headers`` companions in every registered format
         (:data:`blockgz.formats.registry.FORMATS`), with ``.bin`` and this layout's
-        ``format.bytearray.extension``; gzipped unless the format compresses inside.
+        ``format.bytearray.extension``; gzipped or zstd-compressed unless the format
+        compresses inside.
 
         >>> sorted(e for e in Layout(bytearray_extension=".dat").extensions if "." not in e)
         ['avro', 'bin', 'dat', 'json']
         """
+        from blockgz.format.block_codecs import BLOCK_CODECS
         from blockgz.formats.registry import FORMATS
 
         found = set()
@@ -388,7 +390,9 @@ class Layout(JobKeys):
             for base in fmt.extensions(self.bytearray_extension):
                 if not base:
                     continue  # a bare .gz is DeviantArt's name, not this layout's
-                shapes = (base,) if fmt.compresses_inside else (base, f"{base}.gz")
+                shapes = (base,)
+                if not fmt.compresses_inside:
+                    shapes += tuple(base + family.suffix for family in BLOCK_CODECS)
                 for ext in shapes:
                     found.update((ext, f"keys.{ext}", f"headers.{ext}"))
         return frozenset(found)

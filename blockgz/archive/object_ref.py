@@ -35,7 +35,10 @@ class ObjectRef:
 
     @property
     def compressed(self) -> bool:
-        return self.extension.endswith("gz")
+        """Whether its extension ends with a compression suffix (``.gz``, ``.zst``)."""
+        from blockgz.format.block_codecs import codec_for_key
+
+        return codec_for_key("." + self.extension) is not None
 
     @property
     def role(self) -> str:

@@ -1,10 +1,13 @@
-"""Where a data object's ``.index.json`` sidecar lives, and back: names only, no imports.
+"""Where a data object's ``.index.json`` sidecar lives, and back: names only (the
+compression suffixes come from :mod:`blockgz.format.block_codecs`).
 
 The objects layer (:mod:`blockgz.objects`) writes and finds sidecars through these, so it does
 not depend on the key layout (:mod:`blockgz.archive.layout`).
 """
 
 from __future__ import annotations
+
+from blockgz.format.block_codecs import strip_suffix
 
 INDEX_SUFFIX = ".index.json"
 AVRO_SUFFIX = ".avro"
@@ -13,13 +16,15 @@ AVRO_SUFFIX = ".avro"
 def sidecar_key(data_key: str) -> str:
     """Where blockgz writes the index of a data object: in the same directory, the object's
     name with a leading ``.`` (hidden from Hadoop, Spark, Hive, Athena, Trino, pyarrow and
-    ``glob``), minus a trailing ``.gz``, plus ``.index.json``.
+    ``glob``), minus a trailing ``.gz`` (or ``.zst``), plus ``.index.json``.
 
     An Avro object keeps its ``.avro`` (Avro compresses inside the file, so blockgz writes no
     ``.avro.gz``, which would share the sidecar):
 
     >>> sidecar_key("topics/t/partition=0/t+0+0000000000.json.gz")
     'topics/t/partition=0/.t+0+0000000000.json.index.json'
+    >>> sidecar_key("t+0+0000000000.json.zst")
+    '.t+0+0000000000.json.index.json'
     >>> sidecar_key("t+0+0000000000.avro")
     '.t+0+0000000000.avro.index.json'
     """
@@ -43,8 +48,7 @@ def legacy_sidecar_key(data_key: str) -> str:
     >>> legacy_sidecar_key("2016-02-24/t-00000-000000000100.gz")
     '2016-02-24/t-00000-000000000100.index.json'
     """
-    base = data_key[:-3] if data_key.endswith(".gz") else data_key
-    return base + INDEX_SUFFIX
+    return strip_suffix(data_key) + INDEX_SUFFIX
 
 
 def sidecar_keys(data_key: str) -> tuple[str, str]:
@@ -52,8 +56,9 @@ def sidecar_keys(data_key: str) -> tuple[str, str]:
     return sidecar_key(data_key), legacy_sidecar_key(data_key)
 
 
-def data_key_for(key: str) -> str:
-    """Accept a data key or its ``.index.json`` key (hidden or not) and return the data key.
+def data_key_for(key: str, suffix: str = ".gz") -> str:
+    """Accept a data key or its ``.index.json`` key (hidden or not) and return the data key,
+    ending with ``suffix`` (the index's codec says which: ``.zst`` for block-zstd).
 
     >>> data_key_for("t+0+0000000000.json.index.json")
     't+0+0000000000.json.gz'
@@ -66,7 +71,7 @@ def data_key_for(key: str) -> str:
         return key
     directory, slash, name = key[: -len(INDEX_SUFFIX)].rpartition("/")
     base = directory + slash + name.removeprefix(".")
-    return base if base.endswith(AVRO_SUFFIX) else base + ".gz"
+    return base if base.endswith(AVRO_SUFFIX) else base + suffix
 
 
 def is_sidecar(key: str) -> bool:

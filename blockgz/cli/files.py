@@ -99,16 +99,18 @@ def compress(input, output, block_size, max_records, level, preset, threads, fir
 )
 @fail_cleanly
 def index(file, first_offset) -> None:
-    """Rebuild the .index.json sidecar of any multi-member gzip file (written under the
-    hidden name, .<file minus .gz>.index.json, beside it).
+    """Rebuild the .index.json sidecar of any multi-member gzip or multi-frame zstd file
+    (written under the hidden name, .<file minus .gz/.zst>.index.json, beside it).
 
-    Works on files written by blockgz, pigz, bgzip or gzip; members that split a
-    record are grouped so every indexed block holds whole records.
+    Works on files written by blockgz, pigz, bgzip or gzip, and on block-zstd (from its seek
+    table) or any zstd file (by walking its frames); members that split a record are grouped
+    so every indexed block holds whole records.
 
     \b
     Examples:
       blockgz index events.json.gz
       bgzip -c events.json > events.json.gz && blockgz index events.json.gz
+      blockgz index t+0+0000000000.json.zst
     """
     from blockgz.format.rebuild import scan_members
     from blockgz.objects.upload import publish_index

@@ -79,9 +79,10 @@ def _json_named(key: str) -> bool:
 def _named_format(key: str):
     """The format an object's name (or its ``.index.json``'s) names, ``None`` for none."""
     from blockgz.archive.sidecars import data_key_for
+    from blockgz.format.block_codecs import strip_suffix
     from blockgz.formats.registry import format_of_extension
 
-    name = data_key_for(key).rpartition("/")[2].removesuffix(".gz")
+    name = strip_suffix(data_key_for(key).rpartition("/")[2])
     return format_of_extension(name.rpartition(".")[2]) if "." in name else None
 
 
@@ -198,12 +199,12 @@ def cat(target, output, topic, partition, endpoint_url, options) -> None:
 
     options = collect_options(endpoint_url, options)
     if topic is None and partition is None:
-        from blockgz.archive.sidecars import data_key_for
+        from blockgz.objects.indexed import resolve_data_key
         from blockgz.objects.stream import stream_object
         from blockgz.store import split_object_url
 
         store, key = split_object_url(target, options)
-        key = data_key_for(key)
+        key = resolve_data_key(store, key)
         decode = _named_decoder(key)
         if decode is not None or output == "json":
             from blockgz.archive.layout import Layout
@@ -216,7 +217,7 @@ def cat(target, output, topic, partition, endpoint_url, options) -> None:
             records = stream_records(store, key, start, framing=framing, decode=decode)
             _echo_records(records, output, json_values=_json_named(key))
             return
-        with stream_object(store, key, compressed=key.endswith(".gz")) as stream:
+        with stream_object(store, key) as stream:
             shutil.copyfileobj(stream, sys.stdout.buffer, 1024 * 1024)
         return
     with _archive(target, topic, partition, options) as archive:
@@ -303,9 +304,8 @@ def verify(target, topic, scan, endpoint_url, options) -> None:
       blockgz verify --topic orders --scan s3://bucket/exports
       blockgz verify -O layout=deviantart --topic orders s3://bucket/prefix
     """
-    from blockgz.archive.sidecars import data_key_for
     from blockgz.errors import MissingIndexError
-    from blockgz.objects.indexed import IndexedReader
+    from blockgz.objects.indexed import IndexedReader, resolve_data_key
     from blockgz.store import split_object_url
 
     options = collect_options(endpoint_url, options)
@@ -313,7 +313,7 @@ def verify(target, topic, scan, endpoint_url, options) -> None:
         _verify_topic(target, topic, scan, options)
         return
     store, key = split_object_url(target, options)
-    key = data_key_for(key)
+    key = resolve_data_key(store, key)
     try:
         obj = IndexedReader.open_object(store, key)
     except MissingIndexError:

@@ -19,7 +19,7 @@ import numpy as np
 
 from blockgz.errors import CorruptBlockError, OffsetNotFoundError
 from blockgz.format.avro_read import avro_block_slice, avro_block_values
-from blockgz.format.codec import decompress_member, decompress_members
+from blockgz.format.block_codecs import GZIP, BlockCodec
 from blockgz.format.framing import NEWLINE, Framing
 from blockgz.format.index import AvroBlocks, BlockIndex, Chunk
 from blockgz.format.plan import BlockRead
@@ -88,9 +88,15 @@ def utf16_units(data: bytes | bytearray | memoryview) -> int:
 
 
 def inflate_chunk(
-    raw: bytes | memoryview, chunk: Chunk, *, block: int = 0, source: str = ""
+    raw: bytes | memoryview,
+    chunk: Chunk,
+    *,
+    block: int = 0,
+    source: str = "",
+    codec: BlockCodec = GZIP,
 ) -> bytes:
-    """Decompress a chunk's bytes and check their size against the index.
+    """Decompress a chunk's bytes with ``codec`` (the index's :attr:`BlockIndex.block_codec`,
+    gzip by default) and check their size against the index.
 
     A DeviantArt chunk (``chunk.utf16_length``) counts its size in UTF-16 code units, as Java's
     ``String.length()`` does, so there the decoded text's UTF-16 length must match instead.
@@ -113,7 +119,7 @@ def inflate_chunk(
             byte_offset=chunk.byte_offset,
         )
     try:
-        data = decompress_member(raw) if chunk.members == 1 else decompress_members(raw)
+        data = codec.decompress(raw, chunk.members)
     except CorruptBlockError as exc:
         raise CorruptBlockError(
             f"{where}: {exc}", block=block, byte_offset=chunk.byte_offset
@@ -138,9 +144,10 @@ def chunk_records(
     source: str = "",
     start: int = 0,
     stop: int | None = None,
+    codec: BlockCodec = GZIP,
 ) -> list[Record]:
     """Records ``[start:stop]`` of one chunk, with offsets; the chunk's count must match."""
-    data = inflate_chunk(raw, chunk, block=block, source=source)
+    data = inflate_chunk(raw, chunk, block=block, source=source, codec=codec)
     values, total = framing.slice(data, start, stop)
     if total != chunk.num_records:
         raise CorruptBlockError(
@@ -201,7 +208,14 @@ def block_records(
             raw, chunk, index.avro, block=block, source=source, start=read.start, stop=read.stop
         )
     return chunk_records(
-        raw, chunk, index.framing, block=block, source=source, start=read.start, stop=read.stop
+        raw,
+        chunk,
+        index.framing,
+        block=block,
+        source=source,
+        start=read.start,
+        stop=read.stop,
+        codec=index.block_codec,
     )
 
 

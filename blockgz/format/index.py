@@ -46,6 +46,17 @@ habits are accepted only there (a versioned blockgz index stays strict):
     >>> legacy.locate(5), legacy.record_count, legacy.chunks[1].utf16_length
     (1, 1, True)
 
+A block-zstd index (blocks written as zstd frames, :mod:`blockgz.format.zstd`) says
+``"codec": "zstd"`` and ``"version": 3`` for the same reason: a blockgz that predates zstd
+refuses it ("index version 3 is newer than this blockgz reads") rather than gunzipping zstd
+frames. Its ``trailer_length`` counts the bytes after the last block (the zstd seek table), so
+the blocks and the trailer together tile the object.
+
+    >>> idx = BlockIndex([Chunk(0, 2, 0, 30, 8)], codec="zstd", level=1, trailer_length=29)
+    >>> doc = json.loads(idx.to_json())
+    >>> doc["version"], doc["trailer_length"], BlockIndex.from_json(idx.to_json()).byte_length
+    (3, 29, 59)
+
 Where the sidecar sits is :func:`blockgz.archive.sidecars.sidecar_key`'s business.
 """
 
@@ -59,11 +70,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.errors import CorruptIndexError, IndexMismatchError, OffsetNotFoundError
+from blockgz.format.block_codecs import BlockCodec, block_codec
 from blockgz.format.framing import NEWLINE, Framing, framing_from_json
 
 INDEX_FORMAT = "blockgz-index"
-INDEX_VERSION = 2  # the newest version read; block-GZIP indexes are still written as version 1
-_BLOCK_GZIP_VERSION = 1
+INDEX_VERSION = 3  # the newest version read; block-GZIP indexes are still written as version 1
 _AVRO_VERSION = 2
 _AVRO_FRAMING = {"kind": "avro"}
 #: The Avro codecs an index may name (fastavro's names, the ones Confluent's sink writes).
@@ -199,6 +210,7 @@ class BlockIndex:
     """The blocks of one block-GZIP object (or, with ``avro``, of one Avro file), in file order.
 
     For an Avro index, ``framing`` is unused and ``codec``/``level`` are the Avro codec's.
+    ``trailer_length`` bytes follow the last block (a block-zstd object's seek table).
     """
 
     chunks: Sequence[Chunk]
@@ -207,13 +219,21 @@ class BlockIndex:
     level: int | None = None
     block_size: int | None = None
     avro: AvroBlocks | None = None
+    trailer_length: int = 0
     _lasts: list[int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if self.avro is None:
+            block_codec(self.codec)  # an unknown codec is refused here, not at the first read
         object.__setattr__(self, "chunks", tuple(self.chunks))
         object.__setattr__(self, "_lasts", [c.last_record_offset for c in self.chunks])
 
     # -- derived facts ---------------------------------------------------------------
+    @property
+    def block_codec(self) -> BlockCodec:
+        """The family that decodes the blocks (gzip, zstd), as the index's ``codec`` says."""
+        return block_codec(None if self.avro is not None else self.codec)
+
     @property
     def record_count(self) -> int:
         return sum(c.num_records for c in self.chunks)
@@ -222,8 +242,8 @@ class BlockIndex:
     def byte_length(self) -> int:
         """Size of the data object in bytes."""
         if self.chunks:
-            return self.chunks[-1].byte_end
-        return self.avro.header_length if self.avro is not None else 0
+            return self.chunks[-1].byte_end + self.trailer_length
+        return (self.avro.header_length if self.avro is not None else 0) + self.trailer_length
 
     @property
     def byte_length_uncompressed(self) -> int:
@@ -260,7 +280,7 @@ class BlockIndex:
         avro = self.avro
         doc: dict[str, Any] = {
             "format": INDEX_FORMAT,
-            "version": _BLOCK_GZIP_VERSION if avro is None else _AVRO_VERSION,
+            "version": self.block_codec.index_version if avro is None else _AVRO_VERSION,
             "codec": self.codec,
             "level": self.level,
             "block_size": self.block_size,
@@ -273,6 +293,8 @@ class BlockIndex:
         }
         if avro is not None:
             doc["avro"] = avro.to_dict()
+        if self.trailer_length:
+            doc["trailer_length"] = self.trailer_length
         doc["chunks"] = [c.to_dict() for c in self.chunks]
         return json.dumps(doc, separators=(",", ":")) + "\n"
 
@@ -296,13 +318,31 @@ class BlockIndex:
             _chunk_from_dict(raw, i, source, legacy=legacy) for i, raw in enumerate(doc["chunks"])
         ]
         avro = _avro(doc, source)
+        trailer = doc.get("trailer_length", 0)
+        if type(trailer) is not int or trailer < 0:
+            raise CorruptIndexError(
+                f"{source}: 'trailer_length' must be a non-negative integer, got {trailer!r}"
+            )
+        codec = doc.get("codec")
+        framing = NEWLINE if avro is not None else _framing(doc.get("framing"), source)
+        if avro is None:
+            try:
+                family = block_codec(codec)
+            except CorruptIndexError as exc:
+                raise CorruptIndexError(f"{source}: {exc}") from exc
+            if version and version < family.index_version:
+                raise CorruptIndexError(
+                    f"{source}: codec {codec!r} needs index version {family.index_version} or "
+                    f"later, the index says {version}"
+                )
         index = cls(
             chunks,
-            framing=NEWLINE if avro is not None else _framing(doc.get("framing"), source),
-            codec=doc.get("codec"),
+            framing=framing,
+            codec=codec,
             level=doc.get("level"),
             block_size=doc.get("block_size"),
             avro=avro,
+            trailer_length=trailer,
         )
         _check_layout(index, source)
         _check_totals(index, doc, source)

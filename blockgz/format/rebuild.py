@@ -1,8 +1,10 @@
-"""Rebuild an index for any multi-member gzip by walking its member boundaries.
+"""Rebuild an index for any multi-member gzip, or any multi-frame zstd file, by walking its
+member (frame) boundaries.
 
 Works on files from ``pigz``, ``bgzip``, Python's ``gzip`` or another block-GZIP
-writer. Members whose data does not end on a record boundary (``bgzip`` cuts every
-64 KiB regardless of lines) are grouped with the following ones until it does, so
+writer, and on block-zstd or other zstd files (a seekable-format seek table at the end is kept
+and described by the index). Members whose data does not end on a record boundary (``bgzip``
+cuts every 64 KiB regardless of lines) are grouped with the following ones until it does, so
 every chunk still holds whole records; a single-member file becomes a single chunk.
 
     >>> import gzip, io
@@ -18,37 +20,9 @@ from collections.abc import Callable
 from typing import BinaryIO
 
 from blockgz.errors import CorruptBlockError
-from blockgz.format.codec import new_member_decoder
+from blockgz.format.block_codecs import GZIP, BlockCodec, sniff
 from blockgz.format.framing import NEWLINE, Framing, Separated
 from blockgz.format.index import BlockIndex, Chunk
-
-_FEED = 256 * 1024  # feed the decoder in slices so finding a member's end costs O(member)
-
-
-def _members(view: memoryview, on_progress: Callable[[int], None] | None):
-    """Yield ``(byte_offset, byte_length, uncompressed)`` for each gzip member."""
-    pos, size = 0, len(view)
-    while pos < size:
-        decoder, consumed, parts = new_member_decoder(), 0, []
-        while not decoder.eof:
-            piece = view[pos + consumed : pos + consumed + _FEED]
-            if not len(piece):
-                raise CorruptBlockError(
-                    f"gzip member at byte {pos} is truncated: the file ends inside it",
-                    byte_offset=pos,
-                )
-            try:
-                parts.append(decoder.decompress(piece))
-            except Exception as exc:  # isal.IsalError or zlib.error
-                raise CorruptBlockError(
-                    f"gzip member at byte {pos} does not decompress ({exc})", byte_offset=pos
-                ) from exc
-            consumed += len(piece)
-        consumed -= len(decoder.unused_data)
-        yield pos, consumed, b"".join(parts)
-        pos += consumed
-        if on_progress is not None:
-            on_progress(consumed)
 
 
 def _ends_record(data: bytes, framing: Framing) -> bool:
@@ -68,7 +42,8 @@ def scan_members(
     first_offset: int = 0,
     on_progress: Callable[[int], None] | None = None,
 ) -> BlockIndex:
-    """Read the whole gzip stream once and return an index of record-aligned chunks."""
+    """Read the whole gzip (or zstd) file once and return an index of record-aligned chunks;
+    which of the two, its first bytes say."""
     try:
         mapped = mmap.mmap(fileobj.fileno(), 0, access=mmap.ACCESS_READ)
         view = memoryview(mapped)
@@ -83,11 +58,13 @@ def scan_members(
 
 
 def _scan(view, framing, first_offset, on_progress) -> BlockIndex:
+    family: BlockCodec = sniff(bytes(view[:4])) or GZIP
+    trailer = family.trailer_length(view)
     chunks: list[Chunk] = []
     offset = first_offset
     start = length = members = 0
     pending: list[bytes] = []
-    for byte_offset, byte_length, data in _members(view, on_progress):
+    for byte_offset, byte_length, data in family.walk(view, on_progress):
         if not members:
             start = byte_offset
         members += 1
@@ -118,4 +95,5 @@ def _scan(view, framing, first_offset, on_progress) -> BlockIndex:
                     last.members + members,
                 )
             )
-    return BlockIndex(chunks, framing=framing)
+    codec = None if family is GZIP else family.codecs[0]
+    return BlockIndex(chunks, framing=framing, codec=codec, trailer_length=trailer)

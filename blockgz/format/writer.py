@@ -1,4 +1,5 @@
-"""Write records as block-GZIP: a valid gzip file made of one member per block.
+"""Write records as block-GZIP: a valid gzip file made of one member per block (or, with the
+``zstd`` codec, block-zstd: one zstd frame per block and the seekable format's seek table).
 
 Blocks are cut by uncompressed bytes (and optionally by record count), never split a
 record, and are never empty; a record larger than the block size gets a block of its
@@ -24,6 +25,7 @@ from typing import BinaryIO
 import numpy as np
 
 from blockgz.errors import ConfigError, IndexNotReadyError, OffsetOrderError, RecordFramingError
+from blockgz.format.block_codecs import block_codec
 from blockgz.format.codec import Compression
 from blockgz.format.framing import NEWLINE, Framing, Separated
 from blockgz.format.index import BlockIndex, Chunk, deltas_if_gapped
@@ -71,6 +73,9 @@ class BlockGzipWriter:
         self._pipeline = OrderedCompressor(self._work, self._emit, threads)
         self._unresolved = 0  # raw blocks whose first offset is known only once delivered
         self._chunks: list[Chunk] = []
+        self._family = block_codec(self.compression.codec)
+        self._frames: list[tuple[int, int, bytes]] = []  # what a trailer (seek table) lists
+        self._trailer = 0
         self._bytes_written = 0
         self._records_written = 0
         self._next_offset = first_offset
@@ -326,6 +331,7 @@ class BlockGzipWriter:
             self._next_offset = first + count
             self._last_offset = self._next_offset - 1
         self._out.write(member)
+        self._frames.append((len(member), len(block.data), member[-4:]))
         low, high = block.times or (None, None)
         self._chunks.append(
             Chunk(
@@ -351,12 +357,18 @@ class BlockGzipWriter:
             self._flush_delimited()
         self._cut()
         self._pipeline.finish()
+        trailer = self._family.trailer(self._frames)
+        if trailer:
+            self._out.write(trailer)
+            self._trailer = len(trailer)
+            self._bytes_written += len(trailer)
         self._index = BlockIndex(
             self._chunks,
             framing=self.framing,
             codec=self.compression.codec,
             level=self.compression.level,
             block_size=self.block_size,
+            trailer_length=self._trailer,
         )
         return self._index
 

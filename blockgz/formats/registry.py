@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Protocol
 
 from blockgz.errors import ConfigError, UnknownFormatError
+from blockgz.format.block_codecs import strip_suffix
 from blockgz.formats.base import Format
 from blockgz.named import Registry
 
@@ -46,13 +47,13 @@ FORMATS: Registry[Format] = Registry("format.class")
 
 def format_of_extension(extension: str, bytearray_extension: str = "") -> Format | None:
     """The format whose objects end with ``extension`` (no leading dot; a ``keys.``/``headers.``
-    role and a ``.gz`` are allowed), ``None`` when no registered format names it.
+    role and a ``.gz`` or ``.zst`` are allowed), ``None`` when no registered format names it.
     ``bytearray_extension`` is the layout's ``format.bytearray.extension``. A bare ``gz``
     (DeviantArt's connector) names records kept as their bytes."""
     cached = _OF_EXTENSION.get((extension, bytearray_extension, FORMATS.version), _UNSEEN)
     if cached is not _UNSEEN:
         return cached  # readers ask per record: answered from a dict
-    core = "" if extension == "gz" else extension.removesuffix(".gz")
+    core = "" if extension == "gz" else strip_suffix(extension)
     head, _, rest = core.partition(".")
     if head in ("keys", "headers") and rest:
         core = rest

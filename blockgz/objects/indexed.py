@@ -34,7 +34,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from blockgz.archive.sidecars import data_key_for, sidecar_keys
+from blockgz.archive.sidecars import data_key_for, is_sidecar, sidecar_keys
 from blockgz.errors import BlockGzError, IndexMismatchError, MissingIndexError, ObjectNotFoundError
 from blockgz.format.avro_read import avro_block_bytes, header_problems, read_avro_header
 from blockgz.format.decode import Record, block_records, check_seek, inflate_chunk
@@ -127,6 +127,30 @@ def load_index(store: ObjectStore, data_key: str, index_key: str | None = None) 
     )
 
 
+def resolve_data_key(store: ObjectStore, key: str) -> str:
+    """The data key of ``key``, a data key or an ``.index.json`` key: for an index key, its
+    name with the suffix its codec writes (``.gz``, ``.zst``), the index read to know which.
+
+    >>> import tempfile
+    >>> from blockgz.format.codec import Compression
+    >>> from blockgz.objects.upload import BlockGzipUpload
+    >>> from blockgz.store import LocalStore
+    >>> store = LocalStore(tempfile.mkdtemp())
+    >>> zstd = Compression("zstd", 1)
+    >>> with BlockGzipUpload(store, "t+0+0000000000.json.zst", compression=zstd) as out:
+    ...     out.write(b"x")
+    >>> resolve_data_key(store, ".t+0+0000000000.json.index.json")
+    't+0+0000000000.json.zst'
+    """
+    if not is_sidecar(key):
+        return key
+    try:
+        index = BlockIndex.from_json(store.get(key), source=store.url(key))
+    except ObjectNotFoundError:
+        return data_key_for(key)
+    return data_key_for(key, index.block_codec.suffix)
+
+
 @dataclass
 class VerifyReport:
     """What :meth:`IndexedReader.verify` found: counts, and one line per problem."""
@@ -160,7 +184,7 @@ class IndexedReader:
         from blockgz.store.local import LocalStore
 
         data = Path(path)
-        data = data.with_name(data_key_for(data.name))
+        data = data.with_name(resolve_data_key(LocalStore(data.parent), data.name))
         ranges = FileRanges(data)
         try:
             if index is None:
@@ -177,7 +201,7 @@ class IndexedReader:
         cls, store: ObjectStore, key: str, index: BlockIndex | None = None
     ) -> IndexedReader:
         """An object in ``store`` (``key`` may name its ``.index.json``)."""
-        key = data_key_for(key)
+        key = resolve_data_key(store, key)
         return cls(StoreRanges(store, key), index or load_index(store, key))
 
     @property
@@ -198,7 +222,13 @@ class IndexedReader:
             return avro_block_bytes(
                 self.read_raw(block), chunk, avro, block=block, source=self.source
             )
-        return inflate_chunk(self.read_raw(block), chunk, block=block, source=self.source)
+        return inflate_chunk(
+            self.read_raw(block),
+            chunk,
+            block=block,
+            source=self.source,
+            codec=self.index.block_codec,
+        )
 
     def block_records(self, block: int, start: int = 0, stop: int | None = None) -> list[Record]:
         """Records ``[start:stop]`` of one block (all of them by default): one range read."""

@@ -16,11 +16,10 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from blockgz.archive.layout import Layout
-from blockgz.archive.sidecars import data_key_for
 from blockgz.errors import MissingIndexError, OffsetNotFoundError
 from blockgz.format.decode import Record
 from blockgz.format.framing import framing_from_options
-from blockgz.objects.indexed import open_indexed
+from blockgz.objects.indexed import open_indexed, resolve_data_key
 from blockgz.objects.stream import StreamDecoder, stream_records
 from blockgz.options import as_options
 
@@ -53,7 +52,7 @@ def seek_object(
     from blockgz.store import split_object_url
 
     store, key = split_object_url(os.fspath(target), options)
-    key = data_key_for(key)
+    key = resolve_data_key(store, key)
     ref = Layout.from_options(as_options(options)).parse_data_key(key, any_extension=True)
     start = ref.start_offset if ref is not None else 0
     records = stream_records(

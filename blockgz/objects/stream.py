@@ -1,9 +1,10 @@
-"""Read a whole object as a stream: plain bytes, gzip of any number of members, or a container
-(Avro) decoded by the reader its format gives.
+"""Read a whole object as a stream: plain bytes, gzip of any number of members, zstd of any
+number of frames, or a container (Avro) decoded by the reader its format gives.
 
-For objects that cannot be seeked (uncompressed, plain gzip, block-GZIP without its index, an
-Avro file without one, as Confluent's sink writes them): bytes are fetched in large ranged
-reads (a dropped connection resumes where it stopped) and decompressed or decoded on the fly.
+For objects that cannot be seeked (uncompressed, plain gzip or zstd, block-GZIP or block-zstd
+without its index, an Avro file without one, as Confluent's sink writes them): bytes are
+fetched in large ranged reads (a dropped connection resumes where it stopped) and decompressed
+or decoded on the fly.
 
     >>> import gzip, tempfile
     >>> from blockgz.store import LocalStore
@@ -21,6 +22,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 from blockgz.errors import CorruptBlockError
+from blockgz.format.block_codecs import GZIP, codec_for_key
 from blockgz.format.decode import Record
 from blockgz.format.framing import NEWLINE, Framing, LengthPrefixed
 from blockgz.store.base import ObjectStore
@@ -54,14 +56,19 @@ class ChunkStream(io.RawIOBase):
         return n
 
 
-def stream_object(store: ObjectStore, key: str, *, compressed: bool) -> io.BufferedIOBase:
-    """The object's bytes as a file, decompressed when ``compressed`` (any number of members)."""
+def stream_object(
+    store: ObjectStore, key: str, *, compressed: bool | None = None
+) -> io.BufferedIOBase:
+    """The object's bytes as a file, decompressed when ``compressed`` (any number of members
+    or frames) by the codec its suffix names (``.gz``, ``.zst``; gzip for another name).
+    ``compressed`` defaults to the key ending in a compression suffix."""
     raw = io.BufferedReader(ChunkStream(store.iter_chunks(key)), 1024 * 1024)
+    family = codec_for_key(key)
+    if compressed is None:
+        compressed = family is not None
     if not compressed:
         return raw
-    from isal import igzip
-
-    return igzip.IGzipFile(fileobj=raw, mode="rb")
+    return (family or GZIP).open_stream(raw)  # type: ignore[return-value]
 
 
 def stream_records(
@@ -78,7 +85,7 @@ def stream_records(
     values; the caller asks the object's format which:
     :func:`~blockgz.formats.registry.stream_decoder_of`). Offsets count up from
     ``start_offset`` (the one in its name), so they are exact only when the object's offsets
-    are contiguous. ``compressed`` defaults to the key ending in ``.gz``.
+    are contiguous. ``compressed`` defaults to the key ending in ``.gz`` or ``.zst``.
 
     >>> import tempfile
     >>> from blockgz.store import LocalStore
@@ -88,8 +95,6 @@ def stream_records(
     >>> list(stream_records(store, "t+0+0000000007.bin", 7, framing=LengthPrefixed()))
     [Record(offset=7, value=b'a\\nb'), Record(offset=8, value=b'')]
     """
-    if compressed is None:
-        compressed = key.endswith(".gz")
     if decode is not None:
         with stream_object(store, key, compressed=compressed) as stream:
             for n, value in enumerate(decode(stream)):

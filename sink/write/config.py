@@ -13,10 +13,10 @@ own options are declared in :mod:`blockgz.sink.write.options`.
 ... })
 >>> cfg.format, cfg.compression, cfg.flush_size, cfg.target_url
 ('json', 'none', 3, 's3://quickstart')
->>> SinkConfig.from_options({"s3.bucket.name": "b", "s3.compression.type": "zstd"})
+>>> SinkConfig.from_options({"s3.bucket.name": "b", "s3.compression.type": "lz4"})
 Traceback (most recent call last):
 ...
-blockgz.errors.ConfigError: s3.compression.type: 'zstd' is not allowed; allowed: none, gzip, ...
+blockgz.errors.ConfigError: s3.compression.type: 'lz4' is not allowed; allowed: none, gzip, ...
 """
 
 from __future__ import annotations
@@ -123,9 +123,16 @@ def _compression_settings(opts: Options) -> dict[str, Any]:
             f"s3.compression.block.size/.records only apply to s3.compression.type={indexed} "
             f"and to format.class={inside} (the size of an Avro block)"
         )
+    level = _read(opts, "s3.compression.level")
+    try:
+        COMPRESSIONS.get(compression).codec(level)  # a level the type does not take: refused now
+    except ConfigError as exc:
+        raise ConfigError(
+            f"s3.compression.level={level} (s3.compression.type={compression}): {exc}"
+        ) from exc
     return {
         "compression": compression,
-        "compression_level": _read(opts, "s3.compression.level"),
+        "compression_level": level,
         "block_size": _read(opts, "s3.compression.block.size"),
         "block_records": block_records or None,
     }

@@ -103,16 +103,19 @@ SINK_OPTIONS = OptionSet(
         "s3.compression.type",
         "choice",
         "none",
-        "`none`, `gzip` (one gzip stream), `blockgzip` (seekable, with `.index.json`)",
+        "`none`, `gzip` (one gzip stream), `blockgzip` (seekable, with `.index.json`), `zstd` "
+        "(one zstd frame, `.zst`), `blockzstd` (seekable zstd frames, `.index.json` and a zstd "
+        "seek table)",
         allowed=COMPRESSIONS.names(),
     ),
     _sink(
         "s3.compression.level",
         "int",
         -1,
-        "`-1`: zlib 6 for gzip, ISA-L 1 for blockgzip; 0–3 ISA-L, 4–9 zlib",
+        "`-1`: zlib 6 for gzip, ISA-L 1 for blockgzip, zstd 3 for zstd, zstd 1 for blockzstd; "
+        "gzip types: 0–3 ISA-L, 4–9 zlib; zstd types: the zstd level, 1–22",
         low=-1,
-        high=9,
+        high=22,
     ),
     _sink(
         "s3.compression.block.size",

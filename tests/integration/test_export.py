@@ -121,6 +121,29 @@ def test_batches_resume_from_the_checkpoint_exactly_once(
         assert len(docs) <= 7
 
 
+@pytest.mark.parametrize("compression", ["blockzstd", "zstd"])
+def test_zstd_exports_are_zstd_files_read_back_by_offset(
+    spark, kafka, s3_server, bucket, tmp_path, request, compression
+):
+    from blockgz.reader import open_archive
+
+    topic = topic_for(request)
+    kafka.create_topic(topic, partitions=2)
+    produce_numbered(kafka.bootstrap_servers, topic, 2, 25)
+    options = {"flush.size": "10", "s3.compression.type": compression}
+    job = job_for(kafka, s3_server, bucket, topic, **options)
+    assert export_once(spark, job, tmp_path / "ckpt").records == 50
+    exported, _, _ = bucket_contents(s3_server, bucket)  # .zst decoded by zstandard
+    exported.assert_exactly_once(2, 25)
+    assert all(key.endswith(".json.zst") for key in exported.objects)
+    indexed = compression == "blockzstd"
+    assert len(exported.indexes) == (len(exported.objects) if indexed else 0)
+    url = f"s3://{bucket}"
+    with open_archive(url, {**s3_options(s3_server.endpoint_url), "scan.unindexed": "true"}) as a:
+        got = [json.loads(r.value) for r in a.seek(topic, 1, 17, count=3)]
+    assert got == [value_for(1, i) for i in (17, 18, 19)]
+
+
 @pytest.mark.parametrize(
     "options",
     [

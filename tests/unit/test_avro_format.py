@@ -478,7 +478,7 @@ def avro_doc(**changes) -> dict:
         ({"framing": {"kind": "separator", "separator": "\n"}}, "must say framing"),
         ({"avro_header_length": 10}, "chunk 0 starts at byte"),
         ({"avro": None}, "framing is avro but the index has no 'avro' section"),
-        ({"version": 3}, "index version 3 is newer"),
+        ({"version": 4}, "index version 4 is newer"),
     ],
 )
 def test_bad_avro_sections_are_refused(changes, message):

@@ -178,7 +178,7 @@ def test_every_command_has_help_with_examples(command):
 @pytest.mark.parametrize(
     ("line", "words"),
     [
-        ("s3.compression.type=zstd", ["s3.compression.type", "none, gzip, blockgzip"]),
+        ("s3.compression.type=lz4", ["s3.compression.type", "none, gzip, blockgzip, zstd"]),
         ("partitioner.class=weekly", ["partitioner.class", "daily", "hourly"]),
         ("behavior.on.null.values=drop", ["fail, ignore, write"]),
         ("startingOffsets=newest", ["startingOffsets", "earliest, latest, s3"]),

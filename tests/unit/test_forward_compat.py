@@ -139,7 +139,7 @@ def test_an_index_with_fields_this_blockgz_does_not_know_is_read():
     assert index.record_count == 5
 
 
-@pytest.mark.parametrize("version", [3, 99])
+@pytest.mark.parametrize("version", [4, 99])
 def test_an_index_of_a_newer_version_is_refused_with_upgrade(version):
     doc = index_doc()
     doc["version"] = version

@@ -67,7 +67,12 @@ def read_lines(tmp_path: Path, key: str) -> list[bytes]:
         ({"flush.size": "0"}, ["flush.size", "1 or more", "leave it out for no limit"]),
         ({"timezone": "Mars/Base"}, ["timezone", "IANA name", "PST"]),
         ({"flush.size": "three"}, ["flush.size", "whole number"]),
-        ({"s3.compression.level": "12"}, ["s3.compression.level", "-1..9"]),
+        ({"s3.compression.level": "23"}, ["s3.compression.level", "-1..22"]),
+        ({"s3.compression.level": "12"}, ["s3.compression.level=12", "allowed: 0-9"]),
+        (
+            {"s3.compression.type": "blockzstd", "s3.compression.level": "0"},
+            ["s3.compression.level=0", "1-22"],
+        ),
         ({"rotate.schedule.interval.ms": "60000"}, ["timezone"]),
         ({"s3.compression.block.size": "1MiB"}, ["blockgzip"]),
         ({"format.json.envelope": "yes"}, ["format.json.envelope", "true, false"]),
