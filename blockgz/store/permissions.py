@@ -139,15 +139,17 @@ def probe_export_permissions(store: S3Store, where: str, *, tagging: bool = Fals
     directory), with the store's SSE settings, and raise :class:`MissingPermissionError` for
     the first one refused. Other errors (no such bucket, TLS) are raised as they come.
 
-    Eight small requests: put, get, list and delete a 0-byte object (tag it too with
-    ``tagging``), then start, list and abort a multipart upload. Nothing is left behind
+    Eight small requests: put, list, get and delete a 0-byte object (tag it too with
+    ``tagging``), then start, list and abort a multipart upload. (radosgw lets a writer read
+    its own objects whatever the policy says, so there a missing s3:GetObject shows only
+    when objects another user wrote are read.) Nothing is left behind
     unless the delete or the abort is what is refused.
     """
     key = f"{where}preflight-{secrets.token_hex(4)}"
     _try(PUT, lambda: store.put(key, b""))
     try:
-        _try(GET, lambda: store.get(key))
         _try(LIST, lambda: next(iter(store.list(where, limit=1)), None))
+        _try(GET, lambda: store.get(key))
         if tagging:
             _try(TAGGING, lambda: _tag(store, key))
     except BaseException:

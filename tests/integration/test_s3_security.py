@@ -6,8 +6,8 @@ with exactly the export's documented permissions (:mod:`blockgz.store.permission
 permission with that one taken away, and a reader. SeaweedFS evaluates the policies itself
 (measured on 4.48: each of PutObject, GetObject, ListBucket, DeleteObject,
 ListBucketMultipartUploads and PutObjectTagging is refused alone; AbortMultipartUpload is also
-allowed by s3:PutObject there, so that one refusal is proven with botocore's Stubber in
-``tests/unit/test_s3_permissions.py``).
+allowed by s3:PutObject there, so that one refusal is proven on Ceph's radosgw, whose bucket
+policies refuse it, and with botocore's Stubber in ``tests/unit/test_s3_permissions.py``).
 
 The SSE tests put the request-logging proxy (:class:`testkit.s3.FaultProxy`) in front of the
 plain-HTTP SeaweedFS and check the headers each request carried, and that SeaweedFS itself
@@ -267,6 +267,16 @@ def test_read_only_keys_read_but_cannot_write(tmp_path, secure_s3, secure_bucket
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [expected[o] for o in range(50)]
 
+    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.export.status import job_status
+
+    report = job_status(
+        ExportConfig.from_mapping(job_options(secure_bucket, reader_options)), kafka=False
+    )
+    assert [(i.level, i.message) for i in report.issues] == [
+        (1, "open multipart uploads not listed: no s3:ListBucketMultipartUploads")
+    ]
+
     reader, _ = open_store(f"s3://{secure_bucket}", {**reader_options, "s3.part.size": "5242880"})
     with pytest.raises(StoreError, match="AccessDenied"):
         reader.put("topics/orders/x", b"nope")
@@ -310,6 +320,42 @@ def test_an_export_with_exactly_the_documented_permissions_over_tls(
     )
     assert rows == 60
     assert left_in(secure_s3, secure_bucket)[1] == []
+
+
+@pytest.mark.slow  # like tests/integration/test_ceph.py (a cluster; ~2 s to start here)
+def test_radosgw_bucket_policies_refuse_each_permission_alone(ceph_s3, ceph_bucket):
+    """radosgw evaluates bucket policies per action, AbortMultipartUpload included. (It lets a
+    writer read its own objects whatever the policy says, so s3:GetObject cannot be taken away
+    from the probe there.)"""
+    import json
+
+    users = {"exporter": EXPORT_PERMISSIONS}
+    for p in EXPORT_PERMISSIONS:
+        if p.action != "s3:GetObject":
+            users[without(p)] = tuple(q for q in EXPORT_PERMISSIONS if q is not p)
+    statements = []
+    for name, permissions in users.items():
+        ceph_s3.add_user(name, *user_key(name))
+        for statement in policy_document(ceph_bucket, "", permissions)["Statement"]:
+            principal = {"AWS": [f"arn:aws:iam:::user/{name}"]}
+            statements.append({**statement, "Principal": principal})
+    policy = {"Version": "2012-10-17", "Statement": statements}
+    ceph_s3.client().put_bucket_policy(Bucket=ceph_bucket, Policy=json.dumps(policy))
+
+    def refused(name: str) -> list[str]:
+        access, secret = user_key(name)
+        options = s3_options(ceph_s3.endpoint_url)
+        options.update({"aws.access.key.id": access, "aws.secret.access.key": secret})
+        try:
+            preflight_store(ceph_bucket, options)
+        except PreflightError as exc:
+            return re.findall(r"lack (\S+) on", str(exc))
+        return []
+
+    assert refused("exporter") == []
+    for p in EXPORT_PERMISSIONS:
+        if p.action != "s3:GetObject":
+            assert refused(without(p)) == [p.action]
 
 
 # -- server-side encryption ---------------------------------------------------------------------

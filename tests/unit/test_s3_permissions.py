@@ -51,8 +51,8 @@ def expect_probe_until(stub: Stubber, refused: str, code: str = "AccessDenied") 
     """Queue the probe's answers: each call succeeds until ``refused``, which gets ``code``."""
     answers = [
         ("put_object", {}),
-        ("get_object", {"Body": StreamingBody(io.BytesIO(b""), 0)}),
         ("list_objects_v2", {"IsTruncated": False}),
+        ("get_object", {"Body": StreamingBody(io.BytesIO(b""), 0)}),
         ("delete_object", {}),
         ("create_multipart_upload", {"UploadId": "u1"}),
         ("list_multipart_uploads", {"IsTruncated": False}),
