@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 #: The driver's environment variables that executors get (when set): boto3's credentials,
-#: region and endpoints.
+#: region, endpoints and CA bundle.
 FORWARDED_VARIABLES = (
     "AWS_ACCESS_KEY_ID",
     "AWS_SECRET_ACCESS_KEY",
@@ -38,6 +38,7 @@ FORWARDED_VARIABLES = (
     "AWS_ENDPOINT_URL",
     "AWS_ENDPOINT_URL_S3",
     "AWS_ENDPOINT_URL_STS",
+    "AWS_CA_BUNDLE",  # a path: the file must be at the same place on every node
 )
 
 #: Config keys whose values are secrets, for ``spark.redaction.regex``: Spark's default

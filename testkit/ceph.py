@@ -199,6 +199,20 @@ class CephRgwS3(KeyedS3Server):
         )
         self._wait_signed_requests()
 
+    def add_user(self, uid: str, access_key: str, secret_key: str) -> None:
+        """Another S3 user, with no rights on the buckets of others until a bucket policy
+        grants some (``"Principal": {"AWS": ["arn:aws:iam:::user/UID"]}``)."""
+        assert self._dir is not None, "start the cluster first"
+        self._deadline = time.monotonic() + 30
+        conf = str(Path(self._dir.name) / "ceph.conf")
+        self._run(
+            "radosgw-admin",
+            [
+                *("-c", conf, "user", "create", "--uid", uid, "--display-name", uid),
+                *("--access-key", access_key, "--secret-key", secret_key),
+            ],
+        )
+
     def _remaining(self) -> float:
         return self._deadline - time.monotonic()
 

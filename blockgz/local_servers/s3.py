@@ -57,6 +57,7 @@ def make_s3_client(
     *,
     access_key: str = ACCESS_KEY,
     secret_key: str = SECRET_KEY,
+    verify: str | bool | None = None,
     **config: Any,
 ) -> BaseClient:
     """A boto3 S3 client for a local endpoint: dummy credentials, us-east-1, path-style addressing.
@@ -64,7 +65,7 @@ def make_s3_client(
     The botocore session is hermetic: it reads no ``~/.aws`` files and ignores ``AWS_PROFILE``,
     so a developer's real credentials are never looked up. ``config`` goes to
     ``botocore.config.Config`` (e.g. ``retries={"total_max_attempts": 1}``); retries default to
-    standard mode with 3 attempts.
+    standard mode with 3 attempts. ``verify``: the CA bundle of an HTTPS endpoint (boto3's).
 
     Example::
 
@@ -90,7 +91,7 @@ def make_s3_client(
         aws_secret_access_key=secret_key,
         region_name=REGION,
         botocore_session=session,
-    ).client("s3", endpoint_url=endpoint_url, config=Config(**config))
+    ).client("s3", endpoint_url=endpoint_url, verify=verify, config=Config(**config))
 
 
 class KeyedS3Server(StartStop):
@@ -104,12 +105,15 @@ class KeyedS3Server(StartStop):
         self.access_key = access_key
         self.secret_key = secret_key
         self.endpoint_url = ""
+        #: The CA bundle an HTTPS endpoint's certificate verifies with (``None``: plain HTTP).
+        self.ca_bundle: str | None = None
 
     def client(self, **config: Any) -> BaseClient:
-        """A boto3 client for this endpoint (the server's keys, path-style)."""
-        return make_s3_client(
-            self.endpoint_url, access_key=self.access_key, secret_key=self.secret_key, **config
-        )
+        """A boto3 client for this endpoint (path-style; the server's keys unless
+        ``access_key``/``secret_key`` are given)."""
+        config.setdefault("access_key", self.access_key)
+        config.setdefault("secret_key", self.secret_key)
+        return make_s3_client(self.endpoint_url, verify=self.ca_bundle, **config)
 
 
 def _wait_until_http_ready(

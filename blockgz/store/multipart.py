@@ -155,6 +155,7 @@ class MultipartUpload(Upload):
                 Key=self.key,
                 UploadId=self._upload_id,
                 MultipartUpload={"Parts": parts},
+                **self._settings.sse_customer_args(),  # SSE-C: AWS wants the key here too
             ),
         )
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from types import SimpleNamespace
 from typing import TypeVar
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, SSLError
 from botocore.retries.standard import (
     OrRetryChecker,
     RetryContext,
@@ -37,7 +37,15 @@ _CHECKER = OrRetryChecker([TransientRetryableChecker(), ThrottledRetryableChecke
 
 
 def is_retryable(exc: BaseException) -> bool:
-    """True for errors botocore's standard mode would retry (5xx, throttling, resets)."""
+    """True for errors botocore's standard mode would retry (5xx, throttling, resets), but
+    not a TLS certificate that fails to verify: botocore counts it as a connection error, yet
+    asking again gets the same certificate.
+
+    >>> is_retryable(SSLError(endpoint_url="https://s3", error="certificate verify failed"))
+    False
+    """
+    if isinstance(exc, SSLError):
+        return False
     if isinstance(exc, ClientError):
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         context = RetryContext(

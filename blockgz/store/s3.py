@@ -333,7 +333,7 @@ def offset_tags(start_offset: int, end_offset: int, record_count: int) -> dict[s
 
 def translate_error(exc: Exception, what: str) -> Exception:
     """Map a botocore error to the project's errors, keeping the message and cause."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    from botocore.exceptions import BotoCoreError, ClientError, SSLError
 
     if isinstance(exc, ClientError):
         error = exc.response.get("Error", {})
@@ -345,6 +345,33 @@ def translate_error(exc: Exception, what: str) -> Exception:
         if code in _DENIED or status == 403:
             return StoreAccessDeniedError(message)
         return StoreError(message)
+    if isinstance(exc, SSLError):
+        return StoreError(f"{what}: {tls_hint(exc)}")
     if isinstance(exc, BotoCoreError):
         return StoreError(f"{what}: {exc}")
     return exc
+
+
+def tls_hint(exc: Exception) -> str:
+    """What a failed TLS handshake means and which setting fixes it.
+
+    >>> from botocore.exceptions import SSLError
+    >>> tls_hint(SSLError(endpoint_url="https://s3:9000/", error="[SSL: CERTIFICATE_VERIFY_FAILED]"
+    ...     " certificate verify failed: unable to get local issuer certificate (_ssl.c:1006)"))
+    ... # doctest: +NORMALIZE_WHITESPACE
+    "TLS certificate not trusted (unable to get local issuer certificate): give the CA that
+    signed the endpoint's certificate with s3.ssl.ca.bundle=/path/ca.pem (or AWS_CA_BUNDLE)"
+    """
+    text = str(exc)
+    reason = text.split("certificate verify failed:", 1)[-1].split("(_ssl.c", 1)[0].strip()
+    if "certificate verify failed" not in text:
+        return f"TLS handshake failed ({text}); check store.url (https:// to a TLS endpoint)"
+    if "mismatch" in reason:
+        return (
+            f"TLS certificate is not for this host ({reason}): use the host name in store.url "
+            "that the certificate names"
+        )
+    return (
+        f"TLS certificate not trusted ({reason}): give the CA that signed the endpoint's "
+        "certificate with s3.ssl.ca.bundle=/path/ca.pem (or AWS_CA_BUNDLE)"
+    )

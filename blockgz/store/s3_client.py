@@ -171,8 +171,11 @@ def _new_client(settings: S3Settings):
         request_checksum_calculation="when_required",
         response_checksum_validation="when_required",
     )
-    # endpoint_url=None lets boto3 honour AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_S3 itself.
+    # endpoint_url=None lets boto3 honour AWS_ENDPOINT_URL / AWS_ENDPOINT_URL_S3 itself, and
+    # verify=None its AWS_CA_BUNDLE and the config file's ca_bundle.
     session = _session(settings)
     with _SESSIONS_LOCK:  # a Session is not thread-safe while it creates clients
-        client = session.client("s3", endpoint_url=settings.endpoint_url, config=config)
+        client = session.client(
+            "s3", endpoint_url=settings.endpoint_url, verify=settings.ca_bundle, config=config
+        )
     return REQUESTS.watch(client)

@@ -18,6 +18,7 @@ import base64
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -88,6 +89,13 @@ STORE_OPTIONS = OptionSet(
         "store.url",
         "endpoint for MinIO, Ceph, R2, GCS; `https://` added to a bare host",
         shown="boto3's (`AWS_ENDPOINT_URL`)",
+    ),
+    _text(
+        "s3.ssl.ca.bundle",
+        "PEM file of the CA(s) that signed the endpoint's TLS certificate (a private CA); "
+        "every S3 request verifies against it instead of the system's CAs",
+        origin="blockgz",
+        shown="boto3's (`AWS_CA_BUNDLE`)",
     ),
     _store(
         "s3.path.style.access.enabled", "flag", True, "path-style addressing (Confluent's default)"
@@ -230,6 +238,9 @@ class S3Settings:
     bucket: str
     region: str | None = None
     endpoint_url: str | None = None
+    #: ``s3.ssl.ca.bundle``: the CA bundle TLS certificates verify with (``None``: boto3's,
+    #: which honours ``AWS_CA_BUNDLE`` and ``ca_bundle`` in the AWS config file).
+    ca_bundle: str | None = None
     path_style: bool = True
     #: ``s3.wan.mode``: S3 Transfer Acceleration (``bucket.s3-accelerate.amazonaws.com``).
     accelerate: bool = False
@@ -284,6 +295,7 @@ class S3Settings:
             bucket=bucket,
             region=_read(opts, "s3.region") or None,
             endpoint_url=endpoint,
+            ca_bundle=_ca_bundle(opts),
             path_style=path_style,
             accelerate=_accelerate(opts, bucket, endpoint, path_style),
             access_key_id=_read(opts, "aws.access.key.id") or None,
@@ -355,6 +367,23 @@ class S3Settings:
 
 def _read(opts: Options, name: str) -> Any:
     return STORE_OPTIONS.read(opts, name)
+
+
+def _ca_bundle(opts: Options) -> str | None:
+    """``s3.ssl.ca.bundle``: a readable file holding PEM certificates, or unset."""
+    path = _read(opts, "s3.ssl.ca.bundle")
+    if not path:
+        return None
+    try:
+        text = Path(path).expanduser().read_text(errors="replace")
+    except OSError as exc:
+        raise ConfigError(f"s3.ssl.ca.bundle={path}: cannot read it ({exc.strerror})") from exc
+    if "-----BEGIN CERTIFICATE-----" not in text:
+        raise ConfigError(
+            f"s3.ssl.ca.bundle={path}: holds no PEM certificate (-----BEGIN CERTIFICATE-----); "
+            "convert a DER or PKCS#12 file with openssl first"
+        )
+    return str(Path(path).expanduser())
 
 
 def _accelerate(opts: Options, bucket: str, endpoint: str | None, path_style: bool) -> bool:

@@ -1,7 +1,8 @@
 """Checks run before Spark starts (and at every start of the job), each failing in one line.
 
 Within a few seconds: the bucket exists and takes a write under the export's prefix (a small
-object written and deleted again), the Kafka brokers answer, and every named topic exists
+object written and deleted again; on S3 each permission the export needs is tried once, and the
+one refused is named), the Kafka brokers answer, and every named topic exists
 (``topics.regex`` matching nothing is an error with ``--once``, a warning for a running job,
 which picks topics up as they appear), and the schema registry of an AvroConverter answers
 with the credentials given. ``blockgz.preflight=false`` skips them where a probe is not
@@ -156,22 +157,62 @@ def check_registry(job: ExportConfig) -> None:
 
 
 def check_store(job: ExportConfig) -> None:
-    """Write and delete a small object where the job writes its manifests."""
+    """Write and delete a small object where the job writes its manifests; on S3, probe each
+    permission the export needs (:mod:`blockgz.store.permissions`) and name the one refused."""
+    from blockgz.store.s3 import S3Store
+
     store, prefix = job.sink.make_store()
     job_dir = job.sink.layout.job_prefix(prefix, job.name)
-    key = f"{job_dir}preflight-{secrets.token_hex(4)}"  # beside the manifests, not among them
+    settings = job.sink.target.s3
     setting = (
-        f"s3.bucket.name={job.sink.target.s3.bucket}"
-        if job.sink.target.s3 is not None
+        f"s3.bucket.name={settings.bucket}"
+        if settings is not None
         else f"path={job.sink.target_url}"
     )
     try:
-        store.put(key, b"")
-        store.delete(key)
+        if isinstance(store, S3Store):
+            _probe_s3(store, job_dir, setting)
+        else:
+            key = f"{job_dir}preflight-{secrets.token_hex(4)}"  # beside the manifests
+            store.put(key, b"")
+            store.delete(key)
+    except PreflightError:
+        raise
     except (BlockGzError, OSError) as exc:
-        raise PreflightError(f"{setting}: cannot write a test object ({exc})") from exc
+        raise PreflightError(
+            f"{_tls_setting(settings, exc) or setting}: cannot write a test object ({exc})"
+        ) from exc
     finally:
         store.close()
+
+
+def _probe_s3(store, job_dir: str, setting: str) -> None:
+    from blockgz.store.permissions import (
+        MissingPermissionError,
+        export_permissions,
+        probe_export_permissions,
+    )
+
+    tagging = store.settings.object_tagging
+    try:
+        probe_export_permissions(store, job_dir, tagging=tagging)
+    except MissingPermissionError as exc:
+        needed = ", ".join(p.action for p in export_permissions(tagging=tagging))
+        raise PreflightError(
+            f"{setting}: the credentials lack {exc.permission.action} on "
+            f"{store.url(job_dir)} ({exc.__cause__}); the export needs {needed} "
+            "(README: Security → S3)"
+        ) from exc
+
+
+def _tls_setting(settings, exc: Exception) -> str | None:
+    """The setting to name when a TLS certificate was refused: the CA bundle given, or the
+    endpoint."""
+    if settings is None or "TLS certificate" not in str(exc):
+        return None
+    if settings.ca_bundle:
+        return f"s3.ssl.ca.bundle={settings.ca_bundle}"
+    return f"store.url={settings.endpoint_url}" if settings.endpoint_url else None
 
 
 def check_kafka(job: ExportConfig, *, once: bool) -> None:

@@ -33,7 +33,12 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from blockgz.errors import BlockGzError, CorruptManifestError, NewerVersionError
+from blockgz.errors import (
+    BlockGzError,
+    CorruptManifestError,
+    NewerVersionError,
+    StoreAccessDeniedError,
+)
 from blockgz.sink.export.config import ExportConfig
 from blockgz.times import format_duration
 
@@ -344,10 +349,15 @@ def _read_leftovers(
     store, layout = manifests.store, manifests.layout
     prefixes = [layout.topic_prefix(manifests.prefix, t) for t in topics]
     prefixes.append(layout.job_prefix(manifests.prefix, manifests.name))
-    for where in prefixes:
-        report.open_uploads += [
-            {"key": u.key, "initiated": _iso(u.initiated)} for u in store.list_uploads(where)
-        ]
+    try:
+        for where in prefixes:
+            report.open_uploads += [
+                {"key": u.key, "initiated": _iso(u.initiated)} for u in store.list_uploads(where)
+            ]
+    except StoreAccessDeniedError:  # read-only keys: the rest of the report still holds
+        report.issues.append(
+            Issue(WARNING, "open multipart uploads not listed: no s3:ListBucketMultipartUploads")
+        )
     # From each partition's committed offset on (0 where nothing is committed).
     offsets: dict[str, dict[int, int]] = {}
     for p in report.partitions:
