@@ -239,7 +239,6 @@ def test_thousand_open_uploads_stay_small(s3_server, bucket):
         f"""
         import gc, json, psutil
         from blockgz.store import open_store
-from blockgz.store.request_stats import REQUESTS
         store, _ = open_store("s3://{bucket}", {s3_options(s3_server.endpoint_url)!r})
         store.put("warmup", b"x")
         gc.collect()
