@@ -169,6 +169,7 @@ class SchemaTexts:
         self.settings = settings
         self.client = SchemaRegistryClient(settings.client_config())
         self._texts: OncePerKey[int, str] = OncePerKey()
+        self._ids: OncePerKey[tuple[str, str], int] = OncePerKey()
 
     def get(self, schema_id: int) -> str:
         """The schema registered under ``schema_id``; :class:`RegistryError` if the registry
@@ -184,6 +185,32 @@ class SchemaTexts:
         self._check_avro(registered.schema.schema_type, f"subject {subject!r}")
         text = self._texts.get(registered.schema_id, lambda: registered.schema.schema_str)
         return registered.schema_id, text
+
+    def register(self, subject: str, text: str) -> int:
+        """The id of the Avro schema ``text`` under ``subject``, registered there if it is not
+        yet. A registry answers a schema it already holds with the id it has, so registering
+        into the registry a value came from gives back that value's id."""
+        from confluent_kafka.schema_registry import Schema
+
+        return self._ids.get(
+            (subject, text),
+            lambda: self._ask(
+                lambda: self.client.register_schema(subject, Schema(text, "AVRO")),
+                f"a schema registered under subject {subject!r}",
+            ),
+        )
+
+    def lookup(self, subject: str, text: str) -> int | None:
+        """The id of the Avro schema ``text`` if ``subject`` holds it, else ``None``."""
+        from confluent_kafka.schema_registry import Schema
+
+        try:
+            return self._ask(
+                lambda: self.client.lookup_schema(subject, Schema(text, "AVRO")).schema_id,
+                f"a schema under subject {subject!r}",
+            )
+        except UnknownSchemaError:
+            return None
 
     def _fetch(self, schema_id: int) -> str:
         registered = self._ask(lambda: self.client.get_schema(schema_id), f"schema id {schema_id}")

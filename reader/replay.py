@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.errors import ConfigError, ReplayError
-from blockgz.format.datum_json import datum_json
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.reader.archive import Archive
 from blockgz.reader.archive_options import check_reader_options
+from blockgz.reader.restore_values import AvroToWire, check_key, check_restorable
+from blockgz.registry import RegistrySettings
 from blockgz.times import epoch_ms
 
 log = logging.getLogger("blockgz.replay")
@@ -122,6 +123,9 @@ class ReplaySettings:
     by_key: bool = False
     mark: bool = True
     allow_same_topic: bool = False
+    #: The target cluster's schema registry: an Avro archive's values go back in Confluent's
+    #: wire format with its ids (:mod:`blockgz.reader.restore_values`); required for one.
+    registry: RegistrySettings | None = None
     #: librdkafka settings (``bootstrap.servers`` at least); idempotence is always on.
     producer: dict[str, Any] = field(default_factory=dict)
 
@@ -199,6 +203,11 @@ def replay(
                 f"{settings.topic!r} have no partition of the same number there (create it with "
                 "more partitions, or pass --by-key to spread records by key)"
             )
+    avro = check_restorable(archive, settings.topic, sources, settings.registry)
+    encode: Callable[[int, list], list] | None = None
+    if avro:
+        assert settings.registry is not None
+        encode = AvroToWire(archive, settings.topic, settings.registry, settings.to_topic)
     delivered = (
         delivered_so_far(config, settings.to_topic, targets, settings.topic, set(sources))
         if settings.mark
@@ -239,7 +248,10 @@ def replay(
                         block if block[0].offset > floor else [r for r in block if r.offset > floor]
                     )
                     routes = itertools.repeat(source)
-                _send(producer, settings.to_topic, unsent, routes, marker)
+                if unsent:
+                    check_key(unsent[0], settings.topic)
+                values = encode(source, unsent) if encode is not None and unsent else None
+                _send(producer, settings.to_topic, unsent, routes, marker, values)
                 sent += len(unsent)
                 skipped += len(block) - len(unsent)
                 producer.poll(0)  # serve failure reports once per block
@@ -273,14 +285,24 @@ def replay(
     return result
 
 
-def _send(producer, topic: str, records: list, partitions: Iterable[int], marker) -> None:
-    """Hand ``records`` to the producer, each to its partition, with its resume marker;
-    while the producer's queue is full, wait for it to drain."""
+def _send(
+    producer,
+    topic: str,
+    records: list,
+    partitions: Iterable[int],
+    marker,
+    values: list[bytes | None] | None = None,
+) -> None:
+    """Hand ``records`` to the producer, each to its partition, with its resume marker and
+    its value (``values``, re-encoded, or the record's own); while the producer's queue is
+    full, wait for it to drain."""
     produce, poll = producer.produce, producer.poll
-    for record, partition in zip(records, partitions, strict=False):  # partitions may repeat
-        value, headers = record.value, record.headers
-        if value is not None and type(value) is not bytes:  # a decoded Avro value
-            value = datum_json(value)
+    for i, (record, partition) in enumerate(zip(records, partitions, strict=False)):
+        value, headers = record.value if values is None else values[i], record.headers
+        if value is not None and type(value) is not bytes:
+            raise ReplayError(  # never sent as something else (checked up front: unreachable)
+                f"{topic}: offset {record.offset} holds a decoded value, not bytes"
+            )
         if marker is not None:
             headers = [*(headers or ()), (MARKER, marker + b"%d" % record.offset)]
         while True:

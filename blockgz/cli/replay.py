@@ -44,6 +44,12 @@ def _epoch_ms(ctx, param, value: str | None) -> int | None:
     help="Leave out the blockgz.replay header (then a rerun cannot tell what was delivered).",
 )  # fmt: skip
 @click.option(
+    "--schema-registry-url", metavar="URL",
+    help="The target cluster's schema registry: an Avro archive's values go back in "
+    "Confluent's wire format with its schema ids (required for one). -O "
+    "basic.auth.user.info=USER:PASSWORD logs in.",
+)  # fmt: skip
+@click.option(
     "--master", metavar="URL",
     help="Run as a Spark job (local[4], spark://host:7077): one task per archived partition.",
 )  # fmt: skip
@@ -51,7 +57,8 @@ def _epoch_ms(ctx, param, value: str | None) -> int | None:
 @fail_cleanly
 def replay(
     source, topic, partitions, from_offset, to_offset, from_time, to_time, to_topic,
-    bootstrap_servers, by_key, allow_same_topic, no_marker, master, endpoint_url, options,
+    bootstrap_servers, by_key, allow_same_topic, no_marker, schema_registry_url, master,
+    endpoint_url, options,
 ) -> None:  # fmt: skip
     """Replay archived records of SOURCE (an archive prefix) into a Kafka topic.
 
@@ -70,6 +77,8 @@ def replay(
           --to-offset 2000 --to-topic orders-fix --bootstrap-servers kafka:9092
       blockgz replay s3://bucket/exports --topic orders --master 'local[4]' \\
           --to-topic orders-restored --bootstrap-servers kafka:9092
+      blockgz replay s3://bucket/exports --topic payments --to-topic payments \\
+          --bootstrap-servers dr-kafka:9092 --schema-registry-url http://dr-registry:8081
       blockgz replay s3://bucket/exports --topic orders --from-time 2026-11-01T00:00:00Z \\
           --to-topic orders-nov --by-key --bootstrap-servers kafka:9092 \\
           -O kafka.compression.type=zstd
@@ -93,6 +102,7 @@ def replay(
         by_key=by_key,
         mark=not no_marker,
         allow_same_topic=allow_same_topic,
+        registry=_registry(schema_registry_url, archive_options),
         producer=producer,
     )
     console = Console(stderr=True)
@@ -116,6 +126,17 @@ def replay(
         + (f"; {skipped} were there already" if skipped else ""),
         err=True,
     )
+
+
+def _registry(url: str | None, options: dict[str, str]):
+    """The target registry's settings from ``--schema-registry-url`` and the ``-O``
+    ``basic.auth.*`` options (``None`` without a URL)."""
+    if not url:
+        return None
+    from blockgz.registry import RegistrySettings
+
+    auth = {k: v for k, v in options.items() if k.startswith(("basic.auth.", "schema.registry."))}
+    return RegistrySettings.from_options({**auth, "schema.registry.url": url}, "value.converter")
 
 
 class _progress:
