@@ -24,6 +24,7 @@ from typing import BinaryIO
 import numpy as np
 
 from blockgz.errors import ConfigError, IndexNotReadyError, OffsetOrderError, RecordFramingError
+from blockgz.format.checksum import block_crc32
 from blockgz.format.codec import Compression
 from blockgz.format.framing import NEWLINE, Framing, Separated
 from blockgz.format.index import BlockIndex, Chunk, deltas_if_gapped
@@ -337,6 +338,7 @@ class BlockGzipWriter:
                 block.offset_deltas,
                 min_timestamp=low,
                 max_timestamp=high,
+                crc32=block_crc32(member),
             )
         )
         self._bytes_written += len(member)
