@@ -296,8 +296,9 @@ def _check_overlaps(ctx: _Context, topic: str, partition: int, values: list[_Obj
 # -- every block, read once ------------------------------------------------------------------
 def _check_deep(ctx: _Context, objects: list[_Object]) -> None:
     todo = [o for o in objects if o.intact]
-    with ThreadPoolExecutor(ctx.threads) as pool:
-        results = list(pool.map(lambda o: _read_blocks(ctx, o), todo))
+    # Objects on one pool, their blocks on another (a task never waits on its own pool).
+    with ThreadPoolExecutor(ctx.threads) as pool, ThreadPoolExecutor(ctx.threads) as blocks:
+        results = list(pool.map(lambda o: _read_blocks(ctx, o, blocks), todo))
     for obj, problems in zip(todo, results, strict=True):
         ctx.report.bytes_read += obj.info.size  # type: ignore[union-attr]
         for chunk, problem in problems:
@@ -311,10 +312,10 @@ def _check_deep(ctx: _Context, objects: list[_Object]) -> None:
             )  # fmt: skip
 
 
-def _read_blocks(ctx: _Context, obj: _Object):
+def _read_blocks(ctx: _Context, obj: _Object, blocks: ThreadPoolExecutor):
     """Bad blocks of one object (``(chunk, problem)``; ``(None, problem)``: unreadable whole)."""
     if obj.index_ok and obj.index is not None:
-        return check_blocks(ctx.store, obj.file.key, obj.index)
+        return check_blocks(ctx.store, obj.file.key, obj.index, blocks)
     ref = ctx.manifests.layout.parse_data_key(obj.file.key, any_extension=True)
     decode = None if ref is None else stream_decoder_of(ref.extension, ref.bytearray_extension)
     _, problem = read_whole(ctx.store, obj.file.key, obj.file.first_offset, NEWLINE, decode=decode)
