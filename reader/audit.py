@@ -163,6 +163,7 @@ def audit_job(
                 _check_deep(ctx, objects)
         offsets = {p: view.offsets[topic][p] for p in partitions}
         _check_strays(ctx, topic, offsets, listed, committed | elsewhere)
+    _sort(ctx)
     if do_repair:
         repair(store, report, ctx.plans)
     report.requests = _spent(store, before)
@@ -393,6 +394,21 @@ def _uncommitted(
 
 
 # -- helpers ------------------------------------------------------------------------------------
+def _sort(ctx: _Context) -> None:
+    """Findings in topic, partition, offset order (their plans follow them)."""
+    found = ctx.report.findings
+    order = sorted(
+        range(len(found)),
+        key=lambda n: (found[n].topic, _or(found[n].partition), _or(found[n].first), n),
+    )
+    ctx.report.findings = [found[n] for n in order]
+    ctx.plans = {new: ctx.plans[old] for new, old in enumerate(order) if old in ctx.plans}
+
+
+def _or(value: int | None) -> int:
+    return -1 if value is None else value
+
+
 def _finding(level: int, kind: str, f: WrittenFile, message: str) -> Finding:
     return Finding(level, kind, f.topic, f.partition, f.first_offset, f.last_offset, f.key, message)
 
