@@ -52,7 +52,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from blockgz.archive.catalog import Catalog
+from blockgz.archive.catalog import Catalog, CatalogView
 from blockgz.archive.lease import Holder
 from blockgz.archive.manifests import Manifests, find_exports
 from blockgz.archive.object_ref import ObjectRef
@@ -104,6 +104,8 @@ class _Context:
     plans: dict[int, Plan] = field(default_factory=dict)
     lease: Holder | None = None
     threads: int = DEFAULT_THREADS
+    #: Every manifest's files, read only when the catalog fails (:func:`_committed_files`).
+    all_files: list[WrittenFile] | None = None
 
     def add(self, finding: Finding, plan: Plan | None = None) -> None:
         if plan is not None:
@@ -143,7 +145,7 @@ def audit_job(
     dead = view.dead_letters
     for topic, partitions in sorted(by_topic.items()):
         listed = {info.key: info for info in store.list(_topic_prefix(manifests, topic))}
-        files = {p: view.files(topic, p) for p in partitions}
+        files = {p: _committed_files(ctx, view, topic, p) for p in partitions}
         committed = {f.key for fs in files.values() for f in fs}
         committed |= {f.index_key for fs in files.values() for f in fs if f.index_key}
         for partition in partitions:
@@ -172,6 +174,26 @@ def audit_job(
 
 
 # -- committed objects and their sidecars ----------------------------------------------------
+def _committed_files(
+    ctx: _Context, view: CatalogView, topic: str, partition: int
+) -> list[WrittenFile]:
+    """The partition's committed files, through the catalog; if a segment of it is gone or
+    unreadable, from the manifests themselves (every one is read: the catalog exists to avoid
+    that), so that no committed object is taken for a stray."""
+    try:
+        return view.files(topic, partition)
+    except (ObjectNotFoundError, CorruptManifestError) as exc:
+        what = (
+            f"the catalog cannot be read ({exc}): readers that go through it fail on this "
+            "partition; its files were taken from the manifests"
+        )
+        ctx.add(Finding(DAMAGE, "catalog", topic, partition, None, None, None, what))
+    if ctx.all_files is None:
+        ctx.all_files = ctx.manifests.committed_files()
+    mine = {f.key: f for f in ctx.all_files if (f.topic, f.partition) == (topic, partition)}
+    return sorted(mine.values(), key=lambda f: (f.first_offset, f.key))
+
+
 def _check_objects(
     ctx: _Context, files: list[WrittenFile], listed: dict[str, ObjectInfo]
 ) -> list[_Object]:

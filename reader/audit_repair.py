@@ -107,6 +107,8 @@ def _cannot(finding: Finding) -> str:
         "stray": "not repaired: not a data object's name (it may be there on purpose)",
         "in_flight": "left alone: the export holding the lease may be writing it",
         "past_commit": "not repaired: the manifests disagree with the object; check by hand",
+        "catalog": "not repaired: removing the job's catalog roots (with no export running) "
+        "makes the next compaction rebuild the catalog from the manifests",
     }.get(finding.kind, "not repaired")
 
 

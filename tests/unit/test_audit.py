@@ -10,6 +10,7 @@ import os
 import pytest
 from click.testing import CliRunner
 
+from blockgz.archive.catalog import Catalog
 from blockgz.archive.layout import Layout
 from blockgz.archive.lease import Lease
 from blockgz.archive.log import ManifestLog
@@ -197,6 +198,22 @@ def test_overlapping_objects_of_two_writers_are_a_warning(tmp_path):
     assert overlaps[0].message.startswith(f"holds 2 of these offsets that {_key(0)} holds too")
     assert (overlaps[0].first, overlaps[0].last, overlaps[0].key) == (5, 6, _key(5))
     assert report.exit_code >= 1
+
+
+def test_a_catalog_segment_gone_is_damage_and_no_committed_object_becomes_a_stray(tmp_path):
+    root = str(tmp_path / "c")
+    export_batches(root, records(), "default", batches=4, every=2, **{"flush.size": "7"})
+    store = LocalStore(root)
+    log = ManifestLog(store, "", Layout(), "job")
+    newest = Catalog(log).latest_root()
+    (segment,) = newest.segments["ev"][0]  # what the newest root reads for ev-0
+    store.delete(segment.key)
+    report = audit_job(log, do_repair=True)
+    (finding,) = report.findings
+    assert (finding.kind, finding.level, finding.partition) == ("catalog", DAMAGE, 0)
+    assert "its files were taken from the manifests" in finding.message
+    assert report.repaired == []  # nothing removed: every object is still known as committed
+    assert report.partitions[0].records == 60
 
 
 class FakeKafka:
