@@ -164,7 +164,11 @@ def audit_job(
             if deep:
                 _check_deep(ctx, objects)
         offsets = {p: view.offsets[topic][p] for p in partitions}
-        _check_strays(ctx, topic, offsets, listed, committed | elsewhere)
+        spans = {
+            p: [(f.first_offset, f.last_offset) for f in files[p] if f.role == "value"]
+            for p in partitions
+        }
+        _check_strays(ctx, topic, offsets, spans, listed, committed | elsewhere)
     _sort(ctx)
     if do_repair:
         repair(store, report, ctx.plans)
@@ -354,6 +358,7 @@ def _check_strays(
     ctx: _Context,
     topic: str,
     offsets: dict[int, int],
+    spans: dict[int, list[tuple[int, int]]],
     listed: dict[str, ObjectInfo],
     committed: set[str],
 ) -> None:
@@ -380,7 +385,8 @@ def _check_strays(
             continue
         if ref.topic != topic:
             continue
-        _uncommitted(ctx, ref, info, offsets.get(ref.partition), listed)
+        held = spans.get(ref.partition, [])
+        _uncommitted(ctx, ref, info, offsets.get(ref.partition), held, listed)
 
 
 def _stray_name(ctx: _Context, topic: str, key: str) -> None:
@@ -389,17 +395,29 @@ def _stray_name(ctx: _Context, topic: str, key: str) -> None:
 
 
 def _uncommitted(
-    ctx: _Context, ref: ObjectRef, info: ObjectInfo, committed: int | None, listed
+    ctx: _Context,
+    ref: ObjectRef,
+    info: ObjectInfo,
+    committed: int | None,
+    held: list[tuple[int, int]],
+    listed: dict[str, ObjectInfo],
 ) -> None:
+    """An object no manifest committed. It is removed by ``--repair`` only when that loses
+    nothing: from the committed offset on (what a restart of the export removes too), or below
+    it when its index shows every offset it holds is in committed objects (a duplicate). One
+    that may hold the only copy of some offsets (written before the export kept manifests, by
+    another tool) is left, and so is the batch in flight of a running export."""
     keys = (ref.key, *(k for k in sidecar_keys(ref.key) if k in listed))
     lease = ctx.lease
     in_flight = lease is not None and (info.modified is None or info.modified >= lease.since)
-    ahead = committed is None or ref.start_offset >= committed
-    where = (
-        f"from offset {ref.start_offset}, at or after the committed offset {committed}"
-        if ahead
-        else f"from offset {ref.start_offset}, below the committed offset {committed}"
-    )
+    ahead = committed is not None and ref.start_offset >= committed
+    at = f"from offset {ref.start_offset}"
+    if committed is None:
+        where = f"{at}; no export here committed anything for {ref.topic}-{ref.partition}"
+    elif ahead:
+        where = f"{at}, at or after the committed offset {committed}"
+    else:
+        where = f"{at}, below the committed offset {committed}"
     if in_flight:
         what = (
             f"no manifest committed it yet ({where}): the export holding the lease "
@@ -409,10 +427,42 @@ def _uncommitted(
         ctx.add(Finding(level, "in_flight", ref.topic, ref.partition, ref.start_offset, None,
                         ref.key, what))  # fmt: skip
         return
-    why = "a batch that never committed" if ahead else "a second writer or a failed batch"
-    what = f"no manifest committed it ({where}: {why}); readers ignore it"
-    ctx.add(Finding(WARNING, "uncommitted", ref.topic, ref.partition, ref.start_offset, None,
-                    ref.key, what), RemoveKeys(keys))  # fmt: skip
+    if ahead:
+        what = (
+            f"no manifest committed it ({where}: a batch that never committed); readers ignore it"
+        )
+        plan: Plan | None = RemoveKeys(keys)
+        last = None
+    else:
+        last, duplicate = _duplicate(ctx, ref, held, listed)
+        plan = RemoveKeys(keys) if duplicate else None
+        why = (
+            "a second writer's copy: committed objects hold all of its offsets"
+            if duplicate
+            else "it may hold the only copy of some of its offsets (written before the export "
+            "kept manifests, or by another tool)"
+        )
+        what = f"no manifest committed it ({where}); {why}; readers ignore it"
+    ctx.add(Finding(WARNING, "uncommitted", ref.topic, ref.partition, ref.start_offset, last,
+                    ref.key, what), plan)  # fmt: skip
+
+
+def _duplicate(
+    ctx: _Context, ref: ObjectRef, held: list[tuple[int, int]], listed: dict[str, ObjectInfo]
+) -> tuple[int | None, bool]:
+    """The stray's last offset (from its sidecar), and whether committed objects hold every
+    offset from its first to its last; ``(None, False)`` without a readable sidecar."""
+    at = next((k for k in sidecar_keys(ref.key) if k in listed), None)
+    if at is None:
+        return None, False
+    try:
+        index = BlockIndex.from_json(ctx.store.get(at), source=at)
+    except (BlockGzError, ObjectNotFoundError):
+        return None, False
+    first, last = index.first_offset, index.last_offset
+    if first is None or last is None:
+        return None, False
+    return last, not gaps_between(held, first=first, committed=last + 1)
 
 
 # -- helpers ------------------------------------------------------------------------------------

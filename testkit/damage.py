@@ -44,3 +44,11 @@ def strip_checksums(store: ObjectStore, key: str) -> None:
     for chunk in doc["chunks"]:
         chunk.pop("crc32", None)
     store.put(sidecar_key(key), json.dumps(doc).encode())
+
+
+def second_writer(store: ObjectStore, key: str, first_offset: int, records: int) -> None:
+    """An object (and its sidecar) another writer put at ``key``, holding ``records`` offsets
+    from ``first_offset`` on, that no manifest committed."""
+    with BlockGzipUpload(store, key, first_offset=first_offset) as out:
+        for n in range(records):
+            out.write(b'{"n": %d}' % (first_offset + n), first_offset + n)

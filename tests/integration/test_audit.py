@@ -145,19 +145,19 @@ def test_a_stale_sidecar_is_named_and_rebuilt(archive, tmp_path):
 
 def test_strays_no_manifest_committed_are_removed_by_repair(archive):
     after, below = _key(60), _key(3)
-    for key in (after, below):
-        archive.store.put(key, archive.store.get(_key(0)))
+    archive.store.put(after, archive.store.get(_key(0)))
     archive.store.put(sidecar_key(after), archive.store.get(sidecar_key(_key(0))))
+    damage.second_writer(archive.store, below, 3, 10)  # 3..12, all committed elsewhere
     code, job, lines = archive.audit()
     assert code == 1
     assert lines == [
-        f"warning uncommitted ev-0 3..None {below}",
+        f"warning uncommitted ev-0 3..12 {below}",
         f"warning uncommitted ev-0 60..None {after}",
     ]
     code, job, _ = archive.audit("--repair")
     assert code == 0
     assert sorted(job["repaired"]) == sorted(
-        f"removed {archive.url}/{k}" for k in (below, after, sidecar_key(after))
+        f"removed {archive.url}/{k}" for k in (below, sidecar_key(below), after, sidecar_key(after))
     )
     assert archive.audit()[2] == []
 

@@ -147,23 +147,30 @@ def test_a_stale_sidecar_is_named_and_rebuilt(archive, tmp_path):
 
 def test_strays_uncommitted_and_by_another_writer_are_removed_by_repair(archive):
     store, log = archive
-    store.put(DIR + "ev+0+0000000060.json.gz", store.get(_key(0)))  # after the committed 60
-    store.put(DIR + "ev+0+0000000003.json.gz", store.get(_key(0)))  # below it: another writer
+    after, copy, alone = DIR + "ev+0+0000000060.json.gz", _key(3), _key(8)
+    store.put(after, store.get(_key(0)))  # from the committed offset 60 on: a dead batch's
+    damage.second_writer(store, copy, 3, 7)  # 3..9: every offset committed elsewhere too
+    store.put(alone, store.get(_key(0)))  # no sidecar: what it holds is unknown
     store.put(DIR + "ev+0+0000000050.json.gz.bak", b"x")  # no data object's name
     report = audit_job(log)
     found = {f.key: f for f in report.findings}
-    assert found[DIR + "ev+0+0000000060.json.gz"].kind == "uncommitted"
-    assert "at or after the committed offset 60" in found[DIR + "ev+0+0000000060.json.gz"].message
-    assert "below the committed offset 60" in found[DIR + "ev+0+0000000003.json.gz"].message
+    assert "at or after the committed offset 60" in found[after].message
+    assert (
+        "a second writer's copy: committed objects hold all of its offsets" in found[copy].message
+    )
+    assert (found[copy].first, found[copy].last) == (3, 9)
+    assert "it may hold the only copy" in found[alone].message
     assert found[DIR + "ev+0+0000000050.json.gz.bak"].kind == "stray"
+    assert {f.kind for f in report.findings} == {"uncommitted", "stray"}
     assert report.exit_code == 1
     repaired = audit_job(log, do_repair=True)
     assert sorted(r.rsplit("/", 1)[-1] for r in repaired.repaired) == [
+        ".ev+0+0000000003.json.index.json",
         "ev+0+0000000003.json.gz",
         "ev+0+0000000060.json.gz",
     ]
     left = audit_job(log)
-    assert kinds(left) == [("stray", WARNING, DIR + "ev+0+0000000050.json.gz.bak")]
+    assert [f.key for f in left.findings] == [DIR + "ev+0+0000000050.json.gz.bak", alone]
 
 
 def test_a_running_exports_batch_is_left_alone_and_said_so(archive):
