@@ -7,14 +7,18 @@ Safe:
   the rebuilt index agrees with what the manifest committed (first and last offset, records):
   an object whose offsets have gaps cannot be re-indexed from its bytes alone (only the lost
   index recorded where the gaps were), and an Avro object's index is not rebuilt;
-* an object no manifest committed (and its sidecar), or a sidecar whose object is gone, is
-  removed — unless an export holds the job's lease and the object is not older than the
-  lease: that export may be writing it (its batch in flight), so it is left alone.
+* an object no manifest committed (and its sidecar) is removed when that loses nothing: from
+  the committed offset on (what a restart of the export removes too), or below it when its
+  index shows that committed objects hold every offset it holds (a second writer's copy);
+  a sidecar whose object is gone is removed too. Never while an export holds the job's lease
+  and the object is not older than the lease: that export may be writing it (its batch in
+  flight), so it is left alone.
 
 Not safe, and so only said: committed records that are gone, truncated or corrupted (re-export
 those offsets from Kafka while it still holds them), overlaps (both copies are committed; which
-to keep is a person's call), gaps, and strays whose names are no data object's (someone may
-have put them there on purpose).
+to keep is a person's call), gaps, strays whose names are no data object's (someone may have
+put them there on purpose), and uncommitted objects that may hold the only copy of some
+offsets.
 """
 
 from __future__ import annotations
@@ -106,6 +110,7 @@ def _cannot(finding: Finding) -> str:
         "unexplained_gap": "not repaired: nothing to rebuild it from",
         "stray": "not repaired: not a data object's name (it may be there on purpose)",
         "in_flight": "left alone: the export holding the lease may be writing it",
+        "uncommitted": "not removed: it may hold the only copy of these offsets; check by hand",
         "past_commit": "not repaired: the manifests disagree with the object; check by hand",
         "catalog": "not repaired: removing the job's catalog roots (with no export running) "
         "makes the next compaction rebuild the catalog from the manifests",
