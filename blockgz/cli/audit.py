@@ -99,6 +99,13 @@ def audit(target, topics, deep, repair, brokers, no_kafka, options, output, thre
     else:
         raise ConfigError(f"{target}: no such config file, and not an archive URL")
     reports = [_audit(job, topics, deep, repair, ask_kafka, threads) for job in jobs]
+    audited = {p.topic for r in reports for p in r.partitions}
+    missing = [t for t in topics if t not in audited]
+    if missing:
+        raise ConfigError(
+            f"--topic {', '.join(missing)}: no export there committed anything of it "
+            f"(committed: {', '.join(sorted(audited)) or 'nothing'})"
+        )
     code = max(r.exit_code for r in reports)
     if output == "json":
         import json

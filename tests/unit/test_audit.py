@@ -290,6 +290,16 @@ def test_cli_lines_json_and_exit_codes(archive, tmp_path):
     assert "re-export offsets 7..13 of ev-0 from Kafka" in job["findings"][0]["repair"]
 
 
+def test_a_topic_no_job_committed_is_an_error(archive):
+    store, _ = archive
+    root = str(store.path(_key(0))).split("/topics/")[0]
+    result = CliRunner().invoke(main, ["audit", root, "--topic", "nope"])
+    assert result.exit_code == 2
+    assert "error: --topic nope: no export there committed anything of it (committed: ev)" in (
+        result.output
+    )
+
+
 def test_cli_errors_are_one_line():
     result = CliRunner().invoke(main, ["audit", "/no/such/thing"])
     assert result.exit_code == 2
