@@ -137,6 +137,7 @@ def audit_job(
     ctx.lease = _live_lease(manifests, time.time() if now is None else now)
     view = Catalog(manifests).view()
     wanted = set(topics)
+    report.topics = sorted({topic for topic, _ in view.partitions()})
     by_topic: dict[str, list[int]] = {}
     for topic, partition in view.partitions():
         if not wanted or topic in wanted:

@@ -84,6 +84,8 @@ class AuditReport:
     deep: bool = False
     kafka: str = ""
     partitions: list[PartitionSummary] = field(default_factory=list)
+    #: Every topic the job committed (also those a ``topics`` filter left out).
+    topics: list[str] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     #: What ``--repair`` did: one line per key written or removed.
     repaired: list[str] = field(default_factory=list)

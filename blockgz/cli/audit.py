@@ -99,7 +99,7 @@ def audit(target, topics, deep, repair, brokers, no_kafka, options, output, thre
     else:
         raise ConfigError(f"{target}: no such config file, and not an archive URL")
     reports = [_audit(job, topics, deep, repair, ask_kafka, threads) for job in jobs]
-    audited = {p.topic for r in reports for p in r.partitions}
+    audited = {t for r in reports for t in r.topics}
     missing = [t for t in topics if t not in audited]
     if missing:
         raise ConfigError(
