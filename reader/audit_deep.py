@@ -4,8 +4,8 @@ A block whose index chunk has a ``crc32`` (:mod:`blockgz.format.checksum`) is ch
 CRC-32 of its stored bytes: one pass at memory speed, no decompression, and it catches any
 changed byte, even one that still inflates. A block without it (an index written before the
 checksum, DeviantArt's) is decompressed: its gzip trailer's CRC-32 and length, the size the
-index promises and its record count are checked. An Avro block is decoded alone (count and sync
-marker), its checksum checked first when there is one.
+index promises and its record count are checked; an Avro block is decoded alone (count and
+sync marker). An Avro file's header must also match the index's Avro section.
 
 The object is read in merged byte ranges of up to :data:`SPAN_BYTES` each, in order: the archive
 is read once, one ranged GET per span. Given an executor, the blocks of a span are checked on
@@ -34,7 +34,7 @@ import zlib
 from concurrent.futures import Executor
 
 from blockgz.errors import BlockGzError
-from blockgz.format.avro_read import avro_block_bytes
+from blockgz.format.avro_read import avro_block_bytes, header_problems, read_avro_header
 from blockgz.format.checksum import block_crc32
 from blockgz.format.decode import inflate_chunk
 from blockgz.format.index import BlockIndex, Chunk
@@ -49,9 +49,16 @@ WINDOW = 8
 
 def check_blocks(
     store: ObjectStore, key: str, index: BlockIndex, executor: Executor | None = None
-) -> list[tuple[Chunk, str]]:
-    """Read every block of ``key`` once and check it; each bad block's chunk and one line
-    saying what is wrong with it (empty: every block is intact)."""
+) -> list[tuple[Chunk | None, str]]:
+    """Read every block of ``key`` once and check it; each bad block's chunk (``None``: the
+    Avro header) and one line saying what is wrong with it (empty: every block is intact)."""
+    problems: list[tuple[Chunk | None, str]] = []
+    if index.avro is not None:
+        try:
+            header = read_avro_header(store.get_range(key, 0, index.avro.header_length))
+            problems += [(None, f"Avro header: {p}") for p in header_problems(header, index.avro)]
+        except BlockGzError as exc:
+            problems.append((None, f"Avro header: {exc}"))
     reads = [BlockRead(n, chunk) for n, chunk in enumerate(index.chunks)]
     spans = merge_ranges(reads, gap=0, limit=SPAN_BYTES)
     blocks = fetched(lambda a, b: store.get_range(key, a, b), spans, executor=executor, ahead=1)
@@ -66,7 +73,6 @@ def check_blocks(
         if executor is None
         else (result for _, result in prefetched(blocks, check, executor, WINDOW))
     )
-    problems: list[tuple[Chunk, str]] = []
     for read, problem in checked:
         if problem is not None:
             problems.append(
@@ -85,8 +91,7 @@ def block_problem(
         got = block_crc32(raw)
         if got != chunk.crc32:
             return f"CRC-32 of the stored bytes is {got:#010x}, the index says {chunk.crc32:#010x}"
-        if index.avro is None:
-            return None  # the bytes are those written: nothing more to learn by inflating
+        return None  # the bytes are those written: nothing more to learn by decoding
     try:
         if index.avro is not None:
             avro_block_bytes(raw, chunk, index.avro, block=block)

@@ -21,9 +21,14 @@ try:  # ISA-L's CRC-32 folds with carry-less multiplies: ~5x zlib's on the same 
 except ImportError:  # pragma: no cover - isal is a hard dependency; zlib gives the same numbers
     _crc32 = zlib.crc32
 
-_CRC: Callable[[bytes | bytearray | memoryview], int] = _crc32
+_CRC: Callable[[bytes | bytearray | memoryview, int], int] = _crc32
 
 
-def block_crc32(data: bytes | bytearray | memoryview) -> int:
-    """CRC-32 (zlib's polynomial) of ``data``, as an unsigned 32-bit integer."""
-    return _CRC(data) & 0xFFFFFFFF
+def block_crc32(data: bytes | bytearray | memoryview, value: int = 0) -> int:
+    """CRC-32 (zlib's polynomial) of ``data``, as an unsigned 32-bit integer; ``value``: the
+    CRC of the bytes before it, to go on from (a block written in pieces).
+
+    >>> block_crc32(b"lo", block_crc32(b"hel")) == block_crc32(b"hello")
+    True
+    """
+    return _CRC(data, value) & 0xFFFFFFFF

@@ -7,9 +7,10 @@ consecutive offsets), which keeps the index exact under compaction or interleavi
 and compact otherwise. A chunk whose records all came with a Kafka timestamp also says
 ``min_timestamp`` and ``max_timestamp`` (epoch ms), so a time window skips the blocks outside
 it; readers that predate the keys ignore them, so the version stays 1. A chunk may also say
-``crc32``: the CRC-32 of the block's bytes as stored (:mod:`blockgz.format.checksum`), which
-``blockgz audit --deep`` checks without decompressing; an index without it (older writers,
-DeviantArt's) is checked by decoding each block, whose gzip trailer holds a CRC of its own.
+``crc32``: the CRC-32 of the block's bytes as stored (:mod:`blockgz.format.checksum`; an Avro
+chunk too), which ``blockgz audit --deep`` checks without decompressing; an index without it
+(older writers, DeviantArt's) is checked by decoding each block (a gzip member's trailer holds
+a CRC of its own).
 
     >>> idx = BlockIndex([Chunk(0, 3, 0, 40, 12)])
     >>> BlockIndex.from_json(idx.to_json()).locate(2)

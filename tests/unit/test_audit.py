@@ -310,3 +310,35 @@ def test_cli_errors_are_one_line():
 def test_help_has_examples():
     result = CliRunner().invoke(main, ["audit", "--help"])
     assert result.exit_code == 0 and "blockgz audit s3-sink.properties --deep" in result.output
+
+
+SCHEMA = {
+    "type": "struct",
+    "name": "N",
+    "optional": False,
+    "fields": [{"field": "n", "type": "int64", "optional": False}],
+}
+
+
+def test_an_avro_archive_audits_deep_and_a_flipped_byte_is_found(tmp_path):
+    root = str(tmp_path / "avro")
+    recs = [
+        KafkaRecord("ev", 0, n, 1_700_000_000_000 + n, None,
+                    json.dumps({"schema": SCHEMA, "payload": {"n": n}}).encode())
+        for n in range(40)
+    ]  # fmt: skip
+    export_batches(root, recs, "default", batches=2, **{
+        "flush.size": "10", "format.class": "avro", "s3.compression.type": "none",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+    })  # fmt: skip
+    store = LocalStore(root)
+    log = ManifestLog(store, "", Layout(), "job")
+    report = audit_job(log, deep=True)
+    assert report.findings == [] and report.objects == 4
+    key = "topics/ev/partition=0/ev+0+0000000010.avro"
+    index = json.loads(store.get(sidecar_key(key)))
+    data = bytearray(store.get(key))
+    data[index["avro"]["header_length"] + 3] ^= 0x01  # inside the first block
+    store.put(key, bytes(data))
+    report = audit_job(log, deep=True)
+    assert [(f.kind, f.level, f.key) for f in report.findings] == [("corrupt_block", DAMAGE, key)]

@@ -65,3 +65,19 @@ def test_a_rebuilt_index_has_the_writers_checksums():
     data, index = _written()
     rebuilt = scan_members(io.BytesIO(data), first_offset=0)
     assert [c.crc32 for c in rebuilt.chunks] == [c.crc32 for c in index.chunks]
+
+
+@pytest.mark.parametrize("codec", ["null", "deflate"])
+def test_avro_blocks_carry_the_crc_of_their_stored_bytes(codec):
+    from blockgz.format.avro import AvroBlockWriter, avro_sync_marker
+
+    out = io.BytesIO()
+    marker = avro_sync_marker("t+0+0000000000.avro")
+    with AvroBlockWriter(out, '"long"', block_size=16, sync_marker=marker, codec=codec) as w:
+        for n in range(30):
+            w.write(n, n)
+        w.write_many(list(range(30, 60)), list(range(30, 60)))
+    data = out.getvalue()
+    assert len(w.index.chunks) > 3
+    for chunk in w.index.chunks:
+        assert chunk.crc32 == zlib.crc32(data[chunk.byte_offset : chunk.byte_end])
