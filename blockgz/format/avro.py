@@ -48,6 +48,7 @@ from blockgz.errors import (
     MissingDependencyError,
     OffsetOrderError,
 )
+from blockgz.format.checksum import block_crc32
 from blockgz.format.index import (
     AVRO_CODECS,
     AVRO_SYNC_SIZE,
@@ -120,17 +121,22 @@ def _parse_schema_text(schema: Mapping[str, Any] | Sequence[Any] | str) -> Any:
 
 
 class _Counting:
-    """The sink as fastavro sees it: counts bytes, so block ends need no ``tell()``."""
+    """The sink as fastavro sees it: counts bytes, so block ends need no ``tell()``, and keeps
+    the CRC-32 of what was written since the last block ended (:attr:`block_end`): the next
+    block's checksum, as it is written (fastavro writes its count before the block callback)."""
 
     def __init__(self, sink: Sink):
         self.sink = sink
         self.position = 0
+        self.crc = 0
+        self.block_end = -1
 
     def write(self, data: bytes | bytearray) -> None:
         if type(data) is bytearray:  # fastavro may reuse its small scratch buffers
             data = bytes(data)
         self.sink.write(data)
         self.position += len(data)
+        self.crc = 0 if self.position == self.block_end else block_crc32(data, self.crc)
 
     def seekable(self) -> bool:  # fastavro appends to a seekable non-empty file: never here
         return False
@@ -220,6 +226,7 @@ class AvroBlockWriter:
         self.schema_text: str = self._writer.metadata["avro.schema"]
         self.sync_marker = sync_marker
         self.header_length = self._out.position
+        self._out.crc = 0  # the first block starts here
         self._compress_block = self._writer.block_writer
         self._writer.block_writer = self._block_written
         self._chunks: list[Chunk] = []
@@ -422,6 +429,8 @@ class AvroBlockWriter:
         self._in_block = True  # a failure from here on is the sink's, not a record's
         self._compress_block(fo, uncompressed, level)
         end = self._out.position + AVRO_SYNC_SIZE  # fastavro writes the sync marker next
+        crc = block_crc32(self.sync_marker, self._out.crc)  # the block as stored, marker too
+        self._out.block_end = end  # the next block's checksum starts after the marker
         cursor = self._cursor
         offsets = self._offsets[cursor : cursor + count]
         self._chunks.append(
@@ -432,6 +441,7 @@ class AvroBlockWriter:
                 end - self._block_start,
                 len(uncompressed),
                 deltas_if_gapped(offsets),
+                crc32=crc,
             )
         )
         self._block_start = end

@@ -6,7 +6,11 @@ chunk whose offsets are not contiguous — ``offset_deltas`` (the gaps between
 consecutive offsets), which keeps the index exact under compaction or interleaving
 and compact otherwise. A chunk whose records all came with a Kafka timestamp also says
 ``min_timestamp`` and ``max_timestamp`` (epoch ms), so a time window skips the blocks outside
-it; readers that predate the keys ignore them, so the version stays 1.
+it; readers that predate the keys ignore them, so the version stays 1. A chunk may also say
+``crc32``: the CRC-32 of the block's bytes as stored (:mod:`blockgz.format.checksum`; an Avro
+chunk too), which ``blockgz audit --deep`` checks without decompressing; an index without it
+(older writers, DeviantArt's) is checked by decoding each block (a gzip member's trailer holds
+a CRC of its own).
 
     >>> idx = BlockIndex([Chunk(0, 3, 0, 40, 12)])
     >>> BlockIndex.from_json(idx.to_json()).locate(2)
@@ -110,6 +114,10 @@ class Chunk:
     #: index``, Avro). Lets a time window skip blocks without fetching them.
     min_timestamp: int | None = None
     max_timestamp: int | None = None
+    #: CRC-32 of the block's stored bytes (:func:`~blockgz.format.checksum.block_crc32`), when
+    #: the writer recorded it; ``None`` in older indexes. Not compared: the same block
+    #: indexed by an older blockgz is the same block.
+    crc32: int | None = field(default=None, compare=False)
 
     @property
     def last_record_offset(self) -> int:
@@ -154,6 +162,8 @@ class Chunk:
         if self.min_timestamp is not None:
             out["min_timestamp"] = self.min_timestamp
             out["max_timestamp"] = self.max_timestamp
+        if self.crc32 is not None:
+            out["crc32"] = self.crc32
         return out
 
     def may_hold_times(self, low: int | None, high: int | None) -> bool:
@@ -449,6 +459,11 @@ def _chunk_from_dict(raw: Any, pos: int, source: str, *, legacy: bool = False) -
             f"{source}: chunk {pos} min_timestamp and max_timestamp must both be given, as "
             f"epoch milliseconds with min <= max, got {low!r} and {high!r}"
         )
+    crc = raw.get("crc32")
+    if crc is not None and not (type(crc) is int and 0 <= crc <= 0xFFFFFFFF):
+        raise CorruptIndexError(
+            f"{source}: chunk {pos} crc32 must be an unsigned 32-bit integer, got {crc!r}"
+        )
     return Chunk(
         *values,
         offset_deltas=deltas,
@@ -456,6 +471,7 @@ def _chunk_from_dict(raw: Any, pos: int, source: str, *, legacy: bool = False) -
         utf16_length=legacy,
         min_timestamp=low,
         max_timestamp=high,
+        crc32=crc,
     )
 
 

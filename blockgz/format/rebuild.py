@@ -21,6 +21,7 @@ from typing import BinaryIO
 
 from blockgz.errors import CorruptBlockError
 from blockgz.format.block_codecs import GZIP, BlockCodec, sniff
+from blockgz.format.checksum import block_crc32
 from blockgz.format.framing import NEWLINE, Framing, Separated
 from blockgz.format.index import BlockIndex, Chunk
 
@@ -73,7 +74,8 @@ def _scan(view, framing, first_offset, on_progress) -> BlockIndex:
         if data and _ends_record(data, framing):
             block = b"".join(pending)
             count = framing.count(block)
-            chunks.append(Chunk(offset, count, start, length, len(block), None, members))
+            crc = block_crc32(view[start : start + length])
+            chunks.append(Chunk(offset, count, start, length, len(block), None, members, crc32=crc))
             offset += count
             length = members = 0
             pending = []
@@ -81,7 +83,8 @@ def _scan(view, framing, first_offset, on_progress) -> BlockIndex:
         block = b"".join(pending)
         count = framing.count(block)
         if count:
-            chunks.append(Chunk(offset, count, start, length, len(block), None, members))
+            crc = block_crc32(view[start : start + length])
+            chunks.append(Chunk(offset, count, start, length, len(block), None, members, crc32=crc))
         elif chunks:
             last = chunks.pop()
             chunks.append(
@@ -93,6 +96,7 @@ def _scan(view, framing, first_offset, on_progress) -> BlockIndex:
                     last.byte_length_uncompressed,
                     None,
                     last.members + members,
+                    crc32=block_crc32(view[last.byte_offset : start + length]),
                 )
             )
     codec = None if family is GZIP else family.codecs[0]

@@ -26,6 +26,7 @@ import numpy as np
 
 from blockgz.errors import ConfigError, IndexNotReadyError, OffsetOrderError, RecordFramingError
 from blockgz.format.block_codecs import block_codec
+from blockgz.format.checksum import block_crc32
 from blockgz.format.codec import Compression
 from blockgz.format.framing import NEWLINE, Framing, Separated
 from blockgz.format.index import BlockIndex, Chunk, deltas_if_gapped
@@ -343,6 +344,7 @@ class BlockGzipWriter:
                 block.offset_deltas,
                 min_timestamp=low,
                 max_timestamp=high,
+                crc32=block_crc32(member),
             )
         )
         self._bytes_written += len(member)

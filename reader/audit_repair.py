@@ -1,0 +1,126 @@
+"""``blockgz audit --repair``: what is safe to mend, mended; what is not, said.
+
+Safe:
+
+* a missing, stale or unreadable sidecar of an intact block-GZIP object is rebuilt from the
+  object (:func:`blockgz.format.rebuild.scan_members`: its gzip members, with checksums), when
+  the rebuilt index agrees with what the manifest committed (first and last offset, records):
+  an object whose offsets have gaps cannot be re-indexed from its bytes alone (only the lost
+  index recorded where the gaps were), and an Avro object's index is not rebuilt;
+* an object no manifest committed (and its sidecar) is removed when that loses nothing: from
+  the committed offset on (what a restart of the export removes too), or below it when its
+  index shows that committed objects hold every offset it holds (a second writer's copy);
+  a sidecar whose object is gone is removed too. Never while an export holds the job's lease
+  and the object is not older than the lease: that export may be writing it (its batch in
+  flight), so it is left alone.
+
+Not safe, and so only said: committed records that are gone, truncated or corrupted (re-export
+those offsets from Kafka while it still holds them), overlaps (both copies are committed; which
+to keep is a person's call), gaps, strays whose names are no data object's (someone may have
+put them there on purpose), and uncommitted objects that may hold the only copy of some
+offsets.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass, replace
+
+from blockgz.archive.sidecars import sidecar_key
+from blockgz.errors import BlockGzError, ObjectNotFoundError
+from blockgz.format.rebuild import scan_members
+from blockgz.reader.audit_findings import AuditReport, Finding
+from blockgz.store.base import ObjectStore
+
+
+@dataclass(frozen=True)
+class RebuildSidecar:
+    """Index ``data_key`` again and write it at ``sidecar``; ``remove``: stale copies elsewhere."""
+
+    data_key: str
+    sidecar: str
+    first_offset: int
+    last_offset: int
+    records: int
+    remove: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RemoveKeys:
+    """Delete ``keys`` (an uncommitted object and its sidecar, or an orphan sidecar)."""
+
+    keys: tuple[str, ...]
+
+
+Plan = RebuildSidecar | RemoveKeys
+
+
+def repair(store: ObjectStore, report: AuditReport, plans: dict[int, Plan]) -> None:
+    """Carry out the safe plans; give every finding its ``repair`` line (done, or why not)."""
+    for n, finding in enumerate(report.findings):
+        plan = plans.get(n)
+        if plan is None:
+            text = finding.repair or _cannot(finding)
+        else:
+            try:
+                text = _carry_out(store, plan, report)
+            except (BlockGzError, OSError) as exc:
+                text = f"repair failed: {exc}"
+        report.findings[n] = replace(finding, repair=text)
+
+
+def _carry_out(store: ObjectStore, plan: Plan, report: AuditReport) -> str:
+    if isinstance(plan, RemoveKeys):
+        for key in plan.keys:
+            try:
+                store.delete(key)
+            except ObjectNotFoundError:
+                continue
+            report.repaired.append(f"removed {store.url(key)}")
+        return "repaired: removed " + ", ".join(plan.keys)
+    data = store.get(plan.data_key)
+    index = scan_members(io.BytesIO(data), first_offset=plan.first_offset)
+    got = (index.first_offset, index.last_offset, index.record_count)
+    wanted = (plan.first_offset, plan.last_offset, plan.records)
+    if got != wanted:
+        return (
+            f"not repaired: indexing the object gives offsets {got[0]}..{got[1]} ({got[2]} "
+            f"records), the manifest committed {wanted[0]}..{wanted[1]} ({wanted[2]} records); "
+            "its gaps were recorded only in the index: re-export these offsets to index them"
+        )
+    store.put(plan.sidecar, index.to_json().encode())
+    report.repaired.append(f"rebuilt {store.url(plan.sidecar)}")
+    for key in plan.remove:
+        store.delete(key)
+        report.repaired.append(f"removed {store.url(key)}")
+    return f"repaired: rebuilt {plan.sidecar} from the object ({len(index.chunks)} blocks)"
+
+
+def _cannot(finding: Finding) -> str:
+    """Why a finding without a plan is left as it is."""
+    span = f"offsets {finding.first}..{finding.last} of {finding.topic}-{finding.partition}"
+    return {
+        "missing_object": f"cannot repair: re-export {span} from Kafka if it still holds them",
+        "truncated_object": f"cannot repair: re-export {span} from Kafka if it still holds them",
+        "resized_object": f"cannot repair: re-export {span} from Kafka if it still holds them",
+        "corrupt_block": f"cannot repair: re-export {span} from Kafka if it still holds them",
+        "unreadable_object": f"cannot repair: re-export {span} from Kafka if it still holds them",
+        "not_archived": f"cannot repair: re-export {span} from Kafka if it still holds them",
+        "overlap": "not repaired: both objects are committed; remove one by hand if you must",
+        "unexplained_gap": "not repaired: nothing to rebuild it from",
+        "stray": "not repaired: not a data object's name (it may be there on purpose)",
+        "in_flight": "left alone: the export holding the lease may be writing it",
+        "uncommitted": "not removed: it may hold the only copy of these offsets; check by hand",
+        "past_commit": "not repaired: the manifests disagree with the object; check by hand",
+        "catalog": "not repaired: removing the job's catalog roots (with no export running) "
+        "makes the next compaction rebuild the catalog from the manifests",
+    }.get(finding.kind, "not repaired")
+
+
+def sidecar_target(data_key: str, named: str | None) -> str:
+    """Where a rebuilt sidecar goes: where the manifest said it is, else the hidden name.
+
+    >>> sidecar_target("d/t+0+0000000000.json.gz", None)
+    'd/.t+0+0000000000.json.index.json'
+    """
+    return named or sidecar_key(data_key)
