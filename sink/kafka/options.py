@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from blockgz.errors import ConfigError
+from blockgz.kafka_security import librdkafka_settings
 from blockgz.option_defs import OptionSet, declarer
 from blockgz.options import Options
 
@@ -332,4 +333,4 @@ def _kafka_settings(opts: Options) -> dict[str, str]:
                 f"kafka.{name} is not supported by the {SOURCE_NAME} source: {reason}"
             )
     settings.pop("bootstrap.servers", None)
-    return settings
+    return librdkafka_settings(settings)
