@@ -217,19 +217,22 @@ def test_a_replay_target_the_principal_may_not_write(secured_kafka, tmp_path):
 # -- a secured export that works ------------------------------------------------------------------
 @pytest.mark.slow
 def test_a_least_privileged_export_and_replay_over_sasl_ssl(spark, secured_kafka, tmp_path):
-    """The principal may READ the topic and nothing else (no group, no cluster ACL); its
-    settings are a pasted Connect config with a PKCS12 truststore and host-name checks on.
-    The archive holds exactly the topic's records; a replay by another least-privileged
-    principal (WRITE and READ on its target) restores them on the secured broker."""
-    from blockgz.reader import open_archive
+    """The exporting principal may READ the topic and WRITE its dead-letter topic, nothing else
+    (no group, no cluster ACL: the idempotent dead-letter producer needs none beside WRITE);
+    its settings are a pasted Connect config with a PKCS12 truststore and host-name checks on.
+    The archive holds exactly the good records, the dead-letter topic the bad ones; a replay
+    by another principal (WRITE and READ on its target) restores the archive there."""
     from blockgz.sink.export.config import ExportConfig
     from blockgz.sink.export.job import run_export
-    from testkit.kafka_data import produce_numbered
+    from blockgz.store import LocalStore
+    from testkit.deadletters import produce_mixed
+    from testkit.kafka_data import read_exported
 
-    topic = unique("archived")
+    topic, dead = unique("archived"), unique("archived-dlq")
     secured_kafka.create_topic(topic, partitions=2)
-    produce_numbered(secured_kafka.bootstrap_servers, topic, 2, 25)
-    secured_kafka.add_user("archiver", "archiver-secret", read=[topic])
+    secured_kafka.create_topic(dead)
+    bad = produce_mixed(secured_kafka, topic, 2, 25)  # through the super user's listener
+    secured_kafka.add_user("archiver", "archiver-secret", read=[topic], write=[dead])
     truststore = secured_kafka.ca.write_pkcs12_truststore(tmp_path / "trust.p12", "changeit")
     settings = connect_config(
         secured_kafka, "archiver", "archiver-secret",
@@ -238,7 +241,8 @@ def test_a_least_privileged_export_and_replay_over_sasl_ssl(spark, secured_kafka
             "topics": topic,
             "path": str(tmp_path / "archive"),
             "flush.size": "10",
-            "format.json.envelope": "true",
+            "errors.tolerance": "all",
+            "errors.deadletterqueue.topic.name": dead,
             "ssl.truststore.type": "PKCS12",
             "ssl.truststore.location": str(truststore),
             "ssl.truststore.password": "changeit",
@@ -249,13 +253,12 @@ def test_a_least_privileged_export_and_replay_over_sasl_ssl(spark, secured_kafka
     result = run_export(
         job, checkpoint=tmp_path / "ckpt", once=True, spark=spark, install_signal_handlers=False
     )
-    assert result.records == 50
-    with open_archive(str(tmp_path / "archive"), {}) as archive:
-        for partition in (0, 1):
-            offsets = [
-                r.offset for _, block in archive.record_blocks(topic, [partition]) for r in block
-            ]
-            assert offsets == list(range(25))
+    archived = read_exported(LocalStore(str(tmp_path / "archive"))).offsets()
+    assert set(archived) == {(p, i) for p in range(2) for i in range(25)} - bad
+    assert max(archived.values()) == 1 and result.records == 50
+    assert secured_kafka.high_watermarks(dead) == {0: len(bad)} and len(bad) == 4
+    checkpoint_files = [f for f in (tmp_path / "ckpt").rglob("*") if f.is_file()]
+    assert not [f for f in checkpoint_files if b"archiver-secret" in f.read_bytes()]
 
     target = unique("restored")
     secured_kafka.create_topic(target, partitions=2)
@@ -271,4 +274,4 @@ def test_a_least_privileged_export_and_replay_over_sasl_ssl(spark, secured_kafka
     )  # fmt: skip
     assert code == 0, output
     assert "restorer-secret" not in output
-    assert secured_kafka.high_watermarks(target) == {0: 25, 1: 25}
+    assert secured_kafka.high_watermarks(target) == {0: 23, 1: 23}

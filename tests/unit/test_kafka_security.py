@@ -344,3 +344,37 @@ def test_an_unknown_mechanism_is_refused_by_the_cli_in_one_line(tmp_path):
     assert proc.returncode != 0 and len(lines) <= 3 and time.monotonic() - started < 30
     assert "kafka.sasl.mechanism=SCRAM-SHA-1024" in proc.stderr and "SCRAM-SHA-512" in proc.stderr
     assert "top-secret" not in proc.stdout + proc.stderr
+
+
+# -- secrets stay redacted where Spark shows options ----------------------------------------------
+@pytest.mark.parametrize(
+    "name",
+    [
+        "kafka.sasl.password",
+        "kafka.sasl.jaas.config",
+        "consumer.override.sasl.jaas.config",
+        "producer.override.sasl.jaas.config",
+        "kafka.ssl.truststore.password",
+        "kafka.ssl.keystore.password",
+        "kafka.ssl.key.password",
+        "kafka.ssl.key.pem",
+        "kafka.ssl.keystore.key",
+        "kafka.sasl.oauthbearer.client.secret",
+        "blockgz.source.kafka.sasl.password",  # the sink's copy when its tasks read Kafka
+    ],
+)
+def test_every_kafka_secret_setting_is_redacted_by_spark(name):
+    import re
+
+    from blockgz.sink.executor_env import REDACTION_REGEX
+
+    assert re.search(REDACTION_REGEX, name)
+
+
+def test_settings_that_are_no_secret_stay_visible():
+    import re
+
+    from blockgz.sink.executor_env import REDACTION_REGEX
+
+    for name in ("kafka.sasl.username", "kafka.ssl.ca.location", "kafka.sasl.mechanism"):
+        assert not re.search(REDACTION_REGEX, name)
