@@ -65,7 +65,14 @@ _SPARK_ONLY = "Spark's Kafka source reads it; the blockgz-kafka source ignores i
 #: The source's options, under Spark's Kafka source names (matched ignoring case: Spark
 #: lower-cases a data source's options).
 SOURCE_OPTIONS = OptionSet(
-    _source("kafka.", "text", "", "the Kafka consumer's settings (librdkafka names)", prefix=True),
+    _source(
+        "kafka.",
+        "text",
+        "",
+        "the Kafka consumer's settings (librdkafka names; the Java client's security "
+        "names are translated, see [Security](#security))",
+        prefix=True,
+    ),
     _source(
         "kafka.bootstrap.servers", "text", "", "host:port list of the Kafka brokers (required)"
     ),
