@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.errors import ConfigError, ReplayError
+from blockgz.kafka_security import librdkafka_settings
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.reader.archive import Archive
 from blockgz.reader.archive_options import check_reader_options
@@ -68,7 +69,7 @@ def replay_options(options: Mapping[str, Any]) -> tuple[dict[str, str], dict[str
     check_reader_options(options, "replay", owners=("reader", "replay"))
     producer = {k[len("kafka.") :]: str(v) for k, v in options.items() if k.startswith("kafka.")}
     archive = {k: str(v) for k, v in options.items() if not k.startswith("kafka.")}
-    return archive, producer
+    return archive, librdkafka_settings(producer)
 
 
 def murmur2(data: bytes) -> int:
@@ -190,6 +191,7 @@ def replay(
         "on_delivery": deliveries,
     }
     targets = _target_partitions(config, settings.to_topic)
+    _check_target_access(config, settings.to_topic, mark=settings.mark)
     sources = (
         settings.partitions
         if settings.partitions is not None
@@ -343,6 +345,24 @@ def _target_partitions(config: Mapping[str, Any], topic: str) -> int:
             "first (blockgz replay does not create topics: their settings are yours to choose)"
         )
     return len(found.partitions)
+
+
+def _check_target_access(config: Mapping[str, Any], topic: str, *, mark: bool) -> None:
+    """The principal may WRITE the target topic, and READ it when the resume markers are read
+    back; a :class:`ReplayError` in one line naming the missing ACL."""
+    from blockgz.kafka_access import grant_hint, missing_operation, principal, quiet_admin
+
+    admin = quiet_admin({k: v for k, v in config.items() if _admin_setting(k)})
+    needed = ["WRITE", "READ"] if mark else ["WRITE"]
+    denied = missing_operation(admin, [topic], needed, timeout_s=15)
+    if denied is not None:
+        who, operation = principal(config), denied[1]
+        why = " (a rerun reads its resume markers back; --no-marker needs WRITE only)"
+        raise ReplayError(
+            f"--to-topic {topic}: {who} may not {operation} it"
+            f"{why if operation == 'READ' else ''}; grant it {operation} "
+            f"({grant_hint(who, operation, topic)})"
+        )
 
 
 def _admin_setting(name: str) -> bool:

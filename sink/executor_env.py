@@ -11,7 +11,9 @@ variables that are set are forwarded: with none, executors resolve credentials t
 Spark shows its config in the UI's Environment tab and data source options in query plans,
 each passed through ``spark.redaction.regex``. Spark's default pattern misses
 ``AWS_ACCESS_KEY_ID`` (an underscore, not a dot), SASL JAAS configs, the registry's
-``basic.auth.user.info`` and SSE-C keys; :data:`REDACTION_REGEX` covers them too.
+``basic.auth.user.info``, SSE-C keys and Kafka clients' inline PEM private keys
+(librdkafka's ``ssl.key.pem``, Java's ``ssl.keystore.key``); :data:`REDACTION_REGEX` covers
+them too.
 
 >>> env = {"AWS_ACCESS_KEY_ID": "AKIA", "AWS_SECRET_ACCESS_KEY": "s", "HOME": "/root"}
 >>> sorted(forwarded_env(env))
@@ -46,7 +48,7 @@ FORWARDED_VARIABLES = (
 #: Kafka clients, the Schema Registry and S3 SSE-C.
 REDACTION_REGEX = (
     r"(?i)secret|password|passwd|token|credential|access[._]?key|jaas|user[._]info"
-    r"|customer[._]key|private[._]key"
+    r"|customer[._]key|private[._]key|key[._]pem|keystore[._]key"
 )
 
 #: Spark's conf key for the pattern.

@@ -114,6 +114,25 @@ def missing_from_spark(jars: Sequence[Path]) -> list[Path]:
     return [jar for jar in jars if artifact_name(jar.name) not in shipped]
 
 
+def source_options(options: Mapping[str, str]) -> dict[str, str]:
+    """The export's source options for Spark's Kafka connector, which takes the Java client's
+    names: librdkafka's security settings under ``kafka.`` become Java's
+    (:func:`blockgz.kafka_security.java_settings`; ``sasl.jaas.config`` from the user name
+    and password), the rest pass as they are.
+
+    >>> source_options({"subscribe": "t", "kafka.sasl.mechanism": "PLAIN",
+    ...                 "kafka.sasl.username": "u", "kafka.sasl.password": "p"})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'subscribe': 't', 'kafka.sasl.mechanism': 'PLAIN', 'kafka.sasl.jaas.config':
+     'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";'}
+    """
+    from blockgz.kafka_security import java_settings
+
+    kafka = {k[len("kafka.") :]: v for k, v in options.items() if k.startswith("kafka.")}
+    others = {k: v for k, v in options.items() if not k.startswith("kafka.")}
+    return {**others, **{f"kafka.{k}": str(v) for k, v in java_settings(kafka).items()}}
+
+
 def with_jars(spark_conf: Mapping[str, str], jars: Sequence[Path]) -> dict[str, str]:
     """``spark_conf`` with ``jars`` appended to its ``spark.jars``."""
     conf = dict(spark_conf)

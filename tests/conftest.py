@@ -195,6 +195,22 @@ def kafka():
 
 
 @pytest.fixture(scope="session")
+def secured_kafka():
+    """Apache Kafka 4 with SASL_SSL listeners (SCRAM-SHA-512, a test CA) and the
+    StandardAuthorizer (:class:`blockgz.local_servers.secured_kafka.SecuredKafka`), started
+    only when a test asks for it (~7 s). Its PLAINTEXT listener is a super user's, for
+    producing test data; principals and their ACLs are each test's own
+    (:meth:`~blockgz.local_servers.secured_kafka.SecuredKafka.add_user`)."""
+    from blockgz.local_servers.secured_kafka import SecuredKafka
+
+    reason = SecuredKafka.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    with SecuredKafka() as broker:
+        yield broker
+
+
+@pytest.fixture(scope="session")
 def registry():
     """The loopback Schema Registry stand-in, for the whole session (subjects are per topic)."""
     from testkit.registry import FaultyRegistry

@@ -72,6 +72,8 @@ class ApacheKafka(LocalKafka):
 
     #: Apache Kafka reports exact high watermarks however records are batched.
     exact_producer_settings: Mapping[str, Any] = {"linger.ms": 1}
+    #: How many ports beyond the client's and the controller's the node listens on.
+    extra_port_count = 0
 
     def __init__(
         self,
@@ -88,6 +90,8 @@ class ApacheKafka(LocalKafka):
         self.broker_settings = dict(broker_settings or {})
         self.heap = heap
         self.controller_port: int | None = None
+        #: More free ports, chosen with the others at the first start (a subclass's listeners).
+        self.extra_ports: list[int] = []
         self.home: Path | None = None  # server.properties and the log directory
         self._own_home = False
 
@@ -137,7 +141,9 @@ class ApacheKafka(LocalKafka):
             self.home = Path(tempfile.mkdtemp(prefix="blockgz-kafka-"))
             self._own_home = True
         for _ in range(_PORT_ATTEMPTS):
-            self.port, self.controller_port = free_ports(self.host, 2)
+            self.port, self.controller_port, *self.extra_ports = free_ports(
+                self.host, 2 + self.extra_port_count
+            )
             shutil.rmtree(self.log_dir, ignore_errors=True)
             self._write_properties()
             self._format(classpath)
@@ -152,19 +158,30 @@ class ApacheKafka(LocalKafka):
 
     def _write_properties(self) -> None:
         assert self.home is not None
-        advertised = self.advertised_port or self.port
         settings = {
             **_NODE_SETTINGS,
-            "listeners": f"PLAINTEXT://{self.host}:{self.port},"
-            f"CONTROLLER://{self.host}:{self.controller_port}",
-            "advertised.listeners": f"PLAINTEXT://{self.host}:{advertised}",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            **self._listener_settings(),
             "controller.quorum.voters": f"1@{self.host}:{self.controller_port}",
             "log.dirs": str(self.log_dir),
             **self.broker_settings,
         }
         text = "".join(f"{k}={v}\n" for k, v in settings.items())
         (self.home / "server.properties").write_text(text)
+
+    def _listener_settings(self) -> dict[str, str]:
+        """The node's listeners: PLAINTEXT for clients and CONTROLLER for KRaft (a subclass
+        adds more, on :attr:`extra_ports`)."""
+        advertised = self.advertised_port or self.port
+        return {
+            "listeners": f"PLAINTEXT://{self.host}:{self.port},"
+            f"CONTROLLER://{self.host}:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://{self.host}:{advertised}",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        }
+
+    def _format_arguments(self) -> list[str]:
+        """More arguments of ``StorageTool format`` (a subclass's SCRAM users)."""
+        return []
 
     def _format(self, classpath: str) -> None:
         assert self.home is not None
@@ -173,6 +190,7 @@ class ApacheKafka(LocalKafka):
             "java", "-cp", classpath, "kafka.tools.StorageTool", "format",
             # "=" form: an id may start with "-" (1 in 64), which argparse takes for an option.
             f"--cluster-id={cluster_id}", "-c", str(self.home / "server.properties"),
+            *self._format_arguments(),
         ]  # fmt: skip
         done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
         if done.returncode != 0:

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from blockgz.archive.lease import DEFAULT_TTL_MS
 from blockgz.errors import ConfigError
+from blockgz.kafka_security import lift_connect_settings
 from blockgz.options import Options
 from blockgz.sink.export.job_options import DEFAULT_TRIGGER, JOB_OPTIONS
 from blockgz.sink.export.settings_names import (
@@ -199,7 +200,9 @@ class ExportConfig:
     @classmethod
     def from_mapping(cls, options: Mapping[str, str]) -> ExportConfig:
         """Split and validate; raises :class:`ConfigError` naming the key and allowed values."""
-        opts = Options(options)
+        # A pasted Connect config's security settings (a worker's sasl.jaas.config,
+        # consumer.override.*) are the source's kafka.* ones.
+        opts = Options(lift_connect_settings(options))
         unknown = check_keys(opts)  # a likely typo is an error, before anything else
         source, sink, spark = split_options(opts)
         sink_config = SinkConfig.from_options(sink)

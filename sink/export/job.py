@@ -233,6 +233,10 @@ def start_query(
         extra=event("start", source=source, resume=where or "the checkpoint", name=job.name),
     )
     tasks_read_kafka = source == "blockgz-kafka" and job.tasks_read_kafka
+    if source == "kafka":  # the Java client's setting names
+        from blockgz.sink.spark_kafka import source_options as java_source_options
+
+        source_options = java_source_options(source_options)
     reader = spark.readStream.format(source).options(**source_options)
     sink_options = sink_query_options(job, epoch)
     if lease is not None:  # the driver's commit renews it before each manifest

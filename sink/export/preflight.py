@@ -15,9 +15,17 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-from typing import Any
+import time
 
 from blockgz.errors import BlockGzError, PreflightError
+from blockgz.kafka_access import (
+    QuietAdmin,
+    connection_failure,
+    grant_hint,
+    missing_operation,
+    principal,
+    quiet_admin,
+)
 from blockgz.sink.export.config import ExportConfig
 
 log = logging.getLogger("blockgz.export")
@@ -111,25 +119,42 @@ def ensure_dead_letter_topic(job: ExportConfig) -> None:
     settings = job.sink.dead_letters
     if not settings.enabled or not settings.topic:
         return
-    if settings.topic in kafka_topics(job):
-        return
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+    # The dead-letter producer's own settings (producer.override.* may name another principal).
+    admin = quiet_admin(settings.producer)
+    who = principal(admin.config)
+    name = f"errors.deadletterqueue.topic.name={settings.topic}"
+    if settings.topic not in kafka_topics(job, admin):
+        _create_dead_letter_topic(admin, settings, name, who)
+    denied = missing_operation(admin, [settings.topic], ["WRITE"], timeout_s=KAFKA_TIMEOUT_S)
+    if denied is not None:
+        raise PreflightError(
+            f"{name}: {who} may not {denied[1]} it; grant it WRITE "
+            f"({grant_hint(who, 'WRITE', settings.topic)})"
+        )
 
-    admin = AdminClient(job.source.client_config())
+
+def _create_dead_letter_topic(admin: QuietAdmin, settings, name: str, who: str) -> None:
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import NewTopic
+
     topic = NewTopic(settings.topic, 1, settings.replication_factor)
     try:
-        admin.create_topics([topic], request_timeout=KAFKA_TIMEOUT_S)[settings.topic].result(
+        admin.client.create_topics([topic], request_timeout=KAFKA_TIMEOUT_S)[settings.topic].result(
             KAFKA_TIMEOUT_S * 2
         )
     except KafkaException as exc:
         error = exc.args[0] if exc.args else exc
-        if getattr(error, "name", lambda: "")() != "TOPIC_ALREADY_EXISTS":
+        code = getattr(error, "name", lambda: "")()
+        if code in ("TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED"):
             raise PreflightError(
-                f"errors.deadletterqueue.topic.name={settings.topic}: cannot create it "
-                f"({getattr(error, 'str', lambda: error)()}); create it, or grant the job "
-                "CreateTopics"
-            ) from exc
+                f"{name}: the topic does not exist and {who} may not CREATE it; create it, or "
+                f"grant CREATE ({grant_hint(who, 'CREATE', settings.topic)})"
+            ) from None
+        if code != "TOPIC_ALREADY_EXISTS":
+            raise PreflightError(
+                f"{name}: cannot create it ({getattr(error, 'str', lambda: error)()}); "
+                "create it, or grant the job CREATE on it"
+            ) from None
     log.info("created the dead-letter topic %s", settings.topic)
 
 
@@ -216,15 +241,20 @@ def _tls_setting(settings, exc: Exception) -> str | None:
 
 
 def check_kafka(job: ExportConfig, *, once: bool) -> None:
-    """The brokers answer a metadata request, and the job's topics exist."""
-    topics = kafka_topics(job)
+    """The brokers answer a metadata request, the job's topics exist, and the job's principal
+    may READ them."""
+    admin = quiet_admin(job.source.client_config())
+    topics = kafka_topics(job, admin)
     source = job.source
+    who = principal(admin.config)
     if source.strategy == "subscribe":
         missing = sorted(set(source.topics) - set(topics))
         if missing:
+            hidden = " (or it exists and {who} may not DESCRIBE it)" if _secured(admin) else ""
             raise PreflightError(
                 f"topics={','.join(source.topics)}: no such topic {', '.join(missing)} at "
-                f"{source.bootstrap_servers} (existing: {_some(topics)})"
+                f"{source.bootstrap_servers}{hidden.format(who=who)} "
+                f"(existing: {_some(topics)})"
             )
     elif source.strategy == "assign":
         absent = sorted(f"{t}-{p}" for t, p in source.assigned if p not in topics.get(t, ()))
@@ -242,26 +272,57 @@ def check_kafka(job: ExportConfig, *, once: bool) -> None:
             if once:
                 raise PreflightError(message)
             log.warning("%s; the job picks matching topics up when they appear", message)
-
-
-def kafka_topics(job: ExportConfig) -> dict[str, list[int]]:
-    """Topic name -> partitions, from one metadata request with a short deadline; a
-    :class:`PreflightError` in one line when no broker answers."""
-    from confluent_kafka import KafkaException
-    from confluent_kafka.admin import AdminClient
-
-    quiet = logging.getLogger("blockgz.preflight.librdkafka")  # connection chatter, not shown
-    quiet.propagate = False
-    config: dict[str, Any] = {**job.source.client_config(), "logger": quiet}
-    admin = AdminClient(config)
-    try:
-        metadata = admin.list_topics(timeout=KAFKA_TIMEOUT_S)
-    except KafkaException as exc:
-        error = exc.args[0] if exc.args else exc
+    read = [t for t in topics if _reads(job, t)]
+    denied = missing_operation(admin, read, ["READ"], timeout_s=KAFKA_TIMEOUT_S)
+    if denied is not None:
+        topic, operation = denied
         raise PreflightError(
-            f"kafka.bootstrap.servers={job.source.bootstrap_servers}: no broker answered "
-            f"within {KAFKA_TIMEOUT_S:.0f} s ({getattr(error, 'str', lambda: error)()})"
-        ) from exc
+            f"topics: {who} may not {operation} topic {topic} at {source.bootstrap_servers}; "
+            f"grant it READ ({grant_hint(who, 'READ', topic)})"
+        )
+
+
+def _reads(job: ExportConfig, topic: str) -> bool:
+    """Whether the job reads ``topic`` (named, assigned, or matching its regex)."""
+    source = job.source
+    if source.strategy == "subscribe":
+        return topic in source.topics
+    if source.strategy == "assign":
+        return any(t == topic for t, _ in source.assigned)
+    return not topic.startswith("__") and re.fullmatch(source.pattern or "", topic) is not None
+
+
+def _secured(admin: QuietAdmin) -> bool:
+    return str(admin.config.get("security.protocol", "PLAINTEXT")).upper() != "PLAINTEXT"
+
+
+def kafka_topics(job: ExportConfig, admin: QuietAdmin | None = None) -> dict[str, list[int]]:
+    """Topic name -> partitions (those the principal may see), from one metadata request with
+    a short deadline; a :class:`PreflightError` in one line when no broker answers, naming
+    the setting to fix when the brokers refused the connection (credentials, mechanism, CA,
+    host name)."""
+    from confluent_kafka import KafkaException
+
+    admin = admin or quiet_admin(job.source.client_config())
+    deadline = time.monotonic() + KAFKA_TIMEOUT_S
+    while True:
+        # Asked in short slices: librdkafka retries a refused connection for ever, and says
+        # why (credentials, TLS) only through its error callback, served in between.
+        try:
+            metadata = admin.client.list_topics(timeout=min(1.0, KAFKA_TIMEOUT_S))
+            break
+        except KafkaException as exc:
+            refused = connection_failure(admin.config, admin.served())
+            if refused is not None:
+                raise PreflightError(refused) from None
+            if time.monotonic() < deadline:
+                continue
+            error = exc.args[0] if exc.args else exc
+            why = error.str() if hasattr(error, "str") else str(error)
+            raise PreflightError(
+                f"kafka.bootstrap.servers={job.source.bootstrap_servers}: no broker answered "
+                f"within {KAFKA_TIMEOUT_S:.0f} s ({why})"
+            ) from None
     return {
         name: sorted(topic.partitions)
         for name, topic in metadata.topics.items()

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from blockgz.errors import ConfigError
+from blockgz.kafka_security import librdkafka_settings
 from blockgz.option_defs import OptionSet, declarer
 from blockgz.options import Options
 
@@ -64,7 +65,14 @@ _SPARK_ONLY = "Spark's Kafka source reads it; the blockgz-kafka source ignores i
 #: The source's options, under Spark's Kafka source names (matched ignoring case: Spark
 #: lower-cases a data source's options).
 SOURCE_OPTIONS = OptionSet(
-    _source("kafka.", "text", "", "the Kafka consumer's settings (librdkafka names)", prefix=True),
+    _source(
+        "kafka.",
+        "text",
+        "",
+        "the Kafka consumer's settings (librdkafka names; the Java client's security "
+        "names are translated, see [Security](#security))",
+        prefix=True,
+    ),
     _source(
         "kafka.bootstrap.servers", "text", "", "host:port list of the Kafka brokers (required)"
     ),
@@ -332,4 +340,4 @@ def _kafka_settings(opts: Options) -> dict[str, str]:
                 f"kafka.{name} is not supported by the {SOURCE_NAME} source: {reason}"
             )
     settings.pop("bootstrap.servers", None)
-    return settings
+    return librdkafka_settings(settings)

@@ -45,6 +45,7 @@ from typing import Any
 from blockgz.archive.job_keys import JobKeys
 from blockgz.archive.offsets import Offsets
 from blockgz.errors import BadRecordError, ConfigError, SourceError
+from blockgz.kafka_security import librdkafka_settings, producer_settings
 from blockgz.option_defs import OptionSet, declarer
 from blockgz.options import Options, as_options
 from blockgz.sink.records import KafkaRecord
@@ -143,7 +144,9 @@ errors.deadletterqueue.topic.name (a Kafka topic) or blockgz.deadletterqueue.sto
             log_messages=read(opts, "errors.log.include.messages"),
             report_nulls=read(opts, "report.null.values.to.dlq"),
             to_store=read(opts, STORE_OPTION),
-            producer=opts.prefixed("kafka."),
+            producer=librdkafka_settings(
+                producer_settings(opts.prefixed("kafka."), opts.prefixed("producer.override."))
+            ),
         )
         if settings.tolerance == "all" and not (settings.topic or settings.to_store):
             raise ConfigError(
