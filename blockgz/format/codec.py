@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from blockgz.errors import ConfigError, CorruptBlockError, MissingDependencyError
+from blockgz.format.one_frame import decode_one
 
 try:  # ISA-L: the fast path for levels 0-3.
     from isal import igzip_lib, isal_zlib
@@ -196,32 +197,15 @@ def new_member_decoder():
     return _new_decoder()
 
 
-_FEED = 256 * 1024  # feed the decoder in slices so finding a member's end costs O(member)
-
-
 def walk_members(
     view: memoryview, on_progress: Callable[[int], None] | None = None
 ) -> Iterator[tuple[int, int, bytes]]:
     """Yield ``(byte_offset, byte_length, uncompressed)`` for each gzip member of ``view``."""
     pos, size = 0, len(view)
     while pos < size:
-        decoder, consumed, parts = new_member_decoder(), 0, []
-        while not decoder.eof:
-            piece = view[pos + consumed : pos + consumed + _FEED]
-            if not len(piece):
-                raise CorruptBlockError(
-                    f"gzip member at byte {pos} is truncated: the file ends inside it",
-                    byte_offset=pos,
-                )
-            try:
-                parts.append(decoder.decompress(piece))
-            except Exception as exc:  # isal.IsalError or zlib.error
-                raise CorruptBlockError(
-                    f"gzip member at byte {pos} does not decompress ({exc})", byte_offset=pos
-                ) from exc
-            consumed += len(piece)
-        consumed -= len(decoder.unused_data)
-        yield pos, consumed, b"".join(parts)
+        # isal.IsalError or zlib.error
+        consumed, data = decode_one(view, pos, new_member_decoder(), "gzip member", Exception)
+        yield pos, consumed, data
         pos += consumed
         if on_progress is not None:
             on_progress(consumed)

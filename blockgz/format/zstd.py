@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
 from blockgz.errors import CorruptBlockError, MissingDependencyError
+from blockgz.format.one_frame import decode_one
 
 try:
     import zstandard
@@ -46,7 +47,6 @@ _CHECKSUM_FLAG = 0x80
 _RESERVED_BITS = 0x7C
 #: The seek table stores sizes as 32-bit integers.
 MAX_FRAME_SIZE = 2**32 - 1
-_FEED = 256 * 1024
 
 _local = threading.local()
 
@@ -132,23 +132,9 @@ def walk_frames(
                     )
                 pos += _HEADER.size + length
                 continue
-        decoder, consumed, parts = _decompressor().decompressobj(read_across_frames=False), 0, []
-        while not decoder.eof:
-            piece = view[pos + consumed : pos + consumed + _FEED]
-            if not len(piece):
-                raise CorruptBlockError(
-                    f"zstd frame at byte {pos} is truncated: the data ends inside it",
-                    byte_offset=pos,
-                )
-            try:
-                parts.append(decoder.decompress(piece))
-            except lib.ZstdError as exc:
-                raise CorruptBlockError(
-                    f"zstd frame at byte {pos} does not decompress ({exc})", byte_offset=pos
-                ) from exc
-            consumed += len(piece)
-        consumed -= len(decoder.unused_data)
-        yield pos, consumed, b"".join(parts)
+        decoder = _decompressor().decompressobj(read_across_frames=False)
+        consumed, data = decode_one(view, pos, decoder, "zstd frame", lib.ZstdError)
+        yield pos, consumed, data
         pos += consumed
         if on_progress is not None:
             on_progress(consumed)
