@@ -105,6 +105,16 @@ def setting_option(help: str) -> Callable[[Callable], Callable]:
     )  # fmt: skip
 
 
+#: ``--output table|json`` of the commands that report (``status``, ``audit``).
+report_output = click.option(
+    "--output",
+    type=click.Choice(["table", "json"]),
+    default="table",
+    show_default=True,
+    help="Lines for people, or JSON for scripts.",
+)
+
+
 def store_options(func: Callable) -> Callable:
     """Options that reach the object store: an endpoint, and any Confluent-named setting."""
     func = setting_option(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from blockgz.cli.app import collect_options, fail_cleanly, main, setting_option
+from blockgz.cli.app import collect_options, fail_cleanly, main, report_output, setting_option
 
 
 @main.command()
@@ -39,13 +39,7 @@ from blockgz.cli.app import collect_options, fail_cleanly, main, setting_option
     "Override a config setting (or give an S3/kafka.* setting to an archive URL), "
     "e.g. -O store.url=http://127.0.0.1:8333 (repeatable)."
 )
-@click.option(
-    "--output",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-    help="Lines for people, or JSON for scripts.",
-)
+@report_output
 @click.option(
     "--threads",
     type=click.IntRange(min=1),

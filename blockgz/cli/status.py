@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from blockgz.cli.app import collect_options, fail_cleanly, main, setting_option
+from blockgz.cli.app import collect_options, fail_cleanly, main, report_output, setting_option
 
 
 def _duration(ctx, param, value):
@@ -38,13 +38,7 @@ def _duration(ctx, param, value):
     "Override a config setting (or give an S3/kafka.* setting to an archive URL), "
     "e.g. -O store.url=http://127.0.0.1:8333 (repeatable)."
 )
-@click.option(
-    "--output",
-    help="A table for people, or JSON for scripts.",
-    type=click.Choice(["table", "json"]),
-    default="table",
-    show_default=True,
-)
+@report_output
 @click.option(
     "--max-lag",
     type=click.IntRange(min=0),
