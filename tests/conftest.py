@@ -211,6 +211,47 @@ def secured_kafka():
 
 
 @pytest.fixture(scope="session")
+def tls_ca(tmp_path_factory):
+    """A CA for the session's TLS servers, a server certificate it signed, and a CA that signed
+    nothing (:func:`testkit.certs.make_test_ca`)."""
+    from testkit.certs import make_test_ca
+
+    return make_test_ca(tmp_path_factory.mktemp("ca"))
+
+
+@pytest.fixture(scope="session")
+def secure_s3(tls_ca):
+    """SeaweedFS over HTTPS (the session's CA) with per-action policy users
+    (:func:`testkit.secure_s3.secure_users`)."""
+    from blockgz.local_servers.seaweed import SeaweedS3, TlsFiles
+    from testkit.secure_s3 import secure_users
+
+    reason = SeaweedS3.unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    tls = TlsFiles(tls_ca.cert_file, tls_ca.key_file, tls_ca.ca_file)
+    with SeaweedS3(tls=tls, users=secure_users()) as server:
+        yield server
+
+
+@pytest.fixture
+def secure_bucket(secure_s3, request):
+    """A fresh ``sec-*`` bucket on :func:`secure_s3` (the users' policies name those)."""
+    import hashlib
+    import re
+
+    from testkit.s3 import drop_bucket
+    from testkit.secure_s3 import BUCKETS
+
+    digest = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:12]
+    name = BUCKETS + re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:30] + "-" + digest
+    client = secure_s3.client()
+    client.create_bucket(Bucket=name)
+    yield name
+    drop_bucket(client, name)
+
+
+@pytest.fixture(scope="session")
 def registry():
     """The loopback Schema Registry stand-in, for the whole session (subjects are per topic)."""
     from testkit.registry import FaultyRegistry

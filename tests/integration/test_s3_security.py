@@ -1,13 +1,15 @@
 """S3 over TLS with a private CA, least-privilege keys, and server-side encryption, on SeaweedFS.
 
 One SeaweedFS serves S3 over HTTPS with a certificate from a CA made for the session
-(:mod:`testkit.certs`), and knows users whose rights are IAM policies with per-API actions: one
-with exactly the export's documented permissions (:mod:`blockgz.store.permissions`), one per
-permission with that one taken away, and a reader. SeaweedFS evaluates the policies itself
-(measured on 4.48: each of PutObject, GetObject, ListBucket, DeleteObject,
-ListBucketMultipartUploads and PutObjectTagging is refused alone; AbortMultipartUpload is also
-allowed by s3:PutObject there, so that one refusal is proven on Ceph's radosgw, whose bucket
-policies refuse it, and with botocore's Stubber in ``tests/unit/test_s3_permissions.py``).
+(:mod:`testkit.certs`; the ``tls_ca``, ``secure_s3`` and ``secure_bucket`` fixtures of
+``tests/conftest.py``, users from :mod:`testkit.secure_s3`), and knows users whose rights are
+IAM policies with per-API actions: one with exactly the export's documented permissions
+(:mod:`blockgz.store.permissions`), one per permission with that one taken away, and a reader.
+SeaweedFS evaluates the policies itself (measured on 4.48: each of PutObject, GetObject,
+ListBucket, DeleteObject, ListBucketMultipartUploads and PutObjectTagging is refused alone;
+AbortMultipartUpload is also allowed by s3:PutObject there, so that one refusal is proven on
+Ceph's radosgw, whose bucket policies refuse it, and with botocore's Stubber in
+``tests/unit/test_s3_permissions.py``).
 
 The SSE tests put the request-logging proxy (:class:`testkit.s3.FaultProxy`) in front of the
 plain-HTTP SeaweedFS and check the headers each request carried, and that SeaweedFS itself
@@ -17,7 +19,6 @@ refuses an SSE-C object to a GET without the key.
 from __future__ import annotations
 
 import base64
-import hashlib
 import os
 import re
 import subprocess
@@ -32,78 +33,13 @@ from blockgz.errors import PreflightError, StoreError
 from blockgz.store import open_store
 from blockgz.store.permissions import (
     EXPORT_PERMISSIONS,
-    READER_PERMISSIONS,
     TAGGING,
-    Permission,
     policy_document,
 )
-from testkit.s3 import drop_bucket, fake_aws_env, s3_options
+from testkit.s3 import fake_aws_env, s3_options
+from testkit.secure_s3 import secure_options, user_key, without
 
 BLOCKGZ = str(Path(sys.executable).with_name("blockgz"))
-#: Every bucket of these tests starts with this (the users' policies name ``sec-*``).
-BUCKETS = "sec-"
-
-
-def user_key(name: str) -> tuple[str, str]:
-    return name, f"{name}-secret-key"
-
-
-def _user(name: str, permissions) -> object:
-    from blockgz.local_servers.seaweed import S3User
-
-    access, secret = user_key(name)
-    return S3User(access, secret, policy_document(f"{BUCKETS}*", "", permissions))
-
-
-def without(permission: Permission) -> str:
-    return "no-" + permission.action.removeprefix("s3:").lower()
-
-
-@pytest.fixture(scope="session")
-def test_ca(tmp_path_factory):
-    from testkit.certs import make_test_ca
-
-    return make_test_ca(tmp_path_factory.mktemp("ca"))
-
-
-@pytest.fixture(scope="session")
-def secure_s3(test_ca):
-    """SeaweedFS over HTTPS (the session's CA) with per-action policy users."""
-    from blockgz.local_servers.seaweed import SeaweedS3, TlsFiles
-
-    reason = SeaweedS3.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    users = [
-        _user("exporter", EXPORT_PERMISSIONS),
-        _user("tagger", (*EXPORT_PERMISSIONS, TAGGING)),
-        _user("reader", READER_PERMISSIONS),
-        *(
-            _user(without(p), [q for q in (*EXPORT_PERMISSIONS, TAGGING) if q != p])
-            for p in (*EXPORT_PERMISSIONS, TAGGING)
-        ),
-    ]
-    tls = TlsFiles(test_ca.cert_file, test_ca.key_file, test_ca.ca_file)
-    with SeaweedS3(tls=tls, users=users) as server:
-        yield server
-
-
-@pytest.fixture
-def secure_bucket(secure_s3, request):
-    digest = hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:12]
-    name = BUCKETS + re.sub(r"[^a-z0-9-]", "-", request.node.name.lower())[:30] + "-" + digest
-    client = secure_s3.client()
-    client.create_bucket(Bucket=name)
-    yield name
-    drop_bucket(client, name)
-
-
-def secure_options(server, user: str | None = None, **extra: str) -> dict[str, str]:
-    options = s3_options(server.endpoint_url, **{"s3.ssl.ca.bundle": server.ca_bundle})
-    if user is not None:
-        access, secret = user_key(user)
-        options.update({"aws.access.key.id": access, "aws.secret.access.key": secret})
-    return {**options, **extra}
 
 
 def left_in(server, bucket: str) -> tuple[list[str], list[str]]:
@@ -181,15 +117,15 @@ def job_options(bucket: str, options: dict[str, str], **extra: str) -> dict[str,
 
 @pytest.mark.parametrize("ca", ["none", "another CA"])
 def test_an_untrusted_certificate_fails_the_preflight_in_one_line(
-    tmp_path, secure_s3, secure_bucket, test_ca, ca
+    tmp_path, secure_s3, secure_bucket, tls_ca, ca
 ):
     options = secure_options(secure_s3)
     if ca == "none":
         del options["s3.ssl.ca.bundle"]
         named = f"store.url={secure_s3.endpoint_url}"
     else:
-        options["s3.ssl.ca.bundle"] = str(test_ca.other_ca_file)
-        named = f"s3.ssl.ca.bundle={test_ca.other_ca_file}"
+        options["s3.ssl.ca.bundle"] = str(tls_ca.other_ca_file)
+        named = f"s3.ssl.ca.bundle={tls_ca.other_ca_file}"
     code, lines, seconds = export_cli(tmp_path, job_options(secure_bucket, options))
     assert_one_line_failure(
         code, lines, seconds, named, "TLS certificate not trusted", "s3.ssl.ca.bundle"
