@@ -60,6 +60,9 @@ class ClusterSnapshot:
     groups: Mapping[str, Offsets] = field(default_factory=dict)
     #: What the archive had committed then (per topic and partition: the next offset).
     archived: Offsets = field(default_factory=dict)
+    #: What could not be read (one line each, e.g. the configs of a topic the principal may
+    #: not DESCRIBE_CONFIGS): a restore says so rather than guessing.
+    missing: tuple[str, ...] = ()
 
     def to_json(self) -> bytes:
         doc: dict[str, Any] = {
@@ -72,6 +75,8 @@ class ClusterSnapshot:
             "groups": {g: offsets_doc(o) for g, o in sorted(self.groups.items())},
             "archived": offsets_doc(self.archived),
         }
+        if self.missing:
+            doc["missing"] = list(self.missing)
         return json.dumps(doc, indent=1, sort_keys=True).encode()
 
     @classmethod
@@ -92,6 +97,7 @@ class ClusterSnapshot:
                 },
                 groups={str(g): merge_offsets({}, o) for g, o in doc.get("groups", {}).items()},
                 archived=merge_offsets({}, doc.get("archived", {})),
+                missing=tuple(str(m) for m in doc.get("missing", ())),
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptManifestError(f"{source}: not a blockgz snapshot ({exc})") from exc

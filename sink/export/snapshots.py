@@ -9,7 +9,9 @@ committed offsets as one :class:`~blockgz.archive.snapshots.ClusterSnapshot` (on
 
 A snapshot that fails is a warning, never a failed export: the records are what must not be
 lost; the next interval tries again. What it costs is logged with each snapshot (``snapshot``
-events) and bounded by the interval: ``2 + groups`` admin requests and one PUT.
+events) and bounded by the interval: ``2 + groups`` admin requests and one PUT. What the
+principal may not read (topic configs without DESCRIBE_CONFIGS, groups without DESCRIBE) is left
+out and named in the snapshot's ``missing`` lines and in one warning, so the rest is still kept.
 
 Example (with a broker)::
 
@@ -30,6 +32,7 @@ from typing import Any
 from blockgz.archive.offsets import Offsets
 from blockgz.archive.snapshots import ClusterSnapshot, Snapshots, TopicState
 from blockgz.errors import ConfigError
+from blockgz.kafka_access import quiet_admin
 from blockgz.sink.export.events import event
 from blockgz.times import parse_duration
 
@@ -65,22 +68,30 @@ def parse_groups(text: str) -> re.Pattern[str]:
 
 def read_cluster(
     admin: Any, topics: Iterable[str], groups: re.Pattern[str], *, timeout_s: float = _TIMEOUT_S
-) -> tuple[dict[str, TopicState], dict[str, Offsets]]:
-    """The topics' partition counts and set configs, and the matching groups' committed offsets
-    on them, from a confluent-kafka ``AdminClient``."""
+) -> tuple[dict[str, TopicState], dict[str, Offsets], list[str]]:
+    """The topics' partition counts and set configs, the matching groups' committed offsets on
+    them (from a confluent-kafka ``AdminClient``), and what could not be read, one line each:
+    a principal without DESCRIBE_CONFIGS on a topic or DESCRIBE on the groups still gets a
+    snapshot of the rest."""
     from confluent_kafka import ConsumerGroupTopicPartitions
     from confluent_kafka.admin import ConfigResource, ConfigSource, ResourceType
 
+    missing: list[str] = []
     wanted = sorted(set(topics))
     meta = admin.list_topics(timeout=timeout_s)
     present = [t for t in wanted if t in meta.topics and meta.topics[t].error is None]
-    states: dict[str, TopicState] = {}
+    missing += [f"topic {t}: not in the cluster's metadata" for t in wanted if t not in present]
+    states = {t: TopicState(len(meta.topics[t].partitions)) for t in present}
     if present:
         asked = admin.describe_configs(
             [ConfigResource(ResourceType.TOPIC, t) for t in present], request_timeout=timeout_s
         )
         for resource, future in asked.items():
-            entries = future.result(timeout=timeout_s)
+            try:
+                entries = future.result(timeout=timeout_s)
+            except Exception as exc:  # KafkaException: e.g. TOPIC_AUTHORIZATION_FAILED
+                missing.append(f"configs of topic {resource.name}: {_reason(exc)}")
+                continue
             configs = {  # set on the topic itself, not inherited from the broker's settings
                 name: entry.value
                 for name, entry in entries.items()
@@ -90,8 +101,14 @@ def read_cluster(
                 and entry.value is not None
             }
             topic = resource.name
-            states[topic] = TopicState(len(meta.topics[topic].partitions), configs)
-    listed = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout=timeout_s)
+            states[topic] = TopicState(states[topic].partitions, configs)
+    offsets: dict[str, Offsets] = {}
+    try:
+        listed = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout=timeout_s)
+    except Exception as exc:
+        missing.append(f"consumer groups: {_reason(exc)}")
+        return states, offsets, missing
+    missing += [f"consumer groups: {_reason(e)}" for e in listed.errors or []]
     ids = sorted(g.group_id for g in listed.valid if groups.fullmatch(g.group_id))
     asked_offsets = {
         gid: admin.list_consumer_group_offsets(
@@ -99,12 +116,23 @@ def read_cluster(
         )[gid]
         for gid in ids
     }
-    offsets: dict[str, Offsets] = {}
     for gid, future in asked_offsets.items():
-        for tp in future.result(timeout=timeout_s).topic_partitions or []:
+        try:
+            found = future.result(timeout=timeout_s).topic_partitions or []
+        except Exception as exc:  # GROUP_AUTHORIZATION_FAILED
+            missing.append(f"offsets of consumer group {gid}: {_reason(exc)}")
+            continue
+        for tp in found:
             if tp.topic in states and tp.offset >= 0 and tp.error is None:
                 offsets.setdefault(gid, {}).setdefault(tp.topic, {})[tp.partition] = tp.offset
-    return states, offsets
+    return states, offsets, missing
+
+
+def _reason(exc: BaseException) -> str:
+    """The Kafka error's name (``TOPIC_AUTHORIZATION_FAILED``) or the exception's text."""
+    error = exc.args[0] if exc.args else None
+    name = getattr(error, "name", None)
+    return name() if callable(name) else str(exc)
 
 
 class Snapshotter:
@@ -129,6 +157,7 @@ class Snapshotter:
         self._last = float("-inf")
         self._thread: threading.Thread | None = None
         self._admin: Any = None
+        self._missing: tuple[str, ...] = ()
         #: How many were written, and how long the last took (seconds), for tests and logs.
         self.written = 0
         self.last_seconds: float | None = None
@@ -152,14 +181,22 @@ class Snapshotter:
 
     def take(self, archived: Offsets) -> str:
         """Take and write one snapshot now; return its key."""
-        from confluent_kafka.admin import AdminClient
-
-        if self._admin is None:
-            self._admin = AdminClient(self.client_config)
+        if self._admin is None:  # librdkafka's own log kept off the export's terminal
+            self._admin = quiet_admin(self.client_config).client
         started = time.monotonic()
         at_ms = int(self.clock() * 1000)
-        topics, groups = read_cluster(self._admin, self.topics | set(archived), self.groups)
-        key = self.snapshots.write(ClusterSnapshot(at_ms, topics, groups, archived))
+        topics, groups, missing = read_cluster(
+            self._admin, self.topics | set(archived), self.groups
+        )
+        snapshot = ClusterSnapshot(at_ms, topics, groups, archived, tuple(missing))
+        key = self.snapshots.write(snapshot)
+        if missing and tuple(missing) != self._missing:  # once, not every interval
+            log.warning(
+                "snapshot without %s (a restore will say so; grant DESCRIBE_CONFIGS on the "
+                "topics and DESCRIBE on the groups to the export's principal)",
+                "; ".join(missing),
+            )
+        self._missing = tuple(missing)
         self.last_seconds = time.monotonic() - started
         self.written += 1
         log.info(

@@ -1,0 +1,172 @@
+"""No secret anywhere: a secured export through a failure and a restart, locally and on the
+standalone cluster, leaves none of its secrets in anything it printed, logged or wrote.
+
+The export reads Avro records (AvroConverter, a registry with basic auth) from the SASL_SSL
+broker as a least-privileged SCRAM principal, pasted as a Connect config, and writes them to
+the TLS SeaweedFS with least-privilege keys and SSE-C. The first run (local mode, ``--debug``)
+meets a record that is not Avro with ``errors.tolerance=none`` and fails with its traceback; the
+rerun (on the standalone cluster, ``errors.tolerance=all``) resumes and sends it to the
+dead-letter topic. Then ``--print-submit`` prints the spark-submit command. Every secret is then
+searched for, as text and as base64, in: what each command printed; every file under the
+working directory but the config itself (the checkpoint, the job's log, Spark's event log);
+the cluster's work directory (the worker and executor logs); every object of the bucket
+(data, sidecars, manifests, catalog, snapshots, read back with the SSE-C key); and every record
+of the dead-letter topic, headers included.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from blockgz.archive.layout import Layout
+from blockgz.archive.snapshots import Snapshots
+from blockgz.local_servers.registry import LocalSchemaRegistry
+from blockgz.store import open_store
+from testkit.avro_data import V1, produce_avro
+from testkit.kafka_data import read_exported
+from testkit.s3 import fake_aws_env
+from testkit.secure_s3 import secure_options, user_key
+from tests.integration.test_kafka_security import connect_config, unique
+
+pytestmark = pytest.mark.slow
+
+BLOCKGZ = str(Path(sys.executable).with_name("blockgz"))
+PARTITIONS, PER_PARTITION, BAD = 2, 12, (1, 5)
+
+
+def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [BLOCKGZ, *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False,
+        env={**os.environ, **fake_aws_env()},
+    )  # fmt: skip
+
+
+def forms(secret: str) -> list[bytes]:
+    """A secret as it could be found: as text, and in base64 (as an HTTP header carries it)."""
+    return [secret.encode(), base64.b64encode(secret.encode())]
+
+
+def found_in(blobs: dict[str, bytes], secrets: dict[str, str]) -> list[str]:
+    """``"<what> in <where>"`` for every secret found in any blob."""
+    return [
+        f"{what} in {where}"
+        for where, blob in blobs.items()
+        for what, secret in secrets.items()
+        if any(form in blob for form in forms(secret))
+    ]
+
+
+def files_under(root: Path, *, but: Path | None = None) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in root.rglob("*") if p.is_file() and p != but}
+
+
+def dead_letters(kafka, topic: str) -> dict[str, bytes]:
+    """Every record of ``topic``: its key, value and headers, as one blob per record."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    ends = kafka.high_watermarks(topic)
+    consumer = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": unique("dlq")})
+    found: dict[str, bytes] = {}
+    try:
+        for partition, end in ends.items():
+            consumer.assign([TopicPartition(topic, partition, 0)])
+            got: list = []
+            while len(got) < end:
+                batch = consumer.consume(100, timeout=5)
+                assert batch, f"{topic}-{partition}: {len(got)} of {end}"
+                got += [m for m in batch if m.error() is None]
+            for m in got:
+                parts = [m.key() or b"", m.value() or b""]
+                parts += [k.encode() + b"=" + (v or b"") for k, v in m.headers() or []]
+                found[f"{topic}-{partition}@{m.offset()}"] = b"\n".join(parts)
+    finally:
+        consumer.close()
+    return found
+
+
+def test_a_secured_export_leaves_no_secret_anywhere(
+    secured_kafka, secure_s3, secure_bucket, spark_cluster, tmp_path
+):
+    sasl_password = "sasl-" + uuid.uuid4().hex
+    registry_password = "registry-" + uuid.uuid4().hex
+    sse_key = base64.b64encode(os.urandom(32)).decode()
+    s3_secret = user_key("exporter")[1]
+    secrets = {
+        "the SASL password": sasl_password,
+        "the registry password": registry_password,
+        "the SSE-C key": sse_key,
+        "the S3 secret key": s3_secret,
+    }
+    topic, dead = unique("guarded"), unique("guarded-dlq")
+    secured_kafka.create_topic(topic, partitions=PARTITIONS)
+    secured_kafka.create_topic(dead)
+    secured_kafka.add_user("guard", sasl_password, read=[topic], write=[dead])
+    with LocalSchemaRegistry(users={"alice": registry_password}) as registry:
+        with_userinfo = registry.url.replace("http://", f"http://alice:{registry_password}@")
+        rows = [(p, i, V1) for p in range(PARTITIONS) for i in range(PER_PARTITION)]
+        produce_avro(secured_kafka.bootstrap_servers, with_userinfo, topic, rows, skip={BAD})
+        settings = {
+            **connect_config(secured_kafka, "guard", sasl_password),
+            "name": "guarded",
+            "topics": topic,
+            "s3.bucket.name": secure_bucket,
+            **secure_options(secure_s3, "exporter"),
+            "s3.sse.customer.key": sse_key,
+            "format.class": "io.confluent.connect.s3.format.avro.AvroFormat",
+            "flush.size": "5",
+            "value.converter": "io.confluent.connect.avro.AvroConverter",
+            "value.converter.schema.registry.url": registry.url,
+            "value.converter.basic.auth.credentials.source": "USER_INFO",
+            "value.converter.basic.auth.user.info": f"alice:{registry_password}",
+            "errors.deadletterqueue.topic.name": dead,
+            "spark.eventLog.enabled": "true",  # what the Spark UI and history server show
+            "spark.eventLog.dir": str(tmp_path / "events"),
+            "spark.eventLog.compress": "false",
+        }
+        (tmp_path / "events").mkdir()
+        config = tmp_path / "guarded.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
+        checkpoint = ["--checkpoint", str(tmp_path / "ckpt")]
+
+        failed = run(["--debug", "export", str(config), "--once", *checkpoint], tmp_path)
+        assert failed.returncode != 0, failed.stderr[-3000:]
+        assert "Traceback" in failed.stderr, "--debug shows the traceback"
+        on_cluster = ["--master", spark_cluster.master_url, "-O", "errors.tolerance=all"]
+        done = run(["export", str(config), "--once", *checkpoint, *on_cluster], tmp_path)
+        assert done.returncode == 0, done.stderr[-3000:]
+        printed = run(["export", str(config), "--print-submit", *checkpoint, *on_cluster], tmp_path)
+        assert printed.returncode == 0, printed.stderr[-3000:]
+
+    # It worked: every good record archived once, the bad one dead-lettered.
+    store, prefix = open_store(
+        f"s3://{secure_bucket}", {**secure_options(secure_s3), "s3.sse.customer.key": sse_key}
+    )
+    archived = read_exported(store, prefix).offsets()
+    wanted = {(p, i) for p in range(PARTITIONS) for i in range(PER_PARTITION)} - {BAD}
+    assert set(archived) == wanted and max(archived.values()) == 1
+    assert secured_kafka.high_watermarks(dead) == {0: 1}
+    # The principal may not DESCRIBE_CONFIGS: the snapshot keeps the rest and says what it lacks.
+    snapshot = Snapshots(store, prefix, Layout(), "guarded").at_or_before()
+    assert snapshot is not None and snapshot.topics[topic].partitions == PARTITIONS
+    assert any(f"configs of topic {topic}" in line for line in snapshot.missing), snapshot.missing
+
+    blobs = {
+        "the failed run's output": (failed.stdout + failed.stderr).encode(),
+        "the cluster run's output": (done.stdout + done.stderr).encode(),
+        "--print-submit's output": (printed.stdout + printed.stderr).encode(),
+        **files_under(tmp_path, but=config),
+        **files_under(Path(spark_cluster.work_dir)),
+        **{f"s3://{secure_bucket}/{info.key}": store.get(info.key) for info in store.list(prefix)},
+        **dead_letters(secured_kafka, dead),
+    }
+    assert any(k.startswith(str(tmp_path / "events")) for k in blobs), "Spark's event log"
+    assert any(k.endswith("blockgz-export.log") for k in blobs), "the job's log"
+    assert any("/manifests/" in k for k in blobs) and any("/snapshots/" in k for k in blobs)
+    assert found_in(blobs, secrets) == []
