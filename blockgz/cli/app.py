@@ -77,6 +77,12 @@ def size_option(ctx, param, value):
         raise click.BadParameter(str(exc)) from exc
 
 
+#: Libraries whose DEBUG log is their wire traffic: py4j logs every option Spark is given (the
+#: SASL password, the S3 secret key), botocore every request's headers (an SSE-C key). ``--debug``
+#: shows blockgz's own debug log and tracebacks, not these.
+WIRE_LOGGERS = ("py4j", "botocore", "boto3", "s3transfer", "urllib3")
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logs.")
 @click.version_option(package_name="blockgz")
@@ -96,6 +102,8 @@ def main(debug: bool) -> None:
         level=logging.DEBUG if debug else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    for name in WIRE_LOGGERS:  # their DEBUG lines carry secrets: never below INFO
+        logging.getLogger(name).setLevel(max(logging.INFO, logging.getLogger().level))
 
 
 def setting_option(help: str) -> Callable[[Callable], Callable]:
