@@ -6,7 +6,9 @@ broker as a least-privileged SCRAM principal, pasted as a Connect config, and wr
 the TLS SeaweedFS with least-privilege keys and SSE-C. The first run (local mode, ``--debug``)
 meets a record that is not Avro with ``errors.tolerance=none`` and fails with its traceback; the
 rerun (on the standalone cluster, ``errors.tolerance=all``) resumes and sends it to the
-dead-letter topic. Then ``--print-submit`` prints the spark-submit command. Every secret is then
+dead-letter topic. Then ``--print-submit`` prints the spark-submit command, and the archive is
+read back with the reader's keys (``seek``, Spark) and replayed by another least-privileged
+principal into a topic of the secured broker (Avro, through the registry). Every secret is then
 searched for, as text and as base64, in: what each command printed; every file under the
 working directory but the config itself (the checkpoint, the job's log, Spark's event log);
 the cluster's work directory (the worker and executor logs); every object of the bucket
@@ -91,8 +93,8 @@ def dead_letters(kafka, topic: str) -> dict[str, bytes]:
     return found
 
 
-def test_a_secured_export_leaves_no_secret_anywhere(
-    secured_kafka, secure_s3, secure_bucket, spark_cluster, tmp_path
+def test_a_secured_export_and_its_readers_leave_no_secret_anywhere(
+    secured_kafka, secure_s3, secure_bucket, spark_cluster, spark, tmp_path
 ):
     sasl_password = "sasl-" + uuid.uuid4().hex
     registry_password = "registry-" + uuid.uuid4().hex
@@ -144,6 +146,37 @@ def test_a_secured_export_leaves_no_secret_anywhere(
         printed = run(["export", str(config), "--print-submit", *checkpoint, *on_cluster], tmp_path)
         assert printed.returncode == 0, printed.stderr[-3000:]
 
+        # Read back as the reader (GetObject and ListBucket only): seek, Spark, replay.
+        reading = {**secure_options(secure_s3, "reader"), "s3.sse.customer.key": sse_key}
+        as_reader = [f"-O{k}={v}" for k, v in reading.items()]
+        seek = ["seek", f"s3://{secure_bucket}", "--topic", topic, "--partition", "0"]
+        sought = run([*seek, "--offset", "3", "--count", "2", *as_reader], tmp_path)
+        assert sought.returncode == 0 and len(sought.stdout.splitlines()) == 2, sought.stderr
+        rows = (
+            spark.read.format("blockgz").options(**reading).load(f"s3://{secure_bucket}")
+            .where(f"topic = '{topic}'").count()
+        )  # fmt: skip
+        assert rows == PARTITIONS * PER_PARTITION - 1
+        target = unique("guarded-restored")
+        secured_kafka.create_topic(target, partitions=PARTITIONS)
+        restorer_password = "restorer-" + uuid.uuid4().hex
+        secrets["the restorer's SASL password"] = restorer_password
+        secured_kafka.add_user("restorer", restorer_password, read=[target], write=[target])
+        restorer = connect_config(secured_kafka, "restorer", restorer_password)
+        as_restorer = [
+            f"-Okafka.{k}={v}" for k, v in restorer.items() if not k.startswith("kafka.")
+        ]
+        replayed = run(
+            ["replay", f"s3://{secure_bucket}", "--topic", topic, "--to-topic", target,
+             "--bootstrap-servers", secured_kafka.secure_bootstrap, *as_reader, *as_restorer,
+             "--schema-registry-url", registry.url, "-Obasic.auth.credentials.source=USER_INFO",
+             f"-Obasic.auth.user.info=alice:{registry_password}"],
+            tmp_path,
+        )  # fmt: skip
+        assert replayed.returncode == 0, replayed.stderr[-3000:]
+        restored = secured_kafka.high_watermarks(target)
+        assert restored == {p: PER_PARTITION - (p == BAD[0]) for p in range(PARTITIONS)}
+
     # It worked: every good record archived once, the bad one dead-lettered.
     store, prefix = open_store(
         f"s3://{secure_bucket}", {**secure_options(secure_s3), "s3.sse.customer.key": sse_key}
@@ -161,6 +194,8 @@ def test_a_secured_export_leaves_no_secret_anywhere(
         "the failed run's output": (failed.stdout + failed.stderr).encode(),
         "the cluster run's output": (done.stdout + done.stderr).encode(),
         "--print-submit's output": (printed.stdout + printed.stderr).encode(),
+        "seek's output": (sought.stdout + sought.stderr).encode(),
+        "replay's output": (replayed.stdout + replayed.stderr).encode(),
         **files_under(tmp_path, but=config),
         **files_under(Path(spark_cluster.work_dir)),
         **{f"s3://{secure_bucket}/{info.key}": store.get(info.key) for info in store.list(prefix)},
