@@ -275,3 +275,45 @@ def test_a_least_privileged_export_and_replay_over_sasl_ssl(spark, secured_kafka
     assert code == 0, output
     assert "restorer-secret" not in output
     assert secured_kafka.high_watermarks(target) == {0: 23, 1: 23}
+
+
+@pytest.mark.slow
+def test_spark_kafka_connector_reads_over_sasl_ssl_with_the_same_settings(secured_kafka, tmp_path):
+    """The same pasted Connect config, with Spark's own Kafka connector
+    (``blockgz.spark.kafka.jars``) as the source: its Java consumers get the Java names back
+    (:func:`blockgz.sink.spark_kafka.source_options`) and read as the least-privileged
+    principal (READ on the topic, nothing else: no group ACL either); the password is in no
+    output, log or checkpoint file."""
+    from blockgz.errors import JarResolutionError
+    from blockgz.sink.spark_kafka import connector_jars
+    from blockgz.store import LocalStore
+    from testkit.kafka_data import produce_numbered, read_exported
+
+    try:
+        connector_jars("4.2.0")
+    except JarResolutionError as exc:
+        pytest.skip(f"Spark's Kafka connector is not available: {exc}")
+    topic = unique("spark-read")
+    secured_kafka.create_topic(topic, partitions=2)
+    produce_numbered(secured_kafka.bootstrap_servers, topic, 2, 15)
+    password = "spark-reader-" + uuid.uuid4().hex
+    secured_kafka.add_user("spark-reader", password, read=[topic])
+    settings = connect_config(
+        secured_kafka, "spark-reader", password,
+        **{"name": unique("spark-sec"), "topics": topic, "path": str(tmp_path / "archive"),
+           "flush.size": "10", "blockgz.spark.kafka.jars": "4.2.0"},
+    )  # fmt: skip
+    config = write_config(tmp_path, settings)
+    code, _, output, _ = run_cli(
+        "export", str(config), "--once", "--checkpoint", str(tmp_path / "ckpt"), cwd=tmp_path
+    )
+    job_log = (tmp_path / "ckpt" / "blockgz-export.log").read_text()
+    assert code == 0, output[-3000:] + job_log[-3000:]
+    assert "reading Kafka with the Spark Kafka source" in job_log
+    read_exported(LocalStore(str(tmp_path / "archive"))).assert_exactly_once(2, 15)
+    leaked = [
+        str(p)
+        for p in tmp_path.rglob("*")
+        if p.is_file() and p != config and password.encode() in p.read_bytes()
+    ]
+    assert password not in output and leaked == []
