@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.errors import ConfigError, ReplayError
+from blockgz.format.decode import Record
 from blockgz.kafka_security import librdkafka_settings
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.reader.archive import Archive
@@ -142,6 +143,9 @@ class ReplayResult:
     sent: dict[int, int] = field(default_factory=dict)
     skipped: dict[int, int] = field(default_factory=dict)
     seconds: float = 0.0
+    #: What the archive did not keep of the records sent (``"timestamps"``, ``"keys and
+    #: headers"``): Kafka gave them the replay's time, no key and no headers instead.
+    not_kept: list[str] = field(default_factory=list)
 
     @property
     def total_sent(self) -> int:
@@ -236,6 +240,7 @@ def replay(
             floor = last_delivered.get(source, -1)  # without --by-key all goes to `source`
             marker = f"{settings.topic}/{source}/".encode() if settings.mark else None
             for _, block in blocks:
+                _note_not_kept(block[0], result, settings.topic, source)
                 routes: Iterable[int]
                 if settings.by_key:
                     routes = [_partition_of(r, targets) for r in block]
@@ -285,6 +290,26 @@ def replay(
             "each partition holds"
         )
     return result
+
+
+def _note_not_kept(record: Record, result: ReplayResult, topic: str, partition: int) -> None:
+    """Warn, once per kind, when the archive did not keep what Kafka held beside a value."""
+    missing = []
+    if record.timestamp is None:
+        missing.append("timestamps")
+    if type(record) is Record:  # neither an envelope nor .keys/.headers files
+        missing.append("keys and headers")
+    for what in missing:
+        if what not in result.not_kept:
+            result.not_kept.append(what)
+            log.warning(
+                "%s-%d: the archive kept no record %s, so the replayed records get %s "
+                "(format.json.envelope=true, or store.kafka.keys/store.kafka.headers, keep them)",
+                topic,
+                partition,
+                what,
+                "the replay's time" if what == "timestamps" else "no key and no headers",
+            )
 
 
 def _send(
@@ -448,18 +473,20 @@ def replay_on_spark(
         return ReplayResult()
     options = dict(archive_options)
 
-    def one_partition(partition: int) -> tuple[int, int, int, float]:
+    def one_partition(partition: int) -> tuple[int, int, int, float, list[str]]:
         from dataclasses import replace
 
         from blockgz.reader.archive import open_archive as open_on_executor
 
         with open_on_executor(source, options) as executor_archive:
             done = replay(executor_archive, replace(settings, partitions=[partition]))
-        return partition, done.sent.get(partition, 0), done.skipped.get(partition, 0), done.seconds
+        sent, skipped = done.sent.get(partition, 0), done.skipped.get(partition, 0)
+        return partition, sent, skipped, done.seconds, done.not_kept
 
     started = time.monotonic()
     rows = spark.sparkContext.parallelize(partitions, len(partitions)).map(one_partition).collect()
     result = ReplayResult(seconds=time.monotonic() - started)
-    for partition, sent, skipped, _ in rows:
+    for partition, sent, skipped, _, not_kept in rows:
         result.sent[partition], result.skipped[partition] = sent, skipped
+        result.not_kept += [what for what in not_kept if what not in result.not_kept]
     return result

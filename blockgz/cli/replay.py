@@ -123,7 +123,8 @@ def replay(
     click.echo(
         f"replayed {result.total_sent} records of {topic} into {to_topic} in "
         f"{result.seconds:.1f} s ({rate:,.0f} records/s)"
-        + (f"; {skipped} were there already" if skipped else ""),
+        + (f"; {skipped} were there already" if skipped else "")
+        + "".join(f"; without {what} (the archive kept none)" for what in result.not_kept),
         err=True,
     )
 

@@ -119,6 +119,39 @@ def test_an_offset_window_of_one_partition(kafka, tmp_path):
     assert [as_replayed(m) for m in got[1]] == [expected_of(r) for r in wanted]
 
 
+def test_what_the_archive_did_not_keep_is_said_not_guessed(kafka, tmp_path, caplog):
+    """A plain JSON archive kept values only: the replay sends them, and says in a warning per
+    kind and in its summary that timestamps, keys and headers were not kept (an envelope
+    archive, as in the other tests here, says nothing of the kind)."""
+    records = [KafkaRecord("bare", 0, n, T0 + n, b"k", b'{"n":%d}' % n, None) for n in range(6)]
+    config = SinkConfig.from_options({"path": str(tmp_path), "flush.size": "3"})
+    write_task(config, iter(arrow_batches(records)))
+    kafka.create_topic("bare-out", partitions=1)
+    result = run_replay(
+        str(tmp_path), "--topic", "bare", "--to-topic", "bare-out",
+        "--bootstrap-servers", kafka.bootstrap_servers, *EXACT,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert [w.split(", so")[0] for w in warned] == [
+        "bare-0: the archive kept no record timestamps",
+        "bare-0: the archive kept no record keys and headers",
+    ]
+    caplog.clear()
+    summary = result.stderr.strip().splitlines()[-1]
+    assert summary.endswith("; without timestamps (the archive kept none); without keys and "
+                            "headers (the archive kept none)"), summary  # fmt: skip
+    assert [m.value() for m in read_all(kafka, "bare-out")[0]] == [r.value for r in records]
+
+    enveloped = run_replay(
+        str(tmp_path / "env"), "--topic", "kept", "--to-topic", "bare-out",
+        "--bootstrap-servers", kafka.bootstrap_servers, *EXACT,
+    ) if archive_of(tmp_path / "env", "kept", 1, 5) else None  # fmt: skip
+    assert enveloped is not None and enveloped.exit_code == 0, enveloped.output
+    assert "without" not in enveloped.stderr
+    assert not [r for r in caplog.records if "kept no record" in r.getMessage()]
+
+
 def test_by_key_spreads_records_as_kafka_would(kafka, tmp_path):
     records = archive_of(tmp_path, "keyed", 1, 90)
     kafka.create_topic("keyed-out", partitions=3)
