@@ -34,7 +34,7 @@ from blockgz.kafka_security import librdkafka_settings
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.reader.archive import Archive
 from blockgz.reader.archive_options import check_reader_options
-from blockgz.reader.restore_values import AvroToWire, check_key, check_restorable
+from blockgz.reader.restore_values import AvroToWire, check_restorable
 from blockgz.registry import RegistrySettings
 from blockgz.times import epoch_ms
 
@@ -210,10 +210,15 @@ def replay(
                 "more partitions, or pass --by-key to spread records by key)"
             )
     avro = check_restorable(archive, settings.topic, sources, settings.registry)
-    encode: Callable[[int, list], list] | None = None
+    if "keys" in avro and settings.by_key:
+        raise ConfigError(
+            f"{settings.topic!r} kept its keys as Avro: --by-key would have to hash their wire "
+            "bytes, which is not supported yet; replay partition to partition instead"
+        )
+    wire = None
     if avro:
         assert settings.registry is not None
-        encode = AvroToWire(archive, settings.topic, settings.registry, settings.to_topic)
+        wire = AvroToWire(archive, settings.topic, settings.registry, settings.to_topic)
     delivered = (
         delivered_so_far(config, settings.to_topic, targets, settings.topic, set(sources))
         if settings.mark
@@ -255,10 +260,11 @@ def replay(
                         block if block[0].offset > floor else [r for r in block if r.offset > floor]
                     )
                     routes = itertools.repeat(source)
-                if unsent:
-                    check_key(unsent[0], settings.topic)
-                values = encode(source, unsent) if encode is not None and unsent else None
-                _send(producer, settings.to_topic, unsent, routes, marker, values)
+                values = keys = None
+                if wire is not None and unsent:
+                    values = wire(source, unsent) if "value" in avro else None
+                    keys = wire.keys(source, unsent) if "keys" in avro else None
+                _send(producer, settings.to_topic, unsent, routes, marker, values, keys)
                 sent += len(unsent)
                 skipped += len(block) - len(unsent)
                 producer.poll(0)  # serve failure reports once per block
@@ -319,16 +325,20 @@ def _send(
     partitions: Iterable[int],
     marker,
     values: list[bytes | None] | None = None,
+    keys: list[bytes | None] | None = None,
 ) -> None:
-    """Hand ``records`` to the producer, each to its partition, with its resume marker and
-    its value (``values``, re-encoded, or the record's own); while the producer's queue is
-    full, wait for it to drain."""
+    """Hand ``records`` to the producer, each to its partition, with its resume marker, its
+    value and key (``values``/``keys`` re-encoded, or the record's own); while the producer's
+    queue is full, wait for it to drain."""
     produce, poll = producer.produce, producer.poll
     for i, (record, partition) in enumerate(zip(records, partitions, strict=False)):
         value, headers = record.value if values is None else values[i], record.headers
-        if value is not None and type(value) is not bytes:
+        key = record.key if keys is None else keys[i]
+        if (value is not None and type(value) is not bytes) or (
+            key is not None and type(key) is not bytes
+        ):
             raise ReplayError(  # never sent as something else (checked up front: unreachable)
-                f"{topic}: offset {record.offset} holds a decoded value, not bytes"
+                f"{topic}: offset {record.offset} holds a decoded key or value, not bytes"
             )
         if marker is not None:
             headers = [*(headers or ()), (MARKER, marker + b"%d" % record.offset)]
@@ -336,9 +346,7 @@ def _send(
             try:
                 # Positional (topic, value, key, partition, callback, on_delivery, timestamp,
                 # headers): no keyword dict per record.
-                produce(
-                    topic, value, record.key, partition, None, None, record.timestamp or 0, headers
-                )
+                produce(topic, value, key, partition, None, None, record.timestamp or 0, headers)
                 break
             except BufferError:
                 # Only failures are reported (``delivery.report.only.error``), so no event

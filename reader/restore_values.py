@@ -14,8 +14,10 @@ producer had it registered under the target's subject, and its consumers resolve
 Without a registry an Avro archive is refused in one line (:func:`check_restorable`), never sent
 as JSON text.
 
-Keys kept as Avro (Avro ``.keys`` files) are refused the same way: this blockgz does not
-re-encode them yet.
+Keys kept in Avro ``.keys`` files go back the same way, under the key subjects
+(``<topic>-key``), with the key's schema (the file's is ``["null", <key schema>]``). Entries
+whose schema is plain ``bytes`` or ``string`` were not Avro in Kafka (the ByteArray and String
+converters, or no key converter): they go back as those bytes, or that text's UTF-8.
 
 >>> from blockgz.format.decode import Record
 >>> plain_values([Record(0, b"a"), Record(1, None)])
@@ -42,35 +44,39 @@ def plain_values(block: list[Record]) -> list[bytes | None]:
     return [r.value for r in block]
 
 
-def avro_partitions(archive: Any, topic: str, partitions: Iterable[int]) -> list[int]:
-    """The partitions of ``topic`` with Avro objects in the archive."""
-    return [p for p in partitions if any(r.is_avro for r in archive.objects(topic, p))]
+def avro_roles(archive: Any, topic: str, partitions: Iterable[int]) -> dict[str, list[int]]:
+    """Per role (``value``, ``keys``), the partitions of ``topic`` with Avro objects of it."""
+    found: dict[str, list[int]] = {}
+    for partition in partitions:
+        for role in sorted({r.role for r in archive.objects(topic, partition) if r.is_avro}):
+            if role in ("value", "keys"):
+                found.setdefault(role, []).append(partition)
+    return found
 
 
 def check_restorable(
     archive: Any, topic: str, partitions: Iterable[int], registry: RegistrySettings | None
-) -> bool:
-    """Whether values must be re-encoded (an Avro archive); a :class:`ConfigError` in one line
-    when they would have to be but no registry is given."""
-    avro = avro_partitions(archive, topic, partitions)
-    if avro and registry is None:
+) -> set[str]:
+    """The roles (``value``, ``keys``) whose entries must be re-encoded (kept as Avro); a
+    :class:`ConfigError` in one line when some must be but no registry is given."""
+    roles = avro_roles(archive, topic, partitions)
+    if roles and registry is None:
+        what = " and ".join("values" if role == "value" else "keys" for role in sorted(roles))
+        some = sorted({p for ps in roles.values() for p in ps})
         raise ConfigError(
-            f"{topic!r} is archived as Avro (partitions {avro[:5]}{'...' if len(avro) > 5 else ''}"
-            "): its values go back to Kafka in Confluent's wire format, which needs a schema "
-            "registry for the ids: pass --schema-registry-url (the target cluster's registry)"
+            f"{topic!r} kept its {what} as Avro (partitions {some[:5]}"
+            f"{'...' if len(some) > 5 else ''}): they go back to Kafka in Confluent's wire "
+            "format, which needs a schema registry for the ids: pass --schema-registry-url "
+            "(the target cluster's registry)"
         )
-    return bool(avro)
+    return set(roles)
 
 
-def check_key(record: Record, topic: str) -> None:
-    """Refuse a key this blockgz cannot send back as the topic held it (an Avro key)."""
-    if record.key is not None and not isinstance(record.key, bytes | bytearray):
-        raise ConfigError(
-            f"{topic!r} kept its keys as Avro (an Avro .keys file, offset {record.offset}): "
-            "sending them back in Confluent's wire format is not supported yet, and sending "
-            "anything else would change the records (keys.format.class=bytearray keeps their "
-            "bytes)"
-        )
+#: Schemas of entries that were not Avro in Kafka: the ByteArrayConverter's ``bytes`` (the
+#: bytes as they were) and the StringConverter's ``string`` (its UTF-8). An Avro value whose
+#: registered schema is one of these primitives is rare and would come back as those bytes: the
+#: archive does not record which converter wrote it (yet).
+PLAIN: dict[str, Any] = {"bytes": bytes, "string": lambda text: text.encode()}
 
 
 class AvroToWire:
@@ -82,58 +88,82 @@ class AvroToWire:
 
         self.archive = archive
         self.topic = topic
-        self.subjects = [f"{to_topic}-value", f"{topic}-value"]
+        self.subjects = {
+            role: [f"{to_topic}-{suffix}", f"{topic}-{suffix}"]
+            for role, suffix in (("value", "value"), ("keys", "key"))
+        }
         self.texts = schema_texts_from(registry)
         self._parse = fastavro.parse_schema
         self._write = fastavro.schemaless_writer
-        self._refs: dict[int, list[ObjectRef]] = {}
+        self._refs: dict[tuple[str, int], list[ObjectRef]] = {}
         self._by_object: dict[str, tuple[int, Any]] = {}
 
     def __call__(self, partition: int, block: list[Record]) -> list[bytes | None]:
-        schema_id, parsed = self._schema_of(self._object_of(partition, block[0].offset))
+        """The values of ``block`` in Confluent's wire format (a tombstone stays ``None``)."""
+        return self._encoded("value", partition, block, [r.value for r in block])
+
+    def keys(self, partition: int, block: list[Record]) -> list[bytes | None]:
+        """The keys of ``block`` in Confluent's wire format (a null key stays ``None``)."""
+        return self._encoded("keys", partition, block, [r.key for r in block])
+
+    def _encoded(
+        self, role: str, partition: int, block: list[Record], data: list[Any]
+    ) -> list[bytes | None]:
+        schema_id, parsed = self._schema_of(role, self._object_of(role, partition, block[0].offset))
+        if (
+            isinstance(parsed, str) and parsed in PLAIN
+        ):  # ByteArrayConverter / StringConverter: no registry was involved
+            return [None if d is None else PLAIN[parsed](d) for d in data]
         out: list[bytes | None] = []
         write = self._write
-        for record in block:
-            if record.value is None:  # a tombstone stays one
+        for datum in data:
+            if datum is None:
                 out.append(None)
                 continue
             buffer = io.BytesIO()
-            write(buffer, parsed, record.value)
+            write(buffer, parsed, datum)
             out.append(wire_value(schema_id, buffer.getvalue()))
         return out
 
-    def _id_of(self, text: str) -> int:
+    def _id_of(self, role: str, text: str) -> int:
         """The registry id of an archived writer schema (see the module's notes)."""
         candidates = [text]
         doc = json.loads(text)
         if isinstance(doc, dict) and doc.get("connect.name") == _full_name(doc):
             producers = {k: v for k, v in doc.items() if k != "connect.name"}
             candidates.insert(0, json.dumps(producers))
-        for subject in self.subjects:
+        for subject in self.subjects[role]:
             for candidate in candidates:
                 found = self.texts.lookup(subject, candidate)
                 if found is not None:
                     return found
-        return self.texts.register(self.subjects[0], candidates[0])
+        return self.texts.register(self.subjects[role][0], candidates[0])
 
-    def _object_of(self, partition: int, offset: int) -> ObjectRef:
-        refs = self._refs.get(partition)
+    def _object_of(self, role: str, partition: int, offset: int) -> ObjectRef:
+        refs = self._refs.get((role, partition))
         if refs is None:
-            values = [r for r in self.archive.objects(self.topic, partition) if r.role == "value"]
-            refs = self._refs[partition] = sorted(values, key=lambda r: r.start_offset)
+            mine = [r for r in self.archive.objects(self.topic, partition) if r.role == role]
+            refs = self._refs[(role, partition)] = sorted(mine, key=lambda r: r.start_offset)
         at = bisect.bisect_right([r.start_offset for r in refs], offset) - 1
         if at < 0 or not refs[at].is_avro:
             raise ConfigError(
-                f"{self.topic}/{partition}@{offset}: not in an Avro object, but the topic's other "
-                "objects are Avro; replay the partitions of each format separately"
+                f"{self.topic}/{partition}@{offset}: its {role} are not in an Avro object, but "
+                "other objects of the topic are Avro; replay the partitions of each format apart"
             )
         return refs[at]
 
-    def _schema_of(self, ref: ObjectRef) -> tuple[int, Any]:
+    def _schema_of(self, role: str, ref: ObjectRef) -> tuple[int, Any]:
         found = self._by_object.get(ref.key)
         if found is None:
-            text = self.archive.avro_schema(ref)
-            found = (self._id_of(text), self._parse(json.loads(text)))
+            doc = json.loads(self.archive.avro_schema(ref))
+            if role == "keys":  # a .keys file holds ["null", <the key's schema>]
+                doc = next(b for b in doc if b != "null") if isinstance(doc, list) else doc
+            if isinstance(doc, str) and doc in PLAIN:  # bytes or text as they were: no id
+                found = (-1, doc)
+                self._by_object[ref.key] = found
+                return found
+            text = json.dumps(doc)
+            found = (self._id_of(role, text), self._parse(doc))
             self._by_object[ref.key] = found
         return found
 

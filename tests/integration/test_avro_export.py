@@ -198,8 +198,9 @@ def topic_messages(kafka, topic: str) -> dict[int, list[tuple[bytes | None, byte
 def test_replay_of_an_avro_archive_sends_the_bytes_the_topic_held(
     spark, kafka, s3_server, registry, bucket, tmp_path
 ):
-    """Exported with Confluent's Avro config (AvroConverter + registry, AvroFormat, keys kept),
-    replayed with the registry: every value is Confluent's wire format again, byte for byte
+    """Exported with Confluent's Avro config (AvroConverter + registry, AvroFormat, keys kept
+    in an Avro .keys file, as the ByteArrayConverter's ``bytes``), replayed with the registry:
+    the keys are the produced bytes, every value is Confluent's wire format again, byte for byte
     what was produced (the registry answers each schema with the id it had), across a schema
     change; without a registry the replay is refused in one line and sends nothing."""
     from click.testing import CliRunner
@@ -215,7 +216,7 @@ def test_replay_of_an_avro_archive_sends_the_bytes_the_topic_held(
     job = avro_job(
         kafka, s3_server, registry, bucket, topic,
         **{"format.class": "io.confluent.connect.s3.format.avro.AvroFormat", "flush.size": "3",
-           "store.kafka.keys": "true", "keys.format.class": "bytearray"},
+           "store.kafka.keys": "true", "keys.format.class": "avro"},
     )  # fmt: skip
     assert export_once(spark, job, tmp_path / "ckpt").records == 16
     options = [f"s3://{bucket}", "--topic", topic, "--bootstrap-servers", kafka.bootstrap_servers]
