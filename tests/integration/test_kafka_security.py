@@ -10,6 +10,7 @@ preflight, before Spark starts.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -59,7 +60,7 @@ def run_cli(*args: str, cwd: Path) -> tuple[int, list[str], str, float]:
         text=True,
         timeout=120,
         cwd=cwd,
-        env={**__import__("os").environ, "PYTHONPATH": str(ROOT)},
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     output = proc.stdout + proc.stderr
     return proc.returncode, output.strip().splitlines(), output, time.monotonic() - started
