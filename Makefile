@@ -37,8 +37,9 @@ test: $(STAMP)
 test-broker: $(STAMP)
 	$(BIN)/python -m pytest -p no:cacheprovider -m broker tests/integration/test_real_broker.py
 
-# The export processes killed mid-batch, frozen past their lease, or starved of checkpoint disk
-# (each launches two or three Spark drivers: a minute or two a test). CI runs it after `make test`.
+# The export processes killed mid-batch, frozen past their lease, starved of checkpoint disk, or
+# failed and restarted (metrics and secrets across a restart) (each launches two or three Spark
+# drivers: a minute or two a test). CI runs it after `make test`.
 test-crash: $(STAMP)
 	@scripts/install-tools
 	$(BIN)/python -m pytest -n 2 --dist worksteal -p no:cacheprovider -m crash

@@ -37,7 +37,8 @@ from testkit.s3 import fake_aws_env
 from testkit.secure_s3 import secure_options, user_key
 from tests.integration.test_kafka_security import connect_config, unique
 
-pytestmark = pytest.mark.slow
+#: A failed run and a restart on the cluster, then three readers: ~2 min, in `make test-crash`.
+pytestmark = pytest.mark.crash
 
 BLOCKGZ = str(Path(sys.executable).with_name("blockgz"))
 PARTITIONS, PER_PARTITION, BAD = 2, 12, (1, 5)
