@@ -48,9 +48,11 @@ def avro_roles(archive: Any, topic: str, partitions: Iterable[int]) -> dict[str,
     """Per role (``value``, ``keys``), the partitions of ``topic`` with Avro objects of it."""
     found: dict[str, list[int]] = {}
     for partition in partitions:
-        for role in sorted({r.role for r in archive.objects(topic, partition) if r.is_avro}):
-            if role in ("value", "keys"):
-                found.setdefault(role, []).append(partition)
+        refs = archive.objects(topic, partition)  # value objects, their .keys files beside them
+        roles = {r.role for r in refs if r.is_avro}
+        roles |= {c.role for r in refs for c in r.companions if _avro(c)}
+        for role in sorted(roles & {"value", "keys"}):
+            found.setdefault(role, []).append(partition)
     return found
 
 
@@ -140,17 +142,22 @@ class AvroToWire:
         return self.texts.register(self.subjects[role][0], candidates[0])
 
     def _object_of(self, role: str, partition: int, offset: int) -> ObjectRef:
-        refs = self._refs.get((role, partition))
+        """The ``role`` object holding ``offset``: a value object, or the ``.keys`` file beside
+        it."""
+        refs = self._refs.get(("value", partition))
         if refs is None:
-            mine = [r for r in self.archive.objects(self.topic, partition) if r.role == role]
-            refs = self._refs[(role, partition)] = sorted(mine, key=lambda r: r.start_offset)
+            mine = [r for r in self.archive.objects(self.topic, partition) if r.role == "value"]
+            refs = self._refs[("value", partition)] = sorted(mine, key=lambda r: r.start_offset)
         at = bisect.bisect_right([r.start_offset for r in refs], offset) - 1
-        if at < 0 or not refs[at].is_avro:
+        found = None if at < 0 else refs[at]
+        if found is not None and role != "value":
+            found = next((c for c in found.companions if c.role == role), None)
+        if found is None or not _avro(found):
             raise ConfigError(
                 f"{self.topic}/{partition}@{offset}: its {role} are not in an Avro object, but "
                 "other objects of the topic are Avro; replay the partitions of each format apart"
             )
-        return refs[at]
+        return found
 
     def _schema_of(self, role: str, ref: ObjectRef) -> tuple[int, Any]:
         found = self._by_object.get(ref.key)
@@ -166,6 +173,11 @@ class AvroToWire:
             found = (self._id_of(role, text), self._parse(doc))
             self._by_object[ref.key] = found
         return found
+
+
+def _avro(ref: ObjectRef) -> bool:
+    """Whether ``ref`` (a value object or a ``.keys`` file) is an Avro container file."""
+    return ref.format == "avro"
 
 
 def _full_name(doc: dict[str, Any]) -> str:
