@@ -36,6 +36,7 @@ from blockgz.store.permissions import (
     TAGGING,
     policy_document,
 )
+from testkit.cli import export_once
 from testkit.s3 import fake_aws_env, s3_options
 from testkit.secure_s3 import secure_options, user_key, without
 
@@ -76,23 +77,6 @@ def test_aws_ca_bundle_works_without_the_option(secure_s3, secure_bucket, monkey
     assert store.get(prefix + "k") == b"through AWS_CA_BUNDLE"
 
 
-def export_cli(tmp_path: Path, options: dict[str, str], env: dict[str, str] | None = None):
-    """``blockgz export --once`` on ``options``: exit code, output lines, seconds."""
-    config = tmp_path / "job.properties"
-    config.write_text("".join(f"{k}={v}\n" for k, v in options.items()))
-    started = time.monotonic()
-    proc = subprocess.run(
-        [BLOCKGZ, "export", str(config), "--once", "--checkpoint", str(tmp_path / "ckpt")],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env={**os.environ, **fake_aws_env(), **(env or {})},
-    )
-    lines = (proc.stdout + proc.stderr).strip().splitlines()
-    return proc.returncode, lines, time.monotonic() - started
-
-
 def assert_one_line_failure(code: int, lines: list[str], seconds: float, *words: str) -> None:
     assert code == 1, lines
     assert len(lines) <= 3 and not any("Traceback" in line for line in lines), lines
@@ -126,7 +110,7 @@ def test_an_untrusted_certificate_fails_the_preflight_in_one_line(
     else:
         options["s3.ssl.ca.bundle"] = str(tls_ca.other_ca_file)
         named = f"s3.ssl.ca.bundle={tls_ca.other_ca_file}"
-    code, lines, seconds = export_cli(tmp_path, job_options(secure_bucket, options))
+    code, lines, seconds = export_once(tmp_path, job_options(secure_bucket, options))
     assert_one_line_failure(
         code, lines, seconds, named, "TLS certificate not trusted", "s3.ssl.ca.bundle"
     )
@@ -172,7 +156,7 @@ def test_each_missing_permission_is_named_by_the_preflight(secure_s3, secure_buc
 
 def test_a_missing_permission_fails_the_export_in_one_line(tmp_path, secure_s3, secure_bucket):
     options = secure_options(secure_s3, without(EXPORT_PERMISSIONS[2]))  # s3:ListBucket
-    code, lines, seconds = export_cli(tmp_path, job_options(secure_bucket, options))
+    code, lines, seconds = export_once(tmp_path, job_options(secure_bucket, options))
     assert_one_line_failure(
         code, lines, seconds, f"s3.bucket.name={secure_bucket}", "lack s3:ListBucket"
     )
@@ -242,7 +226,7 @@ def test_an_export_with_exactly_the_documented_permissions_over_tls(
         "s3.compression.type": "blockgzip",
         **secure_options(secure_s3, "exporter"),
     }
-    code, lines, _ = export_cli(tmp_path, options)
+    code, lines, _ = export_once(tmp_path, options)
     assert code == 0, lines
     reader_options = secure_options(secure_s3, "reader")
     with open_archive(f"s3://{secure_bucket}", reader_options) as archive:
