@@ -176,8 +176,12 @@ class AvroToWire:
 
 
 def _avro(ref: ObjectRef) -> bool:
-    """Whether ``ref`` (a value object or a ``.keys`` file) is an Avro container file."""
-    return ref.format == "avro"
+    """Whether ``ref`` (a value object or a ``.keys`` file) is an Avro container file: of a
+    format that compresses inside, as :attr:`ObjectRef.is_avro` asks of value objects."""
+    from blockgz.formats.registry import format_of_extension
+
+    fmt = format_of_extension(ref.extension, ref.bytearray_extension)
+    return fmt is not None and fmt.compresses_inside
 
 
 def _full_name(doc: dict[str, Any]) -> str:
