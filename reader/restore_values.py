@@ -97,7 +97,8 @@ class AvroToWire:
         self.texts = schema_texts_from(registry)
         self._parse = fastavro.parse_schema
         self._write = fastavro.schemaless_writer
-        self._refs: dict[tuple[str, int], list[ObjectRef]] = {}
+        self._refs: dict[int, list[ObjectRef]] = {}  # per partition, by start offset
+        self._starts: dict[int, list[int]] = {}
         self._by_object: dict[str, tuple[int, Any]] = {}
 
     def __call__(self, partition: int, block: list[Record]) -> list[bytes | None]:
@@ -144,11 +145,12 @@ class AvroToWire:
     def _object_of(self, role: str, partition: int, offset: int) -> ObjectRef:
         """The ``role`` object holding ``offset``: a value object, or the ``.keys`` file beside
         it."""
-        refs = self._refs.get(("value", partition))
+        refs = self._refs.get(partition)
         if refs is None:
             mine = [r for r in self.archive.objects(self.topic, partition) if r.role == "value"]
-            refs = self._refs[("value", partition)] = sorted(mine, key=lambda r: r.start_offset)
-        at = bisect.bisect_right([r.start_offset for r in refs], offset) - 1
+            refs = self._refs[partition] = sorted(mine, key=lambda r: r.start_offset)
+            self._starts[partition] = [r.start_offset for r in refs]
+        at = bisect.bisect_right(self._starts[partition], offset) - 1
         found = None if at < 0 else refs[at]
         if found is not None and role != "value":
             found = next((c for c in found.companions if c.role == role), None)

@@ -39,3 +39,15 @@ def export_once(
     )
     lines = (proc.stdout + proc.stderr).strip().splitlines()
     return proc.returncode, lines, time.monotonic() - started
+
+
+def assert_one_line_failure(code: int, lines: list[str], seconds: float, *words: str) -> None:
+    """A refusal as a terminal shows it: exit 1 within 30 s, at most 3 lines and no traceback,
+    one ``error:`` line holding each of ``words``."""
+    assert code == 1, lines
+    assert len(lines) <= 3 and not any("Traceback" in line for line in lines), lines
+    assert seconds < 30, seconds
+    error = [line for line in lines if line.startswith("error:")]
+    assert len(error) == 1, lines
+    for word in words:
+        assert word in error[0], error[0]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from testkit.cli import export_once
+from testkit.cli import assert_one_line_failure, export_once
 from testkit.s3 import s3_options
 
 
@@ -24,16 +24,6 @@ def job(kafka, s3_server, bucket):
         "s3.bucket.name": bucket,
         **s3_options(s3_server.endpoint_url),
     }
-
-
-def assert_one_line_failure(code: int, lines: list[str], seconds: float, *words: str) -> None:
-    assert code == 1, lines
-    assert len(lines) <= 3 and not any("Traceback" in line for line in lines), lines
-    assert seconds < 30, seconds
-    error = [line for line in lines if line.startswith("error:")]
-    assert len(error) == 1, lines
-    for word in words:
-        assert word in error[0], error[0]
 
 
 def test_a_bucket_that_does_not_exist(tmp_path, job, moto_s3):

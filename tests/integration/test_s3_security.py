@@ -36,7 +36,7 @@ from blockgz.store.permissions import (
     TAGGING,
     policy_document,
 )
-from testkit.cli import export_once
+from testkit.cli import assert_one_line_failure, export_once
 from testkit.s3 import fake_aws_env, s3_options
 from testkit.secure_s3 import secure_options, user_key, without
 
@@ -75,16 +75,6 @@ def test_aws_ca_bundle_works_without_the_option(secure_s3, secure_bucket, monkey
     store, prefix = open_store(f"s3://{secure_bucket}", options)
     store.put(prefix + "k", b"through AWS_CA_BUNDLE")
     assert store.get(prefix + "k") == b"through AWS_CA_BUNDLE"
-
-
-def assert_one_line_failure(code: int, lines: list[str], seconds: float, *words: str) -> None:
-    assert code == 1, lines
-    assert len(lines) <= 3 and not any("Traceback" in line for line in lines), lines
-    assert seconds < 30, seconds
-    error = [line for line in lines if line.startswith("error:")]
-    assert len(error) == 1, lines
-    for word in words:
-        assert word in error[0], error[0]
 
 
 def job_options(bucket: str, options: dict[str, str], **extra: str) -> dict[str, str]:
