@@ -48,69 +48,34 @@ damage: t-0 offsets 0..9 topics/t/partition=0/t+0+0000000000.json.gz: a manifest
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 
 from blockgz.archive.catalog import Catalog, CatalogView
-from blockgz.archive.lease import Holder
-from blockgz.archive.manifests import Manifests, find_exports
+from blockgz.archive.manifests import Manifests
 from blockgz.archive.object_ref import ObjectRef
-from blockgz.archive.sidecars import data_key_for, is_sidecar, sidecar_keys
+from blockgz.archive.sidecars import sidecar_keys
 from blockgz.archive.written import WrittenFile
 from blockgz.errors import BlockGzError, CorruptManifestError, ObjectNotFoundError
 from blockgz.format.framing import NEWLINE
 from blockgz.format.index import BlockIndex
 from blockgz.formats.registry import stream_decoder_of
-from blockgz.reader.audit_deep import check_blocks
-from blockgz.reader.audit_findings import (
-    DAMAGE,
-    NOTE,
-    WARNING,
-    AuditReport,
-    Finding,
-    PartitionSummary,
+from blockgz.reader.audit_context import (
+    DEFAULT_THREADS,
+    AuditContext,
+    AuditedObject,
+    file_finding,
 )
+from blockgz.reader.audit_deep import check_blocks
+from blockgz.reader.audit_findings import DAMAGE, WARNING, AuditReport, Finding, PartitionSummary
 from blockgz.reader.audit_gaps import GapCheck, KafkaFacts, gaps_between
-from blockgz.reader.audit_repair import Plan, RebuildSidecar, RemoveKeys, repair, sidecar_target
+from blockgz.reader.audit_repair import RebuildSidecar, repair, sidecar_target
+from blockgz.reader.audit_strays import check_strays, committed_by_other_jobs, live_lease
 from blockgz.reader.overlaps import find_overlaps
-from blockgz.reader.strays import is_stray
 from blockgz.reader.verify import read_whole
 from blockgz.store.base import ObjectInfo, ObjectStore
 
-#: Sidecars fetched (and, with ``deep``, objects read) at once.
-DEFAULT_THREADS = 8
-
-
-@dataclass
-class _Object:
-    """One committed file as found: its listing entry and its loaded index."""
-
-    file: WrittenFile
-    info: ObjectInfo | None = None
-    index: BlockIndex | None = None
-    index_at: str | None = None
-    #: The object's bytes are as committed (present, at the recorded size).
-    intact: bool = False
-    #: Its index matches it (and the manifest).
-    index_ok: bool = False
-
-
-@dataclass
-class _Context:
-    store: ObjectStore
-    manifests: Manifests
-    report: AuditReport
-    plans: dict[int, Plan] = field(default_factory=dict)
-    lease: Holder | None = None
-    threads: int = DEFAULT_THREADS
-    #: Every manifest's files, read only when the catalog fails (:func:`_committed_files`).
-    all_files: list[WrittenFile] | None = None
-
-    def add(self, finding: Finding, plan: Plan | None = None) -> None:
-        if plan is not None:
-            self.plans[len(self.report.findings)] = plan
-        self.report.add(finding)
+__all__ = ["DEFAULT_THREADS", "audit_job"]
 
 
 def audit_job(
@@ -133,8 +98,8 @@ def audit_job(
         deep=deep,
         kafka=kafka.brokers if kafka is not None else "",
     )
-    ctx = _Context(store, manifests, report, threads=max(1, threads))
-    ctx.lease = _live_lease(manifests, time.time() if now is None else now)
+    ctx = AuditContext(store, manifests, report, threads=max(1, threads))
+    ctx.lease = live_lease(manifests, time.time() if now is None else now)
     view = Catalog(manifests).view()
     wanted = set(topics)
     report.topics = sorted({topic for topic, _ in view.partitions()})
@@ -142,7 +107,7 @@ def audit_job(
     for topic, partition in view.partitions():
         if not wanted or topic in wanted:
             by_topic.setdefault(topic, []).append(partition)
-    elsewhere = _committed_by_other_jobs(manifests, sorted(by_topic))
+    elsewhere = committed_by_other_jobs(manifests, sorted(by_topic))
     dead = view.dead_letters
     for topic, partitions in sorted(by_topic.items()):
         listed = {info.key: info for info in store.list(_topic_prefix(manifests, topic))}
@@ -169,7 +134,7 @@ def audit_job(
             p: [(f.first_offset, f.last_offset) for f in files[p] if f.role == "value"]
             for p in partitions
         }
-        _check_strays(ctx, topic, offsets, spans, listed, committed | elsewhere)
+        check_strays(ctx, topic, offsets, spans, listed, committed | elsewhere)
     _sort(ctx)
     if do_repair:
         repair(store, report, ctx.plans)
@@ -180,7 +145,7 @@ def audit_job(
 
 # -- committed objects and their sidecars ----------------------------------------------------
 def _committed_files(
-    ctx: _Context, view: CatalogView, topic: str, partition: int
+    ctx: AuditContext, view: CatalogView, topic: str, partition: int
 ) -> list[WrittenFile]:
     """The partition's committed files, through the catalog; if a segment of it is gone or
     unreadable, from the manifests themselves (every one is read: the catalog exists to avoid
@@ -200,9 +165,9 @@ def _committed_files(
 
 
 def _check_objects(
-    ctx: _Context, files: list[WrittenFile], listed: dict[str, ObjectInfo]
-) -> list[_Object]:
-    objects = [_Object(f, listed.get(f.key)) for f in files]
+    ctx: AuditContext, files: list[WrittenFile], listed: dict[str, ObjectInfo]
+) -> list[AuditedObject]:
+    objects = [AuditedObject(f, listed.get(f.key)) for f in files]
     for obj in objects:
         _check_present(ctx, obj)
     todo = [o for o in objects if o.info is not None]
@@ -213,22 +178,24 @@ def _check_objects(
     return objects
 
 
-def _check_present(ctx: _Context, obj: _Object) -> None:
+def _check_present(ctx: AuditContext, obj: AuditedObject) -> None:
     f, info = obj.file, obj.info
     if info is None:
         what = f"a manifest committed it ({f.records} records, {f.size} bytes) but it is gone"
-        ctx.add(_finding(DAMAGE, "missing_object", f, what))
+        ctx.add(file_finding(DAMAGE, "missing_object", f, what))
         return
     if f.size >= 0 and info.size != f.size:
         kind = "truncated_object" if info.size < f.size else "resized_object"
         why = "truncated" if info.size < f.size else "rewritten since it was committed?"
         what = f"is {info.size} bytes, the manifest committed {f.size} ({why})"
-        ctx.add(_finding(DAMAGE, kind, f, what))
+        ctx.add(file_finding(DAMAGE, kind, f, what))
         return
     obj.intact = True
 
 
-def _load_sidecar(store: ObjectStore, obj: _Object, listed: dict[str, ObjectInfo]) -> str | None:
+def _load_sidecar(
+    store: ObjectStore, obj: AuditedObject, listed: dict[str, ObjectInfo]
+) -> str | None:
     """Find and parse the object's sidecar; a problem loading it, or ``None``."""
     f = obj.file
     candidates = dict.fromkeys(k for k in (f.index_key, *sidecar_keys(f.key)) if k)
@@ -244,7 +211,7 @@ def _load_sidecar(store: ObjectStore, obj: _Object, listed: dict[str, ObjectInfo
     return None
 
 
-def _check_sidecar(ctx: _Context, obj: _Object, problem: str | None) -> None:
+def _check_sidecar(ctx: AuditContext, obj: AuditedObject, problem: str | None) -> None:
     f = obj.file
     target = sidecar_target(f.key, f.index_key)
     rebuild = RebuildSidecar(
@@ -255,11 +222,12 @@ def _check_sidecar(ctx: _Context, obj: _Object, problem: str | None) -> None:
     if obj.index_at is None:
         if f.index_key is not None:  # the writer wrote one: readers cannot seek without it
             what = f"its sidecar {f.index_key} is missing"
-            ctx.add(_finding(WARNING, "missing_sidecar", f, what), safe)
+            ctx.add(file_finding(WARNING, "missing_sidecar", f, what), safe)
         return
     if problem is not None:
         ctx.add(
-            _finding(WARNING, "stale_sidecar", f, f"its sidecar {obj.index_at}: {problem}"), safe
+            file_finding(WARNING, "stale_sidecar", f, f"its sidecar {obj.index_at}: {problem}"),
+            safe,
         )
         return
     if not obj.intact:
@@ -275,7 +243,7 @@ def _check_sidecar(ctx: _Context, obj: _Object, problem: str | None) -> None:
             f"committed offsets {truth[0]}..{truth[1]} ({truth[2]} records): stale (from an "
             "older write of the key?)"
         )
-        ctx.add(_finding(WARNING, "stale_sidecar", f, what), safe)
+        ctx.add(file_finding(WARNING, "stale_sidecar", f, what), safe)
         return
     obj.index_ok = True
 
@@ -287,7 +255,7 @@ def _rebuildable(f: WrittenFile) -> bool:
 
 # -- offsets --------------------------------------------------------------------------------
 def _check_coverage(
-    ctx: _Context, summary: PartitionSummary, values: list[_Object], gaps: GapCheck
+    ctx: AuditContext, summary: PartitionSummary, values: list[AuditedObject], gaps: GapCheck
 ) -> None:
     committed = summary.committed
     if summary.first_offset is None or committed is None:
@@ -298,14 +266,16 @@ def _check_coverage(
                 f"holds offsets up to {obj.file.last_offset}, past the committed offset "
                 f"{committed} (the manifests and the catalog disagree)"
             )
-            ctx.add(_finding(WARNING, "past_commit", obj.file, what))
+            ctx.add(file_finding(WARNING, "past_commit", obj.file, what))
     spans = [(o.file.first_offset, o.file.last_offset) for o in values]
     for low, high in gaps_between(spans, first=summary.first_offset, committed=committed):
         for finding in gaps.check(low, high):
             ctx.add(finding)
 
 
-def _check_overlaps(ctx: _Context, topic: str, partition: int, values: list[_Object]) -> None:
+def _check_overlaps(
+    ctx: AuditContext, topic: str, partition: int, values: list[AuditedObject]
+) -> None:
     indexes = {o.file.key: o.index for o in values if o.index_ok}
     refs = [
         ObjectRef(o.file.key, topic, partition, o.file.first_offset, "", size=o.file.size,
@@ -322,7 +292,7 @@ def _check_overlaps(ctx: _Context, topic: str, partition: int, values: list[_Obj
 
 
 # -- every block, read once ------------------------------------------------------------------
-def _check_deep(ctx: _Context, objects: list[_Object]) -> None:
+def _check_deep(ctx: AuditContext, objects: list[AuditedObject]) -> None:
     todo = [o for o in objects if o.intact]
     # Objects on one pool, their blocks on another (a task never waits on its own pool).
     with ThreadPoolExecutor(ctx.threads) as pool, ThreadPoolExecutor(ctx.threads) as blocks:
@@ -332,7 +302,7 @@ def _check_deep(ctx: _Context, objects: list[_Object]) -> None:
         for chunk, problem in problems:
             f = obj.file
             if chunk is None:
-                ctx.add(_finding(DAMAGE, "unreadable_object", f, problem))
+                ctx.add(file_finding(DAMAGE, "unreadable_object", f, problem))
                 continue
             ctx.add(
                 Finding(DAMAGE, "corrupt_block", f.topic, f.partition, chunk.first_record_offset,
@@ -340,7 +310,7 @@ def _check_deep(ctx: _Context, objects: list[_Object]) -> None:
             )  # fmt: skip
 
 
-def _read_blocks(ctx: _Context, obj: _Object, blocks: ThreadPoolExecutor):
+def _read_blocks(ctx: AuditContext, obj: AuditedObject, blocks: ThreadPoolExecutor):
     """Bad blocks of one object (``(chunk, problem)``; ``(None, problem)``: unreadable whole)."""
     if obj.index_ok and obj.index is not None:
         return check_blocks(ctx.store, obj.file.key, obj.index, blocks)
@@ -354,120 +324,8 @@ def _read_blocks(ctx: _Context, obj: _Object, blocks: ThreadPoolExecutor):
     )
 
 
-# -- keys no manifest committed ----------------------------------------------------------------
-def _check_strays(
-    ctx: _Context,
-    topic: str,
-    offsets: dict[int, int],
-    spans: dict[int, list[tuple[int, int]]],
-    listed: dict[str, ObjectInfo],
-    committed: set[str],
-) -> None:
-    layout, prefix = ctx.manifests.layout, ctx.manifests.prefix
-    for key, info in sorted(listed.items()):
-        if key in committed:
-            continue
-        if is_sidecar(key):
-            data = data_key_for(key)
-            if data in committed or data in listed:
-                continue  # its object's business
-            if layout.parse_data_key(data) is None:
-                if is_stray(layout, prefix, key):
-                    _stray_name(ctx, topic, key)
-                continue
-            what = "a sidecar whose object is gone and was never committed"
-            ctx.add(Finding(WARNING, "stray", topic, None, None, None, key, what),
-                    RemoveKeys((key,)))  # fmt: skip
-            continue
-        ref = layout.parse_data_key(key, size=info.size)
-        if ref is None:
-            if is_stray(layout, prefix, key):
-                _stray_name(ctx, topic, key)
-            continue
-        if ref.topic != topic:
-            continue
-        held = spans.get(ref.partition, [])
-        _uncommitted(ctx, ref, info, offsets.get(ref.partition), held, listed)
-
-
-def _stray_name(ctx: _Context, topic: str, key: str) -> None:
-    what = "not a data object under this layout (readers ignore it); rename or remove it"
-    ctx.add(Finding(WARNING, "stray", topic, None, None, None, key, what))
-
-
-def _uncommitted(
-    ctx: _Context,
-    ref: ObjectRef,
-    info: ObjectInfo,
-    committed: int | None,
-    held: list[tuple[int, int]],
-    listed: dict[str, ObjectInfo],
-) -> None:
-    """An object no manifest committed. It is removed by ``--repair`` only when that loses
-    nothing: from the committed offset on (what a restart of the export removes too), or below
-    it when its index shows every offset it holds is in committed objects (a duplicate). One
-    that may hold the only copy of some offsets (written before the export kept manifests, by
-    another tool) is left, and so is the batch in flight of a running export."""
-    keys = (ref.key, *(k for k in sidecar_keys(ref.key) if k in listed))
-    lease = ctx.lease
-    in_flight = lease is not None and (info.modified is None or info.modified >= lease.since)
-    ahead = committed is not None and ref.start_offset >= committed
-    at = f"from offset {ref.start_offset}"
-    if committed is None:
-        where = f"{at}; no export here committed anything for {ref.topic}-{ref.partition}"
-    elif ahead:
-        where = f"{at}, at or after the committed offset {committed}"
-    else:
-        where = f"{at}, below the committed offset {committed}"
-    if in_flight:
-        what = (
-            f"no manifest committed it yet ({where}): the export holding the lease "
-            f"({lease.describe()}) may be writing it"  # type: ignore[union-attr]
-        )
-        level = NOTE if ahead else WARNING
-        ctx.add(Finding(level, "in_flight", ref.topic, ref.partition, ref.start_offset, None,
-                        ref.key, what))  # fmt: skip
-        return
-    if ahead:
-        what = (
-            f"no manifest committed it ({where}: a batch that never committed); readers ignore it"
-        )
-        plan: Plan | None = RemoveKeys(keys)
-        last = None
-    else:
-        last, duplicate = _duplicate(ctx, ref, held, listed)
-        plan = RemoveKeys(keys) if duplicate else None
-        why = (
-            "a second writer's copy: committed objects hold all of its offsets"
-            if duplicate
-            else "it may hold the only copy of some of its offsets (written before the export "
-            "kept manifests, or by another tool)"
-        )
-        what = f"no manifest committed it ({where}); {why}; readers ignore it"
-    ctx.add(Finding(WARNING, "uncommitted", ref.topic, ref.partition, ref.start_offset, last,
-                    ref.key, what), plan)  # fmt: skip
-
-
-def _duplicate(
-    ctx: _Context, ref: ObjectRef, held: list[tuple[int, int]], listed: dict[str, ObjectInfo]
-) -> tuple[int | None, bool]:
-    """The stray's last offset (from its sidecar), and whether committed objects hold every
-    offset from its first to its last; ``(None, False)`` without a readable sidecar."""
-    at = next((k for k in sidecar_keys(ref.key) if k in listed), None)
-    if at is None:
-        return None, False
-    try:
-        index = BlockIndex.from_json(ctx.store.get(at), source=at)
-    except (BlockGzError, ObjectNotFoundError):
-        return None, False
-    first, last = index.first_offset, index.last_offset
-    if first is None or last is None:
-        return None, False
-    return last, not gaps_between(held, first=first, committed=last + 1)
-
-
 # -- helpers ------------------------------------------------------------------------------------
-def _sort(ctx: _Context) -> None:
+def _sort(ctx: AuditContext) -> None:
     """Findings in topic, partition, offset order (their plans follow them)."""
     found = ctx.report.findings
     order = sorted(
@@ -482,40 +340,8 @@ def _or(value: int | None) -> int:
     return -1 if value is None else value
 
 
-def _finding(level: int, kind: str, f: WrittenFile, message: str) -> Finding:
-    return Finding(level, kind, f.topic, f.partition, f.first_offset, f.last_offset, f.key, message)
-
-
 def _topic_prefix(manifests: Manifests, topic: str) -> str:
     return manifests.layout.topic_prefix(manifests.prefix, topic)
-
-
-def _live_lease(manifests: Manifests, now: float) -> Holder | None:
-    """The job's lease holder, if one holds it now (not released, not expired)."""
-    key = manifests.layout.lease_key(manifests.prefix, manifests.name)
-    try:
-        holder = Holder.from_json(manifests.store.get(key), source=manifests.store.url(key))
-    except (ObjectNotFoundError, CorruptManifestError):
-        return None
-    return None if holder.released or now >= holder.expires else holder
-
-
-def _committed_by_other_jobs(manifests: Manifests, topics: Iterable[str]) -> set[str]:
-    """Keys (objects and sidecars) of ``topics`` that other exports under the same prefix
-    committed: not strays of this one."""
-    found: set[str] = set()
-    wanted = set(topics)
-    layout = manifests.layout
-    for export in find_exports(manifests.store, manifests.prefix, manifest_dir=layout.manifest_dir):
-        if export.name == manifests.name:
-            continue
-        other = Manifests(manifests.store, manifests.prefix, export.layout, export.name)
-        view = Catalog(other).view()
-        for topic, partition in view.partitions():
-            if topic in wanted:
-                for f in view.files(topic, partition):
-                    found.update(k for k in (f.key, f.index_key) if k)
-    return found
 
 
 def _counts(store: ObjectStore) -> tuple[int, int, int, int, int]:
