@@ -48,15 +48,9 @@ from blockgz.errors import (
     MissingDependencyError,
     OffsetOrderError,
 )
+from blockgz.format.avro_index import AVRO_CODECS, AVRO_SYNC_SIZE, AvroBlocks
 from blockgz.format.checksum import block_crc32
-from blockgz.format.index import (
-    AVRO_CODECS,
-    AVRO_SYNC_SIZE,
-    AvroBlocks,
-    BlockIndex,
-    Chunk,
-    deltas_if_gapped,
-)
+from blockgz.format.index import BlockIndex, Chunk, deltas_if_gapped
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE
 
 __all__ = [

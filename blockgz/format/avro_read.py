@@ -19,7 +19,8 @@ from fastavro.write import Writer
 
 from blockgz.errors import CorruptBlockError, CorruptIndexError, MissingDependencyError
 from blockgz.format.avro import avro_codec_problem
-from blockgz.format.index import AVRO_CODECS, AVRO_SYNC_SIZE, AvroBlocks, Chunk
+from blockgz.format.avro_index import AVRO_CODECS, AVRO_SYNC_SIZE, AvroBlocks
+from blockgz.format.index import Chunk
 
 #: The container file header, as the Avro specification defines it.
 _HEADER_SCHEMA = fastavro.parse_schema(

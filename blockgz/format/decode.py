@@ -18,10 +18,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from blockgz.errors import CorruptBlockError, OffsetNotFoundError
+from blockgz.format.avro_index import AvroBlocks
 from blockgz.format.avro_read import avro_block_slice, avro_block_values
 from blockgz.format.block_codecs import GZIP, BlockCodec
 from blockgz.format.framing import NEWLINE, Framing
-from blockgz.format.index import AvroBlocks, BlockIndex, Chunk
+from blockgz.format.index import BlockIndex, Chunk
 from blockgz.format.plan import BlockRead
 
 

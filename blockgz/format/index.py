@@ -74,16 +74,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.errors import CorruptIndexError, IndexMismatchError, OffsetNotFoundError
+from blockgz.format.avro_index import (
+    AVRO_FRAMING,
+    AVRO_INDEX_VERSION,
+    AvroBlocks,
+    avro_blocks_from_doc,
+)
 from blockgz.format.block_codecs import BlockCodec, block_codec
 from blockgz.format.framing import NEWLINE, Framing, framing_from_json
 
 INDEX_FORMAT = "blockgz-index"
 INDEX_VERSION = 3  # the newest version read; block-GZIP indexes are still written as version 1
-_AVRO_VERSION = 2
-_AVRO_FRAMING = {"kind": "avro"}
 #: The Avro codecs an index may name (fastavro's names, the ones Confluent's sink writes).
-AVRO_CODECS = ("null", "deflate", "snappy", "bzip2", "xz", "zstandard")
-AVRO_SYNC_SIZE = 16
 _CHUNK_INT_KEYS = (
     "first_record_offset",
     "num_records",
@@ -188,33 +190,6 @@ def deltas_if_gapped(offsets: Sequence[int]) -> tuple[int, ...] | None:
     return tuple(b - a for a, b in itertools.pairwise(offsets))
 
 
-@dataclass(frozen=True, slots=True)
-class AvroBlocks:
-    """What the blocks of an Avro container file need to be decoded one at a time.
-
-    ``schema`` is the writer schema's JSON text exactly as the file header holds it, ``codec``
-    the header's ``avro.codec``, ``sync`` its 16-byte sync marker; the header ends (and the
-    first block starts) at ``header_length``. ``schema_id`` is the Schema Registry id, if any.
-    """
-
-    schema: str
-    codec: str
-    sync: bytes
-    header_length: int
-    schema_id: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "schema": self.schema,
-            "codec": self.codec,
-            "sync": self.sync.hex(),
-            "header_length": self.header_length,
-        }
-        if self.schema_id is not None:
-            out["schema_id"] = self.schema_id
-        return out
-
-
 @dataclass(frozen=True)
 class BlockIndex:
     """The blocks of one block-GZIP object (or, with ``avro``, of one Avro file), in file order.
@@ -290,11 +265,11 @@ class BlockIndex:
         avro = self.avro
         doc: dict[str, Any] = {
             "format": INDEX_FORMAT,
-            "version": self.block_codec.index_version if avro is None else _AVRO_VERSION,
+            "version": self.block_codec.index_version if avro is None else AVRO_INDEX_VERSION,
             "codec": self.codec,
             "level": self.level,
             "block_size": self.block_size,
-            "framing": self.framing.to_json() if avro is None else _AVRO_FRAMING,
+            "framing": self.framing.to_json() if avro is None else AVRO_FRAMING,
             "record_count": self.record_count,
             "first_record_offset": self.first_offset,
             "last_record_offset": self.last_offset,
@@ -327,7 +302,7 @@ class BlockIndex:
         chunks = [
             _chunk_from_dict(raw, i, source, legacy=legacy) for i, raw in enumerate(doc["chunks"])
         ]
-        avro = _avro(doc, source)
+        avro = avro_blocks_from_doc(doc, source)
         trailer = doc.get("trailer_length", 0)
         if type(trailer) is not int or trailer < 0:
             raise CorruptIndexError(
@@ -360,64 +335,12 @@ class BlockIndex:
 
 
 def _framing(obj: Any, source: str) -> Framing:
-    if obj == _AVRO_FRAMING:
+    if obj == AVRO_FRAMING:
         raise CorruptIndexError(f"{source}: framing is avro but the index has no 'avro' section")
     try:
         return framing_from_json(obj)
     except CorruptIndexError as exc:
         raise CorruptIndexError(f"{source}: {exc}") from exc
-
-
-def _avro(doc: dict[str, Any], source: str) -> AvroBlocks | None:
-    raw = doc.get("avro")
-    if raw is None:
-        return None
-    where = f"{source}: avro section"
-    if not isinstance(raw, dict):
-        raise CorruptIndexError(f"{where} must be an object, got {raw!r}")
-    if doc.get("framing", _AVRO_FRAMING) != _AVRO_FRAMING:
-        raise CorruptIndexError(
-            f"{source}: an Avro index must say framing {_AVRO_FRAMING}, got {doc['framing']!r}"
-        )
-    schema, codec, sync = raw.get("schema"), raw.get("codec"), raw.get("sync")
-    if not isinstance(schema, str) or not _is_json(schema):
-        raise CorruptIndexError(f"{where}: 'schema' must be the writer schema as JSON text")
-    if codec not in AVRO_CODECS:
-        raise CorruptIndexError(
-            f"{where}: codec {codec!r} is not known; allowed: {', '.join(AVRO_CODECS)}"
-        )
-    if doc.get("codec") not in (None, codec):
-        raise CorruptIndexError(
-            f"{source}: codec {doc['codec']!r} disagrees with the avro section's {codec!r}"
-        )
-    try:
-        marker = bytes.fromhex(sync) if isinstance(sync, str) else b""
-    except ValueError:
-        marker = b""
-    if len(marker) != AVRO_SYNC_SIZE:
-        raise CorruptIndexError(
-            f"{where}: 'sync' must be {AVRO_SYNC_SIZE} bytes as {2 * AVRO_SYNC_SIZE} hex digits, "
-            f"got {sync!r}"
-        )
-    length = raw.get("header_length")
-    if type(length) is not int or length < 1:
-        raise CorruptIndexError(
-            f"{where}: 'header_length' must be a positive integer, got {length!r}"
-        )
-    schema_id = raw.get("schema_id")
-    if schema_id is not None and (type(schema_id) is not int or schema_id < 0):
-        raise CorruptIndexError(
-            f"{where}: 'schema_id' must be a non-negative integer, got {schema_id!r}"
-        )
-    return AvroBlocks(schema, codec, marker, length, schema_id)
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _chunk_from_dict(raw: Any, pos: int, source: str, *, legacy: bool = False) -> Chunk:

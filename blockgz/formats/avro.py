@@ -22,7 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from blockgz.errors import ConfigError
-from blockgz.format.index import AVRO_CODECS
+from blockgz.format.avro_index import AVRO_CODECS
 from blockgz.formats.base import HEADERS, KEYS, Format, FormatSettings, RecordEncoder
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@ and the README's tables come from them.
 from __future__ import annotations
 
 from blockgz.archive.catalog import DEFAULT_EVERY
-from blockgz.format.index import AVRO_CODECS
+from blockgz.format.avro_index import AVRO_CODECS
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE
 from blockgz.formats.compression import COMPRESSIONS
 from blockgz.formats.connect_render import DECIMAL_FORMATS
