@@ -23,9 +23,10 @@ from blockgz.errors import (
 )
 from blockgz.store.base import ObjectInfo, ObjectStore, Upload, UploadInfo
 from blockgz.store.digest import content_md5
+from blockgz.store.object_tags import OFFSET_TAGS
 from blockgz.store.retry import call_with_retries
 from blockgz.store.s3_client import make_client
-from blockgz.store.settings import OFFSET_TAGS, S3Settings
+from blockgz.store.settings import S3Settings
 
 log = logging.getLogger("blockgz.store")
 T = TypeVar("T")

@@ -15,7 +15,6 @@ blockgz.errors.ConfigError: s3.ssea.name: 'rot13' is not allowed; allowed: '' (n
 from __future__ import annotations
 
 import base64
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +24,8 @@ from urllib.parse import quote, urlsplit
 from blockgz.errors import ConfigError
 from blockgz.option_defs import OptionDef, OptionSet, declarer
 from blockgz.options import Options, as_options
+from blockgz.store.credential_sources import credential_source
+from blockgz.store.object_tags import TAGGING_ERROR_BEHAVIORS, tagging_fields
 
 MIB = 1024 * 1024
 MIN_PART_SIZE = 5 * MIB  # S3's minimum for every part but the last
@@ -41,35 +42,6 @@ CANNED_ACLS = (
     "bucket-owner-read",
     "bucket-owner-full-control",
     "log-delivery-write",
-)
-#: The tags Confluent's connector puts on each object it commits (``s3.object.tagging``).
-OFFSET_TAGS = ("startOffset", "endOffset", "recordCount")
-MAX_TAGS = 10  # S3's limit per object
-TAGGING_ERROR_BEHAVIORS = ("ignore", "fail")
-_TAG_TEXT = re.compile(r"^[\w\s+\-=.:/@]*$")  # the characters S3 allows in a tag
-
-#: ``s3.credentials.provider.class`` values and the boto3 credential source each maps to.
-CREDENTIALS_PROVIDERS = {
-    "com.amazonaws.auth.DefaultAWSCredentialsProviderChain": "default",
-    "software.amazon.awssdk.auth.credentials.DefaultCredentialsProvider": "default",
-    "com.amazonaws.auth.profile.ProfileCredentialsProvider": "profile",
-    "software.amazon.awssdk.auth.credentials.ProfileCredentialsProvider": "profile",
-    "com.amazonaws.auth.EnvironmentVariableCredentialsProvider": "env",
-    "software.amazon.awssdk.auth.credentials.EnvironmentVariableCredentialsProvider": "env",
-    "com.amazonaws.auth.WebIdentityTokenCredentialsProvider": "web-identity",
-    "software.amazon.awssdk.auth.credentials.WebIdentityTokenFileCredentialsProvider": (
-        "web-identity"
-    ),
-    "com.amazonaws.auth.InstanceProfileCredentialsProvider": "instance",
-    "software.amazon.awssdk.auth.credentials.InstanceProfileCredentialsProvider": "instance",
-    "com.amazonaws.auth.ContainerCredentialsProvider": "container",
-    "software.amazon.awssdk.auth.credentials.ContainerCredentialsProvider": "container",
-    "io.confluent.connect.s3.auth.AwsAssumeRoleCredentialsProvider": "assume-role",
-}
-STS_PREFIX = "s3.credentials.provider."
-STS_OPTIONS = tuple(
-    STS_PREFIX + name
-    for name in ("sts.role.arn", "sts.role.session.name", "sts.role.external.id", "sts.region")
 )
 
 
@@ -301,14 +273,18 @@ class S3Settings:
             access_key_id=_read(opts, "aws.access.key.id") or None,
             secret_access_key=_read(opts, "aws.secret.access.key") or None,
             profile=_read(opts, "aws.profile") or None,
-            **_credentials(opts),
+            **credential_source(_read(opts, "s3.credentials.provider.class"), opts),
             proxy_url=_proxy_url(opts),
             sse_algorithm=sse,
             sse_kms_key_id=kms_key,
             sse_customer_key=customer_key,
             acl=acl,
             send_digest=_read(opts, "s3.send.digest"),
-            **_tagging(opts),
+            **tagging_fields(
+                _read(opts, "s3.object.tagging"),
+                _read(opts, "s3.object.tagging.key.value.pairs"),
+                _read(opts, "s3.object.behavior.on.tagging.error"),
+            ),
             part_size=_read(opts, "s3.part.size"),
             part_retries=_read(opts, "s3.part.retries"),
             retry_backoff_ms=_read(opts, "s3.retry.backoff.ms"),
@@ -408,39 +384,6 @@ def _accelerate(opts: Options, bucket: str, endpoint: str | None, path_style: bo
     return True
 
 
-def _credentials(opts: Options) -> dict[str, Any]:
-    """``s3.credentials.provider.class`` and its STS settings."""
-    name = _read(opts, "s3.credentials.provider.class")
-    kind = CREDENTIALS_PROVIDERS.get(name) if name else "default"
-    if kind is None:
-        raise ConfigError(
-            f"s3.credentials.provider.class: {name!r} has no boto3 equivalent (blockgz cannot "
-            "load Java classes); allowed: " + ", ".join(CREDENTIALS_PROVIDERS)
-        )
-    arn, session_name, external_id, sts_region = (opts.text(k) or None for k in STS_OPTIONS)
-    if kind != "assume-role":
-        given = [k for k in STS_OPTIONS if opts.given(k)]
-        if given:
-            raise ConfigError(
-                f"{', '.join(given)}: only used with s3.credentials.provider.class="
-                "io.confluent.connect.s3.auth.AwsAssumeRoleCredentialsProvider"
-            )
-        return {"credentials_provider": kind}
-    for key, value in ((STS_OPTIONS[0], arn), (STS_OPTIONS[1], session_name)):
-        if not value:
-            raise ConfigError(
-                f"{key} is required with s3.credentials.provider.class=io.confluent.connect.s3."
-                "auth.AwsAssumeRoleCredentialsProvider (the role to assume through STS)"
-            )
-    return {
-        "credentials_provider": kind,
-        "sts_role_arn": arn,
-        "sts_role_session_name": session_name,
-        "sts_role_external_id": external_id,
-        "sts_region": sts_region,
-    }
-
-
 def _proxy_url(opts: Options) -> str | None:
     """``s3.proxy.url`` with ``s3.proxy.user``/``s3.proxy.password`` as its user info."""
     url = _read(opts, "s3.proxy.url")
@@ -460,50 +403,3 @@ def _proxy_url(opts: Options) -> str | None:
         userinfo = quote(user, safe="") + (":" + quote(password, safe="") if password else "")
         parts = parts._replace(netloc=f"{userinfo}@{parts.netloc}")
     return parts.geturl()
-
-
-def _tagging(opts: Options) -> dict[str, Any]:
-    """``s3.object.tagging`` and its extra tags, checked against S3's limits."""
-    tagging = _read(opts, "s3.object.tagging")
-    pairs = _tag_pairs(_read(opts, "s3.object.tagging.key.value.pairs"))
-    if pairs and not tagging:
-        raise ConfigError(
-            "s3.object.tagging.key.value.pairs: only used with s3.object.tagging=true"
-        )
-    return {
-        "object_tagging": tagging,
-        "object_tags": pairs,
-        "on_tagging_error": _read(opts, "s3.object.behavior.on.tagging.error"),
-    }
-
-
-def _tag_pairs(text: str) -> tuple[tuple[str, str], ...]:
-    name = "s3.object.tagging.key.value.pairs"
-    pairs: dict[str, str] = {}
-    for item in (i.strip() for i in text.split(",")):
-        if not item:
-            continue
-        key, sep, value = (s.strip() for s in item.partition(":"))
-        if not sep or not key:
-            raise ConfigError(f"{name}: {item!r} is not key:value (e.g. team:data,env:prod)")
-        if key in OFFSET_TAGS:
-            raise ConfigError(
-                f"{name}: {key!r} is one of the offset tags ({', '.join(OFFSET_TAGS)})"
-            )
-        if key in pairs:
-            raise ConfigError(f"{name}: tag {key!r} is given twice")
-        if len(key) > 128 or len(value) > 256:
-            raise ConfigError(
-                f"{name}: {item!r}: S3 allows keys of 128 and values of 256 characters"
-            )
-        if not (_TAG_TEXT.match(key) and _TAG_TEXT.match(value)):
-            raise ConfigError(
-                f"{name}: {item!r}: S3 tags allow letters, digits, spaces and + - = . _ : / @"
-            )
-        pairs[key] = value
-    if len(pairs) + len(OFFSET_TAGS) > MAX_TAGS:
-        raise ConfigError(
-            f"{name}: {len(pairs)} tags; S3 allows {MAX_TAGS} per object, "
-            f"{len(OFFSET_TAGS)} of them the offset tags, so at most {MAX_TAGS - len(OFFSET_TAGS)}"
-        )
-    return tuple(pairs.items())

@@ -27,9 +27,10 @@ from blockgz.sink.export.settings_names import (
     check_keys,
     describe_ignored,
 )
+from blockgz.store.credential_sources import CREDENTIALS_PROVIDERS
 from blockgz.store.s3 import S3Store, content_md5, offset_tags
 from blockgz.store.s3_client import assume_role_credentials, make_client, new_session
-from blockgz.store.settings import CREDENTIALS_PROVIDERS, OPTION_NAMES, S3Settings
+from blockgz.store.settings import OPTION_NAMES, S3Settings
 
 #: Options the store layer (S3Settings) honours.
 STORE_HONOURED = frozenset(
