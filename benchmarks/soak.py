@@ -3,11 +3,11 @@
 Starts Apache Kafka 4.1 (one KRaft node, its own JVM; the broker blockgz is proven on), SeaweedFS
 and a loopback Spark standalone cluster, produces to a 12-partition topic at a steady rate, and
 runs ``blockgz export`` (a running job, not ``--once``) with 1000-record files on the cluster.
-Every ``--sample`` seconds it records the memory (PSS) of the driver (the CLI's Python and the
-driver JVM), the executor JVM and the executor's Python workers, and the lag (records produced
-minus records the manifests committed). At the end the producer stops, the job drains the backlog
-and is stopped with SIGTERM, and every offset is read back through ``blockgz.reader.open_archive``:
-each must be there exactly once.
+Every ``--sample`` seconds it records the memory (PSS) of the driver's Python (the CLI and its
+planners) and of the driver JVM apart, the executor JVM and the executor's Python workers, and
+the lag (records produced minus records the manifests committed). At the end the producer stops,
+the job drains the backlog and is stopped with SIGTERM, and every offset is read back through
+``blockgz.reader.open_archive``: each must be there exactly once.
 
 The report (``benchmarks/results/soak.md``) gives each group's memory slope after the warm-up (a
 least-squares line, MB per hour), the lag's maximum and its last-third mean, and the verdicts.
@@ -93,13 +93,15 @@ class Producer:
 
 
 def rss_groups(export: psutil.Process, cluster_pids: list[int]) -> dict[str, int]:
-    """Memory of the driver (CLI + driver JVM + anything below it), the executor JVMs and their
+    """Memory of the driver (the CLI's Python and its Python planners apart from the driver JVM),
+    the executor JVMs and their
     Python workers: PSS, which splits the pages forked Python workers share among them (their
     RSS would count each shared page once per worker)."""
-    out = {"driver": 0, "executor JVM": 0, "executor Python": 0}
+    out = {"driver Python": 0, "driver JVM": 0, "executor JVM": 0, "executor Python": 0}
     try:
         for proc in [export, *export.children(recursive=True)]:
-            out["driver"] += proc.memory_full_info().pss
+            group = "driver JVM" if proc.name() == "java" else "driver Python"
+            out[group] += proc.memory_full_info().pss
     except psutil.Error:
         pass
     for root in cluster_pids:
