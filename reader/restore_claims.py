@@ -30,14 +30,18 @@ True
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from blockgz.errors import RestoreError
 
 #: The consumer group on the target cluster whose committed offsets hold the restores' claims.
 CLAIM_GROUP = "blockgz.restore.claims"
 _TIMEOUT_S = 15.0
+#: Coordinator errors of a cluster still loading its offsets topic (a fresh DR cluster): retried.
+_SETTLING = ("NOT_COORDINATOR", "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE")
+T = TypeVar("T")
 
 
 def claim_metadata(fingerprint: str, base: int) -> str:
@@ -70,7 +74,7 @@ def delivered_by_count(
         asked = [TopicPartition(topic, p) for p in sorted(fingerprints)]
         claims = {
             tp.partition: parse_claim(tp.metadata) if tp.offset >= 0 else None
-            for tp in consumer.committed(asked, timeout=_TIMEOUT_S)
+            for tp in _settled(lambda: consumer.committed(asked, timeout=_TIMEOUT_S))
         }
         delivered: dict[int, tuple[int, int]] = {}
         fresh: dict[int, int] = {}
@@ -92,13 +96,27 @@ def delivered_by_count(
                 fresh[partition] = high
                 delivered[partition] = (high, 0)
         if fresh:  # one OffsetCommit for all: a kill leaves all of them claimed or none
-            consumer.commit(
-                offsets=[
-                    TopicPartition(topic, p, base, claim_metadata(fingerprints[p], base))
-                    for p, base in fresh.items()
-                ],
-                asynchronous=False,
-            )
+            offsets = [
+                TopicPartition(topic, p, base, claim_metadata(fingerprints[p], base))
+                for p, base in fresh.items()
+            ]
+            _settled(lambda: consumer.commit(offsets=offsets, asynchronous=False))
         return delivered
     finally:
         consumer.close()
+
+
+def _settled(call: Callable[[], T], timeout_s: float = 2 * _TIMEOUT_S) -> T:
+    """``call()``, again while the group coordinator is still settling (a fresh cluster)."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return call()
+        except KafkaException as exc:
+            error = exc.args[0] if exc.args else None
+            name = error.name() if error is not None and hasattr(error, "name") else ""
+            if name not in _SETTLING or time.monotonic() > deadline:
+                raise
+        time.sleep(0.1)  # the coordinator loads the offsets topic; bounded by the deadline
