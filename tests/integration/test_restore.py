@@ -309,3 +309,32 @@ def test_an_archive_written_under_a_time_partitioner(kafka, tmp_path):
         assert 0 < len(expected) < 120
         # The envelope keeps a JSON value as JSON (spacing is the export's: fidelity's issue)
         assert [json.loads(m.value()) for m in got[p]] == [json.loads(r.value) for r in expected]
+
+
+@pytest.mark.slow
+def test_a_spark_restore_runs_one_task_per_partition_of_every_topic(spark, kafka, tmp_path):
+    from blockgz.reader import open_archive
+    from blockgz.reader.restore import RestoreSettings, restore_on_spark
+    from blockgz.reader.restore_plan import Rename, RestoreRequest, plan_restore
+
+    run_id = uuid.uuid4().hex[:6]
+    first, second = f"sa_{run_id}", f"sb_{run_id}"
+    records = archive_of(tmp_path, first, 2, 30) + archive_of(tmp_path, second, 1, 20)
+    group = f"g-{run_id}"
+    snapshot(tmp_path, T0, {first: TopicState(2, {})}, {group: {first: {1: 4}}})
+    request = RestoreRequest(topics=(first, second), rename=Rename(suffix="_s"))
+    with open_archive(str(tmp_path)) as archive:
+        plan = plan_restore(archive, request)
+    settings = RestoreSettings({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 0})
+    result = restore_on_spark(spark, str(tmp_path), {}, plan, settings)
+    assert [(t.target, t.result.sent) for t in result.topics] == [
+        (f"{first}_s", {0: 30, 1: 30}),
+        (f"{second}_s", {0: 20}),
+    ]
+    assert result.groups.set == {group: {(f"{first}_s", 1): 2}}  # offsets 0, 3, 4: two < 4
+    for source in (first, second):
+        for p, messages in read_all(kafka, f"{source}_s").items():
+            expected = [r for r in records if r.topic == source and r.partition == p]
+            assert [as_restored(m) for m in messages] == [as_archived(r) for r in expected]
+    again = restore_on_spark(spark, str(tmp_path), {}, plan, settings)
+    assert again.sent == 0 and again.skipped == 80
