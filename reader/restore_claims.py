@@ -65,45 +65,69 @@ def delivered_by_count(
     already holds from this restore (0 on a first run); ``None`` when some
     partition holds records and no claim, so the topic must be restored with markers. Raises a
     :class:`RestoreError` when another restore's records are there."""
-    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka import Consumer, KafkaException
 
     consumer = Consumer(
         {**client, "group.id": CLAIM_GROUP, "enable.auto.commit": False, "log_level": 3}
     )
     try:
-        asked = [TopicPartition(topic, p) for p in sorted(fingerprints)]
-        claims = {
-            tp.partition: parse_claim(tp.metadata) if tp.offset >= 0 else None
-            for tp in _settled(lambda: consumer.committed(asked, timeout=_TIMEOUT_S))
-        }
-        delivered: dict[int, tuple[int, int]] = {}
-        fresh: dict[int, int] = {}
-        for partition, fingerprint in sorted(fingerprints.items()):
-            low, high = consumer.get_watermark_offsets(
-                TopicPartition(topic, partition), timeout=_TIMEOUT_S, cached=False
-            )
-            claim = claims.get(partition)
-            if claim is not None and claim[0] == fingerprint and high >= claim[1]:
-                delivered[partition] = (claim[1], high - claim[1])
-            elif claim is not None and high > claim[1]:
-                raise RestoreError(
-                    f"{topic}[{partition}] holds {high - claim[1]} records of another restore "
-                    "(another source, window or rename); restore into a new topic (--rename)"
-                )
-            elif high > low:
-                return None  # records of its own: resume by markers
-            else:
-                fresh[partition] = high
-                delivered[partition] = (high, 0)
-        if fresh:  # one OffsetCommit for all: a kill leaves all of them claimed or none
-            offsets = [
-                TopicPartition(topic, p, base, claim_metadata(fingerprints[p], base))
-                for p, base in fresh.items()
-            ]
-            _settled(lambda: consumer.commit(offsets=offsets, asynchronous=False))
-        return delivered
+        return _claim(consumer, topic, fingerprints)
+    except KafkaException as exc:  # e.g. GROUP_AUTHORIZATION_FAILED: one line, not a trace
+        error = exc.args[0] if exc.args else exc
+        text = error.str() if hasattr(error, "str") else str(error)
+        raise RestoreError(
+            f"cannot claim {topic} for the restore (consumer group {CLAIM_GROUP} on the target: "
+            f"the principal needs READ on it): {text}"
+        ) from exc
     finally:
         consumer.close()
+
+
+def _claim(
+    consumer: Any, topic: str, fingerprints: Mapping[int, str]
+) -> dict[int, tuple[int, int]] | None:
+    """:func:`delivered_by_count` with ``consumer`` of the claim group."""
+    from confluent_kafka import TopicPartition
+
+    asked = [TopicPartition(topic, p) for p in sorted(fingerprints)]
+    claims = {
+        tp.partition: parse_claim(tp.metadata) if tp.offset >= 0 else None
+        for tp in _settled(lambda: consumer.committed(asked, timeout=_TIMEOUT_S))
+    }
+    delivered: dict[int, tuple[int, int]] = {}
+    fresh: dict[int, int] = {}
+    foreign: list[int] = []
+    for partition, fingerprint in sorted(fingerprints.items()):
+        low, high = consumer.get_watermark_offsets(
+            TopicPartition(topic, partition), timeout=_TIMEOUT_S, cached=False
+        )
+        claim = claims.get(partition)
+        if claim is not None and claim[0] == fingerprint and high >= claim[1]:
+            delivered[partition] = (claim[1], high - claim[1])
+        elif claim is not None and high > claim[1]:
+            raise RestoreError(
+                f"{topic}[{partition}] holds {high - claim[1]} records of another restore "
+                "(another source, window or rename); restore into a new topic (--rename)"
+            )
+        elif high > low:
+            foreign.append(partition)  # records of its own: resume by markers
+        else:
+            fresh[partition] = high
+            delivered[partition] = (high, 0)
+    if foreign:
+        if any(n for _, n in delivered.values()):
+            raise RestoreError(
+                f"{topic}[{foreign[0]}] received records from elsewhere while this restore "
+                "filled the topic's other partitions; restore into a new topic (--rename)"
+            )
+        return None
+    if fresh:  # one OffsetCommit for all: a kill leaves all of them claimed or none
+        offsets = [
+            TopicPartition(topic, p, base, claim_metadata(fingerprints[p], base))
+            for p, base in fresh.items()
+        ]
+        _settled(lambda: consumer.commit(offsets=offsets, asynchronous=False))
+    return delivered
 
 
 def _settled(call: Callable[[], T], timeout_s: float = 2 * _TIMEOUT_S) -> T:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -419,8 +418,3 @@ def _time_range(archive, refs, count: WindowCount, window: Window) -> tuple[int 
     if window.to_time is not None:
         high = min(high, window.to_time - 1)
     return low, high
-
-
-def plan_json(plan: RestorePlan) -> str:
-    """The plan as JSON text (``--output json``)."""
-    return json.dumps(plan.to_json(), indent=1)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import click
 
@@ -108,7 +109,6 @@ def restore(
         Rename,
         RestoreRequest,
         parse_offset_window,
-        plan_json,
         plan_restore,
     )
 
@@ -135,10 +135,15 @@ def restore(
         with console.status("planning the restore from the archive's catalog"):
             plan = plan_restore(archive, request)
         if dry_run:
+            existing = _existing_targets(bootstrap_servers, producer)
             if output == "json":
-                click.echo(plan_json(plan))
+                doc = plan.to_json()
+                for topic in doc["topics"]:
+                    if existing is not None:
+                        topic["target_partitions_now"] = existing.get(topic["target"])
+                click.echo(json.dumps(doc, indent=1))
             else:
-                _print_plan(plan)
+                _print_plan(plan, existing)
             return
         from blockgz.reader.restore import RestoreSettings
 
@@ -156,6 +161,19 @@ def restore(
                     archive, plan, settings, on_progress=lambda t, p, n: show(f"{t}[{p}]", n)
                 )
     _summary(result)
+
+
+def _existing_targets(bootstrap: str | None, producer: dict[str, str]) -> dict[str, int] | None:
+    """``--dry-run`` with ``--bootstrap-servers``: the target cluster's topics and partition
+    counts (one metadata request: nothing is written); ``None`` without a cluster."""
+    if not bootstrap:
+        return None
+    from blockgz.kafka_access import quiet_admin
+    from blockgz.reader.restore_topics import existing_topics
+
+    client = {k: v for k, v in producer.items() if k.startswith(("security.", "sasl.", "ssl."))}
+    admin = quiet_admin({**client, "bootstrap.servers": bootstrap}).client
+    return existing_topics(admin, bootstrap)
 
 
 def _split_options(options: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
@@ -186,7 +204,7 @@ def _time(ms: int | None) -> str:
     return stamp.isoformat(sep=" ", timespec="milliseconds")
 
 
-def _print_plan(plan) -> None:
+def _print_plan(plan, existing: dict[str, int] | None) -> None:
     """The plan as tables for people (rich), on stdout."""
     from rich.console import Console
     from rich.table import Table
@@ -207,12 +225,14 @@ def _print_plan(plan) -> None:
             )  # fmt: skip
     console.print(table)
     topics = Table(title="target topics (created when missing)")
-    for column in ("target", "partitions", "configs"):
+    for column in ("target", "now", "partitions", "configs"):
         topics.add_column(column)
     for topic in plan.topics:
         configs = dict(topic.state.configs) if topic.state is not None else {}
         text = ", ".join(f"{k}={v}" for k, v in sorted(configs.items())) or "(broker defaults)"
-        topics.add_row(topic.target, str(topic.partition_count), text)
+        now = None if existing is None else existing.get(topic.target)
+        state = "" if existing is None else ("to create" if now is None else f"exists ({now})")
+        topics.add_row(topic.target, state, str(topic.partition_count), text)
     console.print(topics)
     if plan.groups:
         groups = Table(title="consumer group offsets to set (from an empty target)")

@@ -210,6 +210,7 @@ def test_a_dry_run_touches_nothing(kafka, tmp_path):
     assert (
         f'"target": "{topic}_out"' in result.stdout and '"target_offset": 1' in result.stdout
     )  # offsets 0, 3, 4, ...: one before 3
+    assert '"target_partitions_now": null' in result.stdout  # asked the cluster, read-only
     assert kafka.partitions(f"{topic}_out") == []
     listed = kafka.admin().list_consumer_groups().result(timeout=15).valid
     assert f"g-{run_id}" not in {g.group_id for g in listed}
