@@ -4,19 +4,19 @@ A missing target topic is created with the source's partition count and the conf
 source topic (retention, ``cleanup.policy``, compression, ...), as the snapshot at or before the
 point in time recorded them (:mod:`blockgz.reader.restore_plan`); only configs the snapshot saw
 set on the topic itself are given, so the target broker's own defaults stay the defaults. An
-existing target must have a partition of the same number for every restored partition (unless
-``--by-key``); otherwise the restore is refused in one line saying what differs.
+existing target must have at least the source's partitions (unless ``--by-key``); otherwise the
+restore is refused in one line saying what differs.
 
->>> check_existing("orders", "orders_r", 2, [0, 1, 2], by_key=False)  # doctest: +ELLIPSIS
+>>> check_existing("orders", "orders_r", 2, 3, by_key=False)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
-blockgz.errors.RestoreError: topic 'orders_r' exists with 2 partitions; 'orders' has ...
+blockgz.errors.RestoreError: topic 'orders_r' exists with 2 partitions; 'orders' had 3, ...
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,17 +35,16 @@ class TargetTopic:
     configs: Mapping[str, str]
 
 
-def check_existing(
-    source: str, target: str, partitions: int, restored: Iterable[int], *, by_key: bool
-) -> None:
-    """Refuse an existing target with no partition of the same number for a restored one."""
-    highest = max(restored, default=-1)
-    if by_key or highest < partitions:
+def check_existing(source: str, target: str, partitions: int, needed: int, *, by_key: bool) -> None:
+    """Refuse an existing target with fewer partitions than the source had (``needed``: the
+    snapshot's count, else the highest archived partition + 1): one to one, each record keeps
+    its partition, and keyed producers on the target must find the same partitioning."""
+    if by_key or partitions >= needed:
         return
     raise RestoreError(
-        f"topic {target!r} exists with {partitions} partitions; {source!r} has partitions up to "
-        f"{highest} to restore one to one: give the target {highest + 1} or more partitions, "
-        "restore into a new topic (--rename), or pass --by-key"
+        f"topic {target!r} exists with {partitions} partitions; {source!r} had {needed}, "
+        f"restored one to one: give the target {needed} or more partitions, restore into a new "
+        "topic (--rename), or pass --by-key"
     )
 
 
@@ -71,10 +70,9 @@ def ensure_topics(admin: Any, plan, bootstrap: str) -> list[TargetTopic]:
     out: list[TargetTopic] = []
     to_create = []
     for topic in plan.topics:
-        restored = [p.partition for p in topic.partitions]
         if topic.target in existing:
             check_existing(
-                topic.source, topic.target, existing[topic.target], restored,
+                topic.source, topic.target, existing[topic.target], topic.partition_count,
                 by_key=plan.request.by_key,
             )  # fmt: skip
             out.append(TargetTopic(topic.target, existing[topic.target], False, {}))

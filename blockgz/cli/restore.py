@@ -156,7 +156,7 @@ def restore(
         else:
             from blockgz.reader.restore import restore as run_restore
 
-            with _progress(console) as show:
+            with _Progress(console) as show:
                 result = run_restore(
                     archive, plan, settings, on_progress=lambda t, p, n: show(f"{t}[{p}]", n)
                 )
@@ -272,3 +272,16 @@ def _summary(result) -> None:
         f"{result.seconds:.1f} s ({rate:,.0f} records/s)",
         err=True,
     )
+
+
+class _Progress(_progress):
+    """Records sent per source topic-partition (``orders[3]``), and the rate, on a terminal."""
+
+    def show(self, label, sent: int) -> None:  # type: ignore[override]
+        if self.bar is None:
+            return
+        if label not in self.tasks:
+            self.tasks[label] = self.bar.add_task(str(label), rate="")
+        task = self.tasks[label]
+        elapsed = self.bar.tasks[task].elapsed or 0
+        self.bar.update(task, completed=sent, rate=f"{sent / elapsed:,.0f}/s" if elapsed else "")

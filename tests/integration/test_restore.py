@@ -227,7 +227,7 @@ def test_an_existing_target_is_checked_and_one_with_records_gets_markers(kafka, 
         "--bootstrap-servers", kafka.bootstrap_servers,
     )  # fmt: skip
     assert refused.exit_code == 1
-    assert f"topic '{narrow}' exists with 1 partitions" in refused.stderr
+    assert f"topic '{narrow}' exists with 1 partitions; '{topic}' had 2" in refused.stderr
     assert "Traceback" not in refused.stderr
 
     kafka.create_topic(busy, partitions=2)
