@@ -5,7 +5,9 @@ in a restored partition counted from its start; the restore adds the partition's
 (:mod:`blockgz.reader.restore_claims`; 0 for a topic it created) and commits the result for the
 group with the admin API (``AlterConsumerGroupOffsets``). Kafka only lets a group's offsets be
 changed while the group has no members, and a running consumer would not see them anyway: a
-group that is active on the target is left alone and named in the result.
+group that is active on the target is left alone and named in the result, and so is one that
+has other offsets of its own there (its consumers ran on the target after an earlier restore:
+setting them again would rewind it). Setting the same offsets again (a rerun) is harmless.
 
 >>> from blockgz.reader.restore_plan import GroupOffset
 >>> grouped = by_group([GroupOffset("g", "t", 0, 7, "t2", 5), GroupOffset("g", "t", 1, 3, "t2", 3)])
@@ -69,6 +71,16 @@ def set_group_offsets(
             (e.target, e.partition): bases[(e.target, e.partition)] + e.target_offset
             for e in entries
         }
+        current = _committed(admin, group, list(wanted))
+        moved = sorted(tp for tp, o in current.items() if o >= 0 and o != wanted[tp])
+        if moved:  # e.g. consumers ran on the target since a first restore: never rewind them
+            t, p = moved[0]
+            result.skipped[group] = (
+                f"it has offsets of its own on the target ({t}[{p}] at {current[moved[0]]}, "
+                f"the restore's is {wanted[moved[0]]}); left alone (delete them with "
+                "kafka-consumer-groups --delete-offsets to have them set)"
+            )
+            continue
         request = ConsumerGroupTopicPartitions(
             group, [TopicPartition(t, p, o) for (t, p), o in sorted(wanted.items())]
         )
@@ -80,6 +92,19 @@ def set_group_offsets(
             continue
         result.set[group] = wanted
     return result
+
+
+def _committed(admin: Any, group: str, partitions: list[tuple[str, int]]) -> dict:
+    """The group's committed offsets on ``partitions`` on the target (-1: none)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, p in partitions])
+    future = admin.list_consumer_group_offsets([request], request_timeout=_TIMEOUT_S)[group]
+    try:
+        found = future.result(timeout=_TIMEOUT_S).topic_partitions or []
+    except Exception:  # GROUP_ID_NOT_FOUND and the like: no offsets there
+        return {}
+    return {(tp.topic, tp.partition): tp.offset for tp in found if tp.error is None}
 
 
 def _states(admin: Any, groups: list[str]) -> dict[str, str]:

@@ -161,6 +161,14 @@ def restore(
                     archive, plan, settings, on_progress=lambda t, p, n: show(f"{t}[{p}]", n)
                 )
     _summary(result)
+    if result.groups.skipped:
+        from blockgz.errors import RestoreError
+
+        raise RestoreError(
+            f"{len(result.groups.skipped)} consumer groups were not set (above); the records "
+            "are restored. Stop their consumers on the target and run the restore again: it "
+            "sends nothing twice and sets the groups"
+        )
 
 
 def _existing_targets(bootstrap: str | None, producer: dict[str, str]) -> dict[str, int] | None:

@@ -131,6 +131,7 @@ def run(*args: str):
 
 
 def test_topics_are_created_renamed_and_groups_resume_where_they_stood(kafka, tmp_path):
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import ConfigResource, ResourceType
 
     run_id = uuid.uuid4().hex[:6]
@@ -187,14 +188,28 @@ def test_topics_are_created_renamed_and_groups_resume_where_they_stood(kafka, tm
     listed = kafka.admin().list_consumer_groups().result(timeout=15).valid
     assert adhoc not in {g.group_id for g in listed}
 
+    # The group's consumers moved on, on the target; a rerun sends nothing and never rewinds
+    # them: it says so and fails.
+    from tests.integration.test_snapshots import commit_group
+
+    commit_group(kafka, billing, {(restored_orders, 0): 39})
     again = run(
         str(tmp_path), orders, "--topics-regex", "payments_.*", "--to-time", str(to_time),
-        "--rename", f"{orders}={restored_orders}", "--suffix", "_dr", "--no-groups",
-        "--bootstrap-servers", kafka.bootstrap_servers,
+        "--rename", f"{orders}={restored_orders}", "--suffix", "_dr",
+        "--groups-regex", "billing-.*", "--bootstrap-servers", kafka.bootstrap_servers,
     )  # fmt: skip
-    assert again.exit_code == 0, again.output
+    assert again.exit_code == 1, again.output
     assert "restored 0 records of 2 topics" in again.stderr
+    assert f"group {billing} not set: it has offsets of its own" in again.stderr
     assert sum(kafka.high_watermarks(restored_orders).values()) == 120
+    offsets = (
+        kafka.admin()
+        .list_consumer_group_offsets(
+            [ConsumerGroupTopicPartitions(billing, [TopicPartition(restored_orders, 0)])]
+        )[billing]
+        .result(timeout=15)
+    )
+    assert offsets.topic_partitions[0].offset == 39
 
 
 def test_a_dry_run_touches_nothing(kafka, tmp_path):
