@@ -165,5 +165,10 @@ class ReplayError(BlockGzError, RuntimeError):
     delivered (the message says which, and that a rerun resumes where delivery stopped)."""
 
 
+class RestoreError(ReplayError):
+    """A restore cannot go on as asked: a target topic that does not fit, a target partition
+    another restore filled, a consumer group active on the target (the message says which)."""
+
+
 class JarResolutionError(BlockGzError, RuntimeError):
     """A JVM part could not be fetched from Maven Central (no network, or a wrong version)."""

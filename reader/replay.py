@@ -130,6 +130,10 @@ class ReplaySettings:
     registry: RegistrySettings | None = None
     #: librdkafka settings (``bootstrap.servers`` at least); idempotence is always on.
     producer: dict[str, Any] = field(default_factory=dict)
+    #: Per source partition: how many records of its window the target partition holds
+    #: already, counted by a restore's claim (:mod:`blockgz.reader.restore_claims`); that
+    #: many are skipped, in order. For a restore without markers (``mark=False``).
+    already: dict[int, int] | None = None
 
     def __post_init__(self) -> None:
         self.from_time = epoch_ms(self.from_time, name="from_time")
@@ -243,6 +247,7 @@ def replay(
             )
             last_delivered = {t: n for (src, t), n in delivered.items() if src == source}
             floor = last_delivered.get(source, -1)  # without --by-key all goes to `source`
+            counted = (settings.already or {}).get(source, 0)
             marker = f"{settings.topic}/{source}/".encode() if settings.mark else None
             for _, block in blocks:
                 _note_not_kept(block[0], result, settings.topic, source)
@@ -259,6 +264,8 @@ def replay(
                     unsent = (
                         block if block[0].offset > floor else [r for r in block if r.offset > floor]
                     )
+                    if counted:  # delivered before, as counted by a restore's claim
+                        unsent, counted = unsent[counted:], max(0, counted - len(unsent))
                     routes = itertools.repeat(source)
                 values = keys = None
                 if wire is not None and unsent:

@@ -69,6 +69,11 @@ def replay(
     duplicated. -O kafka.<setting>=<value> passes a producer setting (librdkafka names);
     other -O settings are the archive's (S3, key layout).
 
+    This is the one-topic form of `blockgz restore` (the command for restores: many topics,
+    topic creation, renames, consumer groups, records sent unchanged): the same code sends
+    the records; replay writes into an existing topic, always with the header, and sets no
+    groups.
+
     \b
     Examples:
       blockgz replay s3://bucket/exports --topic orders --to-topic orders-restored \\

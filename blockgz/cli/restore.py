@@ -1,0 +1,295 @@
+"""``blockgz restore``: topics back into a cluster, to a point in time, with their groups."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+
+import click
+
+from blockgz.cli.app import collect_options, fail_cleanly, main, report_output, store_options
+from blockgz.cli.replay import _epoch_ms, _progress, _registry
+
+
+@main.command()
+@click.argument("source")
+@click.argument("topics", nargs=-1)
+@click.option("--topics-regex", metavar="REGEX", help="Also every archived topic it matches whole.")
+@click.option("--from-time", callback=_epoch_ms, help="Only records at or after this time.")
+@click.option(
+    "--to-time", callback=_epoch_ms,
+    help="The point in time: records before it, topic configs and group offsets as the newest "
+    "snapshot at or before it recorded them [now].",
+)  # fmt: skip
+@click.option(
+    "--offsets", "offset_windows", multiple=True, metavar="TOPIC:PARTITION=FROM-TO",
+    help="An offset window for one partition (repeatable; FROM or TO may be left out); the "
+    "other partitions go whole.",
+)  # fmt: skip
+@click.option(
+    "--rename", multiple=True, metavar="SOURCE=TARGET",
+    help="Restore SOURCE into TARGET (repeatable).",
+)  # fmt: skip
+@click.option("--prefix", default="", help="Prefix of every target topic not renamed.")
+@click.option("--suffix", default="", help="Suffix of every target topic not renamed.")
+@click.option("--bootstrap-servers", help="The target cluster, HOST:PORT[,...].")
+@click.option(
+    "--by-key", is_flag=True,
+    help="Spread records over the target's partitions by key (Kafka's murmur2) instead of "
+    "keeping partition numbers (records then carry a blockgz.replay header; no group offsets).",
+)  # fmt: skip
+@click.option(
+    "--groups-regex", metavar="REGEX",
+    help="Only the consumer groups it matches whole [every group in the snapshot].",
+)  # fmt: skip
+@click.option("--no-groups", is_flag=True, help="Set no consumer group offsets.")
+@click.option(
+    "--dry-run", is_flag=True,
+    help="Print the plan (from the archive's catalog and snapshots) and touch nothing.",
+)  # fmt: skip
+@report_output
+@click.option(
+    "--allow-same-topic", is_flag=True,
+    help="Allow appending to a non-empty target named as its source topic.",
+)  # fmt: skip
+@click.option(
+    "--schema-registry-url", metavar="URL",
+    help="The target cluster's schema registry (as for replay).",
+)  # fmt: skip
+@click.option(
+    "--master", metavar="URL",
+    help="Run as a Spark job (local[4], spark://host:7077): one task per archived partition.",
+)  # fmt: skip
+@store_options
+@fail_cleanly
+def restore(
+    source, topics, topics_regex, from_time, to_time, offset_windows, rename, prefix, suffix,
+    bootstrap_servers, by_key, groups_regex, no_groups, dry_run, output, allow_same_topic,
+    schema_registry_url, master, endpoint_url, options,
+) -> None:  # fmt: skip
+    """Restore archived TOPICS of SOURCE (an archive prefix) into a Kafka cluster.
+
+    Many topics in one run (names, or --topics-regex), up to a point in time (--to-time) or
+    within offset windows. Missing target topics are created with the source's partition
+    count and the configs set on it, from the export's snapshot at or before --to-time;
+    existing ones must have the partitions to restore one to one. Records keep their
+    partition, key, headers and timestamp where the archive kept them. Then each consumer
+    group's committed offset at that time is translated to the restored topics' offsets and
+    set on the target (groups with members there are left alone), so consumers resume where
+    they stood: nothing reprocessed, nothing skipped.
+
+    A killed restore resumes when run again and sends nothing twice. Records go unchanged (no
+    header added) into target partitions that were empty when the restore claimed them (a
+    committed offset of the group blockgz.restore.claims on the target says where each began);
+    into a target that already held records, and with --by-key, each record carries a
+    blockgz.replay header naming its source offset, as `blockgz replay` does.
+
+    `blockgz replay` is the one-topic form of this command: it sends with the same code into
+    an existing topic, with the header, and sets no groups.
+
+    -O kafka.<setting>=<value> passes a producer setting (librdkafka names); other -O
+    settings are the archive's (S3, key layout).
+
+    \b
+    Examples:
+      blockgz restore s3://bucket/exports orders payments --dry-run
+      blockgz restore s3://bucket/exports --topics-regex 'orders.*' \\
+          --to-time 2026-11-20T09:30:00Z --bootstrap-servers dr-kafka:9092
+      blockgz restore s3://bucket/exports orders --rename orders=orders_restored \\
+          --bootstrap-servers kafka:9092 --groups-regex 'billing-.*'
+      blockgz restore s3://bucket/exports orders --offsets orders:3=1000-2000 \\
+          --suffix _fix --no-groups --bootstrap-servers kafka:9092
+      blockgz restore s3://bucket/exports --topics-regex '.*' --suffix _dr \\
+          --master 'local[4]' --bootstrap-servers dr-kafka:9092 --dry-run --output json
+    """
+    from rich.console import Console
+
+    from blockgz.reader import open_archive
+    from blockgz.reader.restore_plan import (
+        Rename,
+        RestoreRequest,
+        parse_offset_window,
+        plan_restore,
+    )
+
+    archive_options, producer = _split_options(collect_options(endpoint_url, options))
+    if not dry_run and not bootstrap_servers:
+        raise click.UsageError("--bootstrap-servers is required (or --dry-run)")
+    windows = {}
+    for text in offset_windows:
+        topic, partition, low, high = parse_offset_window(text)
+        windows[(topic, partition)] = (low, high)
+    request = RestoreRequest(
+        topics=tuple(topics),
+        topics_regex=topics_regex,
+        rename=Rename.parse(rename, prefix, suffix),
+        from_time=from_time,
+        to_time=to_time,
+        offsets=windows,
+        by_key=by_key,
+        groups_regex=groups_regex,
+        groups=not no_groups,
+    )
+    console = Console(stderr=True)
+    with open_archive(source, archive_options) as archive:
+        with console.status("planning the restore from the archive's catalog"):
+            plan = plan_restore(archive, request)
+        if dry_run:
+            existing = _existing_targets(bootstrap_servers, producer)
+            if output == "json":
+                doc = plan.to_json()
+                for topic in doc["topics"]:
+                    if existing is not None:
+                        topic["target_partitions_now"] = existing.get(topic["target"])
+                click.echo(json.dumps(doc, indent=1))
+            else:
+                _print_plan(plan, existing)
+            return
+        from blockgz.reader.restore import RestoreSettings
+
+        producer["bootstrap.servers"] = bootstrap_servers
+        settings = RestoreSettings(
+            producer, _registry(schema_registry_url, archive_options), allow_same_topic
+        )
+        if master:
+            result = _on_spark(master, source, archive_options, plan, settings)
+        else:
+            from blockgz.reader.restore import restore as run_restore
+
+            with _Progress(console) as show:
+                result = run_restore(
+                    archive, plan, settings, on_progress=lambda t, p, n: show(f"{t}[{p}]", n)
+                )
+    _summary(result)
+    if result.groups.skipped:
+        from blockgz.errors import RestoreError
+
+        raise RestoreError(
+            f"{len(result.groups.skipped)} consumer groups were not set (above); the records "
+            "are restored. Stop their consumers on the target and run the restore again: it "
+            "sends nothing twice and sets the groups"
+        )
+
+
+def _existing_targets(bootstrap: str | None, producer: dict[str, str]) -> dict[str, int] | None:
+    """``--dry-run`` with ``--bootstrap-servers``: the target cluster's topics and partition
+    counts (one metadata request: nothing is written); ``None`` without a cluster."""
+    if not bootstrap:
+        return None
+    from blockgz.kafka_access import quiet_admin
+    from blockgz.reader.restore_topics import existing_topics
+
+    client = {k: v for k, v in producer.items() if k.startswith(("security.", "sasl.", "ssl."))}
+    admin = quiet_admin({**client, "bootstrap.servers": bootstrap}).client
+    return existing_topics(admin, bootstrap)
+
+
+def _split_options(options: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    from blockgz.kafka_security import librdkafka_settings
+    from blockgz.reader.archive_options import check_reader_options
+
+    check_reader_options(options, "restore", owners=("reader", "replay"))
+    producer = {k[len("kafka.") :]: v for k, v in options.items() if k.startswith("kafka.")}
+    archive = {k: v for k, v in options.items() if not k.startswith("kafka.")}
+    return archive, librdkafka_settings(producer)
+
+
+def _on_spark(master, source, archive_options, plan, settings):
+    from blockgz.reader.restore import restore_on_spark
+    from blockgz.spark_session import spark_session
+
+    spark = spark_session(master, app_name="blockgz-restore")
+    try:
+        return restore_on_spark(spark, source, archive_options, plan, settings)
+    finally:
+        spark.stop()
+
+
+def _time(ms: int | None) -> str:
+    if ms is None:
+        return ""
+    stamp = dt.datetime.fromtimestamp(ms / 1000, dt.UTC).replace(tzinfo=None)
+    return stamp.isoformat(sep=" ", timespec="milliseconds")
+
+
+def _print_plan(plan, existing: dict[str, int] | None) -> None:
+    """The plan as tables for people (rich), on stdout."""
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    snap = _time(plan.snapshot_at) or "none"
+    table = Table(title=f"restore plan: {plan.records:,} records (snapshot of {snap})")
+    for column in ("topic", "target", "partition", "offsets", "times", "records"):
+        table.add_column(column, justify="right" if column in ("partition", "records") else "left")
+    for topic in plan.topics:
+        for part in topic.partitions:
+            count = part.count
+            span = f"{count.first}..{count.last}" if count.first is not None else "-"
+            times = f"{_time(part.min_time)} .. {_time(part.max_time)}" if part.min_time else ""
+            table.add_row(
+                topic.source, topic.target, str(part.partition), span, times,
+                f"{count.records:,}",
+            )  # fmt: skip
+    console.print(table)
+    topics = Table(title="target topics (created when missing)")
+    for column in ("target", "now", "partitions", "configs"):
+        topics.add_column(column)
+    for topic in plan.topics:
+        configs = dict(topic.state.configs) if topic.state is not None else {}
+        text = ", ".join(f"{k}={v}" for k, v in sorted(configs.items())) or "(broker defaults)"
+        now = None if existing is None else existing.get(topic.target)
+        state = "" if existing is None else ("to create" if now is None else f"exists ({now})")
+        topics.add_row(topic.target, state, str(topic.partition_count), text)
+    console.print(topics)
+    if plan.groups:
+        groups = Table(title="consumer group offsets to set (from an empty target)")
+        for column in ("group", "source", "offset", "target", "target offset"):
+            groups.add_column(column)
+        for g in plan.groups:
+            groups.add_row(
+                g.group, f"{g.source}[{g.partition}]", str(g.source_offset),
+                f"{g.target}[{g.partition}]",
+                f"{g.target_offset}" + (" (end: past the restored range)" if g.beyond else ""),
+            )  # fmt: skip
+        console.print(groups)
+    for note in plan.notes:
+        console.print(f"note: {note}", markup=False)
+
+
+def _summary(result) -> None:
+    rate = result.sent / result.seconds if result.seconds else 0.0
+    for topic in result.topics:
+        skipped = sum(topic.result.skipped.values())
+        click.echo(
+            f"{topic.source} -> {topic.target}"
+            + (" (created)" if topic.created else "")
+            + f": {topic.result.total_sent} records sent"
+            + (f", {skipped} there already" if skipped else "")
+            + (", with blockgz.replay headers" if topic.resume == "markers" else "")
+            + "".join(f"; without {w} (the archive kept none)" for w in topic.result.not_kept),
+            err=True,
+        )
+    for group, offsets in sorted(result.groups.set.items()):
+        where = ", ".join(f"{t}[{p}]={o}" for (t, p), o in sorted(offsets.items()))
+        click.echo(f"group {group}: {where}", err=True)
+    for group, why in sorted(result.groups.skipped.items()):
+        click.echo(f"group {group} not set: {why}", err=True)
+    click.echo(
+        f"restored {result.sent} records of {len(result.topics)} topics in "
+        f"{result.seconds:.1f} s ({rate:,.0f} records/s)",
+        err=True,
+    )
+
+
+class _Progress(_progress):
+    """Records sent per source topic-partition (``orders[3]``), and the rate, on a terminal."""
+
+    def show(self, label, sent: int) -> None:  # type: ignore[override]
+        if self.bar is None:
+            return
+        if label not in self.tasks:
+            self.tasks[label] = self.bar.add_task(str(label), rate="")
+        task = self.tasks[label]
+        elapsed = self.bar.tasks[task].elapsed or 0
+        self.bar.update(task, completed=sent, rate=f"{sent / elapsed:,.0f}/s" if elapsed else "")

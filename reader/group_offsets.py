@@ -1,0 +1,130 @@
+"""Consumer groups put back where they stood: the plan's translated offsets set on the target.
+
+Each :class:`~blockgz.reader.restore_plan.GroupOffset` says where a group's committed record is
+in a restored partition counted from its start; the restore adds the partition's claimed base
+(:mod:`blockgz.reader.restore_claims`; 0 for a topic it created) and commits the result for the
+group with the admin API (``AlterConsumerGroupOffsets``). Kafka only lets a group's offsets be
+changed while the group has no members, and a running consumer would not see them anyway: a
+group that is active on the target is left alone and named in the result, and so is one that
+has other offsets of its own there (its consumers ran on the target after an earlier restore:
+setting them again would rewind it). Setting the same offsets again (a rerun) is harmless.
+
+>>> from blockgz.reader.restore_plan import GroupOffset
+>>> grouped = by_group([GroupOffset("g", "t", 0, 7, "t2", 5), GroupOffset("g", "t", 1, 3, "t2", 3)])
+>>> [(o.partition, o.target_offset) for o in grouped["g"]]
+[(0, 5), (1, 3)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+_TIMEOUT_S = 15.0
+#: Group states in which the offsets may be set (``DEAD``: the group does not exist there).
+_SETTABLE = ("EMPTY", "DEAD", "UNKNOWN")
+
+
+@dataclass
+class GroupsResult:
+    """``set``: group -> ``{(target topic, partition): offset}`` committed; ``skipped``:
+    group -> why not."""
+
+    set: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+
+
+def by_group(offsets: Iterable[Any]) -> dict[str, list[Any]]:
+    grouped: dict[str, list[Any]] = {}
+    for offset in offsets:
+        grouped.setdefault(offset.group, []).append(offset)
+    return grouped
+
+
+def set_group_offsets(
+    admin: Any, offsets: Iterable[Any], bases: Mapping[tuple[str, int], int]
+) -> GroupsResult:
+    """Commit each group's translated offsets on the target (``bases``: the claimed start of
+    each target partition; a partition without one — restored with markers — is skipped)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    result = GroupsResult()
+    grouped = by_group(offsets)
+    if not grouped:
+        return result
+    states = _states(admin, list(grouped))
+    for group, entries in grouped.items():
+        state = states.get(group, "UNKNOWN")
+        if state not in _SETTABLE:
+            result.skipped[group] = f"the group is {state.lower()} on the target (members joined)"
+            continue
+        unplaced = [e for e in entries if (e.target, e.partition) not in bases]
+        if unplaced:
+            e = unplaced[0]
+            result.skipped[group] = (
+                f"{e.target}[{e.partition}] was restored with markers (it held records, or "
+                "--by-key): the group's record there cannot be placed by counting"
+            )
+            continue
+        wanted = {
+            (e.target, e.partition): bases[(e.target, e.partition)] + e.target_offset
+            for e in entries
+        }
+        current = _committed(admin, group, list(wanted))
+        moved = sorted(tp for tp, o in current.items() if o >= 0 and o != wanted[tp])
+        if moved:  # e.g. consumers ran on the target since a first restore: never rewind them
+            t, p = moved[0]
+            result.skipped[group] = (
+                f"it has offsets of its own on the target ({t}[{p}] at {current[moved[0]]}, "
+                f"the restore's is {wanted[moved[0]]}); left alone (delete them with "
+                "kafka-consumer-groups --delete-offsets to have them set)"
+            )
+            continue
+        request = ConsumerGroupTopicPartitions(
+            group, [TopicPartition(t, p, o) for (t, p), o in sorted(wanted.items())]
+        )
+        future = admin.alter_consumer_group_offsets([request], request_timeout=_TIMEOUT_S)[group]
+        try:
+            future.result(timeout=_TIMEOUT_S)
+        except Exception as exc:  # KafkaException: GROUP_AUTHORIZATION_FAILED, members joined
+            result.skipped[group] = _reason(exc)
+            continue
+        result.set[group] = wanted
+    return result
+
+
+def _committed(admin: Any, group: str, partitions: list[tuple[str, int]]) -> dict:
+    """The group's committed offsets on ``partitions`` on the target (-1: none)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, p in partitions])
+    future = admin.list_consumer_group_offsets([request], request_timeout=_TIMEOUT_S)[group]
+    try:
+        found = future.result(timeout=_TIMEOUT_S).topic_partitions or []
+    except Exception:  # GROUP_ID_NOT_FOUND and the like: no offsets there
+        return {}
+    return {(tp.topic, tp.partition): tp.offset for tp in found if tp.error is None}
+
+
+def _states(admin: Any, groups: list[str]) -> dict[str, str]:
+    """Each group's state on the target (``DEAD``: none there)."""
+    futures = admin.describe_consumer_groups(groups, request_timeout=_TIMEOUT_S)
+    states = {}
+    for group, future in futures.items():
+        try:
+            described = future.result(timeout=_TIMEOUT_S)
+        except Exception:  # GROUP_ID_NOT_FOUND on some brokers: no such group
+            states[group] = "DEAD"
+            continue
+        state = described.state
+        states[group] = getattr(state, "name", str(state)).upper()
+        if described.members:
+            states[group] = states[group] if states[group] not in _SETTABLE else "STABLE"
+    return states
+
+
+def _reason(exc: BaseException) -> str:
+    error = exc.args[0] if exc.args else None
+    text = getattr(error, "str", None)
+    return text() if callable(text) else str(exc)

@@ -1,0 +1,420 @@
+"""What a restore will do, worked out from the archive alone: the plan ``blockgz restore`` prints
+with ``--dry-run`` and then carries out.
+
+For each archived topic chosen (names, or a regex over the archive's topics): the target topic
+(a rename map, or a prefix/suffix for all), each partition's window (offsets, times) with its
+record count and its offset and time range, the topic's partition count and configs as the
+newest snapshot of the source cluster at or before the point in time recorded them
+(:mod:`blockgz.archive.snapshots`), and each consumer group's committed offset there translated
+to the restored topic's offsets (:mod:`blockgz.reader.window_counts`). Nothing here talks to
+Kafka.
+
+>>> rename = Rename.parse(["orders=orders_restored"], suffix="_dr")
+>>> rename.target("orders"), rename.target("payments")
+('orders_restored', 'payments_dr')
+>>> select_topics(["a1", "a2", "b"], [], r"a\\d")
+['a1', 'a2']
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from blockgz.archive.snapshots import ClusterSnapshot, Snapshots, TopicState
+from blockgz.errors import ConfigError
+from blockgz.reader.window_counts import Window, WindowCount, count_window
+
+#: A Kafka topic name: what ``--rename``, ``--prefix`` and ``--suffix`` must produce.
+_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+@dataclass(frozen=True)
+class Rename:
+    """Target topic names: a map of source to target names, else ``prefix + name + suffix``."""
+
+    mapping: Mapping[str, str] = field(default_factory=dict)
+    prefix: str = ""
+    suffix: str = ""
+
+    @classmethod
+    def parse(cls, pairs: Iterable[str] = (), prefix: str = "", suffix: str = "") -> Rename:
+        """``--rename SOURCE=TARGET`` (repeatable) with ``--prefix``/``--suffix``.
+
+        >>> Rename.parse(["orders"])  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        blockgz.errors.ConfigError: --rename 'orders': write SOURCE=TARGET, e.g. ...
+        """
+        mapping: dict[str, str] = {}
+        for pair in pairs:
+            source, sep, target = pair.partition("=")
+            if not sep or not source or not target:
+                raise ConfigError(
+                    f"--rename {pair!r}: write SOURCE=TARGET, e.g. orders=orders_restored"
+                )
+            if source in mapping and mapping[source] != target:
+                raise ConfigError(f"--rename names two targets for {source!r}")
+            mapping[source] = target
+        return cls(mapping, prefix, suffix)
+
+    def target(self, topic: str) -> str:
+        name = self.mapping.get(topic) or f"{self.prefix}{topic}{self.suffix}"
+        if not _TOPIC_NAME.fullmatch(name) or name in (".", ".."):
+            raise ConfigError(
+                f"target topic {name!r} (for {topic!r}) is not a Kafka topic name: use letters, "
+                "digits, '.', '_' and '-', at most 249"
+            )
+        return name
+
+
+def select_topics(archived: list[str], names: Iterable[str], regex: str | None) -> list[str]:
+    """The archived topics named in ``names`` plus those ``regex`` matches whole, in order;
+    a name the archive does not hold, or a selection that finds nothing, is an error."""
+    names = list(dict.fromkeys(names))
+    unknown = [n for n in names if n not in archived]
+    if unknown:
+        raise ConfigError(
+            f"the archive holds no topic {', '.join(map(repr, unknown))}; it holds: "
+            + (", ".join(archived) or "nothing")
+        )
+    chosen = list(names)
+    if regex is not None:
+        try:
+            pattern = re.compile(regex)
+        except re.error as exc:
+            raise ConfigError(f"--topics-regex {regex!r}: not a regex ({exc})") from exc
+        chosen += [t for t in archived if pattern.fullmatch(t) and t not in chosen]
+    if not chosen:
+        raise ConfigError(
+            "no topic to restore: name topics or give --topics-regex matching some of: "
+            + (", ".join(archived) or "nothing (the archive is empty)")
+        )
+    return chosen
+
+
+def parse_offset_window(text: str) -> tuple[str, int, int | None, int | None]:
+    """``--offsets TOPIC:PARTITION=FROM-TO`` (either end may be left out: ``orders:0=100-``).
+
+    >>> parse_offset_window("orders:3=100-200"), parse_offset_window("a.b:0=-50")
+    (('orders', 3, 100, 200), ('a.b', 0, None, 50))
+    """
+    match = re.fullmatch(r"(.+):(\d+)=(\d*)-(\d*)", text.strip())
+    if match is None:
+        raise ConfigError(
+            f"--offsets {text!r}: write TOPIC:PARTITION=FROM-TO (FROM or TO may be left out), "
+            "e.g. orders:0=1000-2000"
+        )
+    topic, partition, start, end = match.groups()
+    low, high = (int(start) if start else None), (int(end) if end else None)
+    if low is not None and high is not None and high <= low:
+        raise ConfigError(f"--offsets {text!r}: TO must be greater than FROM")
+    return topic, int(partition), low, high
+
+
+@dataclass(frozen=True)
+class RestoreRequest:
+    """What the user asked for (the CLI's options, checked)."""
+
+    topics: tuple[str, ...] = ()
+    topics_regex: str | None = None
+    rename: Rename = field(default_factory=Rename)
+    from_time: int | None = None
+    to_time: int | None = None
+    #: ``(topic, partition) -> (start, end)``: offset windows; other partitions go whole.
+    offsets: Mapping[tuple[str, int], tuple[int | None, int | None]] = field(default_factory=dict)
+    by_key: bool = False
+    #: Regex the whole group id must match; ``None``: every group of the snapshot.
+    groups_regex: str | None = None
+    groups: bool = True
+
+    def window(self, topic: str, partition: int) -> Window:
+        start, end = self.offsets.get((topic, partition), (None, None))
+        return Window(start, end, self.from_time, self.to_time)
+
+
+@dataclass(frozen=True)
+class PartitionPlan:
+    """One source partition: its window, what the window holds, and the time range of the
+    objects that hold it (from the catalog; ``None`` where unknown)."""
+
+    partition: int
+    window: Window
+    count: WindowCount
+    min_time: int | None = None
+    max_time: int | None = None
+
+
+@dataclass(frozen=True)
+class TopicPlan:
+    """One source topic, its target, its partitions' windows, and what the snapshot says."""
+
+    source: str
+    target: str
+    partitions: tuple[PartitionPlan, ...]
+    #: From the snapshot at or before the point in time; ``None``: no snapshot has the topic.
+    state: TopicState | None = None
+
+    @property
+    def records(self) -> int:
+        return sum(p.count.records for p in self.partitions)
+
+    @property
+    def partition_count(self) -> int:
+        """Partitions a target created for it gets: the source's, else enough for 1:1."""
+        highest = max((p.partition for p in self.partitions), default=0) + 1
+        return max(self.state.partitions, highest) if self.state is not None else highest
+
+
+@dataclass(frozen=True)
+class GroupOffset:
+    """A consumer group's committed offset on a source partition, and where the same record
+    is in the restored partition (counted from an empty target; a run adds the target
+    partition's starting offset)."""
+
+    group: str
+    source: str
+    partition: int
+    source_offset: int
+    target: str
+    target_offset: int
+    #: The source offset was past the restored range: mapped to its end.
+    beyond: bool = False
+
+
+@dataclass(frozen=True)
+class RestorePlan:
+    request: RestoreRequest
+    topics: tuple[TopicPlan, ...]
+    groups: tuple[GroupOffset, ...] = ()
+    #: When the snapshot used was taken (epoch ms); ``None``: the archive has none.
+    snapshot_at: int | None = None
+    #: One line each: what the plan could not know (no snapshot, a snapshot's missing lines).
+    notes: tuple[str, ...] = ()
+
+    @property
+    def records(self) -> int:
+        return sum(t.records for t in self.topics)
+
+    def fingerprint(self, topic: TopicPlan, partition: PartitionPlan) -> str:
+        """A short hash of what one partition's restore sends (source, window, rename): a
+        rerun of the same restore continues it, another restore into the same target is
+        refused (:mod:`blockgz.reader.restore_claims`)."""
+        w = partition.window
+        text = f"{topic.source}/{partition.partition}->{topic.target}:{w.start},{w.end},"
+        text += f"{w.from_time},{w.to_time},{int(self.request.by_key)}"
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as ``--dry-run --output json`` prints it."""
+        return {
+            "records": self.records,
+            "snapshot_at": _iso(self.snapshot_at),
+            "topics": [
+                {
+                    "source": t.source,
+                    "target": t.target,
+                    "records": t.records,
+                    "partitions": t.partition_count,
+                    "configs": dict(t.state.configs) if t.state is not None else None,
+                    "windows": [
+                        {
+                            "partition": p.partition,
+                            "records": p.count.records,
+                            "first_offset": p.count.first,
+                            "last_offset": p.count.last,
+                            "from_offset": p.window.start,
+                            "to_offset": p.window.end,
+                            "from_time": _iso(p.window.from_time),
+                            "to_time": _iso(p.window.to_time),
+                            "min_time": _iso(p.min_time),
+                            "max_time": _iso(p.max_time),
+                        }
+                        for p in t.partitions
+                    ],
+                }
+                for t in self.topics
+            ],
+            "groups": [
+                {
+                    "group": g.group,
+                    "source": g.source,
+                    "partition": g.partition,
+                    "source_offset": g.source_offset,
+                    "target": g.target,
+                    "target_offset": g.target_offset,
+                    "beyond_restored": g.beyond,
+                }
+                for g in self.groups
+            ],
+            "notes": list(self.notes),
+        }
+
+
+def _iso(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="milliseconds")
+
+
+def find_snapshot(archive, at_ms: int | None) -> ClusterSnapshot | None:
+    """The source cluster at or before ``at_ms`` (``None``: the newest), from the snapshots
+    of every export under the archive's prefix (several jobs may archive different topics:
+    each topic and group offset comes from the newest snapshot that has it)."""
+    layout = archive.layout
+    if not hasattr(layout, "exports_prefix"):
+        return None  # a layout without exports (DeviantArt's): no snapshots
+    store, prefix = archive.store, archive.prefix
+    found = []
+    for job_dir in store.list_prefixes(layout.exports_prefix(prefix)):
+        name = layout.job_of_directory(job_dir)
+        snapshot = Snapshots(store, prefix, layout, name).at_or_before(at_ms)
+        if snapshot is not None:
+            found.append(snapshot)
+    if not found:
+        return None
+    if len(found) == 1:
+        return found[0]
+    topics: dict[str, TopicState] = {}
+    groups: dict[str, dict[str, dict[int, int]]] = {}
+    missing: list[str] = []
+    for snap in sorted(found, key=lambda s: s.at_ms):
+        topics.update(snap.topics)
+        for group, offsets in snap.groups.items():
+            for topic, parts in offsets.items():
+                groups.setdefault(group, {})[topic] = dict(parts)
+        missing += [m for m in snap.missing if m not in missing]
+    latest = max(s.at_ms for s in found)
+    return ClusterSnapshot(latest, topics, groups, {}, tuple(missing))
+
+
+def plan_restore(archive, request: RestoreRequest) -> RestorePlan:
+    """The plan for ``request`` over ``archive`` (an :class:`~blockgz.reader.archive.Archive`);
+    see the module's notes."""
+    chosen = select_topics(archive.topics(), request.topics, request.topics_regex)
+    unknown = sorted({t for t, _ in request.offsets} - set(chosen))
+    if unknown:
+        raise ConfigError(f"--offsets names {', '.join(unknown)}, which is not restored here")
+    targets = {t: request.rename.target(t) for t in chosen}
+    clash = {t for t in targets.values() if list(targets.values()).count(t) > 1}
+    if clash:
+        raise ConfigError(f"two topics would be restored into {sorted(clash)[0]!r}: rename one")
+    snapshot = find_snapshot(archive, request.to_time)
+    notes: list[str] = []
+    if snapshot is None:
+        notes.append(
+            "no snapshot of the source cluster at or before the point in time: target topics "
+            "are created with the archive's partitions and the broker's default configs, and "
+            "no consumer group offsets are set"
+        )
+    else:
+        notes += [f"the snapshot lacks {m}" for m in snapshot.missing]
+    group_pattern = _groups_pattern(request)
+    wanted = _group_offsets(snapshot, group_pattern, chosen) if request.groups else {}
+    topics, groups = [], []
+    for topic in chosen:
+        state = snapshot.topics.get(topic) if snapshot is not None else None
+        if snapshot is not None and state is None:
+            notes.append(f"the snapshot has no configs for {topic!r}: defaults are used")
+        parts = []
+        for partition in _partitions(archive, request, topic):
+            window = request.window(topic, partition)
+            below = [o for (g, p), o in wanted.get(topic, {}).items() if p == partition]
+            count = count_window(archive, topic, partition, window, below)
+            low, high = _time_range(archive, archive.objects(topic, partition), count, window)
+            parts.append(PartitionPlan(partition, window, count, low, high))
+        plan = TopicPlan(topic, targets[topic], tuple(parts), state)
+        topics.append(plan)
+        by_partition = {p.partition: p for p in parts}
+        for (group, partition), offset in sorted(wanted.get(topic, {}).items()):
+            part = by_partition.get(partition)
+            if part is None:
+                continue  # the archive holds nothing of that partition
+            if request.by_key:
+                continue
+            translated = part.count.below[offset]
+            beyond = part.count.last is not None and offset > part.count.last + 1
+            groups.append(
+                GroupOffset(group, topic, partition, offset, plan.target, translated, beyond)
+            )
+    if request.by_key and wanted:
+        notes.append("--by-key spreads records over new partitions: group offsets are not set")
+    return RestorePlan(
+        request,
+        tuple(topics),
+        tuple(groups),
+        None if snapshot is None else snapshot.at_ms,
+        tuple(notes),
+    )
+
+
+def _groups_pattern(request: RestoreRequest) -> re.Pattern[str] | None:
+    if request.groups_regex is None:
+        return None
+    try:
+        return re.compile(request.groups_regex)
+    except re.error as exc:
+        raise ConfigError(f"--groups-regex {request.groups_regex!r}: not a regex ({exc})") from exc
+
+
+def _group_offsets(
+    snapshot: ClusterSnapshot | None, pattern: re.Pattern[str] | None, topics: list[str]
+) -> dict[str, dict[tuple[str, int], int]]:
+    """``topic -> (group, partition) -> committed offset`` of the chosen groups."""
+    found: dict[str, dict[tuple[str, int], int]] = {}
+    if snapshot is None:
+        return found
+    for group, offsets in snapshot.groups.items():
+        if pattern is not None and not pattern.fullmatch(group):
+            continue
+        for topic in topics:
+            for partition, offset in offsets.get(topic, {}).items():
+                found.setdefault(topic, {})[(group, partition)] = offset
+    return found
+
+
+def _partitions(archive, request: RestoreRequest, topic: str) -> list[int]:
+    held = archive.partitions(topic)
+    asked = sorted(p for t, p in request.offsets if t == topic)
+    missing = [p for p in asked if p not in held]
+    if missing:
+        raise ConfigError(
+            f"--offsets {topic}:{missing[0]}: the archive holds partitions {held} of {topic!r}"
+        )
+    return held
+
+
+def _time_range(archive, refs, count: WindowCount, window: Window) -> tuple[int | None, int | None]:
+    """The time range of the objects holding the window's records (the catalog's, else
+    their indexes' blocks), clipped to the window's times."""
+    if count.first is None or count.last is None:
+        return None, None
+    first, last = count.first, count.last
+    holding = [
+        r
+        for r in refs
+        if r.start_offset <= last and (r.last_offset is None or r.last_offset >= first)
+    ]
+    lows = [r.min_timestamp for r in holding]
+    highs = [r.max_timestamp for r in holding]
+    if holding and (None in lows or None in highs) and all(r.has_index for r in holding):
+        chunks = [
+            c
+            for r in holding
+            for c in archive.index(r).chunks
+            if c.num_records and c.first_record_offset <= last and c.last_record_offset >= first
+        ]
+        lows = [c.min_timestamp for c in chunks]
+        highs = [c.max_timestamp for c in chunks]
+    if not holding or None in lows or None in highs:
+        return None, None
+    low, high = min(lows), max(highs)  # type: ignore[type-var]
+    if window.from_time is not None:
+        low = max(low, window.from_time)
+    if window.to_time is not None:
+        high = min(high, window.to_time - 1)
+    return low, high

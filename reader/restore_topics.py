@@ -1,0 +1,136 @@
+"""The restore's target topics: created as the source had them, or checked to fit.
+
+A missing target topic is created with the source's partition count and the configs set on the
+source topic (retention, ``cleanup.policy``, compression, ...), as the snapshot at or before the
+point in time recorded them (:mod:`blockgz.reader.restore_plan`); only configs the snapshot saw
+set on the topic itself are given, so the target broker's own defaults stay the defaults. An
+existing target must have at least the source's partitions (unless ``--by-key``); otherwise the
+restore is refused in one line saying what differs.
+
+>>> check_existing("orders", "orders_r", 2, 3, by_key=False)  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+blockgz.errors.RestoreError: topic 'orders_r' exists with 2 partitions; 'orders' had 3, ...
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from blockgz.errors import ReplayError, RestoreError
+
+_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class TargetTopic:
+    """What the restore found or did for one target topic."""
+
+    name: str
+    partitions: int
+    created: bool
+    configs: Mapping[str, str]
+
+
+def check_existing(source: str, target: str, partitions: int, needed: int, *, by_key: bool) -> None:
+    """Refuse an existing target with fewer partitions than the source had (``needed``: the
+    snapshot's count, else the highest archived partition + 1): one to one, each record keeps
+    its partition, and keyed producers on the target must find the same partitioning."""
+    if by_key or partitions >= needed:
+        return
+    raise RestoreError(
+        f"topic {target!r} exists with {partitions} partitions; {source!r} had {needed}, "
+        f"restored one to one: give the target {needed} or more partitions, restore into a new "
+        "topic (--rename), or pass --by-key"
+    )
+
+
+def existing_topics(admin: Any, bootstrap: str) -> dict[str, int]:
+    """``topic -> partition count`` of the target cluster (one metadata request)."""
+    try:
+        metadata = admin.list_topics(timeout=15)  # all topics: asking for one may create it
+    except Exception as exc:  # KafkaException: the brokers cannot be reached
+        raise ReplayError(f"cannot reach Kafka at {bootstrap}: {exc}") from exc
+    return {
+        name: len(t.partitions)
+        for name, t in metadata.topics.items()
+        if t.error is None and t.partitions
+    }
+
+
+def ensure_topics(admin: Any, plan, bootstrap: str) -> list[TargetTopic]:
+    """Create the plan's missing target topics (and wait until they serve), check the others;
+    return what was found or created, in the plan's order."""
+    from confluent_kafka.admin import NewTopic
+
+    existing = existing_topics(admin, bootstrap)
+    out: list[TargetTopic] = []
+    to_create = []
+    for topic in plan.topics:
+        if topic.target in existing:
+            check_existing(
+                topic.source, topic.target, existing[topic.target], topic.partition_count,
+                by_key=plan.request.by_key,
+            )  # fmt: skip
+            out.append(TargetTopic(topic.target, existing[topic.target], False, {}))
+            continue
+        configs = dict(topic.state.configs) if topic.state is not None else {}
+        to_create.append(NewTopic(topic.target, topic.partition_count, config=configs))
+        out.append(TargetTopic(topic.target, topic.partition_count, True, configs))
+    if to_create:
+        futures = admin.create_topics(to_create, request_timeout=_TIMEOUT_S)
+        for name, future in futures.items():
+            try:
+                future.result(timeout=_TIMEOUT_S)
+            except Exception as exc:  # KafkaException: a config the broker refuses, an ACL
+                error = exc.args[0] if exc.args else exc
+                if getattr(error, "name", lambda: "")() == "TOPIC_ALREADY_EXISTS":
+                    continue  # created meanwhile (a rerun racing another): checked below
+                raise RestoreError(f"cannot create topic {name!r}: {_text(error)}") from exc
+        _wait_served(admin, [t.name for t in out if t.created], bootstrap)
+    return out
+
+
+def _text(error: Any) -> str:
+    text = getattr(error, "str", None)
+    return text() if callable(text) else str(error)
+
+
+def _wait_served(admin: Any, topics: list[str], bootstrap: str) -> None:
+    """Wait until every partition of ``topics`` has a leader whose offsets can be listed (a new
+    topic's leaders answer a moment after the metadata names them)."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    deadline = time.monotonic() + _TIMEOUT_S
+    pending = list(topics)
+    while pending:
+        metadata = admin.list_topics(timeout=15)
+        ready = []
+        for name in pending:
+            found = metadata.topics.get(name)
+            if found is None or found.error is not None or not found.partitions:
+                continue
+            if any(p.leader < 0 or p.error is not None for p in found.partitions.values()):
+                continue
+            asked = admin.list_offsets(
+                {TopicPartition(name, p): OffsetSpec.latest() for p in found.partitions},
+                request_timeout=15,
+            )
+            try:
+                for future in asked.values():
+                    future.result()
+            except Exception:  # NOT_LEADER_OR_FOLLOWER while the leader settles
+                continue
+            ready.append(name)
+        pending = [t for t in pending if t not in ready]
+        if pending and time.monotonic() > deadline:
+            raise ReplayError(
+                f"topics {pending} created at {bootstrap} have no serving leaders after "
+                f"{_TIMEOUT_S:.0f} s"
+            )
+        if pending:
+            time.sleep(0.05)  # polling the broker, bounded by the deadline
