@@ -369,9 +369,10 @@ def _partition_of(record, targets: int) -> int:
 
 
 def _target_partitions(config: Mapping[str, Any], topic: str) -> int:
-    from confluent_kafka.admin import AdminClient
+    from blockgz.kafka_access import quiet_admin
 
-    admin = AdminClient({k: v for k, v in config.items() if _admin_setting(k)})
+    # librdkafka's connection chatter kept off the terminal: the failure is one line below
+    admin = quiet_admin({k: v for k, v in config.items() if _admin_setting(k)}).client
     try:
         metadata = admin.list_topics(timeout=15)  # all topics: asking for one may create it
     except Exception as exc:  # KafkaException: the brokers cannot be reached

@@ -116,6 +116,18 @@ def parse_offset_window(text: str) -> tuple[str, int, int | None, int | None]:
     return topic, int(partition), low, high
 
 
+def parse_partition(text: str) -> tuple[str, int]:
+    """``--partition TOPIC:PARTITION``: restore only that partition of the topic.
+
+    >>> parse_partition("orders:3")
+    ('orders', 3)
+    """
+    match = re.fullmatch(r"(.+):(\d+)", text.strip())
+    if match is None:
+        raise ConfigError(f"--partition {text!r}: write TOPIC:PARTITION, e.g. orders:3")
+    return match.group(1), int(match.group(2))
+
+
 @dataclass(frozen=True)
 class RestoreRequest:
     """What the user asked for (the CLI's options, checked)."""
@@ -127,6 +139,8 @@ class RestoreRequest:
     to_time: int | None = None
     #: ``(topic, partition) -> (start, end)``: offset windows; other partitions go whole.
     offsets: Mapping[tuple[str, int], tuple[int | None, int | None]] = field(default_factory=dict)
+    #: ``(topic, partition)`` pairs: of a topic named here, only these partitions are restored.
+    only: frozenset[tuple[str, int]] = frozenset()
     by_key: bool = False
     #: Regex the whole group id must match; ``None``: every group of the snapshot.
     groups_regex: str | None = None
@@ -296,9 +310,10 @@ def plan_restore(archive, request: RestoreRequest) -> RestorePlan:
     """The plan for ``request`` over ``archive`` (an :class:`~blockgz.reader.archive.Archive`);
     see the module's notes."""
     chosen = select_topics(archive.topics(), request.topics, request.topics_regex)
-    unknown = sorted({t for t, _ in request.offsets} - set(chosen))
-    if unknown:
-        raise ConfigError(f"--offsets names {', '.join(unknown)}, which is not restored here")
+    for option, named in (("--offsets", request.offsets), ("--partition", request.only)):
+        unknown = sorted({t for t, _ in named} - set(chosen))
+        if unknown:
+            raise ConfigError(f"{option} names {', '.join(unknown)}, which is not restored here")
     targets = {t: request.rename.target(t) for t in chosen}
     clash = {t for t in targets.values() if list(targets.values()).count(t) > 1}
     if clash:
@@ -379,13 +394,15 @@ def _group_offsets(
 
 def _partitions(archive, request: RestoreRequest, topic: str) -> list[int]:
     held = archive.partitions(topic)
-    asked = sorted(p for t, p in request.offsets if t == topic)
-    missing = [p for p in asked if p not in held]
-    if missing:
-        raise ConfigError(
-            f"--offsets {topic}:{missing[0]}: the archive holds partitions {held} of {topic!r}"
-        )
-    return held
+    only = sorted(p for t, p in request.only if t == topic)
+    for option, asked in (("--offsets", sorted(p for t, p in request.offsets if t == topic)),
+                          ("--partition", only)):  # fmt: skip
+        missing = [p for p in asked if p not in held]
+        if missing:
+            raise ConfigError(
+                f"{option} {topic}:{missing[0]}: the archive holds partitions {held} of {topic!r}"
+            )
+    return only or held
 
 
 def _time_range(archive, refs, count: WindowCount, window: Window) -> tuple[int | None, int | None]:

@@ -20,7 +20,10 @@ def _epoch_ms(ctx, param, value: str | None) -> int | None:
         ) from exc
 
 
-@main.command()
+@main.command(
+    deprecated="use `blockgz restore SOURCE TOPIC --rename TOPIC=TO_TOPIC` (one way to restore; "
+    "replay stays for existing scripts)"
+)
 @click.argument("source")
 @click.option("--topic", required=True, help="The archived topic to replay.")
 @click.option(
@@ -69,10 +72,12 @@ def replay(
     duplicated. -O kafka.<setting>=<value> passes a producer setting (librdkafka names);
     other -O settings are the archive's (S3, key layout).
 
-    This is the one-topic form of `blockgz restore` (the command for restores: many topics,
-    topic creation, renames, consumer groups, records sent unchanged): the same code sends
-    the records; replay writes into an existing topic, always with the header, and sets no
-    groups.
+    Deprecated: `blockgz restore` is the one command for restores (many topics, topic
+    creation, renames, consumer groups, records sent unchanged) and does all replay does:
+    `--topic T --to-topic U` is `restore SOURCE T --rename T=U`, `--partition 3` is
+    `--partition T:3`, `--from-offset A --to-offset B` is `--offsets T:3=A-B`. The same code
+    sends the records; replay writes into an existing topic, always with the header, and sets
+    no groups.
 
     \b
     Examples:

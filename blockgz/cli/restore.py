@@ -27,6 +27,10 @@ from blockgz.cli.replay import _epoch_ms, _progress, _registry
     "other partitions go whole.",
 )  # fmt: skip
 @click.option(
+    "--partition", "only_partitions", multiple=True, metavar="TOPIC:PARTITION",
+    help="Only this partition of TOPIC (repeatable); TOPIC's other partitions are left out.",
+)  # fmt: skip
+@click.option(
     "--rename", multiple=True, metavar="SOURCE=TARGET",
     help="Restore SOURCE into TARGET (repeatable).",
 )  # fmt: skip
@@ -63,7 +67,8 @@ from blockgz.cli.replay import _epoch_ms, _progress, _registry
 @store_options
 @fail_cleanly
 def restore(
-    source, topics, topics_regex, from_time, to_time, offset_windows, rename, prefix, suffix,
+    source, topics, topics_regex, from_time, to_time, offset_windows, only_partitions, rename,
+    prefix, suffix,
     bootstrap_servers, by_key, groups_regex, no_groups, dry_run, output, allow_same_topic,
     schema_registry_url, master, endpoint_url, options,
 ) -> None:  # fmt: skip
@@ -99,6 +104,8 @@ def restore(
           --bootstrap-servers kafka:9092 --groups-regex 'billing-.*'
       blockgz restore s3://bucket/exports orders --offsets orders:3=1000-2000 \\
           --suffix _fix --no-groups --bootstrap-servers kafka:9092
+      blockgz restore s3://bucket/exports orders --partition orders:3 \\
+          --rename orders=orders-fix --bootstrap-servers kafka:9092
       blockgz restore s3://bucket/exports --topics-regex '.*' --suffix _dr \\
           --master 'local[4]' --bootstrap-servers dr-kafka:9092 --dry-run --output json
     """
@@ -109,6 +116,7 @@ def restore(
         Rename,
         RestoreRequest,
         parse_offset_window,
+        parse_partition,
         plan_restore,
     )
 
@@ -126,6 +134,7 @@ def restore(
         from_time=from_time,
         to_time=to_time,
         offsets=windows,
+        only=frozenset(parse_partition(text) for text in only_partitions),
         by_key=by_key,
         groups_regex=groups_regex,
         groups=not no_groups,

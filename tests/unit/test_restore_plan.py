@@ -155,3 +155,30 @@ def test_dry_run_table_and_one_line_refusals(tmp_path):
         result = CliRunner().invoke(main, ["restore", str(tmp_path), *args])
         assert result.exit_code != 0
         assert words in result.stderr and "Traceback" not in result.stderr
+
+
+def test_partition_restores_only_the_named_partitions(tmp_path):
+    archive_of(tmp_path, "orders", 3, 10)
+    result = CliRunner().invoke(
+        main,
+        ["restore", str(tmp_path), "orders", "--partition", "orders:1", "--dry-run",
+         "--output", "json"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    (topic,) = json.loads(result.stdout)["topics"]
+    assert [w["partition"] for w in topic["windows"]] == [1] and topic["records"] == 10
+    for args, words in [
+        (["--partition", "orders:7"], "the archive holds partitions [0, 1, 2]"),
+        (["--partition", "payments:0"], "--partition names payments"),
+        (["--partition", "orders"], "write TOPIC:PARTITION"),
+    ]:
+        refused = CliRunner().invoke(main, ["restore", str(tmp_path), "orders", *args, "--dry-run"])
+        assert refused.exit_code != 0 and words in refused.stderr, refused.output
+
+
+def test_replay_says_it_is_deprecated_and_names_the_restore_that_replaces_it():
+    result = CliRunner().invoke(main, ["replay", "--help"])
+    assert result.exit_code == 0
+    assert (
+        "DEPRECATED" in result.output and "blockgz restore SOURCE TOPIC --rename" in result.output
+    )
