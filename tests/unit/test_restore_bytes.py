@@ -161,3 +161,11 @@ def test_an_archive_without_timestamps_files_reads_as_before(tmp_path):
     with open_archive(str(tmp_path)) as archive:
         got = [r for _, block in archive.record_blocks("t", [0]) for r in block]
     assert [(r.timestamp, r.holds) for r in got] == [(None, frozenset())] * 4
+
+
+def test_tables_carry_the_timestamp_type(tmp_path):
+    records = records_of(JSON_TEXT, KEYS)
+    write_task(SinkConfig.from_options({"path": str(tmp_path)}), iter(arrow_batches(records)))
+    with open_archive(str(tmp_path)) as archive:
+        table = archive.read_arrow("t", 0, start=0, end=4)
+    assert table.column("timestampType").to_pylist() == [0, 1, 0, 1]
