@@ -384,7 +384,13 @@ def _send(
 def _partition_of(record, targets: int, key: bytes | None = None) -> int:
     """``--by-key``: Kafka's partition for the key (``key``: its bytes as sent, when they are
     not the record's own, e.g. Avro re-encoded with the target registry's id); a null key by
-    its offset."""
+    its offset.
+
+    >>> _partition_of(Record.kept(3, b"v", key=b"archived"), 12, b"user-1")  # the bytes sent
+    8
+    >>> _partition_of(Record(3, b"v"), 12)
+    3
+    """
     key = record.key if key is None else key
     if key is None:
         return record.offset % targets

@@ -30,8 +30,10 @@ ALL_KEPT = frozenset({"key", "headers", "timestamp"})
 
 class Record(NamedTuple):
     """One record read back: its Kafka offset and its value — a 2-tuple, so ``offset, value =
-    record`` works — and, where the archive kept them (``format.json.envelope``), its ``key``,
-    ``headers`` and ``timestamp`` (epoch milliseconds); ``None`` where it did not.
+    record`` works — and, where the archive kept them (``format.json.envelope``, the
+    ``.keys``/``.headers``/``.timestamps`` files), its ``key``, ``headers``, ``timestamp``
+    (epoch milliseconds) and ``timestamp_type``; ``None`` where it did not (:attr:`holds`
+    says which it kept).
 
     ``value`` is the record's bytes for a block-GZIP object, and the decoded datum (a
     ``dict`` for an Avro record schema, logical types as fastavro returns them) for an Avro one.
