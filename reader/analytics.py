@@ -65,10 +65,11 @@ class ArchiveAnalytics:
         """``(partition, record)`` for every archived record of ``topic`` (or of the given
         ``partitions``), partition by partition in offset order, with ``start <= offset <
         end`` and ``from_time <= timestamp < to_time`` (needs an archive that kept
-        timestamps, ``format.json.envelope``). A time is ISO-8601 text
-        (``"2025-11-20T01:00:00Z"``, or with an offset), a ``datetime`` or epoch ms; without a
-        zone it is UTC; anything else is a :class:`~blockgz.errors.ConfigError`. Blocks are
-        fetched ``prefetch`` ahead, so memory stays bounded whatever the size of the topic.
+        timestamps: ``store.kafka.timestamps``, on by default, or ``format.json.envelope``).
+        A time is ISO-8601 text (``"2025-11-20T01:00:00Z"``, or with an offset), a
+        ``datetime`` or epoch ms; without a zone it is UTC; anything else is a
+        :class:`~blockgz.errors.ConfigError`. Blocks are fetched ``prefetch`` ahead, so
+        memory stays bounded whatever the size of the topic.
         With a time window, objects whose time range (from the export's catalog,
         ``committed=true``) and blocks whose time range (from their index) lies outside it are
         not read.
@@ -205,7 +206,8 @@ def _stamped_within(
     if any(r.timestamp is None for r in block):
         raise ConfigError(
             f"{where}: the archive kept no record timestamps, so a time window cannot be "
-            "applied (exports keep them with format.json.envelope=true); give offsets instead"
+            "applied (exports keep them with store.kafka.timestamps=true, the default, or "
+            "format.json.envelope=true); give offsets instead"
         )
     low = -_PAST_ANY_OFFSET if from_time is None else from_time
     high = _PAST_ANY_OFFSET if to_time is None else to_time

@@ -42,7 +42,7 @@ from blockgz.format.plan import (
     plan_blocks,
     prefetched,
 )
-from blockgz.formats.registry import stream_decoder_of
+from blockgz.formats.registry import format_of_extension, stream_decoder_of
 from blockgz.objects.indexed import IndexedReader, load_index
 from blockgz.objects.stream import stream_records
 from blockgz.options import as_options
@@ -470,9 +470,11 @@ class Archive(ArchiveAnalytics):
     def _stream_records(self, ref: ObjectRef) -> Iterator[Record]:
         """The object read whole: framed records, or decoded as its format says (Avro)."""
         decode = stream_decoder_of(ref.extension, ref.bytearray_extension)
-        return stream_records(
-            self.store, ref.key, ref.start_offset, framing=self.framing, decode=decode
-        )
+        fmt = format_of_extension(ref.extension, ref.bytearray_extension)
+        # format.bytearray.framing frames bytearray objects; JSON ones (a JSON keys or
+        # timestamps file beside them) are always lines.
+        framing = self.framing if fmt is None or fmt.takes_framing else NEWLINE
+        return stream_records(self.store, ref.key, ref.start_offset, framing=framing, decode=decode)
 
     def _last_offset(self, ref: ObjectRef) -> int | None:
         if ref.has_index:

@@ -88,6 +88,7 @@ def refs_of(files: list[WrittenFile], layout: Layout) -> list[ObjectRef]:
             last_offset=f.last_offset,
             min_timestamp=f.min_timestamp,
             max_timestamp=f.max_timestamp,
+            converter=f.converter,
         )
         if f.role == "value":
             values.append(ref)

@@ -1,4 +1,4 @@
-"""Records with the keys and headers kept in the ``.keys``/``.headers`` objects beside them.
+"""Records with the keys, headers and timestamps kept in the objects beside them.
 
 Each entry is decoded by the format its object's extension names
 (:meth:`blockgz.formats.base.Format.decode_entry`); an object whose extension names no format
@@ -36,20 +36,46 @@ def with_companions(refs: list[ObjectRef]) -> list[ObjectRef]:
     ]
 
 
+#: What each companion role keeps of a record (:attr:`Record.holds`).
+_HOLDS = {"keys": "key", "headers": "headers", "timestamps": "timestamp"}
+
+
 def with_entries(record: Record, companions: tuple[ObjectRef, ...], entries: list[Any]) -> Record:
-    """The record with the key and headers its ``.keys``/``.headers`` entries hold."""
+    """The record with the key, headers and timestamp its ``.keys``/``.headers``/
+    ``.timestamps`` entries hold.
+
+    >>> ref = ObjectRef("t+0+0000000007.timestamps.json", "t", 0, 7, "timestamps.json")
+    >>> with_entries(Record(7, b"v"), (ref,), [b"[1700000000000,1]"])
+    Record(offset=7, value=b'v', timestamp=1700000000000, timestamp_type=1)
+    """
     found = {c.role: format_of(c).decode_entry(e) for c, e in zip(companions, entries, strict=True)}
     headers = record.headers
     if "headers" in found:  # no headers and an empty list are the same to Kafka
         kept = found["headers"]
         headers = [(h["key"], from_text(h["value"])) for h in kept] if kept else None
+    timestamp, kind = record.timestamp, record.timestamp_type
+    if "timestamps" in found:
+        timestamp, kind = timestamp_entry(found["timestamps"])
     return Record.kept(
         record.offset,
         record.value,
         key=found.get("keys", record.key),
         headers=headers,
-        timestamp=record.timestamp,
+        timestamp=timestamp,
+        timestamp_type=kind,
+        holds=record.holds | {_HOLDS[role] for role in found},
     )
+
+
+def timestamp_entry(entry: Any) -> tuple[int | None, int | None]:
+    """A timestamps entry (JSON ``[ms, type]``, Avro ``{timestamp, type}``) as ``(ms, type)``;
+    ``-1`` (Kafka's "none") as ``None``.
+
+    >>> timestamp_entry([5, 0]), timestamp_entry({"timestamp": -1, "type": -1})
+    ((5, 0), (None, None))
+    """
+    stamp, kind = (entry["timestamp"], entry["type"]) if isinstance(entry, dict) else entry
+    return (None if stamp < 0 else stamp), (None if kind < 0 else kind)
 
 
 def decoded_entry(fmt: str, entry: Any) -> Any:
@@ -58,4 +84,4 @@ def decoded_entry(fmt: str, entry: Any) -> Any:
     return FORMATS.get(fmt).decode_entry(entry)
 
 
-__all__ = ["decoded_entry", "from_text", "with_companions", "with_entries"]
+__all__ = ["decoded_entry", "from_text", "timestamp_entry", "with_companions", "with_entries"]

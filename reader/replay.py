@@ -34,13 +34,15 @@ from blockgz.kafka_security import librdkafka_settings
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.reader.archive import Archive
 from blockgz.reader.archive_options import check_reader_options
-from blockgz.reader.restore_values import AvroToWire, check_restorable
+from blockgz.reader.restore_values import KafkaBytes
 from blockgz.registry import RegistrySettings
 from blockgz.times import epoch_ms
 
 log = logging.getLogger("blockgz.replay")
 
 MARKER = "blockgz.replay"
+#: Kafka's timestamp type id of a time the broker set at append.
+LOG_APPEND_TIME = 1
 #: Records read back from each target partition's end, at first, to find the newest markers.
 TAIL_WINDOW = 1000
 #: Replay's own options; the others are the archive's (:func:`blockgz.reader.open_archive`).
@@ -150,6 +152,8 @@ class ReplayResult:
     #: What the archive did not keep of the records sent (``"timestamps"``, ``"keys and
     #: headers"``): Kafka gave them the replay's time, no key and no headers instead.
     not_kept: list[str] = field(default_factory=list)
+    #: Whether some records were LogAppendTime in the source (sent as CreateTime, same time).
+    append_times: bool = False
 
     @property
     def total_sent(self) -> int:
@@ -213,16 +217,9 @@ def replay(
                 f"{settings.topic!r} have no partition of the same number there (create it with "
                 "more partitions, or pass --by-key to spread records by key)"
             )
-    avro = check_restorable(archive, settings.topic, sources, settings.registry)
-    if "keys" in avro and settings.by_key:
-        raise ConfigError(
-            f"{settings.topic!r} kept its keys as Avro: --by-key would have to hash their wire "
-            "bytes, which is not supported yet; replay partition to partition instead"
-        )
-    wire = None
-    if avro:
-        assert settings.registry is not None
-        wire = AvroToWire(archive, settings.topic, settings.registry, settings.to_topic)
+    restored = KafkaBytes.check(
+        archive, settings.topic, sources, settings.registry, settings.to_topic
+    )
     delivered = (
         delivered_so_far(config, settings.to_topic, targets, settings.topic, set(sources))
         if settings.mark
@@ -252,14 +249,19 @@ def replay(
             for _, block in blocks:
                 _note_not_kept(block[0], result, settings.topic, source)
                 routes: Iterable[int]
+                keys = restored.keys(source, block)  # the bytes Kafka held (None: as read)
                 if settings.by_key:
-                    routes = [_partition_of(r, targets) for r in block]
+                    routes = [
+                        _partition_of(r, targets, None if keys is None else keys[n])
+                        for n, r in enumerate(block)
+                    ]
                     due = [
                         r.offset > last_delivered.get(t, -1)
                         for r, t in zip(block, routes, strict=True)
                     ]
                     unsent = list(itertools.compress(block, due))
                     routes = list(itertools.compress(routes, due))
+                    keys = None if keys is None else list(itertools.compress(keys, due))
                 else:
                     unsent = (
                         block if block[0].offset > floor else [r for r in block if r.offset > floor]
@@ -267,10 +269,9 @@ def replay(
                     if counted:  # delivered before, as counted by a restore's claim
                         unsent, counted = unsent[counted:], max(0, counted - len(unsent))
                     routes = itertools.repeat(source)
-                values = keys = None
-                if wire is not None and unsent:
-                    values = wire(source, unsent) if "value" in avro else None
-                    keys = wire.keys(source, unsent) if "keys" in avro else None
+                    if keys is not None and len(unsent) < len(block):
+                        keys = keys[len(block) - len(unsent) :]
+                values = restored.values(source, unsent) if unsent else None
                 _send(producer, settings.to_topic, unsent, routes, marker, values, keys)
                 sent += len(unsent)
                 skipped += len(block) - len(unsent)
@@ -305,24 +306,50 @@ def replay(
     return result
 
 
+#: What the replayed records get for what the archive did not keep, and what keeps it.
+_NOT_KEPT = {
+    "timestamps": ("the replay's time", "store.kafka.timestamps, on by default"),
+    "keys and headers": (
+        "no key and no headers",
+        "format.json.envelope=true, or store.kafka.keys/store.kafka.headers",
+    ),
+    "keys": ("no key", "store.kafka.keys"),
+    "headers": ("no headers", "store.kafka.headers"),
+}
+
+
 def _note_not_kept(record: Record, result: ReplayResult, topic: str, partition: int) -> None:
-    """Warn, once per kind, when the archive did not keep what Kafka held beside a value."""
-    missing = []
-    if record.timestamp is None:
-        missing.append("timestamps")
-    if type(record) is Record:  # neither an envelope nor .keys/.headers files
-        missing.append("keys and headers")
+    """Warn, once per kind, when the archive did not keep what Kafka held beside a value
+    (:attr:`Record.holds`); and once when records were stamped at append (LogAppendTime):
+    no producer can set that, so they go with their original time as CreateTime."""
+    holds = record.holds
+    missing = [] if "timestamp" in holds else ["timestamps"]
+    if "key" not in holds or "headers" not in holds:
+        kept = "key" in holds or "headers" in holds
+        missing.append(("headers" if "key" in holds else "keys") if kept else "keys and headers")
     for what in missing:
         if what not in result.not_kept:
             result.not_kept.append(what)
+            instead, keeps = _NOT_KEPT[what]
             log.warning(
                 "%s-%d: the archive kept no record %s, so the replayed records get %s "
-                "(format.json.envelope=true, or store.kafka.keys/store.kafka.headers, keep them)",
+                "(%s keeps them)",
                 topic,
                 partition,
                 what,
-                "the replay's time" if what == "timestamps" else "no key and no headers",
+                instead,
+                keeps,
             )
+    if record.timestamp_type == LOG_APPEND_TIME and not result.append_times:
+        result.append_times = True
+        log.warning(
+            "%s-%d: the source topic stamped its records when the broker appended them "
+            "(LogAppendTime); a producer cannot set that, so they go with their original "
+            "timestamps as CreateTime (a target topic with message.timestamp.type="
+            "LogAppendTime would replace them with the replay's time)",
+            topic,
+            partition,
+        )
 
 
 def _send(
@@ -361,11 +388,20 @@ def _send(
                 poll(0.005)
 
 
-def _partition_of(record, targets: int) -> int:
-    """``--by-key``: Kafka's partition for the key; a null key by its offset."""
-    if record.key is None:
+def _partition_of(record, targets: int, key: bytes | None = None) -> int:
+    """``--by-key``: Kafka's partition for the key (``key``: its bytes as sent, when they are
+    not the record's own, e.g. Avro re-encoded with the target registry's id); a null key by
+    its offset.
+
+    >>> _partition_of(Record.kept(3, b"v", key=b"archived"), 12, b"user-1")  # the bytes sent
+    8
+    >>> _partition_of(Record(3, b"v"), 12)
+    3
+    """
+    key = record.key if key is None else key
+    if key is None:
         return record.offset % targets
-    return kafka_partition(record.key, targets)
+    return kafka_partition(key, targets)
 
 
 def _target_partitions(config: Mapping[str, Any], topic: str) -> int:

@@ -44,40 +44,10 @@ def plain_values(block: list[Record]) -> list[bytes | None]:
     return [r.value for r in block]
 
 
-def avro_roles(archive: Any, topic: str, partitions: Iterable[int]) -> dict[str, list[int]]:
-    """Per role (``value``, ``keys``), the partitions of ``topic`` with Avro objects of it."""
-    found: dict[str, list[int]] = {}
-    for partition in partitions:
-        refs = archive.objects(topic, partition)  # value objects, their .keys files beside them
-        roles = {r.role for r in refs if r.is_avro}
-        roles |= {c.role for r in refs for c in r.companions if _avro(c)}
-        for role in sorted(roles & {"value", "keys"}):
-            found.setdefault(role, []).append(partition)
-    return found
-
-
-def check_restorable(
-    archive: Any, topic: str, partitions: Iterable[int], registry: RegistrySettings | None
-) -> set[str]:
-    """The roles (``value``, ``keys``) whose entries must be re-encoded (kept as Avro); a
-    :class:`ConfigError` in one line when some must be but no registry is given."""
-    roles = avro_roles(archive, topic, partitions)
-    if roles and registry is None:
-        what = " and ".join("values" if role == "value" else "keys" for role in sorted(roles))
-        some = sorted({p for ps in roles.values() for p in ps})
-        raise ConfigError(
-            f"{topic!r} kept its {what} as Avro (partitions {some[:5]}"
-            f"{'...' if len(some) > 5 else ''}): they go back to Kafka in Confluent's wire "
-            "format, which needs a schema registry for the ids: pass --schema-registry-url "
-            "(the target cluster's registry)"
-        )
-    return set(roles)
-
-
 #: Schemas of entries that were not Avro in Kafka: the ByteArrayConverter's ``bytes`` (the
-#: bytes as they were) and the StringConverter's ``string`` (its UTF-8). An Avro value whose
-#: registered schema is one of these primitives is rare and would come back as those bytes: the
-#: archive does not record which converter wrote it (yet).
+#: bytes as they were) and the StringConverter's ``string`` (its UTF-8). Where the export
+#: recorded the AvroConverter (:mod:`blockgz.reader.restore_origins`), such entries get an id
+#: too; in archives written before it recorded converters they come back as those bytes.
 PLAIN: dict[str, Any] = {"bytes": bytes, "string": lambda text: text.encode()}
 
 
@@ -99,20 +69,27 @@ class AvroToWire:
         self._write = fastavro.schemaless_writer
         self._refs: dict[int, list[ObjectRef]] = {}  # per partition, by start offset
         self._starts: dict[int, list[int]] = {}
-        self._by_object: dict[str, tuple[int, Any]] = {}
+        self._by_object: dict[tuple[str, bool], tuple[int, Any]] = {}
 
-    def __call__(self, partition: int, block: list[Record]) -> list[bytes | None]:
-        """The values of ``block`` in Confluent's wire format (a tombstone stays ``None``)."""
-        return self._encoded("value", partition, block, [r.value for r in block])
+    def __call__(
+        self, partition: int, block: list[Record], *, avro: bool = False
+    ) -> list[bytes | None]:
+        """The values of ``block`` in Confluent's wire format (a tombstone stays ``None``);
+        ``avro``: they were Avro in Kafka whatever their schema (the export recorded the
+        AvroConverter), so a ``string`` or ``bytes`` schema gets an id too."""
+        return self._encoded("value", partition, block, [r.value for r in block], avro)
 
-    def keys(self, partition: int, block: list[Record]) -> list[bytes | None]:
+    def keys(
+        self, partition: int, block: list[Record], *, avro: bool = False
+    ) -> list[bytes | None]:
         """The keys of ``block`` in Confluent's wire format (a null key stays ``None``)."""
-        return self._encoded("keys", partition, block, [r.key for r in block])
+        return self._encoded("keys", partition, block, [r.key for r in block], avro)
 
     def _encoded(
-        self, role: str, partition: int, block: list[Record], data: list[Any]
+        self, role: str, partition: int, block: list[Record], data: list[Any], avro: bool = False
     ) -> list[bytes | None]:
-        schema_id, parsed = self._schema_of(role, self._object_of(role, partition, block[0].offset))
+        ref = self._object_of(role, partition, block[0].offset)
+        schema_id, parsed = self._schema_of(role, ref, plain_ok=not avro)
         if (
             isinstance(parsed, str) and parsed in PLAIN
         ):  # ByteArrayConverter / StringConverter: no registry was involved
@@ -161,19 +138,22 @@ class AvroToWire:
             )
         return found
 
-    def _schema_of(self, role: str, ref: ObjectRef) -> tuple[int, Any]:
-        found = self._by_object.get(ref.key)
+    def _schema_of(self, role: str, ref: ObjectRef, *, plain_ok: bool = True) -> tuple[int, Any]:
+        cache = (ref.key, plain_ok)
+        found = self._by_object.get(cache)
         if found is None:
             doc = json.loads(self.archive.avro_schema(ref))
             if role == "keys":  # a .keys file holds ["null", <the key's schema>]
                 doc = next(b for b in doc if b != "null") if isinstance(doc, list) else doc
-            if isinstance(doc, str) and doc in PLAIN:  # bytes or text as they were: no id
+            if plain_ok and isinstance(doc, str) and doc in PLAIN:  # bytes or text: no id
                 found = (-1, doc)
-                self._by_object[ref.key] = found
+                self._by_object[cache] = found
                 return found
             text = json.dumps(doc)
-            found = (self._id_of(role, text), self._parse(doc))
-            self._by_object[ref.key] = found
+            # A primitive parses to its name: wrapped, so it is not taken for a plain entry.
+            parsed = self._parse(doc) if isinstance(doc, (dict, list)) else {"type": doc}
+            found = (self._id_of(role, text), parsed)
+            self._by_object[cache] = found
         return found
 
 
@@ -195,3 +175,115 @@ def _full_name(doc: dict[str, Any]) -> str:
     name = str(doc.get("name", ""))
     namespace = doc.get("namespace")
     return name if "." in name or not namespace else f"{namespace}.{name}"
+
+
+class KafkaBytes:
+    """What a replay sends as the values and keys of an archived topic: per block, the bytes
+    Kafka held, from each file's recorded converter (:mod:`blockgz.reader.restore_origins`),
+    with the Avro entries through :class:`AvroToWire`. Made by :meth:`check`, which refuses in
+    one line, before anything is sent, an archive whose entries cannot be given back."""
+
+    def __init__(self, origins: dict[int, list[tuple[int, str, str]]], wire: AvroToWire | None):
+        #: Per partition, ``(start offset, value origin, keys origin)`` of each value object.
+        self.origins = origins
+        self._starts = {p: [start for start, _, _ in found] for p, found in origins.items()}
+        self.wire = wire
+
+    @classmethod
+    def check(
+        cls,
+        archive: Any,
+        topic: str,
+        partitions: Iterable[int],
+        registry: RegistrySettings | None,
+        to_topic: str,
+    ) -> KafkaBytes:
+        """The values' and keys' origins of ``partitions``; a :class:`ConfigError` in one line
+        when some cannot be restored, or need a registry and none is given."""
+        from blockgz.reader.restore_origins import REFUSE, origin_of
+
+        origins: dict[int, list[tuple[int, str, str]]] = {}
+        needs_registry: dict[str, list[int]] = {}
+        for partition in partitions:
+            found = []
+            labels = recorded_converters(archive, topic, partition)
+            for ref in archive.objects(topic, partition):
+                keys_ref = next((c for c in ref.companions if c.role == "keys"), None)
+                value = origin_of(ref.format, labels.get(ref.key), "value")
+                key = "raw" if keys_ref is None else origin_of(
+                    keys_ref.format, labels.get(keys_ref.key), "keys"
+                )  # fmt: skip
+                for role, origin in (("value", value), ("keys", key)):
+                    if origin.startswith(REFUSE):
+                        raise ConfigError(
+                            f"{topic}/{partition}: cannot restore the bytes Kafka held: "
+                            f"{origin[len(REFUSE) :]}"
+                        )
+                    if origin in ("avro", "registry-or-plain"):
+                        needs_registry.setdefault(role, []).append(partition)
+                found.append((ref.start_offset, value, key))
+            origins[partition] = found
+        if needs_registry and registry is None:
+            roles = sorted(needs_registry)
+            what = " and ".join("values" if r == "value" else "keys" for r in roles)
+            some = sorted({p for ps in needs_registry.values() for p in ps})
+            raise ConfigError(
+                f"{topic!r} kept its {what} as Avro (partitions {some[:5]}"
+                f"{'...' if len(some) > 5 else ''}): they go back to Kafka in Confluent's wire "
+                "format, which needs a schema registry for the ids: pass --schema-registry-url "
+                "(the target cluster's registry)"
+            )
+        wire = None
+        if needs_registry:
+            assert registry is not None
+            wire = AvroToWire(archive, topic, registry, to_topic)
+        return cls(origins, wire)
+
+    @property
+    def avro_keys(self) -> bool:
+        """Whether some keys go back through the registry (their bytes depend on its ids)."""
+        return any(k in ("avro", "registry-or-plain") for f in self.origins.values() for *_, k in f)
+
+    def values(self, partition: int, block: list[Record]) -> list[bytes | None] | None:
+        """The values of ``block`` as Kafka held them; ``None``: the records' own."""
+        return self._converted(partition, block, 1)
+
+    def keys(self, partition: int, block: list[Record]) -> list[bytes | None] | None:
+        """The keys of ``block`` as Kafka held them; ``None``: the records' own."""
+        return self._converted(partition, block, 2)
+
+    def _converted(self, partition: int, block: list[Record], which: int) -> Any:
+        from blockgz.reader.restore_origins import converter_of
+
+        if not block:
+            return None
+        found = self.origins.get(partition)
+        if not found:
+            return None
+        at = max(bisect.bisect_right(self._starts[partition], block[0].offset) - 1, 0)
+        origin = found[at][which]
+        if origin in ("avro", "registry-or-plain"):
+            assert self.wire is not None
+            encode = self.wire if which == 1 else self.wire.keys
+            return encode(partition, block, avro=origin == "avro")
+        convert = converter_of(origin)
+        if convert is None:
+            return None
+        return [convert(r.value if which == 1 else r.key) for r in block]
+
+
+def recorded_converters(archive: Any, topic: str, partition: int) -> dict[str, str]:
+    """Object key -> the converter its manifest entry recorded, for the partition's value
+    objects and their companions; empty where no export's catalog knows the partition."""
+    refs = archive.objects(topic, partition)
+    if not any(r.converter for r in refs):
+        source = archive.locator.catalog_source()
+        if source is None or not source.has(topic, partition):
+            return {}
+        refs = source.refs(topic, partition)
+    return {
+        r.key: r.converter
+        for ref in refs
+        for r in (ref, *ref.companions)
+        if r.converter is not None
+    }

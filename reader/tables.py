@@ -2,11 +2,11 @@
 
 Kafka's columns, as Spark's Kafka source names and types them: ``key``, ``value`` (binary for
 block-GZIP objects), ``topic``, ``partition``, ``offset``, ``timestamp`` (UTC; null where the
-archive kept none), ``timestampType`` (null: not archived) and ``headers`` (a list of ``{key,
-value}``; null where none were kept). The values of Avro objects are columns instead of
-``value`` (:func:`avro_table_of`): one per top-level field of the record schema, typed as the
-schema says (nested records as structs, dicts in pandas). pyarrow is imported only here, so
-the rest of the reader works without it.
+archive kept none), ``timestampType`` (null where the archive kept none) and ``headers`` (a
+list of ``{key, value}``; null where none were kept). The values of Avro objects are columns
+instead of ``value`` (:func:`avro_table_of`): one per top-level field of the record schema,
+typed as the schema says (nested records as structs, dicts in pandas). pyarrow is imported
+only here, so the rest of the reader works without it.
 
 >>> import tempfile
 >>> from blockgz import BlockGzipUpload
@@ -79,7 +79,7 @@ def kafka_batch(
             pa.array(np.full(count, partition, np.int32)),
             pa.array(np.asarray(offsets, np.int64), pa.int64()),
             kept.get("timestamp", pa.nulls(count, pa.timestamp("us", tz="UTC"))),
-            pa.nulls(count, pa.int32()),
+            kept.get("timestampType", pa.nulls(count, pa.int32())),
             kept.get("headers", pa.nulls(count, schema.field("headers").type)),
         ],
         schema=schema,
@@ -113,8 +113,8 @@ def value_bytes(value: Any) -> bytes | None:
 
 
 def kept_columns(rows: list[Record]) -> dict[str, Any]:
-    """The ``key``, ``timestamp`` and ``headers`` columns of records (nulls where the archive
-    kept none)."""
+    """The ``key``, ``timestamp``, ``timestampType`` and ``headers`` columns of records (nulls
+    where the archive kept none)."""
     pa = _pyarrow()
     headers = [
         None if r.headers is None else [{"key": k, "value": v} for k, v in r.headers] for r in rows
@@ -123,6 +123,7 @@ def kept_columns(rows: list[Record]) -> dict[str, Any]:
     return {
         "key": pa.array([r.key for r in rows], pa.binary()),
         "timestamp": pa.array(stamps, pa.timestamp("us", tz="UTC")),
+        "timestampType": pa.array([r.timestamp_type for r in rows], pa.int32()),
         "headers": pa.array(headers, kafka_schema().field("headers").type),
     }
 

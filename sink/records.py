@@ -54,6 +54,8 @@ class KafkaRecord:
     headers: list[tuple[str, bytes | None]] | None = None
     schema: Any = field(default=None, repr=False, compare=False)
     _parsed: Any = field(default=_UNPARSED, repr=False, compare=False)
+    #: Kafka's timestamp type (``0`` CreateTime, ``1`` LogAppendTime; ``None``: not known).
+    timestamp_type: int | None = field(default=None, repr=False, compare=False)
 
     def set_decoded(self, schema: Any, datum: Any) -> None:
         """Record what a converter made of the value: its schema (or ``None``) and data."""

@@ -25,7 +25,7 @@ def arrow_batches(records: list[KafkaRecord], sizes: list[int] | None = None) ->
             "partition": [r.partition for r in chunk],
             "offset": [r.offset for r in chunk],
             "timestamp": [None if r.timestamp_ms is None else r.timestamp_ms * 1000 for r in chunk],
-            "timestampType": [0] * len(chunk),
+            "timestampType": [r.timestamp_type for r in chunk],
         }
         if with_headers:
             columns["headers"] = [

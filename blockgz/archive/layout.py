@@ -394,7 +394,7 @@ class Layout(JobKeys):
                 if not fmt.compresses_inside:
                     shapes += tuple(base + family.suffix for family in BLOCK_CODECS)
                 for ext in shapes:
-                    found.update((ext, f"keys.{ext}", f"headers.{ext}"))
+                    found.update((ext, f"keys.{ext}", f"headers.{ext}", f"timestamps.{ext}"))
         return frozenset(found)
 
     def exact_start(self, digits: str) -> bool:

@@ -32,6 +32,9 @@ class ObjectRef:
     max_timestamp: int | None = None
     #: The ``format.bytearray.extension`` of the layout that named it (see :attr:`format`).
     bytearray_extension: str = ""
+    #: The converter whose output it holds, as its manifest entry recorded it
+    #: (:attr:`blockgz.archive.written.WrittenFile.converter`); ``None``: not known.
+    converter: str | None = None
 
     @property
     def compressed(self) -> bool:
@@ -42,13 +45,14 @@ class ObjectRef:
 
     @property
     def role(self) -> str:
-        """``value``, or ``keys`` / ``headers`` for ``…+0000000042.keys.json`` and the like.
+        """``value``, or ``keys`` / ``headers`` / ``timestamps`` for ``…+0000000042.keys.json``
+        and the like.
 
         >>> ObjectRef("t+0+0000000042.keys.avro", "t", 0, 42, "keys.avro").role
         'keys'
         """
         head = self.extension.split(".", 1)[0]
-        return head if head in ("keys", "headers") else "value"
+        return head if head in ("keys", "headers", "timestamps") else "value"
 
     @property
     def format(self) -> str | None:

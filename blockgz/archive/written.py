@@ -31,6 +31,11 @@ class WrittenFile:
     #: records had timestamps: readers skip files outside a time window without opening them.
     min_timestamp: int | None = None
     max_timestamp: int | None = None
+    #: The converter whose output the file holds (values: ``value.converter``; keys files:
+    #: ``key.converter``), as :func:`blockgz.sink.convert.converters.converter_label` names
+    #: it (``none``, ``avro``, ``json+schemas``, ``string:utf-8``, ``bytearray``); ``None``:
+    #: not recorded (written before blockgz recorded it, or a headers/timestamps file).
+    converter: str | None = None
     #: Fields a newer blockgz wrote that this one does not know: kept, and written back.
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -39,7 +44,7 @@ class WrittenFile:
         del doc["extra"]
         if self.role == "value":
             del doc["role"]  # manifests of value files read the same as before
-        for name in ("min_timestamp", "max_timestamp"):
+        for name in ("min_timestamp", "max_timestamp", "converter"):
             if doc[name] is None:
                 del doc[name]  # written before blockgz kept them, or no timestamps
         return doc

@@ -25,11 +25,16 @@ from blockgz.format.framing import NEWLINE, Framing
 from blockgz.format.index import BlockIndex, Chunk
 from blockgz.format.plan import BlockRead
 
+#: Everything a record has beside its value.
+ALL_KEPT = frozenset({"key", "headers", "timestamp"})
+
 
 class Record(NamedTuple):
     """One record read back: its Kafka offset and its value — a 2-tuple, so ``offset, value =
-    record`` works — and, where the archive kept them (``format.json.envelope``), its ``key``,
-    ``headers`` and ``timestamp`` (epoch milliseconds); ``None`` where it did not.
+    record`` works — and, where the archive kept them (``format.json.envelope``, the
+    ``.keys``/``.headers``/``.timestamps`` files), its ``key``, ``headers``, ``timestamp``
+    (epoch milliseconds) and ``timestamp_type``; ``None`` where it did not (:attr:`holds`
+    says which it kept).
 
     ``value`` is the record's bytes for a block-GZIP object, and the decoded datum (a
     ``dict`` for an Avro record schema, logical types as fastavro returns them) for an Avro one.
@@ -47,6 +52,11 @@ class Record(NamedTuple):
     key = None
     headers = None
     timestamp = None
+    #: Kafka's timestamp type id (``0`` CreateTime, ``1`` LogAppendTime), where kept.
+    timestamp_type = None
+    #: What the archive kept beside the value (``key``, ``headers``, ``timestamp``): a
+    #: ``None`` of a field not in it means "not kept", not "null in Kafka".
+    holds = frozenset()  # no annotation: a class attribute, not a tuple field
 
     @staticmethod
     def kept(
@@ -56,10 +66,19 @@ class Record(NamedTuple):
         key: bytes | None = None,
         headers: list[tuple[str, bytes | None]] | None = None,
         timestamp: int | None = None,
+        timestamp_type: int | None = None,
+        holds: frozenset[str] = ALL_KEPT,
     ) -> Record:
-        """A record with the key, headers and timestamp the archive kept."""
+        """A record with the key, headers and timestamp the archive kept (``holds``: which
+        of them it kept; all three by default, as an envelope does)."""
         record = _KeptRecord(offset, value)
-        record.__dict__.update(key=key, headers=headers, timestamp=timestamp)
+        record.__dict__.update(
+            key=key,
+            headers=headers,
+            timestamp=timestamp,
+            timestamp_type=timestamp_type,
+            holds=holds,
+        )
         return record
 
 
@@ -69,7 +88,7 @@ class _KeptRecord(Record):
     def __repr__(self) -> str:
         kept = "".join(
             f", {name}={getattr(self, name)!r}"
-            for name in ("key", "headers", "timestamp")
+            for name in ("key", "headers", "timestamp", "timestamp_type")
             if getattr(self, name) is not None
         )
         return f"Record(offset={self.offset!r}, value={self.value!r}{kept})"

@@ -19,7 +19,10 @@ import base64
 import json
 from typing import Any
 
-from blockgz.format.decode import Record
+from blockgz.format.decode import ALL_KEPT, Record
+
+#: An envelope keeps the key, headers and timestamp (not the timestamp's type).
+ENVELOPE_HOLDS = ALL_KEPT
 
 #: How an envelope line starts (the sink writes the keys in this order, compactly).
 ENVELOPE_START = b'{"topic":'
@@ -48,6 +51,8 @@ def unwrap(record: Record) -> Record:
         key=_bytes(doc.get("key")),
         headers=None if headers is None else [(str(k), _bytes(v)) for k, v in headers],
         timestamp=doc.get("timestamp"),
+        timestamp_type=record.timestamp_type,  # from a timestamps file beside it, if any
+        holds=ENVELOPE_HOLDS,
     )
 
 

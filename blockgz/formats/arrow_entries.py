@@ -18,6 +18,8 @@ takes the record-at-a-time path, which gives the same bytes; the tests check the
   converter);
 * :func:`avro_headers`: Avro ``array<{key: string, value: ["null", "bytes"]}>`` per record
   (the headers file; a null list is an empty array);
+* :func:`avro_timestamps` / :func:`json_timestamp_lines`: a record's Kafka timestamp and type
+  (the timestamps file);
 * :func:`json_text_lines`: the key as a JSON string plus ``\\n`` when every key is UTF-8 text
   that JSON needs no escape for, ``null`` for a null key.
 
@@ -184,6 +186,56 @@ def avro_headers(array: Any) -> Encoded | None:
     put_varints(out, at[present], value_lengths[present] * 2, value_prefix[present])
     copy_runs(out, at + value_prefix, value_data, value_offsets[:-1], value_lengths)
     return out, ends
+
+
+def zigzag(values: np.ndarray) -> np.ndarray:
+    """Avro's zig-zag of int64 values, as uint64.
+
+    >>> zigzag(np.array([0, -1, 1, -2])).tolist()
+    [0, 1, 2, 3]
+    """
+    values = values.astype(np.int64)
+    return ((values << 1) ^ (values >> 63)).astype(np.uint64)
+
+
+def avro_timestamps(stamps: np.ndarray, kinds: np.ndarray) -> Encoded:
+    """Each record's ``{timestamp: long, type: int}`` in Avro: two zig-zag varints.
+
+    >>> data, ends = avro_timestamps(np.array([1, -1]), np.array([0, -1]))
+    >>> bytes(data).hex(" "), ends.tolist()
+    ('02 00 01 01', [2, 4])
+    """
+    zz_stamps, zz_kinds = zigzag(stamps), zigzag(kinds)
+    stamp_sizes, kind_sizes = varint_sizes(zz_stamps), varint_sizes(zz_kinds)
+    sizes = stamp_sizes + kind_sizes
+    ends = _ends(sizes)
+    out = np.zeros(int(ends[-1]) if len(ends) else 0, np.uint8)
+    starts = ends - sizes
+    put_varints(out, starts, zz_stamps, stamp_sizes)
+    put_varints(out, starts + stamp_sizes, zz_kinds, kind_sizes)
+    return out, ends
+
+
+def json_timestamp_lines(stamps: np.ndarray, kinds: np.ndarray) -> Encoded:
+    """Each record's ``[timestamp,type]`` as a JSON line, laid out by Arrow's compute.
+
+    >>> data, ends = json_timestamp_lines(np.array([1700000000000, -1]), np.array([0, -1]))
+    >>> bytes(data), ends.tolist()
+    (b'[1700000000000,0]\\n[-1,-1]\\n', [18, 26])
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    texts = pc.binary_join_element_wise(
+        "[",
+        pc.cast(pa.array(stamps, pa.int64()), pa.string()),
+        ",",
+        pc.cast(pa.array(kinds, pa.int64()), pa.string()),
+        "]\n",
+        "",
+    )
+    data, offsets, _ = binary_parts(texts)
+    return data[int(offsets[0]) : int(offsets[-1])], offsets[1:] - offsets[0]
 
 
 #: Bytes a JSON string must escape: control characters, the quote and the backslash.

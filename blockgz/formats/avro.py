@@ -11,6 +11,8 @@ seekable (``blockgz.avro.index``). The object writer is
   the file's starts new files (as Confluent rotates on a key schema change).
 * headers files: ``{"type": "array", "items": Header}`` with ``Header = {key: string,
   value: ["null", bytes]}`` (no headers: an empty array).
+* timestamps files: ``{"type": "record", "name": "Timestamp", "fields": [timestamp: long,
+  type: int]}`` (Kafka's epoch ms and timestamp type id; ``-1``: none).
 
 >>> fmt = AvroFormat()
 >>> fmt.compresses_inside, fmt.one_schema_per_object, fmt.encode_headers(None, [("h", b"1")])
@@ -23,7 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from blockgz.errors import ConfigError
 from blockgz.format.avro_index import AVRO_CODECS
-from blockgz.formats.base import HEADERS, KEYS, Format, FormatSettings, RecordEncoder
+from blockgz.formats.base import (
+    HEADERS,
+    KEYS,
+    TIMESTAMPS,
+    Format,
+    FormatSettings,
+    RecordEncoder,
+)
 
 if TYPE_CHECKING:
     from blockgz.formats.output import OutputObject
@@ -42,6 +51,7 @@ class AvroFormat(Format):
     needs_value_schema = True
     #: Each object holds records of one schema (a new schema starts a new object).
     one_schema_per_object = True
+    companion_roles = frozenset({KEYS, HEADERS, TIMESTAMPS})
 
     def check(self, settings: Any, options: Any) -> None:
         if not settings.value_converter.has_schema:
@@ -100,6 +110,14 @@ class AvroFormat(Format):
 
     def encode_headers(self, record: Any, headers: Any) -> Any:
         return [{"key": k, "value": v} for k, v in headers or ()]
+
+    def encode_timestamp(self, timestamp: int, kind: int) -> Any:
+        return {"timestamp": timestamp, "type": kind}
+
+    def encode_timestamp_column(self, stamps: Any, kinds: Any) -> tuple[Any, Any] | None:
+        from blockgz.formats.arrow_entries import avro_timestamps
+
+        return avro_timestamps(stamps, kinds)
 
     def encode_column(self, role: str, column: Any) -> tuple[Any, Any] | None:
         from blockgz.formats import arrow_entries

@@ -36,6 +36,11 @@ if TYPE_CHECKING:
 #: The companion files' roles (``t+0+0000000042.keys.json`` ...).
 KEYS = "keys"
 HEADERS = "headers"
+#: The ``.timestamps`` companion: each record's Kafka timestamp and timestamp type
+#: (``store.kafka.timestamps``, on by default), so every archive can be restored in time.
+TIMESTAMPS = "timestamps"
+#: Every companion role, as it heads a companion's extension (``keys.avro``).
+COMPANION_ROLES = (KEYS, HEADERS, TIMESTAMPS)
 #: The role of the value files themselves.
 VALUE = "value"
 
@@ -217,6 +222,16 @@ class Format(ABC):
     def encode_headers(self, record: Any, headers: Any) -> Any:
         """A headers file's entry for the record's ``headers`` (``None``: none)."""
         raise record.fail(f"headers.format.class={self.name} cannot hold headers")
+
+    def encode_timestamp(self, timestamp: int, kind: int) -> Any:
+        """A timestamps file's entry: Kafka's timestamp (epoch ms, ``-1``: none) and its type
+        (Kafka's ids: ``0`` CreateTime, ``1`` LogAppendTime, ``-1`` none)."""
+        raise NotImplementedError(f"timestamps.format.class={self.name} cannot hold timestamps")
+
+    def encode_timestamp_column(self, stamps: Any, kinds: Any) -> tuple[Any, Any] | None:
+        """A run's timestamps and types (int64 numpy arrays) laid out at once as ``(data,
+        ends)``, or ``None`` to make them one by one (:meth:`encode_timestamp`)."""
+        return None
 
     def encode_column(self, role: str, column: Any) -> tuple[Any, Any] | None:
         """A run's keys or headers (an Arrow column) laid out at once as ``(data, ends)``, or

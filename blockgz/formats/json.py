@@ -10,7 +10,8 @@
 * Values a converter decoded are written as Confluent's JsonFormat writes Connect records
   (:class:`ConnectJsonEncoder`).
 * Keys files: the decoded key as Connect's JSON; raw keys as text, or ``{"base64": ...}``.
-  Headers files: ``[{"key": ..., "value": text or {"base64"}}]`` or ``null``.
+  Headers files: ``[{"key": ..., "value": text or {"base64"}}]`` or ``null``. Timestamps files:
+  ``[<epoch ms>,<type>]``.
 
 >>> from types import SimpleNamespace as Record
 >>> enc = JsonValueEncoder()
@@ -30,6 +31,7 @@ import orjson
 from blockgz.formats.base import (
     HEADERS,
     KEYS,
+    TIMESTAMPS,
     Format,
     FormatSettings,
     RecordEncoder,
@@ -51,6 +53,7 @@ class JsonFormat(Format):
     default_extension = ".json"
     json_text = True
     own_options = frozenset({ENVELOPE_OPTION})
+    companion_roles = frozenset({KEYS, HEADERS, TIMESTAMPS})
 
     def encoder(self, settings: FormatSettings) -> RecordEncoder:
         if settings.decodes_values:
@@ -72,6 +75,14 @@ class JsonFormat(Format):
             if headers is None
             else [{"key": k, "value": text_or_base64(v)} for k, v in headers]
         )
+
+    def encode_timestamp(self, timestamp: int, kind: int) -> Any:
+        return b"[%d,%d]" % (timestamp, kind)
+
+    def encode_timestamp_column(self, stamps: Any, kinds: Any) -> tuple[Any, Any] | None:
+        from blockgz.formats.arrow_entries import json_timestamp_lines
+
+        return json_timestamp_lines(stamps, kinds)
 
     def encode_column(self, role: str, column: Any) -> tuple[Any, Any] | None:
         if role == KEYS:

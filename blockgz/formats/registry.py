@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from blockgz.errors import ConfigError, UnknownFormatError
 from blockgz.format.block_codecs import strip_suffix
-from blockgz.formats.base import Format
+from blockgz.formats.base import COMPANION_ROLES, Format
 from blockgz.named import Registry
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ def format_of_extension(extension: str, bytearray_extension: str = "") -> Format
         return cached  # readers ask per record: answered from a dict
     core = "" if extension == "gz" else strip_suffix(extension)
     head, _, rest = core.partition(".")
-    if head in ("keys", "headers") and rest:
+    if head in COMPANION_ROLES and rest:
         core = rest
     found = _by_extension(bytearray_extension).get(core)
     _OF_EXTENSION[(extension, bytearray_extension, FORMATS.version)] = found

@@ -283,6 +283,10 @@ blockgz can honour; allowed: io.confluent.connect.avro.AvroConverter, ...
             return ByteArrayConverter()
         return None
 
+    def label(self, *, unwrap_payload: bool = False) -> str:
+        """How the manifests name this converter (:func:`converter_label`)."""
+        return converter_label(self.kind, self.schemas_enable, self.encoding, unwrap_payload)
+
     @property
     def has_schema(self) -> bool:
         """Whether values come with a schema (AvroFormat needs one)."""
@@ -292,3 +296,25 @@ blockgz can honour; allowed: io.confluent.connect.avro.AvroConverter, ...
 def _python_encoding(java_name: str) -> str:
     """Java's charset names (``UTF8``, ``UTF-16``, ``ISO-8859-1``) as Python's."""
     return {"UTF8": "utf-8", "UTF16": "utf-16"}.get(java_name.upper(), java_name)
+
+
+def converter_label(
+    kind: str | None, schemas_enable: bool = False, encoding: str = "utf-8", unwrap: bool = False
+) -> str:
+    """A converter as a file's manifest entry names it, so a restore knows what the stored
+    values were in Kafka: ``none`` (the bytes as they were; ``none+payload`` when
+    ``schemas.enable`` alone unwrapped Connect's envelope), ``avro``, ``json`` /
+    ``json+schemas``, ``string:<encoding>``, ``bytearray``.
+
+    >>> converter_label(None), converter_label(STRING, encoding="utf-16")
+    ('none', 'string:utf-16')
+    >>> converter_label(JSON, True), converter_label(None, True, unwrap=True)
+    ('json+schemas', 'none+payload')
+    """
+    if kind is None:
+        return "none+payload" if unwrap else "none"
+    if kind == JSON:
+        return "json+schemas" if schemas_enable else "json"
+    if kind == STRING:
+        return f"string:{encoding}"
+    return kind

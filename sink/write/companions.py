@@ -1,4 +1,5 @@
-"""The ``.keys`` and ``.headers`` files beside a value file (``store.kafka.keys/headers``).
+"""The ``.keys``, ``.headers`` and ``.timestamps`` files beside a value file
+(``store.kafka.keys/headers/timestamps``; timestamps are kept by default).
 
 As Confluent names them: a value file ``t+0+0000000042.json.gz`` gets
 ``t+0+0000000042.keys.<ext>`` and ``t+0+0000000042.headers.<ext>`` (the format's extension,
@@ -20,7 +21,8 @@ key schema change).
 >>> from blockgz.sink.records import KafkaRecord
 >>> from blockgz.sink.write.config import SinkConfig
 >>> cfg = SinkConfig.from_options({"path": tempfile.mkdtemp(), "store.kafka.keys": "true",
-...                                "keys.format.class": "json"})
+...                                "keys.format.class": "json",
+...                                "store.kafka.timestamps": "false"})
 >>> files = Companions.open(cfg, cfg.make_store()[0], "t/t+0+0000000000.json", "t", 0, "p")
 >>> record = KafkaRecord("t", 0, 0, 0, b"user-1", b"{}")
 >>> files.write(files.encode(record), 0)
@@ -33,7 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from blockgz.archive.written import WrittenFile
-from blockgz.formats.base import HEADERS, KEYS, Format
+from blockgz.formats.base import HEADERS, KEYS, TIMESTAMPS, Format
 from blockgz.sink.convert.schemas import BYTES_SCHEMA, ValueSchema
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.config import SinkConfig
@@ -54,6 +56,15 @@ HEADER_SCHEMA: dict[str, Any] = {
 #: Not nullable: Kafka does not tell "no headers" from an empty list, and a union around the
 #: array costs fastavro twice the time of the array itself.
 HEADERS_SCHEMA = ValueSchema.from_json(HEADER_SCHEMA)
+#: A timestamps file's entry: Kafka's epoch ms and timestamp type id (``-1``: none).
+TIMESTAMP_SCHEMA = ValueSchema.from_json(
+    {
+        "type": "record",
+        "name": "Timestamp",
+        "namespace": "io.blockgz",
+        "fields": [{"name": "timestamp", "type": "long"}, {"name": "type", "type": "int"}],
+    }
+)
 
 
 def companion_key(value_key: str, value_extension: str, role: str, extension: str) -> str:
@@ -74,7 +85,7 @@ class Companions:
         self.key_converter = key_converter
         #: Each role's format, looked up once (entries are made per record).
         self.formats: dict[str, Format] = {
-            role: config.format_for(role) for role in (KEYS, HEADERS)
+            role: config.format_for(role) for role in (KEYS, HEADERS, TIMESTAMPS)
         }
         #: The last record's decoded key: accepts() and encode() ask for the same record.
         self._decoded: tuple[KafkaRecord, tuple[ValueSchema, Any]] | None = None
@@ -104,6 +115,7 @@ class Companions:
             for role, fmt, wanted in (
                 (KEYS, config.format_for(KEYS), config.store_keys),
                 (HEADERS, config.format_for(HEADERS), config.store_headers),
+                (TIMESTAMPS, config.format_for(TIMESTAMPS), config.store_timestamps),
             )
             if wanted
         ]
@@ -111,7 +123,8 @@ class Companions:
             key = companion_key(value_key, config.extension, role, config.extension_of(fmt))
             schema = None
             if fmt.one_schema_per_object:
-                schema = HEADERS_SCHEMA if role == HEADERS else _nullable(key_schema)
+                schema = {HEADERS: HEADERS_SCHEMA, TIMESTAMPS: TIMESTAMP_SCHEMA}.get(role)
+                schema = schema or _nullable(key_schema)
             writers[role] = fmt.open_writer(
                 store,
                 key,
@@ -156,17 +169,40 @@ class Companions:
             )
         if HEADERS in self.writers:
             entries[HEADERS] = self.formats[HEADERS].encode_headers(record, record.headers)
+        if TIMESTAMPS in self.writers:
+            stamp, kind = record.timestamp_ms, record.timestamp_type
+            entries[TIMESTAMPS] = self.formats[TIMESTAMPS].encode_timestamp(
+                -1 if stamp is None else stamp, -1 if kind is None else kind
+            )
         return entries
 
     def write(self, entries: dict[str, Any], offset: int) -> None:
         for role, entry in entries.items():
             self.writers[role].write(entry, offset)
 
-    def write_run(self, keys: Any, headers: Any, offsets) -> None:
+    def write_run(
+        self, keys: Any, headers: Any, offsets, stamps: Any = None, kinds: Any = None
+    ) -> None:
         """A run of records at once (the sink's batch path): the run's raw ``keys`` and
-        ``headers`` as Arrow arrays (binary; ``list<struct<key, value>>``). Entries are laid
-        out from the Arrow buffers by the format (:meth:`Format.encode_column`) where they can
-        be, else made one by one (:meth:`Format.column_entries`); both give the same bytes."""
+        ``headers`` as Arrow arrays (binary; ``list<struct<key, value>>``), its timestamps and
+        their types as numpy arrays (``None``: not known). Entries are laid out from the
+        buffers by the format (:meth:`Format.encode_column`) where they can be, else made one
+        by one (:meth:`Format.column_entries`); both give the same bytes."""
+        writer = self.writers.get(TIMESTAMPS)
+        if writer is not None:
+            import numpy as np
+
+            count = len(offsets)
+            stamps = np.full(count, -1, np.int64) if stamps is None else stamps
+            kinds = np.full(count, -1, np.int64) if kinds is None else kinds
+            fmt = self.formats[TIMESTAMPS]
+            encoded = fmt.encode_timestamp_column(stamps, kinds)
+            if encoded is not None:
+                writer.write_encoded(*encoded, offsets)
+            else:
+                pairs = zip(stamps.tolist(), kinds.tolist(), strict=True)
+                entries = [fmt.encode_timestamp(t, k) for t, k in pairs]
+                writer.write_many(entries, offsets)
         for role, column in ((KEYS, keys), (HEADERS, headers)):
             writer = self.writers.get(role)
             if writer is None:

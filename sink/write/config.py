@@ -39,7 +39,7 @@ from blockgz.format.framing import (
     framing_from_options,
 )
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE
-from blockgz.formats.base import HEADERS, KEYS, VALUE, Format
+from blockgz.formats.base import HEADERS, KEYS, TIMESTAMPS, VALUE, Format
 from blockgz.formats.compression import COMPRESSIONS, CompressionType
 from blockgz.formats.json import ENVELOPE_OPTION
 from blockgz.formats.registry import FORMATS, check_companion_role
@@ -76,16 +76,29 @@ def _read(opts: Options, name: str) -> Any:
 
 
 def _companion_settings(opts: Options) -> dict[str, Any]:
-    """``store.kafka.keys`` / ``store.kafka.headers`` and their formats (Avro by default)."""
+    """``store.kafka.keys`` / ``.headers`` / ``.timestamps`` and their formats (Avro by default
+    for keys and headers; the value files' format for timestamps, JSON beside bytearray)."""
     keys_format = _format(opts, "keys.format.class", "avro")
     headers_format = _format(opts, "headers.format.class", "avro")
     check_companion_role(keys_format, KEYS, "keys.format.class")
     check_companion_role(headers_format, HEADERS, "headers.format.class")
+    value_format = _format(opts)
+    timestamps_format = _format(
+        opts,
+        "timestamps.format.class",
+        value_format.name if TIMESTAMPS in value_format.companion_roles else "json",
+    )
+    check_companion_role(timestamps_format, TIMESTAMPS, "timestamps.format.class")
     return {
         "store_keys": _read(opts, "store.kafka.keys"),
         "store_headers": _read(opts, "store.kafka.headers"),
+        # An envelope keeps each record's timestamp already (not its type: what a producer
+        # can set anyway is CreateTime).
+        "store_timestamps": _read(opts, "store.kafka.timestamps")
+        and not _read(opts, ENVELOPE_OPTION),
         "keys_format": keys_format.name,
         "headers_format": headers_format.name,
+        "timestamps_format": timestamps_format.name,
         "key_converter": ConverterSettings.from_options(opts, "key"),
     }
 
@@ -237,8 +250,10 @@ class SinkConfig:
     catalog_every: int = DEFAULT_EVERY
     store_keys: bool = False
     store_headers: bool = False
+    store_timestamps: bool = True
     keys_format: str = "avro"
     headers_format: str = "avro"
+    timestamps_format: str = "json"
     key_converter: ConverterSettings = field(default_factory=ConverterSettings)
     flush_size: int | None = None
     flush_size_bytes: int | None = None
@@ -295,7 +310,7 @@ class SinkConfig:
         ``timestamp`` is always read: each file's manifest entry keeps its time range.
 
         >>> SinkConfig.from_options({"path": "/tmp/x"}).columns_read()
-        ('value', 'topic', 'partition', 'offset', 'timestamp')
+        ('value', 'topic', 'partition', 'offset', 'timestamp', 'timestampType')
         """
         if (
             self.json_envelope
@@ -305,7 +320,8 @@ class SinkConfig:
             or self.store_headers
         ):
             return None  # the record's key and headers are kept
-        return ("value", "topic", "partition", "offset", "timestamp")
+        kept = ("value", "topic", "partition", "offset", "timestamp")
+        return (*kept, "timestampType") if self.store_timestamps else kept
 
     def compression_settings(self) -> Compression:
         """The codec and level of gzip members: -1 means ISA-L 1 for blockgzip, zlib 6 for gzip."""
@@ -313,13 +329,18 @@ class SinkConfig:
 
     def format_for(self, role: str = VALUE) -> Format:
         """The format of the ``role`` files: the values' (``format.class``), or the ``keys``
-        / ``headers`` companions' (``keys.format.class`` / ``headers.format.class``).
+        / ``headers`` / ``timestamps`` companions' (``keys.format.class`` ...).
 
         >>> cfg = SinkConfig.from_options({"path": "/tmp/x", "keys.format.class": "json"})
         >>> cfg.format_for().name, cfg.format_for("keys").name, cfg.format_for("headers").name
         ('json', 'json', 'avro')
         """
-        names = {VALUE: self.format, KEYS: self.keys_format, HEADERS: self.headers_format}
+        names = {
+            VALUE: self.format,
+            KEYS: self.keys_format,
+            HEADERS: self.headers_format,
+            TIMESTAMPS: self.timestamps_format,
+        }
         return FORMATS.get(names[role])
 
     @property

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from blockgz.archive.written import WrittenFile
@@ -36,8 +37,11 @@ class OpenFiles:
         partition: int,
         *,
         on_file: Callable[[WrittenFile], None] | None = None,
+        converters: dict[str, str] | None = None,
     ):
         self.store = store
+        #: Per role (``value``, ``keys``), the converter label each committed file records.
+        self.converters = converters or {}
         self.topic = topic
         self.partition = partition
         self.on_file = on_file
@@ -75,11 +79,12 @@ class OpenFiles:
     def commit(self, encoded: str) -> None:
         """Close the file of ``encoded`` and the files beside it; tag and report them."""
         writer = self.open.pop(encoded)
-        done = writer.close()
+        done = self._labelled(writer.close())
         if done is not None:
             self.written.append(done)
         if writer.companions:  # the keys and headers files, after their value file
             for companion in writer.companions.close():
+                companion = self._labelled(companion)
                 self.written.append(companion)
                 if self.on_file is not None:
                     self.on_file(companion)
@@ -99,6 +104,13 @@ class OpenFiles:
         )
         if self.on_file is not None:
             self.on_file(done)
+
+    def _labelled(self, done: WrittenFile | None) -> WrittenFile | None:
+        """``done`` with the converter its role's records went through."""
+        if done is None or not self.converters:
+            return done
+        label = self.converters.get(done.role)
+        return done if label is None or done is None else replace(done, converter=label)
 
     def commit_all(self, reason: str | None = None, offset: int | None = None) -> None:
         """Commit every open file; ``reason`` (what changed at ``offset``) is logged, as

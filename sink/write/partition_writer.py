@@ -19,7 +19,10 @@ produces the same keys and the same bytes (the README's "Exactly once" says why 
 >>> w = TopicPartitionWriter("s3_topic", 0, cfg, cfg.make_store()[0])
 >>> for n in range(7):
 ...     w.write(KafkaRecord("s3_topic", 0, n, 0, None, b'{"n": %d}' % n))
->>> [f.key for f in w.close()]  # doctest: +NORMALIZE_WHITESPACE
+>>> [f.key for f in w.close()][:2]  # each value file, then its timestamps file
+['topics/s3_topic/partition=0/s3_topic+0+0000000000.json', \
+'topics/s3_topic/partition=0/s3_topic+0+0000000000.timestamps.json']
+>>> [f.key for f in w.written if f.role == "value"]  # doctest: +NORMALIZE_WHITESPACE
 ['topics/s3_topic/partition=0/s3_topic+0+0000000000.json',
  'topics/s3_topic/partition=0/s3_topic+0+0000000003.json',
  'topics/s3_topic/partition=0/s3_topic+0+0000000006.json']
@@ -30,6 +33,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -90,7 +94,16 @@ class TopicPartitionWriter:
         self.route = NullRoute.of(config, dead_letters=dead_letters is not None)
         self.placement = Placement.of(config, self.partitioner)
         self.rotator = Rotator.of(config, self.partitioner, clock)
-        self.files = OpenFiles(store, topic, partition, on_file=on_file)
+        self.files = OpenFiles(
+            store,
+            topic,
+            partition,
+            on_file=on_file,
+            converters={
+                "value": config.value_converter.label(unwrap_payload=config.unwrap_payload),
+                KEYS: config.key_converter.label(),
+            },
+        )
         self._stage = "TASK_PUT"
         self.skipped_nulls = 0
         self.last_offset: int | None = None
@@ -222,6 +235,7 @@ class TopicPartitionWriter:
         headers: Any = None,
         *,
         timestamps: np.ndarray | None = None,
+        timestamp_types: np.ndarray | None = None,
         checked: bool = False,
     ) -> bool:
         """Write a run of this topic-partition's non-null values at once, or return ``False``
@@ -233,11 +247,14 @@ class TopicPartitionWriter:
         and blocks are cut at the same places, so both paths give the same objects. With
         ``store.kafka.keys``/``headers`` the run's ``keys`` and ``headers`` (Arrow columns, as
         the batch holds them) go to the files beside it in bulk too. ``timestamps``: the
-        records' Kafka timestamps (epoch ms, negative: none), for each file's time range.
+        records' Kafka timestamps (epoch ms, negative: none), for each file's time range and
+        the timestamps file, with ``timestamp_types`` (Kafka's ids, -1: none).
         ``checked``: the caller found every value storable as it is
         (:meth:`~blockgz.formats.base.RecordEncoder.rejected`).
         """
         run = self._run_of(values, offsets, keys, headers, timestamps, checked)
+        if run is not None and timestamp_types is not None:
+            run = replace(run, timestamp_types=timestamp_types)
         if run is None:
             return False
         self.last_offset = int(offsets[-1])
@@ -276,7 +293,7 @@ class TopicPartitionWriter:
         record: KafkaRecord | None = None,
     ) -> OpenFile:
         writer = self._open_value_file(encoded, offset, schema)
-        if self.config.store_keys or self.config.store_headers:
+        if self.config.store_keys or self.config.store_headers or self.config.store_timestamps:
             try:
                 writer.companions = Companions.open(
                     self.config,

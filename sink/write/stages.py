@@ -218,6 +218,8 @@ class Run:
     timestamps: np.ndarray | None = None
     keys: Any = None
     headers: Any = None
+    #: Kafka's timestamp types (-1: none), for the timestamps file.
+    timestamp_types: np.ndarray | None = None
 
     def base(self, start: int) -> int:
         """Where record ``start`` begins in :attr:`framed`."""
@@ -243,6 +245,8 @@ def append_run(writer: OpenFile, run: Run, start: int, stop: int) -> None:
             None if run.keys is None else run.keys[start:stop],
             None if run.headers is None else run.headers[start:stop],
             run.offsets[start:stop],
+            stamps,
+            None if run.timestamp_types is None else run.timestamp_types[start:stop],
         )
 
 

@@ -42,6 +42,8 @@ def records_of(batch) -> Iterator[KafkaRecord]:
         stamps = [None if t is None else t // 1000 for t in micros]
     else:
         stamps = [None] * n
+    has_kinds = "timestampType" in names
+    kinds = batch.column("timestampType").to_pylist() if has_kinds else [None] * n
     if "headers" in names:
         headers = [
             None if h is None else [(e["key"], e["value"]) for e in h]
@@ -56,7 +58,10 @@ def records_of(batch) -> Iterator[KafkaRecord]:
         key = keys[i]
         if isinstance(key, str):
             key = key.encode()
-        yield KafkaRecord(topics[i], partitions[i], offsets[i], stamps[i], key, value, headers[i])
+        yield KafkaRecord(
+            topics[i], partitions[i], offsets[i], stamps[i], key, value, headers[i],
+            timestamp_type=kinds[i],
+        )  # fmt: skip
 
 
 def single_partition_run(batch) -> tuple[str, int] | None:
@@ -97,6 +102,16 @@ def run_timestamps(batch) -> Any:
         return None
     micros = pc.fill_null(pc.cast(batch.column("timestamp"), pa.int64()), -1000)
     return micros.to_numpy(zero_copy_only=False) // 1000
+
+
+def run_timestamp_types(batch) -> Any:
+    """The batch's Kafka timestamp types (int64 numpy array, -1 where there is none), or
+    ``None`` when the batch has no ``timestampType`` column."""
+    import pyarrow.compute as pc
+
+    if "timestampType" not in batch.schema.names:
+        return None
+    return pc.fill_null(batch.column("timestampType"), -1).to_numpy(zero_copy_only=False)
 
 
 def run_companions(batch, config: SinkConfig) -> tuple[Any, Any]:
@@ -191,9 +206,11 @@ class WriteTask:
         """
         values, offsets = run_values(batch)
         keys, headers = run_companions(batch, self.config)
-        stamps = run_timestamps(batch)
+        stamps, kinds = run_timestamps(batch), run_timestamp_types(batch)
         if writer.dead_letters is None:
-            return writer.write_values(values, offsets, keys, headers, timestamps=stamps)
+            return writer.write_values(
+                values, offsets, keys, headers, timestamps=stamps, timestamp_types=kinds
+            )
         import pyarrow as pa
 
         bad_rows = writer.encoder.rejected(values)
@@ -208,6 +225,7 @@ class WriteTask:
                     None if keys is None else keys[part],
                     None if headers is None else headers[part],
                     timestamps=None if stamps is None else stamps[part],
+                    timestamp_types=None if kinds is None else kinds[part],
                     checked=True,
                 )
                 if not written:  # declined (offsets out of order): records from here on

@@ -65,6 +65,8 @@ def dead_lettered(tmp_path) -> list[dict]:
 def archived_offsets(tmp_path) -> list[int]:
     offsets = []
     for path in (tmp_path / "topics").rglob("*.json"):
+        if ".timestamps." in path.name:
+            continue
         offsets += [json.loads(line)["i"] for line in path.read_bytes().splitlines()]
     return offsets
 
@@ -168,7 +170,7 @@ def test_avro_files_left_empty_by_a_bad_first_record_are_dropped(tmp_path):
     )
     message = write_task(config, iter(arrow_batches(records)))
     assert message.dead_letters == {"t": {0: 1}}
-    (file,) = message.files
+    (file,) = [f for f in message.files if f.role == "value"]
     assert (file.first_offset, file.records) == (1, 3)
     assert dead_lettered(tmp_path)[0]["error"]["stage"] == "VALUE_CONVERTER"
 

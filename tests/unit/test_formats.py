@@ -186,6 +186,7 @@ def test_a_format_registered_in_a_test_is_written_and_read_back(tmp_path, hex_fo
             "store.kafka.keys": "true",
             "keys.format.class": "hex",
             "flush.size": "4",
+            "store.kafka.timestamps": "false",
         }
     )
     message = write_task(config, iter([kafka_batch(records)]))

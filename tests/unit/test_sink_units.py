@@ -31,7 +31,11 @@ def rec(offset: int, value: bytes | None = None, *, ts: int | None = None, key=N
 
 
 def make(tmp_path: Path, **options):
-    cfg = SinkConfig.from_options({"path": str(tmp_path), **options})
+    """A sink config; these tests are about the value files, so the timestamps files written
+    beside them by default are left out (tests/unit/test_restore_bytes.py has theirs)."""
+    cfg = SinkConfig.from_options(
+        {"path": str(tmp_path), "store.kafka.timestamps": "false", **options}
+    )
     store, prefix = cfg.make_store()
     return cfg, store, prefix
 
