@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -73,6 +74,8 @@ class Exported:
 
     objects: dict[str, list[dict]] = field(default_factory=dict)
     indexes: set[str] = field(default_factory=set)
+    #: The ``.keys``/``.headers``/``.timestamps`` files beside value objects (not decoded).
+    companions: set[str] = field(default_factory=set)
 
     def offsets(self) -> Counter:
         """How many times each (partition, offset) was written, over all objects."""
@@ -88,12 +91,20 @@ class Exported:
         assert set(counts) == expected
 
 
+#: ``…+0000000042.timestamps.json.gz`` and the like (:mod:`blockgz.sink.write.companions`).
+_COMPANION = re.compile(r"\+\d+\.(keys|headers|timestamps)\.[^/]+$")
+
+
 def read_exported(store: ObjectStore, prefix: str = "", topics_dir: str = "topics") -> Exported:
-    """Decode every data object under ``topics_dir``; index sidecars are collected apart."""
+    """Decode every value object under ``topics_dir``; index sidecars and the keys, headers and
+    timestamps files beside values are collected apart."""
     out = Exported()
     for info in store.list(f"{prefix}{topics_dir}/"):
         if is_sidecar(info.key):
             out.indexes.add(info.key)
+            continue
+        if _COMPANION.search(info.key):
+            out.companions.add(info.key)
             continue
         data = store.get(info.key)
         if info.key.endswith(".avro"):
