@@ -12,6 +12,7 @@ from blockgz.format.index import AVRO_CODECS
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE
 from blockgz.formats.compression import COMPRESSIONS
 from blockgz.formats.connect_render import DECIMAL_FORMATS
+from blockgz.formats.parquet import PARQUET_CODECS
 from blockgz.option_defs import NotDone, OptionSet, declarer
 from blockgz.sink.convert.evolution import COMPATIBILITIES
 
@@ -34,7 +35,7 @@ LEASE_TTL = "blockgz.lease.ttl.ms"
 
 _sink = declarer("sink", "confluent")
 
-_BLOCKS = "(block-GZIP and Avro)"
+_BLOCKS = "(block-GZIP and Avro; a Parquet row group)"
 #: The sink's own options (the key layout, framing, converters, partitioner and dead letters
 #: are declared where they are read: :mod:`blockgz.archive.layout`, :mod:`blockgz.format.framing`,
 #: :mod:`blockgz.sink.convert.converters`, :mod:`blockgz.sink.partitioning.settings`,
@@ -44,11 +45,19 @@ SINK_OPTIONS = OptionSet(
         "format.class",
         "text",
         "json",
-        "`json`, `bytearray`, `avro`, or Confluent's "
+        "`json`, `bytearray`, `avro`, `parquet`, or Confluent's "
         "`io.confluent.connect.s3.format.json.JsonFormat` / `…bytearray.ByteArrayFormat` / "
-        "`…avro.AvroFormat`",
+        "`…avro.AvroFormat` / `…parquet.ParquetFormat`",
     ),
     _sink("avro.codec", "choice", "null", "the Avro container's codec", allowed=AVRO_CODECS),
+    _sink(
+        "parquet.codec",
+        "choice",
+        "snappy",
+        "Parquet's page compression (Confluent's values; `lzo` is not offered: pyarrow writes "
+        "no LZO)",
+        allowed=PARQUET_CODECS,
+    ),
     _sink(
         "schema.compatibility",
         "choice",
