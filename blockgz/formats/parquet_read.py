@@ -44,6 +44,7 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from blockgz.errors import CorruptBlockError, CorruptIndexError
@@ -57,9 +58,11 @@ from blockgz.formats.parquet_schema import (
     VALUE_KEY,
 )
 
-#: Bytes read from the end of an object to find its footer: most footers fit, so opening
-#: an object is one ranged read (pyarrow's own first read is the same 64 KiB).
-FOOTER_READ = 64 * 1024
+#: Bytes read from the end of an object to find its footer: the footers of objects up to
+#: about 100 MiB (1 MiB row groups, ~1.5 KiB of footer each) fit, so opening one is one
+#: ranged read; a larger footer costs a second. (On S3 one more request costs about what
+#: 256 KiB more of one does.)
+FOOTER_READ = 256 * 1024
 MAGIC = b"PAR1"
 
 
@@ -147,8 +150,19 @@ def parquet_index(
         raise CorruptIndexError(f"{source}: the Parquet footer does not parse ({exc})") from exc
     kv = meta.metadata or {}
     gaps = json.loads(kv.get(ROW_GROUPS_KEY.encode(), b"[]"))
+    paths = [meta.schema.column(n).path for n in range(meta.num_columns)]
+    if OFFSET_COLUMN not in paths:
+        raise CorruptIndexError(
+            f"{source}: has no {OFFSET_COLUMN} column, so it cannot be read by offset (not "
+            "written by blockgz?)"
+        )
+    columns = _Columns(
+        paths.index(OFFSET_COLUMN),
+        paths.index(TIMESTAMP_COLUMN) if TIMESTAMP_COLUMN in paths else None,
+        meta.num_columns - 1,
+    )
     chunks = [
-        _chunk(meta.row_group(n), n, gaps[n] if n < len(gaps) else None, source)
+        _chunk(meta.row_group(n), n, gaps[n] if n < len(gaps) else None, columns, source)
         for n in range(meta.num_row_groups)
     ]
     end = chunks[-1].byte_end if chunks else 0
@@ -160,17 +174,25 @@ def parquet_index(
     )
 
 
-def _column(group: Any, name: str) -> Any:
-    for n in range(group.num_columns):
-        column = group.column(n)
-        if column.path_in_schema == name:
-            return column
-    return None
+@dataclass(frozen=True)
+class _Columns:
+    """Where the columns a row group's chunk is made from are (leaf column numbers)."""
+
+    offset: int
+    timestamp: int | None
+    last: int
 
 
-def _chunk(group: Any, n: int, gaps: list[int] | None, source: str) -> Chunk:
-    offsets = _column(group, OFFSET_COLUMN)
-    stats = offsets.statistics if offsets is not None else None
+def _start(column: Any) -> int:
+    return column.dictionary_page_offset if column.has_dictionary_page else column.data_page_offset
+
+
+def _chunk(group: Any, n: int, gaps: list[int] | None, columns: _Columns, source: str) -> Chunk:
+    """Row group ``n`` as a chunk. Only the columns it needs are looked at (a large object's
+    footer has thousands of row groups): the offsets' and times' statistics, and the first and
+    last column chunks, between which a row group's bytes lie (a writer lays its column chunks
+    out in schema order, one after another)."""
+    stats = group.column(columns.offset).statistics
     if stats is None or not stats.has_min_max:
         raise CorruptIndexError(
             f"{source}: row group {n} has no {OFFSET_COLUMN} column with statistics, so it "
@@ -183,15 +205,12 @@ def _chunk(group: Any, n: int, gaps: list[int] | None, source: str) -> Chunk:
             f"{source}: row group {n} holds {rows} rows of offsets {first}..{last} and the "
             f"footer's {ROW_GROUPS_KEY} does not say where the gaps are"
         )
-    starts = [
-        (c.dictionary_page_offset if c.has_dictionary_page else c.data_page_offset, c)
-        for c in (group.column(i) for i in range(group.num_columns))
-    ]
-    begin = min(s for s, _ in starts)
-    end = max(s + c.total_compressed_size for s, c in starts)
+    last = group.column(columns.last)
+    begin, end = _start(group.column(0)), _start(last) + last.total_compressed_size
+    if end <= begin:
+        raise CorruptIndexError(f"{source}: row group {n}'s column chunks are out of order")
     low = high = None
-    times = _column(group, TIMESTAMP_COLUMN)
-    tstats = times.statistics if times is not None else None
+    tstats = None if columns.timestamp is None else group.column(columns.timestamp).statistics
     if tstats is not None and tstats.has_min_max and tstats.null_count == 0:
         low, high = _epoch_ms(tstats.min), _epoch_ms(tstats.max)
     return Chunk(

@@ -45,9 +45,7 @@ from blockgz.format.index import deltas_if_gapped
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE
 from blockgz.formats.output import OutputObject
 from blockgz.formats.parquet_schema import (
-    OFFSET_COLUMN,
     ROW_GROUPS_KEY,
-    TIMESTAMP_COLUMN,
     VALUE_KEY,
     WRAPPED_COLUMN,
     arrow_schema,
@@ -132,7 +130,9 @@ class ParquetObjectWriter(OutputObject):
             self._file,
             self.arrow_schema,
             compression=PYARROW_CODECS[codec],
-            write_statistics=[OFFSET_COLUMN, TIMESTAMP_COLUMN],
+            # Every column's statistics, as parquet-mr writes them: the Kafka columns' make
+            # the footer an index, the values' let engines skip row groups by a predicate.
+            write_statistics=True,
             store_schema=True,
         )
         self._values: list[Any] = []
@@ -145,6 +145,11 @@ class ParquetObjectWriter(OutputObject):
         self._gaps: list[list[int] | None] = []
         #: Arrow bytes per row of the last batch (sizes the next one).
         self._row_bytes: int | None = None
+
+    @property
+    def stored_size(self) -> int:
+        """Bytes of the object written so far (the row groups done; the footer comes last)."""
+        return self._file.position
 
     def write(self, datum: Any, offset: int, timestamp: int | None = None) -> None:
         """Append one decoded value (of this file's schema) holding Kafka ``offset``, stamped
