@@ -55,6 +55,7 @@ class FormatSettings(Protocol):
     avro_codec: str
     avro_index: bool
     parquet_codec: str
+    parquet_block_size: int
     connect_meta_data: bool
     null_behavior: str
     store_keys: bool

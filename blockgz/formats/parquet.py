@@ -8,9 +8,12 @@ stays ``none``. Extensions are Confluent's: ``.snappy.parquet``, ``.gz.parquet``
 ``.zstd.parquet``, ``.lz4hadoop.parquet``, ``.lz4raw.parquet``, ``.br.parquet``, and
 ``.parquet`` for ``none``.
 
-**Seekable without a sidecar.** Row groups are cut every ``s3.compression.block.size``
-uncompressed bytes (or ``s3.compression.block.records`` rows) — the options that size a
-block-GZIP or Avro block, so one setting means "the unit a seek fetches" in every format.
+**Seekable without a sidecar.** Row groups are cut every ``parquet.block.size`` uncompressed
+bytes (parquet-mr's name for the row group size; 4 MiB here, :data:`DEFAULT_ROW_GROUP_SIZE`)
+or ``s3.compression.block.records`` rows, as blocks of the other formats are.
+``s3.compression.block.size`` is refused with Parquet rather than read as a second name: a
+row group wants larger than a block, since every seek also reads the footer, which grows
+with the number of row groups.
 Each row holds its offset in ``__kafka_offset`` and its Kafka time in ``__kafka_timestamp``
 (:mod:`~blockgz.formats.parquet_schema`); their statistics in the footer say which offsets and
 times each row group holds, so the footer is the index (:mod:`~blockgz.formats.parquet_read`):
@@ -38,7 +41,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from blockgz.errors import ConfigError
+from blockgz.errors import ConfigError, MissingDependencyError
 from blockgz.format.index import BlockIndex
 from blockgz.formats.base import Format, FormatSettings, RecordEncoder
 
@@ -59,6 +62,23 @@ PARQUET_EXTENSIONS = {
 }
 #: The ``parquet.codec`` values (Confluent's, less ``lzo``: pyarrow writes no LZO).
 PARQUET_CODECS = tuple(PARQUET_EXTENSIONS)
+#: ``parquet.block.size``: uncompressed (Arrow) bytes per row group. parquet-mr's default is
+#: 128 MiB; a seek fetches one row group, and a 1 GiB object's footer (its index, read by
+#: every seek) grows with the row groups: 4 MiB keeps both small (~2 MB compressed per row
+#: group, a few hundred KiB of footer per GiB).
+DEFAULT_ROW_GROUP_SIZE = 4 * 1024 * 1024
+
+
+def need_pyarrow() -> None:
+    """Raise :class:`~blockgz.errors.MissingDependencyError` unless pyarrow can be imported
+    (it writes and reads Parquet; it comes with the ``spark`` extra)."""
+    try:
+        import pyarrow.parquet  # noqa: F401
+    except ImportError as exc:
+        raise MissingDependencyError(
+            "Parquet objects are written and read with pyarrow: pip install 'blockgz[spark]' "
+            "(or pyarrow)"
+        ) from exc
 
 
 class ParquetFormat(Format):
@@ -95,6 +115,12 @@ class ParquetFormat(Format):
                 "format.class=parquet (as in Confluent): Parquet compresses inside, per page; "
                 "set parquet.codec to one of " + ", ".join(PARQUET_CODECS)
             )
+        if options.given("s3.compression.block.size"):
+            raise ConfigError(
+                "s3.compression.block.size does not apply to format.class=parquet: set "
+                "parquet.block.size (uncompressed bytes per row group, the unit a seek fetches; "
+                "default 4MiB)"
+            )
         if settings.null_behavior == "write" and not settings.store_keys:
             raise ConfigError(
                 "behavior.on.null.values=write with format.class=parquet needs "
@@ -110,6 +136,7 @@ class ParquetFormat(Format):
         self, store: ObjectStore, key: str, settings: FormatSettings, **kw: Any
     ) -> OutputObject:
         """A Parquet file (:meth:`Format.open_writer`'s arguments)."""
+        need_pyarrow()
         from blockgz.formats.parquet_writer import ParquetObjectWriter
 
         schema = kw.pop("schema", None)
@@ -120,13 +147,14 @@ class ParquetFormat(Format):
             key,
             schema,
             codec=settings.parquet_codec,
-            block_size=settings.block_size,
+            block_size=settings.parquet_block_size,
             block_records=settings.block_records,
             **kw,
         )
 
     def stream_decoder(self) -> StreamDecoder:
         """A Parquet file's values read whole (pyarrow), in order."""
+        need_pyarrow()
         from blockgz.formats.parquet_read import parquet_values
 
         return parquet_values
@@ -134,6 +162,7 @@ class ParquetFormat(Format):
     def read_index(self, store: ObjectStore, key: str, size: int = -1) -> BlockIndex:
         """The object's footer as its index: one ranged GET (two for a large footer); a
         HEAD first when ``size`` is not known."""
+        need_pyarrow()
         from blockgz.formats.parquet_read import parquet_index
 
         if size < 0:

@@ -59,7 +59,7 @@ from blockgz.formats.parquet_schema import (
 )
 
 #: Bytes read from the end of an object to find its footer: the footers of objects up to
-#: about 100 MiB (1 MiB row groups, ~1.5 KiB of footer each) fit, so opening one is one
+#: about 300 MiB (4 MiB row groups, ~1.5 KiB of footer each) fit, so opening one is one
 #: ranged read; a larger footer costs a second. (On S3 one more request costs about what
 #: 256 KiB more of one does.)
 FOOTER_READ = 256 * 1024

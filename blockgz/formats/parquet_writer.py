@@ -5,7 +5,7 @@ pyarrow straight into a store upload.
 :class:`~blockgz.formats.avro_writer.AvroObjectWriter`. Values come decoded (one schema per
 object, as for Avro); every :data:`BATCH_ROWS` of them (or fewer, to stop exactly at
 ``s3.compression.block.records``) become an Arrow record batch, and a row group is written once
-its batches hold ``s3.compression.block.size`` bytes (Arrow's in-memory size: the uncompressed
+its batches hold ``parquet.block.size`` bytes (Arrow's in-memory size: the uncompressed
 size) or ``s3.compression.block.records`` rows. Each row group goes to the upload as pyarrow
 writes it (S3 multipart parts go up while the next row group fills), so memory holds about one
 row group. Cut points depend on the records only, and pyarrow writes no time into the file,
@@ -42,7 +42,6 @@ from typing import Any
 from blockgz.archive.written import WrittenFile
 from blockgz.errors import BadRecordError
 from blockgz.format.index import deltas_if_gapped
-from blockgz.format.writer import DEFAULT_BLOCK_SIZE
 from blockgz.formats.output import OutputObject
 from blockgz.formats.parquet_schema import (
     ROW_GROUPS_KEY,
@@ -107,7 +106,7 @@ class ParquetObjectWriter(OutputObject):
         schema: Any,
         *,
         codec: str = "snappy",
-        block_size: int = DEFAULT_BLOCK_SIZE,
+        block_size: int = 4 * 1024 * 1024,
         block_records: int | None = None,
         topic: str = "",
         partition: int = 0,

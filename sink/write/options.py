@@ -12,7 +12,7 @@ from blockgz.format.index import AVRO_CODECS
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE
 from blockgz.formats.compression import COMPRESSIONS
 from blockgz.formats.connect_render import DECIMAL_FORMATS
-from blockgz.formats.parquet import PARQUET_CODECS
+from blockgz.formats.parquet import DEFAULT_ROW_GROUP_SIZE, PARQUET_CODECS
 from blockgz.option_defs import NotDone, OptionSet, declarer
 from blockgz.sink.convert.evolution import COMPATIBILITIES
 
@@ -35,7 +35,7 @@ LEASE_TTL = "blockgz.lease.ttl.ms"
 
 _sink = declarer("sink", "confluent")
 
-_BLOCKS = "(block-GZIP and Avro; a Parquet row group)"
+_BLOCKS = "(block-GZIP and Avro)"
 #: The sink's own options (the key layout, framing, converters, partitioner and dead letters
 #: are declared where they are read: :mod:`blockgz.archive.layout`, :mod:`blockgz.format.framing`,
 #: :mod:`blockgz.sink.convert.converters`, :mod:`blockgz.sink.partitioning.settings`,
@@ -57,6 +57,15 @@ SINK_OPTIONS = OptionSet(
         "Parquet's page compression (Confluent's values; `lzo` is not offered: pyarrow writes "
         "no LZO)",
         allowed=PARQUET_CODECS,
+    ),
+    _sink(
+        "parquet.block.size",
+        "size",
+        DEFAULT_ROW_GROUP_SIZE,
+        "Parquet: uncompressed bytes per row group (parquet-mr's name; its 128 MiB default is "
+        "smaller here because a seek fetches one row group)",
+        origin="blockgz",
+        shown="4MiB",
     ),
     _sink(
         "schema.compatibility",

@@ -96,7 +96,7 @@ def test_each_codec_has_confluents_extension_and_reads_back(tmp_path, codec):
 
 
 def test_row_groups_are_cut_by_uncompressed_size(tmp_path):
-    files = write(tmp_path, range(3000), **{"s3.compression.block.size": "16KiB"})
+    files = write(tmp_path, range(3000), **{"parquet.block.size": "16KiB"})
     meta = pq.ParquetFile(tmp_path / files[0].key).metadata
     sizes = [meta.row_group(n).num_rows for n in range(meta.num_row_groups)]
     assert len(sizes) > 3 and sum(sizes) == 3000
@@ -140,6 +140,7 @@ def test_backward_compatibility_keeps_one_file_and_projects(tmp_path):
         ({"format.class": "parquet", "value.converter": None}, ["needs values with a schema"]),
         ({"s3.compression.type": "gzip"}, ["parquet.codec", "snappy"]),
         ({"parquet.codec": "lzo"}, ["parquet.codec", "brotli"]),
+        ({"s3.compression.block.size": "8MiB"}, ["parquet.block.size"]),
         ({"store.kafka.keys": "true", "keys.format.class": "parquet"}, ["keys.format.class"]),
         ({"behavior.on.null.values": "write"}, ["store.kafka.keys=true"]),
     ],
@@ -295,3 +296,23 @@ def test_the_cli_seeks_and_cats_a_parquet_object(tmp_path):
     assert out.exit_code == 0, out.output
     lines = [json.loads(line) for line in out.output.splitlines()]
     assert len(lines) == 100 and lines[99] == {"offset": 99, "value": "v99", "timestamp": T0 + 99}
+
+
+def test_an_aborted_object_leaves_nothing(tmp_path):
+    store = LocalStore(tmp_path)
+    w = ParquetObjectWriter(store, "t+0+0000000000.parquet", ValueSchema.from_json("string"))
+    for n in range(3000):
+        w.write(f"v{n}", n)
+    w.abort()
+    assert list(store.list("")) == []
+
+
+def test_without_pyarrow_parquet_is_a_clear_error(monkeypatch):
+    import sys
+
+    from blockgz.errors import MissingDependencyError
+    from blockgz.formats.parquet import need_pyarrow
+
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
+    with pytest.raises(MissingDependencyError, match=r"blockgz\[spark\]"):
+        need_pyarrow()
