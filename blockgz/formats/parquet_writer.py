@@ -144,6 +144,8 @@ class ParquetObjectWriter(OutputObject):
         self._gaps: list[list[int] | None] = []
         #: Arrow bytes per row of the last batch (sizes the next one).
         self._row_bytes: int | None = None
+        #: Rows of the batch being gathered (:meth:`_batch_limit`, worked out once a batch).
+        self._limit = self._batch_limit()
 
     @property
     def stored_size(self) -> int:
@@ -157,7 +159,7 @@ class ParquetObjectWriter(OutputObject):
         self._offsets.append(offset)
         self._stamps.append(timestamp if timestamp is not None and timestamp >= 0 else None)
         self._count(offset, offset, 1)
-        if len(self._values) >= self._batch_limit():
+        if len(self._values) >= self._limit:
             self._batch()
 
     def _batch_limit(self) -> int:
@@ -209,6 +211,7 @@ class ParquetObjectWriter(OutputObject):
             self.block_records is not None and self._group_rows >= self.block_records
         ):
             self._row_group()
+        self._limit = self._batch_limit()
 
     def _row_group(self) -> None:
         """Write the batches held as one row group (pyarrow hands it to the upload)."""
