@@ -255,7 +255,7 @@ class Archive(ArchiveAnalytics):
         with self._lock:
             cached = self._indexes.get(ref.key)
         if cached is None:
-            cached = load_index(self.store, ref.key, ref.index_key)
+            cached = load_index(self.store, ref.key, ref.index_key, size=ref.size)
             with self._lock:
                 self._indexes[ref.key] = cached
         return cached

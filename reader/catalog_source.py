@@ -83,7 +83,7 @@ def refs_of(files: list[WrittenFile], layout: Layout) -> list[ObjectRef]:
             continue
         ref = replace(
             ref,
-            has_index=f.index_key is not None,
+            has_index=f.index_key is not None or ref.indexes_itself,
             index_key=f.index_key,
             last_offset=f.last_offset,
             min_timestamp=f.min_timestamp,

@@ -220,7 +220,7 @@ class ObjectLocator:
             if partition is not None and ref.partition != partition:
                 continue
             index_key = next((k for k in sidecar_keys(info.key) if k in keys), None)
-            has_index = ref.seekable and index_key is not None
+            has_index = ref.indexes_itself or (ref.seekable and index_key is not None)
             refs.append(
                 replace(ref, has_index=has_index, index_key=index_key if has_index else None)
             )

@@ -168,6 +168,9 @@ class Piece:
     merged: tuple[ObjectRef, ...] = ()
     #: The index's ``codec`` (which family decodes the blocks: gzip, zstd).
     codec: str | None = None
+    #: The object's format decodes its blocks itself (Parquet row groups, planned from the
+    #: footer): read through the record reader, which reads the footer again.
+    decoded: bool = False
 
     @property
     def whole(self) -> bool:
@@ -245,7 +248,9 @@ def _pieces(archive: Archive, topic: str, partition: int, scan: ScanFilter) -> l
             continue
         index = archive.index(ref)
         wanted = tuple((r.block, r.chunk) for r in plan_blocks(index, keep=scan.may_hold_block))
-        if wanted:
+        if wanted and index.blocks is not None:  # Parquet: row groups by their statistics
+            out.append(Piece(ref, topic, partition, wanted, decoded=True))
+        elif wanted:
             needs_index = index.avro is not None or bool(ref.companions)
             index_json = index.to_json() if needs_index else ""
             codec = index.codec if index.avro is None else None

@@ -5,9 +5,9 @@ Neighbouring blocks of one object are fetched with one ranged GET
 newline-separated records (JSON, or bytearray with the default separator) that carries no
 envelope and no keys/headers beside it becomes an Arrow batch without a Python object per
 record: numpy finds the separators and the values column is built over the block's bytes.
-Everything else (Avro, envelopes, keys and headers files, other framings, objects without an
-index) goes through the record reader (:class:`~blockgz.reader.archive.Archive`), which knows them
-all.
+Everything else (Avro, Parquet row groups, envelopes, keys and headers files, other framings,
+objects without an index) goes through the record reader
+(:class:`~blockgz.reader.archive.Archive`), which knows them all.
 
 With ``value_type`` (an Arrow struct) the values are parsed as JSON into it a block at a
 time (:mod:`blockgz.reader.json_values`).
@@ -62,7 +62,7 @@ def split_batches(
         if piece.merged:
             yield from _merged_path(archive, piece, offsets, value_type, wire)
             continue
-        if piece.whole or piece.index_json or wire is not None:
+        if piece.whole or piece.index_json or piece.decoded or wire is not None:
             yield from _record_path(archive, piece, offsets, value_type, wire, reader_schema)
             continue
         yield from _block_path(archive, piece, offsets, value_type)

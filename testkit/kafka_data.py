@@ -110,6 +110,9 @@ def read_exported(store: ObjectStore, prefix: str = "", topics_dir: str = "topic
         if info.key.endswith(".avro"):
             out.objects[info.key] = read_avro(data)
             continue
+        if info.key.endswith(".parquet"):
+            out.objects[info.key] = read_parquet(data)
+            continue
         if info.key.endswith(".gz"):
             data = gzip.decompress(data)
         if info.key.endswith(".zst"):  # every frame, the seek table skipped (as zstd -d)
@@ -140,6 +143,22 @@ def read_avro(data: bytes) -> list[dict]:
         if isinstance(doc.get("ts"), datetime):
             doc["ts"] = int(doc["ts"].timestamp() * 1000)
         docs.append(doc)
+    return docs
+
+
+def read_parquet(data: bytes) -> list[dict]:
+    """The values of a blockgz Parquet file (pyarrow, not blockgz's reader), timestamps as
+    epoch milliseconds, without the Kafka columns."""
+    import io
+    from datetime import datetime
+
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(io.BytesIO(data))
+    docs = table.drop_columns(["__kafka_offset", "__kafka_timestamp"]).to_pylist()
+    for doc in docs:
+        if isinstance(doc.get("ts"), datetime):
+            doc["ts"] = int(doc["ts"].timestamp() * 1000)
     return docs
 
 

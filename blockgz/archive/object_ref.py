@@ -72,14 +72,33 @@ class ObjectRef:
 
     @property
     def is_avro(self) -> bool:
-        """A value object of a format that compresses inside (an Avro container file: its
-        blocks are indexed as a block-GZIP object's are)."""
+        """A value object of a format that compresses inside and has a sidecar (an Avro
+        container file: its blocks are indexed as a block-GZIP object's are)."""
         from blockgz.formats.registry import format_of_extension
 
         fmt = format_of_extension(self.extension)
-        return self.role == "value" and fmt is not None and fmt.compresses_inside
+        return (
+            self.role == "value"
+            and fmt is not None
+            and fmt.compresses_inside
+            and not fmt.indexes_itself
+        )
+
+    @property
+    def indexes_itself(self) -> bool:
+        """A value object that carries its own index (a Parquet file's footer), read from
+        the object instead of a sidecar.
+
+        >>> ObjectRef("t+0+0000000042.snappy.parquet", "t", 0, 42, "snappy.parquet").indexes_itself
+        True
+        """
+        from blockgz.formats.registry import format_of_extension
+
+        fmt = format_of_extension(self.extension)
+        return self.role == "value" and fmt is not None and fmt.indexes_itself
 
     @property
     def seekable(self) -> bool:
-        """Whether the format can have an index sidecar (block-GZIP or Avro)."""
-        return self.compressed or self.is_avro
+        """Whether the format can have an index sidecar (block-GZIP or Avro) or carries its
+        own (Parquet)."""
+        return self.compressed or self.is_avro or self.indexes_itself

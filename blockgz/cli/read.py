@@ -137,7 +137,7 @@ def seek(
 ) -> None:
     """Print records from OFFSET on, fetching only the block that holds it.
 
-    TARGET is a block-GZIP or Avro object (local path or s3://bucket/key, or its
+    TARGET is a block-GZIP, Avro or Parquet object (local path or s3://bucket/key, or its
     .index.json, hidden or old name), or an archive prefix (a directory or
     s3://bucket/prefix) with --topic and --partition. If OFFSET was compacted away, printing
     starts at the next offset that exists.
@@ -183,13 +183,14 @@ def seek(
 @target_options
 @fail_cleanly
 def cat(target, output, topic, partition, endpoint_url, options) -> None:
-    """Print every record of an object (any gzip or plain file, or Avro as JSON lines), or of
-    a topic-partition.
+    """Print every record of an object (any gzip or plain file, or Avro or Parquet as JSON
+    lines), or of a topic-partition.
 
     \b
     Examples:
       blockgz cat events.json.gz | head
       blockgz cat s3://bucket/topics/t/partition=0/t+0+0000000000.avro
+      blockgz cat s3://bucket/topics/t/partition=0/t+0+0000000000.snappy.parquet
       blockgz cat s3://bucket/topics/t/partition=0/t+0+0000000000.json.gz
       blockgz cat --topic t --partition 0 s3://bucket/exports > t-0.json
       blockgz cat -O layout=deviantart --topic t --partition 0 s3://bucket/prefix
@@ -205,6 +206,13 @@ def cat(target, output, topic, partition, endpoint_url, options) -> None:
 
         store, key = split_object_url(target, options)
         key = resolve_data_key(store, key)
+        fmt = _named_format(key)
+        if fmt is not None and fmt.indexes_itself:  # Parquet: its rows with their offsets
+            from blockgz.objects.indexed import IndexedReader
+
+            with IndexedReader.open_object(store, key) as obj:
+                _echo_records(obj.records(), output)
+            return
         decode = _named_decoder(key)
         if decode is not None or output == "json":
             from blockgz.archive.layout import Layout

@@ -223,6 +223,8 @@ def block_records(
     [Record(offset=8, value=b'b')]
     """
     chunk, block = read.chunk, read.block
+    if index.blocks is not None:  # the object's format decodes its own blocks (Parquet)
+        return index.blocks.records(raw, read, source=source)
     if index.avro is not None:
         return avro_chunk_records(
             raw, chunk, index.avro, block=block, source=source, start=read.start, stop=read.stop

@@ -205,6 +205,10 @@ class BlockIndex:
     block_size: int | None = None
     avro: AvroBlocks | None = None
     trailer_length: int = 0
+    #: The object's own block decoder, for a format whose objects index themselves (a
+    #: Parquet footer's row groups, :mod:`blockgz.formats.parquet_read`): its
+    #: ``records(raw, read, source=...)`` decodes a block; such an index is never written.
+    blocks: Any = field(default=None, compare=False)
     _lasts: list[int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:

@@ -4,7 +4,10 @@ Used by the sink's writer and by the readers alike, so neither compares format n
 
 * :mod:`~blockgz.formats.base`: the :class:`~blockgz.formats.base.Format` every format is;
 * :mod:`~blockgz.formats.json`, :mod:`~blockgz.formats.bytearray`,
-  :mod:`~blockgz.formats.avro`: Confluent's JsonFormat, ByteArrayFormat and AvroFormat;
+  :mod:`~blockgz.formats.avro`, :mod:`~blockgz.formats.parquet`: Confluent's JsonFormat,
+  ByteArrayFormat, AvroFormat and ParquetFormat (Parquet's columns, writer and footer reader:
+  :mod:`~blockgz.formats.parquet_schema`, :mod:`~blockgz.formats.parquet_writer`,
+  :mod:`~blockgz.formats.parquet_read`);
 * :mod:`~blockgz.formats.registry`: ``FORMATS`` by name (and Confluent's class names);
 * :mod:`~blockgz.formats.compression`: ``s3.compression.type`` (none, gzip, blockgzip);
 * the writers of objects: :mod:`~blockgz.formats.output` (framed records: plain, gzip,
@@ -16,5 +19,5 @@ Adding a format is one module with a ``Format`` subclass and ``FORMATS.register(
 
 >>> from blockgz.formats.registry import FORMATS
 >>> [f.name for f in FORMATS]
-['json', 'bytearray', 'avro']
+['json', 'bytearray', 'avro', 'parquet']
 """

@@ -59,6 +59,8 @@ class FormatSettings(Protocol):
     json_decimal_format: str
     avro_codec: str
     avro_index: bool
+    parquet_codec: str
+    parquet_block_size: int
     connect_meta_data: bool
     null_behavior: str
     store_keys: bool
@@ -143,6 +145,9 @@ class Format(ABC):
     writes_companion_runs: ClassVar[bool] = True
     #: Whether each object holds records of one schema (a new schema starts a new object).
     one_schema_per_object: ClassVar[bool] = False
+    #: Whether its objects carry their own index (a Parquet footer's row groups): readers ask
+    #: :meth:`read_index` instead of looking for an ``.index.json`` sidecar.
+    indexes_itself: ClassVar[bool] = False
 
     # -- names and extensions ----------------------------------------------------------------
     def extension(self, settings: FormatSettings) -> str:
@@ -254,6 +259,12 @@ class Format(ABC):
         True
         """
         return None
+
+    def read_index(self, store: ObjectStore, key: str, size: int = -1) -> Any:
+        """The index an object of a format that :attr:`indexes_itself` carries (a
+        :class:`~blockgz.format.index.BlockIndex`), read from the object; ``size``: its size
+        when known (``-1``: asked). Other formats have sidecars instead."""
+        raise NotImplementedError(f"{self.name} objects have no index inside")
 
     def decode_entry(self, entry: Any) -> Any:
         """A keys/headers entry as stored -> Python (text to bytes; lists as they are)."""

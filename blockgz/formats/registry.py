@@ -8,11 +8,11 @@ is a module with a :class:`~blockgz.formats.base.Format` subclass plus ``FORMATS
 >>> FORMATS.get("io.confluent.connect.s3.format.bytearray.ByteArrayFormat").name
 'bytearray'
 >>> FORMATS.names()
-('json', 'bytearray', 'avro')
->>> FORMATS.get("parquet")
+('json', 'bytearray', 'avro', 'parquet')
+>>> FORMATS.get("orc")
 Traceback (most recent call last):
 ...
-blockgz.errors.ConfigError: format.class: 'parquet' is not allowed; allowed: json, bytearray, ...
+blockgz.errors.ConfigError: format.class: 'orc' is not allowed; allowed: json, bytearray, ...
 >>> FORMATS.get("json", option="keys.format.class").json_text
 True
 >>> format_of_extension("keys.bin.gz").name, format_of_extension("txt")
@@ -120,6 +120,21 @@ def stream_decoder_of(extension: str, bytearray_extension: str = "") -> StreamDe
     return None if fmt is None else fmt.stream_decoder()
 
 
+def format_indexing_itself(key: str) -> Format | None:
+    """The format of the object at ``key`` when it is one whose objects carry their own index
+    (:attr:`~blockgz.formats.base.Format.indexes_itself`: Parquet), else ``None``.
+
+    >>> format_indexing_itself("t/t+0+0000000000.snappy.parquet").name
+    'parquet'
+    >>> format_indexing_itself("t/t+0+0000000000.json.gz") is None
+    True
+    """
+    for fmt in FORMATS:
+        if fmt.indexes_itself and any(key.endswith("." + ext) for ext in fmt.extensions()):
+            return fmt
+    return None
+
+
 def check_companion_role(fmt: Format, role: str, option: str) -> None:
     """Refuse ``fmt`` for the ``role`` (keys, headers) files when it cannot hold them.
 
@@ -141,8 +156,9 @@ def _register_builtins() -> None:
     from blockgz.formats.avro import AvroFormat
     from blockgz.formats.bytearray import ByteArrayFormat
     from blockgz.formats.json import JsonFormat
+    from blockgz.formats.parquet import ParquetFormat
 
-    for fmt in (JsonFormat(), ByteArrayFormat(), AvroFormat()):
+    for fmt in (JsonFormat(), ByteArrayFormat(), AvroFormat(), ParquetFormat()):
         FORMATS.register(fmt)
 
 

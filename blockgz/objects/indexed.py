@@ -48,6 +48,7 @@ from blockgz.format.plan import (
     merge_ranges,
     plan_blocks,
 )
+from blockgz.formats.registry import format_indexing_itself
 from blockgz.store.base import ObjectStore
 
 
@@ -108,11 +109,17 @@ class StoreRanges:
         """Nothing to release: the store belongs to the caller."""
 
 
-def load_index(store: ObjectStore, data_key: str, index_key: str | None = None) -> BlockIndex:
+def load_index(
+    store: ObjectStore, data_key: str, index_key: str | None = None, *, size: int = -1
+) -> BlockIndex:
     """Fetch and validate the sidecar of ``data_key``: first at ``index_key`` when a listing
     or manifest named it, then under the hidden name blockgz writes, then the old name beside
     the object (:func:`~blockgz.archive.sidecars.sidecar_keys`; an old manifest may name a sidecar
-    since renamed to the hidden name)."""
+    since renamed to the hidden name). An object that carries its own index (Parquet) is
+    asked for it instead (its ``size``, when known, saves a HEAD)."""
+    inside = format_indexing_itself(data_key)
+    if inside is not None:
+        return inside.read_index(store, data_key, size)
     named = (index_key,) if index_key else ()
     keys = tuple(dict.fromkeys((*named, *sidecar_keys(data_key))))
     for key in keys:

@@ -17,7 +17,7 @@ Traceback (most recent call last):
 ...
 blockgz.errors.ConfigError: flush.szie: not a setting blockgz knows; did you mean flush.size?
 >>> check_keys(["transforms.unwrap.type", "my.custom.partitioner.option", "parquet.codec"])
-['my.custom.partitioner.option', 'parquet.codec']
+['my.custom.partitioner.option']
 >>> check_keys({"storage.class": "HdfsStorage"})  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
@@ -157,12 +157,6 @@ WARNED_OPTIONS = OptionSet(
         "warned",
         "the size of AvroData's schema cache; blockgz's schema cache has no such setting",
         example={"schemas.cache.config": "1000"},
-    ),
-    _not_done(
-        "parquet.codec",
-        "warned",
-        "only used by ParquetFormat, which blockgz does not write (format.class refuses it)",
-        example={"parquet.codec": "snappy"},
     ),
     _not_done(
         "allow.optional.map.keys",

@@ -119,6 +119,8 @@ def _format_settings(opts: Options) -> dict[str, Any]:
         "schema_compatibility": _read(opts, "schema.compatibility"),
         "schema_affix": _read(opts, "s3.schema.partition.affix.type"),
         "avro_codec": _read(opts, "avro.codec"),
+        "parquet_codec": _read(opts, "parquet.codec"),
+        "parquet_block_size": _read(opts, "parquet.block.size"),
         "connect_meta_data": _read(opts, "connect.meta.data"),
         "avro_index": _read(opts, "blockgz.avro.index"),
         "catalog_every": _read(opts, "blockgz.catalog.every"),
@@ -244,6 +246,8 @@ class SinkConfig:
     json_decimal_format: str = "BASE64"
     schema_compatibility: str = "NONE"
     avro_codec: str = "null"
+    parquet_codec: str = "snappy"
+    parquet_block_size: int = 4 * 1024 * 1024
     connect_meta_data: bool = True
     avro_index: bool = True
     #: Compact the manifest log into the catalog after every this many batches (0: never).

@@ -12,6 +12,7 @@ from blockgz.format.avro_index import AVRO_CODECS
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE
 from blockgz.formats.compression import COMPRESSIONS
 from blockgz.formats.connect_render import DECIMAL_FORMATS
+from blockgz.formats.parquet import DEFAULT_ROW_GROUP_SIZE, PARQUET_CODECS
 from blockgz.option_defs import NotDone, OptionSet, declarer
 from blockgz.sink.convert.evolution import COMPATIBILITIES
 
@@ -44,11 +45,28 @@ SINK_OPTIONS = OptionSet(
         "format.class",
         "text",
         "json",
-        "`json`, `bytearray`, `avro`, or Confluent's "
+        "`json`, `bytearray`, `avro`, `parquet`, or Confluent's "
         "`io.confluent.connect.s3.format.json.JsonFormat` / `…bytearray.ByteArrayFormat` / "
-        "`…avro.AvroFormat`",
+        "`…avro.AvroFormat` / `…parquet.ParquetFormat`",
     ),
     _sink("avro.codec", "choice", "null", "the Avro container's codec", allowed=AVRO_CODECS),
+    _sink(
+        "parquet.codec",
+        "choice",
+        "snappy",
+        "Parquet's page compression (Confluent's values; `lzo` is not offered: pyarrow writes "
+        "no LZO)",
+        allowed=PARQUET_CODECS,
+    ),
+    _sink(
+        "parquet.block.size",
+        "size",
+        DEFAULT_ROW_GROUP_SIZE,
+        "Parquet: uncompressed bytes per row group (parquet-mr's name; its 128 MiB default is "
+        "smaller here because a seek fetches one row group)",
+        origin="blockgz",
+        shown="4MiB",
+    ),
     _sink(
         "schema.compatibility",
         "choice",

@@ -279,13 +279,15 @@ def test_verify_reports_an_object_of_unknown_format(tmp_path):
     from blockgz.store import LocalStore
 
     store = LocalStore(str(tmp_path))
-    key = "topics/t/partition=0/t+0+0000000000.parquet"
-    store.put(key, b"PAR1\n")
+    key = "topics/t/partition=0/t+0+0000000000.orc"
+    store.put(key, b"ORC\n")
     row = ObjectSummary(key, "t", 0, 0, 0, 1, 5, False)  # as a newer export's manifest lists it
     check = TopicCheck()
     check_object(Archive(store), row, check, scan=True)
     assert check.lines == []
     assert check.problems == [
-        f"unknown format: {key}: no format blockgz knows ends with .parquet (known: .json, .bin, "
-        ".avro, gzipped or not); it is not read (written by a newer blockgz? upgrade to read it)"
+        f"unknown format: {key}: no format blockgz knows ends with .orc (known: .json, .bin, "
+        ".avro, .parquet, .snappy.parquet, .gz.parquet, .lz4hadoop.parquet, .lz4raw.parquet, "
+        ".br.parquet, .zstd.parquet, gzipped or not); it is not read (written by a newer "
+        "blockgz? upgrade to read it)"
     ]

@@ -60,7 +60,8 @@ def read_lines(tmp_path: Path, key: str) -> list[bytes]:
     ("options", "words"),
     [
         ({"s3.compression.type": "lz4"}, ["s3.compression.type", "none, gzip, blockgzip"]),
-        ({"format.class": "parquet"}, ["format.class", "json", "bytearray"]),
+        ({"format.class": "orc"}, ["format.class", "json", "bytearray", "parquet"]),
+        ({"format.class": "parquet"}, ["format.class=parquet", "AvroConverter"]),
         ({"format.class": "avro"}, ["format.class=avro", "AvroConverter", "value.converter"]),
         ({"format.class": "avro", "value.converter": "avro"}, ["schema.registry.url"]),
         ({"value.converter": "Protobuf"}, ["value.converter", "JsonConverter"]),

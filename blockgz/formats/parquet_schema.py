@@ -1,0 +1,166 @@
+"""The columns of a blockgz Parquet object: the value's fields, then Kafka's offset and time.
+
+A value of an Avro record schema (from a registry, or Connect's JSON schema as the converters
+turn it into Avro) becomes one column per field, as Confluent's ParquetFormat (parquet-avro)
+writes it; any other value schema (``string``, ``bytes``, an array) becomes one column named
+``value``. Two columns follow, in every object:
+
+* ``__kafka_offset`` (``int64``, required): the record's Kafka offset. Its statistics give
+  each row group's first and last offset, so a reader finds the row group holding an offset
+  from the footer alone (:mod:`blockgz.formats.parquet_read`).
+* ``__kafka_timestamp`` (``timestamp[ms, UTC]``, null where Kafka had none): the record's
+  Kafka timestamp; its statistics let a time window skip row groups.
+
+Types follow Spark's ``from_avro`` (as :func:`blockgz.reader.avro_types.avro_to_arrow` maps
+them for the reader; a unit test keeps the two in step): records are structs, enums strings,
+fixed and bytes binary, maps have string keys, ``timestamp-millis``/``-micros`` are UTC
+timestamps, ``date`` a date, ``decimal`` a decimal. A field is nullable exactly when its Avro
+type is a union with ``null`` (Parquet ``OPTIONAL``; others are ``REQUIRED``, as parquet-avro
+writes them). Unions of several non-null types have no single column type and are refused.
+
+>>> cols = value_columns({"type": "record", "name": "R", "fields": [
+...     {"name": "id", "type": "long"},
+...     {"name": "at", "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}]}]})
+>>> str(arrow_schema(cols)).splitlines()
+['id: int64 not null', 'at: timestamp[ms, tz=UTC]', '__kafka_offset: int64 not null', \
+'__kafka_timestamp: timestamp[ms, tz=UTC]']
+>>> value_columns("string").wrapped, value_columns("string").names
+(True, ('value',))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from blockgz.errors import BadRecordError
+
+#: The Kafka offset of each row; its statistics are a row group's offset range.
+OFFSET_COLUMN = "__kafka_offset"
+#: The Kafka timestamp of each row (epoch ms as a UTC timestamp; null: none).
+TIMESTAMP_COLUMN = "__kafka_timestamp"
+#: The column a value that is not a record is kept in.
+WRAPPED_COLUMN = "value"
+KAFKA_COLUMNS = (OFFSET_COLUMN, TIMESTAMP_COLUMN)
+#: Footer key-value metadata: how values sit in the columns (``record``, or the one column).
+VALUE_KEY = "blockgz.value"
+#: Footer key-value metadata: per row group, the gaps between its offsets (``null``: none).
+ROW_GROUPS_KEY = "blockgz.row_groups"
+
+
+@dataclass(frozen=True)
+class ValueColumns:
+    """The value part of an object's columns: Arrow fields, and whether the value is wrapped
+    in one ``value`` column (a schema that is not a record)."""
+
+    fields: tuple[Any, ...]
+    wrapped: bool
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+
+def value_columns(schema: Any) -> ValueColumns:
+    """The value columns of values of the Avro ``schema`` (parsed JSON, as a
+    ``ValueSchema.json`` holds it). Raises :class:`~blockgz.errors.BadRecordError` for a
+    schema Parquet cannot hold as columns (a union of several types, a field named as a
+    Kafka column)."""
+    import pyarrow as pa
+
+    named: dict[str, Any] = {}
+    if isinstance(schema, dict) and schema.get("type") == "record":
+        fields = tuple(
+            pa.field(f["name"], *_typed(f["type"], f"value.{f['name']}", named))
+            for f in schema["fields"]
+        )
+        clash = sorted(set(KAFKA_COLUMNS) & {f.name for f in fields})
+        if clash:
+            raise BadRecordError(
+                f"the value schema has a field named {clash[0]}, a column blockgz's Parquet "
+                "objects keep Kafka's metadata in; rename the field or use format.class=avro"
+            )
+        return ValueColumns(fields, wrapped=False)
+    return ValueColumns((pa.field(WRAPPED_COLUMN, *_typed(schema, "value", named)),), True)
+
+
+def arrow_schema(columns: ValueColumns) -> Any:
+    """The whole Arrow schema of an object: the value columns, then the Kafka columns."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            *columns.fields,
+            pa.field(OFFSET_COLUMN, pa.int64(), nullable=False),
+            pa.field(TIMESTAMP_COLUMN, pa.timestamp("ms", tz="UTC")),
+        ]
+    )
+
+
+def _typed(schema: Any, where: str, named: dict[str, Any]) -> tuple[Any, bool]:
+    """``(Arrow type, nullable)`` of the Avro ``schema``."""
+    if isinstance(schema, list):
+        branches = [b for b in schema if b != "null"]
+        if len(branches) != 1:
+            raise BadRecordError(
+                f"{where}: an Avro union of {len(branches)} non-null types has no single "
+                "Parquet column type; use format.class=avro for such values"
+            )
+        return _arrow(branches[0], where, named), len(branches) < len(schema)
+    return _arrow(schema, where, named), schema == "null"
+
+
+def _arrow(schema: Any, where: str, named: dict[str, Any]) -> Any:
+    import pyarrow as pa
+
+    primitives = {
+        "null": pa.null(),
+        "boolean": pa.bool_(),
+        "int": pa.int32(),
+        "long": pa.int64(),
+        "float": pa.float32(),
+        "double": pa.float64(),
+        "bytes": pa.binary(),
+        "string": pa.string(),
+    }
+    if isinstance(schema, str):
+        if schema in primitives:
+            return primitives[schema]
+        if schema in named:
+            return named[schema]
+        raise BadRecordError(f"{where}: Avro type {schema!r} is not known here")
+    if isinstance(schema, list):
+        return _typed(schema, where, named)[0]
+    kind, logical = schema.get("type"), schema.get("logicalType")
+    logical_types = {
+        "timestamp-millis": pa.timestamp("ms", tz="UTC"),
+        "timestamp-micros": pa.timestamp("us", tz="UTC"),
+        "date": pa.date32(),
+        "time-millis": pa.time32("ms"),
+        "time-micros": pa.time64("us"),
+        "uuid": pa.string(),
+    }
+    if logical in logical_types:
+        return logical_types[logical]
+    if logical == "decimal":
+        return pa.decimal128(int(schema["precision"]), int(schema.get("scale", 0)))
+    if kind == "record":
+        found = pa.struct(
+            [
+                pa.field(f["name"], *_typed(f["type"], f"{where}.{f['name']}", named))
+                for f in schema["fields"]
+            ]
+        )
+    elif kind in ("enum", "fixed"):
+        found = pa.string() if kind == "enum" else pa.binary()
+    elif kind == "array":
+        return pa.list_(_arrow(schema["items"], f"{where}[]", named))
+    elif kind == "map":
+        return pa.map_(pa.string(), _arrow(schema["values"], f"{where}{{}}", named))
+    else:
+        return _arrow(kind, where, named)
+    name, namespace = schema["name"], schema.get("namespace")
+    named[name] = found
+    if namespace and "." not in name:
+        named[f"{namespace}.{name}"] = found
+    return found
