@@ -179,6 +179,25 @@ class IcebergSettings:
         return {**props, **self.properties}
 
 
+def pin_catalog(options: Mapping[str, str]) -> dict[str, str]:
+    """``options`` with the embedded catalog's file made absolute (the default's too), as this
+    process's working directory reads it: Spark runs the sink's commit in a Python worker whose
+    working directory is not the export's, and it must open the same file.
+
+    >>> import os
+    >>> pinned = pin_catalog({"path": "/tmp/a", "blockgz.iceberg.table": "t"})
+    >>> uri = pinned["blockgz.iceberg.catalog.uri"]
+    >>> uri == "sqlite:///" + os.path.abspath("iceberg/catalog.db")
+    True
+    >>> pin_catalog({"path": "/tmp/a"})
+    {'path': '/tmp/a'}
+    """
+    settings = IcebergSettings.from_options(options)
+    if settings is None:
+        return dict(options)
+    return {**options, CATALOG_URI: settings.catalog_uri}
+
+
 def check_parquet(settings: IcebergSettings | None, object_extension: str) -> None:
     """Refuse a table over objects that are not Parquet (``add_files`` reads Parquet only).
 

@@ -32,11 +32,16 @@ def _parquet_format():
         yield
 
 
+#: Values with a schema (the real Parquet format refuses schemaless ones).
+STRING_CONVERTER = "org.apache.kafka.connect.storage.StringConverter"
+
+
 def options(tmp_path, **more) -> dict[str, str]:
     return {
         "path": str(tmp_path / "archive"),
         "name": "job",
         "format.class": "parquet",
+        "value.converter": STRING_CONVERTER,  # the real Parquet format wants a schema
         "blockgz.epoch": "e1",
         "blockgz.iceberg.table": "orders",
         "blockgz.iceberg.catalog.uri": f"sqlite:///{tmp_path}/catalog/catalog.db",
