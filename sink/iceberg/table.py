@@ -201,6 +201,8 @@ class ArchiveTable:
             if self.holds(key, mark, named):
                 continue
             table = self._commit(table, key, self.manifests.read(key))
+            if table is None:
+                continue  # a batch without files, and no table yet: nothing to add
             mark, named = self.added(table)
             added.append(key)
         return added
@@ -211,8 +213,8 @@ class ArchiveTable:
         added = self.complete(through=key)
         if key not in added and not is_streaming_key(key):
             table = self.load()
-            if not self.holds(key, *self.added(table)):
-                self._commit(table, key, self.manifests.read(key))
+            held = self.holds(key, *self.added(table))
+            if not held and self._commit(table, key, self.manifests.read(key)) is not None:
                 added.append(key)
         return added
 

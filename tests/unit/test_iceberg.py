@@ -178,6 +178,16 @@ def test_an_empty_batch_moves_the_mark_without_a_snapshot(tmp_path):
     assert table.properties["blockgz.job.manifest"] == empty
 
 
+def test_an_empty_first_batch_makes_no_table_and_the_next_one_does(tmp_path):
+    archive = Archive(tmp_path)
+    empty = write_manifest(archive.log, 0, [TaskCommitMessage(files=[], next_offsets={})])
+    assert archive.table.commit(empty) == [] and archive.table.load() is None
+    key = archive.batch(1, 0, 2)
+    assert archive.table.commit(key) == [key]
+    assert archive.table.load().properties["blockgz.job.manifest"] == key
+    assert archive.table.complete() == [], "the empty manifest is below the mark now"
+
+
 def test_the_batch_writers_manifests_are_recognised_by_their_summary(tmp_path):
     archive = Archive(tmp_path)
     key = archive.batch("batch-0123456789abcdef", 0, 4)
