@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml setup.py
 	@PYTHON=$(PYTHON) scripts/check-prereqs
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,local,spark]'
+	$(BIN)/python -m pip install -q -e '.[dev,local,spark,iceberg]'
 	@rm -f $(VENV)/.installed-* && touch $@
 
 # Confluent's S3-sink quickstart on a local Apache Kafka broker (Tansu if its jars cannot be

@@ -172,3 +172,9 @@ class RestoreError(ReplayError):
 
 class JarResolutionError(BlockGzError, RuntimeError):
     """A JVM part could not be fetched from Maven Central (no network, or a wrong version)."""
+
+
+class IcebergCommitError(BlockGzError, RuntimeError):
+    """A batch's files could not be added to the Iceberg table (the catalog refused the commit,
+    or the files do not fit the table); the archive's own commit stands, and the next batch or
+    restart adds them."""

@@ -10,7 +10,8 @@ Set ``blockgz.write.listener=testkit.faults:FaultListener`` and
   test SIGKILLs the job, or just this Python worker). Only the first task to get there pauses:
   once the marker exists, later tasks and retried attempts go on;
 * ``pause-in-commit:<batch>:<marker>``: the same inside the driver's commit, after the
-  manifest is written and before Spark records the batch as committed.
+  manifest is written and before Spark records the batch as committed (and before the batch's
+  Iceberg commit, with ``blockgz.iceberg.table``).
 
 >>> parse_fault("pause-in-commit:3:/tmp/m")
 Fault(kind='pause-in-commit', batch=3, marker='/tmp/m', files=1)

@@ -35,6 +35,7 @@ from blockgz.sink.export.settings_names import (
     source_options,
 )
 from blockgz.sink.export.snapshots import parse_groups, parse_interval
+from blockgz.sink.iceberg.settings import pin_catalog
 from blockgz.sink.kafka.options import SourceConfig, parse_options
 from blockgz.sink.spark_kafka import parse as parse_spark_kafka_jars
 from blockgz.sink.write.config import SinkConfig
@@ -205,6 +206,7 @@ class ExportConfig:
         opts = Options(lift_connect_settings(options))
         unknown = check_keys(opts)  # a likely typo is an error, before anything else
         source, sink, spark = split_options(opts)
+        sink = pin_catalog(sink)  # the sink's commit runs in a worker with another cwd
         sink_config = SinkConfig.from_options(sink)
         asked_s3 = source.get("startingOffsets", "").lower() == "s3"
         read = JOB_OPTIONS.read

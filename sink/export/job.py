@@ -37,6 +37,7 @@ from blockgz.sink.export.lease import stop_on_lost_lease, take_lease
 from blockgz.sink.export.metrics import ExportMetrics, serve_metrics
 from blockgz.sink.export.start import abort_left_uploads, starting_offsets
 from blockgz.sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
+from blockgz.sink.iceberg.table import catch_up
 from blockgz.sink.write.options import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
 
 log = logging.getLogger("blockgz.export")
@@ -90,6 +91,7 @@ def run_export(
             options, where = starting_offsets(
                 job, fresh=not (checkpoint / "offsets").exists(), checkpoint=checkpoint
             )
+            catch_up(job.sink_options, job.sink)  # batches a crash left out of the Iceberg table
             result = _run_query(
                 job, checkpoint, epoch, options, once=once, master=master,
                 on_progress=on_progress, stop=stop,

@@ -33,6 +33,7 @@ from blockgz.errors import ConfigError
 from blockgz.option_defs import OPTIONS, TYPO_CUTOFF, NotDone, OptionDef, OptionSet
 from blockgz.options import Options, as_options
 from blockgz.sink.export import job_options as _job_options  # noqa: F401  (declares the job's options)
+from blockgz.sink.iceberg import settings as _iceberg  # noqa: F401  (declares blockgz.iceberg.*)
 from blockgz.sink.kafka import options as _source_options  # noqa: F401  (declares the source's)
 from blockgz.sink.write import config as _sink_config  # noqa: F401  (declares the sink's)
 from blockgz.store.settings import OPTION_NAMES as S3_OPTION_NAMES

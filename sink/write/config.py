@@ -46,6 +46,7 @@ from blockgz.formats.registry import FORMATS, check_companion_role
 from blockgz.option_defs import OPTIONS
 from blockgz.options import Options, as_options
 from blockgz.sink.convert.converters import JSON, ConverterSettings
+from blockgz.sink.iceberg.spec import check_table_settings
 from blockgz.sink.partitioning.settings import DefaultSettings, PartitionerSettings
 from blockgz.sink.partitioning.zones import parse_timezone
 from blockgz.sink.write.deadletter import DeadLetterSettings
@@ -216,6 +217,7 @@ def _check_combinations(config: SinkConfig, opts: Options) -> None:
             "JsonConverter with schemas.enable=true)"
         )
     config.compression_settings()
+    check_table_settings(opts, config.extension, config.partitioning)
 
 
 def _only_for(fmt: Format, option: str) -> None:

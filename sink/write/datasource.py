@@ -3,7 +3,9 @@
 Streaming (``writeStream.format("blockgz")``) and batch (``write.format("blockgz")``). Options
 are Confluent's S3-sink names (see :mod:`blockgz.sink.write.config`). Each task writes the
 topic-partitions it is given (:mod:`blockgz.sink.write.task`) and returns the files it made; the
-driver's ``commit`` writes the batch manifest; ``abort`` deletes what a failed batch wrote.
+driver's ``commit`` writes the batch manifest (then, with ``blockgz.iceberg.table``, adds the
+batch's Parquet files to the Iceberg table: :mod:`blockgz.sink.iceberg`); ``abort`` deletes
+what a failed batch wrote.
 
 Example (needs Spark, so not a doctest)::
 
@@ -33,6 +35,8 @@ from blockgz.archive.catalog import compact_every
 from blockgz.archive.lease import DEFAULT_TTL_MS, Holder, Lease, lease_key
 from blockgz.archive.manifests import delete_written
 from blockgz.errors import BlockGzError, ConfigError
+from blockgz.sink.iceberg.settings import IcebergSettings
+from blockgz.sink.iceberg.table import ArchiveTable, commit_to_table
 from blockgz.sink.write.commit import TaskCommitMessage, write_manifest
 from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.hooks import load_listener
@@ -60,6 +64,7 @@ def _check_schema(schema, config: SinkConfig) -> None:
 class _Writer:
     def __init__(self, options: dict[str, str], schema):
         self.config = SinkConfig.from_options(options)
+        self.iceberg_settings = IcebergSettings.from_options(options)
         _check_schema(schema, self.config)
         # Set by ``blockgz export``: the lease this job holds, checked before each manifest.
         self.lease_token = str(options.get(LEASE_TOKEN, "") or "")
@@ -68,7 +73,16 @@ class _Writer:
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state.pop("_listener", None)  # the driver's; tasks load their own
+        state.pop("_iceberg", None)  # the driver's alone
         return state
+
+    @property
+    def iceberg(self) -> ArchiveTable | None:
+        """The Iceberg table each batch's files join (``blockgz.iceberg.table``), or ``None``."""
+        if not hasattr(self, "_iceberg"):
+            settings = self.iceberg_settings
+            self._iceberg = None if settings is None else ArchiveTable.of(settings, self.config)
+        return self._iceberg
 
     def _driver_listener(self):
         """The listener told about commits, loaded once on the driver."""
@@ -93,6 +107,8 @@ class _Writer:
         listener = self._driver_listener()
         if listener is not None:
             listener.batch_committed(batch_id, key)
+        if self.iceberg is not None:  # after the S3 commit: the table is a view of it
+            commit_to_table(self.iceberg, key)
 
     def _abort(self, messages: list[TaskCommitMessage | None], batch_id: int | str) -> None:
         store, prefix = self.config.make_store()

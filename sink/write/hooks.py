@@ -49,7 +49,8 @@ class WriteListener:
         """In a write task, after ``file`` (and its index) is complete."""
 
     def batch_committed(self, batch_id: int | str, manifest_key: str) -> None:
-        """On the driver, after the batch manifest is written."""
+        """On the driver, after the batch manifest is written (before the Iceberg commit of
+        :mod:`blockgz.sink.iceberg`, when there is one)."""
 
 
 def load_listener(spec: str, options: Mapping[str, str]) -> WriteListener | None:

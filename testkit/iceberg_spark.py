@@ -1,0 +1,47 @@
+"""Read an Iceberg table with Spark and Iceberg's Spark runtime jar, in a process of its own.
+
+``python -m testkit.iceberg_spark METADATA_LOCATION JAR[,JAR...] [key=value ...]`` starts a
+local SparkSession with the jars on the driver's classpath (and the ``spark.*`` settings
+given), loads the table from its metadata file (Iceberg's ``format("iceberg").load(path)``:
+no catalog needed) and prints one JSON line: ``{"rows": N, "offsets": [...]}``, or
+``{"error": "<the Java exception's first line>"}``.
+
+A process of its own because a JVM's classpath is fixed when it starts: the test session's
+SparkSession cannot take the runtime jar later.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def main(argv: list[str]) -> int:
+    from pyspark.sql import SparkSession
+
+    location, jars, *settings = argv
+    builder = (
+        SparkSession.builder.master("local[1]")
+        .appName("blockgz-iceberg-read")
+        .config("spark.driver.extraClassPath", jars.replace(",", os.pathsep))
+        .config("spark.ui.enabled", "false")
+    )
+    for setting in settings:
+        key, _, value = setting.partition("=")
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    try:
+        frame = spark.read.format("iceberg").load(location)
+        offsets = sorted(r[0] for r in frame.select("__kafka_offset").collect())
+        print(json.dumps({"rows": len(offsets), "offsets": offsets}), flush=True)
+    except Exception as exc:  # the JVM's error, whatever its class: reported, not raised
+        lines = [line for line in str(exc).splitlines() if "Error" in line or "Exception" in line]
+        print(json.dumps({"error": (lines or [str(exc)])[0].strip(": ")}), flush=True)
+    finally:
+        spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
