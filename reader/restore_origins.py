@@ -48,6 +48,12 @@ def origin_of(format_name: str | None, converter: str | None, role: str) -> str:
     kind, _, encoding = (converter or "").partition(":")
     if fmt is None:
         return "raw"
+    if fmt.indexes_itself and role == "value":  # Parquet: columns of the decoded value
+        return (
+            f"{REFUSE}the {what} are Parquet columns: the file keeps the decoded fields, not "
+            "the bytes Kafka held nor their registry schema id, so restoring them is not "
+            "supported (export with format.class=avro or bytearray to restore a topic)"
+        )
     if kind == "none+payload":
         return (
             f"{REFUSE}the {what} were Connect {{schema, payload}} envelopes and the archive "

@@ -163,7 +163,7 @@ def _avro(ref: ObjectRef) -> bool:
     from blockgz.formats.registry import format_of_extension
 
     fmt = format_of_extension(ref.extension, ref.bytearray_extension)
-    return fmt is not None and fmt.compresses_inside
+    return fmt is not None and fmt.compresses_inside and not fmt.indexes_itself
 
 
 def _full_name(doc: dict[str, Any]) -> str:

@@ -136,6 +136,9 @@ class Format(ABC):
     json_text: ClassVar[bool] = False
     #: The roles it can hold beside a value file (``keys``, ``headers``).
     companion_roles: ClassVar[frozenset[str]] = frozenset({KEYS, HEADERS})
+    #: Whether its value files hold each record's Kafka timestamp themselves (Parquet's
+    #: ``__kafka_timestamp`` column): no ``.timestamps`` file is written beside them.
+    keeps_timestamps: ClassVar[bool] = False
     #: Options that apply to this format alone (given with another format, they are refused).
     own_options: ClassVar[frozenset[str]] = frozenset()
     #: Whether records are framed by ``format.bytearray.framing``/``.separator`` (else by a

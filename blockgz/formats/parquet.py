@@ -94,6 +94,7 @@ class ParquetFormat(Format):
     indexes_itself = True
     #: Keys and headers go to companion files of another format (see the module docstring).
     companion_roles = frozenset()
+    keeps_timestamps = True  # the __kafka_timestamp column
 
     def extension(self, settings: FormatSettings) -> str:
         return PARQUET_EXTENSIONS[settings.parquet_codec]

@@ -64,6 +64,9 @@ from blockgz.formats.parquet_schema import (
 #: 256 KiB more of one does.)
 FOOTER_READ = 256 * 1024
 MAGIC = b"PAR1"
+#: What a Parquet row keeps beside its value (:attr:`Record.holds`): keys and headers are in
+#: companion files, which add themselves.
+_TIMESTAMP = frozenset({"timestamp"})
 
 
 class Pieces(io.RawIOBase):
@@ -291,7 +294,7 @@ def table_records(table: Any, value: str = "record") -> list[Record]:
     else:
         values = values_table.column(value).to_pylist()
     return [
-        Record(o, v) if t is None else Record.kept(o, v, timestamp=t)
+        Record(o, v) if t is None else Record.kept(o, v, timestamp=t, holds=_TIMESTAMP)
         for o, v, t in zip(offsets, values, stamps, strict=True)
     ]
 

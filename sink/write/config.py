@@ -93,10 +93,11 @@ def _companion_settings(opts: Options) -> dict[str, Any]:
     return {
         "store_keys": _read(opts, "store.kafka.keys"),
         "store_headers": _read(opts, "store.kafka.headers"),
-        # An envelope keeps each record's timestamp already (not its type: what a producer
-        # can set anyway is CreateTime).
+        # An envelope (and a Parquet file's __kafka_timestamp column) keeps each record's
+        # timestamp already (not its type: what a producer can set anyway is CreateTime).
         "store_timestamps": _read(opts, "store.kafka.timestamps")
-        and not _read(opts, ENVELOPE_OPTION),
+        and not _read(opts, ENVELOPE_OPTION)
+        and not value_format.keeps_timestamps,
         "keys_format": keys_format.name,
         "headers_format": headers_format.name,
         "timestamps_format": timestamps_format.name,

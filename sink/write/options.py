@@ -247,7 +247,7 @@ SINK_OPTIONS = OptionSet(
         "also write `…+<start>.timestamps.<ext>` beside each value file: each record's Kafka "
         "timestamp and timestamp type, so a restore gives them back and time windows work on "
         "every format (about 2-3 bytes a record compressed); not with "
-        "`format.json.envelope`, which keeps them",
+        "`format.json.envelope` or Parquet, which keep them",
         origin="blockgz",
     ),
     _sink(

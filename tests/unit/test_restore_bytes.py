@@ -126,8 +126,9 @@ def test_what_replay_sends_is_what_kafka_held(tmp_path, options, values, keys, b
         ({"format.class": AVRO, "value.converter": JSON}, "JsonConverter with schemas.enable"),
         ({"value.converter": JSON}, "JsonConverter with schemas.enable"),
         ({"value.converter.schemas.enable": "true"}, "kept only their payloads"),
+        ({"format.class": "parquet", "value.converter": JSON}, "values are Parquet columns"),
     ],
-    ids=["avro-json-schemas", "json-json-schemas", "json-unwrapped"],
+    ids=["avro-json-schemas", "json-json-schemas", "json-unwrapped", "parquet"],
 )
 def test_what_cannot_come_back_is_refused_in_one_line(tmp_path, options, missing):
     envelope = b'{"schema":{"type":"string","optional":false},"payload":"x"}'
