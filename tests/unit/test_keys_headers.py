@@ -75,7 +75,7 @@ def test_keys_and_headers_come_back_with_every_record(
     roles = sorted((f.role, f.first_offset, f.records) for f in message.files)
     assert roles == sorted(
         (role, first, n)
-        for role in ("value", "keys", "headers", "timestamps")  # timestamps: by default
+        for role in ("value", "keys", "headers")
         for first, n in ((100, 5), (105, 5), (110, 2))
     )
     names = sorted(p.name for p in (tmp_path / "topics/t/partition=0").iterdir())
@@ -152,8 +152,8 @@ def test_manifests_count_records_once_with_companions(tmp_path):
     log = config.manifest_log(store, prefix)
     write_manifest(log, 0, [message])
     manifest = log.read_batch(0)
-    assert manifest.records == 6 and len(manifest.files) == 3
-    assert {f.role for f in manifest.files} == {"value", "keys", "timestamps"}
+    assert manifest.records == 6 and len(manifest.files) == 2
+    assert {f.role for f in manifest.files} == {"value", "keys"}
     assert json.loads(store.get(log.key(0)))["files"][0].get("role") in (None, "keys")
 
 
@@ -173,7 +173,7 @@ def test_tombstones_with_keys_stored_keep_only_their_keys_and_headers(tmp_path, 
         options |= {"format.class": "avro", "value.converter": "string"}
     message = write(tmp_path, recs, **options)
     tombstone_files = [f for f in message.files if f.encoded_partition == "tombstone"]
-    assert sorted(f.role for f in tombstone_files) == ["headers", "keys", "timestamps"]
+    assert sorted(f.role for f in tombstone_files) == ["headers", "keys"]
     assert all(f.records == 3 for f in tombstone_files)
     keys_file = next(f for f in tombstone_files if f.role == "keys")
     assert keys_file.key == "topics/t/tombstone/t+0+0000000102.keys.json"
@@ -182,18 +182,11 @@ def test_tombstones_with_keys_stored_keep_only_their_keys_and_headers(tmp_path, 
     values = sum(f.records for f in message.files if f.role == "value")
     assert values == 9  # the other records, no null entry among them
     tombstone_dir = sorted(p.name for p in (tmp_path / "topics/t/tombstone").iterdir())
-    assert tombstone_dir == sorted(
-        [
-            ".t+0+0000000102.headers.avro.index.json",
-            "t+0+0000000102.headers.avro",
-            "t+0+0000000102.keys.json",
-            *(
-                [".t+0+0000000102.timestamps.avro.index.json", "t+0+0000000102.timestamps.avro"]
-                if fmt == "avro"
-                else ["t+0+0000000102.timestamps.json"]
-            ),
-        ]
-    )
+    assert tombstone_dir == [
+        ".t+0+0000000102.headers.avro.index.json",
+        "t+0+0000000102.headers.avro",
+        "t+0+0000000102.keys.json",
+    ]
 
 
 def test_a_record_whose_partition_is_the_tombstone_directory_is_refused_not_dropped(tmp_path):

@@ -74,12 +74,13 @@ EXACT = [
 def archive(root, options: dict, records: list[KafkaRecord], *, batch_path: bool) -> None:
     config = SinkConfig.from_options(
         {"path": str(root), "flush.size": "3", "store.kafka.keys": "true",
-         "store.kafka.headers": "true", **options}
+         "store.kafka.headers": "true", "store.kafka.timestamps": "true", **options}
     )  # fmt: skip
     if "keys.format.class" not in options and options.get("format.class") == "bytearray":
         config = SinkConfig.from_options(
             {"path": str(root), "flush.size": "3", "store.kafka.keys": "true",
-             "store.kafka.headers": "true", "keys.format.class": "json", **options}
+             "store.kafka.headers": "true", "store.kafka.timestamps": "true",
+             "keys.format.class": "json", **options}
         )  # fmt: skip
     batches = arrow_batches(records, None if batch_path else [1] * len(records))
     committed(config, write_task(config, iter(batches)))
@@ -138,11 +139,12 @@ def test_what_cannot_come_back_is_refused_in_one_line(tmp_path, options, missing
     assert "\n" not in str(refused.value) and "t/0: cannot restore" in str(refused.value)
 
 
-def test_timestamps_are_kept_by_default_in_the_values_format(tmp_path):
-    """Without any option the export writes a timestamps file (JSON beside JSON values,
-    compressed as they are) and a time window works on a plain JSON archive."""
+def test_timestamps_are_kept_in_the_values_format_when_asked(tmp_path):
+    """With ``store.kafka.timestamps=true`` the export writes a timestamps file (JSON beside
+    JSON values, compressed as they are) and a time window works on a plain JSON archive."""
     records = records_of(JSON_TEXT, KEYS)
-    config = SinkConfig.from_options({"path": str(tmp_path), "s3.compression.type": "blockgzip"})
+    options = {"s3.compression.type": "blockgzip", "store.kafka.timestamps": "true"}
+    config = SinkConfig.from_options({"path": str(tmp_path), **options})
     write_task(config, iter(arrow_batches(records)))
     names = sorted(p.name for p in tmp_path.rglob("t+0+*"))
     assert names == ["t+0+0000000000.json.gz", "t+0+0000000000.timestamps.json.gz"]
@@ -166,7 +168,8 @@ def test_an_archive_without_timestamps_files_reads_as_before(tmp_path):
 
 def test_tables_carry_the_timestamp_type(tmp_path):
     records = records_of(JSON_TEXT, KEYS)
-    write_task(SinkConfig.from_options({"path": str(tmp_path)}), iter(arrow_batches(records)))
+    options = {"path": str(tmp_path), "store.kafka.timestamps": "true"}
+    write_task(SinkConfig.from_options(options), iter(arrow_batches(records)))
     with open_archive(str(tmp_path)) as archive:
         table = archive.read_arrow("t", 0, start=0, end=4)
     assert table.column("timestampType").to_pylist() == [0, 1, 0, 1]
