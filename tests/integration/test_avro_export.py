@@ -70,7 +70,7 @@ def test_avro_quickstart_layout_exactly_once_and_seekable(
         **{"format.class": "io.confluent.connect.s3.format.avro.AvroFormat", "flush.size": "3"},
     )
     result = export_once(spark, job, tmp_path / "ckpt")
-    assert result.records == 18 and result.files == 12  # 6 value files, each with .timestamps
+    assert result.records == 18 and result.files == 6
     store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     exported = read_exported(store, prefix)
     exported.assert_exactly_once(2, 9)

@@ -4,8 +4,8 @@ real servers (Apache Kafka, SeaweedFS, Spark local mode, the registry stand-in).
 One property test per ``format.class`` (json, json with the envelope, bytearray, avro):
 Hypothesis draws the examples — records with keys (null too), values, headers (null values
 too), CreateTime timestamps — each example is produced to its own partition of one topic, the
-topic is exported once with the format's options (keys and headers kept; timestamps are kept by
-default), replayed into a new topic, and both topics are read back by a consumer: key and value
+topic is exported once with the format's options (keys, headers and timestamps kept),
+replayed into a new topic, and both topics are read back by a consumer: key and value
 bytes, headers, timestamp and timestamp type are equal, record for record, in every partition.
 The replay's resume header (``blockgz.replay``) is left out of the comparison. An export takes
 seconds, so the examples share one (no shrinking: a failure names its partition, that is its
@@ -143,6 +143,7 @@ def round_trip(spark, kafka, s3_server, bucket, tmp_path, partitions, options, *
             **s3_options(s3_server.endpoint_url),
             "store.kafka.keys": "true",
             "store.kafka.headers": "true",
+            "store.kafka.timestamps": "true",
             **options,
         }
     )
