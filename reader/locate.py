@@ -23,6 +23,7 @@ recorded (``topics.dir=bgz``) is adopted once when the default finds nothing.
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
 from blockgz.archive.layout import KeyLayout, Layout
@@ -79,9 +80,14 @@ class ObjectLocator:
         if key in self.objects:
             refs = self.objects[key]
             return refs, refs[0].start_offset if refs else None
+        listing = self._listing_ahead(topic, partition)
         source = self.committed_source(topic, partition)
+        if listing is not None and source is not None:
+            listing.exception()  # not needed after all; waited for, so no request outlives us
         if source is None:
-            refs, complete = self.list_partition(topic, partition)
+            refs, complete = (
+                listing.result() if listing is not None else self.list_partition(topic, partition)
+            )
             if not (complete and refs):
                 source = self.catalog_source()
             if source is None or not source.has(topic, partition):
@@ -96,6 +102,21 @@ class ObjectLocator:
         if from_offset is None:
             self.objects[key] = found
         return found, source.first_offset(topic, partition)
+
+    def _listing_ahead(self, topic: str, partition: int) -> Future | None:
+        """The partition's first listing page, started on a thread when a committed read is
+        about to look for the exports' catalogs first: the two requests do not depend on each
+        other, so on S3 their round trips overlap instead of adding up (``None``: no catalog
+        lookup is coming, the listing is made when needed)."""
+        if not (self.committed_only and self.use_catalog and self.layout.has_exports):
+            return None
+        if self._catalog is not _UNSET:
+            return None
+        pool = ThreadPoolExecutor(1, thread_name_prefix="blockgz-list")
+        try:
+            return pool.submit(self.list_partition, topic, partition)
+        finally:
+            pool.shutdown(wait=False)
 
     def list_partition(self, topic: str, partition: int) -> tuple[list[ObjectRef], bool]:
         """The partition prefix's first listing page: ``(refs, whether that was all)``."""

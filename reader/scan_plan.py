@@ -210,10 +210,20 @@ def plan_scan(
         return []
     pieces: list[Piece] = []
     for topic in _topics(archive, scan, topics, topics_regex):
-        for partition in archive.partitions(topic):
-            if scan.partitions.contains(partition):
-                pieces.extend(_pieces(archive, topic, partition, scan))
+        for partition in _partitions(archive, topic, scan):
+            pieces.extend(_pieces(archive, topic, partition, scan))
     return _grouped(pieces, split_bytes)
+
+
+def _partitions(archive: Archive, topic: str, scan: ScanFilter) -> list[int]:
+    """The partitions of ``topic`` to look at. When the query names them (``partition = 0``,
+    ``IN (...)``) they are looked up directly: listing the topic's directory (and looking for
+    the exports' catalogs first) would cost two sequential requests on S3 before the first
+    useful one, and a partition the archive lacks just has no objects."""
+    wanted = scan.partitions
+    if wanted.points is not None:
+        return sorted(p for p in wanted.points if wanted.contains(p))
+    return [p for p in archive.partitions(topic) if wanted.contains(p)]
 
 
 def _topics(archive: Archive, scan: ScanFilter, topics, topics_regex) -> list[str]:

@@ -39,6 +39,7 @@ from blockgz.formats.base import (
     text_or_base64,
 )
 from blockgz.formats.connect_render import render_json
+from blockgz.formats.json_check import all_valid, invalid_rows, valid_json
 
 #: The option only this format takes.
 ENVELOPE_OPTION = "format.json.envelope"
@@ -120,9 +121,10 @@ class JsonValueEncoder(RecordEncoder):
         assert value is not None
         if self.unwrap_payload:
             return orjson.dumps(_payload(record))
-        parsed = record.json()  # validates; cached for partitioners that look inside
         if b"\n" in value or b"\r" in value:
-            return orjson.dumps(parsed)
+            return orjson.dumps(record.json())  # parsed (cached for partitioners), one line
+        if not valid_json(value):
+            record.json()  # raises, naming the record and what is wrong
         return value
 
     def encode_tombstone(self, record: Any) -> bytes:
@@ -131,12 +133,7 @@ class JsonValueEncoder(RecordEncoder):
     def rejected(self, values: list[bytes]) -> list[int]:
         if not self.may_pass_through:
             return super().rejected(values)
-        loads, bad = orjson.loads, []
-        for i, value in enumerate(values):
-            try:
-                loads(value)
-            except orjson.JSONDecodeError:
-                bad.append(i)
+        bad = invalid_rows(values)
         joined = b"".join(values)
         if b"\n" in joined or b"\r" in joined:  # valid, but written re-serialised on one line
             bad = sorted({*bad, *(i for i, v in enumerate(values) if b"\n" in v or b"\r" in v)})
@@ -146,13 +143,7 @@ class JsonValueEncoder(RecordEncoder):
         """Single-line, valid JSON values are stored byte for byte."""
         if not self.may_pass_through or framed.count(b"\n") != len(values) or b"\r" in framed:
             return False
-        loads = orjson.loads
-        try:
-            for value in values:
-                loads(value)
-        except orjson.JSONDecodeError:
-            return False  # encode() names the record
-        return True
+        return all_valid(values, framed)  # else encode() names the record
 
 
 class JsonEnvelopeEncoder(RecordEncoder):

@@ -79,6 +79,7 @@ from blockgz.sink.kafka.options import (
 )
 from blockgz.sink.kafka.ranges import asking_again, new_consumer, read_range
 from blockgz.sink.records import kafka_schema_ddl
+from blockgz.worker_heap import settle as settle_heap
 
 log = logging.getLogger("blockgz.kafka_source")
 
@@ -252,6 +253,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, KafkaInputPartition)
+        settle_heap()  # collections skip the worker's long-lived objects (blockgz.worker_heap)
         if self.config.emit_ranges:
             return iter([(partition.topic, partition.partition, partition.start, partition.end)])
         return read_range(self.config, partition)

@@ -42,6 +42,7 @@ from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.hooks import load_listener
 from blockgz.sink.write.options import INPUT_READER, LEASE_TOKEN, LEASE_TTL
 from blockgz.sink.write.task import write_task
+from blockgz.worker_heap import settle as settle_heap
 
 log = logging.getLogger("blockgz.sink")
 
@@ -91,6 +92,7 @@ class _Writer:
         return self._listener
 
     def write(self, iterator: Iterator[Any]) -> TaskCommitMessage:
+        settle_heap()  # collections skip the worker's long-lived objects (blockgz.worker_heap)
         return write_task(self.config, iterator)
 
     def _commit(self, messages: list[TaskCommitMessage | None], batch_id: int | str) -> None:

@@ -307,3 +307,38 @@ def test_a_time_window_plans_only_the_blocks_whose_index_places_them_in_it(tmp_p
     assert [c.first_record_offset for c in chunks] == [30, 33, 36, 39, 42, 45]
     assert {o for _, _, o, _ in rows} >= set(range(31, 46))
     assert len(rows) == 18  # whole blocks: Spark drops the rest by the condition
+
+
+def test_a_query_naming_its_partition_lists_neither_the_topic_nor_waits_for_the_catalog(
+    tmp_path, monkeypatch
+):
+    """On S3 every request is a round trip: a query that names its topic and partition goes
+    straight to the partition's listing (no listing of the topic's directory), and the
+    committed read's catalog lookup runs beside that listing, not before it."""
+    import threading
+
+    store = LocalStore(tmp_path)
+    expected = build_partition(store, objects=3, records_per_object=400, block_size=4096)
+    calls: list[tuple[str, str, str]] = []
+    for name in ("list", "list_prefixes"):
+        original = getattr(LocalStore, name)
+
+        def recorded(self, prefix, *args, _original=original, _name=name, **kwargs):
+            calls.append((_name, prefix, threading.current_thread().name))
+            return _original(self, prefix, *args, **kwargs)
+
+        monkeypatch.setattr(LocalStore, name, recorded)
+    scan = (
+        ScanFilter()
+        .with_topics(["orders"])
+        .with_range("partition", points=[0])
+        .with_range("offset", low=450, high=459)
+    )
+    with open_archive(str(tmp_path)) as archive:
+        splits = plan_scan(archive, scan)
+        rows = rows_of(archive, splits, scan)
+    assert [(o, v) for _, _, o, v in rows] == [(o, expected[o]) for o in range(450, 460)]
+    listed = [prefix for _, prefix, _ in calls]
+    assert not any(p.rstrip("/").endswith("topics/orders") for p in listed), listed
+    (partition_listing,) = [c for c in calls if "partition=0" in c[1]]
+    assert partition_listing[2].startswith("blockgz-list"), calls  # beside the catalog lookup
