@@ -49,7 +49,7 @@ from blockgz.options import as_options
 from blockgz.reader.analytics import ArchiveAnalytics
 from blockgz.reader.archive_options import ARCHIVE_OPTIONS, check_reader_options
 from blockgz.reader.catalog_source import merged_by_offset, overlapping
-from blockgz.reader.companion_entries import with_entries
+from blockgz.reader.companion_entries import block_with_entries, with_entries
 from blockgz.reader.locate import ObjectLocator
 from blockgz.reader.overlaps import Overlap, find_overlaps
 from blockgz.reader.strays import Listing
@@ -454,10 +454,7 @@ class Archive(ArchiveAnalytics):
         if not ref.companions or not records:
             return records
         kept = [self._companion_entries(c, records[0].offset, len(records)) for c in ref.companions]
-        return [
-            with_entries(r, ref.companions, [entries[n] for entries in kept])
-            for n, r in enumerate(records)
-        ]
+        return block_with_entries(records, ref.companions, kept)
 
     def _companion_entries(self, ref: ObjectRef, offset: int, count: int) -> list[Any]:
         """The entries of a keys/headers object for ``count`` records from ``offset``."""

@@ -34,6 +34,7 @@ from blockgz.kafka_security import librdkafka_settings
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.reader.archive import Archive
 from blockgz.reader.archive_options import check_reader_options
+from blockgz.reader.gc_pause import fewer_collections
 from blockgz.reader.restore_values import KafkaBytes
 from blockgz.registry import RegistrySettings
 from blockgz.times import epoch_ms
@@ -231,70 +232,73 @@ def replay(
         raise ConfigError(f"the producer settings (-O kafka.*) were refused: {exc}") from exc
     result = ReplayResult()
     started = time.monotonic()
-    try:
-        for source in sources:
-            sent = skipped = 0
-            blocks = archive.record_blocks(
-                settings.topic,
-                [source],
-                start=settings.start,
-                end=settings.end,
-                from_time=settings.from_time,
-                to_time=settings.to_time,
-            )
-            last_delivered = {t: n for (src, t), n in delivered.items() if src == source}
-            floor = last_delivered.get(source, -1)  # without --by-key all goes to `source`
-            counted = (settings.already or {}).get(source, 0)
-            marker = f"{settings.topic}/{source}/".encode() if settings.mark else None
-            for _, block in blocks:
-                _note_not_kept(block[0], result, settings.topic, source)
-                routes: Iterable[int]
-                keys = restored.keys(source, block)  # the bytes Kafka held (None: as read)
-                if settings.by_key:
-                    routes = [
-                        _partition_of(r, targets, None if keys is None else keys[n])
-                        for n, r in enumerate(block)
-                    ]
-                    due = [
-                        r.offset > last_delivered.get(t, -1)
-                        for r, t in zip(block, routes, strict=True)
-                    ]
-                    unsent = list(itertools.compress(block, due))
-                    routes = list(itertools.compress(routes, due))
-                    keys = None if keys is None else list(itertools.compress(keys, due))
-                else:
-                    unsent = (
-                        block if block[0].offset > floor else [r for r in block if r.offset > floor]
-                    )
-                    if counted:  # delivered before, as counted by a restore's claim
-                        unsent, counted = unsent[counted:], max(0, counted - len(unsent))
-                    routes = itertools.repeat(source)
-                    if keys is not None and len(unsent) < len(block):
-                        keys = keys[len(block) - len(unsent) :]
-                values = restored.values(source, unsent) if unsent else None
-                _send(producer, settings.to_topic, unsent, routes, marker, values, keys)
-                sent += len(unsent)
-                skipped += len(block) - len(unsent)
-                producer.poll(0)  # serve failure reports once per block
-                if deliveries.failures:
-                    break
+    with fewer_collections():  # millions of short-lived records: see reader/gc_pause.py
+        try:
+            for source in sources:
+                sent = skipped = 0
+                blocks = archive.record_blocks(
+                    settings.topic,
+                    [source],
+                    start=settings.start,
+                    end=settings.end,
+                    from_time=settings.from_time,
+                    to_time=settings.to_time,
+                )
+                last_delivered = {t: n for (src, t), n in delivered.items() if src == source}
+                floor = last_delivered.get(source, -1)  # without --by-key all goes to `source`
+                counted = (settings.already or {}).get(source, 0)
+                marker = f"{settings.topic}/{source}/".encode() if settings.mark else None
+                for _, block in blocks:
+                    _note_not_kept(block[0], result, settings.topic, source)
+                    routes: Iterable[int]
+                    keys = restored.keys(source, block)  # the bytes Kafka held (None: as read)
+                    if settings.by_key:
+                        routes = [
+                            _partition_of(r, targets, None if keys is None else keys[n])
+                            for n, r in enumerate(block)
+                        ]
+                        due = [
+                            r.offset > last_delivered.get(t, -1)
+                            for r, t in zip(block, routes, strict=True)
+                        ]
+                        unsent = list(itertools.compress(block, due))
+                        routes = list(itertools.compress(routes, due))
+                        keys = None if keys is None else list(itertools.compress(keys, due))
+                    else:
+                        unsent = (
+                            block
+                            if block[0].offset > floor
+                            else [r for r in block if r.offset > floor]
+                        )
+                        if counted:  # delivered before, as counted by a restore's claim
+                            unsent, counted = unsent[counted:], max(0, counted - len(unsent))
+                        routes = itertools.repeat(source)
+                        if keys is not None and len(unsent) < len(block):
+                            keys = keys[len(block) - len(unsent) :]
+                    values = restored.values(source, unsent) if unsent else None
+                    _send(producer, settings.to_topic, unsent, routes, marker, values, keys)
+                    sent += len(unsent)
+                    skipped += len(block) - len(unsent)
+                    producer.poll(0)  # serve failure reports once per block
+                    if deliveries.failures:
+                        break
+                    if on_progress is not None:
+                        on_progress(source, sent)
+                result.sent[source], result.skipped[source] = sent, skipped
                 if on_progress is not None:
                     on_progress(source, sent)
-            result.sent[source], result.skipped[source] = sent, skipped
-            if on_progress is not None:
-                on_progress(source, sent)
-            log.info(
-                "%s-%d -> %s: %d records sent, %d already there",
-                settings.topic,
-                source,
-                settings.to_topic,
-                sent,
-                skipped,
-            )
-            if deliveries.failures:
-                break
-    finally:
-        remaining = producer.flush(60)
+                log.info(
+                    "%s-%d -> %s: %d records sent, %d already there",
+                    settings.topic,
+                    source,
+                    settings.to_topic,
+                    sent,
+                    skipped,
+                )
+                if deliveries.failures:
+                    break
+        finally:
+            remaining = producer.flush(60)
     result.seconds = time.monotonic() - started
     if deliveries.failures or remaining:
         what = deliveries.failures[0] if deliveries.failures else f"{remaining} still queued"

@@ -29,7 +29,7 @@ WindowCount(records=4, first=11, last=14, below={0: 0, 13: 2, 99: 4})
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from blockgz.errors import ConfigError, OffsetNotFoundError
@@ -80,8 +80,8 @@ class _Tally:
         self.last: int | None = None
         self.below = dict.fromkeys(sorted(set(below)), 0)
 
-    def add(self, offsets: list[int]) -> None:
-        """Count ``offsets`` (ascending, all inside the window)."""
+    def add(self, offsets: Sequence[int]) -> None:
+        """Count ``offsets`` (ascending, all inside the window; a list or a ``range``)."""
         if not offsets:
             return
         self.records += len(offsets)
@@ -140,6 +140,14 @@ def _count_indexed(archive, refs, window: Window, tally: _Tally) -> None:
                 seen = chunk.last_record_offset
                 continue
             inside = window.timed and _wholly_inside(chunk, window)
+            if (not window.timed or inside) and chunk.offset_deltas is None:
+                # Consecutive offsets: counted as a range, with no step per record.
+                low = max(chunk.first_record_offset, seen + 1, window.start or 0)
+                end = chunk.last_record_offset + 1
+                end = end if window.end is None else min(end, window.end)
+                tally.add(range(low, max(low, end)))
+                seen = chunk.last_record_offset
+                continue
             if not window.timed or inside:
                 offsets = [o for o in chunk.record_offsets() if o > seen]
             else:

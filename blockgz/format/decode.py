@@ -71,7 +71,8 @@ class Record(NamedTuple):
     ) -> Record:
         """A record with the key, headers and timestamp the archive kept (``holds``: which
         of them it kept; all three by default, as an envelope does)."""
-        record = _KeptRecord(offset, value)
+        # tuple.__new__ directly: the NamedTuple's __new__ is one more Python call, per record
+        record = _tuple_new(_KeptRecord, (offset, value))
         record.__dict__.update(
             key=key,
             headers=headers,
@@ -80,6 +81,9 @@ class Record(NamedTuple):
             holds=holds,
         )
         return record
+
+
+_tuple_new = tuple.__new__
 
 
 class _KeptRecord(Record):
@@ -177,7 +181,8 @@ def chunk_records(
             byte_offset=chunk.byte_offset,
         )
     offsets = chunk.record_offsets()[start : start + len(values)]
-    return [Record(o, v) for o, v in zip(offsets, values, strict=True)]
+    # tuple.__new__ of each (offset, value) pair: no Python call per record (Record(o, v) is one)
+    return [_tuple_new(Record, pair) for pair in zip(offsets, values, strict=True)]
 
 
 def avro_chunk_records(
@@ -207,7 +212,8 @@ def avro_chunk_records(
     else:
         values = avro_block_slice(raw, chunk, avro, start, stop, block=block, source=source)
     offsets = chunk.record_offsets()[start : start + len(values)]
-    return [Record(o, v) for o, v in zip(offsets, values, strict=True)]
+    # tuple.__new__ of each (offset, value) pair: no Python call per record (Record(o, v) is one)
+    return [_tuple_new(Record, pair) for pair in zip(offsets, values, strict=True)]
 
 
 def block_records(

@@ -24,6 +24,7 @@ b'\\x00\\x01'
 from __future__ import annotations
 
 import json as stdlib_json  # this module is blockgz.formats.json; the standard library's
+import re
 from typing import Any
 
 import orjson
@@ -107,6 +108,58 @@ class JsonFormat(Format):
         """JSON parsed: text and ``{"base64": ...}`` back to bytes, a headers list as it is."""
         doc = stdlib_json.loads(entry)  # as readers always did (numbers beyond 64 bits too)
         return doc if isinstance(doc, list) else from_text(doc)
+
+    def decode_entries(self, entries: list[Any]) -> list[Any]:
+        """:meth:`decode_entry` of each entry, the lines straight to the stdlib decoder's
+        ``raw_decode`` (what ``json.loads`` does after per-call checks that cost more than
+        the parse of a short line: a replay decodes a timestamps entry per record). A line
+        it does not take whole (whitespace around it, not UTF-8, not JSON) goes through
+        :meth:`decode_entry`, so it is decoded, or refused, as it is alone.
+
+        >>> JsonFormat().decode_entries([b'"k"', b'{"base64": "AAE="}', b"[1,0]", b" 2"])
+        [b'k', b'\\x00\\x01', [1, 0], 2]
+        """
+        pairs = _int_pairs(entries)
+        if pairs is not None:
+            return pairs
+        parse, alone = _DECODER.raw_decode, self.decode_entry
+        out = []
+        for entry in entries:
+            try:
+                text = entry.decode()
+                doc, end = parse(text)
+            except (ValueError, AttributeError):  # AttributeError: not bytes
+                out.append(alone(entry))
+                continue
+            if end != len(text):
+                out.append(alone(entry))
+            else:
+                out.append(doc if isinstance(doc, list) else from_text(doc))
+        return out
+
+
+def _int_pairs(entries: list[Any]) -> list[list[int]] | None:
+    """Entries that are all ``[int,int]`` without spaces (a ``.timestamps`` file's lines:
+    ``[ms,type]``) parsed by one regex over the block, their numbers as JSON reads them; ``None``
+    when some entry is anything else.
+
+    >>> _int_pairs([b"[1700000000000,0]", b"[-1,-1]"]), _int_pairs([b"[1, 0]"])
+    ([[1700000000000, 0], [-1, -1]], None)
+    """
+    if not entries or not all(type(e) is bytes for e in entries):
+        return None
+    joined = b"\n".join(entries) + b"\n"
+    if _PAIRS.fullmatch(joined) is None:  # every line one pair (no line holds a newline)
+        return None
+    found = [[int(ms), int(kind)] for ms, kind in _PAIR.findall(joined)]
+    return found if len(found) == len(entries) else None
+
+
+_INT = rb"-?(?:0|[1-9][0-9]*)"  # a JSON integer
+_PAIR = re.compile(rb"\[(" + _INT + rb"),(" + _INT + rb")\]\n")
+_PAIRS = re.compile(rb"(?:\[" + _INT + rb"," + _INT + rb"\]\n)*")
+#: One JSON document parsed (the stdlib's: numbers beyond 64 bits as :meth:`decode_entry`).
+_DECODER = stdlib_json.JSONDecoder()
 
 
 class JsonValueEncoder(RecordEncoder):

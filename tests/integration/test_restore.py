@@ -445,3 +445,169 @@ def test_disaster_recovery_drill(spark, kafka, kafka_b, s3_server, bucket, tmp_p
         on_b = read_all(kafka_b, target)
         for p, got in archived_at_t[topic].items():
             assert [m.value() for m in on_b[p]] == [v for _, v in got]
+
+
+@pytest.fixture(scope="module")
+def registry_b():
+    """A second, fresh schema registry: cluster B's. One schema is registered first, so the ids
+    it hands out differ from registry A's and an id left unrewritten decodes wrongly or not."""
+    from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+
+    from blockgz.local_servers.registry import LocalSchemaRegistry
+
+    with LocalSchemaRegistry() as server:
+        SchemaRegistryClient({"url": server.url}).register_schema(
+            "taken-value", Schema('{"type": "string"}', "AVRO")
+        )
+        yield server
+
+
+DRILL_SCHEMA = json.dumps(
+    {"type": "record", "name": "Order", "namespace": "io.blockgz.drill",
+     "fields": [{"name": "id", "type": "long"}, {"name": "item", "type": "string"}]}
+)  # fmt: skip
+
+
+def _drill_rows(kind: str, partition: int, first: int, count: int) -> list[tuple]:
+    """``(key, value, headers)``: an Avro topic's values are dicts (serialized when sent)."""
+    rows = []
+    for n in range(first, first + count):
+        key = b"%s-%d-%d" % (kind.encode(), partition, n)
+        headers = [("seq", b"%d" % n), ("from", b"a")]
+        if kind == "avro":
+            value: object = {"id": partition * 1000 + n, "item": f"item {n}"}
+        elif kind == "json":
+            value = b'{"p":%d,"n":%d,"ok":true}' % (partition, n)
+        else:
+            value = bytes([partition, n % 256, 0, 255]) + b"\x00raw"
+        rows.append((key, value, headers))
+    return rows
+
+
+@pytest.mark.slow
+def test_disaster_recovery_drill_with_schemas(
+    spark, kafka, kafka_b, registry, registry_b, s3_server, bucket, tmp_path
+):
+    """The issue's drill. Cluster A with registry A: Avro values with keys (AvroConverter,
+    ``format.class=avro``), JSON (compacted), bytes (ByteArrayConverter, ``bytearray``), keys
+    and headers kept, two consumer groups stopped part-way; exported (one job per format) with
+    snapshots. Cluster B, fresh, with its own fresh registry: ``blockgz restore --to-time T
+    --schema-registry-url B`` with a rename map. Then, per group, what it consumed on A up to
+    its committed offset at T plus what its consumers read on B (Avro decoded with B's
+    registry) is exactly its topics' records up to T: no duplicate, no gap, the same decoded
+    values, keys, headers and timestamps."""
+    from confluent_kafka.admin import ConfigResource, ResourceType
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    from blockgz.sink.export.job import run_export
+    from testkit.s3 import s3_options
+    from tests.integration.test_export import job_for
+    from tests.integration.test_snapshots import commit_group
+
+    run_id = uuid.uuid4().hex[:6]
+    names = {kind: f"dr3_{kind}_{run_id}" for kind in ("avro", "json", "bytes")}
+    avro, jsn, raw = names["avro"], names["json"], names["bytes"]
+    kafka.create_topic(avro, 2)
+    kafka.create_topic(jsn, 2, config={"cleanup.policy": "compact"})
+    kafka.create_topic(raw, 1, config={"retention.ms": "604800000"})
+    serializer = AvroSerializer(SchemaRegistryClient({"url": registry.url}), DRILL_SCHEMA)
+
+    def phase(first: int, count: int) -> None:
+        for kind, topic in names.items():
+            for p in range(len(kafka.partitions(topic))):
+                rows = _drill_rows(kind, p, first, count)
+                if kind == "avro":
+                    context = SerializationContext(topic, MessageField.VALUE)
+                    rows = [(k, serializer(v, context), h) for k, v, h in rows]
+                kafka.produce(topic, rows, partition=p)
+
+    phase(0, 8)
+    shop, audit = f"shop-{run_id}", f"audit-{run_id}"
+    at_t = {shop: {(avro, 0): 3, (avro, 1): 8, (jsn, 0): 0, (jsn, 1): 5}, audit: {(raw, 0): 6}}
+    for group, offsets in at_t.items():
+        commit_group(kafka, group, offsets)
+    kept = {"store.kafka.keys": "true", "store.kafka.headers": "true", "flush.size": "5",
+            "blockgz.snapshot.interval": "0"}  # fmt: skip
+    jobs = [
+        job_for(kafka, s3_server, bucket, avro, name=f"dr3-avro-{run_id}", **kept,
+                **{"format.class": "avro",
+                   "value.converter": "io.confluent.connect.avro.AvroConverter",
+                   "value.converter.schema.registry.url": registry.url}),
+        job_for(kafka, s3_server, bucket, jsn, name=f"dr3-json-{run_id}", **kept,
+                **{"format.class": "json", "keys.format.class": "json"}),
+        job_for(kafka, s3_server, bucket, raw, name=f"dr3-bytes-{run_id}", **kept,
+                **{"format.class": "bytearray", "format.bytearray.framing": "length-prefixed",
+                   "value.converter": "org.apache.kafka.connect.converters.ByteArrayConverter",
+                   "s3.compression.type": "blockgzip"}),
+    ]  # fmt: skip
+
+    def export_all() -> None:
+        for n, job in enumerate(jobs):
+            run_export(job, checkpoint=tmp_path / f"ckpt{n}", once=True, spark=spark,
+                       install_signal_handlers=False)  # fmt: skip
+
+    export_all()
+    to_time = int(time.time() * 1000) + 1  # after the snapshots, before what follows
+    while time.time() * 1000 < to_time:  # records produced from here on are stamped at T or later
+        pass
+    deserializer_a = AvroDeserializer(SchemaRegistryClient({"url": registry.url}))
+
+    def decoded(message, deserializer, topic: str) -> tuple:
+        value = message.value()
+        if topic == avro:
+            value = deserializer(value, SerializationContext(message.topic(), MessageField.VALUE))
+        headers = [(k, v) for k, v in message.headers() or [] if k != MARKER]
+        return topic, message.partition(), message.key(), value, headers, message.timestamp()
+
+    on_a = {topic: read_all(kafka, topic) for topic in names.values()}
+    up_to_t = {
+        topic: {p: [(m.offset(), decoded(m, deserializer_a, topic)) for m in got]
+                for p, got in on_a[topic].items()}
+        for topic in names.values()
+    }  # fmt: skip
+    phase(8, 3)  # after T: exported, never restored
+    commit_group(kafka, shop, {(avro, 0): 11, (avro, 1): 11, (jsn, 0): 9, (jsn, 1): 9})
+    commit_group(kafka, audit, {(raw, 0): 10})
+    export_all()
+
+    renamed = {topic: f"{kind}_on_b_{run_id}" for kind, topic in names.items()}
+    options = [f"{k}={v}" for k, v in s3_options(s3_server.endpoint_url).items()]
+    result = run(
+        f"s3://{bucket}", "--topics-regex", f"dr3_.*_{run_id}", "--to-time", str(to_time),
+        *[a for t, n in renamed.items() for a in ("--rename", f"{t}={n}")],
+        "--bootstrap-servers", kafka_b.bootstrap_servers,
+        "--schema-registry-url", registry_b.url, *EXACT,
+        *[a for o in options for a in ("-O", o)],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "kept no record" not in result.stderr, result.stderr  # keys/headers/times all kept
+    assert {t: len(kafka_b.partitions(n)) for t, n in renamed.items()} == {avro: 2, jsn: 2, raw: 1}
+    described = kafka_b.admin().describe_configs([ConfigResource(ResourceType.TOPIC, renamed[jsn])])
+    entries = next(iter(described.values())).result(timeout=15)
+    assert entries["cleanup.policy"].value == "compact"
+
+    # Avro values carry B's ids: B's registry decodes them (A's ids would not: see registry_b).
+    deserializer_b = AvroDeserializer(SchemaRegistryClient({"url": registry_b.url}))
+    source_of = {n: t for t, n in renamed.items()}
+    id_on_a, id_on_b = (
+        got[0][0].value()[1:5] for got in (on_a[avro], read_all(kafka_b, renamed[avro]))
+    )
+    assert id_on_a != id_on_b  # rewritten, not kept
+    for topic, target in renamed.items():  # the records themselves, as they were up to T
+        on_b = read_all(kafka_b, target)
+        for p, got in up_to_t[topic].items():
+            assert [decoded(m, deserializer_b, topic) for m in on_b[p]] == [d for _, d in got]
+            assert len(got) == 8
+    for group, offsets in at_t.items():
+        topics = sorted({t for t, _ in offsets})
+        consumed_on_a = [
+            d for t in topics for p, got in up_to_t[t].items()
+            for o, d in got if o < offsets[(t, p)]
+        ]  # fmt: skip
+        on_b = consume_as_group(kafka_b, group, [renamed[t] for t in topics])
+        read_on_b = [decoded(m, deserializer_b, source_of[m.topic()]) for m in on_b]
+        everything = [d for t in topics for got in up_to_t[t].values() for _, d in got]
+        assert sorted(consumed_on_a + read_on_b, key=repr) == sorted(everything, key=repr), group
+        assert 0 < len(read_on_b) < len(everything), group  # stopped part-way on A
