@@ -528,7 +528,8 @@ def test_disaster_recovery_drill_with_schemas(
     at_t = {shop: {(avro, 0): 3, (avro, 1): 8, (jsn, 0): 0, (jsn, 1): 5}, audit: {(raw, 0): 6}}
     for group, offsets in at_t.items():
         commit_group(kafka, group, offsets)
-    kept = {"store.kafka.keys": "true", "store.kafka.headers": "true", "flush.size": "5",
+    kept = {"store.kafka.keys": "true", "store.kafka.headers": "true",
+            "store.kafka.timestamps": "true", "flush.size": "5",
             "blockgz.snapshot.interval": "0"}  # fmt: skip
     jobs = [
         job_for(kafka, s3_server, bucket, avro, name=f"dr3-avro-{run_id}", **kept,
