@@ -182,7 +182,34 @@ def _set_groups(plan: RestorePlan, settings: RestoreSettings, prepared) -> Group
     for item in prepared:
         bases.update(item.bases)
     client = {k: v for k, v in settings.producer.items() if _admin_setting(k)}
-    return set_group_offsets(quiet_admin(client).client, plan.groups, bases)
+    placed = _placed_by_markers(plan, client, prepared)
+    return set_group_offsets(quiet_admin(client).client, plan.groups, bases, placed)
+
+
+def _placed_by_markers(
+    plan: RestorePlan, client: Mapping[str, Any], prepared: list[_Prepared]
+) -> dict[tuple[str, str], dict[int, int] | str]:
+    """``(group, target topic) ->`` its offsets on a topic restored with markers, from the
+    records read back (:mod:`blockgz.reader.group_markers`), or why none is exact."""
+    from blockgz.reader.group_markers import place_group, restored_records
+
+    placed: dict[tuple[str, str], dict[int, int] | str] = {}
+    for item in prepared:
+        if item.resume != "markers":
+            continue
+        entries = [g for g in plan.groups if g.source == item.topic.source]
+        if not entries:
+            continue
+        target = item.topic.target
+        restored, ends = restored_records(client, target, item.target.partitions, item.topic.source)
+        committed: dict[str, dict[int, int]] = {}
+        for entry in entries:
+            committed.setdefault(entry.group, {})[entry.partition] = entry.source_offset
+        for group, offsets in committed.items():
+            placed[(group, target)] = place_group(
+                restored, ends, offsets, by_key=plan.request.by_key, target=target
+            )
+    return placed
 
 
 def restore_on_spark(
