@@ -108,7 +108,7 @@ def restored_records(
     (Kafka has no reading of headers alone): the cost of placing groups on a marker target."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from blockgz.reader.replay import MARKER
+    from blockgz.reader.replay_markers import MARKER
 
     consumer = Consumer(
         {
