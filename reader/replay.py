@@ -144,10 +144,13 @@ def replay(
     settings: ReplaySettings,
     *,
     on_progress: Callable[[int, int], None] | None = None,
+    admin: Any = None,
 ) -> ReplayResult:
     """Replay the archived range into ``settings.to_topic``; see the module's notes.
 
-    ``on_progress(partition, records sent so far)`` is called now and then.
+    ``on_progress(partition, records sent so far)`` is called now and then. ``admin``: a
+    :class:`~blockgz.kafka_access.QuietAdmin` of the target cluster to use (a restore shares
+    one over its runs); one is made when ``None``.
     """
     from confluent_kafka import KafkaException, Producer
 
@@ -166,8 +169,13 @@ def replay(
         "delivery.report.only.error": True,
         "on_delivery": deliveries,
     }
-    targets = _target_partitions(config, settings.to_topic)
-    _check_target_access(config, settings.to_topic, mark=settings.mark)
+    if admin is None:
+        from blockgz.kafka_access import quiet_admin
+
+        # librdkafka's connection chatter kept off the terminal: failures are one line below
+        admin = quiet_admin(admin_settings(config))
+    targets = _target_partitions(admin.client, config, settings.to_topic)
+    _check_target_access(admin, config, settings.to_topic, mark=settings.mark)
     sources = (
         settings.partitions
         if settings.partitions is not None
@@ -355,11 +363,7 @@ def _send(
                 poll(0.005)
 
 
-def _target_partitions(config: Mapping[str, Any], topic: str) -> int:
-    from blockgz.kafka_access import quiet_admin
-
-    # librdkafka's connection chatter kept off the terminal: the failure is one line below
-    admin = quiet_admin(admin_settings(config)).client
+def _target_partitions(admin: Any, config: Mapping[str, Any], topic: str) -> int:
     try:
         metadata = admin.list_topics(timeout=15)  # all topics: asking for one may create it
     except Exception as exc:  # KafkaException: the brokers cannot be reached
@@ -375,12 +379,11 @@ def _target_partitions(config: Mapping[str, Any], topic: str) -> int:
     return len(found.partitions)
 
 
-def _check_target_access(config: Mapping[str, Any], topic: str, *, mark: bool) -> None:
+def _check_target_access(admin: Any, config: Mapping[str, Any], topic: str, *, mark: bool) -> None:
     """The principal may WRITE the target topic, and READ it when the resume markers are read
     back; a :class:`ReplayError` in one line naming the missing ACL."""
-    from blockgz.kafka_access import grant_hint, missing_operation, principal, quiet_admin
+    from blockgz.kafka_access import grant_hint, missing_operation, principal
 
-    admin = quiet_admin(admin_settings(config))
     needed = ["WRITE", "READ"] if mark else ["WRITE"]
     denied = missing_operation(admin, [topic], needed, timeout_s=15)
     if denied is not None:
