@@ -177,9 +177,9 @@ def restore(
         from blockgz.errors import RestoreError
 
         raise RestoreError(
-            f"{len(result.groups.skipped)} consumer groups were not set (above); the records "
-            "are restored. Stop their consumers on the target and run the restore again: it "
-            "sends nothing twice and sets the groups"
+            f"{len(result.groups.skipped)} consumer groups were not set (above, with why); the "
+            "records are restored. Where a group's consumers run on the target, stop them and "
+            "run the restore again: it sends nothing twice and sets the groups"
         )
 
 
