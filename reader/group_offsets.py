@@ -3,11 +3,14 @@
 Each :class:`~blockgz.reader.restore_plan.GroupOffset` says where a group's committed record is
 in a restored partition counted from its start; the restore adds the partition's claimed base
 (:mod:`blockgz.reader.restore_claims`; 0 for a topic it created) and commits the result for the
-group with the admin API (``AlterConsumerGroupOffsets``). Kafka only lets a group's offsets be
-changed while the group has no members, and a running consumer would not see them anyway: a
-group that is active on the target is left alone and named in the result, and so is one that
-has other offsets of its own there (its consumers ran on the target after an earlier restore:
-setting them again would rewind it). Setting the same offsets again (a rerun) is harmless.
+group with the admin API (``AlterConsumerGroupOffsets``). On a target restored with markers the
+offsets come from the records read back (:mod:`blockgz.reader.group_markers`) instead.
+
+Kafka only lets a group's offsets be changed while the group has no members, and a running
+consumer would not see them anyway: a group that is active on the target is left alone and
+named in the result, and so is one that has other offsets of its own there (its consumers ran
+on the target after an earlier restore: setting them again would rewind it). Setting the same
+offsets again (a rerun) is harmless.
 
 >>> from blockgz.reader.restore_plan import GroupOffset
 >>> grouped = by_group([GroupOffset("g", "t", 0, 7, "t2", 5), GroupOffset("g", "t", 1, 3, "t2", 3)])
@@ -43,10 +46,15 @@ def by_group(offsets: Iterable[Any]) -> dict[str, list[Any]]:
 
 
 def set_group_offsets(
-    admin: Any, offsets: Iterable[Any], bases: Mapping[tuple[str, int], int]
+    admin: Any,
+    offsets: Iterable[Any],
+    bases: Mapping[tuple[str, int], int],
+    placed: Mapping[tuple[str, str], dict[int, int] | str] | None = None,
 ) -> GroupsResult:
     """Commit each group's translated offsets on the target (``bases``: the claimed start of
-    each target partition; a partition without one — restored with markers — is skipped)."""
+    each target partition; ``placed``: ``(group, target topic) ->`` the offset per target
+    partition found from the markers, or why none is exact; a partition in neither is
+    skipped)."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
     result = GroupsResult()
@@ -59,18 +67,10 @@ def set_group_offsets(
         if state not in _SETTABLE:
             result.skipped[group] = f"the group is {state.lower()} on the target (members joined)"
             continue
-        unplaced = [e for e in entries if (e.target, e.partition) not in bases]
-        if unplaced:
-            e = unplaced[0]
-            result.skipped[group] = (
-                f"{e.target}[{e.partition}] was restored with markers (it held records, or "
-                "--by-key): the group's record there cannot be placed by counting"
-            )
+        wanted, why = _wanted(group, entries, bases, placed or {})
+        if why is not None:
+            result.skipped[group] = why
             continue
-        wanted = {
-            (e.target, e.partition): bases[(e.target, e.partition)] + e.target_offset
-            for e in entries
-        }
         current = _committed(admin, group, list(wanted))
         moved = sorted(tp for tp, o in current.items() if o >= 0 and o != wanted[tp])
         if moved:  # e.g. consumers ran on the target since a first restore: never rewind them
@@ -92,6 +92,27 @@ def set_group_offsets(
             continue
         result.set[group] = wanted
     return result
+
+
+def _wanted(
+    group: str,
+    entries: list[Any],
+    bases: Mapping[tuple[str, int], int],
+    placed: Mapping[tuple[str, str], dict[int, int] | str],
+) -> tuple[dict[tuple[str, int], int], str | None]:
+    """The group's offsets on the target, or why they cannot be set."""
+    wanted: dict[tuple[str, int], int] = {}
+    for e in entries:
+        found = placed.get((group, e.target))
+        if isinstance(found, str):
+            return {}, found
+        if found is not None:
+            wanted.update(((e.target, p), o) for p, o in found.items())
+        elif (e.target, e.partition) in bases:
+            wanted[(e.target, e.partition)] = bases[(e.target, e.partition)] + e.target_offset
+        else:
+            return {}, f"{e.target}[{e.partition}]: no start of the restored records is known"
+    return wanted, None
 
 
 def _committed(admin: Any, group: str, partitions: list[tuple[str, int]]) -> dict:

@@ -1,18 +1,17 @@
 """Replay an archive into a Kafka topic: keys, headers and timestamps where kept, in order.
 
 Each topic-partition's records go in offset order to the same partition number of the target
-topic (or, ``by_key``, to the partition Kafka's default partitioner picks for the key), through
-an idempotent producer, so retries inside a run never duplicate a record.
+topic (or, ``by_key``, to the partition Kafka's default partitioner picks for the key:
+:mod:`blockgz.reader.kafka_partitioner`), through an idempotent producer, so retries inside a
+run never duplicate a record.
 
 **Resuming after a kill, without duplicates.** Every replayed record carries one more header,
-``blockgz.replay`` = ``<source topic>/<source partition>/<source offset>``. An idempotent
-producer keeps each target partition's records in the order they were sent, so whatever a
-killed run delivered to a target partition is a prefix of what it sent there: the newest marker
-in each target partition says exactly how far the run got for each source partition. A rerun
-reads those tails and skips, record by record, what its target partition already holds. The
+``blockgz.replay``, naming its source offset; a rerun reads the newest ones back from the target
+partitions and skips what they already hold (:mod:`blockgz.reader.replay_markers`). The
 partition of every record is computed here (Kafka's murmur2 for keys, the offset for null keys)
 rather than left to the client, so the rerun knows where each record went. ``mark=False``
-leaves the header out and gives up resuming.
+leaves the header out and gives up resuming. The Spark job's driver is
+:mod:`blockgz.reader.replay_spark`.
 
 >>> kafka_partition(b"user-1", 12)  # the partition Kafka's Java producer picks
 8
@@ -35,17 +34,18 @@ from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.reader.archive import Archive
 from blockgz.reader.archive_options import check_reader_options
 from blockgz.reader.gc_pause import fewer_collections
+from blockgz.reader.kafka_partitioner import kafka_partition as kafka_partition
+from blockgz.reader.kafka_partitioner import murmur2 as murmur2
+from blockgz.reader.kafka_partitioner import partition_of
+from blockgz.reader.replay_markers import MARKER, admin_settings, delivered_so_far
 from blockgz.reader.restore_values import KafkaBytes
 from blockgz.registry import RegistrySettings
 from blockgz.times import epoch_ms
 
 log = logging.getLogger("blockgz.replay")
 
-MARKER = "blockgz.replay"
 #: Kafka's timestamp type id of a time the broker set at append.
 LOG_APPEND_TIME = 1
-#: Records read back from each target partition's end, at first, to find the newest markers.
-TAIL_WINDOW = 1000
 #: Replay's own options; the others are the archive's (:func:`blockgz.reader.open_archive`).
 REPLAY_OPTIONS = OptionSet(
     OptionDef(
@@ -74,43 +74,6 @@ def replay_options(options: Mapping[str, Any]) -> tuple[dict[str, str], dict[str
     producer = {k[len("kafka.") :]: str(v) for k, v in options.items() if k.startswith("kafka.")}
     archive = {k: str(v) for k, v in options.items() if not k.startswith("kafka.")}
     return archive, librdkafka_settings(producer)
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's murmur2 hash (``org.apache.kafka.common.utils.Utils.murmur2``), as a signed
-    32-bit int. Written here because the partition of each record must be known to resume
-    exactly, and librdkafka picks partitions with another hash by default.
-
-    >>> murmur2(b"21"), murmur2(b"foobar")  # Kafka's own test vectors
-    (-973932308, -790332482)
-    """
-    length = len(data)
-    seed, m = 0x9747B28C, 0x5BD1E995
-    h = (seed ^ length) & 0xFFFFFFFF
-    for i in range(0, length - length % 4, 4):
-        k = int.from_bytes(data[i : i + 4], "little")
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> 24
-        k = (k * m) & 0xFFFFFFFF
-        h = ((h * m) & 0xFFFFFFFF) ^ k
-    rest = length % 4
-    tail = length - rest
-    if rest == 3:
-        h ^= data[tail + 2] << 16
-    if rest >= 2:
-        h ^= data[tail + 1] << 8
-    if rest >= 1:
-        h ^= data[tail]
-        h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def kafka_partition(key: bytes, partitions: int) -> int:
-    """The partition Kafka's default partitioner gives a non-null key."""
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
 
 
 @dataclass
@@ -181,10 +144,13 @@ def replay(
     settings: ReplaySettings,
     *,
     on_progress: Callable[[int, int], None] | None = None,
+    admin: Any = None,
 ) -> ReplayResult:
     """Replay the archived range into ``settings.to_topic``; see the module's notes.
 
-    ``on_progress(partition, records sent so far)`` is called now and then.
+    ``on_progress(partition, records sent so far)`` is called now and then. ``admin``: a
+    :class:`~blockgz.kafka_access.QuietAdmin` of the target cluster to use (a restore shares
+    one over its runs); one is made when ``None``.
     """
     from confluent_kafka import KafkaException, Producer
 
@@ -203,8 +169,13 @@ def replay(
         "delivery.report.only.error": True,
         "on_delivery": deliveries,
     }
-    targets = _target_partitions(config, settings.to_topic)
-    _check_target_access(config, settings.to_topic, mark=settings.mark)
+    if admin is None:
+        from blockgz.kafka_access import quiet_admin
+
+        # librdkafka's connection chatter kept off the terminal: failures are one line below
+        admin = quiet_admin(admin_settings(config))
+    targets = _target_partitions(admin.client, config, settings.to_topic)
+    _check_target_access(admin, config, settings.to_topic, mark=settings.mark)
     sources = (
         settings.partitions
         if settings.partitions is not None
@@ -254,7 +225,7 @@ def replay(
                     keys = restored.keys(source, block)  # the bytes Kafka held (None: as read)
                     if settings.by_key:
                         routes = [
-                            _partition_of(r, targets, None if keys is None else keys[n])
+                            partition_of(r, targets, None if keys is None else keys[n])
                             for n, r in enumerate(block)
                         ]
                         due = [
@@ -392,27 +363,7 @@ def _send(
                 poll(0.005)
 
 
-def _partition_of(record, targets: int, key: bytes | None = None) -> int:
-    """``--by-key``: Kafka's partition for the key (``key``: its bytes as sent, when they are
-    not the record's own, e.g. Avro re-encoded with the target registry's id); a null key by
-    its offset.
-
-    >>> _partition_of(Record.kept(3, b"v", key=b"archived"), 12, b"user-1")  # the bytes sent
-    8
-    >>> _partition_of(Record(3, b"v"), 12)
-    3
-    """
-    key = record.key if key is None else key
-    if key is None:
-        return record.offset % targets
-    return kafka_partition(key, targets)
-
-
-def _target_partitions(config: Mapping[str, Any], topic: str) -> int:
-    from blockgz.kafka_access import quiet_admin
-
-    # librdkafka's connection chatter kept off the terminal: the failure is one line below
-    admin = quiet_admin({k: v for k, v in config.items() if _admin_setting(k)}).client
+def _target_partitions(admin: Any, config: Mapping[str, Any], topic: str) -> int:
     try:
         metadata = admin.list_topics(timeout=15)  # all topics: asking for one may create it
     except Exception as exc:  # KafkaException: the brokers cannot be reached
@@ -428,12 +379,11 @@ def _target_partitions(config: Mapping[str, Any], topic: str) -> int:
     return len(found.partitions)
 
 
-def _check_target_access(config: Mapping[str, Any], topic: str, *, mark: bool) -> None:
+def _check_target_access(admin: Any, config: Mapping[str, Any], topic: str, *, mark: bool) -> None:
     """The principal may WRITE the target topic, and READ it when the resume markers are read
     back; a :class:`ReplayError` in one line naming the missing ACL."""
-    from blockgz.kafka_access import grant_hint, missing_operation, principal, quiet_admin
+    from blockgz.kafka_access import grant_hint, missing_operation, principal
 
-    admin = quiet_admin({k: v for k, v in config.items() if _admin_setting(k)})
     needed = ["WRITE", "READ"] if mark else ["WRITE"]
     denied = missing_operation(admin, [topic], needed, timeout_s=15)
     if denied is not None:
@@ -444,105 +394,3 @@ def _check_target_access(config: Mapping[str, Any], topic: str, *, mark: bool) -
             f"{why if operation == 'READ' else ''}; grant it {operation} "
             f"({grant_hint(who, operation, topic)})"
         )
-
-
-def _admin_setting(name: str) -> bool:
-    return name == "bootstrap.servers" or name.startswith(("security.", "sasl.", "ssl."))
-
-
-def delivered_so_far(
-    config: Mapping[str, Any],
-    topic: str,
-    partitions: int,
-    source_topic: str,
-    sources: Iterable[int],
-) -> dict[tuple[int, int], int]:
-    """``(source partition, target partition) -> last source offset`` a previous run
-    delivered, from the newest ``blockgz.replay`` markers at the end of each target partition."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    wanted = set(sources)
-    consumer = Consumer(
-        {
-            **{k: v for k, v in config.items() if _admin_setting(k)},
-            "group.id": "blockgz-replay-resume",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-        }
-    )
-    found: dict[tuple[int, int], int] = {}
-    try:
-        for target in range(partitions):
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, target), timeout=15)
-            window = TAIL_WINDOW
-            while high > low:
-                begin = max(low, high - window)
-                seen = _markers(consumer, topic, target, begin, high, source_topic)
-                for source, offset in seen.items():
-                    found[(source, target)] = max(offset, found.get((source, target), -1))
-                if begin == low or {s for s, t in found if t == target} >= wanted:
-                    break
-                window *= 8
-    finally:
-        consumer.close()
-    return found
-
-
-def _markers(consumer, topic: str, target: int, begin: int, end: int, source_topic: str):
-    """Newest source offset per source partition among the markers in ``[begin, end)``."""
-    from confluent_kafka import TopicPartition
-
-    consumer.assign([TopicPartition(topic, target, begin)])
-    newest: dict[int, int] = {}
-    position = begin
-    deadline = time.monotonic() + 60
-    while position < end and time.monotonic() < deadline:
-        for message in consumer.consume(1000, timeout=1):
-            if message.error() is not None:
-                continue
-            position = message.offset() + 1
-            marker = dict(message.headers() or []).get(MARKER)
-            if marker is None:
-                continue
-            source_name, source_part, source_offset = marker.decode().rsplit("/", 2)
-            if source_name == source_topic:
-                part = int(source_part)
-                newest[part] = max(int(source_offset), newest.get(part, -1))
-    return newest
-
-
-def replay_on_spark(
-    spark: Any, source: str, archive_options: Mapping[str, Any], settings: ReplaySettings
-) -> ReplayResult:
-    """:func:`replay` as a Spark job: each archived partition becomes one task (a partition's
-    records must go in order, so one task replays one partition whole). Each task resumes as a
-    local replay does, so a failed task that Spark retries sends only what is missing."""
-    from blockgz.reader.archive import open_archive
-
-    with open_archive(source, dict(archive_options)) as archive:
-        partitions = (
-            settings.partitions
-            if settings.partitions is not None
-            else archive.partitions(settings.topic)
-        )
-    if not partitions:
-        return ReplayResult()
-    options = dict(archive_options)
-
-    def one_partition(partition: int) -> tuple[int, int, int, float, list[str]]:
-        from dataclasses import replace
-
-        from blockgz.reader.archive import open_archive as open_on_executor
-
-        with open_on_executor(source, options) as executor_archive:
-            done = replay(executor_archive, replace(settings, partitions=[partition]))
-        sent, skipped = done.sent.get(partition, 0), done.skipped.get(partition, 0)
-        return partition, sent, skipped, done.seconds, done.not_kept
-
-    started = time.monotonic()
-    rows = spark.sparkContext.parallelize(partitions, len(partitions)).map(one_partition).collect()
-    result = ReplayResult(seconds=time.monotonic() - started)
-    for partition, sent, skipped, _, not_kept in rows:
-        result.sent[partition], result.skipped[partition] = sent, skipped
-        result.not_kept += [what for what in not_kept if what not in result.not_kept]
-    return result

@@ -26,6 +26,7 @@ from typing import Any
 from blockgz.errors import ConfigError
 from blockgz.reader.group_offsets import GroupsResult, set_group_offsets
 from blockgz.reader.replay import ReplayResult, ReplaySettings, replay
+from blockgz.reader.replay_markers import admin_settings
 from blockgz.reader.restore_claims import delivered_by_count
 from blockgz.reader.restore_plan import RestorePlan, TopicPlan
 from blockgz.reader.restore_topics import TargetTopic, ensure_topics
@@ -80,15 +81,13 @@ class _Prepared:
     bases: dict[tuple[str, int], int]
 
 
-def prepare(archive_plan: RestorePlan, settings: RestoreSettings) -> list[_Prepared]:
+def prepare(archive_plan: RestorePlan, settings: RestoreSettings, admin: Any) -> list[_Prepared]:
     """Create or check the target topics and claim their partitions: what each topic's
-    replay must do. Talks to the target cluster, sends no record."""
-    from blockgz.kafka_access import quiet_admin
-
-    client = {k: v for k, v in settings.producer.items() if _admin_setting(k)}
-    admin = quiet_admin(client).client
+    replay must do (``admin``: a :class:`~blockgz.kafka_access.QuietAdmin` of the target).
+    Talks to the target cluster, sends no record."""
+    client = admin_settings(settings.producer)
     bootstrap = str(settings.producer.get("bootstrap.servers"))
-    targets = ensure_topics(admin, archive_plan, bootstrap)
+    targets = ensure_topics(admin.client, archive_plan, bootstrap)
     prepared = []
     for topic, target in zip(archive_plan.topics, targets, strict=True):
         claimed = None
@@ -146,7 +145,8 @@ def restore(
     """Restore ``plan`` from ``archive`` into the target cluster; see the module's notes.
     ``on_progress(source topic, partition, records sent so far)`` is called now and then."""
     started = time.monotonic()
-    prepared = prepare(plan, settings)
+    admin = _admin(settings)  # one admin client of the target for the whole restore
+    prepared = prepare(plan, settings, admin)
     result = RestoreResult()
     for item in prepared:
         done = ReplayResult()
@@ -155,15 +155,21 @@ def restore(
             progress = None
             if on_progress is not None:
                 progress = lambda p, n, s=source: on_progress(s, p, n)  # noqa: E731
-            _merge(done, replay(archive, run, on_progress=progress))
+            _merge(done, replay(archive, run, on_progress=progress, admin=admin))
         result.topics.append(
             TopicOutcome(
                 item.topic.source, item.topic.target, item.target.created, item.resume, done
             )
         )
-    result.groups = _set_groups(plan, settings, prepared)
+    result.groups = _set_groups(plan, settings, prepared, admin)
     result.seconds = time.monotonic() - started
     return result
+
+
+def _admin(settings: RestoreSettings) -> Any:
+    from blockgz.kafka_access import quiet_admin
+
+    return quiet_admin(admin_settings(settings.producer))
 
 
 def _merge(into: ReplayResult, done: ReplayResult) -> None:
@@ -173,16 +179,42 @@ def _merge(into: ReplayResult, done: ReplayResult) -> None:
     into.not_kept += [w for w in done.not_kept if w not in into.not_kept]
 
 
-def _set_groups(plan: RestorePlan, settings: RestoreSettings, prepared) -> GroupsResult:
+def _set_groups(
+    plan: RestorePlan, settings: RestoreSettings, prepared: list[_Prepared], admin: Any
+) -> GroupsResult:
     if not plan.groups:
         return GroupsResult()
-    from blockgz.kafka_access import quiet_admin
-
     bases: dict[tuple[str, int], int] = {}
     for item in prepared:
         bases.update(item.bases)
-    client = {k: v for k, v in settings.producer.items() if _admin_setting(k)}
-    return set_group_offsets(quiet_admin(client).client, plan.groups, bases)
+    placed = _placed_by_markers(plan, admin_settings(settings.producer), prepared)
+    return set_group_offsets(admin.client, plan.groups, bases, placed)
+
+
+def _placed_by_markers(
+    plan: RestorePlan, client: Mapping[str, Any], prepared: list[_Prepared]
+) -> dict[tuple[str, str], dict[int, int] | str]:
+    """``(group, target topic) ->`` its offsets on a topic restored with markers, from the
+    records read back (:mod:`blockgz.reader.group_markers`), or why none is exact."""
+    from blockgz.reader.group_markers import place_group, restored_records
+
+    placed: dict[tuple[str, str], dict[int, int] | str] = {}
+    for item in prepared:
+        if item.resume != "markers":
+            continue
+        entries = [g for g in plan.groups if g.source == item.topic.source]
+        if not entries:
+            continue
+        target = item.topic.target
+        restored, ends = restored_records(client, target, item.target.partitions, item.topic.source)
+        committed: dict[str, dict[int, int]] = {}
+        for entry in entries:
+            committed.setdefault(entry.group, {})[entry.partition] = entry.source_offset
+        for group, offsets in committed.items():
+            placed[(group, target)] = place_group(
+                restored, ends, offsets, by_key=plan.request.by_key, target=target
+            )
+    return placed
 
 
 def restore_on_spark(
@@ -197,7 +229,8 @@ def restore_on_spark(
     which resumes as a local restore does, so a task Spark retries sends only what is
     missing."""
     started = time.monotonic()
-    prepared = prepare(plan, settings)
+    admin = _admin(settings)  # the driver's; each task makes its own
+    prepared = prepare(plan, settings, admin)
     tasks = [
         (n, replace(run, partitions=[p]))
         for n, item in enumerate(prepared)
@@ -231,10 +264,6 @@ def restore_on_spark(
                 item.topic.source, item.topic.target, item.target.created, item.resume, done
             )
         )
-    result.groups = _set_groups(plan, settings, prepared)
+    result.groups = _set_groups(plan, settings, prepared, admin)
     result.seconds = time.monotonic() - started
     return result
-
-
-def _admin_setting(name: str) -> bool:
-    return name == "bootstrap.servers" or name.startswith(("security.", "sasl.", "ssl."))

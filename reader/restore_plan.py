@@ -188,7 +188,9 @@ class TopicPlan:
 class GroupOffset:
     """A consumer group's committed offset on a source partition, and where the same record
     is in the restored partition (counted from an empty target; a run adds the target
-    partition's starting offset)."""
+    partition's starting offset). With ``--by-key`` ``target_offset`` is only how many restored
+    records of the source partition come before it: the target partitions are known once sent
+    (:mod:`blockgz.reader.group_markers`)."""
 
     group: str
     source: str
@@ -349,15 +351,17 @@ def plan_restore(archive, request: RestoreRequest) -> RestorePlan:
             part = by_partition.get(partition)
             if part is None:
                 continue  # the archive holds nothing of that partition
-            if request.by_key:
-                continue
             translated = part.count.below[offset]
             beyond = part.count.last is not None and offset > part.count.last + 1
             groups.append(
                 GroupOffset(group, topic, partition, offset, plan.target, translated, beyond)
             )
-    if request.by_key and wanted:
-        notes.append("--by-key spreads records over new partitions: group offsets are not set")
+    if request.by_key and groups:
+        notes.append(
+            "--by-key spreads records over the target's partitions: each group's offsets there "
+            "are found after sending, from the records' blockgz.replay headers (a group is left "
+            "alone when no single offset per partition resumes it exactly)"
+        )
     return RestorePlan(
         request,
         tuple(topics),

@@ -117,7 +117,7 @@ def replay(
     )
     console = Console(stderr=True)
     if master:
-        from blockgz.reader.replay import replay_on_spark
+        from blockgz.reader.replay_spark import replay_on_spark
         from blockgz.spark_session import spark_session
 
         spark = spark_session(master, app_name="blockgz-replay")

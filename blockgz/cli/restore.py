@@ -40,7 +40,8 @@ from blockgz.cli.replay import _epoch_ms, _progress, _registry
 @click.option(
     "--by-key", is_flag=True,
     help="Spread records over the target's partitions by key (Kafka's murmur2) instead of "
-    "keeping partition numbers (records then carry a blockgz.replay header; no group offsets).",
+    "keeping partition numbers (records then carry a blockgz.replay header; group offsets are "
+    "set where one offset per target partition resumes the group exactly).",
 )  # fmt: skip
 @click.option(
     "--groups-regex", metavar="REGEX",
@@ -87,7 +88,9 @@ def restore(
     header added) into target partitions that were empty when the restore claimed them (a
     committed offset of the group blockgz.restore.claims on the target says where each began);
     into a target that already held records, and with --by-key, each record carries a
-    blockgz.replay header naming its source offset, as `blockgz replay` does.
+    blockgz.replay header naming its source offset, as `blockgz replay` does; there the groups'
+    offsets are found by reading the restored records back (with --by-key, a group whose
+    consumed records are not a prefix of each target partition is left alone, with the reason).
 
     `blockgz replay` is the one-topic form of this command: it sends with the same code into
     an existing topic, with the header, and sets no groups.
@@ -174,9 +177,9 @@ def restore(
         from blockgz.errors import RestoreError
 
         raise RestoreError(
-            f"{len(result.groups.skipped)} consumer groups were not set (above); the records "
-            "are restored. Stop their consumers on the target and run the restore again: it "
-            "sends nothing twice and sets the groups"
+            f"{len(result.groups.skipped)} consumer groups were not set (above, with why); the "
+            "records are restored. Where a group's consumers run on the target, stop them and "
+            "run the restore again: it sends nothing twice and sets the groups"
         )
 
 
@@ -256,11 +259,11 @@ def _print_plan(plan, existing: dict[str, int] | None) -> None:
         for column in ("group", "source", "offset", "target", "target offset"):
             groups.add_column(column)
         for g in plan.groups:
-            groups.add_row(
-                g.group, f"{g.source}[{g.partition}]", str(g.source_offset),
-                f"{g.target}[{g.partition}]",
-                f"{g.target_offset}" + (" (end: past the restored range)" if g.beyond else ""),
-            )  # fmt: skip
+            where = f"{g.target}[{g.partition}]"
+            at = f"{g.target_offset}" + (" (end: past the restored range)" if g.beyond else "")
+            if plan.request.by_key:
+                where, at = g.target, f"after {g.target_offset} restored records (by key)"
+            groups.add_row(g.group, f"{g.source}[{g.partition}]", str(g.source_offset), where, at)
         console.print(groups)
     for note in plan.notes:
         console.print(f"note: {note}", markup=False)

@@ -227,7 +227,8 @@ def test_refusals_say_why(kafka, tmp_path, args, words):
 
 
 def test_a_spark_replay_runs_one_task_per_partition(spark, kafka, tmp_path):
-    from blockgz.reader.replay import ReplaySettings, replay_on_spark
+    from blockgz.reader.replay import ReplaySettings
+    from blockgz.reader.replay_spark import replay_on_spark
 
     records = archive_of(tmp_path, "sparky", 3, 60)
     kafka.create_topic("sparky-out", partitions=3)
