@@ -180,9 +180,9 @@ def _record_path(
 
         resolve = resolver(archive.avro_schema(ref), reader_schema)
     blocks = (
-        [archive.block_records(ref, -1)]
+        [archive.block_records(ref, -1, timestamps=True)]
         if piece.whole
-        else archive.blocks_records(ref, [n for n, _ in piece.chunks])
+        else archive.blocks_records(ref, [n for n, _ in piece.chunks], timestamps=True)
     )
     for records in blocks:
         batch = _records_batch(piece, records, offsets, value_type, wire, resolve)
@@ -201,7 +201,7 @@ def _merged_path(
     low = offsets.start
     if low is None:
         low = min(r.start_offset for r in piece.merged)
-    for run in archive.merged_blocks(list(piece.merged), low):
+    for run in archive.merged_blocks(list(piece.merged), low, timestamps=True):
         batch = _records_batch(piece, run, offsets, value_type, wire)
         if batch.num_rows:
             yield batch
