@@ -220,3 +220,41 @@ def test_off_writes_no_file_and_formats_that_keep_timestamps_write_none(tmp_path
     assert not list((tmp_path / "envelope").rglob("*timestamps*"))
     with open_archive(str(tmp_path / "envelope")) as archive:  # the envelope keeps them
         assert [r.timestamp for r in archive.seek("t", 0, 3, count=1)] == [T0 + 30]
+
+
+@pytest.mark.parametrize("block", [{"s3.compression.block.records": "4"},
+                                   {"s3.compression.block.size": "100",  # blocks of 11, 9
+                                    "s3.compression.block.records": "100000"}])  # fmt: skip
+def test_the_scan_reads_timestamps_beside_the_blocks_without_the_record_reader(
+    tmp_path, monkeypatch, block
+):
+    """The Spark reader's task path: a JSON timestamps file alone beside the values keeps the
+    block path (no Record per row), its entries matched to the rows by offset, also where its
+    blocks do not line up with the values' (cut by bytes) and offsets have gaps."""
+    from blockgz.reader import scan_read
+    from blockgz.reader.scan_plan import IntRange, ScanFilter, plan_scan
+
+    recs = [
+        KafkaRecord("t", 0, o, T0 + 7 * o, None, b'{"n": %d}' % o, timestamp_type=o % 2)
+        for o in [*range(0, 30), *range(33, 60, 3)]
+    ]
+    export(tmp_path, recs, **block)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the record reader was used")
+
+    monkeypatch.setattr(scan_read, "_record_path", refuse)
+    with open_archive(str(tmp_path)) as archive:
+        splits = plan_scan(archive, ScanFilter(), topics=["t"])
+        assert all(p.index_json == "" for s in splits for p in s.pieces)
+        rows = [
+            row
+            for s in splits
+            for b in scan_read.split_batches(archive, s, IntRange(low=5))
+            for row in b.select(["offset", "timestamp", "timestampType"]).to_pylist()
+        ]
+    assert [r["offset"] for r in rows] == [r.offset for r in recs if r.offset >= 5]
+    assert [int(r["timestamp"].timestamp() * 1000) for r in rows] == [
+        r.timestamp_ms for r in recs if r.offset >= 5
+    ]
+    assert [r["timestampType"] for r in rows] == [r.timestamp_type for r in recs if r.offset >= 5]
