@@ -191,8 +191,13 @@ def test_verify_scan_finds_an_object_that_does_not_read_whole(seaweed_s3, weed_b
 
 
 def test_the_sidecar_is_hidden_from_glob_as_from_the_engines(tmp_path):
-    """The rule the engines share: a leading dot hides a file (as for glob and the shell)."""
+    """The rule the engines share: a leading dot hides a file (as for glob and the shell): the
+    index sidecars and the record timestamps file."""
     write_once(orders(1, 10), {"path": str(tmp_path), "s3.compression.type": "blockgzip"})
     folder = Path(tmp_path, PARTITION)
     assert [Path(p).name for p in glob(f"{folder}/*")] == ["orders+0+0000000000.json.gz"]
-    assert [Path(p).name for p in glob(f"{folder}/.*")] == [".orders+0+0000000000.json.index.json"]
+    assert sorted(Path(p).name for p in glob(f"{folder}/.*")) == [
+        "..orders+0+0000000000.timestamps.json.index.json",  # the timestamps file's sidecar
+        ".orders+0+0000000000.json.index.json",
+        ".orders+0+0000000000.timestamps.json.gz",  # the record timestamps, kept by default
+    ]
