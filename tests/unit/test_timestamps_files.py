@@ -258,3 +258,31 @@ def test_the_scan_reads_timestamps_beside_the_blocks_without_the_record_reader(
         r.timestamp_ms for r in recs if r.offset >= 5
     ]
     assert [r["timestampType"] for r in rows] == [r.timestamp_type for r in recs if r.offset >= 5]
+
+
+def test_audit_knows_the_file_committed_and_an_uncommitted_one_is_removed_with_its_value(
+    tmp_path,
+):
+    """``blockgz audit``: the committed timestamps files are objects of the job (checked, read
+    by --deep), never strays; a dead batch's timestamps file goes with its value object."""
+    from blockgz.archive.log import ManifestLog
+    from blockgz.reader.audit import audit_job
+
+    export(tmp_path)
+    store = LocalStore(tmp_path)
+    log = ManifestLog(store, "", Layout(), "blockgz")
+    report = audit_job(log, deep=True)
+    assert report.findings == [] and report.exit_code == 0
+    assert report.objects == 4  # two value objects and their timestamps files
+
+    folder = "topics/t/partition=0/"
+    dead = [f"{folder}t+0+0000000040.json.gz", f"{folder}.t+0+0000000040.timestamps.json.gz"]
+    for key in dead:  # copies of the first batch's, from offset 40 on: a dead batch's
+        store.put(key, store.get(key.replace("0000000040", "0000000000")))
+    found = {f.key: f.kind for f in audit_job(log).findings}
+    assert found == {key: "uncommitted" for key in dead}
+    repaired = audit_job(log, do_repair=True)
+    assert sorted(r.rsplit("/", 1)[-1] for r in repaired.repaired) == sorted(
+        k.rsplit("/", 1)[-1] for k in dead
+    )
+    assert audit_job(log).findings == []
