@@ -30,6 +30,7 @@ from blockgz.archive.object_ref import ObjectRef
 from blockgz.format.block_codecs import block_codec
 from blockgz.format.decode import Record, inflate_chunk
 from blockgz.format.plan import BlockRead, fetched, merge_ranges
+from blockgz.formats.registry import format_of_extension
 
 if TYPE_CHECKING:
     from blockgz.reader.archive import Archive
@@ -41,9 +42,10 @@ def fast_timestamps(ref: ObjectRef) -> ObjectRef | None:
     if len(ref.companions) != 1:
         return None
     (stamps,) = ref.companions
-    if stamps.role != "timestamps" or stamps.format != "json" or not stamps.has_index:
+    if stamps.role != "timestamps" or not stamps.has_index:
         return None
-    return stamps
+    fmt = format_of_extension(stamps.extension, stamps.bytearray_extension)
+    return stamps if fmt is not None and fmt.json_text else None  # lines of JSON text
 
 
 @dataclass(frozen=True)
