@@ -67,3 +67,24 @@ def test_a_seek_gets_no_timestamps_file_and_a_time_window_does(weed_proxy, weed_
     assert as_json.exit_code == 0, as_json.output
     assert json.loads(as_json.stdout)["timestamp"] == target.timestamp_ms
     assert len(_stamps(_gets(weed_proxy))) == 1
+
+
+def test_the_spark_reader_gives_the_kept_timestamps(spark, weed_proxy, weed_bucket):
+    """blockgz's Spark reader over a default archive: the ``timestamp`` column comes from the
+    hidden file beside the values (read with the blocks), and a filter on it keeps exactly
+    the records stamped inside."""
+    options = s3_options(weed_proxy.endpoint_url)
+    records = input_records(200, partitions=1)
+    url = f"s3://{weed_bucket}/arch"
+    export_batches(
+        url, records, "default", batches=2, **options, **{"store.kafka.timestamps": "true"}
+    )
+    frame = spark.read.format("blockgz").options(**options).load(url)
+    rows = frame.select("offset", "timestamp").collect()
+    got = {r.offset: int(r.timestamp.timestamp() * 1000) for r in rows}
+    assert got == {r.offset: r.timestamp_ms for r in records}
+    low = records[50].timestamp_ms
+    inside = frame.where(f"timestamp >= timestamp_millis({low})").select("offset").collect()
+    assert sorted(r.offset for r in inside) == sorted(
+        r.offset for r in records if r.timestamp_ms >= low
+    )
