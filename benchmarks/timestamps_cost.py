@@ -54,7 +54,9 @@ def measure(batches: list, options: dict[str, str]) -> tuple[float, dict[str, in
         write_task(config, iter(batches))
         best = min(best, time.process_time() - started)
     sizes: dict[str, int] = {}
-    for path in Path(root).rglob("t+0+*"):
+    for path in Path(root).rglob("*t+0+*"):  # the timestamps file is hidden: .t+0+…
+        if path.name.endswith(".index.json"):
+            continue
         kind = "timestamps" if ".timestamps." in path.name else "values"
         sizes[kind] = sizes.get(kind, 0) + path.stat().st_size
     return best, sizes

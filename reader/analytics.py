@@ -124,7 +124,7 @@ class ArchiveAnalytics:
                 stop = window[1] if stop is None else min(stop, window[1])
                 stamps = (from_time, None if to_time is None else to_time - 1)
             try:
-                blocks = self.seek_blocks(topic, partition, begin, times=stamps)
+                blocks = self.seek_blocks(topic, partition, begin, times=stamps, timestamps=True)
                 head = next(blocks)  # an offset past the end raises here
             except OffsetNotFoundError:
                 continue

@@ -49,7 +49,7 @@ from blockgz.options import as_options
 from blockgz.reader.analytics import ArchiveAnalytics
 from blockgz.reader.archive_options import ARCHIVE_OPTIONS, check_reader_options
 from blockgz.reader.catalog_source import merged_by_offset, overlapping
-from blockgz.reader.companion_entries import block_with_entries, with_entries
+from blockgz.reader.companion_entries import block_with_entries, companions_for, with_entries
 from blockgz.reader.locate import ObjectLocator
 from blockgz.reader.overlaps import Overlap, find_overlaps
 from blockgz.reader.strays import Listing
@@ -228,17 +228,23 @@ class Archive(ArchiveAnalytics):
         with self._lock:
             self._indexes.setdefault(ref.key, index)
 
-    def block_records(self, ref: ObjectRef, block: int) -> Iterable[Record]:
+    def block_records(
+        self, ref: ObjectRef, block: int, *, timestamps: bool = False
+    ) -> Iterable[Record]:
         """The records of one block of ``ref`` (``-1``: the whole object, streamed), with the
-        keys and headers kept beside it and envelopes unwrapped."""
+        keys and headers kept beside it (and with ``timestamps``, the record timestamps kept
+        beside it: see :meth:`seek`) and envelopes unwrapped."""
         if block < 0:
-            return self._unwrapped(self._fetch((ref, None))[0])
-        return next(self.blocks_records(ref, [block]))
+            return self._unwrapped(self._fetch((companions_for(ref, timestamps), None))[0])
+        return next(self.blocks_records(ref, [block], timestamps=timestamps))
 
-    def blocks_records(self, ref: ObjectRef, blocks: Iterable[int]) -> Iterator[Iterable[Record]]:
+    def blocks_records(
+        self, ref: ObjectRef, blocks: Iterable[int], *, timestamps: bool = False
+    ) -> Iterator[Iterable[Record]]:
         """:meth:`block_records` of each of ``blocks`` (indexed ``ref``, file order), in
         order; neighbouring blocks are fetched with one ranged GET."""
         chunks = self.index(ref).chunks
+        ref = companions_for(ref, timestamps)
         reads = [BlockRead(n, chunks[n]) for n in blocks]
         for span in merge_ranges(reads):
             for records in self._fetch((ref, span)):
@@ -262,15 +268,29 @@ class Archive(ArchiveAnalytics):
 
     # -- reading ------------------------------------------------------------------------------
     def seek(
-        self, topic: str, partition: int, offset: int, count: int | None = None
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        count: int | None = None,
+        *,
+        timestamps: bool = False,
     ) -> Iterator[Record]:
         """Records of ``topic``/``partition`` from ``offset`` on, across blocks and objects.
 
         An offset that no object holds (compacted, or a gap between objects) starts at the
         next one that exists. Offsets before the first or after the last archived record
         raise :class:`~blockgz.errors.OffsetNotFoundError`.
+
+        The record timestamps an export keeps in a hidden file beside each value file
+        (``store.kafka.timestamps``) are fetched only when asked for: with ``timestamps=True``
+        each record's ``timestamp``/``timestamp_type`` are filled from it (one more ranged
+        GET per block read); without, they are ``None`` unless the value file keeps them
+        itself (an envelope, Parquet). :meth:`records` (and replay, restore, the Spark
+        reader) always ask for them.
         """
-        return _flattened(self.seek_blocks(topic, partition, offset, count))
+        blocks = self.seek_blocks(topic, partition, offset, count, timestamps=timestamps)
+        return _flattened(blocks)
 
     def seek_blocks(
         self,
@@ -280,6 +300,7 @@ class Archive(ArchiveAnalytics):
         count: int | None = None,
         *,
         times: tuple[int | None, int | None] | None = None,
+        timestamps: bool = False,
     ) -> Iterator[list[Record]]:
         """:meth:`seek` a block at a time: lists of records in offset order (a block's
         records from ``offset`` on; objects without an index in runs of
@@ -287,8 +308,10 @@ class Archive(ArchiveAnalytics):
         costs far less than a generator step per record. Raises as :meth:`seek` does, at
         the call. ``times`` (``(low, high)`` epoch ms, inclusive, ``None``: open) skips
         the blocks whose index says all their records are stamped outside it; the records
-        of the blocks read are not filtered by it.
+        of the blocks read are not filtered by it, but have their timestamps (as with
+        ``timestamps=True``, see :meth:`seek`).
         """
+        timestamps = timestamps or times is not None
         refs, first_archived = self.seek_objects(topic, partition, offset)
         where = f"{topic}/{partition} under {self.store.url(self.prefix)}"
         if not refs and first_archived == offset:
@@ -298,7 +321,7 @@ class Archive(ArchiveAnalytics):
                 f"offset {offset} of {where} is before the first archived offset {first_archived}"
             )
         if overlapping(refs):  # a time or field partitioner: one partition in many files
-            return self._merged(refs, offset, count, where, times)
+            return self._merged(refs, offset, count, where, times, timestamps)
         if not refs:
             raise OffsetNotFoundError(f"offset {offset} of {where} is past the end")
         first = max(0, bisect.bisect_right([r.start_offset for r in refs], offset) - 1)
@@ -306,7 +329,7 @@ class Archive(ArchiveAnalytics):
         # one read from: each offset comes from the object with the lowest first offset.
         while first > 0 and self._reaches(refs[first - 1], offset):
             first -= 1
-        return self._blocks(refs, first, offset, count, where, times=times)
+        return self._blocks(refs, first, offset, count, where, times=times, timestamps=timestamps)
 
     def _reaches(self, ref: ObjectRef, offset: int) -> bool:
         """Whether ``ref`` holds ``offset`` or a later one (by its catalog entry or index)."""
@@ -315,23 +338,27 @@ class Archive(ArchiveAnalytics):
             last = self.index(ref).last_offset
         return last is not None and last >= offset
 
-    def merged_blocks(self, refs: list[ObjectRef], offset: int) -> Iterator[list[Record]]:
+    def merged_blocks(
+        self, refs: list[ObjectRef], offset: int, *, timestamps: bool = False
+    ) -> Iterator[list[Record]]:
         """The records of ``refs`` (one topic-partition) from ``offset`` on, merged in offset
         order, each offset once (from the first object holding it); nothing past the end."""
         ref = refs[0]
         where = f"{ref.topic}/{ref.partition} under {self.store.url(self.prefix)}"
         try:
-            yield from self._merged(refs, offset, None, where, None)
+            yield from self._merged(refs, offset, None, where, None, timestamps)
         except OffsetNotFoundError:
             return
 
-    def _merged(self, refs, offset, count, where, times) -> Iterator[list[Record]]:
+    def _merged(self, refs, offset, count, where, times, timestamps) -> Iterator[list[Record]]:
         """Records from ``offset`` of objects whose offsets interleave, in offset order."""
         reaching = [r for r in refs if r.last_offset is None or r.last_offset >= offset]
         merged = merged_by_offset(
             reaching,
             lambda ref: _flattened(
-                self._blocks([ref], 0, offset, None, where, quiet=True, times=times)
+                self._blocks(
+                    [ref], 0, offset, None, where, quiet=True, times=times, timestamps=timestamps
+                )
             ),
             on_duplicate=lambda ref, record: self._warn_duplicate(record.offset, ref, reaching),
         )
@@ -344,20 +371,23 @@ class Archive(ArchiveAnalytics):
         if not yielded:
             raise OffsetNotFoundError(f"offset {offset} of {where} is past the end")
 
-    def read(self, topic: str, partition: int, start: int, end: int) -> Iterator[Record]:
-        """Records with ``start <= offset < end``."""
-        for record in self.seek(topic, partition, start):
+    def read(
+        self, topic: str, partition: int, start: int, end: int, *, timestamps: bool = False
+    ) -> Iterator[Record]:
+        """Records with ``start <= offset < end`` (``timestamps``: see :meth:`seek`)."""
+        for record in self.seek(topic, partition, start, timestamps=timestamps):
             if record.offset >= end:
                 return
             yield record
 
     def _blocks(
-        self, refs, first, offset, count, where, *, quiet=False, times=None
+        self, refs, first, offset, count, where, *, quiet=False, times=None, timestamps=False
     ) -> Iterator[list[Record]]:
         remaining = count
         yielded = False
         below = offset  # the next record must have this offset or a higher one
-        jobs = merge_plans(self._plan(refs, first, offset, count, times), first_alone=count is None)
+        plan = self._plan(refs, first, offset, count, times, timestamps)
+        jobs = merge_plans(plan, first_alone=count is None)
         for job, fetched in prefetched(jobs, self._fetch, self._executor, self.prefetch):
             for run in _runs_of(self._unwrapped(records) for records in fetched):
                 if run and run[0].offset < below:
@@ -399,16 +429,18 @@ class Archive(ArchiveAnalytics):
         )
 
     def _plan(
-        self, refs, first, offset, count, times=None
+        self, refs, first, offset, count, times=None, timestamps=False
     ) -> Iterator[tuple[ObjectRef, list[BlockRead] | None]]:
         """``(object, its blocks to read)`` in order (:func:`~blockgz.format.plan.plan_blocks`);
         ``None`` means "stream the object". With ``times``, blocks stamped wholly outside them
         are left out. An object that starts inside an earlier one (two writers) is read from
-        where the earlier one ends."""
+        where the earlier one ends. Without ``timestamps``, the objects come without their
+        timestamps companion, which is then not fetched."""
         needed = count
         covered = offset - 1  # planned up to here (or before the seek)
         keep = None if times is None else (lambda chunk: chunk.may_hold_times(*times))
         for ref in refs[first:]:
+            ref = companions_for(ref, timestamps)
             if not ref.has_index:
                 if ref.compressed and not ref.is_avro and not self.scan_unindexed:
                     raise ObjectNotFoundError(

@@ -52,6 +52,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from blockgz.archive.catalog import Catalog, CatalogView
+from blockgz.archive.layout import parse_archive_key
 from blockgz.archive.manifests import Manifests
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.sidecars import sidecar_keys
@@ -314,7 +315,7 @@ def _read_blocks(ctx: AuditContext, obj: AuditedObject, blocks: ThreadPoolExecut
     """Bad blocks of one object (``(chunk, problem)``; ``(None, problem)``: unreadable whole)."""
     if obj.index_ok and obj.index is not None:
         return check_blocks(ctx.store, obj.file.key, obj.index, blocks)
-    ref = ctx.manifests.layout.parse_data_key(obj.file.key, any_extension=True)
+    ref = parse_archive_key(ctx.manifests.layout, obj.file.key, any_extension=True)
     decode = None if ref is None else stream_decoder_of(ref.extension, ref.bytearray_extension)
     _, problem = read_whole(ctx.store, obj.file.key, obj.file.first_offset, NEWLINE, decode=decode)
     return (

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from blockgz.archive.catalog import Catalog
+from blockgz.archive.layout import parse_archive_key
 from blockgz.archive.lease import Holder
 from blockgz.archive.manifests import Manifests, find_exports
 from blockgz.archive.object_ref import ObjectRef
@@ -43,7 +44,7 @@ def check_strays(
             data = data_key_for(key)
             if data in committed or data in listed:
                 continue  # its object's business
-            if layout.parse_data_key(data) is None:
+            if parse_archive_key(layout, data) is None:
                 if is_stray(layout, prefix, key):
                     _stray_name(ctx, topic, key)
                 continue
@@ -51,7 +52,7 @@ def check_strays(
             ctx.add(Finding(WARNING, "stray", topic, None, None, None, key, what),
                     RemoveKeys((key,)))  # fmt: skip
             continue
-        ref = layout.parse_data_key(key, size=info.size)
+        ref = parse_archive_key(layout, key, size=info.size)
         if ref is None:
             if is_stray(layout, prefix, key):
                 _stray_name(ctx, topic, key)

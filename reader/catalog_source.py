@@ -20,7 +20,7 @@ from dataclasses import replace
 from itertools import pairwise
 
 from blockgz.archive.catalog import Catalog, CatalogView
-from blockgz.archive.layout import Layout
+from blockgz.archive.layout import Layout, parse_archive_key
 from blockgz.archive.manifests import ExportFound, Manifests, find_exports
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.written import WrittenFile
@@ -78,7 +78,8 @@ def refs_of(files: list[WrittenFile], layout: Layout) -> list[ObjectRef]:
     values: list[ObjectRef] = []
     beside: dict[tuple[str, int], list[ObjectRef]] = {}
     for f in files:
-        ref = layout.parse_data_key(f.key, size=f.size, any_extension=True)  # the manifest's word
+        # the manifest's word; a hidden timestamps file too
+        ref = parse_archive_key(layout, f.key, size=f.size, any_extension=True)
         if ref is None:
             continue
         ref = replace(

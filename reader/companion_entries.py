@@ -36,6 +36,20 @@ def with_companions(refs: list[ObjectRef]) -> list[ObjectRef]:
     ]
 
 
+def companions_for(ref: ObjectRef, timestamps: bool) -> ObjectRef:
+    """``ref``, without its timestamps companion unless ``timestamps``: readers fetch that
+    file only when the record timestamps are wanted (a time window, a restore).
+
+    >>> stamps = ObjectRef(".t+0+0000000007.timestamps.json", "t", 0, 7, "timestamps.json")
+    >>> ref = ObjectRef("t+0+0000000007.json", "t", 0, 7, "json", companions=(stamps,))
+    >>> companions_for(ref, False).companions, companions_for(ref, True) is ref
+    ((), True)
+    """
+    if timestamps or not any(c.role == "timestamps" for c in ref.companions):
+        return ref
+    return replace(ref, companions=tuple(c for c in ref.companions if c.role != "timestamps"))
+
+
 #: What each companion role keeps of a record (:attr:`Record.holds`).
 _HOLDS = {"keys": "key", "headers": "headers", "timestamps": "timestamp"}
 
@@ -134,6 +148,7 @@ def decoded_entry(fmt: str, entry: Any) -> Any:
 
 __all__ = [
     "block_with_entries",
+    "companions_for",
     "decoded_entry",
     "from_text",
     "timestamp_entry",

@@ -26,7 +26,7 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
-from blockgz.archive.layout import KeyLayout, Layout
+from blockgz.archive.layout import KeyLayout, Layout, parse_archive_key
 from blockgz.archive.manifests import ExportFound, find_exports
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.sidecars import sidecar_keys
@@ -233,7 +233,7 @@ class ObjectLocator:
         keys = {o.key for o in listed}
         refs = []
         for info in listed:
-            ref = self.layout.parse_data_key(info.key, size=info.size)
+            ref = parse_archive_key(self.layout, info.key, size=info.size)
             if ref is None and is_stray(self.layout, self.prefix, info.key):
                 self.strays.setdefault(info.key)
             if ref is None or (topic and ref.topic != topic):

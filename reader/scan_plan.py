@@ -28,6 +28,7 @@ from blockgz.format.index import Chunk
 from blockgz.format.plan import plan_blocks
 from blockgz.reader.archive import Archive
 from blockgz.reader.overlaps import duplicate_groups
+from blockgz.reader.scan_timestamps import fast_timestamps
 
 #: Compressed bytes per split, by default (``blockgz.split.size``).
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
@@ -261,7 +262,9 @@ def _pieces(archive: Archive, topic: str, partition: int, scan: ScanFilter) -> l
         if wanted and index.blocks is not None:  # Parquet: row groups by their statistics
             out.append(Piece(ref, topic, partition, wanted, decoded=True))
         elif wanted:
-            needs_index = index.avro is not None or bool(ref.companions)
+            # A timestamps file alone is read beside the blocks (reader.scan_timestamps).
+            others = bool(ref.companions) and fast_timestamps(ref) is None
+            needs_index = index.avro is not None or others
             index_json = index.to_json() if needs_index else ""
             codec = index.codec if index.avro is None else None
             out.append(Piece(ref, topic, partition, wanted, index_json, codec=codec))

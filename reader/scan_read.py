@@ -34,6 +34,7 @@ from blockgz.format.plan import BlockRead, Span, fetched, merge_ranges
 from blockgz.reader.archive import Archive
 from blockgz.reader.json_values import parse_json_lines
 from blockgz.reader.scan_plan import IntRange, Piece, Split
+from blockgz.reader.scan_timestamps import BlockTimestamps, fast_timestamps
 from blockgz.reader.tables import kafka_batch, kept_columns, value_bytes
 
 if TYPE_CHECKING:
@@ -69,12 +70,23 @@ def split_batches(
 
 
 def _block_path(archive: Archive, piece: Piece, offsets: IntRange, value_type: Any):
-    """Plain blocks: neighbouring ones fetched with one ranged GET, each made a batch."""
+    """Plain blocks: neighbouring ones fetched with one ranged GET, each made a batch (with
+    the record timestamps of the JSON timestamps file beside them, read at once)."""
+    stamps = None
+    companion = fast_timestamps(piece.ref)
+    if companion is not None:
+        first, last = piece.chunks[0][1], piece.chunks[-1][1]
+        stamps = BlockTimestamps.load(
+            archive, companion, first.first_record_offset, last.last_record_offset
+        )
+        if stamps is None:  # not [ms,type] lines: the record reader reads it
+            yield from _record_path(archive, piece, offsets, value_type)
+            return
     reads = [BlockRead(number, chunk) for number, chunk in piece.chunks]
     # Spans of a few MiB, the next one fetched while this one is inflated and parsed: on S3
     # the task then waits for its first span only, not for the whole split.
     spans = merge_ranges(reads, limit=SPAN_BYTES)
-    yield from _block_batches(archive, piece, offsets, value_type, spans, archive.executor)
+    yield from _block_batches(archive, piece, offsets, value_type, spans, archive.executor, stamps)
 
 
 def _block_batches(
@@ -84,6 +96,7 @@ def _block_batches(
     value_type: Any,
     spans: Iterable[Span],
     pool: Executor,
+    stamps: BlockTimestamps | None = None,
 ) -> Iterator[Any]:
     """The batches of :func:`_block_path`, one span fetched ahead in ``pool``."""
     key = piece.ref.key
@@ -93,16 +106,26 @@ def _block_batches(
     for read, raw in pairs:
         number, chunk = read.block, read.chunk
         data = inflate_chunk(raw, chunk, block=number, source=key, codec=codec)
-        batch = _block_batch(piece, chunk, data, offsets, value_type)
+        batch = _block_batch(piece, chunk, data, offsets, value_type, stamps)
         if batch is None:  # not plain lines: the record reader takes it
             records = _block_records(archive, piece, number, chunk, data)
+            if stamps is not None:
+                records = stamps.fill(list(records))
             batch = _records_batch(piece, records, offsets, value_type)
         if batch.num_rows:
             yield batch
 
 
-def _block_batch(piece: Piece, chunk: Chunk, data: bytes, offsets: IntRange, value_type: Any):
-    """The block as a batch, built from its bytes; ``None`` if it needs the record reader."""
+def _block_batch(
+    piece: Piece,
+    chunk: Chunk,
+    data: bytes,
+    offsets: IntRange,
+    value_type: Any,
+    stamps: BlockTimestamps | None = None,
+):
+    """The block as a batch, built from its bytes (``stamps``: its timestamp columns); ``None``
+    if it needs the record reader."""
     import pyarrow as pa
 
     if piece.framing != NEWLINE or data.startswith(_ENVELOPE_START) or not data:
@@ -128,7 +151,10 @@ def _block_batch(piece: Piece, chunk: Chunk, data: bytes, offsets: IntRange, val
             [None, pa.py_buffer(value_offsets.astype(np.int32)), pa.py_buffer(kept)],
         )
     record_offsets = np.asarray(chunk.record_offsets(), np.int64)
-    batch = kafka_batch(piece.topic, piece.partition, values, record_offsets, value_type)
+    kept = {} if stamps is None else stamps.columns(record_offsets)
+    if kept is None:
+        return None  # an offset without its entry: the record reader names it
+    batch = kafka_batch(piece.topic, piece.partition, values, record_offsets, value_type, **kept)
     return _filtered(batch, record_offsets, offsets)
 
 
@@ -180,9 +206,9 @@ def _record_path(
 
         resolve = resolver(archive.avro_schema(ref), reader_schema)
     blocks = (
-        [archive.block_records(ref, -1)]
+        [archive.block_records(ref, -1, timestamps=True)]
         if piece.whole
-        else archive.blocks_records(ref, [n for n, _ in piece.chunks])
+        else archive.blocks_records(ref, [n for n, _ in piece.chunks], timestamps=True)
     )
     for records in blocks:
         batch = _records_batch(piece, records, offsets, value_type, wire, resolve)
@@ -201,7 +227,7 @@ def _merged_path(
     low = offsets.start
     if low is None:
         low = min(r.start_offset for r in piece.merged)
-    for run in archive.merged_blocks(list(piece.merged), low):
+    for run in archive.merged_blocks(list(piece.merged), low, timestamps=True):
         batch = _records_batch(piece, run, offsets, value_type, wire)
         if batch.num_rows:
             yield batch

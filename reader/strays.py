@@ -17,15 +17,18 @@ it so that someone can rename or remove it.
 
 from __future__ import annotations
 
-from blockgz.archive.layout import KeyLayout
+from blockgz.archive.layout import KeyLayout, parse_archive_key
 from blockgz.archive.sidecars import data_key_for, is_sidecar
 
 
 def is_stray(layout: KeyLayout, prefix: str, key: str) -> bool:
     """Whether ``key``, which is no data object under ``layout``, is a stray rather than an
-    index sidecar (hidden or old name), an export's own object or DeviantArt's cursor."""
+    index sidecar (hidden or old name), a hidden timestamps file, an export's own object or
+    DeviantArt's cursor."""
     if is_sidecar(key):
-        return layout.parse_data_key(data_key_for(key)) is None
+        return parse_archive_key(layout, data_key_for(key)) is None
+    if parse_archive_key(layout, key) is not None:  # a hidden timestamps file
+        return False
     return not layout.is_bookkeeping(prefix, key)
 
 

@@ -29,6 +29,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from blockgz.archive.layout import parse_archive_key
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.errors import BlockGzError, UnknownFormatError
 from blockgz.format.framing import Framing
@@ -96,7 +97,7 @@ def check_object(
 ) -> None:
     """Add ``row``'s line to ``check``: an ok line, or its problems."""
     url = archive.store.url(row.key)
-    ref = archive.layout.parse_data_key(row.key, size=row.size, any_extension=True)
+    ref = parse_archive_key(archive.layout, row.key, size=row.size, any_extension=True)
     if ref is not None and _unknown_format(archive, ref, check):
         return
     if row.indexed and ref is not None:

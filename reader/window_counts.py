@@ -151,7 +151,7 @@ def _count_indexed(archive, refs, window: Window, tally: _Tally) -> None:
             if not window.timed or inside:
                 offsets = [o for o in chunk.record_offsets() if o > seen]
             else:
-                records = list(archive.block_records(ref, number))
+                records = list(archive.block_records(ref, number, timestamps=True))
                 if any(r.timestamp is None for r in records):
                     raise ConfigError(
                         f"{ref.topic}/{ref.partition}: the archive kept no record timestamps, "

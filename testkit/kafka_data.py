@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import gzip
 import json
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from blockgz.archive.layout import Layout, parse_archive_key
 from blockgz.archive.sidecars import is_sidecar
 from blockgz.sink.write.config import SinkConfig
 from blockgz.store.base import ObjectStore
@@ -91,19 +91,18 @@ class Exported:
         assert set(counts) == expected
 
 
-#: ``…+0000000042.timestamps.json.gz`` and the like (:mod:`blockgz.sink.write.companions`).
-_COMPANION = re.compile(r"\+\d+\.(keys|headers|timestamps)\.[^/]+$")
-
-
 def read_exported(store: ObjectStore, prefix: str = "", topics_dir: str = "topics") -> Exported:
     """Decode every value object under ``topics_dir``; index sidecars and the keys, headers and
-    timestamps files beside values are collected apart."""
+    timestamps files beside values (hidden or not, as the layout names them) are collected
+    apart."""
     out = Exported()
+    layout = Layout(topics_dir=topics_dir)
     for info in store.list(f"{prefix}{topics_dir}/"):
         if is_sidecar(info.key):
             out.indexes.add(info.key)
             continue
-        if _COMPANION.search(info.key):
+        ref = parse_archive_key(layout, info.key)  # a value object, or a file beside one
+        if ref is not None and ref.role != "value":
             out.companions.add(info.key)
             continue
         data = store.get(info.key)

@@ -3,6 +3,7 @@
 Its modules import one way, each only those listed before it:
 
 * :mod:`~blockgz.archive.sidecars` (where an object's index lives),
+  :mod:`~blockgz.archive.timestamps_keys` (where a value file's record timestamps live),
   :mod:`~blockgz.archive.written` (one written object, as a manifest lists it) and
   :mod:`~blockgz.archive.object_ref` (one data object, as its key names it), which import
   nothing of the archive, so the object writers and readers below the archive can use them;

@@ -8,7 +8,10 @@ with ``directory.delim`` in place of ``/`` and ``file.delim`` in place of ``+``.
 block-GZIP (or Avro) object sits its index sidecar, a hidden file: the data object's name with a
 leading ``.``, minus ``.gz``, plus ``.index.json``
 (:func:`~blockgz.archive.sidecars.sidecar_key`), so query engines that read a topic's folder
-skip it. An export's batch manifests sit under
+skip it. So is the timestamps file beside a value file
+(:mod:`blockgz.archive.timestamps_keys`): :func:`parse_archive_key` reads its key, which
+:meth:`Layout.parse_data_key` does not take for a data object. An export's batch manifests sit
+under
 ``<prefix><manifest dir>/<job name>/manifests/``.
 
 A key is a data object only if its whole name parses: ``<topic>+<partition>+<start offset,
@@ -29,6 +32,12 @@ after (:meth:`Layout.parse_data_key`); anything else is a stray that readers ign
     True
     >>> layout.parse_data_key(key + ".bak") is None
     True
+    >>> stamps = "topics/orders/partition=3/.orders+3+0000001000.timestamps.json.gz"
+    >>> layout.parse_data_key(stamps) is None
+    True
+    >>> ref = parse_archive_key(layout, stamps)
+    >>> ref.key == stamps, ref.topic, ref.role
+    (True, 'orders', 'timestamps')
 
 The keys of what an export keeps beside its data (manifests, catalog, intents, dead letters,
 lease) are :class:`~blockgz.archive.job_keys.JobKeys`' methods, which :class:`Layout` has.
@@ -43,13 +52,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from blockgz.archive.job_keys import JobKeys
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.sidecars import is_sidecar
+from blockgz.archive.timestamps_keys import TIMESTAMPS, is_hidden_timestamps, shown_key
 from blockgz.errors import ConfigError
 from blockgz.option_defs import OptionDef, OptionSet
 
@@ -411,7 +421,8 @@ class Layout(JobKeys):
     def parse_data_key(
         self, key: str, *, size: int = -1, extension: str | None = None, any_extension: bool = False
     ) -> ObjectRef | None:
-        """The :class:`ObjectRef` of a data key; ``None`` for sidecars, manifests, strays.
+        """The :class:`ObjectRef` of a data key; ``None`` for sidecars, hidden timestamps
+        files (:func:`parse_archive_key` reads them), manifests, strays.
 
         The whole name must parse: ``<topic>+<partition>+<start>.<extension>`` with the
         partition as a plain number, the start offset padded as the sink pads it
@@ -426,7 +437,7 @@ class Layout(JobKeys):
         >>> layout.parse_data_key("t+00+0000009999.json") is None
         True
         """
-        if is_sidecar(key):
+        if is_sidecar(key) or is_hidden_timestamps(key):
             return None
         directory, _, name = key.rpartition(self.directory_delim)
         if extension is not None:
@@ -454,3 +465,26 @@ class Layout(JobKeys):
             size=size,
             bytearray_extension=self.bytearray_extension,
         )
+
+
+def parse_archive_key(
+    layout: KeyLayout, key: str, *, size: int = -1, any_extension: bool = False
+) -> ObjectRef | None:
+    """A data key's :class:`ObjectRef` (:meth:`KeyLayout.parse_data_key`), or a hidden
+    timestamps file's (:mod:`blockgz.archive.timestamps_keys`): role ``timestamps``, its own
+    (hidden) key, the topic, partition and start offset of its value file. ``None`` for any
+    other key.
+
+    >>> ref = parse_archive_key(Layout(), "d/.t+0+0000000042.timestamps.avro", size=9)
+    >>> ref.key, ref.topic, ref.start_offset, ref.extension, ref.directory, ref.size
+    ('d/.t+0+0000000042.timestamps.avro', 't', 42, 'timestamps.avro', 'd', 9)
+    >>> parse_archive_key(Layout(), "d/.t+0+0000000042.timestamps.json.index.json") is None
+    True
+    """
+    ref = layout.parse_data_key(key, size=size, any_extension=any_extension)
+    if ref is not None or not is_hidden_timestamps(key):
+        return ref
+    shown = layout.parse_data_key(shown_key(key), size=size, any_extension=any_extension)
+    if shown is None or shown.role != TIMESTAMPS:
+        return None
+    return replace(shown, key=key)

@@ -2,7 +2,8 @@
 
 A batch that dies before its manifest leaves data objects (and sidecars) nobody committed; its
 checkpoint is lost with it, so a restart from the manifests removes them before writing again:
-every object of the restarted topic-partitions that starts at or after the committed offset.
+every object of the restarted topic-partitions that starts at or after the committed offset,
+with the hidden timestamps file beside each value object.
 
 >>> import tempfile
 >>> from blockgz.archive.layout import Layout
@@ -12,21 +13,24 @@ every object of the restarted topic-partitions that starts at or after the commi
 >>> manifests = Manifests(store, "", Layout(), "job")
 >>> _ = manifests.write(0, files=[], offsets={"t": {0: 10}})
 >>> store.put("topics/t/partition=0/t+0+0000000010.json", b"{}")
+>>> store.put("topics/t/partition=0/.t+0+0000000010.timestamps.json", b"[1,0]")
 >>> remove_uncommitted(manifests, {"t": {0: 10}}, partition_directories=True)
-['topics/t/partition=0/t+0+0000000010.json']
+['topics/t/partition=0/t+0+0000000010.json', 'topics/t/partition=0/.t+0+0000000010.timestamps.json']
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 from collections.abc import Iterator
 
 from blockgz.archive.catalog import Catalog
 from blockgz.archive.intents import intended_directories
+from blockgz.archive.layout import parse_archive_key
 from blockgz.archive.manifests import Manifests
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.offsets import Offsets
-from blockgz.archive.sidecars import data_key_for, is_sidecar, sidecar_key
+from blockgz.archive.sidecars import data_key_for, hidden_key, is_sidecar, sidecar_key
 from blockgz.errors import ObjectNotFoundError
 from blockgz.store.base import ObjectInfo
 
@@ -44,7 +48,7 @@ def remove_uncommitted(
     """
     deleted: list[str] = []
     for info in find_uncommitted(manifests, offsets, partition_directories=partition_directories):
-        ref = manifests.layout.parse_data_key(data_key_for(info.key))
+        ref = parse_archive_key(manifests.layout, data_key_for(info.key))
         if ref is None:  # find_uncommitted parsed it: never
             continue
         for key in _with_sidecar(manifests, info.key, ref):
@@ -101,7 +105,7 @@ def find_uncommitted(
             listings = [store.list(layout.topic_prefix(manifests.prefix, topic))]
         for listing in listings:
             for info in listing:
-                ref = layout.parse_data_key(data_key_for(info.key))  # sidecars too
+                ref = parse_archive_key(layout, data_key_for(info.key))  # sidecars too
                 if ref is None or ref.topic != topic or ref.partition not in parts:
                     continue
                 if ref.start_offset >= parts[ref.partition]:
@@ -130,13 +134,22 @@ def _listed_from(
     prefix = layout.partition_prefix(manifests.prefix, topic, partition)
     if directory:  # other partitions' objects share it: list only this one's names
         prefix = directory + layout.file_name_prefix(topic, partition)
-    start_after = ""
+    # The hidden timestamps files (.<topic>+<partition>+<start>.timestamps.<ext>) sort before
+    # the objects: listed apart, from the same offset on.
+    where = layout.directory_of(prefix)
+    hidden = hidden_key(where + layout.file_name_prefix(topic, partition))
+    start_after = hidden_after = ""
     # Zero-padded start offsets sort as numbers (while they fit the padding: a batch
     # crossing into one more digit is listed whole); "/" sorts after any extension's ".".
     if next_offset > 0 and len(str(next_offset)) < layout.offset_pad_width:
-        name = layout.file_name(topic, partition, next_offset - 1, "/")
-        start_after = layout.directory_of(prefix) + name
-    return manifests.store.list(prefix, start_after=start_after)
+        name = layout.file_name(topic, partition, next_offset - 1, "")
+        start_after = f"{where}{name}/"
+        hidden_after = f"{hidden_key(where + name)}/"
+    listings = (
+        manifests.store.list(prefix, start_after=start_after),
+        manifests.store.list(hidden, start_after=hidden_after),
+    )
+    return itertools.chain.from_iterable(listings)
 
 
 def _with_sidecar(manifests: Manifests, key: str, ref: ObjectRef) -> list[str]:

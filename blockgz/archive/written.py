@@ -24,8 +24,9 @@ class WrittenFile:
     size: int
     uncompressed_size: int
     index_key: str | None = None
-    #: ``value``, or ``keys`` / ``headers`` for the files beside a value file
-    #: (``store.kafka.keys``, ``store.kafka.headers``), one entry per value record.
+    #: ``value``, or ``keys`` / ``headers`` / ``timestamps`` for the files beside a value file
+    #: (``store.kafka.keys``, ``store.kafka.headers``, ``store.kafka.timestamps``: a hidden
+    #: name, :mod:`blockgz.archive.timestamps_keys`), one entry per value record.
     role: str = "value"
     #: The smallest and largest Kafka record timestamp in the file (epoch ms), when the
     #: records had timestamps: readers skip files outside a time window without opening them.

@@ -21,7 +21,8 @@ JSON_OUTPUT_HELP = (
     "json prints one object per record with its offset (and key/timestamp/headers where "
     "kept). Its value is the JSON value itself where the object's format is JSON (.json, "
     ".json.gz: a JSON-format archive; a value that does not parse stays a string), the decoded "
-    "record for Avro, else the stored text as a string, or value_base64 when it is not UTF-8."
+    "record for Avro, else the stored text as a string, or value_base64 when it is not UTF-8. "
+    "The record timestamps kept beside the values are fetched for json output only."
 )
 
 
@@ -164,7 +165,9 @@ def seek(
     if scan:
         options["scan.unindexed"] = "true"
     with _archive(target, topic, partition, options) as archive:
-        records = archive.seek(topic, partition, offset, count)  # raises before any output
+        # --output json prints timestamps: only then is the hidden timestamps file fetched
+        stamps = output == "json"
+        records = archive.seek(topic, partition, offset, count, timestamps=stamps)  # may raise
         refs, _ = archive.seek_objects(topic, partition, offset)
         _echo_records(records, output, json_values=_json_archive(refs))
         if stats:
@@ -215,11 +218,11 @@ def cat(target, output, topic, partition, endpoint_url, options) -> None:
             return
         decode = _named_decoder(key)
         if decode is not None or output == "json":
-            from blockgz.archive.layout import Layout
+            from blockgz.archive.layout import Layout, parse_archive_key
             from blockgz.format.framing import framing_from_options
             from blockgz.objects.stream import stream_records
 
-            ref = Layout().parse_data_key(key, any_extension=True)
+            ref = parse_archive_key(Layout(), key, any_extension=True)
             start = ref.start_offset if ref is not None else 0
             framing = framing_from_options(options)
             records = stream_records(store, key, start, framing=framing, decode=decode)
@@ -232,7 +235,7 @@ def cat(target, output, topic, partition, endpoint_url, options) -> None:
         refs = archive.objects(topic, partition)
         if not refs:
             raise archive.nothing_found(topic, partition)
-        records = archive.seek(topic, partition, refs[0].start_offset)
+        records = archive.seek(topic, partition, refs[0].start_offset, timestamps=output == "json")
         _echo_records(records, output, json_values=_json_archive(refs))
 
 
@@ -336,11 +339,11 @@ def verify(target, topic, scan, endpoint_url, options) -> None:
 
 def _read_whole(store, key: str, options: dict) -> None:
     """``verify --scan`` of one object without an index: read it whole or exit 1."""
-    from blockgz.archive.layout import Layout
+    from blockgz.archive.layout import Layout, parse_archive_key
     from blockgz.format.framing import framing_from_options
     from blockgz.reader.verify import read_whole
 
-    ref = Layout().parse_data_key(key, any_extension=True)
+    ref = parse_archive_key(Layout(), key, any_extension=True)
     start = ref.start_offset if ref is not None else 0
     framing = framing_from_options(options)
     line, problem = read_whole(store, key, start, framing, decode=_named_decoder(key))

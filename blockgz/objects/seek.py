@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from blockgz.archive.layout import Layout
+from blockgz.archive.layout import Layout, parse_archive_key
 from blockgz.errors import MissingIndexError, OffsetNotFoundError
 from blockgz.format.decode import Record
 from blockgz.format.framing import framing_from_options
@@ -53,7 +53,8 @@ def seek_object(
 
     store, key = split_object_url(os.fspath(target), options)
     key = resolve_data_key(store, key)
-    ref = Layout.from_options(as_options(options)).parse_data_key(key, any_extension=True)
+    layout = Layout.from_options(as_options(options))
+    ref = parse_archive_key(layout, key, any_extension=True)  # a hidden timestamps file too
     start = ref.start_offset if ref is not None else 0
     records = stream_records(
         store, key, start, framing=framing_from_options(options), decode=decode

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from blockgz.archive.manifests import Manifest
 from blockgz.archive.offsets import merge_offsets
 from blockgz.archive.snapshots import Snapshots
+from blockgz.archive.timestamps_keys import TIMESTAMPS
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.events import event
 from blockgz.sink.export.record_times import RecordTimes
@@ -161,6 +162,8 @@ class ProgressTracker:
         self.result.records += manifest.records
         for f in manifest.files:
             state = self.result.partitions.setdefault((f.topic, f.partition), PartitionProgress())
+            if f.role == TIMESTAMPS:
+                continue  # the hidden file beside a value object, as its index: not counted
             state.files += 1
             self.result.files += 1
         for topic, parts in manifest.dead_letters.items():

@@ -4,9 +4,11 @@
 As Confluent names them: a value file ``t+0+0000000042.json.gz`` gets
 ``t+0+0000000042.keys.<ext>`` and ``t+0+0000000042.headers.<ext>`` (the format's extension,
 compressed as the value file is; Avro compresses inside), with one entry per value record in
-the same order. They open, rotate and close with their value file, and are committed before the
-batch manifest like it. An entry is encoded *before* its value is written, so a key that cannot
-be written fails (or is dead-lettered) without leaving the files out of step.
+the same order. The timestamps file is blockgz's own and hidden from query engines:
+``.t+0+0000000042.timestamps.<ext>`` (:mod:`blockgz.archive.timestamps_keys`). They open,
+rotate and close with their value file, and are committed before the batch manifest like it.
+An entry is encoded *before* its value is written, so a key that cannot be written fails (or is
+dead-lettered) without leaving the files out of step.
 
 How each format stores an entry is the format's own (see :mod:`blockgz.formats.json`,
 :mod:`blockgz.formats.bytearray`, :mod:`blockgz.formats.avro`): this module opens the files,
@@ -22,18 +24,21 @@ key schema change).
 >>> from blockgz.sink.write.config import SinkConfig
 >>> cfg = SinkConfig.from_options({"path": tempfile.mkdtemp(), "store.kafka.keys": "true",
 ...                                "keys.format.class": "json",
-...                                "store.kafka.timestamps": "false"})
+...                                "s3.compression.type": "none"})
 >>> files = Companions.open(cfg, cfg.make_store()[0], "t/t+0+0000000000.json", "t", 0, "p")
 >>> record = KafkaRecord("t", 0, 0, 0, b"user-1", b"{}")
 >>> files.write(files.encode(record), 0)
->>> [(f.key, f.role, f.records) for f in files.close()]
-[('t/t+0+0000000000.keys.json', 'keys', 1)]
+>>> for f in files.close():
+...     print(f.key, f.role, f.records)
+t/t+0+0000000000.keys.json keys 1
+t/.t+0+0000000000.timestamps.json timestamps 1
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from blockgz.archive.timestamps_keys import timestamps_key
 from blockgz.archive.written import WrittenFile
 from blockgz.formats.base import HEADERS, KEYS, TIMESTAMPS, Format
 from blockgz.sink.convert.schemas import BYTES_SCHEMA, ValueSchema
@@ -120,7 +125,12 @@ class Companions:
             if wanted
         ]
         for role, fmt in roles:
-            key = companion_key(value_key, config.extension, role, config.extension_of(fmt))
+            extension = config.extension_of(fmt)
+            key = (
+                timestamps_key(value_key, config.extension, extension)
+                if role == TIMESTAMPS
+                else companion_key(value_key, config.extension, role, extension)
+            )
             schema = None
             if fmt.one_schema_per_object:
                 schema = {HEADERS: HEADERS_SCHEMA, TIMESTAMPS: TIMESTAMP_SCHEMA}.get(role)

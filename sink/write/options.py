@@ -243,15 +243,13 @@ SINK_OPTIONS = OptionSet(
     _sink(
         "store.kafka.timestamps",
         "flag",
-        # Off by default for now: the file sits beside the value files under the same glob
-        # (`topics/**/*.json.gz`), so a query engine reading the directory would count its
-        # entries as records. On by default once its name is hidden from globs as sidecars are.
-        False,
-        "also write `…+<start>.timestamps.<ext>` beside each value file: each record's Kafka "
-        "timestamp and timestamp type, so a restore gives them back and time windows work on "
-        "every format (about 2-3 bytes a record compressed); not with "
-        "`format.json.envelope` or Parquet, which keep them. Off by default: query engines "
-        "that read the topic's directory would take its entries for records",
+        True,
+        "also write a hidden `.…+<start>.timestamps.<ext>` beside each value file: each "
+        "record's Kafka timestamp and timestamp type, so a restore gives them back and time "
+        "windows work on every format (about 3 bytes a record compressed). Its leading `.` "
+        "hides it from Spark, DuckDB, Hive and Athena reading the topic's folder; readers "
+        "fetch it only for a time window, a restore or output that shows timestamps. Not "
+        "written with `format.json.envelope` or Parquet, which keep them",
         origin="blockgz",
     ),
     _sink(

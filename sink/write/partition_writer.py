@@ -19,10 +19,14 @@ produces the same keys and the same bytes (the README's "Exactly once" says why 
 >>> w = TopicPartitionWriter("s3_topic", 0, cfg, cfg.make_store()[0])
 >>> for n in range(7):
 ...     w.write(KafkaRecord("s3_topic", 0, n, 0, None, b'{"n": %d}' % n))
->>> [f.key for f in w.close()]  # doctest: +NORMALIZE_WHITESPACE
-['topics/s3_topic/partition=0/s3_topic+0+0000000000.json',
- 'topics/s3_topic/partition=0/s3_topic+0+0000000003.json',
- 'topics/s3_topic/partition=0/s3_topic+0+0000000006.json']
+>>> for f in w.close():  # each value file, and the hidden file of its record timestamps
+...     print(f.key.rsplit("/", 1)[1], f.role)
+s3_topic+0+0000000000.json value
+.s3_topic+0+0000000000.timestamps.json timestamps
+s3_topic+0+0000000003.json value
+.s3_topic+0+0000000003.timestamps.json timestamps
+s3_topic+0+0000000006.json value
+.s3_topic+0+0000000006.timestamps.json timestamps
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
   and ``verify`` name it (SeaweedFS).
 * Query engines reading a topic's folder (Spark's own JSON, text and Avro readers, pyarrow
   datasets, pandas over the partition folders) count exactly the records: the index sidecars
-  are hidden files.
+  and the record timestamps files (kept by default) are hidden files.
 * ``verify --topic`` gives every object a line: a missing sidecar is a problem, and ``--scan``
   checks that object by reading it whole (SeaweedFS).
 """
@@ -123,8 +123,11 @@ def test_query_engines_count_exactly_the_records(spark, tmp_path):
          "value.converter": "org.apache.kafka.connect.json.JsonConverter"},
     )  # fmt: skip
     topic = json_root / "topics" / "orders"
-    sidecars = sorted(topic.rglob("*.index.json"))
-    assert len(sidecars) == 6 and all(p.name.startswith(".") for p in sidecars)
+    sidecars = sorted(topic.rglob("*.index.json"))  # the objects' and the timestamps files'
+    assert len(sidecars) == 12 and all(p.name.startswith(".") for p in sidecars)
+    # The record timestamps are kept by default, beside each object, in a hidden file.
+    stamps = [p for p in topic.rglob("*.timestamps.json.gz")]
+    assert len(stamps) == 6 and all(p.name.startswith(".") for p in stamps)
 
     frame = spark.read.json(str(topic))
     assert frame.count() == len(records)
@@ -137,6 +140,8 @@ def test_query_engines_count_exactly_the_records(spark, tmp_path):
 
     avro_topic = avro_root / "topics" / "orders"
     assert all(p.name.startswith(".") for p in avro_topic.rglob("*.index.json"))
+    stamps = list(avro_topic.rglob("*.timestamps.avro"))
+    assert len(stamps) == 6 and all(p.name.startswith(".") for p in stamps)
     # Spark's own Avro reader; this pyspark ships it in spark-sql without the short name "avro".
     avro = spark.read.format("org.apache.spark.sql.avro.AvroFileFormat").load(str(avro_topic))
     assert avro.count() == len(records)
@@ -186,8 +191,13 @@ def test_verify_scan_finds_an_object_that_does_not_read_whole(seaweed_s3, weed_b
 
 
 def test_the_sidecar_is_hidden_from_glob_as_from_the_engines(tmp_path):
-    """The rule the engines share: a leading dot hides a file (as for glob and the shell)."""
+    """The rule the engines share: a leading dot hides a file (as for glob and the shell): the
+    index sidecars and the record timestamps file."""
     write_once(orders(1, 10), {"path": str(tmp_path), "s3.compression.type": "blockgzip"})
     folder = Path(tmp_path, PARTITION)
     assert [Path(p).name for p in glob(f"{folder}/*")] == ["orders+0+0000000000.json.gz"]
-    assert [Path(p).name for p in glob(f"{folder}/.*")] == [".orders+0+0000000000.json.index.json"]
+    assert sorted(Path(p).name for p in glob(f"{folder}/.*")) == [
+        "..orders+0+0000000000.timestamps.json.index.json",  # the timestamps file's sidecar
+        ".orders+0+0000000000.json.index.json",
+        ".orders+0+0000000000.timestamps.json.gz",  # the record timestamps, kept by default
+    ]

@@ -17,6 +17,7 @@ import fastavro
 import orjson
 import pytest
 
+from blockgz.archive.layout import Layout, parse_archive_key
 from blockgz.errors import BadRecordError, RegistryError
 from blockgz.objects.indexed import IndexedReader
 from blockgz.sink.records import KafkaRecord
@@ -78,10 +79,21 @@ def write(options: dict[str, str], records: list[KafkaRecord], sizes=None):
     return write_task(config, iter(arrow_batches(records, sizes))).files
 
 
+def value_paths(root: Path, pattern: str) -> list[Path]:
+    """The value objects among the files under ``root`` matching ``pattern``, as the layout
+    parses them (not the hidden timestamps files beside them, nor sidecars)."""
+    found = []
+    for path in sorted(root.rglob(pattern)):
+        ref = parse_archive_key(Layout(), path.relative_to(root).as_posix())
+        if ref is not None and ref.role == "value":
+            found.append(path)
+    return found
+
+
 def avro_objects(root: Path) -> dict[str, tuple[dict, list[dict]]]:
-    """Every ``.avro`` file under ``root``: (its header schema, its records)."""
+    """Every ``.avro`` value object under ``root``: (its header schema, its records)."""
     out = {}
-    for path in sorted(root.rglob("*.avro")):
+    for path in value_paths(root, "*.avro"):
         reader = fastavro.reader(io.BytesIO(path.read_bytes()))
         out[str(path.relative_to(root))] = (reader.writer_schema, list(reader))
     return out
@@ -100,7 +112,9 @@ def test_avro_to_avro_every_codec_reads_back_with_fastavro(registry, topic, tmp_
     options = avro_options(
         registry, tmp_path, **{"format.class": "avro", "avro.codec": codec, "flush.size": "10"}
     )
-    files = write(options, records)
+    written = write(options, records)
+    assert {f.role for f in written} == {"value", "timestamps"}  # timestamps kept by default
+    files = [f for f in written if f.role == "value"]
     assert [f.records for f in files] == [10, 10, 5]
     objects = avro_objects(tmp_path)
     assert [name.rsplit("/", 1)[1] for name in objects] == [
@@ -125,13 +139,13 @@ def test_same_records_give_the_same_bytes(registry, topic, tmp_path):
         write(avro_options(registry, tmp_path / run, **{"format.class": "avro"}), records)
     a = {p.relative_to(tmp_path / "a"): p.read_bytes() for p in (tmp_path / "a").rglob("*.*")}
     b = {p.relative_to(tmp_path / "b"): p.read_bytes() for p in (tmp_path / "b").rglob("*.*")}
-    assert a == b and len(a) == 2  # data and sidecar
+    assert a == b and len(a) == 4  # data and sidecar, the timestamps file and its sidecar
 
 
 def test_avro_to_json_as_confluents_json_format(registry, topic, tmp_path):
     records = topic.records([V1] * 4)
     write(avro_options(registry, tmp_path, **{"format.class": "json"}), records)
-    (path,) = tmp_path.rglob("*.json")
+    (path,) = value_paths(tmp_path, "*.json")
     lines = [json.loads(line) for line in path.read_bytes().splitlines()]
     assert lines == [avro_value_for(0, i) for i in range(4)]  # ts as epoch millis
 
@@ -147,7 +161,7 @@ def test_avro_to_block_gzip_json_is_seekable(registry, topic, tmp_path):
             "s3.compression.block.size": "4KiB",
         },
     )
-    (done,) = write(options, records)
+    (done,) = [f for f in write(options, records) if f.role == "value"]
     with IndexedReader.open_file(tmp_path / done.key) as obj:
         assert len(obj.index.chunks) > 3
         (rec,) = list(obj.seek(217, count=1))
@@ -168,9 +182,9 @@ def test_field_and_time_partitioners_read_avro_fields(registry, topic, tmp_path)
         ),
         records,
     )
-    dirs = sorted(p.parent.name for p in (tmp_path / "field").rglob("*.avro"))
+    dirs = sorted(p.parent.name for p in value_paths(tmp_path / "field", "*.avro"))
     assert "user.tier=0" in dirs and "user.tier=1" in dirs
-    assert len({p.parent.parent.name for p in (tmp_path / "field").rglob("*.avro")}) == 3
+    assert len({p.parent.parent.name for p in value_paths(tmp_path / "field", "*.avro")}) == 3
     write(
         avro_options(
             registry,
@@ -188,7 +202,7 @@ def test_field_and_time_partitioners_read_avro_fields(registry, topic, tmp_path)
     )
     hours = sorted(
         str(p.parent.relative_to(tmp_path / "hourly"))
-        for p in (tmp_path / "hourly").rglob("*.avro")
+        for p in value_paths(tmp_path / "hourly", "*.avro")
     )
     assert hours[0].endswith("year=2026/month=11/day=22/hour=00")
     assert len(hours) == 8  # ts steps five hours per record
@@ -229,7 +243,7 @@ def evolve(registry, topic, tmp_path, mode: str, schemas: list[dict]):
     options = avro_options(
         registry, tmp_path, **{"format.class": "avro", "schema.compatibility": mode}
     )
-    files = write(options, topic.records(schemas))
+    files = [f for f in write(options, topic.records(schemas)) if f.role == "value"]
     objects = avro_objects(tmp_path)
     return files, objects
 

@@ -55,23 +55,33 @@ def test_uncommitted_objects_are_found_without_listing_the_committed_ones(weed_p
     options = s3_options(weed_proxy.endpoint_url)
     store, prefix = open_store(f"s3://{weed_bucket}", options)
     build_partition(store, prefix, objects=3, records_per_object=100)  # starts 0, 100, 200
+    directory = f"{prefix}topics/orders/partition=0/"
+    for start in (0, 200):  # the hidden record timestamps files beside two of them
+        store.put(f"{directory}.orders+0+{start:010d}.timestamps.json", b"[1,0]\n" * 100)
     log = ManifestLog(store, prefix, Layout(), "job")
     weed_proxy.clear_log()
     removed = log.remove_uncommitted({"orders": {0: 100}}, partition_directories=True)
     assert sorted(k.rsplit("/", 1)[1] for k in removed) == [
         ".orders+0+0000000100.json.index.json",
         ".orders+0+0000000200.json.index.json",
+        ".orders+0+0000000200.timestamps.json",
         "orders+0+0000000100.json.gz",
         "orders+0+0000000200.json.gz",
     ]
-    # Besides the catalog's (do the manifests say intents?), one listing of the directory (the
+    # Besides the catalog's (do the manifests say intents?), one listing of the directory's
+    # objects and one of its hidden timestamps files, each from the committed offset on (the
     # hidden sidecars sort before the names: each is found from its object's name).
-    (listing,) = [
-        r for r in weed_proxy.requests if "list-type=2" in r.query and "topics" in r.query
+    listings = [
+        unquote(r.query)
+        for r in weed_proxy.requests
+        if "list-type=2" in r.query and "topics" in r.query
     ]
-    assert "start-after=" in listing.query and "0000000099" in listing.query
+    assert len(listings) == 2, listings
+    assert all("start-after=" in q and "0000000099" in q for q in listings)
+    assert sum("partition=0/.orders+0+" in q for q in listings) == 1
     assert [info.key.rsplit("/", 1)[1] for info in store.list(prefix)] == [
         ".orders+0+0000000000.json.index.json",
+        ".orders+0+0000000000.timestamps.json",
         "orders+0+0000000000.json.gz",
     ]
 
@@ -176,8 +186,11 @@ def test_a_restart_under_a_time_partitioner_costs_the_same_whatever_the_history(
     )
     listings = [unquote(r.query) for r in weed_proxy.requests if "list-type=2" in r.query]
     data_listings = [q for q in listings if f"prefix=h{hours}/topics/" in q]
-    assert len(data_listings) == 3 and all("ev+0+" in q for q in data_listings), data_listings
-    # roots, manifests after the root, this partition's intents; then 3 directories
-    assert len(listings) == 3 + 3, listings
+    # each of the 3 directories: its objects of the partition, and apart its hidden timestamps
+    # files (.ev+0+…), each from the committed offset on
+    assert len(data_listings) == 6 and all("ev+0+" in q for q in data_listings), data_listings
+    assert sum("/.ev+0+&" in q for q in data_listings) == 3, data_listings
+    # roots, manifests after the root, this partition's intents; then 3 directories, twice
+    assert len(listings) == 3 + 6, listings
     with open_archive(root, options) as archive:
         assert [r.offset for r in archive.seek("ev", 0, 0)] == list(range(first))

@@ -130,6 +130,8 @@ def test_keys_and_headers_files_through_the_export(spark, kafka, s3_server, buck
         f".{topic}+0+0000000013.keys.json.index.json",
         f"{topic}+0+0000000013.headers.avro",
         f".{topic}+0+0000000013.headers.avro.index.json",
+        f".{topic}+0+0000000013.timestamps.json.gz",  # kept by default, hidden
+        f"..{topic}+0+0000000013.timestamps.json.index.json",
     }
     with open_archive(f"s3://{bucket}", s3_options(s3_server.endpoint_url)) as archive:
         values = [r.offset for r in archive.seek(topic, 0, 0)]

@@ -77,7 +77,9 @@ def test_a_restart_lists_the_intents_and_their_directories_not_the_topic(tmp_pat
     assert set(removed) == written
     topic_prefix = config.layout.topic_prefix("", "ev")
     data_listings = [p for p in store.listed if p.startswith(topic_prefix)]
-    assert sorted(data_listings) == sorted(f"{d}/ev+{p}+" for d in directories for p in (0, 1))
+    # each directory's objects of each partition, and apart their hidden timestamps files
+    listed = [f"{d}/{hidden}ev+{p}+" for d in directories for p in (0, 1) for hidden in ("", ".")]
+    assert sorted(data_listings) == sorted(listed)
     intent_listings = [p for p in store.listed if "/intents/" in p]
     assert sorted(intent_listings) == ["_blockgz/job/intents/ev/0/", "_blockgz/job/intents/ev/1/"]
     with open_archive(str(tmp_path)) as archive:  # the committed history is all still there

@@ -75,7 +75,7 @@ def test_keys_and_headers_come_back_with_every_record(
     roles = sorted((f.role, f.first_offset, f.records) for f in message.files)
     assert roles == sorted(
         (role, first, n)
-        for role in ("value", "keys", "headers")
+        for role in ("value", "keys", "headers", "timestamps")  # timestamps: on by default
         for first, n in ((100, 5), (105, 5), (110, 2))
     )
     names = sorted(p.name for p in (tmp_path / "topics/t/partition=0").iterdir())
@@ -83,13 +83,20 @@ def test_keys_and_headers_come_back_with_every_record(
     gz = ".gz" if compression == "blockgzip" else ""
     assert f"t+0+0000000105.keys{ext[keys_format]}{gz if keys_format == 'json' else ''}" in names
     assert f"t+0+0000000105.headers{ext[headers_format]}" in "".join(names)
+    assert f".t+0+0000000105.timestamps.json{gz}" in names  # hidden from query engines
     with open_archive(str(tmp_path)) as archive:
         got = list(archive.seek("t", 0, 100))
         middle = list(archive.seek("t", 0, 107, count=2))
+        stamped = list(archive.seek("t", 0, 107, count=2, timestamps=True))
     assert [(r.offset, r.value, r.key, r.headers) for r in got] == [
         (r.offset, r.value, r.key, r.headers) for r in recs
     ]
+    assert {r.timestamp for r in got} == {None}  # not asked for: the file is not read
     assert [(r.offset, r.key) for r in middle] == [(107, b"user-7"), (108, b"user-8")]
+    assert [(r.key, r.timestamp, r.timestamp_type) for r in stamped] == [
+        (b"user-7", 1007, 0),
+        (b"user-8", 1008, 0),
+    ]
 
 
 def test_bytearray_keys_with_length_prefixed_framing_keep_any_bytes(tmp_path):
@@ -152,9 +159,10 @@ def test_manifests_count_records_once_with_companions(tmp_path):
     log = config.manifest_log(store, prefix)
     write_manifest(log, 0, [message])
     manifest = log.read_batch(0)
-    assert manifest.records == 6 and len(manifest.files) == 2
-    assert {f.role for f in manifest.files} == {"value", "keys"}
-    assert json.loads(store.get(log.key(0)))["files"][0].get("role") in (None, "keys")
+    assert manifest.records == 6 and len(manifest.files) == 3
+    assert {f.role for f in manifest.files} == {"value", "keys", "timestamps"}
+    stored = json.loads(store.get(log.key(0)))["files"]
+    assert sorted(str(f.get("role")) for f in stored) == ["None", "keys", "timestamps"]
 
 
 @pytest.mark.parametrize("fmt", ["json", "avro"])
@@ -173,7 +181,8 @@ def test_tombstones_with_keys_stored_keep_only_their_keys_and_headers(tmp_path, 
         options |= {"format.class": "avro", "value.converter": "string"}
     message = write(tmp_path, recs, **options)
     tombstone_files = [f for f in message.files if f.encoded_partition == "tombstone"]
-    assert sorted(f.role for f in tombstone_files) == ["headers", "keys"]
+    # a tombstone keeps its timestamp too (store.kafka.timestamps, on by default)
+    assert sorted(f.role for f in tombstone_files) == ["headers", "keys", "timestamps"]
     assert all(f.records == 3 for f in tombstone_files)
     keys_file = next(f for f in tombstone_files if f.role == "keys")
     assert keys_file.key == "topics/t/tombstone/t+0+0000000102.keys.json"
@@ -182,11 +191,16 @@ def test_tombstones_with_keys_stored_keep_only_their_keys_and_headers(tmp_path, 
     values = sum(f.records for f in message.files if f.role == "value")
     assert values == 9  # the other records, no null entry among them
     tombstone_dir = sorted(p.name for p in (tmp_path / "topics/t/tombstone").iterdir())
-    assert tombstone_dir == [
-        ".t+0+0000000102.headers.avro.index.json",
-        "t+0+0000000102.headers.avro",
-        "t+0+0000000102.keys.json",
-    ]
+    stamps = ".t+0+0000000102.timestamps" + (".avro" if fmt == "avro" else ".json")
+    assert tombstone_dir == sorted(
+        [
+            ".t+0+0000000102.headers.avro.index.json",
+            stamps,
+            *([f".{stamps}.index.json"] if fmt == "avro" else []),
+            "t+0+0000000102.headers.avro",
+            "t+0+0000000102.keys.json",
+        ]
+    )
 
 
 def test_a_record_whose_partition_is_the_tombstone_directory_is_refused_not_dropped(tmp_path):

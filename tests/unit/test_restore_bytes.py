@@ -139,15 +139,17 @@ def test_what_cannot_come_back_is_refused_in_one_line(tmp_path, options, missing
     assert "\n" not in str(refused.value) and "t/0: cannot restore" in str(refused.value)
 
 
-def test_timestamps_are_kept_in_the_values_format_when_asked(tmp_path):
-    """With ``store.kafka.timestamps=true`` the export writes a timestamps file (JSON beside
-    JSON values, compressed as they are) and a time window works on a plain JSON archive."""
+def test_timestamps_are_kept_in_the_values_format_by_default(tmp_path):
+    """By default (``store.kafka.timestamps=true``) the export writes a hidden timestamps file
+    (JSON beside JSON values, compressed as they are) and a time window works on a plain JSON
+    archive."""
     records = records_of(JSON_TEXT, KEYS)
-    options = {"s3.compression.type": "blockgzip", "store.kafka.timestamps": "true"}
+    options = {"s3.compression.type": "blockgzip"}
     config = SinkConfig.from_options({"path": str(tmp_path), **options})
     write_task(config, iter(arrow_batches(records)))
-    names = sorted(p.name for p in tmp_path.rglob("t+0+*"))
-    assert names == ["t+0+0000000000.json.gz", "t+0+0000000000.timestamps.json.gz"]
+    names = sorted(p.name for p in tmp_path.rglob("*t+0+*") if not p.name.endswith(".index.json"))
+    assert names == [".t+0+0000000000.timestamps.json.gz", "t+0+0000000000.json.gz"]
+    assert [p.name for p in tmp_path.rglob("t+0+*.json.gz")] == ["t+0+0000000000.json.gz"]
     with open_archive(str(tmp_path)) as archive:
         window = list(archive.records("t", [0], from_time=1_700_000_000_007,
                                       to_time=1_700_000_000_015))  # fmt: skip
