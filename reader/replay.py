@@ -30,11 +30,11 @@ from typing import Any
 
 from blockgz.errors import ConfigError, ReplayError
 from blockgz.format.decode import Record
+from blockgz.gc_control import fewer_collections
 from blockgz.kafka_security import librdkafka_settings
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.reader.archive import Archive
 from blockgz.reader.archive_options import check_reader_options
-from blockgz.reader.gc_pause import fewer_collections
 from blockgz.reader.restore_values import KafkaBytes
 from blockgz.registry import RegistrySettings
 from blockgz.times import epoch_ms
