@@ -376,23 +376,11 @@ def test_replay_vs_producer_loop(tmp_path, benchmark, kafka):
 
     from blockgz.reader import open_archive
     from blockgz.reader.replay import ReplaySettings, replay
-    from blockgz.sink.records import KafkaRecord
-    from blockgz.sink.write.config import SinkConfig
-    from blockgz.sink.write.task import write_task
-    from testkit.batches import arrow_batches
 
-    corpus = support.corpus_path().read_bytes().rstrip(b"\n").split(b"\n")
-    lines = (corpus * (REPLAY_RECORDS // len(corpus) + 1))[:REPLAY_RECORDS]
-    records = [KafkaRecord("src", 0, n, 0, None, v) for n, v in enumerate(lines)]
-    config = SinkConfig.from_options(
-        {"path": str(tmp_path), "flush.size": "50000", "s3.compression.type": "blockgzip"}
-    )
-    write_task(config, iter(arrow_batches(records)))
-    producer_settings = {"linger.ms": 20, "acks": "all", "enable.idempotence": True}
+    records = archived_records(tmp_path)
+    producer_settings = LOOP_SETTINGS
     times: dict[str, list[float]] = {"replay": [], "loop": []}
-    warmup = "replay_out_warmup"  # topics of their own: the session's broker is shared
-    kafka.create_topic(warmup, partitions=1)
-    _producer_loop(Producer, kafka.bootstrap_servers, producer_settings, records, warmup)
+    warm_up(kafka, records, "replay_out_warmup")
     for round_ in range(ROUNDS):
         for case in ("loop", "replay") if round_ % 2 == 0 else ("replay", "loop"):
             topic = f"replay_out_{case}_{round_}"
@@ -413,6 +401,37 @@ def test_replay_vs_producer_loop(tmp_path, benchmark, kafka):
     print(f"\nreplay rounds: {times}")
     RESULTS["replay"] = (statistics.median(times["replay"]), statistics.median(times["loop"]))
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+#: The producer loop's settings (the peer of replay and restore): idempotent, all acks.
+LOOP_SETTINGS = {"linger.ms": 20, "acks": "all", "enable.idempotence": True}
+
+
+def archived_records(root) -> list:
+    """:data:`REPLAY_RECORDS` lines of the corpus as the records of ``src``-0, archived (block
+    GZIP, 50,000 records an object) under the folder ``root``."""
+    from blockgz.sink.records import KafkaRecord
+    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.task import write_task
+    from testkit.batches import arrow_batches
+
+    corpus = support.corpus_path().read_bytes().rstrip(b"\n").split(b"\n")
+    lines = (corpus * (REPLAY_RECORDS // len(corpus) + 1))[:REPLAY_RECORDS]
+    records = [KafkaRecord("src", 0, n, 0, None, v) for n, v in enumerate(lines)]
+    config = SinkConfig.from_options(
+        {"path": str(root), "flush.size": "50000", "s3.compression.type": "blockgzip"}
+    )
+    write_task(config, iter(arrow_batches(records)))
+    return records
+
+
+def warm_up(kafka, records, topic: str) -> None:
+    """One untimed producer loop into ``topic`` (a topic of the caller's own: the session's
+    broker is shared), which a broker's first run pays its warm-up in."""
+    from confluent_kafka import Producer
+
+    kafka.create_topic(topic, partitions=1)
+    _producer_loop(Producer, kafka.bootstrap_servers, LOOP_SETTINGS, records, topic)
 
 
 def _producer_loop(

@@ -15,8 +15,12 @@ from __future__ import annotations
 import statistics
 import time
 
-from benchmarks import support
-from benchmarks.test_read_side_bench import REPLAY_RECORDS, _producer_loop
+from benchmarks.test_read_side_bench import (
+    LOOP_SETTINGS,
+    _producer_loop,
+    archived_records,
+    warm_up,
+)
 
 ROUNDS = 2
 
@@ -27,23 +31,11 @@ def test_restore_vs_producer_loop(tmp_path, kafka):
     from blockgz.reader import open_archive
     from blockgz.reader.restore import RestoreSettings, restore
     from blockgz.reader.restore_plan import Rename, RestoreRequest, plan_restore
-    from blockgz.sink.records import KafkaRecord
-    from blockgz.sink.write.config import SinkConfig
-    from blockgz.sink.write.task import write_task
-    from testkit.batches import arrow_batches
 
-    corpus = support.corpus_path().read_bytes().rstrip(b"\n").split(b"\n")
-    lines = (corpus * (REPLAY_RECORDS // len(corpus) + 1))[:REPLAY_RECORDS]
-    records = [KafkaRecord("src", 0, n, 0, None, v) for n, v in enumerate(lines)]
-    config = SinkConfig.from_options(
-        {"path": str(tmp_path), "flush.size": "50000", "s3.compression.type": "blockgzip"}
-    )
-    write_task(config, iter(arrow_batches(records)))
-    loop_settings = {"linger.ms": 20, "acks": "all", "enable.idempotence": True}
+    records = archived_records(tmp_path)
+    loop_settings = LOOP_SETTINGS
     times: dict[str, list[float]] = {"restore": [], "loop": []}
-    warmup = "restore_out_warmup"  # topics of their own: the session's broker is shared
-    kafka.create_topic(warmup, partitions=1)
-    _producer_loop(Producer, kafka.bootstrap_servers, loop_settings, records, warmup)
+    warm_up(kafka, records, "restore_out_warmup")
     for round_ in range(ROUNDS):
         for case in ("loop", "restore") if round_ % 2 == 0 else ("restore", "loop"):
             topic = f"restore_out_{case}_{round_}"
