@@ -1,7 +1,10 @@
 """Fixtures of the benchmark suite and the end-of-session report.
 
 Inputs are cached under ``.bench-cache/`` (keyed by size and by the record generator's
-source), outputs go to one temporary directory on the same disk for every tool.
+source), outputs go to one temporary directory on the same disk for every tool. The local
+servers (Apache Kafka, SeaweedFS, the schema registry stand-in) are started once per session,
+when a benchmark first asks for one, and shared: each benchmark names its own topics and
+buckets.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from benchmarks import report as rp
 from blockgz.archive.sidecars import sidecar_key
 from blockgz.format.index import BlockIndex
 from blockgz.objects.compress import compress_file
+from testkit.servers import running
 
 
 def pytest_report_header(config) -> list[str]:
@@ -58,6 +62,32 @@ def corpus_gz(corpus: Path, workdir: Path) -> Iterator[tuple[Path, BlockIndex]]:
 def seek_file() -> Path:
     """The cached ~1 GiB block-GZIP file (the corpus written ~5 times over)."""
     return support.seek_file_path()
+
+
+@pytest.fixture(scope="session")
+def kafka() -> Iterator:
+    """Apache Kafka 4.1 (one KRaft node, its own JVM) for every benchmark of the session."""
+    from blockgz.local_servers.apache_kafka import ApacheKafka
+
+    yield from running(ApacheKafka)
+
+
+@pytest.fixture(scope="session")
+def s3() -> Iterator:
+    """SeaweedFS (``weed mini``), its own process: its CPU and memory stay out of this one."""
+    from blockgz.local_servers.seaweed import SeaweedS3
+
+    yield from running(SeaweedS3)
+
+
+@pytest.fixture(scope="session")
+def registry() -> Iterator:
+    """The Schema Registry stand-in (a thread of this process)."""
+    pytest.importorskip("avro", reason="the registry stand-in needs the avro package")
+    from blockgz.local_servers import LocalSchemaRegistry
+
+    with LocalSchemaRegistry() as server:
+        yield server
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:

@@ -75,41 +75,6 @@ def report(request) -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def kafka():
-    """Apache Kafka 4.1 (one KRaft node, its own JVM) for the whole module, as in the JSON
-    export benchmark."""
-    from blockgz.local_servers.apache_kafka import ApacheKafka
-
-    reason = ApacheKafka.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    with ApacheKafka() as broker:
-        yield broker
-
-
-@pytest.fixture(scope="module")
-def registry():
-    """The Schema Registry stand-in (a thread of this process)."""
-    pytest.importorskip("avro", reason="the registry stand-in needs the avro package")
-    from blockgz.local_servers import LocalSchemaRegistry
-
-    with LocalSchemaRegistry() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def s3():
-    """SeaweedFS (``weed mini``), its own process: its CPU and memory stay out of this one."""
-    from blockgz.local_servers.seaweed import SeaweedS3
-
-    reason = SeaweedS3.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    with SeaweedS3() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def servers(kafka, s3) -> dict[str, int]:
     return {"s3": s3._proc.pid, "kafka": kafka._process.pid}
 
@@ -353,15 +318,15 @@ class SeekObject:
 
 
 @pytest.fixture(scope="module")
-def seaweed(report):
+def seaweed(request, report):
+    """The session's SeaweedFS (benchmarks/conftest.py), the reason noted when there is none."""
     from blockgz.local_servers.seaweed import SeaweedS3
 
     reason = SeaweedS3.unavailable_reason()
     if reason:
         report["seek_skipped"] = reason
         pytest.skip(reason)
-    with SeaweedS3() as server:
-        yield server
+    return request.getfixturevalue("s3")
 
 
 @pytest.fixture(scope="module")

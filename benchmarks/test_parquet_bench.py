@@ -53,37 +53,6 @@ def summary() -> Iterator[None]:
 
 
 @pytest.fixture(scope="module")
-def s3():
-    from blockgz.local_servers.seaweed import SeaweedS3
-
-    reason = SeaweedS3.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    with SeaweedS3() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def kafka():
-    from blockgz.local_servers.apache_kafka import ApacheKafka
-
-    reason = ApacheKafka.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    with ApacheKafka() as broker:
-        yield broker
-
-
-@pytest.fixture(scope="module")
-def registry():
-    pytest.importorskip("avro", reason="the registry stand-in needs the avro package")
-    from blockgz.local_servers import LocalSchemaRegistry
-
-    with LocalSchemaRegistry() as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
 def spark():
     pytest.importorskip("pyspark")
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):

@@ -154,23 +154,19 @@ class S3Side:
 
 
 @pytest.fixture(scope="module")
-def s3(spark):
+def s3(spark, s3):
+    """The session's SeaweedFS (benchmarks/conftest.py's ``s3``, which this fixture overrides
+    in this module) behind this module's link."""
     from benchmarks import s3_support as s3b
     from benchmarks.test_s3_bench import set_nagle
-    from blockgz.local_servers.seaweed import SeaweedS3
     from testkit.s3 import FaultProxy
 
     if S3A["missing"]:
         pytest.skip(f"no s3a for spark.read.json: {S3A['missing']}")
-    reason = SeaweedS3.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    with (
-        SeaweedS3() as server,
-        FaultProxy(
-            server.endpoint_url, latency_s=s3b.LATENCY_S, bandwidth_bps=s3b.BANDWIDTH_BPS
-        ) as proxy,
-    ):
+    server = s3
+    with FaultProxy(
+        server.endpoint_url, latency_s=s3b.LATENCY_S, bandwidth_bps=s3b.BANDWIDTH_BPS
+    ) as proxy:
         set_nagle(proxy, enabled=False)
         server.client().create_bucket(Bucket=S3_BUCKET)
         read_s3.set_hadoop_conf(spark, read_s3.s3a_conf(proxy.endpoint_url))
@@ -370,7 +366,7 @@ def test_s3_full_scan_vs_spark_json(spark, s3, archive, benchmark):
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
 
 
-def test_replay_vs_producer_loop(tmp_path, benchmark):
+def test_replay_vs_producer_loop(tmp_path, benchmark, kafka):
     """One Apache Kafka broker for every run, each run into a topic of its own, after one
     untimed loop run: a new broker's first run pays for its warm-up (the producer-id
     coordinator loading, the JIT), 5.3-6.3 s against 2.9-3.6 s for the next five, with no
@@ -378,51 +374,64 @@ def test_replay_vs_producer_loop(tmp_path, benchmark):
     in memory and slowed as it filled, 1.0 s on an empty broker and 2.0 s after five runs.)"""
     from confluent_kafka import Producer
 
-    from blockgz.local_servers.apache_kafka import ApacheKafka
     from blockgz.reader import open_archive
     from blockgz.reader.replay import ReplaySettings, replay
+
+    records = archived_records(tmp_path)
+    producer_settings = LOOP_SETTINGS
+    times: dict[str, list[float]] = {"replay": [], "loop": []}
+    warm_up(kafka, records, "replay_out_warmup")
+    for round_ in range(ROUNDS):
+        for case in ("loop", "replay") if round_ % 2 == 0 else ("replay", "loop"):
+            topic = f"replay_out_{case}_{round_}"
+            kafka.create_topic(topic, partitions=1)
+            started = time.perf_counter()
+            if case == "loop":
+                _producer_loop(Producer, kafka.bootstrap_servers, producer_settings, records, topic)
+            else:
+                settings = ReplaySettings(
+                    topic="src",
+                    to_topic=topic,
+                    producer={"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 20},
+                )
+                with open_archive(str(tmp_path)) as archive:
+                    assert replay(archive, settings).total_sent == len(records)
+            times[case].append(time.perf_counter() - started)
+            assert kafka.high_watermarks(topic) == {0: len(records)}
+    print(f"\nreplay rounds: {times}")
+    RESULTS["replay"] = (statistics.median(times["replay"]), statistics.median(times["loop"]))
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+
+
+#: The producer loop's settings (the peer of replay and restore): idempotent, all acks.
+LOOP_SETTINGS = {"linger.ms": 20, "acks": "all", "enable.idempotence": True}
+
+
+def archived_records(root) -> list:
+    """:data:`REPLAY_RECORDS` lines of the corpus as the records of ``src``-0, archived (block
+    GZIP, 50,000 records an object) under the folder ``root``."""
     from blockgz.sink.records import KafkaRecord
     from blockgz.sink.write.config import SinkConfig
     from blockgz.sink.write.task import write_task
     from testkit.batches import arrow_batches
 
-    reason = ApacheKafka.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
     corpus = support.corpus_path().read_bytes().rstrip(b"\n").split(b"\n")
     lines = (corpus * (REPLAY_RECORDS // len(corpus) + 1))[:REPLAY_RECORDS]
     records = [KafkaRecord("src", 0, n, 0, None, v) for n, v in enumerate(lines)]
     config = SinkConfig.from_options(
-        {"path": str(tmp_path), "flush.size": "50000", "s3.compression.type": "blockgzip"}
+        {"path": str(root), "flush.size": "50000", "s3.compression.type": "blockgzip"}
     )
     write_task(config, iter(arrow_batches(records)))
-    producer_settings = {"linger.ms": 20, "acks": "all", "enable.idempotence": True}
-    times: dict[str, list[float]] = {"replay": [], "loop": []}
-    with ApacheKafka() as kafka:
-        kafka.create_topic("out_warmup", partitions=1)
-        _producer_loop(Producer, kafka.bootstrap_servers, producer_settings, records, "out_warmup")
-        for round_ in range(ROUNDS):
-            for case in ("loop", "replay") if round_ % 2 == 0 else ("replay", "loop"):
-                topic = f"out_{case}_{round_}"
-                kafka.create_topic(topic, partitions=1)
-                started = time.perf_counter()
-                if case == "loop":
-                    _producer_loop(
-                        Producer, kafka.bootstrap_servers, producer_settings, records, topic
-                    )
-                else:
-                    settings = ReplaySettings(
-                        topic="src",
-                        to_topic=topic,
-                        producer={"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 20},
-                    )
-                    with open_archive(str(tmp_path)) as archive:
-                        assert replay(archive, settings).total_sent == len(records)
-                times[case].append(time.perf_counter() - started)
-                assert kafka.high_watermarks(topic) == {0: len(records)}
-    print(f"\nreplay rounds: {times}")
-    RESULTS["replay"] = (statistics.median(times["replay"]), statistics.median(times["loop"]))
-    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
+    return records
+
+
+def warm_up(kafka, records, topic: str) -> None:
+    """One untimed producer loop into ``topic`` (a topic of the caller's own: the session's
+    broker is shared), which a broker's first run pays its warm-up in."""
+    from confluent_kafka import Producer
+
+    kafka.create_topic(topic, partitions=1)
+    _producer_loop(Producer, kafka.bootstrap_servers, LOOP_SETTINGS, records, topic)
 
 
 def _producer_loop(

@@ -15,58 +15,44 @@ from __future__ import annotations
 import statistics
 import time
 
-import pytest
-
-from benchmarks import support
-from benchmarks.test_read_side_bench import REPLAY_RECORDS, _producer_loop
+from benchmarks.test_read_side_bench import (
+    LOOP_SETTINGS,
+    _producer_loop,
+    archived_records,
+    warm_up,
+)
 
 ROUNDS = 2
 
 
-def test_restore_vs_producer_loop(tmp_path):
+def test_restore_vs_producer_loop(tmp_path, kafka):
     from confluent_kafka import Producer
 
-    from blockgz.local_servers.apache_kafka import ApacheKafka
     from blockgz.reader import open_archive
     from blockgz.reader.restore import RestoreSettings, restore
     from blockgz.reader.restore_plan import Rename, RestoreRequest, plan_restore
-    from blockgz.sink.records import KafkaRecord
-    from blockgz.sink.write.config import SinkConfig
-    from blockgz.sink.write.task import write_task
-    from testkit.batches import arrow_batches
 
-    reason = ApacheKafka.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    corpus = support.corpus_path().read_bytes().rstrip(b"\n").split(b"\n")
-    lines = (corpus * (REPLAY_RECORDS // len(corpus) + 1))[:REPLAY_RECORDS]
-    records = [KafkaRecord("src", 0, n, 0, None, v) for n, v in enumerate(lines)]
-    config = SinkConfig.from_options(
-        {"path": str(tmp_path), "flush.size": "50000", "s3.compression.type": "blockgzip"}
-    )
-    write_task(config, iter(arrow_batches(records)))
-    loop_settings = {"linger.ms": 20, "acks": "all", "enable.idempotence": True}
+    records = archived_records(tmp_path)
+    loop_settings = LOOP_SETTINGS
     times: dict[str, list[float]] = {"restore": [], "loop": []}
-    with ApacheKafka() as kafka:
-        kafka.create_topic("out_warmup", partitions=1)
-        _producer_loop(Producer, kafka.bootstrap_servers, loop_settings, records, "out_warmup")
-        for round_ in range(ROUNDS):
-            for case in ("loop", "restore") if round_ % 2 == 0 else ("restore", "loop"):
-                topic = f"out_{case}_{round_}"
-                started = time.perf_counter()
-                if case == "loop":
-                    kafka.create_topic(topic, partitions=1)  # the restore creates its own
-                    _producer_loop(Producer, kafka.bootstrap_servers, loop_settings, records, topic)
-                else:
-                    request = RestoreRequest(topics=("src",), rename=Rename({"src": topic}))
-                    settings = RestoreSettings(
-                        {"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 20}
-                    )
-                    with open_archive(str(tmp_path)) as archive:
-                        plan = plan_restore(archive, request)
-                        assert restore(archive, plan, settings).sent == len(records)
-                times[case].append(time.perf_counter() - started)
-                assert kafka.high_watermarks(topic) == {0: len(records)}
+    warm_up(kafka, records, "restore_out_warmup")
+    for round_ in range(ROUNDS):
+        for case in ("loop", "restore") if round_ % 2 == 0 else ("restore", "loop"):
+            topic = f"restore_out_{case}_{round_}"
+            started = time.perf_counter()
+            if case == "loop":
+                kafka.create_topic(topic, partitions=1)  # the restore creates its own
+                _producer_loop(Producer, kafka.bootstrap_servers, loop_settings, records, topic)
+            else:
+                request = RestoreRequest(topics=("src",), rename=Rename({"src": topic}))
+                settings = RestoreSettings(
+                    {"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 20}
+                )
+                with open_archive(str(tmp_path)) as archive:
+                    plan = plan_restore(archive, request)
+                    assert restore(archive, plan, settings).sent == len(records)
+            times[case].append(time.perf_counter() - started)
+            assert kafka.high_watermarks(topic) == {0: len(records)}
     restore_s, loop_s = statistics.median(times["restore"]), statistics.median(times["loop"])
     print(
         f"\nrestore rounds: {times}\nrestore {restore_s:.2f} s vs loop {loop_s:.2f} s "

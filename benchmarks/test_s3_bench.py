@@ -30,7 +30,6 @@ from benchmarks import support
 from blockgz.archive.layout import Layout, default_partition
 from blockgz.archive.sidecars import sidecar_key
 from blockgz.format.index import BlockIndex
-from blockgz.local_servers.seaweed import SeaweedS3
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.reader import open_archive
 from blockgz.store import open_store
@@ -52,13 +51,9 @@ DIAGNOSTIC_REPEATS = 7
 
 # -- fixtures ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def server():
-    """SeaweedFS (``weed mini``) in its own process, its data in a temporary directory."""
-    reason = SeaweedS3.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    with SeaweedS3() as s3:
-        yield s3
+def server(s3):
+    """SeaweedFS (``weed mini``) in its own process: the session's (benchmarks/conftest.py)."""
+    return s3
 
 
 @pytest.fixture(scope="module")

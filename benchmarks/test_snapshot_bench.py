@@ -24,7 +24,6 @@ import os
 import statistics
 import time
 import uuid
-from collections.abc import Iterator
 
 import pytest
 
@@ -45,28 +44,6 @@ TRIGGER_S = 5.0  # the export's default trigger
 RESULTS_PATH = support.ROOT / "benchmarks" / "results" / "snapshot.md"
 
 pytestmark = pytest.mark.timeout(1800)
-
-
-@pytest.fixture(scope="module")
-def kafka() -> Iterator:
-    from blockgz.local_servers.apache_kafka import ApacheKafka
-
-    reason = ApacheKafka.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    with ApacheKafka() as broker:
-        yield broker
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator:
-    from blockgz.local_servers.seaweed import SeaweedS3
-
-    reason = SeaweedS3.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    with SeaweedS3() as server:
-        yield server
 
 
 def _cluster(kafka) -> tuple[list[str], list[str]]:

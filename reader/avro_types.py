@@ -24,6 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from blockgz.errors import ConfigError
+from blockgz.formats.avro_arrow import AvroArrow
 
 _PRIMITIVES = {
     "null": "VOID",
@@ -273,55 +274,7 @@ def avro_to_arrow(schema: Any, *, where: str = "value") -> Any:
     """
     if isinstance(schema, str) and schema.lstrip().startswith(("{", "[", '"')):
         schema = json.loads(schema)
-    return _arrow(schema, where, {})
-
-
-def _arrow(schema: Any, where: str, named: dict[str, Any]) -> Any:
-    import pyarrow as pa
-
-    primitives = {
-        "null": pa.null(),
-        "boolean": pa.bool_(),
-        "int": pa.int32(),
-        "long": pa.int64(),
-        "float": pa.float32(),
-        "double": pa.float64(),
-        "bytes": pa.binary(),
-        "string": pa.string(),
-    }
-    if isinstance(schema, str):
-        return _named_type(schema, where, primitives, named)
-    if isinstance(schema, list):
-        return _arrow(_only_branch(schema, where, "Arrow type"), where, named)
-    kind, logical = schema.get("type"), schema.get("logicalType")
-    logical_types = {
-        "timestamp-millis": pa.timestamp("ms", tz="UTC"),
-        "timestamp-micros": pa.timestamp("us", tz="UTC"),
-        "date": pa.date32(),
-        "time-millis": pa.time32("ms"),
-        "time-micros": pa.time64("us"),
-        "uuid": pa.string(),
-    }
-    if logical in logical_types:
-        return logical_types[logical]
-    if logical == "decimal":
-        return pa.decimal128(int(schema["precision"]), int(schema.get("scale", 0)))
-    if kind == "record":
-        fields = [
-            pa.field(f["name"], _arrow(f["type"], f"{where}.{f['name']}", named))
-            for f in schema["fields"]
-        ]
-        found = pa.struct(fields)
-    elif kind in ("enum", "fixed"):
-        found = pa.string() if kind == "enum" else pa.binary()
-    elif kind == "array":
-        return pa.list_(_arrow(schema["items"], f"{where}[]", named))
-    elif kind == "map":
-        return pa.map_(pa.string(), _arrow(schema["values"], f"{where}{{}}", named))
-    else:
-        return _arrow(kind, where, named)
-    named[_full_name(schema)] = named[schema["name"]] = found
-    return found
+    return AvroArrow().arrow_type(schema, where)
 
 
 def with_defaults(datum: Any, schema: Any) -> Any:

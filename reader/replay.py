@@ -29,11 +29,11 @@ from typing import Any
 
 from blockgz.errors import ConfigError, ReplayError
 from blockgz.format.decode import Record
+from blockgz.gc_control import fewer_collections
 from blockgz.kafka_security import librdkafka_settings
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.reader.archive import Archive
 from blockgz.reader.archive_options import check_reader_options
-from blockgz.reader.gc_pause import fewer_collections
 from blockgz.reader.kafka_partitioner import kafka_partition as kafka_partition
 from blockgz.reader.kafka_partitioner import murmur2 as murmur2
 from blockgz.reader.kafka_partitioner import partition_of
@@ -203,7 +203,7 @@ def replay(
         raise ConfigError(f"the producer settings (-O kafka.*) were refused: {exc}") from exc
     result = ReplayResult()
     started = time.monotonic()
-    with fewer_collections():  # millions of short-lived records: see reader/gc_pause.py
+    with fewer_collections():  # millions of short-lived records: see blockgz/gc_control.py
         try:
             for source in sources:
                 sent = skipped = 0

@@ -49,13 +49,13 @@ from pyspark.sql.datasource import (
 )
 
 from blockgz.errors import ConfigError
+from blockgz.gc_control import settle as settle_heap
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import as_options
 from blockgz.reader.archive import open_archive
 from blockgz.reader.archive_options import ARCHIVE_OPTIONS, check_reader_options
 from blockgz.reader.scan_plan import DEFAULT_SPLIT_BYTES, ScanFilter, Split, plan_scan
 from blockgz.reader.scan_read import split_batches
-from blockgz.worker_heap import settle as settle_heap
 
 if TYPE_CHECKING:
     from blockgz.reader.wire_avro import WireAvroValues
@@ -323,7 +323,7 @@ class ArchiveReader(DataSourceReader):
         return [SplitPartition(s) for s in splits] or [SplitPartition(Split(()))]
 
     def read(self, partition: SplitPartition) -> Iterator[Any]:
-        settle_heap()  # collections skip the worker's long-lived objects (blockgz.worker_heap)
+        settle_heap()  # collections skip the worker's long-lived objects (blockgz.gc_control)
         with self._archive() as archive:
             yield from split_batches(
                 archive,

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
+from testkit.servers import fresh_bucket, running
+
 _INTEGRATION = Path(__file__).parent / "integration"
 
 # Property tests check what is computed, not how fast: a shared 2-core machine makes an example
@@ -72,21 +74,13 @@ def seaweed_s3():
     """SeaweedFS's S3 gateway (``weed mini``) on free loopback ports, for the whole session."""
     from blockgz.local_servers.seaweed import SeaweedS3
 
-    reason = SeaweedS3.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    with SeaweedS3() as server:
-        yield server
+    yield from running(SeaweedS3)
 
 
 @pytest.fixture
 def weed_bucket(seaweed_s3, request):
     """A fresh, empty SeaweedFS bucket per test (named after the test)."""
-    import hashlib
-
-    name = "t-" + hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:20]
-    seaweed_s3.client().create_bucket(Bucket=name)
-    return name
+    return fresh_bucket(seaweed_s3, request, "t-")
 
 
 @pytest.fixture
@@ -103,21 +97,13 @@ def ceph_s3():
     """Ceph's radosgw over a one-node in-memory cluster on loopback, for the whole session."""
     from testkit.ceph import CephRgwS3
 
-    reason = CephRgwS3.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    with CephRgwS3() as server:
-        yield server
+    yield from running(CephRgwS3)
 
 
 @pytest.fixture
 def ceph_bucket(ceph_s3, request):
     """A fresh, empty radosgw bucket per test (named after the test)."""
-    import hashlib
-
-    name = "c-" + hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:20]
-    ceph_s3.client().create_bucket(Bucket=name)
-    return name
+    return fresh_bucket(ceph_s3, request, "c-")
 
 
 @pytest.fixture(scope="session")
@@ -187,11 +173,7 @@ def kafka():
     """
     from blockgz.local_servers.apache_kafka import ApacheKafka
 
-    reason = ApacheKafka.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    with ApacheKafka() as broker:
-        yield broker
+    yield from running(ApacheKafka)
 
 
 @pytest.fixture(scope="session")
@@ -203,11 +185,7 @@ def secured_kafka():
     (:meth:`~blockgz.local_servers.secured_kafka.SecuredKafka.add_user`)."""
     from blockgz.local_servers.secured_kafka import SecuredKafka
 
-    reason = SecuredKafka.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
-    with SecuredKafka() as broker:
-        yield broker
+    yield from running(SecuredKafka)
 
 
 @pytest.fixture(scope="session")
@@ -226,12 +204,8 @@ def secure_s3(tls_ca):
     from blockgz.local_servers.seaweed import SeaweedS3, TlsFiles
     from testkit.secure_s3 import secure_users
 
-    reason = SeaweedS3.unavailable_reason()
-    if reason:
-        pytest.skip(reason)
     tls = TlsFiles(tls_ca.cert_file, tls_ca.key_file, tls_ca.ca_file)
-    with SeaweedS3(tls=tls, users=secure_users()) as server:
-        yield server
+    yield from running(SeaweedS3, tls=tls, users=secure_users())
 
 
 @pytest.fixture

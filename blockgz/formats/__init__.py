@@ -7,7 +7,8 @@ Used by the sink's writer and by the readers alike, so neither compares format n
   :mod:`~blockgz.formats.avro`, :mod:`~blockgz.formats.parquet`: Confluent's JsonFormat,
   ByteArrayFormat, AvroFormat and ParquetFormat (Parquet's columns, writer and footer reader:
   :mod:`~blockgz.formats.parquet_schema`, :mod:`~blockgz.formats.parquet_writer`,
-  :mod:`~blockgz.formats.parquet_read`);
+  :mod:`~blockgz.formats.parquet_read`; the Avro → Arrow types its columns and the reader's
+  tables share: :mod:`~blockgz.formats.avro_arrow`);
 * :mod:`~blockgz.formats.registry`: ``FORMATS`` by name (and Confluent's class names);
 * :mod:`~blockgz.formats.compression`: ``s3.compression.type`` (none, gzip, blockgzip);
 * the writers of objects: :mod:`~blockgz.formats.output` (framed records: plain, gzip,

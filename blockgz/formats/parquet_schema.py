@@ -11,10 +11,10 @@ writes it; any other value schema (``string``, ``bytes``, an array) becomes one 
 * ``__kafka_timestamp`` (``timestamp[ms, UTC]``, null where Kafka had none): the record's
   Kafka timestamp; its statistics let a time window skip row groups.
 
-Types follow Spark's ``from_avro`` (as :func:`blockgz.reader.avro_types.avro_to_arrow` maps
-them for the reader; a unit test keeps the two in step): records are structs, enums strings,
-fixed and bytes binary, maps have string keys, ``timestamp-millis``/``-micros`` are UTC
-timestamps, ``date`` a date, ``decimal`` a decimal. A field is nullable exactly when its Avro
+Types follow Spark's ``from_avro`` (:mod:`blockgz.formats.avro_arrow`, the mapping the reader
+uses too): records are structs, enums strings, fixed and bytes binary, maps have string keys,
+``timestamp-millis``/``-micros`` are UTC timestamps, ``date`` a date, ``decimal`` a decimal. A
+field is nullable exactly when its Avro
 type is a union with ``null`` (Parquet ``OPTIONAL``; others are ``REQUIRED``, as parquet-avro
 writes them). Unions of several non-null types have no single column type and are refused.
 
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blockgz.errors import BadRecordError
+from blockgz.formats.avro_arrow import AvroArrow
 
 #: The Kafka offset of each row; its statistics are a row group's offset range.
 OFFSET_COLUMN = "__kafka_offset"
@@ -46,6 +47,12 @@ KAFKA_COLUMNS = (OFFSET_COLUMN, TIMESTAMP_COLUMN)
 VALUE_KEY = "blockgz.value"
 #: Footer key-value metadata: per row group, the gaps between its offsets (``null``: none).
 ROW_GROUPS_KEY = "blockgz.row_groups"
+#: Avro types as columns: required unless the type allows ``null``, as parquet-avro writes them.
+_MAPPING = AvroArrow(
+    error=BadRecordError,
+    union_refusal="single Parquet column type; use format.class=avro for such values",
+    exact_nullability=True,
+)
 
 
 @dataclass(frozen=True)
@@ -71,7 +78,7 @@ def value_columns(schema: Any) -> ValueColumns:
     named: dict[str, Any] = {}
     if isinstance(schema, dict) and schema.get("type") == "record":
         fields = tuple(
-            pa.field(f["name"], *_typed(f["type"], f"value.{f['name']}", named))
+            pa.field(f["name"], *_MAPPING.typed(f["type"], f"value.{f['name']}", named))
             for f in schema["fields"]
         )
         clash = sorted(set(KAFKA_COLUMNS) & {f.name for f in fields})
@@ -81,7 +88,7 @@ def value_columns(schema: Any) -> ValueColumns:
                 "objects keep Kafka's metadata in; rename the field or use format.class=avro"
             )
         return ValueColumns(fields, wrapped=False)
-    return ValueColumns((pa.field(WRAPPED_COLUMN, *_typed(schema, "value", named)),), True)
+    return ValueColumns((pa.field(WRAPPED_COLUMN, *_MAPPING.typed(schema, "value", named)),), True)
 
 
 def arrow_schema(columns: ValueColumns) -> Any:
@@ -95,72 +102,3 @@ def arrow_schema(columns: ValueColumns) -> Any:
             pa.field(TIMESTAMP_COLUMN, pa.timestamp("ms", tz="UTC")),
         ]
     )
-
-
-def _typed(schema: Any, where: str, named: dict[str, Any]) -> tuple[Any, bool]:
-    """``(Arrow type, nullable)`` of the Avro ``schema``."""
-    if isinstance(schema, list):
-        branches = [b for b in schema if b != "null"]
-        if len(branches) != 1:
-            raise BadRecordError(
-                f"{where}: an Avro union of {len(branches)} non-null types has no single "
-                "Parquet column type; use format.class=avro for such values"
-            )
-        return _arrow(branches[0], where, named), len(branches) < len(schema)
-    return _arrow(schema, where, named), schema == "null"
-
-
-def _arrow(schema: Any, where: str, named: dict[str, Any]) -> Any:
-    import pyarrow as pa
-
-    primitives = {
-        "null": pa.null(),
-        "boolean": pa.bool_(),
-        "int": pa.int32(),
-        "long": pa.int64(),
-        "float": pa.float32(),
-        "double": pa.float64(),
-        "bytes": pa.binary(),
-        "string": pa.string(),
-    }
-    if isinstance(schema, str):
-        if schema in primitives:
-            return primitives[schema]
-        if schema in named:
-            return named[schema]
-        raise BadRecordError(f"{where}: Avro type {schema!r} is not known here")
-    if isinstance(schema, list):
-        return _typed(schema, where, named)[0]
-    kind, logical = schema.get("type"), schema.get("logicalType")
-    logical_types = {
-        "timestamp-millis": pa.timestamp("ms", tz="UTC"),
-        "timestamp-micros": pa.timestamp("us", tz="UTC"),
-        "date": pa.date32(),
-        "time-millis": pa.time32("ms"),
-        "time-micros": pa.time64("us"),
-        "uuid": pa.string(),
-    }
-    if logical in logical_types:
-        return logical_types[logical]
-    if logical == "decimal":
-        return pa.decimal128(int(schema["precision"]), int(schema.get("scale", 0)))
-    if kind == "record":
-        found = pa.struct(
-            [
-                pa.field(f["name"], *_typed(f["type"], f"{where}.{f['name']}", named))
-                for f in schema["fields"]
-            ]
-        )
-    elif kind in ("enum", "fixed"):
-        found = pa.string() if kind == "enum" else pa.binary()
-    elif kind == "array":
-        return pa.list_(_arrow(schema["items"], f"{where}[]", named))
-    elif kind == "map":
-        return pa.map_(pa.string(), _arrow(schema["values"], f"{where}{{}}", named))
-    else:
-        return _arrow(kind, where, named)
-    name, namespace = schema["name"], schema.get("namespace")
-    named[name] = found
-    if namespace and "." not in name:
-        named[f"{namespace}.{name}"] = found
-    return found

@@ -16,6 +16,7 @@ import logging
 import re
 import secrets
 import time
+from typing import TYPE_CHECKING
 
 from blockgz.errors import BlockGzError, PreflightError
 from blockgz.kafka_access import (
@@ -28,16 +29,20 @@ from blockgz.kafka_access import (
 )
 from blockgz.sink.export.config import ExportConfig
 
+if TYPE_CHECKING:
+    from blockgz.sink.export.kafka_clients import DriverClients
+
 log = logging.getLogger("blockgz.export")
 
 #: How long the brokers get to answer a metadata request.
 KAFKA_TIMEOUT_S = 5.0
 
 
-def preflight(job: ExportConfig, *, once: bool) -> None:
-    """Raise :class:`PreflightError` naming the setting, what was tried and what came back."""
+def preflight(job: ExportConfig, *, once: bool, clients: DriverClients | None = None) -> None:
+    """Raise :class:`PreflightError` naming the setting, what was tried and what came back
+    (Kafka asked with ``clients``' admin client when given: the run's shared one)."""
     check_store(job)
-    check_kafka(job, once=once)
+    check_kafka(job, once=once, admin=clients.admin() if clients is not None else None)
     check_registry(job)
     ensure_dead_letter_topic(job)
 
@@ -240,10 +245,10 @@ def _tls_setting(settings, exc: Exception) -> str | None:
     return f"store.url={settings.endpoint_url}" if settings.endpoint_url else None
 
 
-def check_kafka(job: ExportConfig, *, once: bool) -> None:
+def check_kafka(job: ExportConfig, *, once: bool, admin: QuietAdmin | None = None) -> None:
     """The brokers answer a metadata request, the job's topics exist, and the job's principal
     may READ them."""
-    admin = quiet_admin(job.source.client_config())
+    admin = admin or quiet_admin(job.source.client_config())
     topics = kafka_topics(job, admin)
     source = job.source
     who = principal(admin.config)

@@ -5,7 +5,9 @@ what an alert wants ("the archive is 10 minutes behind"). The oldest record not 
 a topic-partition is the one at its committed offset (or the first after it: compaction and
 transaction markers leave gaps), so its timestamp is one fetch. :class:`RecordTimes` reads it
 once per committed offset (the answer cannot change until the next batch commits), with one
-consumer for all partitions and a deadline, so a slow broker delays the figure, not the export.
+consumer for all partitions (the driver's shared one,
+:class:`~blockgz.sink.export.kafka_clients.DriverClients`, when given) and a deadline, so a
+slow broker delays the figure, not the export.
 
 Example (with a broker)::
 
@@ -20,6 +22,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from blockgz.sink.export.kafka_clients import DriverClients
+
 log = logging.getLogger("blockgz.export")
 
 TopicPartition = tuple[str, int]
@@ -28,10 +32,17 @@ TopicPartition = tuple[str, int]
 class RecordTimes:
     """The timestamp (Unix seconds) of the first record at or after an offset, per partition."""
 
-    def __init__(self, client_config: Mapping[str, Any], *, timeout_s: float = 2.0):
+    def __init__(
+        self,
+        client_config: Mapping[str, Any],
+        *,
+        timeout_s: float = 2.0,
+        clients: DriverClients | None = None,
+    ):
         self.client_config = dict(client_config)
         self.timeout_s = timeout_s
-        self._consumer: Any = None
+        self._clients = clients or DriverClients(self.client_config)
+        self._own_clients = clients is None
         #: Per partition, the last offset asked for and its record's timestamp.
         self._known: dict[TopicPartition, tuple[int, float]] = {}
 
@@ -50,7 +61,7 @@ class RecordTimes:
     def _fetch(self, wanted: Mapping[TopicPartition, int]) -> None:
         from confluent_kafka import TopicPartition as KafkaPartition
 
-        consumer = self._consumer_made()
+        consumer = self._clients.consumer()
         consumer.assign([KafkaPartition(t, p, off) for (t, p), off in wanted.items()])
         missing = set(wanted)
         deadline = time.monotonic() + self.timeout_s
@@ -67,20 +78,6 @@ class RecordTimes:
                     consumer.pause([KafkaPartition(*tp)])
         consumer.unassign()
 
-    def _consumer_made(self) -> Any:
-        if self._consumer is None:
-            from confluent_kafka import Consumer
-
-            conf = dict(self.client_config)
-            conf.setdefault("group.id", "blockgz-export-lag")
-            conf.update({"enable.auto.commit": False, "enable.partition.eof": False})
-            # Only the first record of each partition is wanted: small fetches.
-            conf.setdefault("fetch.max.bytes", 1024 * 1024)
-            conf.setdefault("max.partition.fetch.bytes", 64 * 1024)
-            self._consumer = Consumer(conf)
-        return self._consumer
-
     def close(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        if self._own_clients:
+            self._clients.close()

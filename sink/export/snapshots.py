@@ -32,8 +32,8 @@ from typing import Any
 from blockgz.archive.offsets import Offsets
 from blockgz.archive.snapshots import ClusterSnapshot, Snapshots, TopicState
 from blockgz.errors import ConfigError
-from blockgz.kafka_access import quiet_admin
 from blockgz.sink.export.events import event
+from blockgz.sink.export.kafka_clients import DriverClients
 from blockgz.times import parse_duration
 
 log = logging.getLogger("blockgz.export")
@@ -147,8 +147,12 @@ class Snapshotter:
         interval_s: float,
         groups: re.Pattern[str],
         clock=time.time,
+        clients: DriverClients | None = None,
     ):
         self.client_config = dict(client_config)
+        #: Whose admin client the snapshots use (the driver's shared one, when given).
+        self._clients = clients or DriverClients(self.client_config)
+        self._own_clients = clients is None
         self.snapshots = snapshots
         self.topics = set(topics)
         self.interval_s = interval_s
@@ -156,7 +160,6 @@ class Snapshotter:
         self.clock = clock
         self._last = float("-inf")
         self._thread: threading.Thread | None = None
-        self._admin: Any = None
         self._missing: tuple[str, ...] = ()
         #: How many were written, and how long the last took (seconds), for tests and logs.
         self.written = 0
@@ -181,13 +184,10 @@ class Snapshotter:
 
     def take(self, archived: Offsets) -> str:
         """Take and write one snapshot now; return its key."""
-        if self._admin is None:  # librdkafka's own log kept off the export's terminal
-            self._admin = quiet_admin(self.client_config).client
+        admin = self._clients.admin().client  # librdkafka's log kept off the terminal
         started = time.monotonic()
         at_ms = int(self.clock() * 1000)
-        topics, groups, missing = read_cluster(
-            self._admin, self.topics | set(archived), self.groups
-        )
+        topics, groups, missing = read_cluster(admin, self.topics | set(archived), self.groups)
         snapshot = ClusterSnapshot(at_ms, topics, groups, archived, tuple(missing))
         key = self.snapshots.write(snapshot)
         if missing and tuple(missing) != self._missing:  # once, not every interval
@@ -222,3 +222,5 @@ class Snapshotter:
         """Wait for a running snapshot to finish."""
         if self._thread is not None:
             self._thread.join(timeout_s)
+        if self._own_clients:
+            self._clients.close()

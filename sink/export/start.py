@@ -6,10 +6,13 @@ import json
 import logging
 import re
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from blockgz.archive.offsets import EARLIEST, Offsets
 from blockgz.sink.export.config import ExportConfig
+
+if TYPE_CHECKING:
+    from blockgz.sink.export.kafka_clients import DriverClients
 
 log = logging.getLogger("blockgz.export")
 
@@ -22,7 +25,11 @@ class StartPlan(NamedTuple):
 
 
 def starting_offsets(
-    job: ExportConfig, *, fresh: bool, checkpoint: Path | str = "the checkpoint"
+    job: ExportConfig,
+    *,
+    fresh: bool,
+    checkpoint: Path | str = "the checkpoint",
+    clients: DriverClients | None = None,
 ) -> StartPlan:
     """The source options resolved for where this run starts, and that place in words.
 
@@ -30,7 +37,8 @@ def starting_offsets(
     ``startingOffsets`` then). A fresh one, with ``blockgz.resume=archive`` (the default) and
     manifests of this job in the archive, resumes from what they committed, as a Connect sink
     resumes from its consumer offsets; partitions they do not name start at
-    ``startingOffsets``. Otherwise ``startingOffsets`` holds.
+    ``startingOffsets``. Otherwise ``startingOffsets`` holds. The partitions are asked with
+    ``clients``' admin client when given (the run's shared one), else with one made here.
 
     >>> import tempfile
     >>> job = ExportConfig.from_mapping({"name": "j", "topics": "t", "path": tempfile.mkdtemp(),
@@ -57,7 +65,7 @@ def starting_offsets(
             f"fresh checkpoint {checkpoint} and no manifests of job {job.name} in the archive: "
             f"from startingOffsets={given}",
         )
-    partitions = kafka_partitions(job)
+    partitions = kafka_partitions(job, clients)
     if job.source.strategy == "assign":  # Spark wants exactly the assigned ones
         partitions = [tp for tp in partitions if tp in set(job.source.assigned)]
     options["startingOffsets"], where = resume_from_manifests(job, partitions, fallback=given)
@@ -113,7 +121,9 @@ def resume_from_manifests(
     return json.dumps(by_topic), where
 
 
-def abort_left_uploads(job: ExportConfig, *, started_before: float) -> list[str]:
+def abort_left_uploads(
+    job: ExportConfig, *, started_before: float, clients: DriverClients | None = None
+) -> list[str]:
     """Abort multipart uploads a killed run of this job left behind: under the directories of
     the topics it exports and under its own job directory (manifests, catalog, dead letters).
 
@@ -123,7 +133,7 @@ def abort_left_uploads(job: ExportConfig, *, started_before: float) -> list[str]
     """
     store, prefix = job.sink.make_store()
     layout = job.sink.layout
-    topics = list(job.topics) or sorted({t for t, _ in kafka_partitions(job)})
+    topics = list(job.topics) or sorted({t for t, _ in kafka_partitions(job, clients)})
     prefixes = [layout.topic_prefix(prefix, t) for t in topics]
     prefixes.append(layout.job_prefix(prefix, job.name))
     aborted: list[str] = []
@@ -137,11 +147,17 @@ def abort_left_uploads(job: ExportConfig, *, started_before: float) -> list[str]
     return aborted
 
 
-def kafka_partitions(job: ExportConfig) -> list[tuple[str, int]]:
-    """The partitions of the job's topics, from the broker's metadata."""
-    from confluent_kafka.admin import AdminClient
+def kafka_partitions(
+    job: ExportConfig, clients: DriverClients | None = None
+) -> list[tuple[str, int]]:
+    """The partitions of the job's topics, from the broker's metadata (asked with ``clients``'
+    admin client when given, else with one made for it)."""
+    if clients is not None:
+        admin = clients.admin().client
+    else:
+        from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient(job.source.client_config())
+        admin = AdminClient(job.source.client_config())
     meta = admin.list_topics(timeout=15)
     wanted = set(job.topics)
     regex = re.compile(job.source.pattern) if job.source.pattern else None

@@ -19,6 +19,7 @@ from blockgz.archive.snapshots import Snapshots
 from blockgz.archive.timestamps_keys import TIMESTAMPS
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.events import event
+from blockgz.sink.export.kafka_clients import DriverClients
 from blockgz.sink.export.record_times import RecordTimes
 from blockgz.sink.export.snapshots import Snapshotter, parse_groups
 
@@ -85,16 +86,23 @@ class ProgressTracker:
         epoch: str,
         result: ExportResult,
         observer: BatchObserver | None = None,
+        clients: DriverClients | None = None,
     ):
         self.result = result
+        #: The Kafka clients the watermarks, record times and snapshots share (closed by
+        #: :meth:`close` unless the caller gave them: then the caller closes them).
+        self.clients = clients or DriverClients(job.source.client_config())
+        self._own_clients = clients is None
         self.observer = observer
         store, prefix = job.sink.make_store()
         self.manifests = job.sink.manifest_log(store, prefix, epoch=epoch)
         #: What the archive has committed (per topic, partition: the next offset), as known.
         self.committed: dict[str, dict[int, int]] = {}
-        self.snapshotter = snapshotter_for(job, store, prefix)
-        self.watermarks = Watermarks(job)
-        self.record_times = RecordTimes(job.source.client_config()) if observer else None
+        self.snapshotter = snapshotter_for(job, store, prefix, self.clients)
+        self.watermarks = Watermarks(job, clients=self.clients)
+        self.record_times = (
+            RecordTimes(job.source.client_config(), clients=self.clients) if observer else None
+        )
         self._seen_batch = -1
         self._last_ends: dict[tuple[str, int], int] = {}
         self._last_time = time.monotonic()
@@ -188,9 +196,13 @@ class ProgressTracker:
             self.record_times.close()
         if self.snapshotter is not None:
             self.snapshotter.close()
+        if self._own_clients:
+            self.clients.close()
 
 
-def snapshotter_for(job: ExportConfig, store, prefix: str) -> Snapshotter | None:
+def snapshotter_for(
+    job: ExportConfig, store, prefix: str, clients: DriverClients | None = None
+) -> Snapshotter | None:
     """The job's :class:`~blockgz.sink.export.snapshots.Snapshotter` (``None``: turned off)."""
     if job.snapshot_interval_s is None:
         return None
@@ -198,33 +210,34 @@ def snapshotter_for(job: ExportConfig, store, prefix: str) -> Snapshotter | None
     return Snapshotter(
         job.source.client_config(), snapshots, topics=job.topics,
         interval_s=job.snapshot_interval_s, groups=parse_groups(job.snapshot_groups),
+        clients=clients,
     )  # fmt: skip
 
 
 class Watermarks:
     """Kafka's low and high watermarks per topic-partition, read with one consumer (made on
-    first use); :meth:`refresh` rereads the high ones at most every ``period_s``."""
+    first use; ``clients``' when given, closed by their owner); :meth:`refresh` rereads the
+    high ones at most every ``period_s``."""
 
-    def __init__(self, job: ExportConfig, period_s: float = 2.0):
+    def __init__(
+        self, job: ExportConfig, period_s: float = 2.0, *, clients: DriverClients | None = None
+    ):
         self.job = job
         self.period_s = period_s
-        self._consumer: Any = None
+        self._clients = clients or DriverClients(job.source.client_config())
+        self._own_clients = clients is None
         self._at = 0.0
         self.latest: dict[tuple[str, int], int] = {}
 
     def read(self, partitions, *, timeout_s: float = 2.0) -> dict[tuple[str, int], tuple[int, int]]:
         """``(low, high)`` of each of ``partitions`` now; raises ``KafkaException`` when the
         brokers do not answer within ``timeout_s`` (per partition)."""
-        from confluent_kafka import Consumer, TopicPartition
+        from confluent_kafka import TopicPartition
 
-        if self._consumer is None:
-            conf = self.job.source.client_config()
-            conf.setdefault("group.id", "blockgz-export-progress")
-            conf["enable.auto.commit"] = False
-            self._consumer = Consumer(conf)
+        consumer = self._clients.consumer()
         found = {}
         for topic, part in partitions:
-            low, high = self._consumer.get_watermark_offsets(
+            low, high = consumer.get_watermark_offsets(
                 TopicPartition(topic, part), timeout=timeout_s, cached=False
             )
             found[(topic, part)] = (low, high)
@@ -243,9 +256,8 @@ class Watermarks:
         return self.latest
 
     def close(self) -> None:
-        if self._consumer is not None:
-            self._consumer.close()
-            self._consumer = None
+        if self._own_clients:
+            self._clients.close()
 
 
 def _new_progress(recent, after_batch: int) -> list[dict[str, Any]]:

@@ -20,6 +20,13 @@ summary names it (the batch writer's keys, which do not sort). So a replayed bat
 export starts — adds every committed manifest the table lacks, in key order: a crash between
 the S3 commit and the Iceberg commit is completed by the next batch or the restart.
 
+The table is loaded from the catalog once and kept between batches: a commit updates the kept
+table in place (pyiceberg's), and one export writes a job's manifests (its lease), so the kept
+table knows what this job added. Another writer's commit in between (another job on the same
+table) makes the next commit conflict: pyiceberg's ``CommitFailedException``, after which the
+table is loaded again and the commit retried. Any other failure drops the kept table, so the
+next batch starts from a fresh load.
+
 Example (needs pyiceberg, so not a doctest)::
 
     table = ArchiveTable.from_options(sink_options)   # None without blockgz.iceberg.table
@@ -29,11 +36,12 @@ Example (needs pyiceberg, so not a doctest)::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.archive.layout import Layout
@@ -94,6 +102,8 @@ class ArchiveTable:
     manifests: Manifests
     target: StoreTarget
     partitioning: PartitionerSettings
+    #: The table as last loaded or committed (``None``: load it when next needed).
+    _table: Any = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any], config=None) -> ArchiveTable | None:
@@ -128,6 +138,12 @@ class ArchiveTable:
             return self.catalog().load_table(self.settings.identifier)
         except NoSuchTableError:
             return None
+
+    def _kept(self):
+        """The table kept from the last load or commit (loaded now when there is none)."""
+        if self._table is None:
+            self._table = self.load()
+        return self._table
 
     def _create(self, first_file: str):
         """Create the table from the schema of ``first_file`` (a URL), with the spec of the
@@ -191,32 +207,48 @@ class ArchiveTable:
     def complete(self, *, through: str | None = None) -> list[str]:
         """Add every committed manifest the table lacks, oldest first (up to ``through``, a
         key, when given); return the keys added. Costs one load of the table and one LIST of
-        the manifests after its mark, plus one Iceberg commit per manifest added."""
-        table = self.load()
-        mark, named = self.added(table)
-        added = []
-        for key in self.manifests.keys(after=mark):
-            if through is not None and key > through and is_streaming_key(key):
-                break
-            if self.holds(key, mark, named):
-                continue
-            table = self._commit(table, key, self.manifests.read(key))
-            if table is None:
-                continue  # a batch without files, and no table yet: nothing to add
+        the manifests after its mark, plus one Iceberg commit per manifest added; the table
+        is the one kept from the last commit (loaded on the first call, after a conflict and
+        after a failure)."""
+        with self._dropped_on_failure():
+            table = self._kept()
             mark, named = self.added(table)
-            added.append(key)
-        return added
+            added = []
+            for key in self.manifests.keys(after=mark):
+                if through is not None and key > through and is_streaming_key(key):
+                    break
+                if self.holds(key, mark, named):
+                    continue
+                table = self._commit(table, key, self.manifests.read(key))
+                if table is None:
+                    continue  # a batch without files, and no table yet: nothing to add
+                self._table = table
+                mark, named = self.added(table)
+                added.append(key)
+            return added
 
     def commit(self, key: str) -> list[str]:
         """After the manifest ``key`` is written: add it, and any committed manifest before
         it the table lacks (a crash's), each in its own commit; return the keys added."""
         added = self.complete(through=key)
         if key not in added and not is_streaming_key(key):
-            table = self.load()
-            held = self.holds(key, *self.added(table))
-            if not held and self._commit(table, key, self.manifests.read(key)) is not None:
-                added.append(key)
+            with self._dropped_on_failure():
+                table = self._kept()
+                if not self.holds(key, *self.added(table)):
+                    table = self._commit(table, key, self.manifests.read(key))
+                    if table is not None:
+                        self._table = table
+                        added.append(key)
         return added
+
+    @contextlib.contextmanager
+    def _dropped_on_failure(self) -> Iterator[None]:
+        """Forget the kept table when the block fails (its state is not known then)."""
+        try:
+            yield
+        except BaseException:
+            self._table = None
+            raise
 
     def _commit(self, table, key: str, manifest: Manifest):
         """One Iceberg commit: the manifest's Parquet files, its summary and the mark."""
@@ -246,13 +278,13 @@ class ArchiveTable:
                     len(urls),
                     time.monotonic() - started,
                 )
-                return self.load()
+                return table  # pyiceberg updated it in place with the commit's metadata
             except CommitFailedException as exc:
                 if attempt == COMMIT_ATTEMPTS:
                     raise IcebergCommitError(
                         f"Iceberg commit of {key} failed {attempt} times: {exc}"
                     ) from exc
-                table = self.load()
+                table = self.load()  # another writer committed since: its view of the table
         return table
 
 

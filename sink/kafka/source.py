@@ -60,6 +60,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from blockgz.errors import SourceError
+from blockgz.gc_control import settle as settle_heap
 from blockgz.sink.kafka.offsets import (
     manifest_start,
     offsets_from_json,
@@ -79,7 +80,6 @@ from blockgz.sink.kafka.options import (
 )
 from blockgz.sink.kafka.ranges import asking_again, new_consumer, read_range
 from blockgz.sink.records import kafka_schema_ddl
-from blockgz.worker_heap import settle as settle_heap
 
 log = logging.getLogger("blockgz.kafka_source")
 
@@ -253,7 +253,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, KafkaInputPartition)
-        settle_heap()  # collections skip the worker's long-lived objects (blockgz.worker_heap)
+        settle_heap()  # collections skip the worker's long-lived objects (blockgz.gc_control)
         if self.config.emit_ranges:
             return iter([(partition.topic, partition.partition, partition.start, partition.end)])
         return read_range(self.config, partition)

@@ -35,6 +35,7 @@ from blockgz.archive.catalog import compact_every
 from blockgz.archive.lease import DEFAULT_TTL_MS, Holder, Lease, lease_key
 from blockgz.archive.manifests import delete_written
 from blockgz.errors import BlockGzError, ConfigError
+from blockgz.gc_control import settle as settle_heap
 from blockgz.sink.iceberg.settings import IcebergSettings
 from blockgz.sink.iceberg.table import ArchiveTable, commit_to_table
 from blockgz.sink.write.commit import TaskCommitMessage, write_manifest
@@ -42,7 +43,6 @@ from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.hooks import load_listener
 from blockgz.sink.write.options import INPUT_READER, LEASE_TOKEN, LEASE_TTL
 from blockgz.sink.write.task import write_task
-from blockgz.worker_heap import settle as settle_heap
 
 log = logging.getLogger("blockgz.sink")
 
@@ -92,7 +92,7 @@ class _Writer:
         return self._listener
 
     def write(self, iterator: Iterator[Any]) -> TaskCommitMessage:
-        settle_heap()  # collections skip the worker's long-lived objects (blockgz.worker_heap)
+        settle_heap()  # collections skip the worker's long-lived objects (blockgz.gc_control)
         return write_task(self.config, iterator)
 
     def _commit(self, messages: list[TaskCommitMessage | None], batch_id: int | str) -> None:

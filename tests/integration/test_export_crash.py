@@ -128,6 +128,22 @@ def crash_setup(kafka, s3_server, bucket, tmp_path, request):
     return topic
 
 
+def killed_at(
+    fault: str, tmp_path: Path, kafka, s3_server, bucket, topic, master="local[2,3]", **options
+) -> None:
+    """Run the export of ``topic`` (``tmp_path``'s ``job.properties``, ``ckpt`` and
+    ``export.log``) with the ``fault`` (:func:`testkit.faults.fault_options`, ``{marker}`` for
+    the file it pauses at) until it pauses there, then SIGKILL it."""
+    marker = tmp_path / "paused"
+    with_fault = fault_options(fault.format(marker=marker))
+    config = write_config(
+        tmp_path / "job.properties", kafka, s3_server, bucket, topic, **options, **with_fault
+    )
+    run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log", master=master)
+    run.wait_for(marker)
+    run.kill()
+
+
 def check_exactly_once(s3_server, bucket, config_path: Path) -> None:
     from blockgz.sink.export.config import load_config_file
 
@@ -194,19 +210,8 @@ def kill_mid_batch_then_restart(
     kafka, s3_server, bucket, tmp_path, topic, options, master: str = "local[2,3]"
 ) -> None:
     """Pause after batch 1's first object, SIGKILL, restart cleanly, check exactly once."""
-    marker = tmp_path / "paused"
-    config = write_config(
-        tmp_path / "job.properties",
-        kafka,
-        s3_server,
-        bucket,
-        topic,
-        **options,
-        **fault_options(f"pause-after-files:1:1:{marker}"),
-    )
-    run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log", master=master)
-    run.wait_for(marker)
-    run.kill()
+    fault = "pause-after-files:1:1:{marker}"
+    killed_at(fault, tmp_path, kafka, s3_server, bucket, topic, master=master, **options)
     assert orphans(s3_server, bucket), "the crash should leave batch 1's first object uncommitted"
     clean = write_config(tmp_path / "job2.properties", kafka, s3_server, bucket, topic, **options)
     ExportProcess(clean, tmp_path / "ckpt", tmp_path / "export.log", master=master).finish()
@@ -225,19 +230,8 @@ def test_lost_checkpoint_resumes_from_s3_manifests(
     crash_setup, kafka, s3_server, bucket, tmp_path, layout
 ):
     """Hourly: the orphans are found through the dead batch's intents (blockgz.archive.intents)."""
-    marker = tmp_path / "paused"
-    config = write_config(
-        tmp_path / "job.properties",
-        kafka,
-        s3_server,
-        bucket,
-        crash_setup,
-        **layout,
-        **fault_options(f"pause-after-files:2:1:{marker}"),
-    )
-    run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log")
-    run.wait_for(marker)
-    run.kill()
+    fault = "pause-after-files:2:1:{marker}"
+    killed_at(fault, tmp_path, kafka, s3_server, bucket, crash_setup, **layout)
     # Batch 1 starts at offset 20 in each partition; with flush.size=7 its second file starts
     # at 27, which the resumed run (flush.size=5: 20, 25, 30, ...) never writes.
     assert any("+0000000027." in key for key in orphans(s3_server, bucket))
@@ -320,19 +314,7 @@ def dead_letter_crash(
                 "value.converter.schema.registry.url": registry.url,
             }
         )
-    marker = tmp_path / "paused"
-    config = write_config(
-        tmp_path / "job.properties",
-        kafka,
-        s3_server,
-        bucket,
-        topic,
-        **options,
-        **fault_options(fault.format(marker=marker)),
-    )
-    run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log")
-    run.wait_for(marker)
-    run.kill()
+    killed_at(fault, tmp_path, kafka, s3_server, bucket, topic, **options)
     if fault.startswith("pause-in-commit"):
         assert not (tmp_path / "ckpt" / "commits" / "1").exists(), "Spark must not have committed"
     else:

@@ -33,7 +33,6 @@ from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.preflight import check_other_jobs
 from blockgz.sink.write.config import SinkConfig
 from blockgz.store import open_store
-from testkit.faults import fault_options
 from testkit.kafka_data import manifest_keys_of, produce_numbered
 from testkit.s3 import s3_options
 from tests.integration.test_export_crash import (
@@ -43,6 +42,7 @@ from tests.integration.test_export_crash import (
     ROOT,
     ExportProcess,
     check_exactly_once,
+    killed_at,
     orphans,
     write_config,
 )
@@ -91,18 +91,7 @@ def test_a_new_checkpoint_resumes_where_the_archive_committed(kafka, s3_server, 
     topic = "one_writer_resume"
     kafka.create_topic(topic, partitions=PARTITIONS)
     produce_numbered(kafka.bootstrap_servers, topic, PARTITIONS, PER_PARTITION)
-    marker = tmp_path / "paused"
-    config = write_config(
-        tmp_path / "job.properties",
-        kafka,
-        s3_server,
-        bucket,
-        topic,
-        **fault_options(f"pause-after-files:2:1:{marker}"),
-    )
-    run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log")
-    run.wait_for(marker)
-    run.kill()
+    killed_at("pause-after-files:2:1:{marker}", tmp_path, kafka, s3_server, bucket, topic)
     assert orphans(s3_server, bucket), "batch 1 should have left uncommitted objects"
     # Another checkpoint and another flush.size: the keys of the second run differ from the
     # first run's, so only a resume (not an overwrite) can give exactly once.

@@ -19,6 +19,7 @@ from blockgz.store import open_store
 from blockgz.store.request_stats import REQUESTS
 from testkit.archives import build_partition
 from testkit.s3 import FaultProxy, s3_options
+from testkit.servers import fresh_bucket
 
 MIB = 1024 * 1024
 
@@ -41,11 +42,7 @@ def s3_proxy(s3_server):
 
 @pytest.fixture
 def bucket(s3_server, request):
-    import hashlib
-
-    name = "t-" + hashlib.sha1(request.node.nodeid.encode()).hexdigest()[:24]
-    s3_server.client().create_bucket(Bucket=name)
-    return name
+    return fresh_bucket(s3_server, request, "t-", digits=24)
 
 
 def data_gets(proxy):

@@ -325,3 +325,86 @@ def test_the_rows_helper_writes_the_parquet_formats_columns():
     table = rows("t", 0, [5, 6])
     assert table.column_names == ["id", "name", "__kafka_offset", "__kafka_timestamp"]
     assert table.schema.field("__kafka_offset").nullable is False
+
+
+def counted_loads(monkeypatch, table: ArchiveTable) -> list[tuple]:
+    """The catalog's ``load_table`` calls from now on, blockgz's and pyiceberg's refreshes (not
+    those the SQL catalog makes inside ``commit_table``: a REST catalog's server does that)."""
+    catalog = table.catalog()
+    calls: list[tuple] = []
+    committing: list[int] = []
+    load, commit = catalog.load_table, catalog.commit_table
+
+    def counted(*args, **kw):
+        if not committing:
+            calls.append(args)
+        return load(*args, **kw)
+
+    def in_commit(*args, **kw):
+        committing.append(1)
+        try:
+            return commit(*args, **kw)
+        finally:
+            committing.pop()
+
+    monkeypatch.setattr(catalog, "load_table", counted)
+    monkeypatch.setattr(catalog, "commit_table", in_commit)
+    return calls
+
+
+def test_the_table_is_kept_between_batches_not_loaded_again(tmp_path, monkeypatch):
+    archive = Archive(tmp_path)
+    archive.table.commit(archive.batch(0, 0, 3))  # creates the table (and loads it)
+    loads = counted_loads(monkeypatch, archive.table)
+    for batch in (1, 2):
+        key = archive.batch(batch, batch * 3, 3)
+        assert archive.table.commit(key) == [key]
+    assert loads == [], "a batch after the first asks the catalog nothing before its commit"
+    assert len(archive.table.load().snapshots()) == 3
+    assert archive.scanned() == sorted(archive.expected)
+
+
+def test_a_conflicting_commit_loads_the_table_again_and_retries(tmp_path, monkeypatch):
+    from pyiceberg.exceptions import CommitFailedException
+
+    import blockgz.sink.iceberg.table as table_module
+
+    archive = Archive(tmp_path)
+    archive.table.commit(archive.batch(0, 0, 3))
+    # Another job commits to the same table: the kept table is behind the catalog now.
+    other = Archive(tmp_path / "other", name="other")
+    other.options["blockgz.iceberg.catalog.uri"] = archive.options["blockgz.iceberg.catalog.uri"]
+    other.table = ArchiveTable.from_options(other.options)
+    other.table.commit(other.batch(0, 100, 2, partitions=(0,)))
+    real, failures = table_module._append, []
+
+    def conflicting(*args):  # the catalog refuses the first attempt (after pyiceberg's retries)
+        if not failures:
+            failures.append(1)
+            raise CommitFailedException("the table changed since it was loaded")
+        real(*args)
+
+    monkeypatch.setattr(table_module, "_append", conflicting)
+    loads = counted_loads(monkeypatch, archive.table)
+    key = archive.batch(1, 3, 3)
+    assert archive.table.commit(key) == [key]
+    assert failures == [1] and len(loads) == 1, "one load after the conflict, then the retry"
+    assert [b["blockgz.batch"] for b in archive.table.committed_batches()] == ["0", "1"]
+    assert len(archive.table.load().snapshots()) == 3  # ours, the other job's, ours
+
+
+def test_a_failed_commit_drops_the_kept_table(tmp_path, monkeypatch):
+    import blockgz.sink.iceberg.table as table_module
+
+    archive = Archive(tmp_path)
+    archive.table.commit(archive.batch(0, 0, 3))
+
+    def outage(*args):
+        raise OSError("the catalog is unreachable")
+
+    monkeypatch.setattr(table_module, "_append", outage)
+    assert commit_to_table(archive.table, archive.batch(1, 3, 3)) == []
+    monkeypatch.undo()
+    loads = counted_loads(monkeypatch, archive.table)
+    key = archive.batch(2, 6, 3)
+    assert len(archive.table.commit(key)) == 2 and len(loads) == 1, "loaded again, once"

@@ -22,7 +22,6 @@ from blockgz.formats.parquet_schema import (
 from blockgz.formats.parquet_writer import ParquetObjectWriter
 from blockgz.formats.registry import FORMATS
 from blockgz.reader import open_archive
-from blockgz.reader.avro_types import avro_to_arrow
 from blockgz.sink.convert.schemas import ValueSchema
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.config import SinkConfig
@@ -159,27 +158,7 @@ def test_parquet_is_known_by_both_names():
     )
 
 
-def test_columns_map_types_as_the_reader_maps_avro():
-    schema = {
-        "type": "record",
-        "name": "R",
-        "fields": [
-            {"name": "id", "type": "long"},
-            {"name": "tags", "type": {"type": "array", "items": "string"}},
-            {"name": "m", "type": {"type": "map", "values": "double"}},
-            {"name": "at", "type": ["null", {"type": "long", "logicalType": "timestamp-millis"}]},
-            {"name": "e", "type": {"type": "enum", "name": "E", "symbols": ["A"]}},
-            {"name": "e2", "type": "E"},
-            {
-                "name": "d",
-                "type": {"type": "bytes", "logicalType": "decimal", "precision": 9, "scale": 2},
-            },
-        ],
-    }
-    columns = value_columns(schema)
-    as_read = avro_to_arrow(schema)  # the reader's mapping has every field nullable
-    assert [(f.name, f.type) for f in columns.fields] == [(f.name, f.type) for f in as_read]
-    assert [f.nullable for f in columns.fields] == [False, False, False, True, False, False, False]
+def test_columns_refuse_what_parquet_cannot_hold():
     with pytest.raises(Exception, match="union of 2 non-null types"):
         value_columns(
             {"type": "record", "name": "U", "fields": [{"name": "u", "type": ["int", "string"]}]}
