@@ -46,6 +46,9 @@ from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.config import SinkConfig
 from blockgz.store.base import ObjectStore
 
+#: How many of the record path's timestamps go into the timestamps file at once.
+STAMP_RUN = 4096
+
 HEADER_SCHEMA: dict[str, Any] = {
     "type": "array",
     "items": {
@@ -94,6 +97,8 @@ class Companions:
         }
         #: The last record's decoded key: accepts() and encode() ask for the same record.
         self._decoded: tuple[KafkaRecord, tuple[ValueSchema, Any]] | None = None
+        #: The record path's timestamps, written a run at a time (see :meth:`write`).
+        self._pending_stamps: list[tuple[int, int, int]] = []
 
     @classmethod
     def open(
@@ -181,14 +186,40 @@ class Companions:
             entries[HEADERS] = self.formats[HEADERS].encode_headers(record, record.headers)
         if TIMESTAMPS in self.writers:
             stamp, kind = record.timestamp_ms, record.timestamp_type
-            entries[TIMESTAMPS] = self.formats[TIMESTAMPS].encode_timestamp(
-                -1 if stamp is None else stamp, -1 if kind is None else kind
-            )
+            entries[TIMESTAMPS] = (-1 if stamp is None else stamp, -1 if kind is None else kind)
         return entries
 
     def write(self, entries: dict[str, Any], offset: int) -> None:
+        """One record's entries. Its timestamp waits for the next run of
+        :data:`STAMP_RUN` records (or the file's close) and goes in as a column: written one
+        by one, the timestamps file cost Avro's record path more than half its write CPU."""
         for role, entry in entries.items():
-            self.writers[role].write(entry, offset)
+            if role == TIMESTAMPS:
+                self._pending_stamps.append((entry[0], entry[1], offset))
+                if len(self._pending_stamps) >= STAMP_RUN:
+                    self._flush_stamps()
+            else:
+                self.writers[role].write(entry, offset)
+
+    def _flush_stamps(self) -> None:
+        if not self._pending_stamps:
+            return
+        import numpy as np
+
+        stamps, kinds, offsets = zip(*self._pending_stamps, strict=True)
+        self._pending_stamps = []
+        self._write_stamps(
+            np.array(stamps, np.int64), np.array(kinds, np.int64), np.array(offsets, np.int64)
+        )
+
+    def _write_stamps(self, stamps: Any, kinds: Any, offsets: Any) -> None:
+        writer, fmt = self.writers[TIMESTAMPS], self.formats[TIMESTAMPS]
+        encoded = fmt.encode_timestamp_column(stamps, kinds)
+        if encoded is not None:
+            writer.write_encoded(*encoded, offsets)
+        else:
+            pairs = zip(stamps.tolist(), kinds.tolist(), strict=True)
+            writer.write_many([fmt.encode_timestamp(t, k) for t, k in pairs], offsets)
 
     def write_run(
         self, keys: Any, headers: Any, offsets, stamps: Any = None, kinds: Any = None
@@ -198,21 +229,14 @@ class Companions:
         their types as numpy arrays (``None``: not known). Entries are laid out from the
         buffers by the format (:meth:`Format.encode_column`) where they can be, else made one
         by one (:meth:`Format.column_entries`); both give the same bytes."""
-        writer = self.writers.get(TIMESTAMPS)
-        if writer is not None:
+        if TIMESTAMPS in self.writers:
             import numpy as np
 
+            self._flush_stamps()  # the record path's, first: offsets go up
             count = len(offsets)
             stamps = np.full(count, -1, np.int64) if stamps is None else stamps
             kinds = np.full(count, -1, np.int64) if kinds is None else kinds
-            fmt = self.formats[TIMESTAMPS]
-            encoded = fmt.encode_timestamp_column(stamps, kinds)
-            if encoded is not None:
-                writer.write_encoded(*encoded, offsets)
-            else:
-                pairs = zip(stamps.tolist(), kinds.tolist(), strict=True)
-                entries = [fmt.encode_timestamp(t, k) for t, k in pairs]
-                writer.write_many(entries, offsets)
+            self._write_stamps(stamps, kinds, offsets)
         for role, column in ((KEYS, keys), (HEADERS, headers)):
             writer = self.writers.get(role)
             if writer is None:
@@ -229,6 +253,8 @@ class Companions:
     # -- finishing ----------------------------------------------------------------------------
     def close(self) -> list[WrittenFile]:
         """Finish each file (data, then its index) and describe it, ``role`` set."""
+        if TIMESTAMPS in self.writers:
+            self._flush_stamps()
         done = []
         for role, writer in self.writers.items():
             written = writer.close()
@@ -238,6 +264,7 @@ class Companions:
         return done
 
     def abort(self) -> None:
+        self._pending_stamps = []
         for writer in self.writers.values():
             writer.abort()
 
