@@ -5,8 +5,8 @@ The archive: one topic-partition in Confluent's layout, :data:`OBJECTS` ``.snapp
 objects of the Avro benchmark's 10-field records (:data:`RECORDS` in all, ``8M ×
 BLOCKGZ_BENCH_SCALE``), written by :class:`~blockgz.formats.parquet_writer.ParquetObjectWriter`
 at its defaults (4 MiB row groups, ``__kafka_offset`` and ``__kafka_timestamp`` columns), each
-record's timestamp 10 ms after the one before. Cases, each timed once after one untimed warm-up
-of the same query:
+record's timestamp 10 ms after the one before. Cases, each run once untimed (warm-up), then
+:data:`ROUNDS` times with the two readers taking turns (medians reported):
 
 * **offset window**: :data:`WINDOW` offsets from the middle. blockgz:
   ``spark.read.format("blockgz")...where("offset BETWEEN a AND b")`` (the footers choose the
