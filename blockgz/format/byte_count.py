@@ -10,7 +10,7 @@ a piece at a time; the count is the same. numpy releases the GIL while it compar
 
 >>> count_byte(b"a\\nb\\n\\n", ord("\\n"))
 3
->>> count_byte(memoryview(b"x" * 5 + b"\\n") [2:], 10)
+>>> count_byte(memoryview(b"x" * 5 + b"\\n")[2:], 10)
 1
 >>> count_byte(b"", 10)
 0
