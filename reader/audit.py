@@ -316,8 +316,7 @@ def _read_blocks(ctx: AuditContext, obj: AuditedObject, blocks: ThreadPoolExecut
     """Bad blocks of one object (``(chunk, problem)``; ``(None, problem)``: unreadable whole)."""
     if obj.index_ok and obj.index is not None:
         return check_blocks(ctx.store, obj.file.key, obj.index, blocks)
-    fmt = format_indexing_itself(obj.file.key)
-    if fmt is not None and fmt.name == "parquet":  # the footer is the index: row groups
+    if format_indexing_itself(obj.file.key) is not None:  # Parquet: the footer is the index
         return check_parquet(ctx.store, obj.file, obj.info.size, blocks)  # type: ignore[union-attr]
     ref = ctx.manifests.layout.parse_data_key(obj.file.key, any_extension=True)
     decode = None if ref is None else stream_decoder_of(ref.extension, ref.bytearray_extension)
