@@ -18,7 +18,8 @@ Catalog`: the manifests, compacted) and **one listing** of each topic's prefix:
 
 It costs the catalog's reads, one LIST per topic (per 1000 keys) and one GET per sidecar: no
 object is read. ``deep=True`` also reads every object once (:mod:`blockgz.reader.audit_deep`:
-the blocks' checksums, or their gzip CRCs where an index has none). Findings are one line each
+the blocks' checksums, or their gzip CRCs where an index has none; Parquet objects' row groups
+against their footers, :mod:`blockgz.reader.audit_parquet`). Findings are one line each
 (:mod:`blockgz.reader.audit_findings`); ``--repair`` mends what is safe
 (:mod:`blockgz.reader.audit_repair`).
 
@@ -60,7 +61,7 @@ from blockgz.archive.written import WrittenFile
 from blockgz.errors import BlockGzError, CorruptManifestError, ObjectNotFoundError
 from blockgz.format.framing import NEWLINE
 from blockgz.format.index import BlockIndex
-from blockgz.formats.registry import stream_decoder_of
+from blockgz.formats.registry import format_indexing_itself, stream_decoder_of
 from blockgz.reader.audit_context import (
     DEFAULT_THREADS,
     AuditContext,
@@ -70,6 +71,7 @@ from blockgz.reader.audit_context import (
 from blockgz.reader.audit_deep import check_blocks
 from blockgz.reader.audit_findings import DAMAGE, WARNING, AuditReport, Finding, PartitionSummary
 from blockgz.reader.audit_gaps import GapCheck, KafkaFacts, gaps_between
+from blockgz.reader.audit_parquet import check_parquet
 from blockgz.reader.audit_repair import RebuildSidecar, repair, sidecar_target
 from blockgz.reader.audit_strays import check_strays, committed_by_other_jobs, live_lease
 from blockgz.reader.overlaps import find_overlaps
@@ -315,6 +317,8 @@ def _read_blocks(ctx: AuditContext, obj: AuditedObject, blocks: ThreadPoolExecut
     """Bad blocks of one object (``(chunk, problem)``; ``(None, problem)``: unreadable whole)."""
     if obj.index_ok and obj.index is not None:
         return check_blocks(ctx.store, obj.file.key, obj.index, blocks)
+    if format_indexing_itself(obj.file.key) is not None:  # Parquet: the footer is the index
+        return check_parquet(ctx.store, obj.file, obj.info.size, blocks)  # type: ignore[union-attr]
     ref = parse_archive_key(ctx.manifests.layout, obj.file.key, any_extension=True)
     decode = None if ref is None else stream_decoder_of(ref.extension, ref.bytearray_extension)
     _, problem = read_whole(ctx.store, obj.file.key, obj.file.first_offset, NEWLINE, decode=decode)

@@ -133,6 +133,9 @@ class ParquetObjectWriter(OutputObject):
             # the footer an index, the values' let engines skip row groups by a predicate.
             write_statistics=True,
             store_schema=True,
+            # A CRC-32 in every page header (Parquet's optional page checksum): a reader that
+            # asks for it (``blockgz audit --deep``) finds any changed byte of a page.
+            write_page_checksum=True,
         )
         self._values: list[Any] = []
         self._offsets: list[int] = []

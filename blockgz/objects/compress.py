@@ -20,6 +20,7 @@ import mmap
 import os
 import stat
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +34,10 @@ from blockgz.objects.upload import BlockGzipUpload
 from blockgz.store.local import LocalStore
 
 READ_CHUNK = 4 * 1024 * 1024  # large reads keep per-call overhead out of the ~1 GB/s path
+#: Bytes of the input mapped in per ``MADV_POPULATE_READ`` call (:func:`populated`).
+POPULATE_STEP = 8 * 1024 * 1024
+#: ``MADV_POPULATE_READ`` (Linux's value; Python names it from 3.12 on where the kernel has it).
+MADV_POPULATE_READ = getattr(mmap, "MADV_POPULATE_READ", 22)
 
 
 def compress_file(
@@ -74,8 +79,9 @@ def _feed(
     if mapped is not None:  # a regular file: blocks are compressed straight from the page cache
         size = len(mapped)
         try:
-            upload.write_delimited(mapped)
-            upload.writer.close()  # every block compressed before the map goes away
+            with populated(mapped):
+                upload.write_delimited(mapped)
+                upload.writer.close()  # every block compressed before the map goes away
         finally:
             _close_map(mapped)
         if on_progress is not None:
@@ -109,6 +115,38 @@ def _map_file(source: BinaryIO) -> mmap.mmap | None:
             with contextlib.suppress(OSError):
                 mapped.madvise(getattr(mmap, advice))
     return mapped
+
+
+@contextmanager
+def populated(mapped: mmap.mmap) -> Iterator[None]:
+    """Map the file's pages in, front to back, on a thread of its own while the block holds.
+
+    The compression threads otherwise take a page fault every few pages of input (the
+    kernel's fault-around maps 64 KiB each), and those traps cost more CPU than having the
+    pages mapped in bulk: ``MADV_POPULATE_READ`` (Linux 5.14) over :data:`POPULATE_STEP`
+    bytes at a time, which also reads ahead a file not yet cached. Unlike ``MAP_POPULATE``
+    it does not hold up the first block: compression starts at once, and a page the
+    compression reaches first is simply faulted in as before. Where the kernel refuses the
+    advice, the thread stops and nothing else changes.
+    """
+    stop = threading.Event()
+
+    def run() -> None:
+        for start in range(0, len(mapped), POPULATE_STEP):
+            if stop.is_set():
+                return
+            try:
+                mapped.madvise(MADV_POPULATE_READ, start, min(POPULATE_STEP, len(mapped) - start))
+            except (OSError, ValueError):  # an older kernel, or the map went away
+                return
+
+    thread = threading.Thread(target=run, name="blockgz-populate", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def _close_map(mapped: mmap.mmap) -> None:
