@@ -61,3 +61,31 @@ def test_the_batch_line_and_the_result_count_records_when_spark_rows_are_ranges(
     first = lines[0].event  # type: ignore[attr-defined]
     assert (first["records"], first["spark_rows"]) == (1236, 1)
     assert tracker.result.records == 1236 and tracker.result.dead_letters == 2
+
+
+class _Captured(Exception):
+    """PySpark's CapturedException as far as ``root_cause`` reads it."""
+
+    def __init__(self, desc: str, stack: str = "", cause: Exception | None = None):
+        super().__init__(desc)
+        self._stackTrace = stack
+        self._cause = cause
+
+
+def test_a_commit_failure_names_the_blockgz_error_spark_wrapped():
+    """A lease lost at the commit: Spark's exception says only "Writing job failed."; the
+    one line still names the lease (found in the cause's text)."""
+    from blockgz.sink.export.job import root_cause
+
+    lost = (
+        "[PYTHON_STREAMING_DATA_SOURCE_RUNTIME_ERROR] Failed when Python streaming data source "
+        'perform commit: Traceback (most recent call last):\n  File "lease.py", line 329\n'
+        "blockgz.errors.LeaseLostError: s3://b/_blockgz/j/lease.json: this export lost its "
+        "lease to host vm pid 6523\n"
+    )
+    error = _Captured("Writing job failed.", "at QueryExecutionErrors", _Captured(lost))
+    assert root_cause(error) == (
+        "LeaseLostError: s3://b/_blockgz/j/lease.json: this export lost its lease to host vm "
+        "pid 6523"
+    )
+    assert root_cause(_Captured("Writing job failed.")) == "Writing job failed."
