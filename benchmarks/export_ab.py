@@ -1,17 +1,23 @@
-"""Interleaved export comparison: the cases of ``test_export_bench.py`` in one process, in
-rotating order, several rounds, with wall time *and* CPU time of every process of the case.
+"""The export benchmark (``make bench-export``): every case in one process, interleaved
+(rotated each round), an uncounted warm-up round first, medians of the counted rounds, wall
+time *and* CPU time of every process of the case, and the targets with PASS/FAIL.
 
 On a shared machine wall-clock ratios move with the neighbours' load; CPU seconds per record
-(driver, JVM, Python workers, broker, S3 server: ``process_usage.TreeSampler``) move much less,
-and interleaving the cases gives each the same share of the disturbance. ::
+(driver, JVM, Python workers, loop processes, broker, S3 server: ``process_usage.TreeSampler``)
+move much less, and interleaving the cases gives each the same share of the disturbance. The
+warm-up round runs every case once on the whole topic (``--warmup full``, the default) so the
+JVM's JIT, the Python workers and the first connections are paid outside the counted rounds
+(a hand-written pipeline's first round took 12 s against 7-8 s after it). ::
 
-    PYTHONPATH=. .venv/bin/python -m benchmarks.export_ab --records 1000000 --rounds 3 \\
-        --cases json,tasks,rows,spark
+    PYTHONPATH=. .venv/bin/python -m benchmarks.export_ab --rounds 3 \\
+        --cases json,text,spark,blockgz,rows,loop
 
 Cases (the keys of ``--cases``): ``json``/``text`` the hand-written pipeline (H/H'),
-``spark`` blockgz export with Spark's Kafka source (S), ``rows`` with blockgz-kafka (A),
-``tasks`` with ``blockgz.tasks.read.kafka=true`` (A'). Prints one line per run and a table of
-medians; every output is counted (each run must write every record).
+``spark`` blockgz export with Spark's Kafka source (S), ``blockgz`` with blockgz-kafka as
+exported by default (A: the sink's tasks read Kafka), ``rows`` the same with
+``blockgz.tasks.read.kafka=false`` (A0), ``loop`` the plain confluent-kafka loop (C, 2
+processes). Targets: A and S ≥ 1.0× H (json) and ≥ 0.6× C. Every output is counted (each run
+must write every record). ``--records`` defaults to 1M × ``BLOCKGZ_BENCH_SCALE``.
 """
 
 from __future__ import annotations
@@ -19,51 +25,87 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from benchmarks import export_loop as loop
+from benchmarks import export_rounds as er
 from benchmarks import export_support as eb
 from benchmarks import process_usage as pu
 from benchmarks import test_export_bench as bench
+from testkit.s3 import s3_options
 
-CASES = ("json", "text", "spark", "rows", "tasks")
+CASES = ("json", "text", "spark", "blockgz", "rows", "loop")
+#: Older names of the cases: ``tasks`` was A' when the sink's tasks reading Kafka was opt-in.
+ALIASES = {"tasks": "blockgz"}
+DEFAULT_CASES = ",".join(CASES)
+RESULTS_PATH = eb.RESULTS_PATH.with_name("export-interleaved.md")
 
 
-def _run_case(case, spark, kafka, s3, topic, base: Path, index: int):
-    """Run one case once; the number of records it wrote."""
+def _run_loop(kafka, s3, data: eb.Dataset, index: int) -> tuple[int, float]:
+    """The consumer loop once: records written, and the loop processes' exact CPU seconds."""
+    bucket = bench.new_bucket(s3, f"ab-loop-{index}")
+    per_object = max(1, eb.MAX_OFFSETS_PER_TRIGGER // eb.PARTITIONS)
+    options = s3_options(s3.endpoint_url)
+    jobs = [
+        loop.LoopJob(kafka.bootstrap_servers, data.topic, parts, dict(data.watermarks),
+                     f"s3://{bucket}", options, per_object, eb.LOOP_CONSUMER_TUNING)
+        for parts in ((0, 1), (2, 3))
+    ]  # fmt: skip
+    done = loop.run_loop_processes(jobs)
+    return sum(d["records"] for d in done), sum(d["cpu_s"] for d in done)
+
+
+def _run_case(case, spark, kafka, s3, data: eb.Dataset, base: Path, index: int):
+    """Run one case once: the number of records it wrote, and its exact CPU seconds when the
+    case measures them itself (the loop's processes), else ``None``."""
+    if case == "loop":
+        return _run_loop(kafka, s3, data, index)
+    topic = data.topic
     if case in ("json", "text"):
         out = base / f"out-{case}-{index}"
         bench.run_hand_written(spark, kafka, topic, case, out, base / f"ck-{case}-{index}")
         pattern = f"part-*.{'json' if case == 'json' else 'txt'}.gz"
         count = eb.check_local_output(out, pattern).records
         shutil.rmtree(out, ignore_errors=True)
-        return count
+        return count, None
     bucket = bench.new_bucket(s3, f"ab-{case}-{index}")
-    job = bench.job_config(kafka, s3, bucket, topic, case)
+    plan = {"blockgz": "tasks", "rows": "rows", "spark": "spark"}[case]
+    job = bench.job_config(kafka, s3, bucket, topic, plan)
     checkpoint = base / f"ck-{case}-{index}"
     if case == "spark":
         result = bench.run_blockgz(spark, job, checkpoint)
     else:
         with bench.blockgz_kafka_source():
             result = bench.run_blockgz(spark, job, checkpoint)
-    return result.records
+    return result.records, None
+
+
+def _cases(text: str, parser: argparse.ArgumentParser) -> list[str]:
+    cases = [ALIASES.get(c, c) for c in text.split(",") if c]
+    unknown = set(cases) - set(CASES)
+    if unknown:
+        parser.error(f"unknown cases {sorted(unknown)}; allowed: {', '.join(CASES)}")
+    return list(dict.fromkeys(cases))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--records", type=int, default=eb.TOTAL_RECORDS)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--cases", default="json,tasks,rows")
+    parser.add_argument("--cases", default=DEFAULT_CASES)
+    parser.add_argument(
+        "--warmup",
+        choices=("full", "small", "none"),
+        default="full",
+        help="the uncounted first round: on the whole topic (default), on a small one, none",
+    )
     parser.add_argument("--batch", type=int, default=0, help="maxOffsetsPerTrigger (default: /4)")
     args = parser.parse_args()
-    cases = [c for c in args.cases.split(",") if c]
-    unknown = set(cases) - set(CASES)
-    if unknown:
-        parser.error(f"unknown cases {sorted(unknown)}; allowed: {', '.join(CASES)}")
+    cases = _cases(args.cases, parser)
     per_partition = args.records // eb.PARTITIONS + 1
     eb.MAX_OFFSETS_PER_TRIGGER = args.batch or max(1000, args.records // 4)
 
@@ -80,11 +122,16 @@ def main() -> None:
         check=False,
         stdout=subprocess.DEVNULL,
     )
+    started_all = time.perf_counter()
     base = Path(tempfile.mkdtemp(prefix="export-ab-"))
+    runs: list[er.Run] = []
     with ApacheKafka() as kafka, SeaweedS3() as s3:
         servers = {"s3": s3._proc.pid, "kafka": kafka._process.pid}
         data = eb.produce_dataset(kafka, "ab_export", per_partition)
-        warm = eb.produce_dataset(kafka, "ab_warm", eb.WARMUP_PER_PARTITION)
+        print(f"produced {data.records:,} records in {data.produce_s:.1f} s", flush=True)
+        warm = data
+        if args.warmup == "small":
+            warm = eb.produce_dataset(kafka, "ab_warm", eb.WARMUP_PER_PARTITION)
         conf = {"spark.sql.execution.arrow.maxRecordsPerBatch": str(eb.ARROW_BATCH_ROWS)}
         spark = spark_session(
             "local[2,3]",
@@ -92,45 +139,40 @@ def main() -> None:
             conf=with_jars(conf, connector_jars(eb.SPARK_KAFKA_JARS)),
         )
         try:
-            for case in cases:  # warm-up: first-use costs out of the rounds
-                _run_case(case, spark, kafka, s3, warm.topic, base, 0)
-            runs: dict[str, list[tuple[float, dict[str, float]]]] = {c: [] for c in cases}
-            for r in range(args.rounds):
+            for r in range(0 if args.warmup != "none" else 1, args.rounds + 1):
                 order = cases[r % len(cases) :] + cases[: r % len(cases)]
                 for case in order:
                     sampler = pu.TreeSampler(servers).start()
                     started = time.perf_counter()
-                    count = _run_case(case, spark, kafka, s3, data.topic, base, r + 1)
+                    topic = warm if r == 0 else data
+                    count, exact_cpu = _run_case(case, spark, kafka, s3, topic, base, r)
                     wall = time.perf_counter() - started
                     usage = sampler.stop()
-                    assert count == data.records, f"{case}: {count:,} of {data.records:,}"
-                    runs[case].append((wall, dict(usage.cpu_s)))
-                    cpu = sum(usage.cpu_s.values())
+                    if exact_cpu is not None:
+                        usage.set_cpu("loop", exact_cpu)  # each loop process's own rusage
+                    assert count == topic.records, f"{case}: {count:,} of {topic.records:,}"
+                    cpu = dict(usage.cpu_s)
+                    label = "warm-up" if r == 0 else f"round {r}"
                     print(
-                        f"round {r + 1} {case:6s} wall {wall:6.2f} s  cpu {cpu:6.2f} s  "
-                        + " ".join(f"{g} {s:.2f}" for g, s in usage.cpu_s.items() if s)
+                        f"{label:7s} {case:7s} wall {wall:6.2f} s  cpu {sum(cpu.values()):6.2f} s"
+                        f"  µs/record {sum(cpu.values()) / count * 1e6:5.1f}  "
+                        + " ".join(f"{g} {s:.2f}" for g, s in cpu.items() if s)
                         + f"  other cores {usage.other_cores or 0:.2f}"
                         + f"  load {os.getloadavg()[0]:.2f}",
                         flush=True,
                     )
+                    if r > 0:
+                        runs.append(er.Run(case, r, wall, cpu, count))
         finally:
             spark.stop()
             shutil.rmtree(base, ignore_errors=True)
-    n = data.records / 1e6
-    first = cases[0]
-    ref = statistics.median(w for w, _ in runs[first])
-    print(f"\n{data.records:,} records; medians of {args.rounds} rounds; CPU s per 1M records")
-    print("| case | wall s | vs " + first + " | CPU s/1M | driver | jvm | workers | kafka | s3 |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for case in cases:
-        wall = statistics.median(w for w, _ in runs[case])
-        groups = {g: statistics.median(c.get(g, 0.0) for _, c in runs[case]) / n for g in pu.GROUPS}
-        total = statistics.median(sum(c.values()) for _, c in runs[case]) / n
-        print(
-            f"| {case} | {wall:.2f} | {ref / wall:.2f}× | {total:.2f} | "
-            + " | ".join(f"{groups[g]:.2f}" for g in ("driver", "jvm", "workers", "kafka", "s3"))
-            + " |"
-        )
+    in_order = sorted(runs, key=lambda run: cases.index(run.case))  # the table in --cases order
+    text = er.render(er.summarize(in_order), args.rounds, args.warmup)
+    text += f"\nWall time of the whole benchmark: {time.perf_counter() - started_all:.0f} s.\n"
+    print("\n" + text)
+    if args.records >= 1_000_000 and set(cases) == set(CASES) and args.warmup == "full":
+        RESULTS_PATH.write_text("# blockgz export, interleaved (`make bench-export`)\n\n" + text)
+        print(f"written to {RESULTS_PATH}")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from blockgz.format.framing import NEWLINE, Framing
 from blockgz.format.index import Chunk
 from blockgz.format.plan import plan_blocks
 from blockgz.reader.archive import Archive
+from blockgz.reader.index_hints import adopt, speculate
 from blockgz.reader.overlaps import duplicate_groups
 from blockgz.reader.scan_timestamps import fast_timestamps
 
@@ -275,7 +276,9 @@ def _objects(archive: Archive, topic: str, partition: int, scan: ScanFilter) -> 
     """The partition's objects that can hold a wanted record, by offsets and times."""
     offsets = scan.offsets
     start = offsets.start
+    guess = None
     if start is not None:
+        guess = speculate(archive, topic, partition, start)  # beside the listing (index_hints)
         refs, _ = archive.seek_objects(topic, partition, start)
     else:
         refs = archive.objects(topic, partition)
@@ -294,6 +297,8 @@ def _objects(archive: Archive, topic: str, partition: int, scan: ScanFilter) -> 
             continue
         if scan.may_hold_times(ref):
             kept.append(ref)
+    if start is not None:
+        adopt(archive, topic, partition, refs, kept[0] if kept else None, guess)
     return kept
 
 

@@ -40,9 +40,9 @@ def export(config, checkpoint, once, master, options, print_submit, verbose) -> 
     kafka.bootstrap.servers. Spark's Kafka source options such as startingOffsets
     (earliest, latest or JSON: where partitions the archive has not committed start) and
     maxOffsetsPerTrigger may sit in the same file; spark.* keys configure Spark;
-    blockgz.trigger.interval (default "5 seconds") paces a running job, and
-    blockgz.tasks.read.kafka=true lets the sink's tasks read Kafka themselves (faster;
-    Spark's metrics then count offset ranges, not records).
+    blockgz.trigger.interval (default "5 seconds") paces a running job. The sink's
+    tasks read their Kafka offset ranges themselves (Spark's own metrics then count
+    ranges, not records); blockgz.tasks.read.kafka=false hands Spark the records.
 
     On a cluster (--master spark://HOST:7077, YARN, k8s) the executors get the AWS_*
     variables of this shell (credentials, region, endpoint), redacted from Spark's UI and

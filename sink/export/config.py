@@ -164,9 +164,10 @@ class ExportConfig:
     spark_conf: dict[str, str] = field(default_factory=dict)
     trigger_interval: str = DEFAULT_TRIGGER
     checkpoint_dir: str | None = None
-    #: Opt-in, with the blockgz-kafka source: sink tasks read their offset ranges from Kafka
-    #: themselves (records skip the JVM; Spark's metrics then count ranges, not records).
-    tasks_read_kafka: bool = False
+    #: With the blockgz-kafka source (the default; ``false`` opts out): sink tasks read their
+    #: offset ranges from Kafka themselves (records skip the JVM; Spark's own metrics then
+    #: count ranges, not records; blockgz's count records from the manifests).
+    tasks_read_kafka: bool = True
     #: ``blockgz.resume``: ``archive`` (the default, and what ``startingOffsets=s3`` asks
     #: for): a fresh checkpoint resumes from what the manifests committed, as a Connect sink
     #: from its consumer group's offsets; ``checkpoint-only``: it starts at ``startingOffsets``.

@@ -360,6 +360,8 @@ def root_cause(exc: BaseException) -> str:
 
     Spark hands a worker's exception back as text inside a Java one, so the error is found
     by its class name: any subclass of :class:`BlockGzError` first, then any ``…Error``.
+    When Spark's own message names none (a failed commit: ``Writing job failed.``), the
+    causes PySpark keeps are searched for one (:func:`_chain_text`).
 
     >>> text = "Job aborted\\n  File x\\nblockgz.errors.BadRecordError: t-0@5: bad\\n"
     >>> root_cause(RuntimeError(text))
@@ -368,6 +370,8 @@ def root_cause(exc: BaseException) -> str:
     text = str(exc)
     names = "|".join(re.escape(n) for n in _error_names())
     ours = re.findall(rf"(?:[\w.]+\.)?({names}): ([^\n]+)", text)
+    if not ours:  # Spark's words only ("Writing job failed."): the causes PySpark keeps
+        ours = re.findall(rf"(?:[\w.]+\.)?({names}): ([^\n]+)", _chain_text(exc))
     if ours:
         name, message = ours[-1]
         return f"{name}: {message}"
@@ -375,6 +379,18 @@ def root_cause(exc: BaseException) -> str:
     if py:
         return f"{py[-1][0]}: {py[-1][1]}"
     return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
+def _chain_text(exc: BaseException, depth: int = 8) -> str:
+    """``exc``'s text and its causes': PySpark's ``CapturedException`` keeps the JVM's cause as
+    ``_cause`` and the JVM's stack trace (with every "Caused by" message) as ``_stackTrace``;
+    a streaming query failed by its commit says only ``Writing job failed.`` itself."""
+    parts: list[str] = []
+    current: BaseException | None = exc
+    while current is not None and len(parts) < 2 * depth:
+        parts += [str(current), getattr(current, "_stackTrace", None) or ""]
+        current = getattr(current, "_cause", None) or current.__cause__
+    return "\n".join(parts)
 
 
 def warn_if_not_exactly_once(job: ExportConfig) -> list[str]:

@@ -42,8 +42,9 @@ JOB_OPTIONS = OptionSet(
     _job(
         "blockgz.tasks.read.kafka",
         "flag",
-        False,
-        "the sink's tasks read their Kafka offset ranges themselves (see below)",
+        True,
+        "with the blockgz-kafka source, the sink's tasks read their Kafka offset ranges "
+        "themselves, so records skip the JVM; `false` hands Spark the records (see below)",
     ),
     _job(
         "blockgz.resume",

@@ -110,18 +110,23 @@ class ProgressTracker:
     def update(self, recent_progress) -> None:
         for progress in _new_progress(recent_progress, self._seen_batch):
             self._seen_batch = progress["batchId"]
+            manifest = self._count_batch(self._seen_batch)
+            # Records from the manifest: Spark's numInputRows counts offset ranges when the
+            # sink's tasks read Kafka (blockgz.tasks.read.kafka, the default).
+            records = None if manifest is None else manifest.records
             log.info(
-                "batch %d: %s",
+                "batch %d: %s records, %s",
                 progress["batchId"],
+                "no" if records is None else f"{records:,}",
                 _phases(progress),
                 extra=event(
                     "batch",
                     batch=progress["batchId"],
-                    rows=progress.get("numInputRows"),
+                    records=records,
+                    spark_rows=progress.get("numInputRows"),
                     duration_ms=progress.get("durationMs") or {},
                 ),
             )
-            manifest = self._count_batch(self._seen_batch)
             if manifest is not None:
                 merge_offsets(self.committed, manifest.offsets)
                 if self.observer is not None:

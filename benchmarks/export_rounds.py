@@ -1,0 +1,155 @@
+"""Medians, CPU per record and the target table of the interleaved export benchmark
+(:mod:`benchmarks.export_ab`, what ``make bench-export`` runs). Pure: no Spark, no servers.
+
+>>> runs = [Run("json", 1, 8.0, {"jvm": 8.0}, 1000), Run("blockgz", 1, 6.0, {"jvm": 5.0}, 1000),
+...         Run("loop", 1, 4.0, {"loop": 6.0}, 1000)]
+>>> table = summarize(runs)
+>>> table["blockgz"].cpu_us_per_record, round(speed_ratio(table, "blockgz", "json"), 2)
+(5000.0, 1.33)
+>>> [row[-1] for row in target_rows(table)]
+['**PASS**', '**PASS**']
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+#: Case key → the line the report shows for it.
+TITLES = {
+    "json": 'H. hand-written `readStream.format("kafka")` → `writeStream.format("json")`, gzip',
+    "text": 'H\'. the same → `writeStream.format("text")`, gzip',
+    "spark": "S. blockgz export, Spark's Kafka source (`blockgz.spark.kafka.jars`)",
+    "blockgz": "A. blockgz export, blockgz-kafka, sink tasks read Kafka (the default)",
+    "rows": "A0. the same, `blockgz.tasks.read.kafka=false` (records through Spark's rows)",
+    "loop": "C. plain confluent-kafka loop, 2 processes (`fetch.queue.backoff.ms=10`)",
+}
+#: The cases held to the targets, and the targets: speed ≥ need × the reference case's.
+TARGETS = (("json", 1.0), ("loop", 0.6))
+GATED = ("blockgz", "spark")
+GROUPS = ("driver", "jvm", "workers", "loop", "kafka", "s3")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One counted run of a case: wall seconds, CPU seconds per process group, records."""
+
+    case: str
+    round: int
+    wall_s: float
+    cpu_s: dict[str, float]
+    records: int
+
+
+@dataclass
+class CaseSummary:
+    """A case's medians over its counted rounds."""
+
+    case: str
+    walls: list[float]
+    wall_s: float
+    cpu_s: float
+    cpu_groups: dict[str, float] = field(default_factory=dict)
+    records: int = 0
+
+    @property
+    def cpu_us_per_record(self) -> float:
+        return self.cpu_s / max(1, self.records) * 1e6
+
+    @property
+    def records_per_s(self) -> float:
+        return self.records / self.wall_s
+
+
+def summarize(runs: Iterable[Run]) -> dict[str, CaseSummary]:
+    """Per case (in the order first seen): median wall, median total CPU, median per group."""
+    by_case: dict[str, list[Run]] = {}
+    for run in runs:
+        by_case.setdefault(run.case, []).append(run)
+    out = {}
+    for case, rs in by_case.items():
+        groups = {g: statistics.median(r.cpu_s.get(g, 0.0) for r in rs) for g in GROUPS}
+        out[case] = CaseSummary(
+            case,
+            [r.wall_s for r in rs],
+            statistics.median(r.wall_s for r in rs),
+            statistics.median(sum(r.cpu_s.values()) for r in rs),
+            groups,
+            rs[0].records,
+        )
+    return out
+
+
+def speed_ratio(table: dict[str, CaseSummary], case: str, reference: str) -> float:
+    """``case``'s speed over ``reference``'s (its median wall time over ``case``'s)."""
+    return table[reference].wall_s / table[case].wall_s
+
+
+def _cell(table: dict[str, CaseSummary], case: str, reference: str) -> str:
+    if case not in table or reference not in table:
+        return "—"
+    return f"{speed_ratio(table, case, reference):.2f}×"
+
+
+def case_rows(table: dict[str, CaseSummary]) -> list[list[str]]:
+    """One row per case: wall (median and rounds), records/s, CPU µs per record (total and by
+    group), speed vs H and vs C."""
+    rows = []
+    for s in table.values():
+        groups = " / ".join(f"{s.cpu_groups[g] / max(1, s.records) * 1e6:.1f}" for g in GROUPS)
+        rows.append(
+            [
+                TITLES.get(s.case, s.case),
+                f"{s.wall_s:.2f} ({', '.join(f'{w:.2f}' for w in s.walls)})",
+                f"{s.records_per_s:,.0f}",
+                f"{s.cpu_us_per_record:.1f} ({groups})",
+                _cell(table, s.case, "json"),
+                _cell(table, s.case, "loop"),
+            ]
+        )
+    return rows
+
+
+def target_rows(table: dict[str, CaseSummary]) -> list[list[str]]:
+    """PASS/FAIL of each gated case that ran against each reference that ran."""
+    rows = []
+    for case in GATED:
+        for reference, need in TARGETS:
+            if case in table and reference in table:
+                x = speed_ratio(table, case, reference)
+                verdict = "**PASS**" if x >= need else "FAIL"
+                rows.append(
+                    [case, reference, f"{x:.2f}×", f"≥ {need:g}×", verdict],
+                )
+    return rows
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "---|" * len(header),
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]
+
+
+def render(table: dict[str, CaseSummary], rounds: int, warmup: str) -> str:
+    """The report: the cases' medians, then the targets."""
+    records = next(iter(table.values())).records if table else 0
+    head = (
+        f"{records:,} records; cases interleaved (rotated each round), {rounds} counted rounds "
+        f"after an uncounted {warmup} warm-up round; medians. CPU µs per record: every process "
+        "of the case (" + " / ".join(GROUPS) + ")."
+    )
+    case_header = ["case", "wall s (rounds)", "records/s", "CPU µs/record", "vs H", "vs C"]
+    target_header = ["case", "vs", "speed ratio", "target", "verdict"]
+    return "\n".join(
+        [
+            head,
+            "",
+            *_table(case_header, case_rows(table)),
+            "",
+            *_table(target_header, target_rows(table)),
+            "",
+        ]
+    )

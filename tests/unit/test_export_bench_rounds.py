@@ -1,0 +1,44 @@
+"""The interleaved export benchmark's arithmetic (``benchmarks.export_rounds``): medians of the
+counted rounds, CPU per record, and PASS/FAIL against H and the loop."""
+
+from __future__ import annotations
+
+import doctest
+
+from benchmarks import export_rounds as er
+
+
+def _runs(case: str, walls: list[float], cpu: float, records: int = 1_000_000) -> list[er.Run]:
+    return [er.Run(case, i + 1, w, {"jvm": cpu / 2, "workers": cpu / 2}, records) for i, w in
+            enumerate(walls)]  # fmt: skip
+
+
+def test_medians_cpu_per_record_and_the_verdicts():
+    runs = [
+        *_runs("json", [12.0, 7.0, 8.0], 11.0),
+        *_runs("blockgz", [6.0, 9.0, 5.0], 8.0),
+        *_runs("spark", [9.0, 8.5, 8.0], 10.0),
+        *_runs("loop", [3.0, 3.5, 3.2], 6.0),
+    ]
+    table = er.summarize(runs)
+    assert table["json"].wall_s == 8.0 and table["blockgz"].wall_s == 6.0
+    assert table["blockgz"].cpu_us_per_record == 8.0
+    verdicts = {(r[0], r[1]): r[-1] for r in er.target_rows(table)}
+    assert verdicts == {
+        ("blockgz", "json"): "**PASS**",  # 8.0 / 6.0 = 1.33 ≥ 1.0
+        ("blockgz", "loop"): "FAIL",  # 3.2 / 6.0 = 0.53 < 0.6
+        ("spark", "json"): "FAIL",  # 8.0 / 8.5 = 0.94 < 1.0
+        ("spark", "loop"): "FAIL",
+    }
+    text = er.render(table, rounds=3, warmup="full")
+    assert "1,000,000 records" in text and "| blockgz | loop | 0.53× | ≥ 0.6× | FAIL |" in text
+
+
+def test_a_reference_that_did_not_run_gives_no_verdict():
+    table = er.summarize(_runs("blockgz", [5.0], 8.0))
+    assert er.target_rows(table) == []
+    assert er.case_rows(table)[0][4:] == ["—", "—"]
+
+
+def test_the_module_examples_hold():
+    assert doctest.testmod(er).failed == 0
