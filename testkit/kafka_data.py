@@ -77,6 +77,12 @@ class Exported:
     #: The ``.keys``/``.headers``/``.timestamps`` files beside value objects (not decoded).
     companions: set[str] = field(default_factory=set)
 
+    @property
+    def written(self) -> set[str]:
+        """Every key under ``topics/``: value objects, sidecars and the files beside values
+        (what the manifests must list, no more, no less)."""
+        return set(self.objects) | self.indexes | self.companions
+
     def offsets(self) -> Counter:
         """How many times each (partition, offset) was written, over all objects."""
         return Counter((doc["p"], doc["i"]) for docs in self.objects.values() for doc in docs)

@@ -33,6 +33,7 @@ from blockgz.errors import BlockGzError, ExportFailed
 from blockgz.sink.export.checkpoint import check_checkpoint, checkpoint_epoch, checkpoint_failure
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.events import event, formatter_for
+from blockgz.sink.export.kafka_clients import DriverClients
 from blockgz.sink.export.lease import stop_on_lost_lease, take_lease
 from blockgz.sink.export.metrics import ExportMetrics, serve_metrics
 from blockgz.sink.export.start import abort_left_uploads, starting_offsets
@@ -68,15 +69,17 @@ def run_export(
     :mod:`blockgz.archive.lease`), kept while it runs and released when it stops cleanly.
     """
     checkpoint = Path(checkpoint)
+    # One admin client and one consumer serve every question the driver asks Kafka.
     check_checkpoint(checkpoint)  # local and cheap: before anything touches S3 or Kafka
     with (
         _log_records_to(log_file, job.log_format),
         serve_metrics(job.name, job.metrics_host, job.metrics_port) as metrics,
+        contextlib.closing(DriverClients(job.source.client_config())) as clients,
     ):
         if job.preflight:
             from blockgz.sink.export.preflight import preflight
 
-            preflight(job, once=once)
+            preflight(job, once=once, clients=clients)
         from blockgz.sink.export.preflight import check_other_jobs
 
         check_other_jobs(job)  # read-only, and what keeps two jobs from doubling one archive
@@ -86,17 +89,20 @@ def run_export(
         try:
             warn_if_not_exactly_once(job)
             if job.preflight:
-                abort_left_uploads(job, started_before=time.time())
+                abort_left_uploads(job, started_before=time.time(), clients=clients)
             epoch = checkpoint_epoch(checkpoint)
             options, where = starting_offsets(
-                job, fresh=not (checkpoint / "offsets").exists(), checkpoint=checkpoint
+                job,
+                fresh=not (checkpoint / "offsets").exists(),
+                checkpoint=checkpoint,
+                clients=clients,
             )
             catch_up(job.sink_options, job.sink)  # batches a crash left out of the Iceberg table
             result = _run_query(
                 job, checkpoint, epoch, options, once=once, master=master,
                 on_progress=on_progress, stop=stop,
                 install_signal_handlers=install_signal_handlers, spark=spark,
-                log_file=log_file, lease=lease, where=where, metrics=metrics,
+                log_file=log_file, lease=lease, where=where, metrics=metrics, clients=clients,
             )  # fmt: skip
         finally:
             keeper.stop()
@@ -123,6 +129,7 @@ def _run_query(
     lease: Lease,
     where: str = "",
     metrics: ExportMetrics | None = None,
+    clients: DriverClients | None = None,
 ) -> ExportResult:
     """Start the SparkSession (unless given) and the query, and follow it to its end."""
     from blockgz.sink.session import make_active, register_data_sources, spark_session
@@ -147,7 +154,7 @@ def _run_query(
             spark, job, options, checkpoint=checkpoint, epoch=epoch, once=once, lease=lease,
             where=where,
         )  # fmt: skip
-        tracker = ProgressTracker(job, epoch, result, observer=metrics)
+        tracker = ProgressTracker(job, epoch, result, observer=metrics, clients=clients)
         # End offsets, lag and snapshots from the start, not from this run's first batch.
         tracker.know_committed()
         try:

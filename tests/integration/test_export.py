@@ -113,8 +113,10 @@ def test_batches_resume_from_the_checkpoint_exactly_once(
     exported, store, prefix = bucket_contents(s3_server, bucket)
     exported.assert_exactly_once(3, 60)
     data_keys = set(exported.objects)
-    assert manifest_keys_of(store, prefix, job.sink) == data_keys | exported.indexes
-    assert len(exported.indexes) == len(data_keys)
+    assert manifest_keys_of(store, prefix, job.sink) == exported.written
+    # a sidecar for each value object and for the hidden timestamps file beside it
+    assert len(exported.companions) == len(data_keys)
+    assert len(exported.indexes) == len(data_keys) + len(exported.companions)
     for key, docs in exported.objects.items():
         p, first_offset = re.search(r"\+(\d+)\+(\d{10})\.json\.gz$", key).groups()
         assert docs[0]["i"] == int(first_offset) and docs[0]["p"] == int(p)
@@ -137,7 +139,9 @@ def test_zstd_exports_are_zstd_files_read_back_by_offset(
     exported.assert_exactly_once(2, 25)
     assert all(key.endswith(".json.zst") for key in exported.objects)
     indexed = compression == "blockzstd"
-    assert len(exported.indexes) == (len(exported.objects) if indexed else 0)
+    assert len(exported.companions) == len(exported.objects)  # the hidden timestamps files
+    files = len(exported.objects) + len(exported.companions)
+    assert len(exported.indexes) == (files if indexed else 0)
     url = f"s3://{bucket}"
     with open_archive(url, {**s3_options(s3_server.endpoint_url), "scan.unindexed": "true"}) as a:
         got = [json.loads(r.value) for r in a.seek(topic, 1, 17, count=3)]
@@ -329,7 +333,7 @@ def test_task_failure_is_retried_cleanly(spark, kafka, s3_server, bucket, tmp_pa
     assert result.records == 50
     exported, store, prefix = bucket_contents(s3_server, bucket)
     exported.assert_exactly_once(2, 25)
-    assert manifest_keys_of(store, prefix, job.sink) == set(exported.objects)
+    assert manifest_keys_of(store, prefix, job.sink) == exported.written
 
 
 @pytest.mark.slow
@@ -419,7 +423,10 @@ def test_hostile_field_values_stay_inside_the_topic_directory(
     )
     assert result.records == 9
     s3 = s3_server.client()
-    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="topics/")["Contents"]]
+    listed = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket, Prefix="topics/")["Contents"]]
+    keys = [k for k in listed if not k.rsplit("/", 1)[1].startswith(".")]
+    hidden = [k for k in listed if k.rsplit("/", 1)[1].startswith(".")]
+    assert len(hidden) == len(keys), "one hidden timestamps file beside each value object"
     tombstones = [k for k in keys if "/tombstone/" in k]
     assert len(tombstones) == (1 if nulls == "write" else 0)
     assert len(keys) == len(HOSTILE) + len(tombstones)
