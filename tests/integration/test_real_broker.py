@@ -378,6 +378,16 @@ def test_retention_that_overtakes_the_export_stops_it_naming_the_lost_range(
         entry = ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
         changed = ConfigResource("topic", topic, incremental_configs=[entry])
         kafka.admin().incremental_alter_configs([changed])[resource].result(30)
+        # The controller has the change now; the broker applies it from the metadata log a
+        # moment later. Until then it still rolls and retains by the old value: a retention
+        # pass with retention.ms=1 after the "-1" returned would delete the records sent next.
+        deadline = time.monotonic() + 30
+        while describe(name) != value:
+            assert time.monotonic() < deadline, f"the broker did not take {name}={value}"
+            time.sleep(0.1)  # polling the broker with a deadline
+
+    def describe(name: str) -> str:
+        return kafka.admin().describe_configs([resource])[resource].result(30)[name].value
 
     alter("segment.ms", "100")
     kafka.produce(topic, [b'{"n":%d}' % n for n in range(40)], partition=0)
