@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 
 def produce_mixed(kafka, topic: str, partitions: int, per_partition: int) -> set[tuple[int, int]]:
@@ -35,10 +36,10 @@ def read_topic(kafka, topic: str) -> list:
     consumer.assign([TopicPartition(topic, 0, 0)])
     messages = []
     try:
+        deadline = time.monotonic() + 60  # a whole read, not each fetch: a busy broker lags
         while len(messages) < end:
-            batch = consumer.consume(500, timeout=10)
-            assert batch, f"read {len(messages)} of {end} dead letters"
-            messages += [m for m in batch if m.error() is None]
+            assert time.monotonic() < deadline, f"read {len(messages)} of {end} dead letters"
+            messages += [m for m in consumer.consume(500, timeout=1) if m.error() is None]
     finally:
         consumer.close()
     return messages

@@ -9,6 +9,7 @@ back with fastavro and the blockgz reader.
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 
@@ -185,10 +186,10 @@ def topic_messages(kafka, topic: str) -> dict[int, list[tuple[bytes | None, byte
         for partition, end in kafka.high_watermarks(topic).items():
             consumer.assign([TopicPartition(topic, partition, 0)])
             got: list = []
+            deadline = time.monotonic() + 60  # a whole read, not each fetch: a busy broker lags
             while len(got) < end:
-                batch = consumer.consume(500, timeout=2)
-                assert batch or len(got) == end, f"{topic}-{partition}: {len(got)} of {end}"
-                got += [m for m in batch if m.error() is None]
+                assert time.monotonic() < deadline, f"{topic}-{partition}: {len(got)} of {end}"
+                got += [m for m in consumer.consume(500, timeout=1) if m.error() is None]
             out[partition] = [(m.key(), m.value()) for m in got]
     finally:
         consumer.close()

@@ -22,6 +22,7 @@ import base64
 import os
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -81,10 +82,10 @@ def dead_letters(kafka, topic: str) -> dict[str, bytes]:
         for partition, end in ends.items():
             consumer.assign([TopicPartition(topic, partition, 0)])
             got: list = []
+            deadline = time.monotonic() + 60  # a whole read, not each fetch: a busy broker lags
             while len(got) < end:
-                batch = consumer.consume(100, timeout=5)
-                assert batch, f"{topic}-{partition}: {len(got)} of {end}"
-                got += [m for m in batch if m.error() is None]
+                assert time.monotonic() < deadline, f"{topic}-{partition}: {len(got)} of {end}"
+                got += [m for m in consumer.consume(100, timeout=1) if m.error() is None]
             for m in got:
                 parts = [m.key() or b"", m.value() or b""]
                 parts += [k.encode() + b"=" + (v or b"") for k, v in m.headers() or []]

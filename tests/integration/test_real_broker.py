@@ -271,38 +271,78 @@ def test_a_read_committed_range_ending_on_a_marker_is_read_at_once(kafka, case):
     assert took < 10, f"the read waited {took:.1f} s for the range's marker"
 
 
+def compacted_state(delivered: list[tuple[int, bytes, bytes | None]]) -> list[tuple]:
+    """What a compacted partition holds once the cleaner has cleaned every closed segment:
+    the last record of each key, in offset order, when the active segment holds only the last
+    record (the sentinel). Tombstones stay while ``delete.retention.ms`` has not passed."""
+    last = {key: (offset, key, value) for offset, key, value in sorted(delivered)}
+    return sorted(last.values())
+
+
 def test_a_compacted_topic_is_archived_as_the_cleaner_left_it(
     spark, kafka, s3_server, bucket, tmp_path
 ):
+    """The export reads the topic only once the log cleaner has reached its fixed point:
+    every record but the sentinel, alone in the active segment, is in a cleaned segment, so
+    nothing the cleaner does later changes what a consumer reads while the export runs."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import NewTopic
 
     topic = "compacted_" + uuid.uuid4().hex[:8]
     config = {
         "cleanup.policy": "compact",
-        "segment.ms": "100",
+        "segment.ms": "100",  # rolls when a record is stamped 100 ms after its segment's first
         "min.cleanable.dirty.ratio": "0.001",
         "min.compaction.lag.ms": "0",
         "delete.retention.ms": "3600000",  # tombstones stay, so the archive must keep them
     }
     kafka.admin().create_topics([NewTopic(topic, 1, 1, config=config)])[topic].result(30)
-    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 0})
-    produced = 0
+    producer = Producer(
+        {"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 0, "enable.idempotence": True}
+    )
+    delivered: list[tuple[int, bytes, bytes | None]] = []
+
+    def on_delivery(error, message) -> None:
+        assert error is None, error
+        delivered.append((message.offset(), message.key(), message.value()))
+
+    # Record timestamps (not the wall clock) roll the segments: each round is stamped a second
+    # after the one before, so it starts a segment of its own and the sentinel, stamped a
+    # second after the last round, starts the active segment alone. Stamped in the past (the
+    # broker keeps them: log.retention.ms=-1), so min.compaction.lag.ms holds none back.
+    stamp = int(time.time() * 1000) - 60_000
     for round_ in range(5):
         for key in range(8):
+            if round_ == 4 and key % 4 == 0:
+                continue  # keys 0 and 4 end on round 3's tombstones
             value = None if (round_ == 3 and key % 4 == 0) else b'{"k":%d,"r":%d}' % (key, round_)
-            producer.produce(topic, value, key=b"key-%d" % key, partition=0)
-            produced += 1
-        producer.flush(30)
-        time.sleep(0.15)  # lets segment.ms roll a segment: the cleaner only cleans closed ones
-    deadline = time.monotonic() + 90
-    while len(topic_records(kafka, topic)[0]) >= produced - 8:
-        assert time.monotonic() < deadline, "the log cleaner did not compact the topic"
-        producer.produce(topic, b'{"tick":1}', key=b"tick", partition=0)  # rolls the segment
-        producer.flush(30)
-        time.sleep(0.5)  # the cleaner runs every log.cleaner.backoff.ms; polled with a deadline
-    truth = topic_records(kafka, topic)[0]
+            producer.produce(
+                topic,
+                value,
+                key=b"key-%d" % key,
+                partition=0,
+                timestamp=stamp + 1000 * round_,
+                on_delivery=on_delivery,
+            )
+        assert producer.flush(30) == 0
+    producer.produce(
+        topic,
+        b'{"sentinel":1}',
+        key=b"sentinel",
+        partition=0,
+        timestamp=stamp + 5000,
+        on_delivery=on_delivery,
+    )
+    assert producer.flush(30) == 0
+    expected = compacted_state(delivered)
+    tombstones = [offset for offset, _, value in expected if value is None]
+    assert len(tombstones) == 2 and len(expected) == 9 < len(delivered) == 39
+    deadline = time.monotonic() + 120
+    while (truth := topic_records(kafka, topic)[0]) != expected:
+        assert time.monotonic() < deadline, f"the log cleaner left {len(truth)} records"
+        time.sleep(0.2)  # the cleaner runs every log.cleaner.backoff.ms; polled with a deadline
     end = end_offsets(kafka, topic)[0]
+    assert end == max(o for o, _, _ in delivered) + 1
     job = job_config(kafka, s3_server, bucket, topics=topic, **{"behavior.on.null.values": "write"})
 
     def steps(stop, alive) -> None:
@@ -310,10 +350,9 @@ def test_a_compacted_topic_is_archived_as_the_cleaner_left_it(
 
     assert export_while(spark, job, tmp_path / "ckpt", steps) is None
     archived = archive_records(s3_server, bucket, topic)[0]
-    assert [o for o, _, _ in archived] == [o for o, _, _ in truth]  # the survivors' offsets
-    assert [k for _, k, _ in archived] == [k for _, k, _ in truth]
-    tombstones = [o for o, _, v in truth if v is None]
-    assert tombstones and all(v is None for o, _, v in archived if o in tombstones)
+    assert topic_records(kafka, topic)[0] == truth  # the cleaner left the topic as it was
+    assert archived == truth  # the survivors at their offsets, with their keys and values
+    assert [o for o, _, v in archived if v is None] == tombstones
 
 
 def test_retention_that_overtakes_the_export_stops_it_naming_the_lost_range(
@@ -339,6 +378,16 @@ def test_retention_that_overtakes_the_export_stops_it_naming_the_lost_range(
         entry = ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
         changed = ConfigResource("topic", topic, incremental_configs=[entry])
         kafka.admin().incremental_alter_configs([changed])[resource].result(30)
+        # The controller has the change now; the broker applies it from the metadata log a
+        # moment later. Until then it still rolls and retains by the old value: a retention
+        # pass with retention.ms=1 after the "-1" returned would delete the records sent next.
+        deadline = time.monotonic() + 30
+        while describe(name) != value:
+            assert time.monotonic() < deadline, f"the broker did not take {name}={value}"
+            time.sleep(0.1)  # polling the broker with a deadline
+
+    def describe(name: str) -> str:
+        return kafka.admin().describe_configs([resource])[resource].result(30)[name].value
 
     alter("segment.ms", "100")
     kafka.produce(topic, [b'{"n":%d}' % n for n in range(40)], partition=0)

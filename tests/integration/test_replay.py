@@ -174,11 +174,12 @@ def test_by_key_spreads_records_as_kafka_would(kafka, tmp_path):
 def test_a_killed_replay_resumes_without_duplicates(kafka, tmp_path):
     records = archive_of(tmp_path, "killed", 1, 400)
     kafka.create_topic("killed-out", partitions=1)
-    command = [
-        sys.executable, "-m", "blockgz.cli", "replay", str(tmp_path), "--topic", "killed",
+    command = [  # takes 150 records, then blocks: the kill always lands mid-way
+        sys.executable, "-m", "testkit.capped_cli", "150",
+        "replay", str(tmp_path), "--topic", "killed",
         "--to-topic", "killed-out", "--bootstrap-servers", kafka.bootstrap_servers,
         "-O", "kafka.batch.num.messages=1", "-O", "kafka.linger.ms=0",
-        "-O", "kafka.queue.buffering.max.messages=20",  # slow, so the kill lands mid-way
+        "-O", "kafka.queue.buffering.max.messages=20",
     ]  # fmt: skip
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
@@ -191,7 +192,7 @@ def test_a_killed_replay_resumes_without_duplicates(kafka, tmp_path):
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     delivered = kafka.high_watermarks("killed-out")[0]
-    assert delivered < len(records), "killed too late to test a resume"
+    assert 100 <= delivered <= 150 < len(records), "the cap did not hold the run mid-way"
     result = run_replay(
         str(tmp_path), "--topic", "killed", "--to-topic", "killed-out",
         "--bootstrap-servers", kafka.bootstrap_servers, *EXACT,

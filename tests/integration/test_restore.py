@@ -269,11 +269,12 @@ def test_a_killed_restore_resumes_and_sends_each_record_once(kafka, tmp_path):
     topic = f"killed_{run_id}"
     records = archive_of(tmp_path, topic, 1, 600)
     target = f"{topic}_r"
-    command = [
-        sys.executable, "-m", "blockgz.cli", "restore", str(tmp_path), topic,
+    command = [  # takes 150 records, then blocks: the kill always lands mid-way
+        sys.executable, "-m", "testkit.capped_cli", "150",
+        "restore", str(tmp_path), topic,
         "--suffix", "_r", "--bootstrap-servers", kafka.bootstrap_servers,
         "-O", "kafka.batch.num.messages=1", "-O", "kafka.linger.ms=0",
-        "-O", "kafka.queue.buffering.max.messages=10",  # slow, so the kill lands mid-way
+        "-O", "kafka.queue.buffering.max.messages=10",
     ]  # fmt: skip
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
@@ -287,7 +288,7 @@ def test_a_killed_restore_resumes_and_sends_each_record_once(kafka, tmp_path):
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     delivered = kafka.high_watermarks(target)[0]
-    assert delivered < len(records), "killed too late to test a resume"
+    assert 100 <= delivered <= 150 < len(records), "the cap did not hold the run mid-way"
     result = run(str(tmp_path), topic, "--suffix", "_r", "--bootstrap-servers",
                  kafka.bootstrap_servers)  # fmt: skip
     assert result.exit_code == 0, result.output
