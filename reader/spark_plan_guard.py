@@ -15,9 +15,10 @@ Janino compiler Spark itself ships (no jar to build or ship). The rule runs afte
 scan pushdown. For each scan of the named Python data source it checks the cached plan: one
 the rule saw before with another scan (an earlier query, or another scan of the same query)
 is dropped, so Spark plans that scan again from its own filters (none: every object). A
-pushdown made for this very scan is kept, so pruning still works. If a Spark version moves
-the fields the rule reads, queries on the source fail naming blockgz instead of returning
-fewer rows.
+pushdown made for this very scan is kept, so pruning still works. A Spark whose provider
+keeps no plan (apache/spark has since moved it into ``PythonScanBuilder``, per scan) leaves the
+rule nothing to do; if a Spark version moves the other internals the rule reads, queries on
+the source fail naming blockgz instead of returning fewer rows.
 
 Example (needs a JVM, so not a doctest)::
 
@@ -74,7 +75,12 @@ public class FreshPythonScans extends org.apache.spark.sql.catalyst.rules.Rule {
             if (!scan.getClass().getName().endsWith(".python.PythonScan")) return;
             Object ds = field(scan, "ds");
             if (!source.equals(field(ds, "name"))) return;
-            Object info = field(ds, "readInfo");
+            Object info;
+            try {
+                info = field(ds, "readInfo");
+            } catch (NoSuchFieldException e) {
+                return;  // a Spark that keeps the plan per scan (apache/spark's fix): no cache
+            }
             if (info == null) return;
             Object[] last = (Object[]) seen.get(ds);
             if (last != null && last[0] == info && last[1] != scan) {
