@@ -102,3 +102,20 @@ def test_a_filtered_query_after_a_full_one_still_prunes(spark, archives):
     assert narrow.rdd.getNumPartitions() == 1 < everything
     assert narrow.count() == 10
     assert frame.rdd.getNumPartitions() == everything
+
+
+def test_parquet_columns_read_into_the_declared_struct(spark, archives):
+    """The Parquet row groups go to Spark as columns (blockgz.reader.scan_parquet): Spark
+    takes the batches, and they hold the records' fields, offsets and timestamps."""
+    frame = (
+        spark.read.format("blockgz")
+        .option("value.schema", "id BIGINT, item STRING, absent INT")
+        .load(archives["parquet"])
+        .where("offset >= 480 AND offset < 530")
+    )
+    picked = frame.selectExpr("offset", "timestamp", "value.id", "value.item", "value.absent")
+    got = sorted(tuple(r) for r in picked.collect())
+    at = [dt.datetime.fromtimestamp((T0 + n * 1000) / 1000, dt.UTC) for n in range(480, 530)]
+    assert [(o, t.astimezone(dt.UTC), i, s, a) for o, t, i, s, a in got] == [
+        (n, at[n - 480], n, f"i{n}", None) for n in range(480, 530)
+    ]
