@@ -151,7 +151,8 @@ def _compare(spark, where: str, blockgz_df, native_df, total: int) -> None:
     """Every case on both readers, the ratio of each recorded under ``where``. ``blockgz_df``
     and ``native_df`` make a new DataFrame each: a query without filters on a blockgz
     DataFrame that earlier ran a filtered query was planned with that query's pruning
-    (pyspark 4.3.0's Python data source keeps the first plan), so each query loads anew."""
+    (pyspark 4.3.0's Python data source keeps the first plan; blockgz's sessions now guard
+    against it, :mod:`blockgz.reader.spark_plan_guard`), so each query loads anew."""
     for case, (ours, theirs, expected) in _cases(total).items():
         if expected is None:
 

@@ -178,3 +178,8 @@ class IcebergCommitError(BlockGzError, RuntimeError):
     """A batch's files could not be added to the Iceberg table (the catalog refused the commit,
     or the files do not fit the table); the archive's own commit stands, and the next batch or
     restart adds them."""
+
+
+class SparkPlanError(BlockGzError, RuntimeError):
+    """Spark's plan of a ``format("blockgz")`` read cannot be made safe on this session (the
+    guard of :mod:`blockgz.reader.spark_plan_guard` cannot be added)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from blockgz.reader.spark_plan_guard import install_plan_guard
 from blockgz.reader.spark_source import ArchiveReadSource
 from blockgz.sink.session import register_data_sources as register_sink_sources
 from blockgz.sink.session import spark_session as sink_spark_session
@@ -28,11 +29,14 @@ class BlockGzSource(ArchiveReadSource, BlockGzDataSource):
 
 
 def register_data_sources(spark: Any) -> None:
-    """Register ``blockgz`` (writing and reading) and ``blockgz-kafka`` on ``spark``, and turn
-    on the Python filter pushdown the reader plans with."""
+    """Register ``blockgz`` (writing and reading) and ``blockgz-kafka`` on ``spark``, turn
+    on the Python filter pushdown the reader plans with, and add the guard that keeps
+    Spark from reusing one query's pushed-down plan in another
+    (:mod:`blockgz.reader.spark_plan_guard`)."""
     register_sink_sources(spark)
     spark.conf.set("spark.sql.python.filterPushdown.enabled", "true")
     spark.dataSource.register(BlockGzSource)
+    install_plan_guard(spark, "blockgz")
 
 
 def spark_session(*args: Any, **kwargs: Any) -> Any:

@@ -5,8 +5,10 @@ Neighbouring blocks of one object are fetched with one ranged GET
 newline-separated records (JSON, or bytearray with the default separator) that carries no
 envelope and no keys/headers beside it becomes an Arrow batch without a Python object per
 record: numpy finds the separators and the values column is built over the block's bytes.
-Everything else (Avro, Parquet row groups, envelopes, keys and headers files, other framings,
-objects without an index) goes through the record reader
+Parquet row groups whose values are parsed into a struct become batches from their columns
+(:mod:`blockgz.reader.scan_parquet`). Everything else (Avro, other Parquet row groups,
+envelopes, keys and headers files, other framings, objects without an index) goes through
+the record reader
 (:class:`~blockgz.reader.archive.Archive`), which knows them all.
 
 With ``value_type`` (an Arrow struct) the values are parsed as JSON into it a block at a
@@ -33,6 +35,7 @@ from blockgz.format.index import BlockIndex, Chunk
 from blockgz.format.plan import BlockRead, Span, fetched, merge_ranges
 from blockgz.reader.archive import Archive
 from blockgz.reader.json_values import parse_json_lines
+from blockgz.reader.scan_parquet import parquet_batches
 from blockgz.reader.scan_plan import IntRange, Piece, Split
 from blockgz.reader.scan_timestamps import BlockTimestamps, fast_timestamps
 from blockgz.reader.tables import kafka_batch, kept_columns, value_bytes
@@ -63,6 +66,13 @@ def split_batches(
         if piece.merged:
             yield from _merged_path(archive, piece, offsets, value_type, wire)
             continue
+        if piece.decoded and wire is None:  # Parquet row groups: columns to batches
+            batches = parquet_batches(
+                archive, piece, offsets, value_type, keep=_filtered, span_bytes=SPAN_BYTES
+            )
+            if batches is not None:
+                yield from batches
+                continue
         if piece.whole or piece.index_json or piece.decoded or wire is not None:
             yield from _record_path(archive, piece, offsets, value_type, wire, reader_schema)
             continue
