@@ -6,9 +6,10 @@ Set ``blockgz.write.listener=testkit.faults:FaultListener`` and
 * ``fail-first-attempt``: every write task's first attempt raises after writing its first
   object, so Spark's retry (``local[N,F]``) must clean up and redo it;
 * ``pause-after-files:<count>:<batch>:<marker>``: in batch ``<batch>``, once a task has finished
-  ``<count>`` objects, write this process's pid to file ``<marker>`` and wait there forever (the
-  test SIGKILLs the job, or just this Python worker). Only the first task to get there pauses:
-  once the marker exists, later tasks and retried attempts go on;
+  ``<count>`` value objects (the files beside them not counted), write this process's pid to
+  file ``<marker>`` and wait there forever (the test SIGKILLs the job, or just this Python
+  worker). Only the first task to get there pauses: once the marker exists, later tasks and
+  retried attempts go on;
 * ``pause-in-commit:<batch>:<marker>``: the same inside the driver's commit, after the
   manifest is written and before Spark records the batch as committed (and before the batch's
   Iceberg commit, with ``blockgz.iceberg.table``).
@@ -104,7 +105,7 @@ class FaultListener(WriteListener):
         if (
             fault.kind == "pause-after-files"
             and task.batch_id == fault.batch
-            and task.files_done >= fault.files
+            and task.objects_done >= fault.files
         ):
             assert fault.marker is not None
             _pause(fault.marker)

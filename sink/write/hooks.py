@@ -37,6 +37,8 @@ class TaskInfo:
     batch_id: int | None
     attempt: int
     files_done: int
+    #: Of those, the value objects (not the keys, headers or timestamps files beside them).
+    objects_done: int = 0
 
 
 class WriteListener:

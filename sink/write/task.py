@@ -157,6 +157,7 @@ class WriteTask:
         self._partitioner = None
         self._listener = load_listener(config.listener, config.listener_options)
         self._files_done = 0
+        self._objects_done = 0
         self._identity: tuple[int | None, int] | None = None
         self.dead_letters = dead_letter_queue(config, self.store, self.prefix)
 
@@ -180,11 +181,13 @@ class WriteTask:
 
     def _file_done(self, file: WrittenFile) -> None:
         self._files_done += 1
+        self._objects_done += file.role == "value"
         if self._listener is not None:
             if self._identity is None:
                 self._identity = task_identity()
             batch, attempt = self._identity
-            self._listener.file_written(file, TaskInfo(batch, attempt, self._files_done))
+            info = TaskInfo(batch, attempt, self._files_done, self._objects_done)
+            self._listener.file_written(file, info)
 
     def write(self, batch) -> None:
         """Write one Arrow batch of Kafka rows."""

@@ -128,6 +128,8 @@ def assert_no_overlaps(s3_server, bucket) -> None:
     )
     spans: dict[tuple[str, int], list[tuple[int, int]]] = {}
     for f in log.committed_files():
+        if f.role != "value":  # the timestamps file beside each holds the same offsets
+            continue
         spans.setdefault((f.topic, f.partition), []).append((f.first_offset, f.last_offset))
     for where, ranges in spans.items():
         ranges.sort()

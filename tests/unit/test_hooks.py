@@ -64,6 +64,27 @@ def test_the_listener_hears_each_finished_object_with_its_options(tmp_path):
     ]
 
 
+class ObjectCounter(WriteListener):
+    def file_written(self, file, task):
+        HEARD.append((file.role, task.files_done, task.objects_done))
+
+
+def test_objects_done_counts_value_objects_not_the_files_beside_them(tmp_path):
+    HEARD.clear()
+    config = SinkConfig.from_options(
+        {
+            "path": str(tmp_path),
+            "flush.size": "2",
+            "blockgz.write.listener": f"{__name__}:ObjectCounter",
+        }
+    )
+    write_task(config, iter([batch(range(5))]))
+    values = [h for h in HEARD if h[0] == "value"]
+    assert [h[2] for h in values] == [1, 2, 3]
+    assert [h[1] for h in HEARD] == list(range(1, 7))  # a timestamps file beside each
+    assert {h[0] for h in HEARD} == {"value", "timestamps"}
+
+
 def test_the_input_reader_turns_input_rows_into_records(tmp_path):
     config = SinkConfig.from_options(
         {"path": str(tmp_path), "blockgz.input.reader": f"{__name__}:twice"}
