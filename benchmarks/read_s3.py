@@ -104,3 +104,21 @@ def upload_tree(client, root: Path, bucket: str, prefix: str) -> int:
 
     with ThreadPoolExecutor(2) as pool:
         return sum(pool.map(put, files))
+
+
+def s3a_spark(app_name: str, missing: dict[str, str | None]):
+    """The benchmarks' ``local[2,3]`` SparkSession with ``s3a`` set up (a pytest fixture's
+    body: yields the session, stops it after); ``missing["missing"]`` says why s3a is absent."""
+    import shutil
+
+    import pytest
+
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Spark needs Java 17+")
+    from blockgz.spark_session import spark_session
+
+    jars, missing["missing"] = s3a_jars()
+    session = spark_session("local[2,3]", app_name=app_name, conf=s3a_session_conf(jars))
+    yield session
+    session.stop()

@@ -25,7 +25,6 @@ Run ``BLOCKGZ_BENCH_SCALE=0.05 .venv/bin/python -m pytest benchmarks/test_parque
 
 from __future__ import annotations
 
-import os
 import shutil
 import statistics
 import time
@@ -95,17 +94,7 @@ def archive() -> Path:
 
 @pytest.fixture(scope="module")
 def spark():
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("Spark needs Java 17+")
-    from blockgz.spark_session import spark_session
-
-    jars, S3A["missing"] = read_s3.s3a_jars()
-    session = spark_session(
-        "local[2,3]", app_name="blockgz-bench-parquet-read", conf=read_s3.s3a_session_conf(jars)
-    )
-    yield session
-    session.stop()
+    yield from read_s3.s3a_spark("blockgz-bench-parquet-read", S3A)
 
 
 def _stored(root: Path) -> int:

@@ -25,7 +25,6 @@ Run: ``make bench-read`` (writes ``results/read_side.md``); ``-k s3`` for the S3
 from __future__ import annotations
 
 import itertools
-import os
 import shutil
 import statistics
 import time
@@ -116,16 +115,7 @@ def _line_aligned_pieces(data: bytes, size: int) -> list[bytes]:
 
 @pytest.fixture(scope="module")
 def spark():
-    pytest.importorskip("pyspark")
-    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-        pytest.skip("Spark needs Java 17+")
-    from blockgz.spark_session import spark_session
-
-    jars, S3A["missing"] = read_s3.s3a_jars()
-    conf = read_s3.s3a_session_conf(jars)
-    session = spark_session("local[2,3]", app_name="blockgz-bench-read", conf=conf)
-    yield session
-    session.stop()
+    yield from read_s3.s3a_spark("blockgz-bench-read", S3A)
 
 
 @dataclass
