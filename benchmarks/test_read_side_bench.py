@@ -407,7 +407,12 @@ def archived_records(root) -> list:
 
     corpus = support.corpus_path().read_bytes().rstrip(b"\n").split(b"\n")
     lines = (corpus * (REPLAY_RECORDS // len(corpus) + 1))[:REPLAY_RECORDS]
-    records = [KafkaRecord("src", 0, n, 0, None, v) for n, v in enumerate(lines)]
+    # Stamped as a producer stamps them (CreateTime, an hour ago: inside any retention)
+    stamp = int(time.time() * 1000) - 3_600_000
+    records = [
+        KafkaRecord("src", 0, n, stamp + n // 1000, None, v, timestamp_type=0)
+        for n, v in enumerate(lines)
+    ]
     config = SinkConfig.from_options(
         {"path": str(root), "flush.size": "50000", "s3.compression.type": "blockgzip"}
     )

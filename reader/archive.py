@@ -49,7 +49,8 @@ from blockgz.options import as_options
 from blockgz.reader.analytics import ArchiveAnalytics
 from blockgz.reader.archive_options import ARCHIVE_OPTIONS, check_reader_options
 from blockgz.reader.catalog_source import merged_by_offset, overlapping
-from blockgz.reader.companion_entries import block_with_entries, companions_for, with_entries
+from blockgz.reader.companion_entries import companions_for
+from blockgz.reader.companion_reader import CompanionReader
 from blockgz.reader.locate import ObjectLocator
 from blockgz.reader.overlaps import Overlap, find_overlaps
 from blockgz.reader.strays import Listing
@@ -167,6 +168,8 @@ class Archive(ArchiveAnalytics):
         self._warned: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max(1, prefetch), thread_name_prefix="blockgz-read")
+        #: Joins records with their keys/headers/timestamps files (decoded blocks kept).
+        self._companions = CompanionReader(store, self.index, self._stream_records)
 
     # -- listing ------------------------------------------------------------------------------
     @property
@@ -211,6 +214,7 @@ class Archive(ArchiveAnalytics):
         """Forget cached listings and indexes (new objects may have arrived)."""
         self.locator.refresh()
         self._indexes.clear()
+        self._companions.forget()
 
     def avro_schema(self, ref: ObjectRef) -> str:
         """The writer's schema of an Avro object (from its index, else its header)."""
@@ -470,31 +474,15 @@ class Archive(ArchiveAnalytics):
         ref, span = job
         if span is not None:
             obj = IndexedReader.open_object(self.store, ref.key, self.index(ref))
-            return [self._with_companions(ref, records) for records in obj.read_span(span)]
+            if not ref.companions:
+                return obj.read_span(span)
+            return [
+                self._companions.joined_block(ref, offsets, values)
+                for offsets, values in obj.read_span_columns(span)
+            ]
         if not ref.companions:
             return [self._stream_records(ref)]  # lazy: read as the caller iterates
-        streams = [self._stream_records(c) for c in ref.companions]
-        return [
-            (
-                with_entries(r, ref.companions, [e.value for e in entries])
-                for r, *entries in zip(self._stream_records(ref), *streams, strict=False)
-            )
-        ]
-
-    def _with_companions(self, ref: ObjectRef, records: list[Record]) -> list[Record]:
-        """A block's records with the entries the keys and headers files keep for them."""
-        if not ref.companions or not records:
-            return records
-        kept = [self._companion_entries(c, records[0].offset, len(records)) for c in ref.companions]
-        return block_with_entries(records, ref.companions, kept)
-
-    def _companion_entries(self, ref: ObjectRef, offset: int, count: int) -> list[Any]:
-        """The entries of a keys/headers object for ``count`` records from ``offset``."""
-        if ref.has_index:
-            with IndexedReader.open_object(self.store, ref.key, self.index(ref)) as obj:
-                return [r.value for r in obj.seek(offset, count)]
-        found = [r.value for r in self._stream_records(ref) if r.offset >= offset]
-        return found[:count]
+        return [self._companions.streamed(ref, self._stream_records(ref))]
 
     def _stream_records(self, ref: ObjectRef) -> Iterator[Record]:
         """The object read whole: framed records, or decoded as its format says (Avro)."""

@@ -86,8 +86,8 @@ def block_with_entries(
 ) -> list[Record]:
     """:func:`with_entries` for a whole block: ``columns[i][n]`` is companion ``i``'s entry
     for ``records[n]``. Each companion's format is looked up, and its entries decoded, once
-    per block (JSON lines parsed as one document), not once per record: a replay reads
-    millions of records, and this was most of its reading cost.
+    per block (:func:`decoded_column`), not once per record: a replay reads millions of
+    records, and this was most of its reading cost.
 
     >>> ref = ObjectRef("t+0+0000000007.timestamps.json", "t", 0, 7, "timestamps.json")
     >>> block_with_entries([Record(7, b"v"), Record(8, b"w")], (ref,), [[b"[5,0]", b"[6,1]"]])
@@ -95,21 +95,45 @@ def block_with_entries(
 Record(offset=8, value=b'w', timestamp=6, timestamp_type=1)]
     """
     count = len(records)
-    found: dict[str, list[Any]] = {}
+    decoded = []
     for companion, column in zip(companions, columns, strict=True):
-        if len(column) < count:
-            raise IndexError(f"{companion.key}: {len(column)} entries for {count} records")
-        found[companion.role] = format_of(companion).decode_entries(column[:count])
-    keys = found.get("keys")
-    headers = found.get("headers")
-    if headers is not None:  # no headers and an empty list are the same to Kafka
-        headers = [[(h["key"], from_text(h["value"])) for h in e] if e else None for e in headers]
-    stamps = found.get("timestamps")
-    if stamps is not None:
-        stamps = _stamp_pairs(stamps)
+        check_entries(companion, len(column), count)
+        decoded.append(decoded_column(companion, column[:count]))
+    return joined(records, companions, decoded)
+
+
+def check_entries(companion: ObjectRef, entries: int, records: int) -> None:
+    """Raise :class:`IndexError` when ``companion`` holds fewer entries than the records."""
+    if entries < records:
+        raise IndexError(f"{companion.key}: {entries} entries for {records} records")
+
+
+def decoded_column(companion: ObjectRef, entries: list[Any]) -> list[Any]:
+    """``companion``'s entries for a run of records, decoded as its format says: keys as the
+    key bytes, headers as ``[(key, value)]`` (``None`` for none: no headers and an empty list
+    are the same to Kafka), timestamps as ``(ms, type)`` pairs (``None`` for Kafka's ``-1``).
+
+    >>> ref = ObjectRef("t+0+0000000007.headers.json", "t", 0, 7, "headers.json")
+    >>> decoded_column(ref, [b'[{"key":"h","value":"v"}]', b"[]"])
+    [[('h', b'v')], None]
+    """
+    found = format_of(companion).decode_entries(entries)
+    role = companion.role
+    if role == "headers":
+        return [[(h["key"], from_text(h["value"])) for h in e] if e else None for e in found]
+    if role == "timestamps":
+        return _stamp_pairs(found)
+    return found
+
+
+def joined(
+    records: list[Record], companions: tuple[ObjectRef, ...], columns: list[list[Any]]
+) -> list[Record]:
+    """The records with what the companions' decoded ``columns`` (:func:`decoded_column`)
+    hold for them: ``columns[i][n]`` is for ``records[n]``, at least as many entries each."""
+    found = {c.role: column for c, column in zip(companions, columns, strict=True)}
+    keys, headers, stamps = found.get("keys"), found.get("headers"), found.get("timestamps")
     added = frozenset(_HOLDS[role] for role in found)
-    if keys is None and headers is None and stamps is not None:
-        return _with_stamps(records, stamps, added)
     holds_of: dict[frozenset[str], frozenset[str]] = {}
     out = []
     append, new = out.append, tuple.__new__
@@ -132,41 +156,78 @@ Record(offset=8, value=b'w', timestamp=6, timestamp_type=1)]
     return out
 
 
-def _with_stamps(
-    records: list[Record], stamps: list[tuple[int | None, int | None]], added: frozenset[str]
+def joined_columns(
+    offsets: list[int],
+    values: list[Any],
+    companions: tuple[ObjectRef, ...],
+    columns: list[list[Any]],
 ) -> list[Record]:
-    """The records with their timestamps alone added (what an export keeps by default): the
-    loop of :func:`block_with_entries` with nothing else to look up per record."""
+    """:func:`joined` for a block read as columns (``offsets``, ``values``: plain records,
+    nothing kept beside them yet), each record built once, directly: a restore builds
+    millions, and a plain record first and a copy with the entries then cost twice this.
+
+    >>> ref = ObjectRef("t+0+0000000007.timestamps.json", "t", 0, 7, "timestamps.json")
+    >>> joined_columns([7, 8], [b"v", b"w"], (ref,), [[(5, 0), (None, None)]])
+    [Record(offset=7, value=b'v', timestamp=5, timestamp_type=0), Record(offset=8, value=b'w')]
+    """
+    found = {c.role: column for c, column in zip(companions, columns, strict=True)}
+    keys, headers, stamps = found.get("keys"), found.get("headers"), found.get("timestamps")
+    holds = frozenset(_HOLDS[role] for role in found)
     out = []
     append, new = out.append, tuple.__new__
-    for record, (stamp, kind) in zip(records, stamps, strict=True):
-        kept = new(_KeptRecord, record)  # (offset, value)
-        if record.holds:  # a record that kept more (an envelope): keep its key and headers
-            kept.__dict__ = {
-                "key": record.key,
-                "headers": record.headers,
-                "timestamp": stamp,
-                "timestamp_type": kind,
-                "holds": record.holds | added,
-            }
-        else:
-            kept.__dict__ = {
-                "key": None,
-                "headers": None,
-                "timestamp": stamp,
-                "timestamp_type": kind,
-                "holds": added,
-            }
+    if keys is None and headers is None and stamps is not None:  # what an export keeps
+        # No "key" and "headers" in the record's dict: Record's class attributes give None
+        for pair, (stamp, kind) in zip(zip(offsets, values, strict=True), stamps, strict=True):
+            kept = new(_KeptRecord, pair)
+            kept.__dict__ = {"timestamp": stamp, "timestamp_type": kind, "holds": holds}
+            append(kept)
+        return out
+    for n, pair in enumerate(zip(offsets, values, strict=True)):
+        stamp, kind = (None, None) if stamps is None else stamps[n]
+        kept = new(_KeptRecord, pair)
+        kept.__dict__ = {
+            "key": None if keys is None else keys[n],
+            "headers": None if headers is None else headers[n],
+            "timestamp": stamp,
+            "timestamp_type": kind,
+            "holds": holds,
+        }
         append(kept)
     return out
 
 
-def _stamp_pairs(entries: list[Any]) -> list[tuple[int | None, int | None]]:
-    """:func:`timestamp_entry` of each entry, JSON's ``[ms, type]`` lists without a call each.
+def stamp_block(companion: ObjectRef, data: bytes, count: int) -> list[Any] | None:
+    """The ``(ms, type)`` pairs of a whole block of a timestamps file, its uncompressed bytes
+    ``data`` parsed at once (:meth:`~blockgz.formats.base.Format.int_pair_block`); ``None``
+    when its format cannot (JSON lines of ``[int,int]`` can): then it is decoded entry by
+    entry.
+
+    >>> ref = ObjectRef(".t+0+0000000007.timestamps.json", "t", 0, 7, "timestamps.json")
+    >>> stamp_block(ref, b"[5,0]\\n[-1,-1]\\n", 2), stamp_block(ref, b"[5,0]\\n", 2)
+    ([(5, 0), (None, None)], None)
+    """
+    pairs = format_of(companion).int_pair_block(data, count)
+    if pairs is None:
+        return None
+    ms, kinds = pairs
+    if ms and min(ms) < 0:  # Kafka's -1, "none", as None
+        ms = [None if m < 0 else m for m in ms]
+    if kinds and min(kinds) < 0:
+        kinds = [None if k < 0 else k for k in kinds]
+    return list(zip(ms, kinds, strict=True))
+
+
+def _stamp_pairs(entries: list[Any]) -> list[Any]:
+    """:func:`timestamp_entry` of each entry, without a call each: JSON's ``[ms, type]``
+    lists with no ``-1`` in them (a record with a timestamp, as nearly all are) as they are.
 
     >>> _stamp_pairs([[5, 0], [-1, -1]]), _stamp_pairs([{"timestamp": 5, "type": 1}])
     ([(5, 0), (None, None)], [(5, 1)])
+    >>> _stamp_pairs([[5, 0], [6, 1]])
+    [[5, 0], [6, 1]]
     """
+    if all(type(e) is list and len(e) == 2 and e[0] >= 0 and e[1] >= 0 for e in entries):
+        return entries
     if all(type(e) is list and len(e) == 2 for e in entries):
         return [(None if ms < 0 else ms, None if kind < 0 else kind) for ms, kind in entries]
     return [timestamp_entry(e) for e in entries]
@@ -191,9 +252,14 @@ def decoded_entry(fmt: str, entry: Any) -> Any:
 
 __all__ = [
     "block_with_entries",
+    "check_entries",
     "companions_for",
+    "decoded_column",
     "decoded_entry",
     "from_text",
+    "joined",
+    "joined_columns",
+    "stamp_block",
     "timestamp_entry",
     "with_companions",
     "with_entries",

@@ -339,28 +339,45 @@ def _send(
     """Hand ``records`` to the producer, each to its partition, with its resume marker, its
     value and key (``values``/``keys`` re-encoded, or the record's own); while the producer's
     queue is full, wait for it to drain."""
-    produce, poll = producer.produce, producer.poll
-    for i, (record, partition) in enumerate(zip(records, partitions, strict=False)):
-        value, headers = record.value if values is None else values[i], record.headers
-        key = record.key if keys is None else keys[i]
-        if (value is not None and type(value) is not bytes) or (
-            key is not None and type(key) is not bytes
-        ):
-            raise ReplayError(  # never sent as something else (checked up front: unreachable)
-                f"{topic}: offset {record.offset} holds a decoded key or value, not bytes"
+    if values is None:
+        values = [r.value for r in records]
+    if keys is None:
+        keys = [r.key for r in records]
+    for column in (values, keys):  # checked up front, in C: never sent as something else
+        if not set(map(type, column)) <= _BYTES_OR_NONE:
+            bad = next(n for n, v in enumerate(column) if type(v) not in _BYTES_OR_NONE)
+            raise ReplayError(
+                f"{topic}: offset {records[bad].offset} holds a decoded key or value, not bytes"
             )
+    produce = producer.produce
+    for record, partition, value, key in zip(records, partitions, values, keys, strict=False):
+        headers = record.headers
         if marker is not None:
             headers = [*(headers or ()), (MARKER, marker + b"%d" % record.offset)]
-        while True:
-            try:
-                # Positional (topic, value, key, partition, callback, on_delivery, timestamp,
-                # headers): no keyword dict per record.
-                produce(topic, value, key, partition, None, None, record.timestamp or 0, headers)
-                break
-            except BufferError:
-                # Only failures are reported (``delivery.report.only.error``), so no event
-                # would end a longer wait early: wait briefly, then offer it again.
-                poll(0.005)
+        try:
+            # Positional (topic, value, key, partition, callback, on_delivery, timestamp,
+            # headers): no keyword dict per record.
+            produce(topic, value, key, partition, None, None, record.timestamp or 0, headers)
+        except BufferError:
+            _produce_when_queued(
+                producer, (topic, value, key, partition, None, None, record.timestamp or 0, headers)
+            )
+
+
+def _produce_when_queued(producer, args: tuple) -> None:
+    """``producer.produce(*args)`` once its queue has room."""
+    while True:
+        # Only failures are reported (``delivery.report.only.error``), so no event would end
+        # a longer wait early: wait briefly, then offer it again.
+        producer.poll(0.005)
+        try:
+            producer.produce(*args)
+            return
+        except BufferError:
+            continue
+
+
+_BYTES_OR_NONE = frozenset({bytes, type(None)})
 
 
 def _target_partitions(admin: Any, config: Mapping[str, Any], topic: str) -> int:

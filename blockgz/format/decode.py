@@ -171,6 +171,26 @@ def chunk_records(
     codec: BlockCodec = GZIP,
 ) -> list[Record]:
     """Records ``[start:stop]`` of one chunk, with offsets; the chunk's count must match."""
+    offsets, values = chunk_values(
+        raw, chunk, framing, block=block, source=source, start=start, stop=stop, codec=codec
+    )
+    # tuple.__new__ of each (offset, value) pair: no Python call per record (Record(o, v) is one)
+    return [_tuple_new(Record, pair) for pair in zip(offsets, values, strict=True)]
+
+
+def chunk_values(
+    raw: bytes | memoryview,
+    chunk: Chunk,
+    framing: Framing = NEWLINE,
+    *,
+    block: int = 0,
+    source: str = "",
+    start: int = 0,
+    stop: int | None = None,
+    codec: BlockCodec = GZIP,
+) -> tuple[list[int], list[Any]]:
+    """:func:`chunk_records` as two columns, ``(offsets, values)``, for code that builds its
+    own records (a reader joining the timestamps kept beside them)."""
     data = inflate_chunk(raw, chunk, block=block, source=source, codec=codec)
     values, total = framing.slice(data, start, stop)
     if total != chunk.num_records:
@@ -180,9 +200,7 @@ def chunk_records(
             block=block,
             byte_offset=chunk.byte_offset,
         )
-    offsets = chunk.record_offsets()[start : start + len(values)]
-    # tuple.__new__ of each (offset, value) pair: no Python call per record (Record(o, v) is one)
-    return [_tuple_new(Record, pair) for pair in zip(offsets, values, strict=True)]
+    return chunk.record_offsets()[start : start + len(values)], values
 
 
 def avro_chunk_records(
@@ -240,6 +258,32 @@ def block_records(
         chunk,
         index.framing,
         block=block,
+        source=source,
+        start=read.start,
+        stop=read.stop,
+        codec=index.block_codec,
+    )
+
+
+def block_columns(
+    raw: bytes | memoryview, read: BlockRead, index: BlockIndex, *, source: str = ""
+) -> tuple[list[int], list[Any]]:
+    """:func:`block_records` as two columns, ``(offsets, values)``.
+
+    >>> from blockgz.format.codec import Compression
+    >>> raw = Compression().compress(b"a\\nb\\nc\\n")
+    >>> chunk = Chunk(7, 3, 0, len(raw), 6)
+    >>> block_columns(raw, BlockRead(0, chunk, 1), BlockIndex([chunk]))
+    ([8, 9], [b'b', b'c'])
+    """
+    if index.blocks is not None or index.avro is not None:
+        records = block_records(raw, read, index, source=source)
+        return [r.offset for r in records], [r.value for r in records]
+    return chunk_values(
+        raw,
+        read.chunk,
+        index.framing,
+        block=read.block,
         source=source,
         start=read.start,
         stop=read.stop,

@@ -275,6 +275,17 @@ class Format(ABC):
             return entry.encode()
         return entry
 
+    def int_pair_block(self, data: bytes, count: int) -> tuple[list[int], list[int]] | None:
+        """A block of ``count`` entries that are all pairs of ints (a timestamps file's), its
+        uncompressed bytes ``data`` parsed at once into the first and the second numbers of
+        each; ``None``: decode it entry by entry (this format has no faster way).
+
+        >>> from blockgz.formats.registry import FORMATS
+        >>> FORMATS.get("avro").int_pair_block(b"", 0) is None
+        True
+        """
+        return None
+
     def decode_entries(self, entries: list[Any]) -> list[Any]:
         """:meth:`decode_entry` of each of a block's entries (a format may do it faster).
 

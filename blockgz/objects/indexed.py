@@ -37,7 +37,13 @@ from typing import Any, Protocol
 from blockgz.archive.sidecars import data_key_for, is_sidecar, sidecar_keys
 from blockgz.errors import BlockGzError, IndexMismatchError, MissingIndexError, ObjectNotFoundError
 from blockgz.format.avro_read import avro_block_bytes, header_problems, read_avro_header
-from blockgz.format.decode import Record, block_records, check_seek, inflate_chunk
+from blockgz.format.decode import (
+    Record,
+    block_columns,
+    block_records,
+    check_seek,
+    inflate_chunk,
+)
 from blockgz.format.index import BlockIndex
 from blockgz.format.plan import (
     DEFAULT_GAP,
@@ -262,6 +268,13 @@ class IndexedReader:
         one range read."""
         return [
             block_records(raw, read, self.index, source=self.source)
+            for read, raw in fetched(self.ranges.read, [span])
+        ]
+
+    def read_span_columns(self, span: Span) -> list[tuple[list[int], list[Any]]]:
+        """:meth:`read_span` as ``(offsets, values)`` columns for each block."""
+        return [
+            block_columns(raw, read, self.index, source=self.source)
             for read, raw in fetched(self.ranges.read, [span])
         ]
 
