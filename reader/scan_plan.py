@@ -27,7 +27,7 @@ from blockgz.format.framing import NEWLINE, Framing
 from blockgz.format.index import Chunk
 from blockgz.format.plan import plan_blocks
 from blockgz.reader.archive import Archive
-from blockgz.reader.index_hints import adopt, speculate
+from blockgz.reader.index_hints import BlockSpan, Speculation, adopt, adopt_blocks, speculate
 from blockgz.reader.overlaps import duplicate_groups
 from blockgz.reader.scan_timestamps import fast_timestamps
 
@@ -173,6 +173,10 @@ class Piece:
     #: The object's format decodes its blocks itself (Parquet row groups, planned from the
     #: footer): read through the record reader, which reads the footer again.
     decoded: bool = False
+    #: Bytes of the object from byte ``prefetched_at`` on, fetched while the plan was made
+    #: (:func:`~blockgz.reader.index_hints.adopt_blocks`): the task reads them from here.
+    prefetched: bytes = field(default=b"", repr=False)
+    prefetched_at: int = 0
 
     @property
     def whole(self) -> bool:
@@ -244,7 +248,7 @@ def _topics(archive: Archive, scan: ScanFilter, topics, topics_regex) -> list[st
 
 
 def _pieces(archive: Archive, topic: str, partition: int, scan: ScanFilter) -> list[Piece]:
-    kept = _objects(archive, topic, partition, scan)
+    kept, guess = _objects(archive, topic, partition, scan)
     # Objects holding the same offsets (two writers) are read together, each offset once.
     groups = duplicate_groups(kept, lambda r: archive.index(r) if r.has_index else None)
     group_of = {r.key: group for group in groups for r in group}
@@ -268,12 +272,34 @@ def _pieces(archive: Archive, topic: str, partition: int, scan: ScanFilter) -> l
             needs_index = index.avro is not None or others
             index_json = index.to_json() if needs_index else ""
             codec = index.codec if index.avro is None else None
-            out.append(Piece(ref, topic, partition, wanted, index_json, codec=codec))
+            piece = Piece(ref, topic, partition, wanted, index_json, codec=codec)
+            if not out and not index_json and scan.offsets.start is not None:
+                piece = _with_prefetched(archive, piece, guess)
+            out.append(piece)
     return out
 
 
-def _objects(archive: Archive, topic: str, partition: int, scan: ScanFilter) -> list[ObjectRef]:
-    """The partition's objects that can hold a wanted record, by offsets and times."""
+def _with_prefetched(archive: Archive, piece: Piece, guess: Speculation | None) -> Piece:
+    """The partition's first piece with the bytes a hint fetched for it during the plan, when
+    they are exactly the range it reads (:func:`~blockgz.reader.index_hints.adopt_blocks`)."""
+    first, last = piece.chunks[0][1], piece.chunks[-1][1]
+    span = BlockSpan(
+        piece.ref.key,
+        piece.ref.size,
+        first.byte_offset,
+        last.byte_end,
+        first.first_record_offset,
+        last.last_record_offset,
+    )
+    data = adopt_blocks(archive, piece.topic, piece.partition, span, guess)
+    return piece if data is None else replace(piece, prefetched=data, prefetched_at=span.start)
+
+
+def _objects(
+    archive: Archive, topic: str, partition: int, scan: ScanFilter
+) -> tuple[list[ObjectRef], Speculation | None]:
+    """The partition's objects that can hold a wanted record, by offsets and times, and the
+    GETs started on a hint beside the listing (:mod:`blockgz.reader.index_hints`)."""
     offsets = scan.offsets
     start = offsets.start
     guess = None
@@ -299,7 +325,7 @@ def _objects(archive: Archive, topic: str, partition: int, scan: ScanFilter) -> 
             kept.append(ref)
     if start is not None:
         adopt(archive, topic, partition, refs, kept[0] if kept else None, guess)
-    return kept
+    return kept, guess
 
 
 def _grouped(pieces: list[Piece], split_bytes: int) -> list[Split]:
@@ -326,9 +352,9 @@ def _cut(piece: Piece, split_bytes: int) -> list[Piece]:
     parts, chunk_run, size = [], [], 0
     for item in piece.chunks:
         if chunk_run and size + item[1].byte_length > split_bytes:
-            parts.append(replace(piece, chunks=tuple(chunk_run)))
+            parts.append(replace(piece, chunks=tuple(chunk_run), prefetched=b""))
             chunk_run, size = [], 0
         chunk_run.append(item)
         size += item[1].byte_length
-    parts.append(replace(piece, chunks=tuple(chunk_run)))
+    parts.append(replace(piece, chunks=tuple(chunk_run), prefetched=b""))
     return parts

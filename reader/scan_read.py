@@ -111,7 +111,14 @@ def _block_batches(
     """The batches of :func:`_block_path`, one span fetched ahead in ``pool``."""
     key = piece.ref.key
     read_range = archive.store.get_range
-    pairs = fetched(lambda start, end: read_range(key, start, end), spans, executor=pool, ahead=1)
+    kept, at = piece.prefetched, piece.prefetched_at
+
+    def bytes_of(start: int, end: int) -> bytes:
+        if kept and at <= start and end <= at + len(kept):  # fetched while planning
+            return kept[start - at : end - at]
+        return read_range(key, start, end)
+
+    pairs = fetched(bytes_of, spans, executor=pool, ahead=1)
     codec = block_codec(piece.codec)
     for read, raw in pairs:
         number, chunk = read.block, read.chunk

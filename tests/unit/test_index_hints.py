@@ -97,3 +97,73 @@ def test_a_local_directory_gets_no_speculation(tmp_path):
         index_hints.HINTS.remember(archive.store.url(archive.prefix), "ev", 0,
                                    archive.objects("ev", 0))  # fmt: skip
         assert index_hints.speculate(archive, "ev", 0, 10) is None
+
+
+def _gets(log, suffix: str) -> list[tuple[str, float]]:
+    return [(key, t) for what, key, t in log if what == "get_range" and key.endswith(suffix)]
+
+
+class SlowListingRanges(SlowListing):
+    """:class:`SlowListing` that also logs ranged GETs."""
+
+    def get_range(self, key, start, end):
+        self._note("get_range", key)
+        return super().get_range(key, start, end)
+
+
+def _plan_and_read(root, low: int, high: int):
+    from blockgz.reader.scan_read import split_batches
+
+    store = SlowListingRanges(root)
+    with open_archive(str(root)) as archive:
+        archive.locator.store = store
+        scan = ScanFilter().with_range("offset", low=low, high=high)
+        splits = plan_scan(archive, scan, topics=["ev"])
+        planned = list(store.log)
+        offsets = [
+            o
+            for s in splits
+            for batch in split_batches(archive, s, scan.offsets)
+            for o in batch.column("offset").to_pylist()
+        ]
+    return splits, planned, store.log[len(planned) :], offsets
+
+
+def test_a_repeat_plan_fetches_the_blocks_while_the_listing_runs_and_the_task_reads_none(tmp_path):
+    _write(tmp_path, 0, 400)
+    _write(tmp_path, 400, 400)
+    first, planned, read, offsets = _plan_and_read(tmp_path, 500, 509)
+    assert offsets == list(range(500, 510))
+    assert not first[0].pieces[0].prefetched and _gets(read, ".json.gz"), "no hint: the task GETs"
+    again, planned, read, offsets = _plan_and_read(tmp_path, 500, 509)
+    assert offsets == list(range(500, 510))
+    piece = again[0].pieces[0]
+    listed = min(t for what, _, t in planned if what == "listed")
+    assert [t < listed for _, t in _gets(planned, ".json.gz")] == [True]  # beside the listing
+    assert _gets(read, ".json.gz") == []  # the task reads the bytes the plan carries
+    first_chunk = piece.chunks[0][1]
+    assert piece.prefetched_at == first_chunk.byte_offset
+    assert piece.prefetched == LocalStore(tmp_path).get_range(
+        piece.ref.key, first_chunk.byte_offset, piece.chunks[-1][1].byte_end
+    )
+
+
+def test_blocks_fetched_on_a_stale_hint_are_dropped_and_the_task_reads_the_fresh_object(tmp_path):
+    _write(tmp_path, 0, 400)
+    _write(tmp_path, 400, 400)
+    _plan_and_read(tmp_path, 500, 509)  # remembers what 500..509 read
+    _write(tmp_path, 400, 300)  # the object is rewritten: other size, other blocks
+    again, _, read, offsets = _plan_and_read(tmp_path, 500, 509)
+    assert offsets == list(range(500, 510))
+    assert not again[0].pieces[0].prefetched and _gets(read, ".json.gz")
+
+
+def test_a_cut_piece_carries_no_prefetched_bytes():
+    from blockgz.format.index import Chunk
+    from blockgz.reader.scan_plan import Piece, _cut
+
+    ref = index_hints._Ref("k", 0)
+    chunks = tuple((n, Chunk(n * 10, 10, n * 100, 100, 400)) for n in range(4))
+    piece = Piece(ref, "t", 0, chunks, prefetched=b"x" * 400)  # type: ignore[arg-type]
+    parts = _cut(piece, 250)
+    assert len(parts) == 2 and all(p.prefetched == b"" for p in parts)
