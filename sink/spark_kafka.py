@@ -118,19 +118,35 @@ def source_options(options: Mapping[str, str]) -> dict[str, str]:
     """The export's source options for Spark's Kafka connector, which takes the Java client's
     names: librdkafka's security settings under ``kafka.`` become Java's
     (:func:`blockgz.kafka_security.java_settings`; ``sasl.jaas.config`` from the user name
-    and password), the rest pass as they are.
+    and password), librdkafka's ``fetch.wait.max.ms`` Java's ``fetch.max.wait.ms``, the rest
+    pass as they are; then :data:`READ_DEFAULTS` where the user set nothing.
 
     >>> source_options({"subscribe": "t", "kafka.sasl.mechanism": "PLAIN",
     ...                 "kafka.sasl.username": "u", "kafka.sasl.password": "p"})
     ... # doctest: +NORMALIZE_WHITESPACE
     {'subscribe': 't', 'kafka.sasl.mechanism': 'PLAIN', 'kafka.sasl.jaas.config':
-     'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";'}
+     'org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";',
+     'kafka.fetch.max.wait.ms': '20'}
+    >>> source_options({"kafka.fetch.wait.max.ms": "100"})
+    {'kafka.fetch.max.wait.ms': '100'}
     """
     from blockgz.kafka_security import java_settings
 
     kafka = {k[len("kafka.") :]: v for k, v in options.items() if k.startswith("kafka.")}
+    if "fetch.wait.max.ms" in kafka:  # librdkafka's name (the export's other clients')
+        kafka.setdefault("fetch.max.wait.ms", kafka.pop("fetch.wait.max.ms"))
     others = {k: v for k, v in options.items() if not k.startswith("kafka.")}
-    return {**others, **{f"kafka.{k}": str(v) for k, v in java_settings(kafka).items()}}
+    java = {f"kafka.{k}": str(v) for k, v in java_settings(kafka).items()}
+    return {**others, **java, **{k: v for k, v in READ_DEFAULTS.items() if k not in java}}
+
+
+#: Java consumer settings for reading a micro-batch's known offset ranges. A consumer that
+#: reaches the end of a partition's log has its next fetch held by the broker for
+#: ``fetch.max.wait.ms`` (500 ms by default) waiting for data, and Spark's consumer waited
+#: for it in each task of a backlog's last batch (measured: 1M records in 4 batches of 4
+#: tasks, the last batch 2.0-2.5 s against 1.1-1.7 s for the others; 1.3-1.5 s at 20 ms).
+#: A task ends at its range's last offset, so a short wait costs nothing there.
+READ_DEFAULTS = {"kafka.fetch.max.wait.ms": "20"}
 
 
 def with_jars(spark_conf: Mapping[str, str], jars: Sequence[Path]) -> dict[str, str]:
