@@ -65,7 +65,7 @@ class CompanionReader:
         self._index_of = index_of
         self._stream_of = stream_of
         self._kept_blocks = kept_blocks
-        self._blocks: OrderedDict[tuple[str, int], list[Any]] = OrderedDict()
+        self._blocks: OrderedDict[tuple[str, int, int], list[Any]] = OrderedDict()
         self._lock = threading.Lock()
 
     def with_companions(self, ref: ObjectRef, records: list[Record]) -> list[Record]:
@@ -132,7 +132,7 @@ class CompanionReader:
     def _decoded(self, ref: ObjectRef, block: int, index: BlockIndex | None) -> list[Any]:
         """The decoded entries of one block of ``ref`` (``-1``: the object streamed whole),
         decoded once while it is among the most recently used."""
-        key = (ref.key, block)
+        key = (ref.key, ref.size, block)  # a rewritten object (another size) is not confused
         with self._lock:
             kept = self._blocks.get(key)
             if kept is not None:
