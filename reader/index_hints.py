@@ -81,11 +81,7 @@ class IndexHints:
 
     def remember_span(self, where: str, topic: str, partition: int, span: BlockSpan) -> None:
         """Keep the byte range a plan of ``topic``/``partition`` at ``where`` read."""
-        with self._lock:
-            self._spans[(where, topic, partition)] = span
-            self._spans.move_to_end((where, topic, partition))
-            while len(self._spans) > self.capacity:
-                self._spans.popitem(last=False)
+        self._keep(self._spans, (where, topic, partition), span)
 
     def predict_span(self, where: str, topic: str, partition: int, offset: int) -> BlockSpan | None:
         """The byte range the last plan of the partition read, if it held ``offset``.
@@ -109,11 +105,15 @@ class IndexHints:
             (_Ref(r.key, r.start_offset, r.size, r.index_key) for r in refs if r.has_index),
             key=lambda r: r.start_offset,
         )
+        self._keep(self._seen, (where, topic, partition), kept)
+
+    def _keep(self, table: OrderedDict, key: tuple[str, str, int], value: Any) -> None:
+        """``table[key] = value``, the least recently kept forgotten past the capacity."""
         with self._lock:
-            self._seen[(where, topic, partition)] = kept
-            self._seen.move_to_end((where, topic, partition))
-            while len(self._seen) > self.capacity:
-                self._seen.popitem(last=False)
+            table[key] = value
+            table.move_to_end(key)
+            while len(table) > self.capacity:
+                table.popitem(last=False)
 
     def predict(self, where: str, topic: str, partition: int, offset: int) -> _Ref | None:
         """The object that held ``offset`` when the partition was last listed, if any."""
