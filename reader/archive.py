@@ -18,12 +18,9 @@
 from __future__ import annotations
 
 import bisect
-import itertools
-import logging
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 from blockgz.archive.layout import KeyLayout
@@ -31,7 +28,7 @@ from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.reader_layout import reader_layout
 from blockgz.errors import ConfigError, ObjectNotFoundError, OffsetNotFoundError
 from blockgz.format.decode import Record
-from blockgz.format.envelope import ENVELOPE_START, unwrap
+from blockgz.format.envelope import unwrap
 from blockgz.format.framing import NEWLINE, Framing, framing_from_options
 from blockgz.format.index import BlockIndex
 from blockgz.format.plan import (
@@ -47,30 +44,21 @@ from blockgz.objects.indexed import IndexedReader, load_index
 from blockgz.objects.stream import stream_records
 from blockgz.options import as_options
 from blockgz.reader.analytics import ArchiveAnalytics
+from blockgz.reader.archive_listing import ObjectSummary, list_objects
 from blockgz.reader.archive_options import ARCHIVE_OPTIONS, check_reader_options
-from blockgz.reader.catalog_source import merged_by_offset, overlapping
+from blockgz.reader.catalog_source import overlapping
 from blockgz.reader.companion_entries import companions_for
 from blockgz.reader.companion_reader import CompanionReader
 from blockgz.reader.locate import ObjectLocator
-from blockgz.reader.overlaps import Overlap, find_overlaps
+from blockgz.reader.overlap_reads import OverlapReads
+from blockgz.reader.overlaps import Overlap
+from blockgz.reader.record_runs import STREAM_RUN, enveloped, flattened, runs_of
 from blockgz.reader.strays import Listing
 from blockgz.store import ObjectStore, open_store
 
-log = logging.getLogger("blockgz.reader")
-
-
-@dataclass(frozen=True)
-class ObjectSummary:
-    """One line of ``blockgz ls``."""
-
-    key: str
-    topic: str
-    partition: int
-    first_offset: int
-    last_offset: int | None
-    records: int | None
-    size: int
-    indexed: bool
+#: ``ObjectSummary`` (:mod:`~blockgz.reader.archive_listing`) and ``STREAM_RUN``
+#: (:mod:`~blockgz.reader.record_runs`) live beside this module and are still importable from it.
+__all__ = ["STREAM_RUN", "Archive", "ObjectSummary", "open_archive"]
 
 
 def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
@@ -165,11 +153,12 @@ class Archive(ArchiveAnalytics):
         #: How records of objects without an index are framed (``format.bytearray.framing``).
         self.framing = framing
         self._indexes: dict[str, BlockIndex] = {}
-        self._warned: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max(1, prefetch), thread_name_prefix="blockgz-read")
         #: Joins records with their keys/headers/timestamps files (decoded blocks kept).
         self._companions = CompanionReader(store, self.index, self._stream_records)
+        #: Merges objects that share offsets; warns once per pair of a copy left out.
+        self._overlap_reads = OverlapReads(self.locator, self.index, self._blocks)
 
     # -- listing ------------------------------------------------------------------------------
     @property
@@ -257,7 +246,7 @@ class Archive(ArchiveAnalytics):
     def _unwrapped(self, records: Iterable[Record]) -> Iterable[Record]:
         """Envelopes unwrapped. The export wraps all records or none: a block whose first
         record is no envelope is passed on as it is, with no check per record."""
-        if not self.envelopes or (isinstance(records, list) and not _enveloped(records)):
+        if not self.envelopes or (isinstance(records, list) and not enveloped(records)):
             return records
         return (unwrap(r) for r in records)
 
@@ -294,7 +283,7 @@ class Archive(ArchiveAnalytics):
         reader) always ask for them.
         """
         blocks = self.seek_blocks(topic, partition, offset, count, timestamps=timestamps)
-        return _flattened(blocks)
+        return flattened(blocks)
 
     def seek_blocks(
         self,
@@ -325,7 +314,7 @@ class Archive(ArchiveAnalytics):
                 f"offset {offset} of {where} is before the first archived offset {first_archived}"
             )
         if overlapping(refs):  # a time or field partitioner: one partition in many files
-            return self._merged(refs, offset, count, where, times, timestamps)
+            return self._overlap_reads.merged(refs, offset, count, where, times, timestamps)
         if not refs:
             raise OffsetNotFoundError(f"offset {offset} of {where} is past the end")
         first = max(0, bisect.bisect_right([r.start_offset for r in refs], offset) - 1)
@@ -346,34 +335,9 @@ class Archive(ArchiveAnalytics):
         self, refs: list[ObjectRef], offset: int, *, timestamps: bool = False
     ) -> Iterator[list[Record]]:
         """The records of ``refs`` (one topic-partition) from ``offset`` on, merged in offset
-        order, each offset once (from the first object holding it); nothing past the end."""
-        ref = refs[0]
-        where = f"{ref.topic}/{ref.partition} under {self.store.url(self.prefix)}"
-        try:
-            yield from self._merged(refs, offset, None, where, None, timestamps)
-        except OffsetNotFoundError:
-            return
-
-    def _merged(self, refs, offset, count, where, times, timestamps) -> Iterator[list[Record]]:
-        """Records from ``offset`` of objects whose offsets interleave, in offset order."""
-        reaching = [r for r in refs if r.last_offset is None or r.last_offset >= offset]
-        merged = merged_by_offset(
-            reaching,
-            lambda ref: _flattened(
-                self._blocks(
-                    [ref], 0, offset, None, where, quiet=True, times=times, timestamps=timestamps
-                )
-            ),
-            on_duplicate=lambda ref, record: self._warn_duplicate(record.offset, ref, reaching),
-        )
-        if count is not None:
-            merged = itertools.islice(merged, count)
-        yielded = False
-        for run in _in_runs(merged):
-            yield run
-            yielded = True
-        if not yielded:
-            raise OffsetNotFoundError(f"offset {offset} of {where} is past the end")
+        order, each offset once (from the first object holding it); nothing past the end
+        (:mod:`blockgz.reader.overlap_reads`)."""
+        return self._overlap_reads.merged_blocks(refs, offset, timestamps=timestamps)
 
     def read(
         self, topic: str, partition: int, start: int, end: int, *, timestamps: bool = False
@@ -393,10 +357,10 @@ class Archive(ArchiveAnalytics):
         plan = self._plan(refs, first, offset, count, times, timestamps)
         jobs = merge_plans(plan, first_alone=count is None)
         for job, fetched in prefetched(jobs, self._fetch, self._executor, self.prefetch):
-            for run in _runs_of(self._unwrapped(records) for records in fetched):
+            for run in runs_of(self._unwrapped(records) for records in fetched):
                 if run and run[0].offset < below:
                     if below > offset:  # an offset an earlier object already gave: a copy
-                        self._warn_duplicate(run[0].offset, job[0], refs)
+                        self._overlap_reads.warn_duplicate(run[0].offset, job[0], refs)
                     run = [r for r in run if r.offset >= below]
                 if run:
                     below = run[-1].offset + 1
@@ -413,24 +377,6 @@ class Archive(ArchiveAnalytics):
             raise OffsetNotFoundError(
                 f"offset {offset} of {where} is past the end: last archived offset is {last}"
             )
-
-    def _warn_duplicate(self, offset: int, ref: ObjectRef, refs: list[ObjectRef]) -> None:
-        """Warn once per object that a copy of an offset in ``ref`` was left out."""
-        earlier = [r.key for r in refs if (r.start_offset, r.key) < (ref.start_offset, ref.key)]
-        holder = earlier[-1] if earlier else "an earlier object"
-        with self._lock:
-            if (ref.key, holder) in self._warned:
-                return
-            self._warned.add((ref.key, holder))
-        log.warning(
-            "%s/%s: %s holds offset %d again (also in %s): each offset is read once, from the "
-            "object with the lowest first offset; run `blockgz verify` to list the overlaps",
-            ref.topic,
-            ref.partition,
-            self.store.url(ref.key),
-            offset,
-            self.store.url(holder) if earlier else holder,
-        )
 
     def _plan(
         self, refs, first, offset, count, times=None, timestamps=False
@@ -459,7 +405,7 @@ class Archive(ArchiveAnalytics):
                 continue  # it ends before the offset (or holds only what was planned)
             begin = covered + 1
             if index.first_offset is not None and offset <= index.first_offset < begin:
-                self._warn_duplicate(index.first_offset, ref, refs)
+                self._overlap_reads.warn_duplicate(index.first_offset, ref, refs)
             reads = plan_blocks(index, begin, needed, keep=keep)
             yield ref, reads
             if needed is not None:
@@ -517,47 +463,16 @@ class Archive(ArchiveAnalytics):
         >>> [(o.low, o.high, o.count) for o in Archive(store).overlaps("t")]
         [(3, 4, 2)]
         """
-        found: list[Overlap] = []
-        for partition in self.partitions(topic) if partitions is None else partitions:
-            refs = self.objects(topic, partition)
-            found += find_overlaps(refs, lambda r: self.index(r) if r.has_index else None)
-        return found
+        return self._overlap_reads.overlaps(
+            topic, self.partitions(topic) if partitions is None else partitions
+        )
 
     # -- listing for people ----------------------------------------------------------------
     def ls(self, topic: str | None = None) -> Listing:
         """Every data object under the prefix (or one topic), with offsets and record counts;
-        its ``strays`` are the other keys listed there, which no reader reads."""
-        locator = self.locator
-        listed = self.layout.topic_prefix(self.prefix, topic)
-        refs = locator.parse_listing(listed, topic, None)
-        if not refs and (locator.relocate() or locator.learn_layout()):
-            return self.ls(topic)
-        indexes = list(self._executor.map(lambda r: self.index(r) if r.has_index else None, refs))
-        out = []
-        for n, (ref, index) in enumerate(zip(refs, indexes, strict=True)):
-            following = refs[n + 1] if n + 1 < len(refs) else None
-            same_partition = following is not None and (following.topic, following.partition) == (
-                ref.topic,
-                ref.partition,
-            )
-            last = (
-                index.last_offset
-                if index
-                else (following.start_offset - 1 if same_partition else None)
-            )
-            out.append(
-                ObjectSummary(
-                    ref.key,
-                    ref.topic,
-                    ref.partition,
-                    ref.start_offset,
-                    last,
-                    index.record_count if index else None,
-                    ref.size,
-                    index is not None,
-                )
-            )
-        return Listing(out, [k for k in locator.strays if k.startswith(listed)])
+        its ``strays`` are the other keys listed there, which no reader reads
+        (:mod:`blockgz.reader.archive_listing`)."""
+        return list_objects(self.locator, self.index, self._executor, topic)
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -568,34 +483,3 @@ class Archive(ArchiveAnalytics):
 
     def __exit__(self, *exc_info) -> None:
         self.close()
-
-
-def _enveloped(records: list[Record]) -> bool:
-    """Whether a block's records look like the export's envelope (its first one does)."""
-    first = records[0].value if records else None
-    return isinstance(first, (bytes, bytearray)) and first.startswith(ENVELOPE_START)
-
-
-#: Records per list when an object without an index is streamed (see ``seek_blocks``).
-STREAM_RUN = 4096
-
-
-def _runs_of(blocks: Iterable[Iterable[Record]]) -> Iterator[list[Record]]:
-    """Each block's records as a list (already one), or a stream in lists of ``STREAM_RUN``."""
-    for records in blocks:
-        if isinstance(records, list):
-            yield records
-        else:
-            yield from _in_runs(records)
-
-
-def _in_runs(records: Iterable[Record]) -> Iterator[list[Record]]:
-    """Lists of up to ``STREAM_RUN`` records, in order (a stream stays lazy)."""
-    it = iter(records)
-    while run := list(itertools.islice(it, STREAM_RUN)):
-        yield run
-
-
-def _flattened(blocks: Iterator[list[Record]]) -> Iterator[Record]:
-    """The records of the lists, one at a time."""
-    return itertools.chain.from_iterable(blocks)

@@ -1,0 +1,90 @@
+"""The listing for people: every data object under an archive's prefix, one summary each.
+
+What ``blockgz ls`` prints and ``blockgz verify`` checks (:meth:`Archive.ls
+<blockgz.reader.archive.Archive.ls>` returns it): each object's offsets and record count (from
+its index; without one, its last offset is taken as one before the next object's start), plus
+the strays listed beside them.
+
+>>> import tempfile
+>>> from concurrent.futures import ThreadPoolExecutor
+>>> from blockgz import BlockGzipUpload
+>>> from blockgz.objects.indexed import load_index
+>>> from blockgz.reader.locate import ObjectLocator
+>>> from blockgz.store import LocalStore
+>>> store = LocalStore(tempfile.mkdtemp())
+>>> for start in (0, 5):
+...     key = f"topics/t/partition=0/t+0+{start:010d}.json.gz"
+...     with BlockGzipUpload(store, key, first_offset=start) as out:
+...         for n in range(start, start + 5):
+...             out.write(b"v%d" % n)
+>>> def index_of(ref):
+...     return load_index(store, ref.key, ref.index_key)
+>>> with ThreadPoolExecutor(1) as pool:
+...     rows = list_objects(ObjectLocator(store, ""), index_of, pool)
+>>> [(r.first_offset, r.last_offset, r.records, r.indexed) for r in rows]
+[(0, 4, 5, True), (5, 9, 5, True)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass
+
+from blockgz.archive.object_ref import ObjectRef
+from blockgz.format.index import BlockIndex
+from blockgz.reader.locate import ObjectLocator
+from blockgz.reader.strays import Listing
+
+
+@dataclass(frozen=True)
+class ObjectSummary:
+    """One line of ``blockgz ls``."""
+
+    key: str
+    topic: str
+    partition: int
+    first_offset: int
+    last_offset: int | None
+    records: int | None
+    size: int
+    indexed: bool
+
+
+def list_objects(
+    locator: ObjectLocator,
+    index_of: Callable[[ObjectRef], BlockIndex],
+    pool: Executor,
+    topic: str | None = None,
+) -> Listing:
+    """Every data object under the locator's prefix (or one topic), with offsets and record
+    counts; its ``strays`` are the other keys listed there, which no reader reads. ``index_of``
+    gives an indexed object's index (loaded on ``pool``)."""
+    listed = locator.layout.topic_prefix(locator.prefix, topic)
+    refs = locator.parse_listing(listed, topic, None)
+    if not refs and (locator.relocate() or locator.learn_layout()):
+        return list_objects(locator, index_of, pool, topic)
+    indexes = list(pool.map(lambda r: index_of(r) if r.has_index else None, refs))
+    out = []
+    for n, (ref, index) in enumerate(zip(refs, indexes, strict=True)):
+        following = refs[n + 1] if n + 1 < len(refs) else None
+        same_partition = following is not None and (following.topic, following.partition) == (
+            ref.topic,
+            ref.partition,
+        )
+        last = (
+            index.last_offset if index else (following.start_offset - 1 if same_partition else None)
+        )
+        out.append(
+            ObjectSummary(
+                ref.key,
+                ref.topic,
+                ref.partition,
+                ref.start_offset,
+                last,
+                index.record_count if index else None,
+                ref.size,
+                index is not None,
+            )
+        )
+    return Listing(out, [k for k in locator.strays if k.startswith(listed)])
