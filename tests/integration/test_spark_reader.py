@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from testkit.archives import build_partition, export_batches, input_records, write_once
-from testkit.connect_orders import orders
+from testkit.connect_orders import CONNECT_JSON, orders
 from testkit.s3 import s3_options
 
 
@@ -187,7 +187,7 @@ def test_avro_values_come_back_in_their_schemas_type(spark, weed_proxy, weed_buc
         {
             "path": f"s3://{weed_bucket}/avro",
             "format.class": "avro",
-            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            **CONNECT_JSON,
             "flush.size": "10",
             **options,
         },
