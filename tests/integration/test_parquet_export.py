@@ -13,21 +13,10 @@ from blockgz.formats.parquet_read import FOOTER_READ, parquet_index
 from blockgz.formats.parquet_writer import ParquetObjectWriter
 from blockgz.reader import open_archive
 from blockgz.sink.convert.schemas import ValueSchema
-from blockgz.sink.records import KafkaRecord
 from blockgz.store import open_store
 from testkit.archives import write_once
+from testkit.connect_orders import CONNECT_JSON, T0, orders
 from testkit.s3 import s3_options
-
-T0 = 1_763_800_000_000
-ORDER = {
-    "type": "struct",
-    "name": "Order",
-    "optional": False,
-    "fields": [
-        {"field": "id", "type": "int64", "optional": False},
-        {"field": "item", "type": "string", "optional": True},
-    ],
-}
 
 
 def data_gets(proxy, suffix: str = ".parquet"):
@@ -55,23 +44,17 @@ def test_a_seek_is_one_footer_get_and_one_row_group_get_at_the_server(weed_proxy
     assert weed_proxy.count(method="HEAD") == 0
 
 
-def order(n: int) -> KafkaRecord:
-    value = {"schema": ORDER, "payload": {"id": n, "item": f"i{n}"}}
-    return KafkaRecord("orders", 0, n, T0 + n * 1000, b"k%d" % n, json.dumps(value).encode())
-
-
 def test_spark_reads_the_files_natively_and_blockgz_prunes_row_groups(
     spark, weed_proxy, weed_bucket, tmp_path
 ):
     options = s3_options(weed_proxy.endpoint_url)
     sink = {
         "format.class": "parquet",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter.schemas.enable": "true",
+        **CONNECT_JSON,
         "s3.compression.block.records": "50",
         "flush.size": "500",
     }
-    records = [order(n) for n in range(1000)]
+    records = orders(1000)
     write_once(records, {"path": f"s3://{weed_bucket}/pq", **sink, **options})
     write_once(records, {"path": str(tmp_path / "local"), **sink})
 
@@ -114,12 +97,11 @@ def test_a_deep_audit_reads_each_row_group_once_and_finds_a_flipped_byte(
     from testkit.archives import export_batches
 
     url = f"s3://{weed_bucket}/audit"
-    records = [order(n) for n in range(300)]
+    records = orders(300)
     sink = {
         "format.class": "parquet",
         "s3.compression.type": "none",
-        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-        "value.converter.schemas.enable": "true",
+        **CONNECT_JSON,
         "s3.compression.block.records": "25",
         "flush.size": "100",
     }

@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from testkit.archives import build_partition, export_batches, input_records, write_once
+from testkit.connect_orders import CONNECT_JSON, orders
 from testkit.s3 import s3_options
 
 
@@ -179,33 +180,14 @@ def test_the_dataframe_holds_exactly_the_records_a_filter_allows(
 
 
 def test_avro_values_come_back_in_their_schemas_type(spark, weed_proxy, weed_bucket):
-    import json
-
-    from blockgz.sink.records import KafkaRecord
-
     options = s3_options(weed_proxy.endpoint_url)
-    schema = {
-        "type": "struct",
-        "name": "Order",
-        "optional": False,
-        "fields": [
-            {"field": "id", "type": "int64", "optional": False},
-            {"field": "item", "type": "string", "optional": True},
-        ],
-    }
-    records = [
-        KafkaRecord(
-            "orders", 0, n, 0, None,
-            json.dumps({"schema": schema, "payload": {"id": n, "item": f"i{n}"}}).encode(),
-        )
-        for n in range(30)
-    ]  # fmt: skip
+    records = orders(30)
     write_once(
         records,
         {
             "path": f"s3://{weed_bucket}/avro",
             "format.class": "avro",
-            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            **CONNECT_JSON,
             "flush.size": "10",
             **options,
         },

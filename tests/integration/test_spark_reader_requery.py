@@ -10,28 +10,13 @@ block-GZIP JSON, Avro and Parquet.
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 import pytest
 
-from blockgz.sink.records import KafkaRecord
 from testkit.archives import write_once
+from testkit.connect_orders import CONNECT_JSON, orders, timestamp_of
 
-T0 = 1_763_800_000_000
 RECORDS = 1000
-ORDER = {
-    "type": "struct",
-    "name": "Order",
-    "optional": False,
-    "fields": [
-        {"field": "id", "type": "int64", "optional": False},
-        {"field": "item", "type": "string", "optional": True},
-    ],
-}
-CONNECT_JSON = {
-    "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-    "value.converter.schemas.enable": "true",
-}
 FORMATS = {
     "json": {"s3.compression.type": "blockgzip"},
     "avro": {"format.class": "avro", **CONNECT_JSON},
@@ -39,16 +24,11 @@ FORMATS = {
 }
 
 
-def order(n: int) -> KafkaRecord:
-    value = {"schema": ORDER, "payload": {"id": n, "item": f"i{n}"}}
-    return KafkaRecord("orders", 0, n, T0 + n * 1000, b"k%d" % n, json.dumps(value).encode())
-
-
 @pytest.fixture(scope="module")
 def archives(tmp_path_factory) -> dict[str, str]:
     """An archive per format: 1000 records a second apart, 2 objects of 20 blocks each."""
     root = tmp_path_factory.mktemp("requery")
-    records = [order(n) for n in range(RECORDS)]
+    records = orders(RECORDS)
     paths = {}
     for name, options in FORMATS.items():
         paths[name] = str(root / name)
@@ -59,8 +39,7 @@ def archives(tmp_path_factory) -> dict[str, str]:
 
 def since(seconds: int) -> str:
     """``timestamp >= `` the record ``seconds`` after the first."""
-    at = dt.datetime.fromtimestamp((T0 + seconds * 1000) / 1000, dt.UTC)
-    return f"timestamp >= '{at.isoformat()}'"
+    return f"timestamp >= '{timestamp_of(seconds).isoformat()}'"
 
 
 #: Avro and Parquet go through the record reader, several seconds a query on 2 cores.
@@ -115,7 +94,6 @@ def test_parquet_columns_read_into_the_declared_struct(spark, archives):
     )
     picked = frame.selectExpr("offset", "timestamp", "value.id", "value.item", "value.absent")
     got = sorted(tuple(r) for r in picked.collect())
-    at = [dt.datetime.fromtimestamp((T0 + n * 1000) / 1000, dt.UTC) for n in range(480, 530)]
     assert [(o, t.astimezone(dt.UTC), i, s, a) for o, t, i, s, a in got] == [
-        (n, at[n - 480], n, f"i{n}", None) for n in range(480, 530)
+        (n, timestamp_of(n), n, f"i{n}", None) for n in range(480, 530)
     ]

@@ -17,6 +17,7 @@ from blockgz.reader.audit_parquet import check_parquet
 from blockgz.sink.records import KafkaRecord
 from blockgz.store import LocalStore
 from testkit.archives import export_batches
+from testkit.connect_orders import CONNECT_JSON
 
 T0 = 1_700_000_000_000
 SCHEMA = {
@@ -30,8 +31,7 @@ SCHEMA = {
 PARQUET = {
     "format.class": "parquet",
     "s3.compression.type": "none",
-    "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-    "value.converter.schemas.enable": "true",
+    **CONNECT_JSON,
     "flush.size": "40",
     "s3.compression.block.records": "10",
 }

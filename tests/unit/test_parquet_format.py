@@ -27,6 +27,7 @@ from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.partition_writer import TopicPartitionWriter
 from blockgz.store import LocalStore
+from testkit.connect_orders import CONNECT_JSON
 
 T0 = 1_763_800_000_000
 CONNECT_SCHEMA = {
@@ -40,8 +41,7 @@ CONNECT_SCHEMA = {
 }
 PARQUET = {
     "format.class": "io.confluent.connect.s3.format.parquet.ParquetFormat",
-    "value.converter": "org.apache.kafka.connect.json.JsonConverter",
-    "value.converter.schemas.enable": "true",
+    **CONNECT_JSON,
 }
 
 
