@@ -34,7 +34,6 @@ from blockgz.objects.indexed import IndexedReader, StoreRanges
 from blockgz.reader.companion_entries import (
     check_entries,
     decoded_column,
-    joined,
     joined_columns,
     stamp_block,
     with_entries,
@@ -67,13 +66,6 @@ class CompanionReader:
         self._kept_blocks = kept_blocks
         self._blocks: OrderedDict[tuple[str, int, int], list[Any]] = OrderedDict()
         self._lock = threading.Lock()
-
-    def with_companions(self, ref: ObjectRef, records: list[Record]) -> list[Record]:
-        """A block's records with the entries ``ref``'s companions keep for them."""
-        if not ref.companions or not records:
-            return records
-        columns = self._columns(ref, records[0].offset, len(records))
-        return joined(records, ref.companions, columns)
 
     def joined_block(self, ref: ObjectRef, offsets: list[int], values: list[Any]) -> list[Record]:
         """The records of a block read as columns, with the entries ``ref``'s companions keep

@@ -20,7 +20,6 @@ True
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +29,7 @@ from blockgz.archive.object_ref import ObjectRef
 from blockgz.format.block_codecs import block_codec
 from blockgz.format.decode import Record, inflate_chunk
 from blockgz.format.plan import BlockRead, fetched, merge_ranges
+from blockgz.formats.json import int_pair_lines
 from blockgz.formats.registry import format_of_extension
 
 if TYPE_CHECKING:
@@ -137,33 +137,18 @@ class BlockTimestamps:
 
 
 def _pairs(data: bytes) -> tuple[np.ndarray, np.ndarray] | None:
-    """``[ms,type]`` lines as two int64 arrays; ``None`` for anything else.
+    """``[ms,type]`` lines as two int64 arrays (:func:`~blockgz.formats.json.int_pair_lines`);
+    ``None`` for anything else.
 
     >>> [a.tolist() for a in _pairs(b"[1700000000000,0]\\n[-1,-1]\\n")]
     [[1700000000000, -1], [0, -1]]
     >>> _pairs(b'"text"\\n') is None
     True
     """
-    import pyarrow as pa
-    from pyarrow import csv
-
-    if not data:
-        return np.empty(0, np.int64), np.empty(0, np.int64)
-    if not (data.startswith(b"[") and data.rstrip(b"\n").endswith(b"]")):
+    pairs = int_pair_lines(data, data.count(b"\n"))
+    if pairs is None:
         return None
-    lines = data.count(b"\n") + (not data.endswith(b"\n"))
-    text = data.translate(None, b"[]")  # "ms,type" lines: CSV of two integer columns
     try:
-        table = csv.read_csv(
-            io.BytesIO(text),
-            read_options=csv.ReadOptions(column_names=["ms", "type"]),
-            parse_options=csv.ParseOptions(newlines_in_values=False),
-            convert_options=csv.ConvertOptions(
-                column_types={"ms": pa.int64(), "type": pa.int64()}, strings_can_be_null=False
-            ),
-        )
-    except (pa.ArrowInvalid, ValueError):
+        return np.asarray(pairs[0], np.int64), np.asarray(pairs[1], np.int64)
+    except OverflowError:  # beyond int64: no Kafka timestamp; the record path reports it
         return None
-    if table.num_rows != lines or table.column("ms").null_count or table.column("type").null_count:
-        return None
-    return table.column("ms").to_numpy(), table.column("type").to_numpy()

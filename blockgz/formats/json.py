@@ -23,7 +23,6 @@ b'\\x00\\x01'
 
 from __future__ import annotations
 
-import itertools
 import json as stdlib_json  # this module is blockgz.formats.json; the standard library's
 from typing import Any
 
@@ -144,34 +143,18 @@ class JsonFormat(Format):
 
 def _int_pairs(entries: list[Any]) -> list[list[int]] | None:
     """Entries that are all ``[int,int]`` (a ``.timestamps`` file's lines: ``[ms,type]``)
-    parsed as one JSON document, their numbers as JSON reads them; ``None`` when some entry is
-    anything else (then each is decoded alone).
-
-    orjson reads a number beyond 64 bits as a float, where :meth:`JsonFormat.decode_entry`
-    keeps it exact: a pair is taken only when both its numbers came back as ``int``.
+    parsed at once (:func:`int_pair_lines`), their numbers as JSON reads them; ``None`` when
+    some entry is anything else (then each is decoded alone).
 
     >>> _int_pairs([b"[1700000000000,0]", b"[-1,-1]"]), _int_pairs([b"[1, 2.5]"])
     ([[1700000000000, 0], [-1, -1]], None)
     >>> _int_pairs([b"[18446744073709551616,0]"]), _int_pairs([b"[1,0],[2", b"0]"])
     (None, None)
     """
-    if not entries:
+    if not entries or not all(type(e) is bytes for e in entries):
         return None
-    try:
-        found = orjson.loads(b"[" + b",".join(entries) + b"]")
-    except (TypeError, orjson.JSONDecodeError):  # TypeError: an entry is not bytes
-        return None
-    if len(found) != len(entries):  # an entry held more than one value (or none)
-        return None
-    # Each entry ends with "]": then no comma this join added can be a pair's own, so each
-    # entry is exactly one pair ("[1,2],[3" then "4]" would otherwise read as two good pairs).
-    if not all(map(bytes.endswith, entries, itertools.repeat(b"]"))):
-        return None
-    if not all(
-        type(p) is list and len(p) == 2 and type(p[0]) is int and type(p[1]) is int for p in found
-    ):
-        return None
-    return found
+    pairs = int_pair_lines(b"\n".join(entries) + b"\n", len(entries))
+    return None if pairs is None else [[ms, kind] for ms, kind in zip(*pairs, strict=True)]
 
 
 def int_pair_lines(data: bytes, count: int) -> tuple[list[int], list[int]] | None:
