@@ -60,6 +60,9 @@ def compress(input, output, block_size, max_records, level, preset, threads, fir
       blockgz compress --preset small --block-size 4MiB events.json -o archive.json.gz
       kafkacat -C -t orders -e | blockgz compress - -o orders.json.gz --first-offset 0
     """
+    from blockgz.process_tuning import tune_command_process
+
+    tune_command_process()  # before numpy loads: see blockgz.process_tuning
     from blockgz.format.codec import Compression
     from blockgz.objects.compress import compress_file
 
