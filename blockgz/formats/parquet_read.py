@@ -246,8 +246,16 @@ class ParquetBlocks:
         #: ``record``: the value columns make a dict; else the one column holding the value.
         self.value = value
 
-    def table(self, raw: bytes | memoryview, read: BlockRead, *, source: str = "") -> Any:
-        """The row group ``read`` names as an Arrow table (every column)."""
+    def table(
+        self,
+        raw: bytes | memoryview,
+        read: BlockRead,
+        *,
+        source: str = "",
+        columns: list[str] | None = None,
+    ) -> Any:
+        """The row group ``read`` names as an Arrow table: every column, or only ``columns``
+        (top-level names; the others' pages are not decoded)."""
         import pyarrow.parquet as pq
 
         chunk, block = read.chunk, read.block
@@ -260,7 +268,9 @@ class ParquetBlocks:
             )
         pieces = Pieces(self.size, {chunk.byte_offset: raw, self.footer_start: self.footer})
         try:
-            table = pq.ParquetFile(pieces, metadata=self.meta).read_row_group(block)
+            table = pq.ParquetFile(pieces, metadata=self.meta).read_row_group(
+                block, columns=columns
+            )
         except Exception as exc:  # pyarrow: OSError, ArrowInvalid for damaged pages
             raise CorruptBlockError(
                 f"{where}: does not decode ({exc})", block=block, byte_offset=chunk.byte_offset
