@@ -1,10 +1,12 @@
 """Read an Iceberg table with Spark and Iceberg's Spark runtime jar, in a process of its own.
 
-``python -m testkit.iceberg_spark METADATA_LOCATION JAR[,JAR...] [key=value ...]`` starts a
-local SparkSession with the jars on the driver's classpath (and the ``spark.*`` settings
-given), loads the table from its metadata file (Iceberg's ``format("iceberg").load(path)``:
-no catalog needed) and prints one JSON line: ``{"spark": "<Spark's version>", "rows": N,
+``python -m testkit.iceberg_spark TABLE JAR[,JAR...] [key=value ...]`` starts a local
+SparkSession with the jars on the driver's classpath (and the ``spark.*`` settings given),
+loads the table and prints one JSON line: ``{"spark": "<Spark's version>", "rows": N,
 "offsets": [...]}``, or ``{"spark": ..., "error": "<the Java exception's first line>"}``.
+``TABLE`` is a metadata file's location (``….metadata.json``: Iceberg's
+``format("iceberg").load(path)``, no catalog needed) or a table's name in a catalog the
+settings configure (``catalog.namespace.table``).
 
 Any pyspark runs it (it imports pyspark and the standard library only): the test session's, or
 another Spark line's from :mod:`testkit.spark_line`.
@@ -36,7 +38,10 @@ def main(argv: list[str]) -> int:
     spark = builder.getOrCreate()
     version = spark.version
     try:
-        frame = spark.read.format("iceberg").load(location)
+        if location.endswith(".json"):
+            frame = spark.read.format("iceberg").load(location)
+        else:
+            frame = spark.table(location)
         offsets = sorted(r[0] for r in frame.select("__kafka_offset").collect())
         result = {"rows": len(offsets), "offsets": offsets}
     except Exception as exc:  # the JVM's error, whatever its class: reported, not raised
