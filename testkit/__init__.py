@@ -5,5 +5,6 @@
 * :mod:`testkit.archives` — building block-GZIP archives the way the sink lays them out;
 * :mod:`testkit.connect_orders` — Connect-JSON order records (schema and payload) to export;
 * :mod:`testkit.faults` — stopping or failing the export at a chosen point (crash tests);
-* :mod:`testkit.servers` — a local server for a fixture, or the test skipped saying why.
+* :mod:`testkit.servers` — a local server for a fixture, or the test skipped saying why;
+* :mod:`testkit.spark_line` — another Spark line's pyspark in a cached environment of its own.
 """

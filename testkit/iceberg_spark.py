@@ -1,10 +1,15 @@
 """Read an Iceberg table with Spark and Iceberg's Spark runtime jar, in a process of its own.
 
-``python -m testkit.iceberg_spark METADATA_LOCATION JAR[,JAR...] [key=value ...]`` starts a
-local SparkSession with the jars on the driver's classpath (and the ``spark.*`` settings
-given), loads the table from its metadata file (Iceberg's ``format("iceberg").load(path)``:
-no catalog needed) and prints one JSON line: ``{"rows": N, "offsets": [...]}``, or
-``{"error": "<the Java exception's first line>"}``.
+``python -m testkit.iceberg_spark TABLE JAR[,JAR...] [key=value ...]`` starts a local
+SparkSession with the jars on the driver's classpath (and the ``spark.*`` settings given),
+loads the table and prints one JSON line: ``{"spark": "<Spark's version>", "rows": N,
+"offsets": [...]}``, or ``{"spark": ..., "error": "<the Java exception's first line>"}``.
+``TABLE`` is a metadata file's location (``….metadata.json``: Iceberg's
+``format("iceberg").load(path)``, no catalog needed) or a table's name in a catalog the
+settings configure (``catalog.namespace.table``).
+
+Any pyspark runs it (it imports pyspark and the standard library only): the test session's, or
+another Spark line's from :mod:`testkit.spark_line`.
 
 A process of its own because a JVM's classpath is fixed when it starts: the test session's
 SparkSession cannot take the runtime jar later.
@@ -31,15 +36,20 @@ def main(argv: list[str]) -> int:
         key, _, value = setting.partition("=")
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
+    version = spark.version
     try:
-        frame = spark.read.format("iceberg").load(location)
+        if location.endswith(".json"):
+            frame = spark.read.format("iceberg").load(location)
+        else:
+            frame = spark.table(location)
         offsets = sorted(r[0] for r in frame.select("__kafka_offset").collect())
-        print(json.dumps({"rows": len(offsets), "offsets": offsets}), flush=True)
+        result = {"rows": len(offsets), "offsets": offsets}
     except Exception as exc:  # the JVM's error, whatever its class: reported, not raised
         lines = [line for line in str(exc).splitlines() if "Error" in line or "Exception" in line]
-        print(json.dumps({"error": (lines or [str(exc)])[0].strip(": ")}), flush=True)
+        result = {"error": (lines or [str(exc)])[0].strip(": ")}
     finally:
         spark.stop()
+    print(json.dumps({"spark": version, **result}), flush=True)
     return 0
 
 

@@ -1,6 +1,8 @@
 """The Iceberg table over an archive in S3 (SeaweedFS): each batch's Parquet objects added in one
 Iceberg commit with its offsets, read back by pyiceberg from S3, a replay recognised, and a
-SIGKILL between the S3 manifest commit and the Iceberg commit completed by the restart.
+SIGKILL between the S3 manifest commit and the Iceberg commit completed by the restart; the
+table read by Spark 4.1 with Iceberg's runtime jar (pyspark 4.1.4 in a cached environment of its
+own, :mod:`testkit.spark_line`), from its metadata file and from S3 through the SQLite catalog.
 
 The Parquet objects are written with pyarrow in the export's layout and columns
 (:mod:`testkit.iceberg`) and committed by the sink's own driver code; the objects the
@@ -176,6 +178,55 @@ def kill(proc: subprocess.Popen) -> None:
 #: The newest Iceberg Spark runtime Maven Central serves (Iceberg 1.12.0 is built for Spark 4.1;
 #: no runtime for Spark 4.2 or 4.3 is published, and pyspark here is 4.3).
 ICEBERG_SPARK_RUNTIME = ("org.apache.iceberg", "iceberg-spark-runtime-4.1_2.13", "1.12.0")
+#: The Spark line that runtime is built for, as a reader on its own cluster would run it.
+READER_PYSPARK = "4.1.4"
+
+
+@pytest.fixture(scope="session")
+def reader_spark_python() -> Path:
+    """The Python of a cached environment holding pyspark 4.1.4 alone (built on first use, a
+    pip install from PyPI), or the test skipped when PyPI cannot be reached."""
+    from testkit.spark_line import PyPIUnreachableError, pyspark_python
+
+    try:
+        return pyspark_python(READER_PYSPARK)
+    except PyPIUnreachableError as exc:
+        pytest.skip(f"PyPI not reachable: {exc}")
+
+
+def maven_jars(*coordinates: tuple[str, str, str]) -> list[Path]:
+    """The artifacts' jars (with their dependencies), or the test skipped when Maven Central
+    cannot be reached."""
+    from blockgz.errors import JarResolutionError
+    from blockgz.jars import Artifact, resolve
+
+    try:
+        return [jar for c in coordinates for jar in resolve(Artifact(*c))]
+    except JarResolutionError as exc:
+        pytest.skip(f"Maven Central not reachable: {exc}")
+
+
+def runtime_jars() -> list[Path]:
+    """Iceberg's Spark runtime jar."""
+    return maven_jars(ICEBERG_SPARK_RUNTIME)
+
+
+def spark_read(python: Path | str, location: str, jars: list[Path], *settings: str) -> dict:
+    """What ``testkit.iceberg_spark`` prints when ``python``'s pyspark reads the table at
+    ``location`` (or by its name in a catalog) with ``jars`` on the driver's classpath."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_HOME", "PYSPARK_"))}
+    done = subprocess.run(
+        [str(python), "-m", "testkit.iceberg_spark", location, ",".join(map(str, jars)),
+         *settings],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        cwd=ROOT,
+        env={**env, **fake_aws_env(), "PYTHONPATH": str(ROOT), "PYSPARK_PYTHON": str(python)},
+    )  # fmt: skip
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    assert lines, done.stdout[-2000:] + done.stderr[-2000:]
+    return json.loads(lines[-1])
 
 
 @pytest.fixture
@@ -234,30 +285,73 @@ def test_spark_reads_the_files_the_table_plans(local_table, spark):
     "iceberg-spark-runtime-4.1_2.13:1.12.0 (and 4.0_2.13:1.11.0), fail on Spark 4.3.0 with "
     "IncompatibleClassChangeError (CatalogManager and View became interfaces)",
 )
-def test_spark_reads_the_table_with_icebergs_runtime(local_table, tmp_path):
-    """Spark with Iceberg's runtime jar loads the table from its metadata file and reads every
-    record. Passes once a runtime for pyspark's Spark line is served (update the coordinate,
-    and the strict xfail says so)."""
-    from blockgz.errors import JarResolutionError
-    from blockgz.jars import Artifact, resolve
-
-    try:
-        jars = resolve(Artifact(*ICEBERG_SPARK_RUNTIME))
-    except JarResolutionError as exc:
-        pytest.skip(f"Maven Central not reachable: {exc}")
-    location = local_table.load().metadata_location
-    done = subprocess.run(
-        [sys.executable, "-m", "testkit.iceberg_spark", location, ",".join(map(str, jars))],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )
-    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-    assert lines, done.stdout[-2000:] + done.stderr[-2000:]
-    result = json.loads(lines[-1])
+def test_spark_reads_the_table_with_icebergs_runtime(local_table):
+    """Spark (this session's pyspark, 4.3) with Iceberg's runtime jar loads the table from its
+    metadata file and reads every record. Passes once a runtime for pyspark's Spark line is
+    served (update the coordinate, and the strict xfail says so); until then the read is
+    tested on Spark 4.1, below."""
+    result = spark_read(sys.executable, local_table.load().metadata_location, runtime_jars())
     assert result.get("offsets") == EXPECTED_OFFSETS, result
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # the first run installs pyspark 4.1.4 from PyPI (see the fixture)
+def test_spark_4_1_reads_the_table_with_icebergs_runtime(local_table, reader_spark_python):
+    """A reader on another Spark line than the exporter's: pyspark 4.1.4 (its own cached
+    environment) with ``iceberg-spark-runtime-4.1_2.13:1.12.0`` loads the table blockgz
+    wrote from its metadata file and reads every record of both batches."""
+    location = local_table.load().metadata_location
+    result = spark_read(reader_spark_python, location, runtime_jars())
+    assert result.get("spark") == READER_PYSPARK, result
+    assert result.get("offsets") == EXPECTED_OFFSETS, result
+
+
+#: Iceberg's S3 FileIO (the AWS SDK inside) and the SQLite JDBC driver: Spark reads the table on S3
+#: through the same SQLite catalog blockgz commits to (Iceberg's JDBC catalog).
+S3_CATALOG_JARS = (
+    ("org.apache.iceberg", "iceberg-aws-bundle", "1.12.0"),
+    ("org.xerial", "sqlite-jdbc", "3.49.1.0"),
+)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)  # the first run installs pyspark 4.1.4 from PyPI (see the fixture)
+def test_spark_4_1_reads_the_table_on_s3_through_its_catalog(
+    s3_server, bucket, tmp_path, reader_spark_python
+):
+    """The table of two batches in S3 (SeaweedFS), read by pyspark 4.1.4 as ``blockgz.kafka.orders``
+    through Iceberg's JDBC catalog on the SQLite file blockgz commits to, its files through
+    Iceberg's S3 FileIO: every record."""
+    from blockgz.local_servers.s3 import ACCESS_KEY, REGION, SECRET_KEY
+
+    options = sink_options(s3_server, bucket, tmp_path)
+    config = SinkConfig.from_options(options)
+    store, prefix = config.make_store()
+    table = ArchiveTable.from_options(options, config)
+    for batch in range(2):
+        files, ends = write_batch(config, store, prefix, batch * 5, 5)
+        message = TaskCommitMessage(files=files, next_offsets=ends)
+        assert table.commit(write_manifest(config.manifest_log(), batch, [message]))
+    catalog = "spark.sql.catalog.blockgz"  # blockgz.iceberg.catalog.name: the rows' catalog_name
+    settings = [
+        f"{catalog}=org.apache.iceberg.spark.SparkCatalog",
+        f"{catalog}.type=jdbc",
+        f"{catalog}.uri=jdbc:sqlite:{tmp_path}/iceberg/catalog.db",
+        f"{catalog}.warehouse=s3://{bucket}/exports/_blockgz/iceberg",  # the table's
+        f"{catalog}.io-impl=org.apache.iceberg.aws.s3.S3FileIO",
+        f"{catalog}.s3.endpoint={s3_server.endpoint_url}",
+        f"{catalog}.s3.path-style-access=true",
+        f"{catalog}.s3.access-key-id={ACCESS_KEY}",
+        f"{catalog}.s3.secret-access-key={SECRET_KEY}",
+        f"{catalog}.client.region={REGION}",
+    ]
+    jars = runtime_jars() + maven_jars(*S3_CATALOG_JARS)
+    result = spark_read(reader_spark_python, "blockgz.kafka.orders", jars, *settings)
+    assert result.get("spark") == READER_PYSPARK, result
+    assert result.get("offsets") == sorted(o for _ in PARTITIONS for o in range(10)), result
+    assert scanned(table) == sorted((p, o) for p in PARTITIONS for o in range(10)), (
+        "the catalog still serves blockgz after Spark's JDBC catalog opened it"
+    )
 
 
 # -- end to end, on the Parquet format ------------------------------------------------------------
