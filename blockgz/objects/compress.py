@@ -130,13 +130,14 @@ def populated(mapped: mmap.mmap) -> Iterator[None]:
     advice, the thread stops and nothing else changes.
     """
     stop = threading.Event()
+    advise, pinned = _advice_call(mapped)
 
     def run() -> None:
         for start in range(0, len(mapped), POPULATE_STEP):
             if stop.is_set():
                 return
             try:
-                mapped.madvise(MADV_POPULATE_READ, start, min(POPULATE_STEP, len(mapped) - start))
+                advise(MADV_POPULATE_READ, start, min(POPULATE_STEP, len(mapped) - start))
             except (OSError, ValueError):  # an older kernel, or the map went away
                 return
 
@@ -147,6 +148,38 @@ def populated(mapped: mmap.mmap) -> Iterator[None]:
     finally:
         stop.set()
         thread.join()
+        del pinned  # the map can be closed again
+
+
+def _advice_call(mapped: mmap.mmap) -> tuple[Callable[[int, int, int], None], object]:
+    """``madvise`` over part of ``mapped``, called without the GIL where it can be, and what
+    keeps the map's address valid meanwhile (drop it before closing the map).
+
+    :meth:`mmap.mmap.madvise` holds the GIL for the whole call: populating 8 MiB of a cached
+    file takes ~0.8 ms, and of a file not yet cached as long as the disk takes, while every
+    other thread of the pipeline waits (a Python loop ran at 3 % of its speed beside it).
+    libc's ``madvise`` through :mod:`ctypes` lets go of the GIL, as any foreign call does.
+    """
+    import ctypes
+    import ctypes.util
+
+    import numpy as np
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        madvise = libc.madvise
+    except (OSError, AttributeError):  # no libc to call: the mmap module's own, with the GIL
+        return (lambda advice, start, length: mapped.madvise(advice, start, length)), None
+    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    madvise.restype = ctypes.c_int
+    pinned = np.frombuffer(mapped, np.uint8)  # its address; the map cannot close under it
+    base = pinned.ctypes.data
+
+    def advise(advice: int, start: int, length: int) -> None:
+        if madvise(base + start, length, advice) != 0:
+            raise OSError(ctypes.get_errno(), "madvise failed")
+
+    return advise, pinned
 
 
 def _close_map(mapped: mmap.mmap) -> None:
