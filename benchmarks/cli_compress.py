@@ -58,17 +58,27 @@ def _self_cpu() -> float:
 
 
 def _command(
-    argv: list[str], stdout_path: Path | None = None, env: dict[str, str] | None = None
+    argv: list[str],
+    stdout_path: Path | None = None,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
 ) -> tuple[float, float]:
     """Run a command to completion: (wall s, CPU s of it and its children)."""
     cpu0, started = _children_cpu(), time.perf_counter()
     if stdout_path is None:
         subprocess.run(
-            argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env
+            argv,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=cwd,
         )
     else:
         with open(stdout_path, "wb") as out:
-            subprocess.run(argv, check=True, stdout=out, stderr=subprocess.DEVNULL, env=env)
+            subprocess.run(
+                argv, check=True, stdout=out, stderr=subprocess.DEVNULL, env=env, cwd=cwd
+            )
     return time.perf_counter() - started, _children_cpu() - cpu0
 
 
@@ -114,10 +124,13 @@ def main() -> None:
             return _command([pigz, "-p", threads, "-1", "-c", str(source)], out)
         if case in ("cli", "cli-before"):
             argv = [python, "-m", "blockgz", "compress", str(source), "-o", str(out)]
-            env = None
+            env = cwd = None
             if case == "cli-before":
-                env = {**os.environ, "PYTHONPATH": str(args.before.resolve())}
-            return _command([*argv, "--threads", threads], env=env)
+                # ``python -m`` puts the working directory first on sys.path, ahead of
+                # PYTHONPATH: run from the other tree, or its "before" is this tree again.
+                cwd = args.before.resolve()
+                env = {**os.environ, "PYTHONPATH": str(cwd)}
+            return _command([*argv, "--threads", threads], env=env, cwd=cwd)
         if case == "start":
             return _command([python, "-m", "blockgz", "compress", "--help"])
         from blockgz.objects.compress import compress_file
