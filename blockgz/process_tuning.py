@@ -30,9 +30,10 @@ True
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import sys
+
+from blockgz.libc import function
 
 #: glibc's ``M_TOP_PAD`` parameter number for ``mallopt``.
 M_TOP_PAD = -2
@@ -43,14 +44,8 @@ DEFAULT_PAD = 64 * 1024 * 1024
 
 def keep_freed_heap(pad: int = DEFAULT_PAD) -> bool:
     """Keep ``pad`` bytes mapped at the top of each ``malloc`` heap; ``True`` if glibc took it."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to tune
-        return False
-    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    mallopt.restype = ctypes.c_int
-    return mallopt(M_TOP_PAD, pad) == 1
+    mallopt = function("mallopt", (ctypes.c_int, ctypes.c_int), ctypes.c_int)
+    return mallopt is not None and mallopt(M_TOP_PAD, pad) == 1
 
 
 def single_threaded_blas() -> None:

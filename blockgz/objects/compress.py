@@ -161,23 +161,20 @@ def _advice_call(mapped: mmap.mmap) -> tuple[Callable[[int, int, int], None], ob
     libc's ``madvise`` through :mod:`ctypes` lets go of the GIL, as any foreign call does.
     """
     import ctypes
-    import ctypes.util
 
     import numpy as np
 
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        madvise = libc.madvise
-    except (OSError, AttributeError):  # no libc to call: the mmap module's own, with the GIL
+    from blockgz.libc import errno, function
+
+    madvise = function("madvise", (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int), ctypes.c_int)
+    if madvise is None:  # no C library to call: the mmap module's own, with the GIL
         return (lambda advice, start, length: mapped.madvise(advice, start, length)), None
-    madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
-    madvise.restype = ctypes.c_int
     pinned = np.frombuffer(mapped, np.uint8)  # its address; the map cannot close under it
     base = pinned.ctypes.data
 
     def advise(advice: int, start: int, length: int) -> None:
         if madvise(base + start, length, advice) != 0:
-            raise OSError(ctypes.get_errno(), "madvise failed")
+            raise OSError(errno(), "madvise failed")
 
     return advise, pinned
 
