@@ -12,7 +12,7 @@ on what comes back, so a pushed condition can only save work, never change a res
 Options: the archive's (S3 settings and key layout, as :func:`blockgz.reader.open_archive` takes
 them), ``topics`` (comma-separated) or ``topics.regex``, ``committed`` (default ``true``: only
 what the export's manifests committed, where there are manifests; ``false``: every object
-listed), ``blockgz.split.size`` (compressed bytes per task, default 64 MiB) and
+listed), ``blockgz.split.size`` (compressed bytes per task, ``64MiB`` by default) and
 ``value.schema`` (a DDL field list such as ``"id BIGINT, name STRING"``: values are parsed as
 JSON into a struct of it instead of returned as bytes) and ``value.format`` (``binary``, the
 default; ``json`` with ``value.schema``; ``avro``: Avro objects' values in the type of the
@@ -79,11 +79,11 @@ SPARK_READ_OPTIONS = OptionSet(
     _spark("topics.regex", "text", "", "a regex of the topics read"),
     _spark(
         "blockgz.split.size",
-        "int",
+        "size",
         DEFAULT_SPLIT_BYTES,
-        "compressed bytes per task",
+        "compressed bytes per task (bytes, or with a unit: `32MiB`)",
         low=1,
-        shown="`67108864` (64 MiB)",
+        shown="`64MiB`",
     ),
     _spark(
         "value.schema",

@@ -265,3 +265,14 @@ def test_options_command_lists_filters_and_prints_markdown():
     refused = runner.invoke(main, ["options", "--all", "storage"])
     assert "storage.class  (sink, confluent, text, refused" in refused.output
     assert "Examples:" in runner.invoke(main, ["options", "--help"]).output
+
+
+@pytest.mark.parametrize(
+    ("given", "bytes_"), [("3000", 3000), ("32MiB", 32 * 2**20), ("1 GB", 10**9)]
+)
+def test_the_spark_readers_split_size_takes_a_unit(given, bytes_):
+    from blockgz.options import as_options
+    from blockgz.reader.spark_source import SPARK_READ_OPTIONS
+
+    opts = as_options({"blockgz.split.size": given})
+    assert SPARK_READ_OPTIONS.read(opts, "blockgz.split.size") == bytes_
