@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 SEED = 20240610
 _EVENT_TYPES = (
@@ -122,3 +123,27 @@ def write_corpus(path, target_bytes: int, *, seed: int = SEED) -> int:
             written += len(chunk)
             records += 10_000
     return records
+
+
+def write_sample_objects(
+    store: Any, topic: str, starts: Iterable[int], count: int = 5
+) -> list[str]:
+    """Small block-GZIP objects of ``topic``'s partition 0 in Confluent's layout, one per start
+    offset in ``starts``, each with ``count`` records ``v<offset>``: the archive the readers'
+    examples read (starts closer than ``count`` apart make objects that share offsets).
+
+    >>> import tempfile
+    >>> from blockgz.store import LocalStore
+    >>> write_sample_objects(LocalStore(tempfile.mkdtemp()), "t", (0, 5))[1]
+    'topics/t/partition=0/t+0+0000000005.json.gz'
+    """
+    from blockgz.objects.upload import BlockGzipUpload
+
+    keys = []
+    for start in starts:
+        key = f"topics/{topic}/partition=0/{topic}+0+{start:010d}.json.gz"
+        with BlockGzipUpload(store, key, first_offset=start) as out:
+            for n in range(start, start + count):
+                out.write(b"v%d" % n)
+        keys.append(key)
+    return keys

@@ -1,15 +1,11 @@
 """An archive of topics in Confluent's S3-sink layout, read by Kafka offset.
 
 >>> import tempfile
->>> from blockgz import BlockGzipUpload
+>>> from blockgz.sample import write_sample_objects
 >>> from blockgz.store import LocalStore
 >>> root = tempfile.mkdtemp()
 >>> store = LocalStore(root)
->>> for start in (0, 5):
-...     key = f"topics/t/partition=0/t+0+{start:010d}.json.gz"
-...     with BlockGzipUpload(store, key, first_offset=start) as out:
-...         for n in range(start, start + 5):
-...             out.write(b"v%d" % n)
+>>> _ = write_sample_objects(store, "t", (0, 5))
 >>> with open_archive(root) as archive:
 ...     [r.value for r in archive.seek("t", 0, 3, count=4)]
 [b'v3', b'v4', b'v5', b'v6']
@@ -452,14 +448,10 @@ class Archive(ArchiveAnalytics):
         readers resolve to the object with the lowest first offset (:mod:`blockgz.reader.overlaps`).
 
         >>> import tempfile
-        >>> from blockgz import BlockGzipUpload
+        >>> from blockgz.sample import write_sample_objects
         >>> from blockgz.store import LocalStore
         >>> store = LocalStore(tempfile.mkdtemp())
-        >>> for start in (0, 3):
-        ...     key = f"topics/t/partition=0/t+0+{start:010d}.json.gz"
-        ...     with BlockGzipUpload(store, key, first_offset=start) as out:
-        ...         for n in range(start, start + 5):
-        ...             out.write(b"v%d" % n)
+        >>> _ = write_sample_objects(store, "t", (0, 3))
         >>> [(o.low, o.high, o.count) for o in Archive(store).overlaps("t")]
         [(3, 4, 2)]
         """

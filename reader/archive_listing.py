@@ -7,16 +7,12 @@ the strays listed beside them.
 
 >>> import tempfile
 >>> from concurrent.futures import ThreadPoolExecutor
->>> from blockgz import BlockGzipUpload
+>>> from blockgz.sample import write_sample_objects
 >>> from blockgz.objects.indexed import load_index
 >>> from blockgz.reader.locate import ObjectLocator
 >>> from blockgz.store import LocalStore
 >>> store = LocalStore(tempfile.mkdtemp())
->>> for start in (0, 5):
-...     key = f"topics/t/partition=0/t+0+{start:010d}.json.gz"
-...     with BlockGzipUpload(store, key, first_offset=start) as out:
-...         for n in range(start, start + 5):
-...             out.write(b"v%d" % n)
+>>> _ = write_sample_objects(store, "t", (0, 5))
 >>> def index_of(ref):
 ...     return load_index(store, ref.key, ref.index_key)
 >>> with ThreadPoolExecutor(1) as pool:

@@ -8,15 +8,11 @@ overlaps; ``blockgz verify`` reports them as problems). The archive's own read p
 object; this merges them.
 
 >>> import tempfile
->>> from blockgz import BlockGzipUpload
+>>> from blockgz.sample import write_sample_objects
 >>> from blockgz.store import LocalStore
 >>> from blockgz.reader.archive import Archive
 >>> store = LocalStore(tempfile.mkdtemp())
->>> for start in (0, 3):
-...     key = f"topics/t/partition=0/t+0+{start:010d}.json.gz"
-...     with BlockGzipUpload(store, key, first_offset=start) as out:
-...         for n in range(start, start + 5):
-...             out.write(b"v%d" % n)
+>>> _ = write_sample_objects(store, "t", (0, 3))
 >>> archive = Archive(store)
 >>> runs = archive.merged_blocks(archive.objects("t", 0), 2)
 >>> [r.offset for run in runs for r in run]

@@ -58,10 +58,12 @@ def parquet_batches(
     blocks = archive.index(piece.ref).blocks
     if blocks is None or blocks.value != "record":
         return None
-    plan = value_plan(blocks.meta.schema.to_arrow_schema(), value_type)
+    columns = blocks.meta.schema.to_arrow_schema()
+    plan = value_plan(columns, value_type)
     if plan is None:
         return None
-    return _batches(archive, piece, blocks, offsets, value_type, plan, keep, span_bytes)
+    wanted = wanted_columns(columns.names, plan)
+    return _batches(archive, piece, blocks, offsets, value_type, plan, wanted, keep, span_bytes)
 
 
 def value_plan(columns: Any, value_type: Any) -> tuple[FieldPlan, ...] | None:
@@ -122,7 +124,7 @@ def _widens(have: Any, want: Any) -> bool:
     return pa.types.is_float64(want) and (pa.types.is_integer(have) or pa.types.is_float32(have))
 
 
-def _batches(archive, piece, blocks, offsets, value_type, plan, keep, span_bytes):
+def _batches(archive, piece, blocks, offsets, value_type, plan, wanted, keep, span_bytes):
     import pyarrow as pa
 
     key = piece.ref.key
@@ -132,9 +134,8 @@ def _batches(archive, piece, blocks, offsets, value_type, plan, keep, span_bytes
         lambda start, end: read_range(key, start, end), spans, executor=archive.executor, ahead=1
     )
     stamp_type = pa.timestamp("us", tz="UTC")
-    columns = wanted_columns(blocks.meta.schema.to_arrow_schema().names, plan)
     for read, raw in pairs:
-        table = blocks.table(raw, read, source=key, columns=columns)
+        table = blocks.table(raw, read, source=key, columns=wanted)
         rows = table.num_rows
         children = [
             pa.nulls(rows, cast) if name is None else _column(table, name, cast)
