@@ -13,6 +13,7 @@ and a marker file records a complete resolution, so later calls cost a directory
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -79,6 +80,19 @@ def resolve(artifact: Artifact, *, java: str = "java") -> list[Path]:
     ivy = ivy_jar()
     if ivy is None:
         raise JarResolutionError(f"cannot fetch {artifact}: pyspark (which ships Ivy) is missing")
+    cache_root().mkdir(parents=True, exist_ok=True)
+    # Ivy's cache is not safe for two processes at once (two test workers starting a broker
+    # each): one reads a jar the other is still downloading and fails. One resolution at a
+    # time, and whoever waited finds the other's result.
+    with open(cache_root() / ".resolve.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        jars = resolved(artifact)
+        if jars is not None:
+            return jars
+        return _resolve_unlocked(artifact, ivy, java)
+
+
+def _resolve_unlocked(artifact: Artifact, ivy: Path, java: str) -> list[Path]:
     folder = cache_root() / artifact.folder_name
     folder.parent.mkdir(parents=True, exist_ok=True)
     # Into a fresh folder beside the final one, renamed when complete: a resolution that was
