@@ -12,9 +12,8 @@ True
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 
@@ -22,7 +21,7 @@ from typing import Any
 def _library() -> ctypes.CDLL | None:
     # The running program's own symbols first (dlopen(NULL): CPython links the C library, so no
     # search is needed), then the C library by name.
-    for name in (None, ctypes.util.find_library("c"), "libc.so.6"):
+    for name in _candidates():
         try:
             library = ctypes.CDLL(name, use_errno=True)
             library.free  # noqa: B018 - a C library has it; a program without one does not
@@ -30,6 +29,15 @@ def _library() -> ctypes.CDLL | None:
             continue
         return library
     return None
+
+
+def _candidates() -> Iterator[str | None]:
+    # Lazily: find_library imports ctypes.util and runs ldconfig, which the first name spares.
+    yield None
+    import ctypes.util
+
+    yield ctypes.util.find_library("c")
+    yield "libc.so.6"
 
 
 def function(name: str, argtypes: Sequence[Any], restype: Any) -> Callable[..., Any] | None:
