@@ -51,6 +51,7 @@ from blockgz.errors import CorruptBlockError, CorruptIndexError
 from blockgz.format.decode import Record
 from blockgz.format.index import BlockIndex, Chunk
 from blockgz.format.plan import BlockRead
+from blockgz.formats.parquet_columns import column_start
 from blockgz.formats.parquet_schema import (
     OFFSET_COLUMN,
     ROW_GROUPS_KEY,
@@ -186,10 +187,6 @@ class _Columns:
     last: int
 
 
-def _start(column: Any) -> int:
-    return column.dictionary_page_offset if column.has_dictionary_page else column.data_page_offset
-
-
 def _chunk(group: Any, n: int, gaps: list[int] | None, columns: _Columns, source: str) -> Chunk:
     """Row group ``n`` as a chunk. Only the columns it needs are looked at (a large object's
     footer has thousands of row groups): the offsets' and times' statistics, and the first and
@@ -209,7 +206,7 @@ def _chunk(group: Any, n: int, gaps: list[int] | None, columns: _Columns, source
             f"footer's {ROW_GROUPS_KEY} does not say where the gaps are"
         )
     last = group.column(columns.last)
-    begin, end = _start(group.column(0)), _start(last) + last.total_compressed_size
+    begin, end = column_start(group.column(0)), column_start(last) + last.total_compressed_size
     if end <= begin:
         raise CorruptIndexError(f"{source}: row group {n}'s column chunks are out of order")
     low = high = None
@@ -256,21 +253,33 @@ class ParquetBlocks:
     ) -> Any:
         """The row group ``read`` names as an Arrow table: every column, or only ``columns``
         (top-level names; the others' pages are not decoded)."""
+        chunk = read.chunk
+        if len(raw) != chunk.byte_length:
+            raise CorruptBlockError(
+                f"{self._where(read, source)}: read {len(raw)} bytes, the footer promises "
+                f"{chunk.byte_length}",
+                block=read.block,
+                byte_offset=chunk.byte_offset,
+            )
+        return self.table_of_pieces({chunk.byte_offset: raw}, read, source=source, columns=columns)
+
+    def table_of_pieces(
+        self,
+        pieces: dict[int, bytes | memoryview],
+        read: BlockRead,
+        *,
+        source: str = "",
+        columns: list[str] | None = None,
+    ) -> Any:
+        """As :meth:`table`, from ``{start: bytes}`` pieces of the object that hold at least
+        the column chunks of ``columns`` (:mod:`~blockgz.formats.parquet_columns`)."""
         import pyarrow.parquet as pq
 
         chunk, block = read.chunk, read.block
-        where = f"{source}: row group {block} (bytes {chunk.byte_offset}-{chunk.byte_end - 1})"
-        if len(raw) != chunk.byte_length:
-            raise CorruptBlockError(
-                f"{where}: read {len(raw)} bytes, the footer promises {chunk.byte_length}",
-                block=block,
-                byte_offset=chunk.byte_offset,
-            )
-        pieces = Pieces(self.size, {chunk.byte_offset: raw, self.footer_start: self.footer})
+        where = self._where(read, source)
+        known = Pieces(self.size, {**pieces, self.footer_start: self.footer})
         try:
-            table = pq.ParquetFile(pieces, metadata=self.meta).read_row_group(
-                block, columns=columns
-            )
+            table = pq.ParquetFile(known, metadata=self.meta).read_row_group(block, columns=columns)
         except Exception as exc:  # pyarrow: OSError, ArrowInvalid for damaged pages
             raise CorruptBlockError(
                 f"{where}: does not decode ({exc})", block=block, byte_offset=chunk.byte_offset
@@ -282,6 +291,11 @@ class ParquetBlocks:
                 byte_offset=chunk.byte_offset,
             )
         return table
+
+    @staticmethod
+    def _where(read: BlockRead, source: str) -> str:
+        chunk = read.chunk
+        return f"{source}: row group {read.block} (bytes {chunk.byte_offset}-{chunk.byte_end - 1})"
 
     def records(
         self, raw: bytes | memoryview, read: BlockRead, *, source: str = ""
