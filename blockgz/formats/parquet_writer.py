@@ -48,6 +48,7 @@ from blockgz.formats.parquet_schema import (
     VALUE_KEY,
     WRAPPED_COLUMN,
     arrow_schema,
+    column_encodings,
     value_columns,
 )
 from blockgz.store.base import ObjectStore, Upload
@@ -136,6 +137,7 @@ class ParquetObjectWriter(OutputObject):
             # A CRC-32 in every page header (Parquet's optional page checksum): a reader that
             # asks for it (``blockgz audit --deep``) finds any changed byte of a page.
             write_page_checksum=True,
+            **column_encodings(self.arrow_schema),
         )
         self._values: list[Any] = []
         self._offsets: list[int] = []

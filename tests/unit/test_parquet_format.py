@@ -101,6 +101,22 @@ def test_row_groups_are_cut_by_uncompressed_size(tmp_path):
     assert len(sizes) > 3 and sum(sizes) == 3000
 
 
+def test_the_kafka_columns_are_delta_encoded_and_the_values_dictionary_encoded(tmp_path):
+    files = write(tmp_path, range(0, 4000, 2))  # a gap between every two offsets
+    meta = pq.ParquetFile(tmp_path / files[0].key).metadata
+    group = meta.row_group(0)
+    encodings = {group.column(n).path_in_schema: group.column(n).encodings for n in range(4)}
+    assert "DELTA_BINARY_PACKED" in encodings[OFFSET_COLUMN]
+    assert "DELTA_BINARY_PACKED" in encodings[TIMESTAMP_COLUMN]
+    assert "RLE_DICTIONARY" in encodings["id"] and "RLE_DICTIONARY" in encodings["name"]
+    # 2,000 offsets and times in a few hundred bytes each, where the ids take kilobytes
+    assert group.column(2).total_compressed_size < 600 > group.column(3).total_compressed_size
+    assert group.column(0).total_compressed_size > 4000
+    table = pq.read_table(tmp_path / files[0].key)
+    assert table.column(OFFSET_COLUMN).to_pylist() == list(range(0, 4000, 2))
+    assert table.column(TIMESTAMP_COLUMN).cast("int64").to_pylist()[-1] == T0 + 3998
+
+
 def test_the_same_records_give_the_same_bytes(tmp_path):
     one = write(tmp_path / "a", range(100), **{"s3.compression.block.records": "30"})
     two = write(tmp_path / "b", range(100), **{"s3.compression.block.records": "30"})
