@@ -48,7 +48,8 @@ FieldPlan = tuple[str | None, Any]
 #: asked for apart. A request to S3 waits ~20 ms for its first byte, in which one stream moves
 #: ~1-2 MB; on the loopback SeaweedFS the benchmark uses, 256 KiB gaps made the narrow full
 #: scan 1.8x slower (8x the requests for 40 % of the bytes). A blob column's chunks of a few
-#: MB each are skipped (ad-hoc, 2 KB values behind 20 ms: 46x fewer bytes, 1.2x faster).
+#: MB each are skipped (``benchmarks/parquet_wide_scan.py``: 1.5 KB values behind 20 ms, 46x
+#: fewer bytes, 1.2x faster).
 COLUMN_GAP = 1 << 20
 #: Drops the rows of a batch outside the scan's offsets (``scan_read._filtered``).
 Keep = Callable[[Any, Any, IntRange], Any]

@@ -128,7 +128,10 @@ def fetched_columns(
     for span in spans:
         for read, _ in span.parts:
             remaining[read.block] = remaining.get(read.block, 0) + 1
-    fetch = lambda s: read_range(s.start, s.end)  # noqa: E731
+
+    def fetch(span: ColumnSpan) -> bytes:
+        return read_range(span.start, span.end)
+
     if executor is None or ahead < 1:
         pairs: Iterable[tuple[ColumnSpan, bytes]] = ((s, fetch(s)) for s in spans)
     else:
