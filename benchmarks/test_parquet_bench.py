@@ -98,7 +98,7 @@ def _export(spark, job, checkpoint) -> tuple[int, float, int]:
     seconds = time.perf_counter() - started
     store, prefix = job.sink.make_store()
     try:
-        files = list(job.sink.manifest_log(store, prefix).committed_files())
+        files = support.value_files(job.sink.manifest_log(store, prefix).committed_files())
     finally:
         store.close()
     return sum(f.records for f in files), seconds, sum(f.size for f in files)
