@@ -45,6 +45,8 @@ with log.open("a") as out:
 
 def _waiters_on(path: Path) -> int:
     """How many flock requests wait on ``path`` (the ``->`` lines of /proc/locks)."""
+    if not path.exists():
+        return 0
     inode = os.stat(path).st_ino
     lines = Path("/proc/locks").read_text().splitlines()
     return sum(1 for line in lines if "->" in line and line.split()[-3].endswith(f":{inode}"))
