@@ -14,7 +14,7 @@ import math
 import mmap
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -294,13 +294,6 @@ def measure(
     )
     RESULTS[key] = result
     return result
-
-
-def value_files(files: Iterable[Any]) -> list[Any]:
-    """The value files among an export's committed files (``WrittenFile``): its companions
-    (``.timestamps``, ``.keys``, ``.headers``) hold the same records again and are left out of
-    record counts and stored sizes."""
-    return [f for f in files if f.role == "value"]
 
 
 def size_label(n: int) -> str:

@@ -217,7 +217,7 @@ def _blockgz_case(benchmark, spark, kafka, s3, registry, servers, data, tmp_path
     store, prefix = job.sink.make_store()
     try:
         output = av.check_avro_output(store, prefix, TOPIC, codec, indexed=True)
-        listed = support.value_files(job.sink.manifest_log(store, prefix).committed_files())
+        listed = job.sink.manifest_log(store, prefix).committed_values()
     finally:
         store.close()
     assert sum(f.records for f in listed) == data.records

@@ -329,7 +329,7 @@ def test_export_blockgz(
     store, prefix = job.sink.make_store()
     try:
         output = eb.check_s3_output(store, prefix, dataset.topic)
-        listed = support.value_files(job.sink.manifest_log(store, prefix).committed_files())
+        listed = job.sink.manifest_log(store, prefix).committed_values()
     finally:
         store.close()
     assert sum(f.records for f in listed) == dataset.records

@@ -98,7 +98,7 @@ def _export(spark, job, checkpoint) -> tuple[int, float, int]:
     seconds = time.perf_counter() - started
     store, prefix = job.sink.make_store()
     try:
-        files = support.value_files(job.sink.manifest_log(store, prefix).committed_files())
+        files = job.sink.manifest_log(store, prefix).committed_values()
     finally:
         store.close()
     return sum(f.records for f in files), seconds, sum(f.size for f in files)

@@ -68,11 +68,7 @@ def check_blocks(
         return read, block_problem(raw, read.block, read.chunk, index)
 
     # A bounded window of blocks in flight: memory stays a few spans, whatever the object's size.
-    checked = (
-        map(check, blocks)
-        if executor is None
-        else (result for _, result in prefetched(blocks, check, executor, WINDOW))
-    )
+    checked = (result for _, result in prefetched(blocks, check, executor, WINDOW))
     for read, problem in checked:
         if problem is not None:
             problems.append(

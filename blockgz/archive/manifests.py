@@ -236,6 +236,11 @@ class Manifests:
         """Every file listed by any manifest (for audits and tests): reads every one."""
         return [f for manifest in self.manifests() for f in manifest.files]
 
+    def committed_values(self) -> list[WrittenFile]:
+        """The value files among :meth:`committed_files`: the companions (``.timestamps``,
+        ``.keys``, ``.headers``) hold the same records again."""
+        return [f for f in self.committed_files() if f.role == "value"]
+
 
 @dataclass(frozen=True)
 class ExportFound:

@@ -146,16 +146,51 @@ def merge_ranges(
     >>> [(s.start, s.end) for s in merge_ranges(reads, gap=10, first_alone=True)]
     [(0, 10), (10, 50)]
     """
-    spans: list[Span] = []
-    run: list[BlockRead] = []
-    for read in reads:
-        if run and not _joins(run, read, gap, limit, alone=first_alone and not spans):
-            spans.append(_span(run))
+    runs = join_ranges(
+        reads,
+        lambda read: (read.chunk.byte_offset, read.chunk.byte_end),
+        gap=gap,
+        limit=limit,
+        first_alone=first_alone,
+    )
+    return [Span(run[0].chunk.byte_offset, run[-1].chunk.byte_end, tuple(run)) for run in runs]
+
+
+def join_ranges(
+    items: Iterable[J],
+    bounds: Callable[[J], tuple[int, int]],
+    *,
+    gap: int,
+    limit: int | None,
+    first_alone: bool = False,
+) -> list[list[J]]:
+    """``items`` (each a byte range ``bounds(item)``, in file order) grouped into runs read as
+    one range, by :func:`merge_ranges`'s rules.
+
+    >>> join_ranges([(0, 10), (12, 20), (90, 99)], lambda r: r, gap=5, limit=None)
+    [[(0, 10), (12, 20)], [(90, 99)]]
+    """
+    runs: list[list[J]] = []
+    run: list[J] = []
+    start = end = 0
+    for item in items:
+        low, high = bounds(item)
+        joins = (
+            bool(run)
+            and not (first_alone and not runs)
+            and end <= low <= end + gap
+            and (limit is None or high - start <= limit)
+        )
+        if run and not joins:
+            runs.append(run)
             run = []
-        run.append(read)
+        if not run:
+            start = low
+        run.append(item)
+        end = high
     if run:
-        spans.append(_span(run))
-    return spans
+        runs.append(run)
+    return runs
 
 
 def merge_plans(
@@ -183,21 +218,6 @@ def merge_plans(
         alone = False
 
 
-def _joins(run: list[BlockRead], read: BlockRead, gap: int, limit: int | None, alone: bool) -> bool:
-    """Whether ``read`` may be fetched in the same range as ``run``."""
-    if alone:
-        return False
-    start, end = run[0].chunk.byte_offset, run[-1].chunk.byte_end
-    offset = read.chunk.byte_offset
-    if offset < end or offset - end > gap:
-        return False
-    return limit is None or read.chunk.byte_end - start <= limit
-
-
-def _span(run: list[BlockRead]) -> Span:
-    return Span(run[0].chunk.byte_offset, run[-1].chunk.byte_end, tuple(run))
-
-
 def fetched(
     read_range: Callable[[int, int], bytes],
     spans: Iterable[Span],
@@ -214,26 +234,28 @@ def fetched(
     >>> [(r.block, raw) for r, raw in got]
     [(0, b'aa'), (1, b'bb')]
     """
-    if executor is None or ahead < 1:
-        pairs: Iterable[tuple[Span, bytes]] = ((s, read_range(s.start, s.end)) for s in spans)
-    else:
-        pairs = prefetched(spans, lambda s: read_range(s.start, s.end), executor, ahead)
-    for span, raw in pairs:
+    for span, raw in prefetched(spans, lambda s: read_range(s.start, s.end), executor, ahead):
         for read in span.reads:
             yield read, span.piece(raw, read)
 
 
 def prefetched(
-    jobs: Iterable[J], fetch: Callable[[J], R], executor: Executor, depth: int
+    jobs: Iterable[J], fetch: Callable[[J], R], executor: Executor | None, depth: int
 ) -> Iterator[tuple[J, R]]:
     """``(job, fetch(job))`` in job order, keeping ``depth`` fetches running ahead; what is
-    still pending when the caller stops is cancelled.
+    still pending when the caller stops is cancelled. Without an ``executor`` (or with
+    ``depth`` below 1) each job is fetched in turn, on the caller's thread.
 
     >>> from concurrent.futures import ThreadPoolExecutor
     >>> with ThreadPoolExecutor(2) as pool:
     ...     list(prefetched([1, 2, 3], lambda n: n * 10, pool, 2))
     [(1, 10), (2, 20), (3, 30)]
+    >>> list(prefetched([1, 2], lambda n: n * 10, None, 2))
+    [(1, 10), (2, 20)]
     """
+    if executor is None or depth < 1:
+        yield from ((job, fetch(job)) for job in jobs)
+        return
     pending: deque[tuple[J, Future[R]]] = deque()
     try:
         for job in jobs:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blockgz.errors import CorruptBlockError
-from blockgz.format.plan import BlockRead, prefetched
+from blockgz.format.plan import BlockRead, join_ranges, prefetched
 
 #: ``(start, end)`` byte range of an object.
 Range = tuple[int, int]
@@ -88,28 +88,9 @@ def column_spans(
     """The ranges of ``groups`` (row groups in file order, each with its wanted ranges) as
     requests: a range joins the request before it when it starts at most ``gap`` bytes after
     it and the request stays within ``limit`` bytes."""
-    spans: list[ColumnSpan] = []
-    run: list[tuple[BlockRead, Range]] = []
-    for read, ranges in groups:
-        for part in ranges:
-            if run and not _joins(run, part, gap, limit):
-                spans.append(_span(run))
-                run = []
-            run.append((read, part))
-    if run:
-        spans.append(_span(run))
-    return spans
-
-
-def _joins(run: list[tuple[BlockRead, Range]], part: Range, gap: int, limit: int | None) -> bool:
-    start, end = run[0][1][0], run[-1][1][1]
-    if part[0] < end or part[0] - end > gap:
-        return False
-    return limit is None or part[1] - start <= limit
-
-
-def _span(run: list[tuple[BlockRead, Range]]) -> ColumnSpan:
-    return ColumnSpan(run[0][1][0], run[-1][1][1], tuple(run))
+    parts = [(read, part) for read, ranges in groups for part in ranges]
+    runs = join_ranges(parts, lambda item: item[1], gap=gap, limit=limit)
+    return [ColumnSpan(run[0][1][0], run[-1][1][1], tuple(run)) for run in runs]
 
 
 def fetched_columns(
@@ -128,16 +109,8 @@ def fetched_columns(
     for span in spans:
         for read, _ in span.parts:
             remaining[read.block] = remaining.get(read.block, 0) + 1
-
-    def fetch(span: ColumnSpan) -> bytes:
-        return read_range(span.start, span.end)
-
-    if executor is None or ahead < 1:
-        pairs: Iterable[tuple[ColumnSpan, bytes]] = ((s, fetch(s)) for s in spans)
-    else:
-        pairs = prefetched(spans, fetch, executor, ahead)
     pending: dict[int, dict[int, memoryview]] = {}
-    for span, raw in pairs:
+    for span, raw in prefetched(spans, lambda s: read_range(s.start, s.end), executor, ahead):
         if len(raw) != span.end - span.start:
             read = span.parts[0][0]
             raise CorruptBlockError(

@@ -30,6 +30,7 @@ writes them). Unions of several non-null types have no single column type and ar
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,10 +129,12 @@ def column_encodings(schema: Any) -> dict[str, Any]:
     }
 
 
-def _leaf_paths(schema: Any) -> list[str]:
+@functools.lru_cache(maxsize=64)
+def _leaf_paths(schema: Any) -> tuple[str, ...]:
     """The Parquet leaf column paths of Arrow ``schema`` (``a.b``, ``tags.list.element``), as
     pyarrow names them: read from the footer of an empty file it writes (pyarrow has no call
-    that maps a schema, and its naming of lists and maps is its own to keep)."""
+    that maps a schema, and its naming of lists and maps is its own to keep); once per schema,
+    as each object of a partition has the same one."""
     import io
 
     import pyarrow.parquet as pq
@@ -139,4 +142,4 @@ def _leaf_paths(schema: Any) -> list[str]:
     out = io.BytesIO()
     pq.write_table(schema.empty_table(), out)
     meta = pq.ParquetFile(io.BytesIO(out.getvalue())).metadata
-    return [meta.schema.column(n).path for n in range(meta.num_columns)]
+    return tuple(meta.schema.column(n).path for n in range(meta.num_columns))
