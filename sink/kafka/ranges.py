@@ -59,7 +59,15 @@ def kafka_errors(config: SourceConfig, what: str) -> Iterator[None]:
 
 
 #: librdkafka's answers while a broker restarts or a leader moves: worth asking again.
-_TRANSIENT = ("_TRANSPORT", "_ALL_BROKERS_DOWN", "LEADER_NOT_AVAILABLE", "NOT_LEADER_FOR_PARTITION")
+#: ``_UNKNOWN_PARTITION`` is its local answer for a partition its metadata lost while the
+#: broker was away (seen in a restart test); the deadline still ends a partition that is gone.
+_TRANSIENT = (
+    "_TRANSPORT",
+    "_ALL_BROKERS_DOWN",
+    "_UNKNOWN_PARTITION",
+    "LEADER_NOT_AVAILABLE",
+    "NOT_LEADER_FOR_PARTITION",
+)
 
 
 def asking_again(config: SourceConfig, what: str, ask: Any) -> Any:
