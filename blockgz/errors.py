@@ -42,6 +42,18 @@ class IndexMismatchError(BlockGzError, ValueError):
     """An index and the data file it describes disagree (sizes, counts, ranges)."""
 
 
+class ArchiveIntegrityError(BlockGzError, ValueError):
+    """What the store holds is not what a manifest committed: an object's or sidecar's size,
+    checksum or identity (topic, partition, offsets, records, times) differs from its entry.
+
+    The message names the key and what differs (``<url>: size 1234, committed 1200``).
+    """
+
+    def __init__(self, message: str, *, key: str | None = None):
+        super().__init__(message)
+        self.key = key
+
+
 class CorruptBlockError(BlockGzError, ValueError):
     """A block does not decompress, or decompresses to something the index did not promise."""
 
