@@ -88,6 +88,10 @@ class Manifest:
     #: export's metrics. Operational, not archive state: the one field a replayed batch may
     #: write differently, and the catalog does not keep it.
     requests: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    #: Each topic's Kafka topic id (topic name -> the id as Kafka prints it, base64) when the
+    #: batch was read: a topic deleted and recreated under its name gets a new id, so two
+    #: lives of one name are told apart. ``{}``: not recorded (older manifests, or unknown).
+    topic_ids: Mapping[str, str] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
         """Deterministic bytes (files sorted, keys sorted), apart from :attr:`requests`."""
@@ -106,6 +110,8 @@ class Manifest:
             doc["intents"] = True
         if self.dead_letters:
             doc["dead_letters"] = offsets_doc(self.dead_letters)
+        if self.topic_ids:
+            doc["topic_ids"] = dict(sorted(self.topic_ids.items()))
         if self.requests:
             doc["requests"] = {op: dict(kinds) for op, kinds in self.requests.items()}
         return json.dumps(doc, indent=1, sort_keys=True).encode()
@@ -131,6 +137,7 @@ class Manifest:
                     str(op): {str(k): int(n) for k, n in kinds.items()}
                     for op, kinds in doc.get("requests", {}).items()
                 },
+                topic_ids={str(t): str(i) for t, i in doc.get("topic_ids", {}).items()},
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptManifestError(f"{source}: not a blockgz manifest ({exc})") from exc
@@ -179,8 +186,10 @@ class Manifests:
         skipped_nulls: int = 0,
         dead_letters: Offsets | None = None,
         requests: Mapping[str, Mapping[str, int]] | None = None,
+        topic_ids: Mapping[str, str] | None = None,
     ) -> str:
-        """Write the batch's manifest (idempotent: same input, same bytes) and return its key."""
+        """Write the batch's manifest (idempotent: same input, same bytes) and return its key;
+        ``topic_ids`` are the Kafka topic ids of the batch's topics, when known."""
         manifest = Manifest(
             self.name,
             self.epoch,
@@ -192,6 +201,7 @@ class Manifests:
             dead_letters or {},
             self.intents,
             requests or {},
+            dict(topic_ids or {}),
         )
         key = self.key(batch_id)
         self.store.put(key, manifest.to_json())
