@@ -37,6 +37,13 @@ class WrittenFile:
     #: it (``none``, ``avro``, ``json+schemas``, ``string:utf-8``, ``bytearray``); ``None``:
     #: not recorded (written before blockgz recorded it, or a headers/timestamps file).
     converter: str | None = None
+    #: CRC-32 (zlib's polynomial, unsigned; :func:`blockgz.format.checksum.block_crc32`) of
+    #: the file's bytes as stored (the whole object); ``None``: not recorded (older manifests).
+    crc32: int | None = None
+    #: Size and CRC-32 of the bytes of the file's index sidecar (at :attr:`index_key`);
+    #: ``None``: not recorded, or no sidecar.
+    index_size: int | None = None
+    index_crc32: int | None = None
     #: Fields a newer blockgz wrote that this one does not know: kept, and written back.
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -45,7 +52,7 @@ class WrittenFile:
         del doc["extra"]
         if self.role == "value":
             del doc["role"]  # manifests of value files read the same as before
-        for name in ("min_timestamp", "max_timestamp", "converter"):
+        for name in _OPTIONAL_FIELDS:
             if doc[name] is None:
                 del doc[name]  # written before blockgz kept them, or no timestamps
         return doc
@@ -76,6 +83,15 @@ class WrittenFile:
 
 
 _FILE_FIELDS = frozenset(f.name for f in fields(WrittenFile)) - {"extra"}
+#: Written only when known, so a manifest reads the same as before blockgz kept them.
+_OPTIONAL_FIELDS = (
+    "min_timestamp",
+    "max_timestamp",
+    "converter",
+    "crc32",
+    "index_size",
+    "index_crc32",
+)
 
 
 def times_overlap(first: int | None, last: int | None, low: int | None, high: int | None) -> bool:

@@ -49,6 +49,12 @@ class Upload(ABC):
     @abstractmethod
     def bytes_written(self) -> int: ...
 
+    @property
+    @abstractmethod
+    def crc32(self) -> int:
+        """CRC-32 (:func:`~blockgz.format.checksum.block_crc32`) of the bytes written so far:
+        after :meth:`close`, the stored object's."""
+
     def __enter__(self) -> Upload:
         return self
 
@@ -165,6 +171,12 @@ class ObjectStore(ABC):
     @abstractmethod
     def delete(self, key: str) -> None:
         """Remove an object; a missing one is not an error."""
+
+    def stored_crc32(self, key: str) -> int | None:
+        """The CRC-32 of the whole object that the store itself keeps (S3's full-object
+        ``x-amz-checksum-crc32``), read without the data; ``None`` when the store keeps none
+        for it (this default: stores that keep no checksums)."""
+        return None
 
     @abstractmethod
     def url(self, key: str) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from blockgz.errors import ConfigError, ObjectNotFoundError
+from blockgz.format.checksum import block_crc32
 from blockgz.store.base import ObjectInfo, ObjectStore, Upload
 
 
@@ -191,14 +192,20 @@ class _LocalUpload(Upload):
         fd, self._tmp = temp_file_beside(path)
         self._file = os.fdopen(fd, "wb")
         self._written = 0
+        self._crc = 0
 
     @property
     def bytes_written(self) -> int:
         return self._written
 
+    @property
+    def crc32(self) -> int:
+        return self._crc
+
     def write(self, data) -> int:
         n = self._file.write(data)
         self._written += n
+        self._crc = block_crc32(data, self._crc)
         return n
 
     def close(self) -> None:

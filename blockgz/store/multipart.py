@@ -14,6 +14,12 @@ fills a part while ``C`` are in flight waits (back-pressure) instead of bufferin
 S3 allows 10,000 parts; to stay under it the part size doubles every 1,000 parts, so a
 25 MiB part size still reaches objects of many terabytes. Any failure aborts the
 multipart upload, leaving no orphaned parts.
+
+Every part carries its CRC-32 and the completion the whole object's (S3's full-object
+``x-amz-checksum-crc32``), computed as the bytes are written: a server that keeps checksums
+refuses a part or an object that arrived damaged, and answers a HEAD with the CRC
+(:meth:`~blockgz.store.s3.S3Store.stored_crc32`). A server that refuses the checksum
+arguments gets the upload without them.
 """
 
 from __future__ import annotations
@@ -23,8 +29,9 @@ import threading
 from concurrent.futures import Future
 
 from blockgz.errors import StoreError
+from blockgz.format.checksum import block_crc32
 from blockgz.store.base import Upload
-from blockgz.store.digest import content_md5
+from blockgz.store.digest import content_md5, crc32_header
 from blockgz.store.settings import MAX_PARTS
 
 log = logging.getLogger("blockgz.store")
@@ -47,13 +54,21 @@ class MultipartUpload(Upload):
         self._written = 0
         self._upload_id: str | None = None
         self._futures: list[Future] = []
-        self._parts: dict[int, str] = {}
+        self._parts: dict[int, dict[str, str]] = {}
         self._parts_lock = threading.Lock()
         self._closed = False
+        self._crc = 0
+        #: Whether the parts and the completion carry S3 checksums (the store's choice at
+        #: CreateMultipartUpload: off where the server refused them).
+        self._checksums = False
 
     @property
     def bytes_written(self) -> int:
         return self._written
+
+    @property
+    def crc32(self) -> int:
+        return self._crc
 
     @property
     def upload_id(self) -> str | None:
@@ -66,6 +81,7 @@ class MultipartUpload(Upload):
         n = len(data)
         self._buf += data
         self._written += n
+        self._crc = block_crc32(data, self._crc)
         target = part_size_for(len(self._futures) + 1, self._settings.part_size)
         while len(self._buf) >= target:
             part = bytes(memoryview(self._buf)[:target])
@@ -78,9 +94,11 @@ class MultipartUpload(Upload):
     def _start(self) -> None:
         store, key = self._store, self.key
         args = {"Bucket": store.bucket, "Key": key, **self._settings.write_args()}
-        created = store.call(
+        checksum = {"ChecksumAlgorithm": "CRC32", "ChecksumType": "FULL_OBJECT"}
+        created, self._checksums = store.call_with_checksum(
             f"CreateMultipartUpload {store.url(key)}",
-            lambda: store.client.create_multipart_upload(**args),
+            lambda extra: store.client.create_multipart_upload(**args, **extra),
+            checksum,
         )
         self._upload_id = created["UploadId"]
         log.debug("started multipart upload %s for %s", self._upload_id, store.url(key))
@@ -112,12 +130,15 @@ class MultipartUpload(Upload):
         }
         if self._settings.send_digest:  # s3.send.digest: S3 refuses a part that does not match
             args["ContentMD5"] = content_md5(data)
+        part: dict[str, str] = {}
+        if self._checksums:  # the server checks the part, and keeps it for the whole-object CRC
+            part["ChecksumCRC32"] = args["ChecksumCRC32"] = crc32_header(block_crc32(data))
         result = store.call(
             f"UploadPart {number} of {store.url(self.key)}",
             lambda: store.client.upload_part(**args),
         )
         with self._parts_lock:
-            self._parts[number] = result["ETag"]
+            self._parts[number] = {"ETag": result["ETag"], **part}
 
     def _raise_failed_part(self) -> None:
         for future in self._futures:
@@ -147,16 +168,23 @@ class MultipartUpload(Upload):
 
     def _complete(self) -> None:
         store = self._store
-        parts = [{"PartNumber": n, "ETag": self._parts[n]} for n in sorted(self._parts)]
-        store.call(
+        parts = [{"PartNumber": n, **self._parts[n]} for n in sorted(self._parts)]
+        whole = (
+            {"ChecksumCRC32": crc32_header(self._crc), "ChecksumType": "FULL_OBJECT"}
+            if self._checksums
+            else {}
+        )
+        store.call_with_checksum(
             f"CompleteMultipartUpload {store.url(self.key)}",
-            lambda: store.client.complete_multipart_upload(
+            lambda extra: store.client.complete_multipart_upload(
                 Bucket=store.bucket,
                 Key=self.key,
                 UploadId=self._upload_id,
                 MultipartUpload={"Parts": parts},
                 **self._settings.sse_customer_args(),  # SSE-C: AWS wants the key here too
+                **extra,
             ),
+            whole,
         )
 
     def abort(self) -> None:

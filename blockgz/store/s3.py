@@ -21,8 +21,9 @@ from blockgz.errors import (
     StoreAccessDeniedError,
     StoreError,
 )
+from blockgz.format.checksum import block_crc32
 from blockgz.store.base import ObjectInfo, ObjectStore, Upload, UploadInfo
-from blockgz.store.digest import content_md5
+from blockgz.store.digest import content_md5, crc32_from_header, crc32_header
 from blockgz.store.object_tags import OFFSET_TAGS
 from blockgz.store.retry import call_with_retries
 from blockgz.store.s3_client import make_client
@@ -33,6 +34,9 @@ T = TypeVar("T")
 _NOT_FOUND = {"NoSuchKey", "NoSuchBucket", "404", "NotFound", "NoSuchUpload"}
 _PRECONDITION = {"PreconditionFailed", "ConditionalRequestConflict"}
 _DENIED = {"AccessDenied", "403", "Forbidden", "InvalidAccessKeyId", "SignatureDoesNotMatch"}
+#: What a server that does not take S3's checksum arguments answers them with (never
+#: ``BadDigest``: that is a checksum taken and found wrong).
+_CHECKSUM_REFUSED = {"InvalidArgument", "InvalidRequest", "NotImplemented", "UnsupportedHeader"}
 
 
 class S3Store(ObjectStore):
@@ -46,6 +50,8 @@ class S3Store(ObjectStore):
         self._executor_lock = threading.Lock()
         # Bounds the parts in flight across every open upload of this store.
         self.part_slots = threading.BoundedSemaphore(settings.upload_concurrency)
+        #: Whether uploads send S3 checksums; off once the server refused them.
+        self.send_checksums = True
 
     # -- plumbing ----------------------------------------------------------------------------
     def call(self, what: str, fn: Callable[[], T]) -> T:
@@ -59,6 +65,23 @@ class S3Store(ObjectStore):
             )
         except Exception as exc:
             raise translate_error(exc, what) from exc
+
+    def call_with_checksum(
+        self, what: str, fn: Callable[[dict[str, Any]], T], checksum: dict[str, Any]
+    ) -> tuple[T, bool]:
+        """``fn(checksum)`` through :meth:`call`, and whether the checksum went with it: a
+        server that refuses the checksum arguments (an S3-compatible one that predates them)
+        is asked again without, and this store sends none from then on (logged once)."""
+        if not checksum or not self.send_checksums:
+            return self.call(what, lambda: fn({})), False
+        try:
+            return self.call(what, lambda: fn(checksum)), True
+        except StoreError as exc:
+            if not _refuses_checksums(exc):
+                raise
+            log.warning("%s refused S3 checksum arguments (%s); uploads go without them", what, exc)
+            self.send_checksums = False
+            return self.call(what, lambda: fn({})), False
 
     @property
     def executor(self) -> ThreadPoolExecutor:
@@ -79,10 +102,29 @@ class S3Store(ObjectStore):
 
     # -- the interface ------------------------------------------------------------------------
     def put(self, key: str, data: bytes) -> None:
+        """One PutObject, with the CRC-32 of ``data`` for the server to check and keep."""
         args = {"Bucket": self.bucket, "Key": key, "Body": data, **self.settings.write_args()}
         if self.settings.send_digest:
             args["ContentMD5"] = content_md5(data)
-        self.call(f"PUT {self.url(key)}", lambda: self.client.put_object(**args))
+        checksum = {"ChecksumAlgorithm": "CRC32", "ChecksumCRC32": crc32_header(block_crc32(data))}
+        self.call_with_checksum(
+            f"PUT {self.url(key)}", lambda extra: self.client.put_object(**args, **extra), checksum
+        )
+
+    def stored_crc32(self, key: str) -> int | None:
+        """One HEAD asking for the object's checksum: the full-object CRC-32 the server keeps,
+        or ``None`` (none kept, or a composite multipart checksum, a CRC of part CRCs).
+
+        SeaweedFS keeps it for a PUT and a full-object multipart upload, moto for both (but
+        checks neither), radosgw 16.2 for neither (README, "Object stores and S3 settings").
+        """
+        args = self._read_args(key, ChecksumMode="ENABLED")
+        meta = self.call(f"HEAD {self.url(key)}", lambda: self.client.head_object(**args))
+        self.requests.add("heads")
+        value = meta.get("ChecksumCRC32")
+        if not value or meta.get("ChecksumType") not in (None, "FULL_OBJECT"):
+            return None
+        return crc32_from_header(value)
 
     atomic_conditional_puts = True
 
@@ -315,6 +357,15 @@ class S3Store(ObjectStore):
             f"DELETE {self.url(key)}",
             lambda: self.client.delete_object(Bucket=self.bucket, Key=key),
         )
+
+
+def _refuses_checksums(exc: StoreError) -> bool:
+    """Whether ``exc`` is a server's refusal of S3 checksum arguments (a 400 or 501 with one
+    of :data:`_CHECKSUM_REFUSED`)."""
+    response = getattr(exc.__cause__, "response", None) or {}
+    code = response.get("Error", {}).get("Code")
+    status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+    return code in _CHECKSUM_REFUSED and status in (400, 501)
 
 
 def _epoch(when: Any) -> float | None:
