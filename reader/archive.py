@@ -415,9 +415,13 @@ class Archive(ArchiveAnalytics):
         the keys and headers files beside them; no span: the object streamed (lazily)."""
         ref, span = job
         if span is not None:
-            obj = IndexedReader.open_object(self.store, ref.key, self.index(ref))
+            index = self.index(ref)
+            obj = IndexedReader.open_object(self.store, ref.key, index)
             if not ref.companions:
                 return obj.read_span(span)
+            if index.blocks is not None:  # its format's records hold their own timestamps
+                joined = self._companions.joined_records
+                return [joined(ref, records) for records in obj.read_span(span)]
             return [
                 self._companions.joined_block(ref, offsets, values)
                 for offsets, values in obj.read_span_columns(span)

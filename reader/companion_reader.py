@@ -34,6 +34,7 @@ from blockgz.objects.indexed import IndexedReader, StoreRanges
 from blockgz.reader.companion_entries import (
     check_entries,
     decoded_column,
+    joined,
     joined_columns,
     stamp_block,
     with_entries,
@@ -74,6 +75,16 @@ class CompanionReader:
             return []
         columns = self._columns(ref, offsets[0], len(offsets))
         return joined_columns(offsets, values, ref.companions, columns)
+
+    def joined_records(self, ref: ObjectRef, records: list[Record]) -> list[Record]:
+        """The records of a block its format decodes itself (Parquet), with the entries
+        ``ref``'s companions keep for them; what the records hold of their own (a Parquet
+        row's ``__kafka_timestamp``) stays where no companion keeps it
+        (:func:`~blockgz.reader.companion_entries.joined`)."""
+        if not records:
+            return []
+        columns = self._columns(ref, records[0].offset, len(records))
+        return joined(records, ref.companions, columns)
 
     def _columns(self, ref: ObjectRef, offset: int, count: int) -> list[list[Any]]:
         """Each companion's decoded entries for ``count`` records from ``offset`` of the

@@ -123,3 +123,28 @@ def test_a_block_with_any_other_line_is_left_to_the_line_decoder(lines):
     else:  # spaces between the numbers read as they do alone
         alone = [FORMATS.get("json").decode_entry(line) for line in lines]
         assert whole is not None and [list(p) for p in zip(*whole, strict=True)] == alone
+
+
+def test_a_parquet_objects_own_timestamps_stay_beside_its_keys_file(tmp_path):
+    """A Parquet row keeps its time in ``__kafka_timestamp``; the ``.keys`` file beside it
+    adds the key and must not replace that time with none (issue 41)."""
+    from testkit.archives import export_batches
+    from testkit.connect_orders import CONNECT_JSON, orders
+    from testkit.connect_orders import T0 as ORDERS_T0
+
+    sink = {
+        "format.class": "parquet",
+        "s3.compression.type": "none",
+        **CONNECT_JSON,
+        "s3.compression.block.records": "10",
+        "flush.size": "40",
+        "store.kafka.keys": "true",
+    }
+    export_batches(str(tmp_path), orders(80), "default", batches=2, **sink)
+    with open_archive(str(tmp_path)) as archive:
+        got = list(archive.seek("orders", 0, 38, count=4))
+        window = [r.offset for _, r in archive.records("orders", from_time=ORDERS_T0 + 75_000)]
+    assert [(r.offset, r.key, r.timestamp) for r in got] == [
+        (n, b"k%d" % n, ORDERS_T0 + n * 1000) for n in range(38, 42)
+    ]
+    assert window == list(range(75, 80))
