@@ -61,6 +61,16 @@ the blocks and the trailer together tile the object.
     >>> doc["version"], doc["trailer_length"], BlockIndex.from_json(idx.to_json()).byte_length
     (3, 29, 59)
 
+A sidecar written since issue 41 also names its data object (``"object"``: key, size and
+CRC-32 of its stored bytes, topic, partition, offsets, records, :class:`IndexedObject`), so an
+object and its sidecar prove each other even where the manifest that committed them is lost.
+An index without it reads as before (nothing to check).
+
+    >>> named = BlockIndex([Chunk(0, 3, 0, 40, 12)], object=IndexedObject("t+0.json.gz", 40, 7,
+    ...     topic="t", partition=0, first_offset=0, last_offset=2, records=3))
+    >>> BlockIndex.from_json(named.to_json()).object.crc32
+    7
+
 Where the sidecar sits is :func:`blockgz.archive.sidecars.sidecar_key`'s business.
 """
 
@@ -190,6 +200,56 @@ def deltas_if_gapped(offsets: Sequence[int]) -> tuple[int, ...] | None:
     return tuple(b - a for a, b in itertools.pairwise(offsets))
 
 
+@dataclass(frozen=True, slots=True)
+class IndexedObject:
+    """The data object a sidecar describes (its ``"object"`` member): what a reader compares
+    with the object it fetches and with the manifest entry that committed both.
+
+    ``topic`` and ``partition`` are ``None`` for an object written outside an export
+    (``blockgz compress``); offsets are ``None`` for an object without records.
+    """
+
+    key: str
+    size: int
+    crc32: int
+    topic: str | None = None
+    partition: int | None = None
+    first_offset: int | None = None
+    last_offset: int | None = None
+    records: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``"object"`` member: fields in a fixed order, unknown ones left out."""
+        doc: dict[str, Any] = {"key": self.key, "size": self.size, "crc32": self.crc32}
+        for name in ("topic", "partition", "first_offset", "last_offset"):
+            value = getattr(self, name)
+            if value is not None:
+                doc[name] = value
+        doc["records"] = self.records
+        return doc
+
+    @classmethod
+    def from_doc(cls, raw: Any, source: str) -> IndexedObject:
+        """Parse an ``"object"`` member; :class:`CorruptIndexError` names what is wrong."""
+        if not isinstance(raw, dict) or not isinstance(raw.get("key"), str):
+            raise CorruptIndexError(f"{source}: 'object' must be an object with a 'key'")
+        values: dict[str, Any] = {"key": raw["key"]}
+        for name in ("size", "crc32", "partition", "first_offset", "last_offset", "records"):
+            value = raw.get(name)
+            required = name in ("size", "crc32", "records")
+            if (value is None and required) or (
+                value is not None and (type(value) is not int or value < 0)
+            ):
+                raise CorruptIndexError(
+                    f"{source}: object {name} must be a non-negative integer, got {value!r}"
+                )
+            values[name] = value
+        topic = raw.get("topic")
+        if topic is not None and not isinstance(topic, str):
+            raise CorruptIndexError(f"{source}: object topic must be a string, got {topic!r}")
+        return cls(**values, topic=topic)
+
+
 @dataclass(frozen=True)
 class BlockIndex:
     """The blocks of one block-GZIP object (or, with ``avro``, of one Avro file), in file order.
@@ -209,6 +269,8 @@ class BlockIndex:
     #: Parquet footer's row groups, :mod:`blockgz.formats.parquet_read`): its
     #: ``records(raw, read, source=...)`` decodes a block; such an index is never written.
     blocks: Any = field(default=None, compare=False)
+    #: The data object the sidecar names (``"object"``), when the writer recorded it.
+    object: IndexedObject | None = field(default=None, compare=False)
     _lasts: list[int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -285,6 +347,8 @@ class BlockIndex:
         if self.trailer_length:
             doc["trailer_length"] = self.trailer_length
         doc["chunks"] = [c.to_dict() for c in self.chunks]
+        if self.object is not None:
+            doc["object"] = self.object.to_dict()
         return json.dumps(doc, separators=(",", ":")) + "\n"
 
     @classmethod
@@ -332,9 +396,11 @@ class BlockIndex:
             block_size=doc.get("block_size"),
             avro=avro,
             trailer_length=trailer,
+            object=IndexedObject.from_doc(doc["object"], source) if "object" in doc else None,
         )
         _check_layout(index, source)
         _check_totals(index, doc, source)
+        _check_object(index, source)
         return index
 
 
@@ -429,4 +495,21 @@ def _check_totals(index: BlockIndex, doc: dict[str, Any], source: str) -> None:
         if key in doc and doc[key] != actual:
             raise CorruptIndexError(
                 f"{source}: {key} says {doc[key]!r} but the chunks add up to {actual}"
+            )
+
+
+def _check_object(index: BlockIndex, source: str) -> None:
+    """An ``"object"`` member must say what the chunks say (size, offsets, records)."""
+    named = index.object
+    if named is None:
+        return
+    for name, said, actual in (
+        ("size", named.size, index.byte_length),
+        ("records", named.records, index.record_count),
+        ("first_offset", named.first_offset, index.first_offset),
+        ("last_offset", named.last_offset, index.last_offset),
+    ):
+        if said != actual:
+            raise CorruptIndexError(
+                f"{source}: object {name} says {said!r} but the chunks say {actual!r}"
             )

@@ -83,6 +83,7 @@ class AvroObjectWriter(OutputObject):
             indexed=indexed,
             schema_id=schema.id,
         )
+        self._upload.topic, self._upload.partition = topic, partition
 
     @property
     def uncompressed_size(self) -> int:
@@ -113,8 +114,14 @@ class AvroObjectWriter(OutputObject):
     def close(self) -> WrittenFile:
         """Finish the object (then its sidecar) and describe it. Leaves nothing on failure."""
         self._upload.close()
+        upload = self._upload
         return self._written(
-            self._upload.bytes_written, self.uncompressed_size, self._upload.index_key
+            upload.bytes_written,
+            self.uncompressed_size,
+            upload.index_key,
+            crc32=upload.crc32,
+            index_size=upload.index_size,
+            index_crc32=upload.index_crc32,
         )
 
     def abort(self) -> None:

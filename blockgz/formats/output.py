@@ -73,7 +73,18 @@ class OutputObject:
         self.last_offset = last
         self.records += records
 
-    def _written(self, size: int, uncompressed_size: int, index_key: str | None) -> WrittenFile:
+    def _written(
+        self,
+        size: int,
+        uncompressed_size: int,
+        index_key: str | None,
+        *,
+        crc32: int | None = None,
+        index_size: int | None = None,
+        index_crc32: int | None = None,
+    ) -> WrittenFile:
+        """The manifest entry: ``crc32`` of the stored bytes, ``index_size``/``index_crc32``
+        of the sidecar's (what the commit binds, issue 41)."""
         assert self.first_offset is not None and self.last_offset is not None
         return WrittenFile(
             key=self.key,
@@ -88,6 +99,9 @@ class OutputObject:
             index_key=index_key,
             min_timestamp=self.min_timestamp,
             max_timestamp=self.max_timestamp,
+            crc32=crc32,
+            index_size=index_size if index_key is not None else None,
+            index_crc32=index_crc32 if index_key is not None else None,
         )
 
 
@@ -133,6 +147,7 @@ class ObjectWriter(OutputObject):
                 threads=1,  # parallelism comes from Spark tasks and the upload's part threads
                 framing=framing,
             )
+            self._blocks.topic, self._blocks.partition = topic, partition
             return
         self._upload = store.open_upload(key)
         self._deflate = compression.deflater(codec)
@@ -214,11 +229,12 @@ class ObjectWriter(OutputObject):
 
     def close(self) -> WrittenFile:
         """Finish the object (and its index) and describe it. Leaves nothing on failure."""
-        index_key = None
+        index_key = index_size = index_crc32 = None
         if self._blocks is not None:
             self._blocks.close()  # data, then its sidecar; neither stays behind on failure
-            size = self._blocks.bytes_written
+            size, crc32 = self._blocks.bytes_written, self._blocks.crc32
             index_key = self._blocks.index_key
+            index_size, index_crc32 = self._blocks.index_size, self._blocks.index_crc32
         else:
             assert self._upload is not None
             try:
@@ -229,8 +245,15 @@ class ObjectWriter(OutputObject):
             except BaseException:
                 self.abort()
                 raise
-            size = self._upload.bytes_written
-        return self._written(size, self.uncompressed_size, index_key)
+            size, crc32 = self._upload.bytes_written, self._upload.crc32
+        return self._written(
+            size,
+            self.uncompressed_size,
+            index_key,
+            crc32=crc32,
+            index_size=index_size,
+            index_crc32=index_crc32,
+        )
 
     def abort(self) -> None:
         """Drop the object: buffered data, open multipart parts, nothing left behind."""

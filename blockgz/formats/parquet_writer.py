@@ -249,7 +249,9 @@ class ParquetObjectWriter(OutputObject):
             self.abort()
             raise
         self.bytes_written = self._upload.bytes_written
-        return self._written(self.bytes_written, self.uncompressed_size, None)
+        return self._written(
+            self.bytes_written, self.uncompressed_size, None, crc32=self._upload.crc32
+        )
 
     def abort(self) -> None:
         """Drop the object: buffered rows, open multipart parts, nothing left behind."""

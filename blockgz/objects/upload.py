@@ -20,15 +20,17 @@ written is deleted again.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from types import TracebackType
 from typing import Any, Self
 
 import numpy as np
 
 from blockgz.archive.sidecars import sidecar_key
+from blockgz.format.checksum import block_crc32
 from blockgz.format.codec import Compression
 from blockgz.format.framing import NEWLINE, Framing
-from blockgz.format.index import BlockIndex
+from blockgz.format.index import BlockIndex, IndexedObject
 from blockgz.format.writer import DEFAULT_BLOCK_SIZE, BlockGzipWriter
 from blockgz.store.base import ObjectStore, Upload
 
@@ -44,6 +46,13 @@ class IndexedUpload:
 
     indexed: bool = True
     writer: Any
+    #: The Kafka topic and partition of the records, named in the sidecar's ``"object"``
+    #: (set by the export's writers; ``None``: written outside an export).
+    topic: str | None = None
+    partition: int | None = None
+    #: After :meth:`close`: the size and CRC-32 of the sidecar's bytes (``None``: no sidecar).
+    index_size: int | None = None
+    index_crc32: int | None = None
 
     def _open_upload(self, store: ObjectStore, key: str, make_writer: Callable[[Upload], Any]):
         self.store = store
@@ -67,9 +76,14 @@ class IndexedUpload:
         return sidecar_key(self.key) if self.indexed else None
 
     @property
+    def crc32(self) -> int:
+        """CRC-32 of the data object's bytes so far (after :meth:`close`, the whole object's)."""
+        return self._upload.crc32
+
+    @property
     def index(self) -> BlockIndex:
-        """The index (after :meth:`close`), published or not."""
-        return self.writer.index
+        """The index (after :meth:`close`, naming its object), published or not."""
+        return self._index if self._index is not None else self.writer.index
 
     def close(self) -> BlockIndex:
         """Finish the data object, then write its sidecar; return the index. Idempotent."""
@@ -81,14 +95,28 @@ class IndexedUpload:
         except BaseException:
             self.abort()
             raise
+        index = replace(index, object=self._named_object(index))
         if self.indexed:
             try:
-                publish_index(self.store, self.key, index)  # at self.index_key
+                self.index_size, self.index_crc32 = put_sidecar(self.store, self.key, index)
             except BaseException:
                 self.store.delete(self.key)  # data without its index must not stay behind
                 raise
         self._index = index
         return index
+
+    def _named_object(self, index: BlockIndex) -> IndexedObject:
+        """What the sidecar says about the finished data object."""
+        return IndexedObject(
+            key=self.key,
+            size=self._upload.bytes_written,
+            crc32=self._upload.crc32,
+            topic=self.topic or None,
+            partition=self.partition if self.topic else None,
+            first_offset=index.first_offset,
+            last_offset=index.last_offset,
+            records=index.record_count,
+        )
 
     def abort(self) -> None:
         """Drop everything: pending blocks, buffered data and any multipart parts."""
@@ -167,6 +195,13 @@ class BlockGzipUpload(IndexedUpload):
 
 def publish_index(store: ObjectStore, data_key: str, index: BlockIndex) -> str:
     """Write ``index`` as the sidecar of the existing object ``data_key``; return its key."""
-    key = sidecar_key(data_key)
-    store.put(key, index.to_json().encode())
-    return key
+    put_sidecar(store, data_key, index)
+    return sidecar_key(data_key)
+
+
+def put_sidecar(store: ObjectStore, data_key: str, index: BlockIndex) -> tuple[int, int]:
+    """Write ``index`` as the sidecar of ``data_key``; return its size and CRC-32 (what the
+    manifest commits as ``index_size`` and ``index_crc32``)."""
+    data = index.to_json().encode()
+    store.put(sidecar_key(data_key), data)
+    return len(data), block_crc32(data)
