@@ -152,6 +152,11 @@ class DataLossError(SourceError):
     """Offsets the job still needed are gone from Kafka (retention, topic deleted)."""
 
 
+class TopicRecreatedError(SourceError):
+    """A topic was deleted and recreated under its name (its Kafka topic id changed) since the
+    archive recorded it: the export refuses to write the new life beside the old one."""
+
+
 class PreflightError(BlockGzError, RuntimeError):
     """A check before the export starts failed: the bucket, the brokers or a topic."""
 

@@ -15,10 +15,12 @@ operations), so a missing ACL is found before anything runs, not in a task an ho
 
 from __future__ import annotations
 
+import base64
 import logging
 import socket
 import ssl
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 log = logging.getLogger("blockgz.kafka")
@@ -154,31 +156,81 @@ def _names(host: str, port: int) -> str:
         return "other names"
 
 
-def topic_operations(
-    admin: QuietAdmin, topics: Iterable[str], *, timeout_s: float
-) -> dict[str, set[str] | Any | None]:
-    """Per topic, the operations the principal may do (``{"READ", "DESCRIBE", ...}``),
-    ``None`` when the broker does not say (no authorizer), or the ``KafkaError`` it answered
-    (``TOPIC_AUTHORIZATION_FAILED`` also for a topic that does not exist: Kafka does not tell
-    a principal that may not see it)."""
+@dataclass(frozen=True)
+class TopicFacts:
+    """What the broker said of one topic: its id (as Kafka prints it), the operations the
+    principal may do on it (``None`` when the broker does not say: no authorizer), or the
+    ``KafkaError`` it answered instead (then the other two are ``None``)."""
+
+    topic_id: str | None = None
+    operations: frozenset[str] | None = None
+    error: Any = None
+
+    @property
+    def error_name(self) -> str:
+        """The error's name (``TOPIC_AUTHORIZATION_FAILED``, ...), or ``""``."""
+        return getattr(self.error, "name", lambda: "")() if self.error is not None else ""
+
+
+def kafka_topic_id(uuid: Any) -> str:
+    """A topic id as Kafka prints it (``kafka-topics --describe``: URL-safe base64, no padding);
+    librdkafka's own text uses the standard alphabet.
+
+    >>> from confluent_kafka import Uuid
+    >>> kafka_topic_id(Uuid(-1, -1))
+    '_____________________w'
+    """
+    bits = [uuid.get_most_significant_bits(), uuid.get_least_significant_bits()]
+    raw = b"".join((b % (1 << 64)).to_bytes(8, "big") for b in bits)
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def describe_topics(
+    client: Any, topics: Iterable[str], *, timeout_s: float, operations: bool = True
+) -> dict[str, TopicFacts]:
+    """Per topic, :class:`TopicFacts` from one ``DescribeTopics`` request of admin ``client``
+    (with the authorized operations when ``operations``). ``TOPIC_AUTHORIZATION_FAILED``
+    also answers a topic that does not exist: Kafka does not tell a principal that may not
+    see it."""
     from confluent_kafka import KafkaException, TopicCollection
 
     names = sorted(set(topics))
     if not names:
         return {}
-    futures = admin.client.describe_topics(
-        TopicCollection(names), include_authorized_operations=True, request_timeout=timeout_s
+    futures = client.describe_topics(
+        TopicCollection(names),
+        include_authorized_operations=operations,
+        request_timeout=timeout_s,
     )
-    found: dict[str, set[str] | Any | None] = {}
+    found: dict[str, TopicFacts] = {}
     for name, future in futures.items():
         try:
             described = future.result(timeout=timeout_s * 2)
         except KafkaException as exc:
-            found[name] = exc.args[0] if exc.args else exc
+            found[name] = TopicFacts(error=exc.args[0] if exc.args else exc)
             continue
-        ops = described.authorized_operations
-        found[name] = None if ops is None else {op.name for op in ops}
+        ops = described.authorized_operations if operations else None
+        found[name] = TopicFacts(
+            topic_id=kafka_topic_id(described.topic_id) if described.topic_id else None,
+            operations=None if ops is None else frozenset(op.name for op in ops),
+        )
     return found
+
+
+def topic_operations(
+    admin: QuietAdmin, topics: Iterable[str], *, timeout_s: float
+) -> dict[str, set[str] | Any | None]:
+    """Per topic, the operations the principal may do (``{"READ", "DESCRIBE", ...}``),
+    ``None`` when the broker does not say (no authorizer), or the ``KafkaError`` it answered
+    (:func:`describe_topics`)."""
+    return {
+        name: facts.error
+        if facts.error is not None
+        else None
+        if facts.operations is None
+        else set(facts.operations)
+        for name, facts in describe_topics(admin.client, topics, timeout_s=timeout_s).items()
+    }
 
 
 def missing_operation(
@@ -219,8 +271,11 @@ def grant_hint(who: str, operation: str, topic: str) -> str:
 
 __all__ = [
     "QuietAdmin",
+    "TopicFacts",
     "connection_failure",
+    "describe_topics",
     "grant_hint",
+    "kafka_topic_id",
     "missing_operation",
     "principal",
     "quiet_admin",

@@ -18,6 +18,7 @@ Example (starts Spark, so not a doctest)::
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import re
@@ -37,8 +38,10 @@ from blockgz.sink.export.kafka_clients import DriverClients
 from blockgz.sink.export.lease import stop_on_lost_lease, take_lease
 from blockgz.sink.export.metrics import ExportMetrics, serve_metrics
 from blockgz.sink.export.start import abort_left_uploads, starting_offsets
+from blockgz.sink.export.topic_checks import check_topics
 from blockgz.sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
 from blockgz.sink.iceberg.table import catch_up
+from blockgz.sink.kafka.lives import commit_check_options
 from blockgz.sink.write.options import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
 
 log = logging.getLogger("blockgz.export")
@@ -83,6 +86,8 @@ def run_export(
         from blockgz.sink.export.preflight import check_other_jobs
 
         check_other_jobs(job)  # read-only, and what keeps two jobs from doubling one archive
+        # Every topic readable, and still the life the archive holds (preflight or not).
+        topic_ids = check_topics(job, clients, once=once)
         lease = take_lease(job, checkpoint)  # before anything is removed or written
         stop = stop_event or threading.Event()
         keeper = lease.keep(lambda lost: stop_on_lost_lease(lost, stop))
@@ -103,6 +108,7 @@ def run_export(
                 on_progress=on_progress, stop=stop,
                 install_signal_handlers=install_signal_handlers, spark=spark,
                 log_file=log_file, lease=lease, where=where, metrics=metrics, clients=clients,
+                topic_ids=topic_ids,
             )  # fmt: skip
         finally:
             keeper.stop()
@@ -130,6 +136,7 @@ def _run_query(
     where: str = "",
     metrics: ExportMetrics | None = None,
     clients: DriverClients | None = None,
+    topic_ids: Mapping[str, str] | None = None,
 ) -> ExportResult:
     """Start the SparkSession (unless given) and the query, and follow it to its end."""
     from blockgz.sink.session import make_active, register_data_sources, spark_session
@@ -152,7 +159,7 @@ def _run_query(
     try:
         query = start_query(
             spark, job, options, checkpoint=checkpoint, epoch=epoch, once=once, lease=lease,
-            where=where,
+            where=where, topic_ids=topic_ids,
         )  # fmt: skip
         tracker = ProgressTracker(job, epoch, result, observer=metrics, clients=clients)
         # End offsets, lag and snapshots from the start, not from this run's first batch.
@@ -228,10 +235,13 @@ def start_query(
     once: bool,
     lease: Lease | None = None,
     where: str = "",
+    topic_ids: Mapping[str, str] | None = None,
 ):
     """Build ``readStream → writeStream.format("blockgz")`` and start it; log, in one line,
     which source reads Kafka and from ``where``
-    (:func:`~blockgz.sink.export.start.starting_offsets`)."""
+    (:func:`~blockgz.sink.export.start.starting_offsets`). With ``topic_ids`` (those
+    :func:`~blockgz.sink.export.topic_checks.check_topics` found), the sink checks before
+    each manifest that every topic is still that life and records the ids."""
     from blockgz.sink.session import has_spark_kafka
 
     source = "kafka" if has_spark_kafka(spark) else "blockgz-kafka"
@@ -246,10 +256,16 @@ def start_query(
         from blockgz.sink.spark_kafka import source_options as java_source_options
 
         source_options = java_source_options(source_options)
+    if source == "blockgz-kafka" and topic_ids:  # it checks them before planning each batch
+        from blockgz.sink.kafka.options import TOPIC_IDS
+
+        source_options = {**source_options, TOPIC_IDS: json.dumps(dict(topic_ids))}
     reader = spark.readStream.format(source).options(**source_options)
     sink_options = sink_query_options(job, epoch)
     if lease is not None:  # the driver's commit renews it before each manifest
         sink_options.update({LEASE_TOKEN: lease.token, LEASE_TTL: str(job.lease_ttl_ms)})
+    if topic_ids is not None:  # a topic's two lives never mix (blockgz.sink.kafka.lives)
+        sink_options.update(commit_check_options(job.source.client_config(), topic_ids))
     if tasks_read_kafka:
         # Spark plans and replays offset ranges; each sink task reads its range itself.
         reader = reader.option("blockgz.emit", "ranges")

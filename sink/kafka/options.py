@@ -35,6 +35,8 @@ FETCH_QUEUE_BACKOFF_MS = 10
 
 STRATEGIES = ("subscribe", "subscribePattern", "assign")
 EMIT_MODES = ("records", "ranges")
+#: Set by ``blockgz export``: the topic ids the run holds to (:mod:`blockgz.sink.kafka.lives`).
+TOPIC_IDS = "blockgz.topic.ids"
 #: librdkafka settings the source owns (Spark rejects the same ones on its Kafka source).
 _REJECTED_KAFKA = {
     "auto.offset.reset": "set the source option startingOffsets instead",
@@ -124,6 +126,15 @@ SOURCE_OPTIONS = OptionSet(
         allowed=EMIT_MODES,
         origin="blockgz",
     ),
+    _source(
+        TOPIC_IDS,
+        "text",
+        "",
+        "set by `blockgz export`, not by users: JSON of each topic's Kafka topic id when the "
+        "run started; a different id before a batch (the topic was recreated) stops the query",
+        origin="blockgz",
+        internal=True,
+    ),
     *(_source(name, "text", "", _SPARK_ONLY) for name in _IGNORED),
     *(
         _source(
@@ -158,6 +169,8 @@ class SourceConfig:
     # (its target, key layout and job name; see blockgz.archive.log.ManifestLog.from_options).
     manifest_options: Mapping[str, str] = field(default_factory=dict)
     emit_ranges: bool = False  # blockgz.emit=ranges: one offset-range row per task
+    #: blockgz.topic.ids: the topic ids the run holds to (blockgz.sink.kafka.lives).
+    topic_ids: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def timeout_s(self) -> float:
@@ -222,7 +235,19 @@ def parse_options(options: Mapping[str, str]) -> SourceConfig:
         kafka=_kafka_settings(opts),
         manifest_options=_manifest_options(opts) if starting == "s3" else {},
         emit_ranges=read(opts, "blockgz.emit") == "ranges",
+        topic_ids=_topic_ids(read(opts, TOPIC_IDS)),
     )
+
+
+def _topic_ids(text: str) -> dict[str, str]:
+    """``blockgz.topic.ids``' JSON object of topic -> id (empty: none given)."""
+    try:
+        found = json.loads(text) if text else {}
+        if not isinstance(found, dict):
+            raise ValueError("not a JSON object")
+    except ValueError as exc:
+        raise ConfigError(f"{TOPIC_IDS}: not a JSON object of topic ids ({exc})") from None
+    return {str(topic): str(topic_id) for topic, topic_id in found.items()}
 
 
 def _manifest_options(opts: Options) -> dict[str, str]:

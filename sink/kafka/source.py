@@ -59,7 +59,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from blockgz.errors import SourceError
+from blockgz.errors import SourceError, TopicRecreatedError
 from blockgz.gc_control import settle as settle_heap
 from blockgz.sink.kafka.offsets import (
     manifest_start,
@@ -175,12 +175,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, config: SourceConfig) -> None:
         self.config = config
         self._consumer: Any = None  # driver only; never pickled
+        self._admin: Any = None  # driver only (the topic ids); never pickled
         self._target: Offsets | None = None  # Trigger.AvailableNow's frozen end
         self._latest: Offsets = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_consumer"] = None
+        state["_admin"] = None
         return state
 
     @property
@@ -225,6 +227,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         else:
             raise SourceError(f"the {SOURCE_NAME} source does not support the read limit {limit}")
         begin = offsets_from_json(start)
+        self._check_lives()
         partitions = current_partitions(self.consumer, self.config)
         latest = query_offsets(self.consumer, self.config, partitions, LATEST)
         new = [tp for tp in partitions if tp not in begin]
@@ -239,6 +242,24 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             fail_on_data_loss=self.config.fail_on_data_loss,
         )
         return offsets_to_json(end)
+
+    def _check_lives(self) -> None:
+        """Before planning a batch: each topic still has the id the run started with, or the
+        query stops (:class:`~blockgz.errors.TopicRecreatedError`; a topic recreated under its
+        name must not be read as the old one's continuation)."""
+        if not self.config.topic_ids:
+            return
+        from confluent_kafka.admin import AdminClient
+
+        from blockgz.sink.kafka.lives import changed_life, live_topic_ids, source_refusal
+
+        if self._admin is None:
+            self._admin = AdminClient(self.config.client_config())
+        changed = changed_life(
+            self.config.topic_ids, live_topic_ids(self._admin, self.config.topic_ids)
+        )
+        if changed is not None:
+            raise TopicRecreatedError(source_refusal(*changed))
 
     def reportLatestOffset(self) -> dict | None:
         return offsets_to_json(self._latest) if self._latest else None

@@ -16,7 +16,7 @@ offset after what it wrote). The driver's ``commit`` folds them into the batch m
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from blockgz.archive.log import ManifestLog
@@ -44,9 +44,14 @@ class TaskCommitMessage(WriterCommitMessage):  # type: ignore[misc]
 
 
 def write_manifest(
-    log: ManifestLog, batch_id: int | str, messages: Sequence[TaskCommitMessage | None]
+    log: ManifestLog,
+    batch_id: int | str,
+    messages: Sequence[TaskCommitMessage | None],
+    *,
+    topic_ids: Mapping[str, str] | None = None,
 ) -> str:
-    """Fold the tasks' messages into the batch manifest; return its key (idempotent)."""
+    """Fold the tasks' messages into the batch manifest (with the Kafka ``topic_ids`` when
+    known); return its key (idempotent)."""
     done = [m for m in messages if m is not None]
     offsets: Offsets = {}
     dead: Offsets = {}
@@ -65,4 +70,5 @@ def write_manifest(
         skipped_nulls=sum(m.skipped_nulls for m in done),
         dead_letters=dead,
         requests=requests,
+        topic_ids=topic_ids,
     )

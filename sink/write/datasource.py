@@ -38,10 +38,17 @@ from blockgz.errors import BlockGzError, ConfigError
 from blockgz.gc_control import settle as settle_heap
 from blockgz.sink.iceberg.settings import IcebergSettings
 from blockgz.sink.iceberg.table import ArchiveTable, commit_to_table
+from blockgz.sink.plugins import import_named
 from blockgz.sink.write.commit import TaskCommitMessage, write_manifest
 from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.hooks import load_listener
-from blockgz.sink.write.options import INPUT_READER, LEASE_TOKEN, LEASE_TTL
+from blockgz.sink.write.options import (
+    COMMIT_CHECK,
+    COMMIT_CHECK_PREFIX,
+    INPUT_READER,
+    LEASE_TOKEN,
+    LEASE_TTL,
+)
 from blockgz.sink.write.task import write_task
 
 log = logging.getLogger("blockgz.sink")
@@ -70,6 +77,13 @@ class _Writer:
         # Set by ``blockgz export``: the lease this job holds, checked before each manifest.
         self.lease_token = str(options.get(LEASE_TOKEN, "") or "")
         self.lease_ttl_ms = int(options.get(LEASE_TTL, DEFAULT_TTL_MS) or DEFAULT_TTL_MS)
+        # Set by ``blockgz export``: a check before each manifest (a topic's two lives).
+        self.commit_check = str(options.get(COMMIT_CHECK, "") or "")
+        self.commit_check_options = {
+            str(k)[len(COMMIT_CHECK_PREFIX) :]: str(v)
+            for k, v in options.items()
+            if str(k).lower().startswith(COMMIT_CHECK_PREFIX)
+        }
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
@@ -102,7 +116,8 @@ class _Writer:
             Lease.for_token(
                 manifests.store, key, self.lease_token, ttl_ms=self.lease_ttl_ms
             ).renew()
-        key = write_manifest(manifests, batch_id, messages)
+        topic_ids = self._check_commit(manifests, batch_id, messages)
+        key = write_manifest(manifests, batch_id, messages, topic_ids=topic_ids)
         files = sum(len(m.files) for m in messages if m is not None)
         log.info("batch %s committed: %d files, manifest %s", batch_id, files, key)
         compact_every(manifests, batch_id, self.config.catalog_every)
@@ -111,6 +126,20 @@ class _Writer:
             listener.batch_committed(batch_id, key)
         if self.iceberg is not None:  # after the S3 commit: the table is a view of it
             commit_to_table(self.iceberg, key)
+
+    def _check_commit(
+        self, manifests, batch_id: int | str, messages: list[TaskCommitMessage | None]
+    ) -> dict[str, str]:
+        """Run :data:`COMMIT_CHECK` (it may refuse the batch: raises, and Spark aborts it);
+        the topic ids it returns go into the manifest."""
+        if not self.commit_check:
+            return {}
+        check = import_named(self.commit_check, COMMIT_CHECK, "module:function")
+        done = [m for m in messages if m is not None]
+        topics = {f.topic for m in done for f in m.files} | {
+            t for m in done for t in m.next_offsets
+        }
+        return dict(check(self.commit_check_options, manifests, batch_id, sorted(topics)))
 
     def _abort(self, messages: list[TaskCommitMessage | None], batch_id: int | str) -> None:
         store, prefix = self.config.make_store()

@@ -31,6 +31,13 @@ LISTENER_PREFIX = "blockgz.write.listener."
 #: (:mod:`blockgz.archive.lease`).
 LEASE_TOKEN = "blockgz.lease.token"
 LEASE_TTL = "blockgz.lease.ttl.ms"
+#: Set by ``blockgz export`` (not by users): ``module:function`` the driver's commit calls
+#: before each manifest, with the ``blockgz.commit.check.*`` options (prefix removed), the
+#: manifest log, the batch id and the batch's topics; it may refuse the batch (raise: the batch
+#: is aborted) and returns the Kafka topic ids the manifest records
+#: (:func:`blockgz.sink.kafka.lives.check_commit`).
+COMMIT_CHECK = "blockgz.commit.check"
+COMMIT_CHECK_PREFIX = "blockgz.commit.check."
 
 
 _sink = declarer("sink", "confluent")
@@ -305,6 +312,23 @@ SINK_OPTIONS = OptionSet(
         "",
         "set by `blockgz export`, not by users: the token of the lease the job holds",
         origin="blockgz",
+        internal=True,
+    ),
+    _sink(
+        COMMIT_CHECK,
+        "text",
+        "",
+        "set by `blockgz export`, not by users: the check before each manifest (topic ids)",
+        origin="blockgz",
+        internal=True,
+    ),
+    _sink(
+        COMMIT_CHECK_PREFIX,
+        "text",
+        "",
+        "set by `blockgz export`, not by users: the commit check's options",
+        origin="blockgz",
+        prefix=True,
         internal=True,
     ),
 )

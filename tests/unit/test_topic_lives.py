@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from blockgz.archive.catalog import Catalog
 from blockgz.archive.layout import Layout
 from blockgz.archive.manifests import Manifest, Manifests
+from blockgz.errors import TopicRecreatedError
+from blockgz.sink.kafka.lives import check_start, commit_check_options, recorded_topic_ids
 from blockgz.store import LocalStore
 
 
@@ -25,3 +30,43 @@ def test_manifest_without_topic_ids_reads_as_unknown(tmp_path):
     assert "topic_ids" not in json.loads((tmp_path / key).read_bytes())  # as before
     old = {"version": 1, "name": "j", "batch": "0", "offsets": {}, "files": []}
     assert Manifest.from_json(json.dumps(old)).topic_ids == {}
+
+
+def test_start_refuses_a_topic_whose_id_changed(tmp_path):
+    manifests = Manifests(LocalStore(str(tmp_path)), "", Layout(), "job")
+    manifests.write(0, files=[], offsets={"t": {0: 5}}, topic_ids={"t": "OLD", "u": "U1"})
+    with pytest.raises(TopicRecreatedError) as refused:
+        check_start(manifests, {"t": "NEW", "u": "U1"})
+    message = str(refused.value)
+    assert "topic t was deleted and recreated" in message and "\n" not in message
+    assert "NEW" in message and "OLD" in message and "topics.dir" in message
+
+
+def test_start_holds_to_the_newest_recorded_id(tmp_path):
+    manifests = Manifests(LocalStore(str(tmp_path)), "", Layout(), "job")
+    manifests.write(0, files=[], offsets={"t": {0: 5}}, topic_ids={"t": "OLD"})
+    manifests.write(1, files=[], offsets={"t": {0: 9}}, topic_ids={"t": "NEW"})
+    assert check_start(manifests, {"t": "NEW"}) == {"t": "NEW"}
+    assert recorded_topic_ids(manifests) == {"t": "NEW"}
+
+
+def test_unknown_ids_never_refuse(tmp_path):
+    manifests = Manifests(LocalStore(str(tmp_path)), "", Layout(), "job")
+    manifests.write(0, files=[], offsets={"t": {0: 5}})  # written before ids were recorded
+    assert check_start(manifests, {"t": "NEW", "gone": None}) == {"t": "NEW"}
+
+
+def test_recorded_ids_survive_catalog_compaction(tmp_path):
+    manifests = Manifests(LocalStore(str(tmp_path)), "", Layout(), "job")
+    manifests.write(0, files=[], offsets={"t": {0: 5}}, topic_ids={"t": "OLD"})
+    Catalog(manifests).compact()
+    assert recorded_topic_ids(manifests) == {"t": "OLD"}
+    with pytest.raises(TopicRecreatedError):
+        check_start(manifests, {"t": "NEW"})
+
+
+def test_commit_check_options_carry_the_ids_and_the_client_settings():
+    options = commit_check_options({"bootstrap.servers": "k:9092"}, {"t": "ID"})
+    assert options["blockgz.commit.check"] == "blockgz.sink.kafka.lives:check_commit"
+    assert json.loads(options["blockgz.commit.check.topic.ids"]) == {"t": "ID"}
+    assert options["blockgz.commit.check.kafka.bootstrap.servers"] == "k:9092"

@@ -1,0 +1,74 @@
+"""What the export checks of its topics at every start, preflight or not: each topic it names
+is there and readable by its principal, and each is still the life the archive holds.
+
+One ``DescribeTopics`` request answers both: the principal's authorized operations on each
+topic, and each topic's id. A topic the principal may not DESCRIBE or READ refuses in one line
+naming it and the permission (without it the source would silently skip the topic and the run
+end "done" without it). A topic whose id differs from the one the archive last recorded was
+deleted and recreated: :func:`blockgz.sink.kafka.lives.check_start` refuses. The ids found are
+what the run holds to at each commit (:func:`blockgz.sink.kafka.lives.check_commit`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from blockgz.errors import PreflightError
+from blockgz.kafka_access import TopicFacts, describe_topics, grant_hint, principal
+from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.kafka.lives import DESCRIBE_TIMEOUT_S, check_start
+
+if TYPE_CHECKING:
+    from blockgz.sink.export.kafka_clients import DriverClients
+
+log = logging.getLogger("blockgz.export")
+
+
+def check_topics(job: ExportConfig, clients: DriverClients, *, once: bool) -> dict[str, str]:
+    """Refuse a topic the job cannot read (:class:`PreflightError`) or one recreated since the
+    archive recorded it (:class:`~blockgz.errors.TopicRecreatedError`); return the topic ids
+    the run holds to."""
+    from blockgz.sink.export.start import kafka_partitions
+
+    admin = clients.admin()
+    topics = set(job.topics) | {t for t, _ in kafka_partitions(job, clients)}
+    facts = describe_topics(admin.client, topics, timeout_s=DESCRIBE_TIMEOUT_S)
+    refusal = unreadable(job, facts, principal(admin.config), once=once)
+    if refusal is not None:
+        raise PreflightError(refusal)
+    live = {topic: f.topic_id for topic, f in facts.items()}
+    return check_start(job.sink.manifest_log(), live)
+
+
+def unreadable(
+    job: ExportConfig, facts: Mapping[str, TopicFacts], who: str, *, once: bool
+) -> str | None:
+    """The one line refusing the first topic ``who`` may not DESCRIBE or READ (or, with
+    ``once``, a named topic that does not exist), or ``None``.
+
+    >>> job = ExportConfig.from_mapping({"name": "j", "topics": "a,b", "path": "/tmp/x",
+    ...                                  "kafka.bootstrap.servers": "k:9092"})
+    >>> facts = {"a": TopicFacts("id", frozenset({"READ"})), "b": TopicFacts("i2", frozenset())}
+    >>> unreadable(job, facts, "User:u", once=True)  # doctest: +ELLIPSIS
+    'topics=a,b: User:u may not READ topic b at k:9092, so it would not be archived; grant ...'
+    """
+    servers = job.source.bootstrap_servers
+    named = f"topics={','.join(job.topics)}" if job.topics else "topics"
+    for topic, f in sorted(facts.items()):
+        missing = None
+        if f.error_name == "TOPIC_AUTHORIZATION_FAILED":
+            missing = "DESCRIBE"
+        elif f.error_name == "UNKNOWN_TOPIC_OR_PART":
+            if once and topic in job.topics:
+                return f"{named}: no such topic {topic} at {servers}"
+            continue  # a running job picks it up when it appears
+        elif f.operations is not None and not {"READ", "ALL"} & f.operations:
+            missing = "READ"
+        if missing is not None:
+            return (
+                f"{named}: {who} may not {missing} topic {topic} at {servers}, so it would not "
+                f"be archived; grant it READ ({grant_hint(who, 'READ', topic)})"
+            )
+    return None
