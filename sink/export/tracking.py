@@ -266,13 +266,33 @@ class Watermarks:
 
 
 def _new_progress(recent, after_batch: int) -> list[dict[str, Any]]:
+    """The reports in ``recent`` of batches that ran after ``after_batch``, by batch id."""
     out = []
     for p in recent:
         doc = json.loads(p.json) if hasattr(p, "json") else p
-        if doc.get("batchId", -1) > after_batch and doc.get("numInputRows", 0) >= 0:
+        if doc.get("batchId", -1) > after_batch and ran(doc):
             out.append(doc)
     out.sort(key=lambda d: d["batchId"])
     return out
+
+
+def ran(progress: dict[str, Any]) -> bool:
+    """Whether a progress report is of a batch that ran, not of an idle trigger.
+
+    Spark reports an idle trigger (no new data) with the id of the *next* batch, no input rows
+    and no ``addBatch`` phase; taken for that batch, it hid the batch's own report, so the
+    first batch after an idle spell was never counted (issue 41).
+
+    >>> ran({"batchId": 3, "numInputRows": 0, "durationMs": {"triggerExecution": 2}})
+    False
+    >>> ran({"batchId": 3, "numInputRows": 0, "durationMs": {"addBatch": 40}})
+    True
+    >>> ran({"batchId": 3, "numInputRows": 12})
+    True
+    """
+    return (progress.get("numInputRows") or 0) > 0 or "addBatch" in (
+        progress.get("durationMs") or {}
+    )
 
 
 def _end_offsets(progress: dict[str, Any]) -> dict[tuple[str, int], int]:

@@ -123,3 +123,101 @@ def test_a_parquet_export_with_keys_gives_every_reader_its_timestamps(
     assert plan["records"] == 10
     (window_plan,) = plan["topics"][0]["windows"]
     assert (window_plan["first_offset"], window_plan["last_offset"]) == (50, 59)
+
+
+# -- 10: metrics, log and summary count every committed batch ----------------------------------
+def _idle_after(query, batch: int) -> bool:
+    """Whether the query reported an idle trigger after batch ``batch`` ran."""
+    from blockgz.sink.export.tracking import ran
+
+    docs = [json.loads(p.json) for p in query.recentProgress]
+    return any(d["batchId"] > batch and not ran(d) for d in docs)
+
+
+def _ran_batches(query) -> list[int]:
+    from blockgz.sink.export.tracking import ran
+
+    return sorted(
+        d["batchId"] for d in (json.loads(p.json) for p in query.recentProgress) if ran(d)
+    )
+
+
+def test_the_first_batch_after_idle_triggers_is_counted_in_metrics_log_and_summary(
+    spark, kafka, seaweed_s3, weed_bucket, tmp_path, caplog
+):
+    """Spark reports an idle trigger under the next batch's id: taken for that batch, it hid
+    the batch's own report (``batches_total`` short, ``committed_offset`` stale, no log line)
+    although its manifest committed it."""
+    import logging
+    import threading
+    import time
+
+    from tests.integration.test_export_metrics import scrape
+
+    topic = "metrics_after_idle"
+    kafka.create_topic(topic, partitions=1)
+    produce_orders(kafka.bootstrap_servers, topic, 0, 10)
+    job = export_job(
+        kafka, seaweed_s3, weed_bucket, topic,
+        **{"blockgz.metrics.port": "0", "blockgz.trigger.interval": "300 milliseconds"},
+    )  # fmt: skip
+    stop, seen, failed = threading.Event(), [], []
+    # Idle triggers are reported every 10 s by default; sooner here (read at the query's start).
+    spark.conf.set("spark.sql.streaming.noDataProgressEventInterval", "200ms")
+
+    def export() -> None:
+        try:
+            run_export(
+                job, checkpoint=tmp_path / "ckpt", once=False, spark=spark, stop_event=stop,
+                install_signal_handlers=False, on_progress=seen.append,
+            )  # fmt: skip
+        except BaseException as exc:  # reported by the test thread
+            failed.append(exc)
+
+    def until(condition, what: str, seconds: float = 120) -> None:
+        deadline = time.monotonic() + seconds
+        while not condition():
+            assert not failed, str(failed[0])[-3000:]
+            assert time.monotonic() < deadline, f"not within {seconds} s: {what}"
+            stop.wait(0.2)
+
+    def figures() -> dict:
+        found = scrape(seen[0].metrics_url)
+        return {
+            "offset": found["blockgz_committed_offset"].get((topic, "0")),
+            "batches": found["blockgz_batches_total"].get(("", "")),
+        }
+
+    runner = threading.Thread(target=export, name="export", daemon=True)
+    with caplog.at_level(logging.INFO, logger="blockgz.export"):
+        runner.start()
+        try:
+            until(lambda: bool(seen), "the export started")
+            until(lambda: figures()["offset"] == 10, "the first batch in the metrics")
+            (query,) = spark.streams.active
+            first = max(_ran_batches(query))
+            until(lambda: _idle_after(query, first), "an idle trigger reported")
+            produce_orders(kafka.bootstrap_servers, topic, 10, 5)
+            until(lambda: first + 1 in _ran_batches(query), "the next batch ran")
+            manifests = len(job.sink.manifest_log().keys())
+            assert job.sink.manifest_log().committed_offsets()[topic] == {0: 15}
+            # The tracker reads Spark's reports every 0.5 s: a few seconds are plenty.
+            until(
+                lambda: figures() == {"offset": 15, "batches": manifests},
+                f"the metrics count batch {first + 1}: {figures()}",
+                seconds=15,
+            )
+        finally:
+            stop.set()
+            runner.join(120)
+            spark.conf.unset("spark.sql.streaming.noDataProgressEventInterval")
+    assert not runner.is_alive() and not failed, failed
+    summary = seen[-1]
+    assert (summary.batches, summary.records) == (manifests, 15)
+    assert summary.partitions[(topic, 0)].next_offset == 15
+    batch_lines = [
+        r.getMessage() for r in caplog.records if r.getMessage().startswith(f"batch {first + 1}:")
+    ]
+    assert batch_lines == [f"batch {first + 1}: 5 records"] or (
+        len(batch_lines) == 1 and batch_lines[0].startswith(f"batch {first + 1}: 5 records, ")
+    ), batch_lines

@@ -256,3 +256,26 @@ def test_promtool_accepts_the_alert_rules_and_their_unit_tests_pass():
         [promtool, "test", "rules", str(tests)], capture_output=True, text=True, check=False
     )
     assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+def test_an_idle_trigger_under_the_next_batch_id_does_not_hide_that_batch():
+    """Spark reports an idle trigger with the id of the batch to come; that batch's own
+    report, when it runs, is still counted (issue 41: ``batches_total`` stayed 1)."""
+    job = ExportConfig.from_mapping(
+        {"name": "s3-sink", "topics": "t", "kafka.bootstrap.servers": "127.0.0.1:9",
+         "s3.bucket.name": "archive", "blockgz.snapshot.interval": "off"}
+    )  # fmt: skip
+    m = ExportMetrics("s3-sink")
+    tracker = ProgressTracker(job, "e", ExportResult(), observer=m)
+    committed = {0: manifest(0, [written("t", 0, 0, 4, 10)], {"t": {0: 4}})}
+    tracker.manifests.read_batch = lambda batch_id: committed.get(batch_id)
+    tracker.watermarks.refresh = lambda partitions, now=False: {}
+    idle = {"batchId": 1, "numInputRows": 0, "durationMs": {"triggerExecution": 3}}
+    tracker.update([{"batchId": 0, "numInputRows": 4, "durationMs": {"addBatch": 900}}, idle])
+    committed[1] = manifest(1, [written("t", 0, 4, 3, 10)], {"t": {0: 7}})
+    ran = {"batchId": 1, "numInputRows": 3, "durationMs": {"addBatch": 700}}
+    tracker.update([idle, ran])
+    found = scraped(m)
+    assert value(found, "blockgz_batches_total") == 2
+    assert value(found, "blockgz_committed_offset", topic="t", partition="0") == 7
+    assert (tracker.result.batches, tracker.result.records) == (2, 7)

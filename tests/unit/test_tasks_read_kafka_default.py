@@ -52,11 +52,12 @@ def test_the_batch_line_and_the_result_count_records_when_spark_rows_are_ranges(
     tracker.watermarks.refresh = lambda partitions, now=False: {}
     with caplog.at_level(logging.INFO, logger="blockgz.export"):
         tracker.update([{"batchId": 0, "numInputRows": 1, "durationMs": {"addBatch": 1500}}])
-        tracker.update([{"batchId": 1, "numInputRows": 0}])  # nothing committed
+        tracker.update([{"batchId": 1, "numInputRows": 0}])  # an idle trigger: no batch
+        tracker.update([{"batchId": 2, "numInputRows": 1, "durationMs": {"addBatch": 9}}])
     lines = [r for r in caplog.records if r.getMessage().startswith("batch ")]
     assert [r.getMessage() for r in lines] == [
         "batch 0: 1,236 records, addBatch 1.5 s",
-        "batch 1: no records, no timings",
+        "batch 2: no records, addBatch 0.0 s",  # ran, but its manifest is not there
     ]
     first = lines[0].event  # type: ignore[attr-defined]
     assert (first["records"], first["spark_rows"]) == (1236, 1)
