@@ -36,7 +36,7 @@ from blockgz.format.plan import (
     prefetched,
 )
 from blockgz.formats.registry import format_of_extension, stream_decoder_of
-from blockgz.objects.indexed import IndexedReader, load_index
+from blockgz.objects.indexed import IndexedReader, load_index, object_ranges
 from blockgz.objects.stream import stream_records
 from blockgz.options import as_options
 from blockgz.reader.analytics import ArchiveAnalytics
@@ -250,7 +250,9 @@ class Archive(ArchiveAnalytics):
         with self._lock:
             cached = self._indexes.get(ref.key)
         if cached is None:
-            cached = load_index(self.store, ref.key, ref.index_key, size=ref.size)
+            cached = load_index(
+                self.store, ref.key, ref.index_key, size=ref.size, committed=ref.committed
+            )
             with self._lock:
                 self._indexes[ref.key] = cached
         return cached
@@ -416,7 +418,8 @@ class Archive(ArchiveAnalytics):
         ref, span = job
         if span is not None:
             index = self.index(ref)
-            obj = IndexedReader.open_object(self.store, ref.key, index)
+            ranges = object_ranges(self.store, ref.key, index.chunks, ref.committed)
+            obj = IndexedReader(ranges, index)
             if not ref.companions:
                 return obj.read_span(span)
             if index.blocks is not None:  # its format's records hold their own timestamps

@@ -90,6 +90,7 @@ def refs_of(files: list[WrittenFile], layout: Layout) -> list[ObjectRef]:
             min_timestamp=f.min_timestamp,
             max_timestamp=f.max_timestamp,
             converter=f.converter,
+            committed=f,  # what readers check the sidecar and the bytes they fetch against
         )
         if f.role == "value":
             values.append(ref)

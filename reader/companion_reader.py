@@ -30,7 +30,7 @@ from typing import Any
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.format.decode import Record
 from blockgz.format.index import BlockIndex
-from blockgz.objects.indexed import IndexedReader, StoreRanges
+from blockgz.objects.indexed import IndexedReader, object_ranges
 from blockgz.reader.companion_entries import (
     check_entries,
     decoded_column,
@@ -156,7 +156,8 @@ class CompanionReader:
         """The decoded entries of one block of an indexed companion: a timestamps block of
         JSON lines parsed whole (:func:`~blockgz.reader.companion_entries.stamp_block`), any
         other through its records."""
-        reader = IndexedReader(StoreRanges(self.store, ref.key), index)
+        ranges = object_ranges(self.store, ref.key, index.chunks, ref.committed)
+        reader = IndexedReader(ranges, index)
         if ref.role == "timestamps" and index.avro is None and index.blocks is None:
             stamps = stamp_block(ref, reader.read_block(block), index.chunks[block].num_records)
             if stamps is not None:

@@ -54,6 +54,8 @@ class _Ref:
     size: int = -1
     index_key: str | None = None
     has_index: bool = True
+    #: The manifest entry that committed it (the speculative index load is checked with it).
+    committed: Any = None
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,11 @@ class IndexHints:
     def remember(self, where: str, topic: str, partition: int, refs) -> None:
         """Keep the indexed objects of a fresh listing of ``topic``/``partition`` at ``where``."""
         kept = sorted(
-            (_Ref(r.key, r.start_offset, r.size, r.index_key) for r in refs if r.has_index),
+            (
+                _Ref(r.key, r.start_offset, r.size, r.index_key, committed=r.committed)
+                for r in refs
+                if r.has_index
+            ),
             key=lambda r: r.start_offset,
         )
         self._keep(self._seen, (where, topic, partition), kept)
@@ -148,7 +154,12 @@ def speculate(archive: Any, topic: str, partition: int, offset: int | None) -> S
     if hint is None:
         return None
     future = archive.executor.submit(
-        load_index, archive.store, hint.key, hint.index_key, size=hint.size
+        load_index,
+        archive.store,
+        hint.key,
+        hint.index_key,
+        size=hint.size,
+        committed=hint.committed,
     )
     span = HINTS.predict_span(where, topic, partition, offset)
     if span is None or span.key != hint.key or span.end - span.start > MAX_SPECULATED_BYTES:
@@ -175,6 +186,7 @@ def adopt(
         and first.has_index
         and first.key == guess.ref.key
         and first.size == guess.ref.size
+        and first.committed == guess.ref.committed  # checked against the same manifest entry
     )
     if not same:
         guess.future.cancel()  # when still queued; a GET in flight just finishes unused
@@ -183,6 +195,7 @@ def adopt(
     try:
         index: BlockIndex = guess.future.result()
     except Exception:  # the normal path fetches it again and reports what goes wrong
+        # (an ArchiveIntegrityError too: the archive's own load raises it)
         log.debug("the speculative index GET of %s failed", first.key, exc_info=True)
         return False
     if first.size >= 0 and index.byte_length != first.size:

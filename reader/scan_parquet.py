@@ -37,6 +37,7 @@ from blockgz.formats.parquet_columns import (
     leaf_columns,
 )
 from blockgz.formats.parquet_schema import KAFKA_COLUMNS, OFFSET_COLUMN, TIMESTAMP_COLUMN
+from blockgz.objects.indexed import object_ranges
 from blockgz.reader.archive import Archive
 from blockgz.reader.scan_plan import IntRange, Piece
 from blockgz.reader.tables import kafka_batch
@@ -166,8 +167,7 @@ def _tables(archive, key, piece, blocks, wanted, span_bytes):
     wanted columns' chunks are fetched when they are fewer than all: they lie apart, so a
     row group becomes a few requests (:mod:`~blockgz.formats.parquet_columns`)."""
 
-    def read_range(start: int, end: int) -> bytes:
-        return archive.store.get_range(key, start, end)
+    read_range = object_ranges(archive.store, key, (), piece.ref.committed).read
 
     reads = [BlockRead(n, c) for n, c in piece.chunks]
     schema = blocks.meta.schema

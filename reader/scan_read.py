@@ -33,6 +33,8 @@ from blockgz.format.envelope import unwrap
 from blockgz.format.framing import NEWLINE
 from blockgz.format.index import BlockIndex, Chunk
 from blockgz.format.plan import BlockRead, Span, fetched, merge_ranges
+from blockgz.objects.committed import CommittedRanges
+from blockgz.objects.indexed import object_ranges
 from blockgz.reader.archive import Archive
 from blockgz.reader.json_values import parse_json_lines
 from blockgz.reader.scan_parquet import parquet_batches
@@ -110,13 +112,18 @@ def _block_batches(
 ) -> Iterator[Any]:
     """The batches of :func:`_block_path`, one span fetched ahead in ``pool``."""
     key = piece.ref.key
-    read_range = archive.store.get_range
     kept, at = piece.prefetched, piece.prefetched_at
+    # Committed objects: each answer's size and each block's CRC-32 checked (issue 41).
+    chunks = [chunk for _, chunk in piece.chunks]
+    ranges = object_ranges(archive.store, key, chunks, piece.ref.committed)
 
     def bytes_of(start: int, end: int) -> bytes:
         if kept and at <= start and end <= at + len(kept):  # fetched while planning
-            return kept[start - at : end - at]
-        return read_range(key, start, end)
+            data = kept[start - at : end - at]
+            if isinstance(ranges, CommittedRanges):
+                ranges.check_blocks(start, data)
+            return data
+        return ranges.read(start, end)
 
     pairs = fetched(bytes_of, spans, executor=pool, ahead=1)
     codec = block_codec(piece.codec)

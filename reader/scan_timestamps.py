@@ -31,6 +31,7 @@ from blockgz.format.decode import Record, inflate_chunk
 from blockgz.format.plan import BlockRead, fetched, merge_ranges
 from blockgz.formats.json import int_pair_lines
 from blockgz.formats.registry import format_of_extension
+from blockgz.objects.indexed import object_ranges
 
 if TYPE_CHECKING:
     from blockgz.reader.archive import Archive
@@ -72,7 +73,8 @@ class BlockTimestamps:
         key = ref.key
         offsets, blocks = [], []
         spans = merge_ranges(reads)
-        for read, raw in fetched(lambda a, b: archive.store.get_range(key, a, b), spans):
+        ranges = object_ranges(archive.store, key, index.chunks, ref.committed)
+        for read, raw in fetched(ranges.read, spans):
             chunk = read.chunk
             blocks.append(inflate_chunk(raw, chunk, block=read.block, source=key, codec=codec))
             offsets.append(np.asarray(chunk.record_offsets(), np.int64))

@@ -6,7 +6,11 @@ it; the readers plan, seek and verify with it. It imports nothing of the archive
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from blockgz.archive.written import WrittenFile
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +39,9 @@ class ObjectRef:
     #: The converter whose output it holds, as its manifest entry recorded it
     #: (:attr:`blockgz.archive.written.WrittenFile.converter`); ``None``: not known.
     converter: str | None = None
+    #: The manifest entry that committed it (size, CRC-32, its sidecar's size and CRC-32,
+    #: identity), which readers check what they fetch against; ``None``: found by a listing.
+    committed: WrittenFile | None = field(default=None, compare=False, repr=False)
 
     @property
     def compressed(self) -> bool:

@@ -28,13 +28,14 @@ from __future__ import annotations
 
 import itertools
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
 from blockgz.archive.sidecars import data_key_for, is_sidecar, sidecar_keys
+from blockgz.archive.written import WrittenFile
 from blockgz.errors import BlockGzError, IndexMismatchError, MissingIndexError, ObjectNotFoundError
 from blockgz.format.avro_read import avro_block_bytes, header_problems, read_avro_header
 from blockgz.format.decode import (
@@ -44,7 +45,7 @@ from blockgz.format.decode import (
     check_seek,
     inflate_chunk,
 )
-from blockgz.format.index import BlockIndex
+from blockgz.format.index import BlockIndex, Chunk
 from blockgz.format.plan import (
     DEFAULT_GAP,
     DEFAULT_SPAN_BYTES,
@@ -55,6 +56,7 @@ from blockgz.format.plan import (
     plan_blocks,
 )
 from blockgz.formats.registry import format_indexing_itself
+from blockgz.objects.committed import CommittedRanges, check_sidecar, check_sidecar_bytes
 from blockgz.store.base import ObjectStore
 
 
@@ -115,17 +117,44 @@ class StoreRanges:
         """Nothing to release: the store belongs to the caller."""
 
 
+def object_ranges(
+    store: ObjectStore,
+    key: str,
+    chunks: Sequence[Chunk] = (),
+    committed: WrittenFile | None = None,
+) -> ByteRanges:
+    """The byte ranges of object ``key``: checked against the manifest entry that
+    ``committed`` it (:class:`~blockgz.objects.committed.CommittedRanges`: size by each
+    answer, CRC-32 of each whole block of ``chunks``, in file order) when there is one, else
+    plain ranged GETs."""
+    if committed is None:
+        return StoreRanges(store, key)
+    return CommittedRanges(store, key, committed, chunks)
+
+
 def load_index(
-    store: ObjectStore, data_key: str, index_key: str | None = None, *, size: int = -1
+    store: ObjectStore,
+    data_key: str,
+    index_key: str | None = None,
+    *,
+    size: int = -1,
+    committed: WrittenFile | None = None,
 ) -> BlockIndex:
     """Fetch and validate the sidecar of ``data_key``: first at ``index_key`` when a listing
     or manifest named it, then under the hidden name blockgz writes, then the old name beside
     the object (:func:`~blockgz.archive.sidecars.sidecar_keys`; an old manifest may name a sidecar
     since renamed to the hidden name). An object that carries its own index (Parquet) is
-    asked for it instead (its ``size``, when known, saves a HEAD)."""
+    asked for it instead (its ``size``, when known, saves a HEAD).
+
+    With the manifest entry that ``committed`` the object, the sidecar must be the one it
+    committed (its bytes' size and CRC-32) and describe that object
+    (:mod:`blockgz.objects.committed`), else :class:`~blockgz.errors.ArchiveIntegrityError`."""
     inside = format_indexing_itself(data_key)
     if inside is not None:
-        return inside.read_index(store, data_key, size)
+        index = inside.read_index(store, data_key, size)
+        if committed is not None:
+            check_sidecar(store.url(data_key), store.url(data_key), committed, index)
+        return index
     named = (index_key,) if index_key else ()
     keys = tuple(dict.fromkeys((*named, *sidecar_keys(data_key))))
     for key in keys:
@@ -133,7 +162,12 @@ def load_index(
             text = store.get(key)
         except ObjectNotFoundError:
             continue
-        return BlockIndex.from_json(text, source=store.url(key))
+        if committed is not None:
+            check_sidecar_bytes(store.url(key), committed, text)
+        index = BlockIndex.from_json(text, source=store.url(key))
+        if committed is not None:
+            check_sidecar(store.url(key), store.url(data_key), committed, index)
+        return index
     raise MissingIndexError(
         f"{store.url(data_key)}: no index sidecar ({' or '.join(map(store.url, keys))}); the "
         "object is not seekable until `blockgz index` builds one (or stream it with --scan)"

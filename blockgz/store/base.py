@@ -142,6 +142,11 @@ class ObjectStore(ABC):
     def get_range(self, key: str, start: int, end: int) -> bytes:
         """Bytes ``[start, end)`` of an object: one ranged request."""
 
+    def get_range_sized(self, key: str, start: int, end: int) -> tuple[bytes, int | None]:
+        """:meth:`get_range`, and the object's whole size where the same answer tells it (S3's
+        ``Content-Range: bytes a-b/<size>``) at no extra request; ``None`` where it does not."""
+        return self.get_range(key, start, end), None
+
     @abstractmethod
     def iter_chunks(self, key: str, chunk_size: int = 1024 * 1024) -> Iterator[bytes]:
         """The whole object, streamed."""

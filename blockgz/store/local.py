@@ -60,6 +60,14 @@ class LocalStore(ObjectStore):
         self.requests.add("ranged_gets", len(data))
         return data
 
+    def get_range_sized(self, key: str, start: int, end: int) -> tuple[bytes, int | None]:
+        """:meth:`get_range`, and the file's size (a ``stat``: no request to count)."""
+        data = self.get_range(key, start, end)
+        try:
+            return data, self.path(key).stat().st_size
+        except FileNotFoundError:
+            return data, None
+
     def get(self, key: str) -> bytes:
         """The whole file in one read (sized by ``fstat``: no over-allocated buffer)."""
         try:

@@ -228,16 +228,21 @@ class S3Store(ObjectStore):
         return {"Bucket": self.bucket, "Key": key, **self.settings.sse_customer_args(), **extra}
 
     def get_range(self, key: str, start: int, end: int) -> bytes:
+        return self.get_range_sized(key, start, end)[0]
+
+    def get_range_sized(self, key: str, start: int, end: int) -> tuple[bytes, int | None]:
+        """One GET with ``Range``; the object's size from the answer's ``Content-Range``."""
         if end <= start:
-            return b""
+            return b"", None
         args = self._read_args(key, Range=f"bytes={start}-{end - 1}")
 
-        def fetch() -> bytes:
-            return self.client.get_object(**args)["Body"].read()
+        def fetch() -> tuple[bytes, int | None]:
+            answer = self.client.get_object(**args)
+            return answer["Body"].read(), _range_total(answer.get("ContentRange"))
 
-        data = self.call(f"GET {self.url(key)} bytes {start}-{end - 1}", fetch)
+        data, size = self.call(f"GET {self.url(key)} bytes {start}-{end - 1}", fetch)
         self.requests.add("ranged_gets", len(data))
-        return data
+        return data, size
 
     def get(self, key: str) -> bytes:
         """A small object (an index, a manifest) in one plain GET: no HEAD, no ranges."""
@@ -366,6 +371,17 @@ def _refuses_checksums(exc: StoreError) -> bool:
     code = response.get("Error", {}).get("Code")
     status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     return code in _CHECKSUM_REFUSED and status in (400, 501)
+
+
+def _range_total(content_range: str | None) -> int | None:
+    """The whole object's size in a ``Content-Range`` (``bytes 0-9/11000``); ``None`` when
+    absent or unknown (``*``).
+
+    >>> _range_total("bytes 0-9/11000"), _range_total("bytes 0-9/*"), _range_total(None)
+    (11000, None, None)
+    """
+    total = (content_range or "").rpartition("/")[2]
+    return int(total) if total.isdigit() else None
 
 
 def _epoch(when: Any) -> float | None:

@@ -175,13 +175,17 @@ def test_archives_with_the_visible_name_of_older_versions_still_read(tmp_path):
         hidden.rename(folder / hidden.name[1:])
     for sidecar in sorted(folder.glob("..t+0+*.timestamps.json.index.json")):
         sidecar.rename(folder / sidecar.name[1:])  # the visible file's hidden sidecar
+    for sidecar in folder.glob(".*.index.json"):  # those versions' sidecars named no object
+        doc = json.loads(sidecar.read_text())
+        del doc["object"]
+        sidecar.write_text(json.dumps(doc))
     manifests = tmp_path / "_blockgz"
     for path in manifests.rglob("*.json"):
         text = path.read_text()
         for start in ("0000000000", "0000000020"):
             text = text.replace(f"/.t+0+{start}.timestamps", f"/t+0+{start}.timestamps")
             text = text.replace(f"/..t+0+{start}.timestamps", f"/.t+0+{start}.timestamps")
-        path.write_text(text)
+        path.write_text(_without_checksums(text))
     assert not list(folder.glob(".t+0+*.timestamps.json.gz"))
     assert len(list(folder.glob("t+0+*.timestamps.json.gz"))) == 2
     for committed in ("true", "false"):
@@ -193,6 +197,15 @@ def test_archives_with_the_visible_name_of_older_versions_still_read(tmp_path):
     assert (
         shown_key("d/.t+0+0000000000.timestamps.json.gz") == "d/t+0+0000000000.timestamps.json.gz"
     )
+
+
+def _without_checksums(text: str) -> str:
+    """A manifest as blockgz wrote it before its entries bound content (issue 41)."""
+    doc = json.loads(text)
+    for entry in doc.get("files", []) if isinstance(doc, dict) else []:
+        for name in ("crc32", "index_size", "index_crc32"):
+            entry.pop(name, None)
+    return json.dumps(doc)
 
 
 def test_ls_and_verify_do_not_count_it_as_a_stray_or_an_object(tmp_path):
