@@ -49,7 +49,7 @@ damage: t-0 offsets 0..9 topics/t/partition=0/t+0+0000000000.json.gz: a manifest
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from blockgz.archive.catalog import Catalog, CatalogView
@@ -59,6 +59,7 @@ from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.sidecars import sidecar_keys
 from blockgz.archive.written import WrittenFile
 from blockgz.errors import BlockGzError, CorruptManifestError, ObjectNotFoundError
+from blockgz.format.checksum import block_crc32
 from blockgz.format.framing import NEWLINE
 from blockgz.format.index import BlockIndex
 from blockgz.formats.registry import format_indexing_itself, stream_decoder_of
@@ -71,6 +72,17 @@ from blockgz.reader.audit_context import (
 from blockgz.reader.audit_deep import check_blocks
 from blockgz.reader.audit_findings import DAMAGE, WARNING, AuditReport, Finding, PartitionSummary
 from blockgz.reader.audit_gaps import GapCheck, KafkaFacts, gaps_between
+from blockgz.reader.audit_integrity import (
+    IDENTITY,
+    crc_problem,
+    member_problems,
+    object_member,
+    rebuilt_for,
+    sidecar_problems,
+    whole_crc,
+)
+from blockgz.reader.audit_manifests import find_manifest_gaps, report_manifest_gaps
+from blockgz.reader.audit_orphans import Orphan, Recommit, describe, find_orphans
 from blockgz.reader.audit_parquet import check_parquet
 from blockgz.reader.audit_repair import RebuildSidecar, repair, sidecar_target
 from blockgz.reader.audit_strays import check_strays, committed_by_other_jobs, live_lease
@@ -78,7 +90,12 @@ from blockgz.reader.overlaps import find_overlaps
 from blockgz.reader.verify import read_whole
 from blockgz.store.base import ObjectInfo, ObjectStore
 
-__all__ = ["DEFAULT_THREADS", "audit_job"]
+__all__ = ["DEFAULT_THREADS", "JOB_CHECKS", "audit_job"]
+
+#: Checks of the whole job, run once after the topic-partitions: each adds its findings
+#: (:meth:`AuditContext.add`; a new kind goes into :data:`~blockgz.reader.audit_findings.KINDS`).
+#: The deleted-manifest check runs apart (its orphans are counted per topic).
+JOB_CHECKS: list[Callable[[AuditContext, CatalogView], None]] = []
 
 
 def audit_job(
@@ -104,6 +121,8 @@ def audit_job(
     ctx = AuditContext(store, manifests, report, threads=max(1, threads))
     ctx.lease = live_lease(manifests, time.time() if now is None else now)
     view = Catalog(manifests).view()
+    gaps_found = find_manifest_gaps(ctx, view)
+    orphans: list[Orphan] = []
     wanted = set(topics)
     report.topics = sorted({topic for topic, _ in view.partitions()})
     by_topic: dict[str, list[int]] = {}
@@ -117,6 +136,12 @@ def audit_job(
         files = {p: _committed_files(ctx, view, topic, p) for p in partitions}
         committed = {f.key for fs in files.values() for f in fs}
         committed |= {f.index_key for fs in files.values() for f in fs if f.index_key}
+        mine = (
+            find_orphans(store, manifests, topic, listed, committed | elsewhere, ctx.threads)
+            if gaps_found.lost
+            else []
+        )
+        orphans += mine
         for partition in partitions:
             summary = PartitionSummary(topic, partition, committed=view.offsets[topic][partition])
             report.partitions.append(summary)
@@ -127,7 +152,8 @@ def audit_job(
             summary.bytes = sum(o.file.size for o in objects)
             summary.first_offset = min((o.file.first_offset for o in values), default=None)
             gaps = GapCheck(topic, partition, kafka, dead.get(topic, {}).get(partition, 0))
-            _check_coverage(ctx, summary, values, gaps)
+            held = [o.span for o in mine if o.ref.partition == partition and o.span]
+            _check_coverage(ctx, summary, values, gaps, held)  # type: ignore[arg-type]
             summary.gaps_explained = gaps.explained
             _check_overlaps(ctx, topic, partition, values)
             if deep:
@@ -137,7 +163,12 @@ def audit_job(
             p: [(f.first_offset, f.last_offset) for f in files[p] if f.role == "value"]
             for p in partitions
         }
-        check_strays(ctx, topic, offsets, spans, listed, committed | elsewhere)
+        named = {k for o in mine for k in o.stored_keys()}  # counted in the missing manifest's line
+        check_strays(ctx, topic, offsets, spans, listed, committed | elsewhere | named)
+    for check in JOB_CHECKS:
+        check(ctx, view)
+    plan = Recommit(manifests, gaps_found.lost[0], tuple(orphans)) if orphans else None
+    report_manifest_gaps(ctx, gaps_found, describe(orphans), plan)
     _sort(ctx)
     if do_repair:
         repair(store, report, ctx.plans)
@@ -175,10 +206,28 @@ def _check_objects(
         _check_present(ctx, obj)
     todo = [o for o in objects if o.info is not None]
     with ThreadPoolExecutor(ctx.threads) as pool:
-        found = list(pool.map(lambda o: _load_sidecar(ctx.store, o, listed), todo))
+        found = list(pool.map(lambda o: _load(ctx, o, listed), todo))
     for obj, problem in zip(todo, found, strict=True):
+        _check_stored_crc(ctx, obj)
         _check_sidecar(ctx, obj, problem)
     return objects
+
+
+def _load(ctx: AuditContext, obj: AuditedObject, listed: dict[str, ObjectInfo]) -> str | None:
+    """Fetch the object's sidecar and, where the server keeps one, its CRC-32 (a HEAD)."""
+    if obj.intact and obj.file.crc32 is not None and ctx.server_crc is not False:
+        obj.stored_crc = ctx.store.stored_crc32(obj.file.key)
+        if ctx.server_crc is None:
+            ctx.server_crc = obj.stored_crc is not None
+    return _load_sidecar(ctx.store, obj, listed)
+
+
+def _check_stored_crc(ctx: AuditContext, obj: AuditedObject) -> None:
+    """The server's CRC-32 of the object against the committed one."""
+    problem = crc_problem(obj.stored_crc, obj.file, "the server keeps")
+    if problem is not None:
+        ctx.add(file_finding(DAMAGE, "checksum_mismatch", obj.file, problem))
+        obj.intact = False
 
 
 def _check_present(ctx: AuditContext, obj: AuditedObject) -> None:
@@ -206,7 +255,8 @@ def _load_sidecar(
     if obj.index_at is None:
         return None
     try:
-        obj.index = BlockIndex.from_json(store.get(obj.index_at), source=obj.index_at)
+        obj.sidecar_bytes = store.get(obj.index_at)
+        obj.index = BlockIndex.from_json(obj.sidecar_bytes, source=obj.index_at)
     except ObjectNotFoundError:
         obj.index_at = None
     except BlockGzError as exc:
@@ -220,12 +270,18 @@ def _check_sidecar(ctx: AuditContext, obj: AuditedObject, problem: str | None) -
     rebuild = RebuildSidecar(
         f.key, target, f.first_offset, f.last_offset, f.records,
         tuple(k for k in (obj.index_at,) if k and k != target),
+        f.topic, f.partition, f.size, f.crc32,
     )  # fmt: skip
     safe = rebuild if obj.intact and _rebuildable(f) else None
     if obj.index_at is None:
         if f.index_key is not None:  # the writer wrote one: readers cannot seek without it
             what = f"its sidecar {f.index_key} is missing"
             ctx.add(file_finding(WARNING, "missing_sidecar", f, what), safe)
+        return
+    member = object_member(obj.sidecar_bytes or b"")
+    named = member_problems(f, member, IDENTITY)
+    if named:  # it says it is another object's sidecar
+        _sidecar_mismatch(ctx, obj, named, safe)
         return
     if problem is not None:
         ctx.add(
@@ -248,7 +304,25 @@ def _check_sidecar(ctx: AuditContext, obj: AuditedObject, problem: str | None) -
         )
         ctx.add(file_finding(WARNING, "stale_sidecar", f, what), safe)
         return
+    committed_here = obj.index_at == f.index_key and not rebuilt_for(member, f)
+    changed = sidecar_problems(f, obj.sidecar_bytes or b"") if committed_here else []
+    changed += [] if rebuilt_for(member, f) else member_problems(f, member)
+    if changed:  # describes the object, but not as committed (a timestamp or a block changed)
+        _sidecar_mismatch(ctx, obj, changed, safe)
+        return
     obj.index_ok = True
+
+
+def _sidecar_mismatch(
+    ctx: AuditContext, obj: AuditedObject, problems: list[str], plan: RebuildSidecar | None
+) -> None:
+    """The sidecar is not the one committed (the object it names, or its bytes' size or
+    CRC-32): damage, one line; readers that check it refuse it."""
+    what = (
+        f"its sidecar {obj.index_at} is not the one committed: it {'; '.join(problems)} "
+        "(tampered with, or swapped with another object's?)"
+    )
+    ctx.add(file_finding(DAMAGE, "sidecar_mismatch", obj.file, what), plan)
 
 
 def _rebuildable(f: WrittenFile) -> bool:
@@ -258,8 +332,14 @@ def _rebuildable(f: WrittenFile) -> bool:
 
 # -- offsets --------------------------------------------------------------------------------
 def _check_coverage(
-    ctx: AuditContext, summary: PartitionSummary, values: list[AuditedObject], gaps: GapCheck
+    ctx: AuditContext,
+    summary: PartitionSummary,
+    values: list[AuditedObject],
+    gaps: GapCheck,
+    held: list[tuple[int, int]] = (),  # type: ignore[assignment]
 ) -> None:
+    """Offsets past the commit, and gaps between objects (``held``: spans of objects a missing
+    manifest committed, reported with it)."""
     committed = summary.committed
     if summary.first_offset is None or committed is None:
         return
@@ -270,8 +350,9 @@ def _check_coverage(
                 f"{committed} (the manifests and the catalog disagree)"
             )
             ctx.add(file_finding(WARNING, "past_commit", obj.file, what))
-    spans = [(o.file.first_offset, o.file.last_offset) for o in values]
-    for low, high in gaps_between(spans, first=summary.first_offset, committed=committed):
+    spans = [(o.file.first_offset, o.file.last_offset) for o in values] + list(held)
+    first = min([summary.first_offset, *(low for low, _ in held)])
+    for low, high in gaps_between(spans, first=first, committed=committed):
         for finding in gaps.check(low, high):
             ctx.add(finding)
 
@@ -296,6 +377,8 @@ def _check_overlaps(
 
 # -- every block, read once ------------------------------------------------------------------
 def _check_deep(ctx: AuditContext, objects: list[AuditedObject]) -> None:
+    """Read every intact object once: its blocks (or its format's own checks) and, where the
+    manifest recorded it, the CRC-32 of all its bytes."""
     todo = [o for o in objects if o.intact]
     # Objects on one pool, their blocks on another (a task never waits on its own pool).
     with ThreadPoolExecutor(ctx.threads) as pool, ThreadPoolExecutor(ctx.threads) as blocks:
@@ -304,6 +387,9 @@ def _check_deep(ctx: AuditContext, objects: list[AuditedObject]) -> None:
         ctx.report.bytes_read += obj.info.size  # type: ignore[union-attr]
         for chunk, problem in problems:
             f = obj.file
+            if chunk == "crc32":
+                ctx.add(file_finding(DAMAGE, "checksum_mismatch", f, problem))
+                continue
             if chunk is None:
                 ctx.add(file_finding(DAMAGE, "unreadable_object", f, problem))
                 continue
@@ -314,9 +400,28 @@ def _check_deep(ctx: AuditContext, objects: list[AuditedObject]) -> None:
 
 
 def _read_blocks(ctx: AuditContext, obj: AuditedObject, blocks: ThreadPoolExecutor):
-    """Bad blocks of one object (``(chunk, problem)``; ``(None, problem)``: unreadable whole)."""
+    """Bad blocks of one object (``(chunk, problem)``; ``(None, problem)``: unreadable whole;
+    ``("crc32", problem)``: its bytes are not those committed)."""
+    f, size = obj.file, obj.info.size  # type: ignore[union-attr]
     if obj.index_ok and obj.index is not None:
-        return check_blocks(ctx.store, obj.file.key, obj.index, blocks)
+        crcs: dict[int, int] = {}
+        problems: list = check_blocks(ctx.store, f.key, obj.index, blocks, crcs=crcs)
+        if f.crc32 is not None and not problems:  # a bad block's line says it already
+            got = whole_crc(ctx.store, f.key, obj.index, size, crcs)
+            problem = crc_problem(got, f, "its bytes have")
+            problems += [("crc32", problem)] if problem else []
+        return problems
+    if f.crc32 is not None:  # one GET: the bytes are those committed, or they are not
+        problem = crc_problem(block_crc32(ctx.store.get(f.key)), f, "its bytes have")
+        if problem is None:
+            return []
+        found = _read_unindexed(ctx, obj, blocks)  # read again only to say where it is bad
+        return found or [("crc32", problem)]
+    return _read_unindexed(ctx, obj, blocks)
+
+
+def _read_unindexed(ctx: AuditContext, obj: AuditedObject, blocks: ThreadPoolExecutor):
+    """An object without a usable index read by its format's own checks."""
     if format_indexing_itself(obj.file.key) is not None:  # Parquet: the footer is the index
         return check_parquet(ctx.store, obj.file, obj.info.size, blocks)  # type: ignore[union-attr]
     ref = parse_archive_key(ctx.manifests.layout, obj.file.key, any_extension=True)

@@ -36,6 +36,10 @@ class AuditedObject:
     intact: bool = False
     #: Its index matches it (and the manifest).
     index_ok: bool = False
+    #: The sidecar's bytes as fetched, and the CRC-32 the server keeps of the object (``None``:
+    #: not asked, or none kept).
+    sidecar_bytes: bytes | None = None
+    stored_crc: int | None = None
 
 
 @dataclass
@@ -48,6 +52,9 @@ class AuditContext:
     threads: int = DEFAULT_THREADS
     #: Every manifest's files, read only when the catalog fails (:func:`_committed_files`).
     all_files: list[WrittenFile] | None = None
+    #: Whether the server keeps the objects' CRC-32s: ``None`` until a HEAD of an object whose
+    #: manifest recorded one answered; ``False`` stops asking (one HEAD, not one per object).
+    server_crc: bool | None = None
 
     def add(self, finding: Finding, plan: Plan | None = None) -> None:
         if plan is not None:

@@ -48,10 +48,17 @@ WINDOW = 8
 
 
 def check_blocks(
-    store: ObjectStore, key: str, index: BlockIndex, executor: Executor | None = None
+    store: ObjectStore,
+    key: str,
+    index: BlockIndex,
+    executor: Executor | None = None,
+    *,
+    crcs: dict[int, int] | None = None,
 ) -> list[tuple[Chunk | None, str]]:
     """Read every block of ``key`` once and check it; each bad block's chunk (``None``: the
-    Avro header) and one line saying what is wrong with it (empty: every block is intact)."""
+    Avro header) and one line saying what is wrong with it (empty: every block is intact).
+    ``crcs``: filled with each block's CRC-32 by block number (the whole object's CRC is
+    made of them: :func:`blockgz.reader.audit_integrity.whole_crc`)."""
     problems: list[tuple[Chunk | None, str]] = []
     if index.avro is not None:
         try:
@@ -65,6 +72,8 @@ def check_blocks(
 
     def check(pair: tuple[BlockRead, bytes]) -> tuple[BlockRead, str | None]:
         read, raw = pair
+        if crcs is not None:
+            crcs[read.block] = block_crc32(raw)  # dict stores are atomic; one key per block
         return read, block_problem(raw, read.block, read.chunk, index)
 
     # A bounded window of blocks in flight: memory stays a few spans, whatever the object's size.

@@ -1,10 +1,15 @@
 """What ``blockgz audit`` found: one :class:`Finding` per problem, in one line each, and the
 report of one job (:class:`AuditReport`) with its exit code.
 
-Levels: a **note** (exit 0: something to know, e.g. a running export's batch in flight), a
-**warning** (exit 1: nothing is lost, but something needs a hand — a missing or stale sidecar,
-a stray, an overlap, a gap nothing explains) and **damage** (exit 2: committed records are gone
-or unreadable — a deleted, truncated or corrupted object).
+Levels: a **note** (exit 0: something to know, e.g. a running export's batch in flight, or a
+gap between objects and what explains it), a **warning** (exit 1: nothing is lost, but
+something needs a hand — a missing or stale sidecar, a stray, an overlap, a gap nothing
+explains) and **damage** (exit 2: committed records are gone, unreadable or not what was
+committed — a deleted, truncated, corrupted or swapped object, a tampered sidecar, another
+topic's object in the topic's folder, a deleted manifest).
+
+Each finding has a ``kind`` (:data:`KINDS`): a new check adds its kind there and to
+:func:`blockgz.reader.audit_repair` 's list of what cannot be repaired.
 
 >>> f = Finding(DAMAGE, "missing_object", "orders", 0, 100, 199,
 ...             "topics/orders/partition=0/orders+0+0000000100.json.gz",
@@ -22,6 +27,31 @@ from typing import Any
 
 NOTE, WARNING, DAMAGE = 0, 1, 2
 LEVELS = {NOTE: "note", WARNING: "warning", DAMAGE: "damage"}
+
+#: Every kind of finding, and what it is about.
+KINDS = {
+    "missing_object": "a committed file is gone",
+    "truncated_object": "a committed file is shorter than committed",
+    "resized_object": "a committed file is longer than committed",
+    "checksum_mismatch": "a committed file's bytes are not those committed (CRC-32)",
+    "sidecar_mismatch": "a sidecar's bytes, or the object it names, are not those committed",
+    "corrupt_block": "a block does not check (--deep)",
+    "unreadable_object": "an object cannot be read whole (--deep)",
+    "missing_sidecar": "a committed sidecar is gone",
+    "stale_sidecar": "a sidecar describes other offsets or another size",
+    "missing_manifest": "a manifest is gone from the job's sequence",
+    "foreign_object": "another topic's or partition's object in this topic's folder",
+    "topic_lives": "objects of two lives of a topic (deleted and recreated) meet",
+    "catalog": "the catalog cannot be read",
+    "overlap": "two committed objects hold the same offsets",
+    "gap": "offsets in no object, and what explains them",
+    "unexplained_gap": "offsets in no object, nothing explains them",
+    "not_archived": "Kafka holds records no committed object holds",
+    "past_commit": "a committed file holds offsets past the committed offset",
+    "stray": "a key that is no data object",
+    "uncommitted": "an object no manifest committed",
+    "in_flight": "an object a running export may be writing",
+}
 
 
 @dataclass(frozen=True)
@@ -42,6 +72,7 @@ class Finding:
     def where(self) -> str:
         """``orders-0 offsets 100..199 <key>``: the parts that are known."""
         parts = [self.topic if self.partition is None else f"{self.topic}-{self.partition}"]
+        parts = [p for p in parts if p]  # a finding about the job (a manifest) has no topic
         if self.first is not None:
             span = (
                 str(self.first) if self.last in (None, self.first) else f"{self.first}..{self.last}"

@@ -9,7 +9,7 @@ is left are the **gaps between objects**: nothing in the archive records why the
 are checked against Kafka when a broker is reachable (:class:`KafkaFacts`):
 
 * Kafka's log now starts after the gap: retention took those offsets; nothing to compare with,
-  the gap counts as explained;
+  the gap counts as explained (a note, as every explained gap is: one line saying why);
 * Kafka holds no record in the gap now (a fetch from its first offset returns a record past it):
   compaction or transaction markers, explained;
 * Kafka holds a record in the gap: records were committed past but not archived — a
@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from blockgz.reader.audit_findings import DAMAGE, WARNING, Finding
+from blockgz.reader.audit_findings import DAMAGE, NOTE, WARNING, Finding
 
 
 class KafkaFacts(Protocol):
@@ -67,7 +67,8 @@ def gaps_between(
 
 @dataclass
 class GapCheck:
-    """Checks one topic-partition's gaps; ``explained`` counts those Kafka accounted for."""
+    """Checks one topic-partition's gaps; ``explained`` counts those Kafka accounted for (each
+    is also a note saying how)."""
 
     topic: str
     partition: int
@@ -83,17 +84,26 @@ class GapCheck:
             return [self._unexplained(low, high, "no broker to ask (--no-kafka or none given)")]
         try:
             start = self._log_start()
-            if start > high:
-                self.explained += 1  # retention: Kafka no longer has them either
-                return []
+            if start > high:  # retention: Kafka no longer has them either
+                why = f"retention: Kafka's log of {self.topic}-{self.partition} starts at {start}"
+                return [self._explained(low, high, why)]
             record = self.kafka.first_record(self.topic, self.partition, max(low, start), high + 1)
         except Exception as exc:  # KafkaException, timeouts: the gap stays unexplained
             self._kafka_error = _why(exc)
             return [self._unexplained(low, high, f"Kafka did not answer: {self._kafka_error}")]
         if record is None or record[0] > high:
-            self.explained += 1  # compaction, transaction markers: Kafka holds nothing there
-            return []
+            why = (
+                "Kafka holds no record there now (compaction, transaction markers or aborted "
+                "transactions' records)"
+            )
+            return [self._explained(low, high, why)]
         return [self._missing(low, high, *record)]
+
+    def _explained(self, low: int, high: int, why: str) -> Finding:
+        """A gap Kafka accounts for: a note saying how (exit 0)."""
+        self.explained += 1
+        return Finding(NOTE, "gap", self.topic, self.partition, low, high, None,
+                       f"in no committed object: {why}")  # fmt: skip
 
     def _log_start(self) -> int:
         if self._start is None:

@@ -14,6 +14,9 @@ Safe:
   and the object is not older than the lease: that export may be writing it (its batch in
   flight), so it is left alone.
 
+* objects a deleted manifest committed (no manifest commits them now) are re-committed, in
+  the missing manifest's place, when they prove themselves (:mod:`blockgz.reader.audit_orphans`).
+
 Not safe, and so only said: committed records that are gone, truncated or corrupted (re-export
 those offsets from Kafka while it still holds them), overlaps (both copies are committed; which
 to keep is a person's call), gaps, strays whose names are no data object's (someone may have
@@ -24,10 +27,14 @@ offsets.
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from blockgz.archive.sidecars import sidecar_key
 from blockgz.errors import BlockGzError, ObjectNotFoundError
+from blockgz.format.checksum import block_crc32
+from blockgz.format.index import BlockIndex
 from blockgz.format.rebuild import scan_members
 from blockgz.reader.audit_findings import AuditReport, Finding
 from blockgz.store.base import ObjectStore
@@ -43,6 +50,22 @@ class RebuildSidecar:
     last_offset: int
     records: int
     remove: tuple[str, ...] = ()
+    #: What the manifest committed of the object: the rebuilt sidecar names it (its
+    #: ``"object"`` member, marked ``rebuilt``), once its bytes proved to be those (CRC-32).
+    topic: str = ""
+    partition: int = 0
+    size: int = -1
+    crc32: int | None = None
+
+    def sidecar_json(self, index: BlockIndex) -> bytes:
+        """The rebuilt index, naming its object."""
+        doc = json.loads(index.to_json())
+        doc["object"] = {
+            "key": self.data_key, "size": self.size, "crc32": self.crc32, "topic": self.topic,
+            "partition": self.partition, "first_offset": self.first_offset,
+            "last_offset": self.last_offset, "records": self.records, "rebuilt": True,
+        }  # fmt: skip
+        return json.dumps(doc, sort_keys=True).encode()
 
 
 @dataclass(frozen=True)
@@ -52,7 +75,14 @@ class RemoveKeys:
     keys: tuple[str, ...]
 
 
-Plan = RebuildSidecar | RemoveKeys
+class CarriesOut(Protocol):
+    """A plan that carries itself out (:class:`blockgz.reader.audit_orphans.Recommit`): the
+    line the finding gets."""
+
+    def carry_out(self, store: ObjectStore, report: AuditReport) -> str: ...
+
+
+Plan = RebuildSidecar | RemoveKeys | CarriesOut
 
 
 def repair(store: ObjectStore, report: AuditReport, plans: dict[int, Plan]) -> None:
@@ -70,6 +100,8 @@ def repair(store: ObjectStore, report: AuditReport, plans: dict[int, Plan]) -> N
 
 
 def _carry_out(store: ObjectStore, plan: Plan, report: AuditReport) -> str:
+    if not isinstance(plan, (RemoveKeys, RebuildSidecar)):
+        return plan.carry_out(store, report)
     if isinstance(plan, RemoveKeys):
         for key in plan.keys:
             try:
@@ -79,6 +111,12 @@ def _carry_out(store: ObjectStore, plan: Plan, report: AuditReport) -> str:
             report.repaired.append(f"removed {store.url(key)}")
         return "repaired: removed " + ", ".join(plan.keys)
     data = store.get(plan.data_key)
+    if plan.crc32 is not None and block_crc32(data) != plan.crc32:
+        return (
+            f"not repaired: the object's bytes are not those committed (CRC-32 "
+            f"{block_crc32(data):#010x}, committed {plan.crc32:#010x}): no index is rebuilt "
+            "from them"
+        )
     index = scan_members(io.BytesIO(data), first_offset=plan.first_offset)
     got = (index.first_offset, index.last_offset, index.record_count)
     wanted = (plan.first_offset, plan.last_offset, plan.records)
@@ -88,7 +126,7 @@ def _carry_out(store: ObjectStore, plan: Plan, report: AuditReport) -> str:
             f"records), the manifest committed {wanted[0]}..{wanted[1]} ({wanted[2]} records); "
             "its gaps were recorded only in the index: re-export these offsets to index them"
         )
-    store.put(plan.sidecar, index.to_json().encode())
+    store.put(plan.sidecar, plan.sidecar_json(index))
     report.repaired.append(f"rebuilt {store.url(plan.sidecar)}")
     for key in plan.remove:
         store.delete(key)
@@ -112,6 +150,12 @@ def _cannot(finding: Finding) -> str:
         "in_flight": "left alone: the export holding the lease may be writing it",
         "uncommitted": "not removed: it may hold the only copy of these offsets; check by hand",
         "past_commit": "not repaired: the manifests disagree with the object; check by hand",
+        "checksum_mismatch": f"cannot repair: re-export {span} from Kafka if it still holds them",
+        "sidecar_mismatch": "not repaired: the committed sidecar's bytes are gone; re-export "
+        f"{span} from Kafka if it still holds them",
+        "foreign_object": "not repaired: it belongs elsewhere; move or remove it by hand",
+        "missing_manifest": "not repaired: no object no manifest commits proves itself",
+        "gap": "nothing to repair",
         "catalog": "not repaired: removing the job's catalog roots (with no export running) "
         "makes the next compaction rebuild the catalog from the manifests",
     }.get(finding.kind, "not repaired")

@@ -10,6 +10,7 @@ the same prefix are not strays (:func:`committed_by_other_jobs`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from blockgz.archive.catalog import Catalog
@@ -21,11 +22,14 @@ from blockgz.archive.sidecars import data_key_for, is_sidecar, sidecar_keys
 from blockgz.errors import BlockGzError, CorruptManifestError, ObjectNotFoundError
 from blockgz.format.index import BlockIndex
 from blockgz.reader.audit_context import AuditContext
-from blockgz.reader.audit_findings import NOTE, WARNING, Finding
+from blockgz.reader.audit_findings import DAMAGE, NOTE, WARNING, Finding
 from blockgz.reader.audit_gaps import gaps_between
 from blockgz.reader.audit_repair import Plan, RemoveKeys
 from blockgz.reader.strays import is_stray
 from blockgz.store.base import ObjectInfo
+
+#: The directory of a partition under the default partitioner: ``…/partition=3``.
+_PARTITION_DIR = re.compile(r"(?:^|/)partition=(\d+)$")
 
 
 def check_strays(
@@ -57,10 +61,27 @@ def check_strays(
             if is_stray(layout, prefix, key):
                 _stray_name(ctx, topic, key)
             continue
-        if ref.topic != topic:
+        if _foreign(ctx, topic, ref):
             continue
         held = spans.get(ref.partition, [])
         _uncommitted(ctx, ref, info, offsets.get(ref.partition), held, listed)
+
+
+def _foreign(ctx: AuditContext, topic: str, ref: ObjectRef) -> bool:
+    """Whether ``ref`` (in ``topic``'s folder, committed by no export) is another topic's or
+    another partition's object (its name says so): damage, since engines that read the
+    folder (Spark's, pyarrow's) count its records as this topic's, or this partition's."""
+    folder = _PARTITION_DIR.search(ref.directory)
+    if ref.topic == topic and (folder is None or int(folder[1]) == ref.partition):
+        return False
+    what = (
+        f"is {ref.topic}-{ref.partition}'s object (by its name) in {ref.directory}/, and no "
+        "export committed it: engines that read the folder count its records as "
+        f"{topic}{'' if folder is None else '-' + folder[1]}'s; move or remove it"
+    )
+    ctx.add(Finding(DAMAGE, "foreign_object", topic, None if folder is None else int(folder[1]),
+                    None, None, ref.key, what))  # fmt: skip
+    return True
 
 
 def _stray_name(ctx: AuditContext, topic: str, key: str) -> None:

@@ -1,0 +1,181 @@
+"""Issue 41, "one audit": a deleted manifest, a foreign object, a swapped object, a tampered
+sidecar, each one line, on local archives written by the sink's write task; ``--repair``
+re-commits what a deleted manifest committed, when the objects prove themselves."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from blockgz.archive.catalog import Catalog
+from blockgz.archive.layout import Layout
+from blockgz.archive.log import ManifestLog
+from blockgz.archive.manifest_sequence import missing_manifests
+from blockgz.archive.sidecars import sidecar_key
+from blockgz.reader.audit import audit_job
+from blockgz.reader.audit_findings import DAMAGE, WARNING
+from blockgz.sink.records import KafkaRecord
+from blockgz.store import LocalStore
+from testkit.archives import export_batches
+
+
+def _key(start: int, partition: int = 0, topic: str = "ev") -> str:
+    return f"topics/{topic}/partition={partition}/{topic}+{partition}+{start:010d}.json.gz"
+
+
+def _records(topic: str = "ev", count: int = 60) -> list[KafkaRecord]:
+    return [
+        KafkaRecord(topic, p, n, 1_700_000_000_000 + n, None, b'{"n":%d,"p":%d}' % (n, p))
+        for p in (0, 1)
+        for n in range(count)
+    ]
+
+
+def _archive(root, **extra) -> tuple[LocalStore, ManifestLog]:
+    export_batches(str(root), _records(), "default", batches=3, **{"flush.size": "7", **extra})
+    store = LocalStore(root)
+    return store, ManifestLog(store, "", Layout(), "job")
+
+
+@pytest.fixture
+def archive(tmp_path):
+    """ev-0 and ev-1, offsets 0..59, 3 batches (manifests 0, 1, 2) of 20 offsets each."""
+    return _archive(tmp_path / "a")
+
+
+def kinds(report) -> list[tuple[str, int, str | None]]:
+    return [(f.kind, f.level, f.key) for f in report.findings]
+
+
+# -- the manifest sequence ---------------------------------------------------------------------
+def _keys(*batches, epoch: str = "") -> list[str]:
+    return [Layout().manifest_key("", "j", b, epoch=epoch) for b in batches]
+
+
+@pytest.mark.parametrize(
+    ("keys", "missing"),
+    [
+        (_keys(0, 1, 2), []),
+        (_keys(1, 2), _keys(0)),  # the first batch deleted
+        (_keys(0, 2, 5), _keys(1, 3, 4)),
+        (_keys(0, 1, epoch="e1") + _keys(0, 1, epoch="e2"), []),  # a lost checkpoint
+        (_keys(0, 1, epoch="e1") + _keys(2, 3, epoch="e2"), []),  # e2 continues e1's numbers
+        (_keys(0, 1, epoch="e1") + _keys(3, 4, epoch="e2"), _keys(0, 1, 2, epoch="e2")),
+        ([*_keys(0, 2), Layout().manifest_key("", "j", "batch-ab12")], _keys(1)),
+    ],
+    ids=["whole", "first", "middle", "new epoch", "continued", "not continued", "batch ids"],
+)
+def test_missing_manifests_in_a_sequence(keys, missing):
+    assert missing_manifests(sorted(keys), Layout(), "", "j") == missing
+
+
+def test_after_a_root_only_the_tail_is_asked_about():
+    keys = _keys(5, 7, epoch="e1")
+    assert missing_manifests(keys, Layout(), "", "j", after=_keys(3, epoch="e1")[0]) == _keys(
+        4, 6, epoch="e1"
+    )
+
+
+# -- a deleted manifest --------------------------------------------------------------------------
+def test_a_deleted_manifest_is_one_line_naming_it_and_repair_recommits(archive):
+    store, log = archive
+    gone = log.key(1)
+    store.delete(gone)
+    report = audit_job(log)
+    assert report.exit_code == 2
+    assert kinds(report) == [("missing_manifest", DAMAGE, gone)]  # not one line per object
+    line = report.findings[0].line()
+    assert line.startswith(f"damage: {gone}: the manifest is gone from the job's sequence")
+    assert "6 objects (ev-0 offsets 20..39, ev-1 offsets 20..39)" in line
+
+    repaired = audit_job(log, do_repair=True)
+    assert repaired.findings[0].repair == "repaired: re-committed 6 files that prove themselves"
+    assert repaired.exit_code == 0
+    again = audit_job(log, deep=True)
+    assert (again.exit_code, again.findings) == (0, [])
+    files = Catalog(log).view().files("ev", 0)
+    assert [f.first_offset for f in files] == [0, 7, 14, 20, 27, 34, 40, 47, 54]
+    assert all(f.crc32 is not None for f in files)
+
+
+def test_a_deleted_manifest_whose_objects_do_not_prove_themselves_is_not_recommitted(archive):
+    store, log = archive
+    store.delete(log.key(1))
+    key = _key(27)
+    data = bytearray(store.get(key))
+    data[len(data) // 2] ^= 0x10  # same size, other bytes: its sidecar's CRC-32 no longer fits
+    store.put(key, bytes(data))
+    report = audit_job(log, do_repair=True)
+    assert report.findings[0].kind == "missing_manifest"
+    assert "left out " + key in report.findings[0].repair
+    committed = {f.key for f in Catalog(log).view().files("ev", 0)}
+    assert key not in committed and _key(20) in committed
+    assert audit_job(log).exit_code == 1  # the one left out is now an uncommitted object
+
+
+def test_a_manifest_gone_after_the_catalog_folded_it_is_a_warning(tmp_path):
+    store, log = _archive(tmp_path / "a", **{"blockgz.catalog.every": "3"})
+    assert Catalog(log).latest_root() is not None
+    store.delete(log.key(1))
+    report = audit_job(log)
+    assert kinds(report) == [("missing_manifest", WARNING, log.key(1))]
+    assert "still committed through the catalog" in report.findings[0].message
+
+
+# -- objects that are not what was committed ------------------------------------------------------
+def test_another_topics_object_in_the_folder_is_damage(archive, tmp_path):
+    store, log = archive
+    other = LocalStore(tmp_path / "b")
+    export_batches(str(tmp_path / "b"), _records("pay"), "default", batches=1)
+    foreign = "topics/ev/partition=0/pay+0+0000000000.json.gz"
+    store.put(foreign, other.get(_key(0, topic="pay")))
+    store.put(sidecar_key(foreign), other.get(sidecar_key(_key(0, topic="pay"))))
+    report = audit_job(log)
+    assert kinds(report) == [("foreign_object", DAMAGE, foreign)]
+    assert "is pay-0's object (by its name) in topics/ev/partition=0/" in report.findings[0].line()
+
+
+def test_another_partitions_object_in_the_folder_is_damage(archive):
+    store, log = archive
+    misplaced = "topics/ev/partition=0/ev+1+0000000100.json.gz"
+    store.put(misplaced, store.get(_key(0, 1)))
+    report = audit_job(log)
+    assert kinds(report) == [("foreign_object", DAMAGE, misplaced)]
+    assert report.findings[0].partition == 0
+
+
+def test_a_swapped_object_and_sidecar_are_caught_without_reading_data(archive):
+    store, log = archive
+    store.put(_key(20), store.get(_key(20, 1)))  # same offsets and size, the other partition's
+    store.put(sidecar_key(_key(20)), store.get(sidecar_key(_key(20, 1))))
+    report = audit_job(log)
+    assert kinds(report) == [("sidecar_mismatch", DAMAGE, _key(20))]
+    assert f"names key {_key(20, 1)}" in report.findings[0].message
+    deep = audit_job(log, deep=True)
+    assert kinds(deep) == [
+        ("sidecar_mismatch", DAMAGE, _key(20)),
+        ("checksum_mismatch", DAMAGE, _key(20)),
+    ]
+
+
+def test_a_swapped_object_alone_is_caught_by_a_deep_audit(archive):
+    store, log = archive
+    store.put(_key(27), store.get(_key(27, 1)))
+    assert audit_job(log).exit_code == 0  # same size; this store keeps no checksums
+    deep = audit_job(log, deep=True)  # its blocks' CRC-32s are not those its sidecar says
+    assert deep.exit_code == 2 and {k for k in kinds(deep)} == {("corrupt_block", 2, _key(27))}
+    assert "CRC-32 of the stored bytes" in deep.findings[0].message
+
+
+def test_a_tampered_sidecar_is_damage_and_repair_rebuilds_it(archive):
+    store, log = archive
+    doc = json.loads(store.get(sidecar_key(_key(14))))
+    doc["chunks"][0]["min_timestamp"] -= 1000  # records of a time window would be skipped
+    store.put(sidecar_key(_key(14)), json.dumps(doc).encode())
+    report = audit_job(log)
+    assert kinds(report) == [("sidecar_mismatch", DAMAGE, _key(14))]
+    assert "is not the one committed: it is " in report.findings[0].message
+    repaired = audit_job(log, do_repair=True)
+    assert repaired.findings[0].repair.startswith("repaired: rebuilt")
+    assert audit_job(log, deep=True).findings == []
