@@ -13,6 +13,9 @@ Set ``blockgz.write.listener=testkit.faults:FaultListener`` and
 * ``pause-in-commit:<batch>:<marker>``: the same inside the driver's commit, after the
   manifest is written and before Spark records the batch as committed (and before the batch's
   Iceberg commit, with ``blockgz.iceberg.table``).
+* ``hold-after-files:<count>:<batch>:<marker>`` and ``hold-in-commit:<batch>:<marker>``: the
+  same places, but the export goes on once the test creates ``<marker>.go`` (:func:`release`),
+  so a test changes the world at a known point of a running export.
 
 >>> parse_fault("pause-in-commit:3:/tmp/m")
 Fault(kind='pause-in-commit', batch=3, marker='/tmp/m', files=1)
@@ -34,7 +37,15 @@ from blockgz.errors import BlockGzError, ConfigError
 from blockgz.sink.write.hooks import TaskInfo, WriteListener
 
 OPTION = "fault"
-KINDS = ("fail-first-attempt", "pause-after-files", "pause-in-commit")
+KINDS = (
+    "fail-first-attempt",
+    "pause-after-files",
+    "pause-in-commit",
+    "hold-after-files",
+    "hold-in-commit",
+)
+#: How long a held export waits for the test to release it.
+HOLD_S = 180
 
 
 def fault_options(spec: str) -> dict[str, str]:
@@ -67,12 +78,12 @@ def parse_fault(text: str | None) -> Fault | None:
     if kind == "fail-first-attempt":
         return Fault(kind)
     files = "1"
-    if kind == "pause-after-files":
+    if kind.endswith("-after-files"):
         files, _, rest = rest.partition(":")
     batch, _, marker = rest.partition(":")
     if not batch.isdigit() or not files.isdigit() or not marker:
         shape = (
-            "<count>:<batch>:<marker file>" if kind == "pause-after-files" else "<batch>:<marker>"
+            "<count>:<batch>:<marker file>" if kind.endswith("-after-files") else "<batch>:<marker>"
         )
         raise ConfigError(f"{OPTION}: use {kind}:{shape}")
     return Fault(kind, int(batch), marker, int(files))
@@ -86,6 +97,26 @@ def _pause(marker: str) -> None:
         return
     while True:  # the crash test kills the whole process group from outside
         time.sleep(3600)
+
+
+def _hold(marker: str) -> None:
+    """Write ``marker`` (the first task here only) and wait until ``<marker>.go`` exists."""
+    try:
+        with open(marker, "x") as out:
+            out.write(f"{os.getpid()}\n")
+    except FileExistsError:
+        return
+    deadline = time.monotonic() + HOLD_S
+    while not os.path.exists(marker + ".go"):
+        if time.monotonic() > deadline:
+            raise InjectedFault(f"held for {HOLD_S} s and never released: {marker}")
+        time.sleep(0.1)  # polling the test's release file, with a deadline
+
+
+def release(marker: str) -> None:
+    """Let an export held at ``marker`` go on."""
+    with open(marker + ".go", "w"):
+        pass
 
 
 class FaultListener(WriteListener):
@@ -103,15 +134,15 @@ class FaultListener(WriteListener):
         if fault.kind == "fail-first-attempt" and task.attempt == 0:
             raise InjectedFault("injected failure in the first attempt of a write task")
         if (
-            fault.kind == "pause-after-files"
+            fault.kind.endswith("-after-files")
             and task.batch_id == fault.batch
             and task.objects_done >= fault.files
         ):
             assert fault.marker is not None
-            _pause(fault.marker)
+            (_hold if fault.kind.startswith("hold") else _pause)(fault.marker)
 
     def batch_committed(self, batch_id: int | str, manifest_key: str) -> None:
         fault = self.fault
-        if fault is not None and fault.kind == "pause-in-commit" and batch_id == fault.batch:
+        if fault is not None and fault.kind.endswith("-in-commit") and batch_id == fault.batch:
             assert fault.marker is not None
-            _pause(fault.marker)
+            (_hold if fault.kind.startswith("hold") else _pause)(fault.marker)
