@@ -57,11 +57,13 @@ class RebuildSidecar:
     size: int = -1
     crc32: int | None = None
 
-    def sidecar_json(self, index: BlockIndex) -> bytes:
-        """The rebuilt index, naming its object."""
+    def sidecar_json(self, index: BlockIndex, data: bytes) -> bytes:
+        """The rebuilt index, naming its object (``data``, which proved to be the committed
+        bytes where the manifest recorded their CRC-32)."""
         doc = json.loads(index.to_json())
         doc["object"] = {
-            "key": self.data_key, "size": self.size, "crc32": self.crc32, "topic": self.topic,
+            "key": self.data_key, "size": len(data), "crc32": block_crc32(data),
+            "topic": self.topic,
             "partition": self.partition, "first_offset": self.first_offset,
             "last_offset": self.last_offset, "records": self.records, "rebuilt": True,
         }  # fmt: skip
@@ -126,7 +128,7 @@ def _carry_out(store: ObjectStore, plan: Plan, report: AuditReport) -> str:
             f"records), the manifest committed {wanted[0]}..{wanted[1]} ({wanted[2]} records); "
             "its gaps were recorded only in the index: re-export these offsets to index them"
         )
-    store.put(plan.sidecar, plan.sidecar_json(index))
+    store.put(plan.sidecar, plan.sidecar_json(index, data))
     report.repaired.append(f"rebuilt {store.url(plan.sidecar)}")
     for key in plan.remove:
         store.delete(key)

@@ -26,6 +26,7 @@ extra request:
 from __future__ import annotations
 
 import bisect
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -55,6 +56,17 @@ def check_sidecar_bytes(url: str, entry: WrittenFile, data: bytes) -> None:
         crc = block_crc32(data)
         if crc != entry.index_crc32:
             raise mismatch(url, "index crc32", crc, entry.index_crc32)
+
+
+def rebuilt_sidecar(data: bytes) -> bool:
+    """Whether the sidecar was rebuilt from its object by ``blockgz audit --repair`` (its
+    ``"object"`` member says ``rebuilt``): its bytes differ from the committed sidecar's, and
+    only what it names (:func:`check_sidecar`) binds it to the entry."""
+    try:
+        member = json.loads(data).get("object")
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(member, dict) and member.get("rebuilt") is True
 
 
 def check_sidecar(index_url: str, data_url: str, entry: WrittenFile, index: BlockIndex) -> None:

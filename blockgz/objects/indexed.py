@@ -56,7 +56,12 @@ from blockgz.format.plan import (
     plan_blocks,
 )
 from blockgz.formats.registry import format_indexing_itself
-from blockgz.objects.committed import CommittedRanges, check_sidecar, check_sidecar_bytes
+from blockgz.objects.committed import (
+    CommittedRanges,
+    check_sidecar,
+    check_sidecar_bytes,
+    rebuilt_sidecar,
+)
 from blockgz.store.base import ObjectStore
 
 
@@ -162,7 +167,7 @@ def load_index(
             text = store.get(key)
         except ObjectNotFoundError:
             continue
-        if committed is not None:
+        if committed is not None and not rebuilt_sidecar(text):
             check_sidecar_bytes(store.url(key), committed, text)
         index = BlockIndex.from_json(text, source=store.url(key))
         if committed is not None:

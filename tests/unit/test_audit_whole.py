@@ -13,6 +13,8 @@ from blockgz.archive.layout import Layout
 from blockgz.archive.log import ManifestLog
 from blockgz.archive.manifest_sequence import missing_manifests
 from blockgz.archive.sidecars import sidecar_key
+from blockgz.errors import ArchiveIntegrityError
+from blockgz.reader import open_archive
 from blockgz.reader.audit import audit_job
 from blockgz.reader.audit_findings import DAMAGE, WARNING
 from blockgz.sink.records import KafkaRecord
@@ -176,6 +178,10 @@ def test_a_tampered_sidecar_is_damage_and_repair_rebuilds_it(archive):
     report = audit_job(log)
     assert kinds(report) == [("sidecar_mismatch", DAMAGE, _key(14))]
     assert "is not the one committed: it is " in report.findings[0].message
+    with open_archive(str(store.root)) as reader, pytest.raises(ArchiveIntegrityError):
+        list(reader.seek("ev", 0, 14))
     repaired = audit_job(log, do_repair=True)
     assert repaired.findings[0].repair.startswith("repaired: rebuilt")
     assert audit_job(log, deep=True).findings == []
+    with open_archive(str(store.root)) as reader:  # the rebuilt sidecar names its object
+        assert [r.offset for r in reader.seek("ev", 0, 14)][:6] == list(range(14, 20))
