@@ -21,6 +21,7 @@ from itertools import pairwise
 
 from blockgz.archive.catalog import Catalog, CatalogView
 from blockgz.archive.layout import Layout, parse_archive_key
+from blockgz.archive.manifest_sequence import check_commits
 from blockgz.archive.manifests import ExportFound, Manifests, find_exports
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.written import WrittenFile
@@ -37,6 +38,8 @@ class CatalogSource:
         self._views: list[tuple[Layout, CatalogView]] = [
             (e.layout, Catalog(Manifests(store, prefix, e.layout, e.name)).view()) for e in exports
         ]
+        for e, (_, view) in zip(exports, self._views, strict=True):  # a deleted manifest
+            check_commits(view, Manifests(store, prefix, e.layout, e.name))
 
     @classmethod
     def find(
@@ -71,6 +74,36 @@ class CatalogSource:
             for ref in refs_of([f for f in files if f.key.startswith(root)], layout):
                 refs.setdefault(ref.key, ref)
         return sorted(refs.values(), key=lambda r: (r.start_offset, r.key))
+
+    def keys_only_refs(self, topic: str, partition: int) -> list[ObjectRef]:
+        """The topic-partition's committed keys files with no value object beside them (the
+        tombstones of ``behavior.on.null.values=write`` with ``store.kafka.keys``), each as a
+        ref with the files beside it (keys, headers, timestamps) as its companions."""
+        refs: dict[str, ObjectRef] = {}
+        for layout, view in self._views:
+            root = layout.topics_root(self._prefix)
+            files = [f for f in view.files(topic, partition) if f.key.startswith(root)]
+            for ref in keys_only_of(files, layout):
+                refs.setdefault(ref.key, ref)
+        return sorted(refs.values(), key=lambda r: (r.start_offset, r.key))
+
+
+def keys_only_of(files: list[WrittenFile], layout: Layout) -> list[ObjectRef]:
+    """:meth:`CatalogSource.keys_only_refs` of committed ``files``."""
+    groups: dict[tuple[str, int], list[ObjectRef]] = {}
+    for f in files:
+        ref = parse_archive_key(layout, f.key, size=f.size, any_extension=True)
+        if ref is None:
+            continue
+        ref = replace(ref, has_index=f.index_key is not None, index_key=f.index_key,
+                      last_offset=f.last_offset)  # fmt: skip
+        groups.setdefault((ref.directory, f.first_offset), []).append(ref)
+    out = []
+    for found in groups.values():
+        keys = next((r for r in found if r.role == "keys"), None)
+        if keys is not None and all(r.role != "value" for r in found):
+            out.append(replace(keys, companions=tuple(sorted(found, key=lambda c: c.role))))
+    return out
 
 
 def refs_of(files: list[WrittenFile], layout: Layout) -> list[ObjectRef]:

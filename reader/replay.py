@@ -100,6 +100,20 @@ class ReplaySettings:
     #: already, counted by a restore's claim (:mod:`blockgz.reader.restore_claims`); that
     #: many are skipped, in order. For a restore without markers (``mark=False``).
     already: dict[int, int] | None = None
+    #: ``--json-null``: what nulls kept as values under the tombstone directory were
+    #: (``tombstone``/``value``; :mod:`blockgz.reader.restore_tombstones`); ``None``: such
+    #: records are refused before anything is sent.
+    json_null: str | None = None
+    #: The export's ``tombstone.encoded.partition``.
+    tombstone_directory: str = "tombstone"
+    #: Per source partition, where a restore stands (:mod:`blockgz.reader.restore_positions`):
+    #: its records then go in transactions that commit the position with them (no marker).
+    positions: dict[int, Any] | None = None
+    #: Per source partition, the source offsets whose target offsets the restore records (where
+    #: consumer groups stood).
+    landmarks: dict[int, list[int]] | None = None
+    #: Records per transaction, with :attr:`positions`.
+    transaction_records: int = 20_000
 
     def __post_init__(self) -> None:
         self.from_time = epoch_ms(self.from_time, name="from_time")
@@ -192,6 +206,11 @@ def replay(
     restored = KafkaBytes.check(
         archive, settings.topic, sources, settings.registry, settings.to_topic
     )
+    tombstones = _tombstones(archive, settings, sources)
+    if settings.positions is not None:
+        return _replay_in_transactions(
+            archive, settings, config, deliveries, restored, tombstones, sources, on_progress
+        )
     delivered = (
         delivered_so_far(config, settings.to_topic, targets, settings.topic, set(sources))
         if settings.mark
@@ -207,14 +226,7 @@ def replay(
         try:
             for source in sources:
                 sent = skipped = 0
-                blocks = archive.record_blocks(
-                    settings.topic,
-                    [source],
-                    start=settings.start,
-                    end=settings.end,
-                    from_time=settings.from_time,
-                    to_time=settings.to_time,
-                )
+                blocks = _blocks(archive, settings, source, tombstones)
                 last_delivered = {t: n for (src, t), n in delivered.items() if src == source}
                 floor = last_delivered.get(source, -1)  # without --by-key all goes to `source`
                 counted = (settings.already or {}).get(source, 0)
@@ -281,6 +293,153 @@ def replay(
     return result
 
 
+def _tombstones(
+    archive: Archive, settings: ReplaySettings, sources: Iterable[int]
+) -> dict[int, tuple[list[Record], set[int]]]:
+    """Per source partition, its keys-only tombstones in the window and the offsets of its
+    nulls kept as values (:mod:`blockgz.reader.restore_tombstones`); a :class:`ConfigError`
+    naming each partition whose nulls cannot be told apart when ``json_null`` is not given."""
+    from blockgz.reader.restore_tombstones import (
+        ambiguity,
+        kept_null_offsets,
+        kept_tombstones,
+        tombstone_records,
+    )
+    from blockgz.reader.window_counts import Window
+
+    window = Window(settings.start, settings.end, settings.from_time, settings.to_time)  # type: ignore[arg-type]
+    found: dict[int, tuple[list[Record], set[int]]] = {}
+    unclear = []
+    for source in sources:
+        kept = kept_tombstones(archive, settings.topic, source, settings.tombstone_directory)
+        dead = list(tombstone_records(archive, kept.keys_only, window))
+        nulls = set(kept_null_offsets(archive, kept.kept_nulls, window))
+        if nulls and settings.json_null is None:
+            unclear.append(
+                ambiguity(settings.topic, source, len(nulls), settings.tombstone_directory)
+            )
+        found[source] = (dead, nulls)
+    if unclear:
+        raise ConfigError("; ".join(unclear))
+    return found
+
+
+def _blocks(
+    archive: Archive,
+    settings: ReplaySettings,
+    source: int,
+    tombstones: Mapping[int, tuple[list[Record], set[int]]],
+) -> Iterable[tuple[int, list[Record]]]:
+    """``(source, block)`` of the source partition's window in offset order, keys-only
+    tombstones in their places, nulls kept as values resolved as ``json_null`` says."""
+    from blockgz.reader.restore_tombstones import merged_blocks, resolved_nulls
+
+    blocks = archive.record_blocks(
+        settings.topic,
+        [source],
+        start=settings.start,
+        end=settings.end,
+        from_time=settings.from_time,
+        to_time=settings.to_time,
+    )
+    dead, nulls = tombstones.get(source, ([], set()))
+    values = (block for _, block in blocks)
+    for block in merged_blocks(values, iter(dead)):
+        if nulls:
+            block = resolved_nulls(block, nulls, settings.json_null or "value")
+        yield source, block
+
+
+def _replay_in_transactions(
+    archive: Archive,
+    settings: ReplaySettings,
+    config: dict[str, Any],
+    deliveries: _Failures,
+    restored: KafkaBytes,
+    tombstones: Mapping[int, tuple[list[Record], set[int]]],
+    sources: list[int],
+    on_progress: Callable[[int, int], None] | None,
+) -> ReplayResult:
+    """:func:`replay` one partition to one, each target partition's records in transactions
+    that commit its position (:mod:`blockgz.reader.restore_positions`); no marker is added."""
+    from blockgz.reader.restore_positions import PartitionTransactions
+
+    assert settings.positions is not None
+    result = ReplayResult()
+    started = time.monotonic()
+    with fewer_collections():
+        for source in sources:
+            sender = PartitionTransactions(
+                config,
+                settings.to_topic,
+                source,
+                settings.positions[source],
+                (settings.landmarks or {}).get(source, ()),
+                settings.transaction_records,
+            )
+            try:
+                result.sent[source], result.skipped[source] = _send_in_transactions(
+                    archive, settings, sender, (deliveries, result), restored, tombstones,
+                    on_progress,
+                )  # fmt: skip
+            finally:
+                sender.close()
+            log.info(
+                "%s-%d -> %s: %d records sent, %d committed before",
+                settings.topic,
+                source,
+                settings.to_topic,
+                result.sent[source],
+                result.skipped[source],
+            )
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _send_in_transactions(
+    archive: Archive,
+    settings: ReplaySettings,
+    sender: Any,
+    reports: tuple[_Failures, ReplayResult],
+    restored: KafkaBytes,
+    tombstones: Mapping[int, tuple[list[Record], set[int]]],
+    on_progress: Callable[[int, int], None] | None,
+) -> tuple[int, int]:
+    """One source partition through ``sender`` from its recorded position: (sent, skipped)."""
+    deliveries, result = reports
+    source = sender.partition
+    start = sender.position.next_offset
+    sent = skipped = 0
+    for _, block in _blocks(archive, settings, source, tombstones):
+        if block[0].value is not None:  # a keys-only tombstone holds no value to judge by
+            _note_not_kept(block[0], result, settings.topic, source)
+        unsent = block if block[0].offset >= start else [r for r in block if r.offset >= start]
+        skipped += len(block) - len(unsent)
+        if not unsent:
+            continue
+        keys = restored.keys(source, block)
+        if keys is not None and len(unsent) < len(block):
+            keys = keys[len(block) - len(unsent) :]
+        values = restored.values(source, unsent)
+        sender.begin()
+        callbacks = sender.callbacks([r.offset for r in unsent])
+        _send(
+            sender.producer, settings.to_topic, unsent, itertools.repeat(source), None,
+            values, keys, callbacks,
+        )  # fmt: skip
+        sender.producer.poll(0)
+        if deliveries.failures:
+            sender._abort(deliveries.failures[0])
+        sent += len(unsent)
+        sender.sent(len(unsent), unsent[-1].offset)
+        if on_progress is not None:
+            on_progress(source, sent)
+    sender.commit()
+    if deliveries.failures:
+        sender._abort(deliveries.failures[0])
+    return sent, skipped
+
+
 #: What the replayed records get for what the archive did not keep, and what keeps it.
 _NOT_KEPT = {
     "timestamps": ("the replay's time", "store.kafka.timestamps, on by default"),
@@ -335,6 +494,7 @@ def _send(
     marker,
     values: list[bytes | None] | None = None,
     keys: list[bytes | None] | None = None,
+    callbacks: list[Any] | None = None,
 ) -> None:
     """Hand ``records`` to the producer, each to its partition, with its resume marker, its
     value and key (``values``/``keys`` re-encoded, or the record's own); while the producer's
@@ -350,17 +510,20 @@ def _send(
                 f"{topic}: offset {records[bad].offset} holds a decoded key or value, not bytes"
             )
     produce = producer.produce
-    for record, partition, value, key in zip(records, partitions, values, keys, strict=False):
+    report = itertools.repeat(None) if callbacks is None else callbacks
+    rows = zip(records, partitions, values, keys, report, strict=False)
+    for record, partition, value, key, callback in rows:
         headers = record.headers
         if marker is not None:
             headers = [*(headers or ()), (MARKER, marker + b"%d" % record.offset)]
         try:
             # Positional (topic, value, key, partition, callback, on_delivery, timestamp,
             # headers): no keyword dict per record.
-            produce(topic, value, key, partition, None, None, record.timestamp or 0, headers)
+            produce(topic, value, key, partition, callback, None, record.timestamp or 0, headers)
         except BufferError:
             _produce_when_queued(
-                producer, (topic, value, key, partition, None, None, record.timestamp or 0, headers)
+                producer,
+                (topic, value, key, partition, callback, None, record.timestamp or 0, headers),
             )
 
 

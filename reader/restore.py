@@ -1,13 +1,17 @@
 """Carry out a :class:`~blockgz.reader.restore_plan.RestorePlan`: topics, records, groups.
 
 In order: create the missing target topics as the snapshot describes them, or check the existing
-ones (:mod:`blockgz.reader.restore_topics`); claim each one-to-one target partition and learn
-how far a previous run got (:mod:`blockgz.reader.restore_claims`), or fall back to the
-``blockgz.replay`` markers where a claim cannot count; send each topic's records with
-:func:`blockgz.reader.replay.replay` (idempotent producer, partition to partition, keys, headers
-and timestamps as kept); and, once every record is delivered, set the consumer groups' offsets
-on the target (:mod:`blockgz.reader.group_offsets`). A failure before the groups leaves them
-untouched: a rerun continues the records and then sets them.
+ones (:mod:`blockgz.reader.restore_topics`); read where a previous run of the same restore stood
+in each one-to-one target partition, as its own committed transactions recorded it, and claim
+the partitions it never reached (:mod:`blockgz.reader.restore_positions`); send each topic's
+records with :func:`blockgz.reader.replay.replay` (partition to partition, keys, headers,
+timestamps and tombstones as kept, in transactions that commit each partition's position with
+its records); and, once every record is delivered, set the consumer groups' offsets on the
+target (:mod:`blockgz.reader.group_offsets`) at the target offsets the transactions recorded. A
+failure before the groups leaves them untouched: a rerun continues the records and then sets
+them. A target topic that held records of its own before the restore first reached it, and a
+``--by-key`` restore, are restored with the ``blockgz.replay`` markers instead
+(:mod:`blockgz.reader.replay_markers`), as before.
 
 Example (with a broker)::
 
@@ -19,16 +23,21 @@ Example (with a broker)::
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from blockgz.errors import ConfigError
+from blockgz.errors import ConfigError, RestoreError
 from blockgz.reader.group_offsets import GroupsResult, set_group_offsets
 from blockgz.reader.replay import ReplayResult, ReplaySettings, replay
 from blockgz.reader.replay_markers import admin_settings
-from blockgz.reader.restore_claims import delivered_by_count
 from blockgz.reader.restore_plan import RestorePlan, TopicPlan
+from blockgz.reader.restore_positions import (
+    TRANSACTION_RECORDS,
+    Position,
+    fence,
+    read_positions,
+)
 from blockgz.reader.restore_topics import TargetTopic, ensure_topics
 from blockgz.registry import RegistrySettings
 
@@ -43,6 +52,10 @@ class RestoreSettings:
     registry: RegistrySettings | None = None
     #: Allow restoring with markers into a non-empty target named as its source topic.
     allow_same_topic: bool = False
+    #: ``--json-null`` (:mod:`blockgz.reader.restore_tombstones`).
+    json_null: str | None = None
+    #: Records per transaction (:mod:`blockgz.reader.restore_positions`).
+    transaction_records: int = TRANSACTION_RECORDS
 
 
 @dataclass
@@ -50,7 +63,8 @@ class TopicOutcome:
     source: str
     target: str
     created: bool
-    #: ``claims`` (resumed by counting, records unchanged) or ``markers`` (``blockgz.replay``).
+    #: ``positions`` (resumed from its transactions' records, records unchanged) or
+    #: ``markers`` (``blockgz.replay``).
     resume: str
     result: ReplayResult
 
@@ -72,13 +86,12 @@ class RestoreResult:
 
 @dataclass
 class _Prepared:
-    """One topic's replays (one per distinct window) and its claimed bases."""
+    """One topic's replays (one per distinct window)."""
 
     topic: TopicPlan
     target: TargetTopic
     resume: str
     runs: list[ReplaySettings]
-    bases: dict[tuple[str, int], int]
 
 
 def prepare(archive_plan: RestorePlan, settings: RestoreSettings, admin: Any) -> list[_Prepared]:
@@ -90,13 +103,10 @@ def prepare(archive_plan: RestorePlan, settings: RestoreSettings, admin: Any) ->
     targets = ensure_topics(admin.client, archive_plan, bootstrap)
     prepared = []
     for topic, target in zip(archive_plan.topics, targets, strict=True):
-        claimed = None
+        starts = None
         if not archive_plan.request.by_key:
-            fingerprints = {
-                p.partition: archive_plan.fingerprint(topic, p) for p in topic.partitions
-            }
-            claimed = delivered_by_count(client, topic.target, fingerprints)
-        mark = claimed is None
+            starts = _positions(client, archive_plan, topic)
+        mark = starts is None
         if mark and topic.target == topic.source and not settings.allow_same_topic:
             raise ConfigError(
                 f"topic {topic.target!r} exists with records of its own and is named as the "
@@ -119,12 +129,63 @@ def prepare(archive_plan: RestorePlan, settings: RestoreSettings, admin: Any) ->
                     allow_same_topic=True,  # checked above, with what restore knows
                     registry=settings.registry,
                     producer=dict(settings.producer),
-                    already=None if claimed is None else {p: n for p, (_, n) in claimed.items()},
+                    json_null=settings.json_null,
+                    tombstone_directory=archive_plan.request.tombstone_directory,
+                    positions=None if starts is None else {p: starts[p] for p in partitions},
+                    landmarks=_landmarks(archive_plan, topic),
+                    transaction_records=settings.transaction_records,
                 )
             )
-        bases = {} if claimed is None else {(topic.target, p): b for p, (b, _) in claimed.items()}
-        prepared.append(_Prepared(topic, target, "markers" if mark else "claims", runs, bases))
+        prepared.append(_Prepared(topic, target, "markers" if mark else "positions", runs))
     return prepared
+
+
+def _positions(client: Mapping[str, Any], plan: RestorePlan, topic: TopicPlan):
+    """Where this restore stands in each target partition of ``topic`` (source partition ->
+    :class:`Position`), the partitions it never reached claimed at the start; ``None`` when the
+    target held records of its own before the restore first reached it (markers, then)."""
+    from blockgz.reader.restore_positions import claim
+
+    fingerprints = {p.partition: plan.fingerprint(topic, p) for p in topic.partitions}
+    fence(client, topic.target, fingerprints)
+    found = read_positions(client, topic.target, fingerprints)
+    for partition, position in sorted(found.items()):
+        if position.fingerprint != fingerprints.get(partition):
+            raise RestoreError(
+                f"{topic.target}[{partition}] holds the records of another restore (another "
+                "source, window or rename); restore into a new topic (--rename)"
+            )
+    if not found and _holds_records(client, topic.target, fingerprints):
+        return None
+    fresh = {p: Position(fp, 0) for p, fp in fingerprints.items() if p not in found}
+    claim(client, topic.target, fresh)
+    return {**fresh, **found}
+
+
+def _holds_records(client: Mapping[str, Any], target: str, partitions: Iterable[int]) -> bool:
+    """Whether some of ``target``'s ``partitions`` hold records (from their watermarks)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({**client, "group.id": "blockgz.restore.check", "log_level": 3})
+    try:
+        for p in partitions:
+            low, high = consumer.get_watermark_offsets(
+                TopicPartition(target, p), timeout=15, cached=False
+            )
+            if high > low:
+                return True
+    finally:
+        consumer.close()
+    return False
+
+
+def _landmarks(plan: RestorePlan, topic: TopicPlan) -> dict[int, list[int]]:
+    """Per source partition, the source offsets where the chosen groups stood."""
+    found: dict[int, list[int]] = {}
+    for g in plan.groups:
+        if g.source == topic.source:
+            found.setdefault(g.partition, []).append(g.source_offset)
+    return found
 
 
 def _by_window(topic: TopicPlan) -> dict[Any, list[int]]:
@@ -184,11 +245,42 @@ def _set_groups(
 ) -> GroupsResult:
     if not plan.groups:
         return GroupsResult()
-    bases: dict[tuple[str, int], int] = {}
-    for item in prepared:
-        bases.update(item.bases)
-    placed = _placed_by_markers(plan, admin_settings(settings.producer), prepared)
-    return set_group_offsets(admin.client, plan.groups, bases, placed)
+    client = admin_settings(settings.producer)
+    placed = _placed_by_markers(plan, client, prepared)
+    placed.update(_placed_by_positions(plan, client, prepared))
+    return set_group_offsets(admin.client, plan.groups, {}, placed)
+
+
+def _placed_by_positions(
+    plan: RestorePlan, client: Mapping[str, Any], prepared: list[_Prepared]
+) -> dict[tuple[str, str], dict[int, int] | str]:
+    """``(group, target topic) ->`` its offsets on a topic restored in transactions: the target
+    offset the transactions recorded for each group's source offset; past every restored
+    record, the partition's end."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    placed: dict[tuple[str, str], dict[int, int] | str] = {}
+    consumer = Consumer({**client, "group.id": "blockgz.restore.check", "log_level": 3})
+    try:
+        for item in prepared:
+            entries = [g for g in plan.groups if g.source == item.topic.source]
+            if item.resume != "positions" or not entries:
+                continue
+            target = item.topic.target
+            positions = read_positions(client, target, {g.partition for g in entries})
+            for g in entries:
+                marks = positions[g.partition].landmarks if g.partition in positions else {}
+                offset = marks.get(g.source_offset)
+                if offset is None:  # past the restored records (or none restored there)
+                    _, offset = consumer.get_watermark_offsets(
+                        TopicPartition(target, g.partition), timeout=15, cached=False
+                    )
+                found = placed.setdefault((g.group, target), {})
+                assert isinstance(found, dict)
+                found[g.partition] = offset
+    finally:
+        consumer.close()
+    return placed
 
 
 def _placed_by_markers(

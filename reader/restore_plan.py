@@ -18,6 +18,7 @@ Kafka.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import hashlib
 import re
@@ -145,6 +146,11 @@ class RestoreRequest:
     #: Regex the whole group id must match; ``None``: every group of the snapshot.
     groups_regex: str | None = None
     groups: bool = True
+    #: ``--json-null``: what nulls kept as values under the tombstone directory were
+    #: (``tombstone`` or ``value``); ``None``: not told, so a plan holding some refuses.
+    json_null: str | None = None
+    #: The export's ``tombstone.encoded.partition``: the directory tombstones are kept in.
+    tombstone_directory: str = "tombstone"
 
     def window(self, topic: str, partition: int) -> Window:
         start, end = self.offsets.get((topic, partition), (None, None))
@@ -161,6 +167,12 @@ class PartitionPlan:
     count: WindowCount
     min_time: int | None = None
     max_time: int | None = None
+    #: Tombstones kept as keys only (``store.kafka.keys``), in the window: in :attr:`count`.
+    tombstones: int = 0
+    #: Records in the window that are nulls kept as values under the tombstone directory
+    #: (:mod:`blockgz.reader.restore_tombstones`): in :attr:`count`, sent as ``--json-null``
+    #: says.
+    kept_nulls: int = 0
 
 
 @dataclass(frozen=True)
@@ -216,6 +228,22 @@ class RestorePlan:
     def records(self) -> int:
         return sum(t.records for t in self.topics)
 
+    @property
+    def ambiguities(self) -> list[str]:
+        """One line per partition whose nulls kept as values cannot be told from the JSON text
+        ``null`` while ``--json-null`` is not given: the restore refuses them."""
+        from blockgz.reader.restore_tombstones import ambiguity
+
+        if self.request.json_null is not None:
+            return []
+        where = self.request.tombstone_directory
+        return [
+            ambiguity(t.source, p.partition, p.kept_nulls, where)
+            for t in self.topics
+            for p in t.partitions
+            if p.kept_nulls
+        ]
+
     def fingerprint(self, topic: TopicPlan, partition: PartitionPlan) -> str:
         """A short hash of what one partition's restore sends (source, window, rename): a
         rerun of the same restore continues it, another restore into the same target is
@@ -241,6 +269,8 @@ class RestorePlan:
                         {
                             "partition": p.partition,
                             "records": p.count.records,
+                            "tombstones": p.tombstones,
+                            "kept_nulls": p.kept_nulls,
                             "first_offset": p.count.first,
                             "last_offset": p.count.last,
                             "from_offset": p.window.start,
@@ -268,6 +298,8 @@ class RestorePlan:
                 for g in self.groups
             ],
             "notes": list(self.notes),
+            "json_null": self.request.json_null,
+            "ambiguities": self.ambiguities,
         }
 
 
@@ -343,7 +375,8 @@ def plan_restore(archive, request: RestoreRequest) -> RestorePlan:
             below = [o for (g, p), o in wanted.get(topic, {}).items() if p == partition]
             count = count_window(archive, topic, partition, window, below)
             low, high = _time_range(archive, archive.objects(topic, partition), count, window)
-            parts.append(PartitionPlan(partition, window, count, low, high))
+            count, dead, nulls = _with_tombstones(archive, request, topic, partition, count)
+            parts.append(PartitionPlan(partition, window, count, low, high, dead, nulls))
         plan = TopicPlan(topic, targets[topic], tuple(parts), state)
         topics.append(plan)
         by_partition = {p.partition: p for p in parts}
@@ -407,6 +440,30 @@ def _partitions(archive, request: RestoreRequest, topic: str) -> list[int]:
                 f"{option} {topic}:{missing[0]}: the archive holds partitions {held} of {topic!r}"
             )
     return only or held
+
+
+def _with_tombstones(
+    archive, request: RestoreRequest, topic: str, partition: int, count: WindowCount
+) -> tuple[WindowCount, int, int]:
+    """``count`` with the partition's keys-only tombstones in the window added (they take
+    target offsets too), their number, and how many records of ``count`` are nulls kept as
+    values (:mod:`blockgz.reader.restore_tombstones`)."""
+    from blockgz.reader.restore_tombstones import (
+        kept_null_offsets,
+        kept_tombstones,
+        tombstone_records,
+    )
+
+    window = request.window(topic, partition)
+    kept = kept_tombstones(archive, topic, partition, request.tombstone_directory)
+    nulls = len(kept_null_offsets(archive, kept.kept_nulls, window)) if kept.kept_nulls else 0
+    dead = [r.offset for r in tombstone_records(archive, kept.keys_only, window)]
+    if not dead:
+        return count, 0, nulls
+    below = {o: n + bisect.bisect_left(dead, o) for o, n in count.below.items()}
+    first = dead[0] if count.first is None else min(count.first, dead[0])
+    last = dead[-1] if count.last is None else max(count.last, dead[-1])
+    return WindowCount(count.records + len(dead), first, last, below), len(dead), nulls
 
 
 def _time_range(archive, refs, count: WindowCount, window: Window) -> tuple[int | None, int | None]:

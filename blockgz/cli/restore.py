@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 
 import click
 
@@ -65,13 +64,32 @@ from blockgz.cli.replay import _epoch_ms, _progress, _registry
     "--master", metavar="URL",
     help="Run as a Spark job (local[4], spark://host:7077): one task per archived partition.",
 )  # fmt: skip
+@click.option(
+    "--json-null", type=click.Choice(["tombstone", "value"]),
+    help="What a null kept as a value under the tombstone directory was (an export with "
+    "behavior.on.null.values=write and no store.kafka.keys keeps a tombstone as JSON null, "
+    "which reads as a value that was the text null): 'tombstone' sends key + null value, "
+    "'value' the bytes read. Without it such records stop the restore (exit 1), named per "
+    "partition in the plan.",
+)  # fmt: skip
+@click.option(
+    "--tombstone-partition", default="tombstone", show_default=True, metavar="NAME",
+    help="The export's tombstone.encoded.partition: the directory its tombstones are in.",
+)  # fmt: skip
+@click.option(
+    "--transaction-records", type=click.IntRange(min=1), default=20_000, show_default=True,
+    metavar="N",
+    help="Records per Kafka transaction and position commit: at most what a killed restore "
+    "sends again per partition.",
+)  # fmt: skip
 @store_options
 @fail_cleanly
 def restore(
     source, topics, topics_regex, from_time, to_time, offset_windows, only_partitions, rename,
     prefix, suffix,
     bootstrap_servers, by_key, groups_regex, no_groups, dry_run, output, allow_same_topic,
-    schema_registry_url, master, endpoint_url, options,
+    schema_registry_url, master, json_null, tombstone_partition, transaction_records,
+    endpoint_url, options,
 ) -> None:  # fmt: skip
     """Restore archived TOPICS of SOURCE (an archive prefix) into a Kafka cluster.
 
@@ -84,13 +102,21 @@ def restore(
     set on the target (groups with members there are left alone), so consumers resume where
     they stood: nothing reprocessed, nothing skipped.
 
+    Tombstones come back as tombstones (key + null value) in offset order, wherever the archive
+    kept them (behavior.on.null.values=write: the keys files under the tombstone directory, or
+    with --json-null the nulls kept as values there); the plan counts them.
+
     A killed restore resumes when run again and sends nothing twice. Records go unchanged (no
-    header added) into target partitions that were empty when the restore claimed them (a
-    committed offset of the group blockgz.restore.claims on the target says where each began);
-    into a target that already held records, and with --by-key, each record carries a
-    blockgz.replay header naming its source offset, as `blockgz replay` does; there the groups'
-    offsets are found by reading the restored records back (with --by-key, a group whose
-    consumed records are not a prefix of each target partition is left alone, with the reason).
+    header added) in Kafka transactions (transactional.id blockgz.restore.<target>.<partition>),
+    each committing with its records the partition's next source offset as the offset of the
+    consumer group blockgz.restore.<target> on the target; a rerun resumes from there, whatever
+    else was written to the target meanwhile. Consumers of the target must read committed
+    records (isolation.level=read_committed; Java's default is read_uncommitted). Into a target
+    that held records before the restore first reached it, and with --by-key, each record
+    carries a blockgz.replay header naming its source offset, as `blockgz replay` does; there
+    the groups' offsets are found by reading the restored records back (with --by-key, a group
+    whose consumed records are not a prefix of each target partition is left alone, with the
+    reason).
 
     `blockgz replay` is the one-topic form of this command: it sends with the same code into
     an existing topic, with the header, and sets no groups.
@@ -141,6 +167,8 @@ def restore(
         by_key=by_key,
         groups_regex=groups_regex,
         groups=not no_groups,
+        json_null=json_null,
+        tombstone_directory=tombstone_partition,
     )
     console = Console(stderr=True)
     with open_archive(source, archive_options) as archive:
@@ -153,15 +181,23 @@ def restore(
                 for topic in doc["topics"]:
                     if existing is not None:
                         topic["target_partitions_now"] = existing.get(topic["target"])
-                click.echo(json.dumps(doc, indent=1))
+                from blockgz.cli.json_text import dumps
+
+                click.echo(dumps(doc, indent=1))
             else:
                 _print_plan(plan, existing)
+            _refuse_ambiguous(plan)
             return
+        _refuse_ambiguous(plan)
         from blockgz.reader.restore import RestoreSettings
 
         producer["bootstrap.servers"] = bootstrap_servers
         settings = RestoreSettings(
-            producer, _registry(schema_registry_url, archive_options), allow_same_topic
+            producer,
+            _registry(schema_registry_url, archive_options),
+            allow_same_topic,
+            json_null,
+            transaction_records,
         )
         if master:
             result = _on_spark(master, source, archive_options, plan, settings)
@@ -181,6 +217,17 @@ def restore(
             "records are restored. Where a group's consumers run on the target, stop them and "
             "run the restore again: it sends nothing twice and sets the groups"
         )
+
+
+def _refuse_ambiguous(plan) -> None:
+    """Exit 1 naming each partition whose nulls kept as values need ``--json-null``."""
+    lines = plan.ambiguities
+    if lines:
+        from blockgz.errors import RestoreError
+
+        for line in lines[:-1]:
+            click.echo(f"error: {line}", err=True)
+        raise RestoreError(lines[-1])
 
 
 def _existing_targets(bootstrap: str | None, producer: dict[str, str]) -> dict[str, int] | None:
@@ -232,8 +279,9 @@ def _print_plan(plan, existing: dict[str, int] | None) -> None:
     console = Console()
     snap = _time(plan.snapshot_at) or "none"
     table = Table(title=f"restore plan: {plan.records:,} records (snapshot of {snap})")
-    for column in ("topic", "target", "partition", "offsets", "times", "records"):
-        table.add_column(column, justify="right" if column in ("partition", "records") else "left")
+    columns = ("topic", "target", "partition", "offsets", "times", "records", "tombstones")
+    for column in columns:
+        table.add_column(column, justify="left" if column in columns[:5] else "right")
     for topic in plan.topics:
         for part in topic.partitions:
             count = part.count
@@ -241,7 +289,7 @@ def _print_plan(plan, existing: dict[str, int] | None) -> None:
             times = f"{_time(part.min_time)} .. {_time(part.max_time)}" if part.min_time else ""
             table.add_row(
                 topic.source, topic.target, str(part.partition), span, times,
-                f"{count.records:,}",
+                f"{count.records:,}", _tombstones_cell(part, plan.request.json_null),
             )  # fmt: skip
     console.print(table)
     topics = Table(title="target topics (created when missing)")
@@ -269,6 +317,19 @@ def _print_plan(plan, existing: dict[str, int] | None) -> None:
         console.print(f"note: {note}", markup=False)
 
 
+def _tombstones_cell(part, json_null: str | None) -> str:
+    """The plan's tombstones column: keys-only ones, and nulls kept as values as counted."""
+    text = f"{part.tombstones:,}"
+    if part.kept_nulls:
+        what = {"tombstone": "as tombstones", "value": "as values"}.get(json_null, "unclear")
+        text += f" + {part.kept_nulls:,} kept nulls ({what})"
+    return text
+
+
+#: What the summary calls the records a rerun skips, by how the topic resumes.
+_BEFORE = {"positions": "restored before (the recorded position)", "markers": "there already"}
+
+
 def _summary(result) -> None:
     rate = result.sent / result.seconds if result.seconds else 0.0
     for topic in result.topics:
@@ -277,7 +338,7 @@ def _summary(result) -> None:
             f"{topic.source} -> {topic.target}"
             + (" (created)" if topic.created else "")
             + f": {topic.result.total_sent} records sent"
-            + (f", {skipped} there already" if skipped else "")
+            + (f", {skipped} {_BEFORE[topic.resume]}" if skipped else "")
             + (", with blockgz.replay headers" if topic.resume == "markers" else "")
             + "".join(f"; without {w} (the archive kept none)" for w in topic.result.not_kept),
             err=True,

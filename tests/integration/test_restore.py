@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,12 +16,13 @@ import uuid
 
 import pytest
 from click.testing import CliRunner
+from confluent_kafka import KafkaError
 
 from blockgz.archive.layout import Layout
 from blockgz.archive.snapshots import ClusterSnapshot, Snapshots, TopicState
 from blockgz.cli import main
 from blockgz.reader.replay import MARKER
-from blockgz.reader.restore_claims import CLAIM_GROUP
+from blockgz.reader.restore_positions import position_group
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.task import write_task
@@ -59,20 +61,29 @@ def snapshot(root, at_ms: int, topics: dict, groups: dict) -> None:
 
 
 def read_all(kafka, topic: str) -> dict[int, list]:
-    """Every record of every partition of ``topic``, by partition."""
+    """Every committed record of every partition of ``topic``, by partition (read_committed,
+    up to the partition's end: a restore's transaction markers take offsets too)."""
     from confluent_kafka import Consumer, TopicPartition
 
     ends = kafka.high_watermarks(topic)
-    consumer = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": "check"})
+    consumer = Consumer(
+        {"bootstrap.servers": kafka.bootstrap_servers, "group.id": "check",
+         "isolation.level": "read_committed", "enable.partition.eof": True}
+    )  # fmt: skip
     out: dict[int, list] = {}
     try:
         for partition, end in ends.items():
             consumer.assign([TopicPartition(topic, partition, 0)])
             got: list = []
             deadline = time.monotonic() + 30
-            while len(got) < end:
-                assert time.monotonic() < deadline, f"read {len(got)} of {end}"
-                got += [m for m in consumer.consume(500, timeout=1) if m.error() is None]
+            at_end = end == 0
+            while not at_end:
+                assert time.monotonic() < deadline, f"read {len(got)}, end {end}"
+                for m in consumer.consume(500, timeout=1):
+                    if m.error() is None:
+                        got.append(m)
+                    elif m.error().code() == KafkaError._PARTITION_EOF and m.offset() >= end:
+                        at_end = True
             out[partition] = got
     finally:
         consumer.close()
@@ -201,7 +212,7 @@ def test_topics_are_created_renamed_and_groups_resume_where_they_stood(kafka, tm
     assert again.exit_code == 1, again.output
     assert "restored 0 records of 2 topics" in again.stderr
     assert f"group {billing} not set: it has offsets of its own" in again.stderr
-    assert sum(kafka.high_watermarks(restored_orders).values()) == 120
+    assert sum(map(len, read_all(kafka, restored_orders).values())) == 120
     offsets = (
         kafka.admin()
         .list_consumer_group_offsets(
@@ -264,14 +275,15 @@ def test_an_existing_target_is_checked_and_one_with_records_gets_markers(kafka, 
 @pytest.mark.crash
 def test_a_killed_restore_resumes_and_sends_each_record_once(kafka, tmp_path):
     """SIGKILL mid-restore, then a rerun: every record once, in order, and no header added (the
-    claim on the target says where the first run began; the end offset how far it got)."""
+    position each committed transaction recorded says where the rerun resumes; the killed run's
+    open transaction is aborted)."""
     run_id = uuid.uuid4().hex[:6]
     topic = f"killed_{run_id}"
     records = archive_of(tmp_path, topic, 1, 600)
     target = f"{topic}_r"
     command = [  # takes 150 records, then blocks: the kill always lands mid-way
         sys.executable, "-m", "testkit.capped_cli", "150",
-        "restore", str(tmp_path), topic,
+        "restore", str(tmp_path), topic, "--transaction-records", "40",
         "--suffix", "_r", "--bootstrap-servers", kafka.bootstrap_servers,
         "-O", "kafka.batch.num.messages=1", "-O", "kafka.linger.ms=0",
         "-O", "kafka.queue.buffering.max.messages=10",
@@ -281,28 +293,32 @@ def test_a_killed_restore_resumes_and_sends_each_record_once(kafka, tmp_path):
         env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )  # fmt: skip
     deadline = time.monotonic() + 90
-    while not kafka.partitions(target) or kafka.high_watermarks(target)[0] < 100:
+    while not kafka.partitions(target) or kafka.high_watermarks(target)[0] < 130:
         assert process.poll() is None, process.stderr.read().decode()
         assert time.monotonic() < deadline, "the restore delivered nothing in 90 s"
         time.sleep(0.05)  # polling the broker with a deadline
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-    delivered = kafka.high_watermarks(target)[0]
-    assert 100 <= delivered <= 150 < len(records), "the cap did not hold the run mid-way"
     result = run(str(tmp_path), topic, "--suffix", "_r", "--bootstrap-servers",
                  kafka.bootstrap_servers)  # fmt: skip
     assert result.exit_code == 0, result.output
-    assert f"{len(records) - delivered} records sent, {delivered} there already" in result.stderr
+    # Transactions end at a block (25 records) once they hold 40: 50 records each.
+    said = re.search(r"(\d+) records sent, (\d+) restored before", result.stderr)
+    assert said is not None, result.stderr
+    sent, before = int(said[1]), int(said[2])
+    assert sent + before == len(records) and before in (50, 100), result.stderr
     got = read_all(kafka, target)[0]
     assert [as_restored(m) for m in got] == [as_archived(r) for r in records]
     from confluent_kafka import Consumer, TopicPartition
 
-    claims = Consumer({"bootstrap.servers": kafka.bootstrap_servers, "group.id": CLAIM_GROUP})
+    positions = Consumer(
+        {"bootstrap.servers": kafka.bootstrap_servers, "group.id": position_group(target)}
+    )
     try:
-        (claim,) = claims.committed([TopicPartition(target, 0)], timeout=15)
+        (position,) = positions.committed([TopicPartition(target, 0)], timeout=15)
     finally:
-        claims.close()
-    assert claim.offset == 0 and "blockgz.restore" in claim.metadata
+        positions.close()
+    assert position.offset == records[-1].offset + 1 and "blockgz.restore" in position.metadata
 
 
 def test_an_archive_written_under_a_time_partitioner(kafka, tmp_path):
