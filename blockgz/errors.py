@@ -54,6 +54,11 @@ class ArchiveIntegrityError(BlockGzError, ValueError):
         self.key = key
 
 
+class MissingCommitError(ArchiveIntegrityError):
+    """A manifest is gone from an export's sequence (deleted): what it committed is committed
+    no more, so a read would silently miss its records. The message names the manifest."""
+
+
 class CorruptBlockError(BlockGzError, ValueError):
     """A block does not decompress, or decompresses to something the index did not promise."""
 

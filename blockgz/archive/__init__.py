@@ -15,7 +15,8 @@ Its modules import one way, each only those listed before it:
   restore);
 * :mod:`~blockgz.archive.manifests` (one per committed batch), :mod:`~blockgz.archive.intents`
   (the directories a task is about to write), :mod:`~blockgz.archive.catalog` (the manifests,
-  compacted), :mod:`~blockgz.archive.recovery` (what a batch that never committed left),
+  compacted), :mod:`~blockgz.archive.manifest_sequence` (a manifest missing from the
+  sequence), :mod:`~blockgz.archive.recovery` (what a batch that never committed left),
   :mod:`~blockgz.archive.log` (what is committed and where each partition resumes);
 * :mod:`~blockgz.archive.lease` (one writer per archive).
 

@@ -30,7 +30,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import groupby
 
+from blockgz.archive.catalog import CatalogView
 from blockgz.archive.job_keys import JobKeys
+from blockgz.archive.manifests import Manifests
+from blockgz.errors import MissingCommitError
 
 
 def missing_manifests(
@@ -61,6 +64,26 @@ def missing_manifests(
         ]
         previous_last = batches[-1]
     return missing
+
+
+def check_commits(view: CatalogView, manifests: Manifests) -> None:
+    """Raise :class:`~blockgz.errors.MissingCommitError` naming a manifest missing from the
+    catalog view's tail (the manifests after its root, already listed: no request)."""
+    m = manifests
+    after = view.root.through if view.root is not None else ""
+    keys = [info.key for info in view.tail_listed]
+    missing = missing_manifests(keys, m.layout, m.prefix, m.name, after=after)
+    if not missing:
+        return
+    url = m.store.url(missing[0])
+    more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+    raise MissingCommitError(
+        f"{url}: this manifest of export {m.name!r} is gone{more}, though later ones are "
+        "there: the archive has a missing commit, and the records it committed would be "
+        f"missing from what is read; `blockgz audit {m.store.url(m.prefix) or '.'} --repair` "
+        "re-commits its objects where they prove themselves",
+        key=url,
+    )
 
 
 def _start(first: int, previous_last: int | None) -> int:

@@ -13,7 +13,7 @@ from blockgz.archive.layout import Layout
 from blockgz.archive.log import ManifestLog
 from blockgz.archive.manifest_sequence import missing_manifests
 from blockgz.archive.sidecars import sidecar_key
-from blockgz.errors import ArchiveIntegrityError
+from blockgz.errors import ArchiveIntegrityError, MissingCommitError
 from blockgz.reader import open_archive
 from blockgz.reader.audit import audit_job
 from blockgz.reader.audit_findings import DAMAGE, WARNING
@@ -91,8 +91,18 @@ def test_a_deleted_manifest_is_one_line_naming_it_and_repair_recommits(archive):
     assert line.startswith(f"damage: {gone}: the manifest is gone from the job's sequence")
     assert "6 objects (ev-0 offsets 20..39, ev-1 offsets 20..39)" in line
 
+    with open_archive(str(store.root)) as reader:  # readers: an error naming it, no silent loss
+        with pytest.raises(MissingCommitError, match=f"{gone}: this manifest of export 'job'"):
+            list(reader.seek("ev", 0, 0))
+        with pytest.raises(MissingCommitError, match="the archive has a missing commit"):
+            list(reader.records("ev"))
+
     repaired = audit_job(log, do_repair=True)
     assert repaired.findings[0].repair == "repaired: re-committed 6 files that prove themselves"
+    with open_archive(str(store.root)) as reader:
+        assert sorted((p, r.offset) for p, r in reader.records("ev")) == [
+            (p, n) for p in (0, 1) for n in range(60)
+        ]
     assert repaired.exit_code == 0
     again = audit_job(log, deep=True)
     assert (again.exit_code, again.findings) == (0, [])

@@ -153,7 +153,7 @@ def test_the_archive_package_imports_one_way():
     order = [
         "sidecars", "timestamps_keys", "written", "object_ref", "job_keys", "layout", "deviantart",
         "reader_layout", "offsets", "versions", "snapshots", "manifests", "intents", "catalog",
-        "recovery", "log", "lease",
+        "manifest_sequence", "recovery", "log", "lease",
     ]  # fmt: skip
     edges = project_edges(graph())
     later = {
