@@ -102,11 +102,9 @@ def audit(target, topics, deep, repair, brokers, no_kafka, options, output, thre
         )
     code = max(r.exit_code for r in reports)
     if output == "json":
-        import json
+        from blockgz.cli.json_text import dumps
 
-        click.echo(
-            json.dumps({"exit_code": code, "jobs": [r.to_dict() for r in reports]}, indent=2)
-        )
+        click.echo(dumps({"exit_code": code, "jobs": [r.to_dict() for r in reports]}, indent=2))
     else:
         for report in reports:
             _print(report)

@@ -30,14 +30,14 @@ def _echo_records(records, output: str, *, json_values: bool = False) -> None:
     """Lines of records: block-GZIP values as stored, decoded (Avro) values as JSON. With
     ``output="json"`` and ``json_values`` (the objects are JSON-format), a value that is
     JSON text goes in as the JSON value it holds."""
-    import json
+    from blockgz.cli.json_text import dumps
 
     out = sys.stdout.buffer
     for record in records:
         value = record.value
         stored = isinstance(value, (bytes, bytearray))
         if output == "raw":
-            line = value if stored else json.dumps(value, default=json_default).encode()
+            line = value if stored else dumps(value, default=json_default).encode()
             out.write(line + b"\n")
         else:
             doc = {"offset": record.offset}
@@ -51,17 +51,18 @@ def _echo_records(records, output: str, *, json_values: bool = False) -> None:
             for field in ("key", "timestamp", "headers"):
                 if getattr(record, field, None) is not None:
                     doc[field] = getattr(record, field)
-            out.write(json.dumps(doc, default=json_default).encode() + b"\n")
+            out.write(dumps(doc, default=json_default).encode() + b"\n")
     out.flush()
 
 
 def _json_value(value: bytes) -> object:
-    """The JSON value a JSON-format object stored; its text when it does not parse."""
-    import json
+    """The JSON value a JSON-format object stored (a number a double cannot hold kept as
+    its text: :func:`~blockgz.cli.json_text.parse_stored`); its text when it is not JSON."""
+    from blockgz.cli.json_text import parse_stored
 
     text = value.decode("utf-8")
     try:
-        return json.loads(text)
+        return parse_stored(text)
     except ValueError:
         return text
 

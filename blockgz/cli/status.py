@@ -101,10 +101,10 @@ def status(target, bootstrap_servers, options, output, max_lag, max_commit_age, 
     ]
     code = max(r.exit_code for r in reports)
     if output == "json":
-        import json
+        from blockgz.cli.json_text import dumps
 
         doc = {"exit_code": code, "jobs": [r.to_dict() for r in reports]}
-        click.echo(json.dumps(doc, indent=2))
+        click.echo(dumps(doc, indent=2))
     else:
         for report in reports:
             _print_table(report)

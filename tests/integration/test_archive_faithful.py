@@ -221,3 +221,42 @@ def test_the_first_batch_after_idle_triggers_is_counted_in_metrics_log_and_summa
     assert batch_lines == [f"batch {first + 1}: 5 records"] or (
         len(batch_lines) == 1 and batch_lines[0].startswith(f"batch {first + 1}: 5 records, ")
     ), batch_lines
+
+
+# -- 10: JSON output is always JSON ------------------------------------------------------------
+def strict_json(line: str):
+    """``line`` parsed as RFC 8259 JSON: ``NaN``/``Infinity`` refused, big numbers as text."""
+
+    def refuse(name: str):
+        raise AssertionError(f"not JSON: {name} in {line}")
+
+    return json.loads(line, parse_constant=refuse, parse_float=str)
+
+
+def test_seek_json_output_is_json_and_keeps_a_number_as_archived(
+    spark, kafka, seaweed_s3, weed_bucket, tmp_path
+):
+    """A JSON value ``1e999`` (valid JSON, beyond a double) was printed ``Infinity``."""
+    topic = "json_big_numbers"
+    kafka.create_topic(topic, partitions=1)
+    values = [b'{"x": 1e999, "y": -1E+999, "n": 1.5}', b"1e999", b'{"s": "NaN"}']
+    kafka.produce(topic, [(b"k", v) for v in values], partition=0)
+    job = export_job(kafka, seaweed_s3, weed_bucket, topic, **{"format.class": "json"})
+    run_export(
+        job, checkpoint=tmp_path / "ckpt", once=True, spark=spark, install_signal_handlers=False
+    )
+    url, options = f"s3://{weed_bucket}", s3_options(seaweed_s3.endpoint_url)
+    shown = cli(
+        "seek", url, "--topic", topic, "--partition", "0", "--offset", "0", "--output", "json",
+        *option_flags(options),
+    )  # fmt: skip
+    assert shown.exit_code == 0, shown.output
+    lines = shown.stdout.splitlines()
+    assert "Infinity" not in shown.stdout
+    assert [strict_json(line)["value"] for line in lines] == [
+        {"x": "1e999", "y": "-1E+999", "n": "1.5"},  # the numbers' text, as archived
+        "1e999",
+        {"s": "NaN"},
+    ]
+    assert '"value": {"x": 1e999, "y": -1E+999, "n": 1.5}' in lines[0]
+    assert '"value": 1e999' in lines[1]
