@@ -1,11 +1,20 @@
-"""``blockgz verify --topic``: every object in scope gets a line, every problem is collected.
+"""``blockgz verify --topic``: every problem is collected, one line each; exit 2 for damage.
 
-An indexed object has each block checked against its index. An object that could have an
-index but has none is a problem unless ``scan`` is asked for: then it is read whole
-(decompressed to the end, records counted). A plain ``.json``/``.bin`` object has no index by
-design and is always read whole. Strays (keys that are no data object) are problems too, and
-so are objects that hold the same offsets as another (two writers; :mod:`blockgz.reader.overlaps`).
-A new kind of problem is one more function adding lines to :attr:`TopicCheck.problems`.
+Where exports' manifests commit the topic, ``verify`` is the audit's engine
+(:func:`blockgz.reader.audit.audit_job`, ``--deep``, no broker asked): every committed file
+(value objects and their keys/headers/timestamps companions, and the sidecars) is checked
+against what its manifest committed and read once, every bad sidecar is its own line, a
+deleted object or manifest is damage, keys no manifest committed (strays, another topic's
+object) are named, and every gap between objects is a line (:func:`verify_topic`).
+
+An archive without manifests (another writer's, DeviantArt's) is checked object by object, as
+listed (:func:`check_topic`): an indexed object has each block checked against its index. An
+object that could have an index but has none is a problem unless ``scan`` is asked for: then
+it is read whole (decompressed to the end, records counted). A plain ``.json``/``.bin``
+object has no index by design and is always read whole. Strays (keys that are no data object)
+are problems too, and so are objects that hold the same offsets as another (two writers;
+:mod:`blockgz.reader.overlaps`). A new kind of problem is one more function calling
+:meth:`TopicCheck.problem`.
 
 >>> import tempfile
 >>> from blockgz import BlockGzipUpload
@@ -30,6 +39,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from blockgz.archive.layout import parse_archive_key
+from blockgz.archive.manifests import Manifests, find_exports
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.errors import BlockGzError, UnknownFormatError
 from blockgz.format.framing import Framing
@@ -37,6 +47,7 @@ from blockgz.formats.registry import format_of, stream_decoder_of
 from blockgz.objects.indexed import IndexedReader, VerifyReport
 from blockgz.objects.stream import StreamDecoder, stream_records
 from blockgz.reader.archive import Archive, ObjectSummary
+from blockgz.reader.audit_findings import NOTE
 from blockgz.reader.strays import stray_line
 from blockgz.store import ObjectStore
 
@@ -46,15 +57,66 @@ _UNREADABLE = (BlockGzError, OSError, EOFError, zlib.error, ValueError)
 
 @dataclass
 class TopicCheck:
-    """What ``verify --topic`` found: one line per object that passed, and the problems."""
+    """What ``verify --topic`` found: one line per object (or, audited, per partition) that
+    passed, and the problems; ``level``: 0 intact, 1 warnings, 2 damage (the exit code)."""
 
     lines: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     objects: int = 0
+    level: int = 0
 
     @property
     def ok(self) -> bool:
         return not self.problems
+
+    def problem(self, line: str, level: int = 1) -> None:
+        """Add one problem line; ``level`` 2 for damage (records gone or unreadable)."""
+        self.problems.append(line)
+        self.level = max(self.level, level)
+
+
+def verify_topic(
+    archive: Archive,
+    topic: str,
+    *,
+    scan: bool = False,
+    check_indexed: IndexedCheck | None = None,
+) -> TopicCheck:
+    """``verify --topic``: the deep audit of every export under the archive's prefix that
+    committed ``topic`` (see the module docstring); :func:`check_topic` where none did."""
+    from blockgz.reader.audit import audit_job  # the audit reads objects whole through this module
+
+    check = TopicCheck()
+    audited = False
+    for manifests in _exports(archive):
+        report = audit_job(manifests, topics=[topic], deep=True)
+        if topic not in {p.topic for p in report.partitions}:
+            continue
+        audited = True
+        check.objects += report.objects
+        for p in report.partitions:
+            span = "-" if p.first_offset is None else f"{p.first_offset}..{(p.committed or 0) - 1}"
+            check.lines.append(
+                f"{p.topic}-{p.partition} (export {manifests.name}): offsets {span}, "
+                f"{p.objects} files, {p.records} records, read whole"
+            )
+        for finding in report.findings:
+            if finding.level == NOTE:
+                check.lines.append(finding.line())
+            else:
+                check.problem(finding.line(), finding.level)
+    if not audited:
+        return check_topic(archive, topic, scan=scan, check_indexed=check_indexed)
+    return check
+
+
+def _exports(archive: Archive) -> list[Manifests]:
+    """The manifests of every export under the archive's prefix with its key layout."""
+    store, prefix, layout = archive.store, archive.prefix, archive.layout
+    if not getattr(layout, "has_exports", False):
+        return []
+    found = [e for e in find_exports(store, prefix) if layout.same_scope(e.layout)]  # type: ignore[attr-defined]
+    return [Manifests(store, prefix, e.layout, e.name) for e in found]
 
 
 #: Checks an indexed object and reports (``blockgz verify`` shows a progress bar around it).
@@ -76,8 +138,10 @@ def check_topic(
     check = TopicCheck(objects=len(listing))
     for row in listing:
         check_object(archive, row, check, scan=scan, check_indexed=check_indexed)
-    check.problems.extend(stray_line(archive.store.url(key)) for key in listing.strays)
-    check.problems.extend(overlap_lines(archive, topic))
+    for key in listing.strays:
+        check.problem(stray_line(archive.store.url(key)))
+    for line in overlap_lines(archive, topic):
+        check.problem(line)
     return check
 
 
@@ -101,19 +165,23 @@ def check_object(
     if ref is not None and _unknown_format(archive, ref, check):
         return
     if row.indexed and ref is not None:
-        with IndexedReader.open_object(archive.store, row.key, archive.index(ref)) as obj:
+        try:
+            index = archive.index(ref)
+        except BlockGzError as exc:  # one bad sidecar is one line; the others are checked
+            check.problem(f"{url}: its sidecar cannot be used: {exc}")
+            return
+        with IndexedReader.open_object(archive.store, row.key, index) as obj:
             report = (check_indexed or IndexedReader.verify)(obj)
         if report.ok:
             check.lines.append(f"{url}: ok, {report.blocks} blocks, {report.records} records")
         else:
-            check.problems.extend(f"bad: {problem}" for problem in report.problems)
-            check.problems.append(
-                f"{url}: {len(report.problems)} problem(s) in {report.blocks} blocks"
-            )
+            for problem in report.problems:
+                check.problem(f"bad: {problem}", 2)
+            check.problem(f"{url}: {len(report.problems)} problem(s) in {report.blocks} blocks", 2)
         return
     indexable = ref is None or ref.seekable
     if indexable and not scan:
-        check.problems.append(
+        check.problem(
             f"{url}: no index sidecar, so it was not checked; build one with `blockgz index`, "
             "or pass --scan to check it by reading it whole"
         )
@@ -124,7 +192,7 @@ def check_object(
         archive.store, row.key, row.first_offset, archive.framing, why, decode=decode
     )
     if problem is not None:
-        check.problems.append(problem)
+        check.problem(problem, 2)
     else:
         check.lines.append(line)
 
@@ -134,7 +202,7 @@ def _unknown_format(archive: Archive, ref: ObjectRef, check: TopicCheck) -> bool
     try:
         format_of(ref)
     except UnknownFormatError as exc:
-        check.problems.append(f"unknown format: {exc}")
+        check.problem(f"unknown format: {exc}")
         return True
     return False
 

@@ -302,11 +302,17 @@ def ls_command(target, topic, endpoint_url, options) -> None:
 def verify(target, topic, scan, endpoint_url, options) -> None:
     """Check every block against the index; exit 1 naming each problem.
 
-    With --scan, an object without an index is checked by reading it whole instead. With
-    --topic, every object of the topic gets a line: an object without its index sidecar is a
-    problem unless --scan reads it whole, and so is a stray (a key in the topic's folders
-    that is no data object, e.g. a .bak copy) and every pair of objects that hold the same
-    offsets (two writers; readers take each offset from the one with the lower first offset).
+    With --scan, an object without an index is checked by reading it whole instead.
+
+    With --topic, where exports' manifests commit the topic, this is `blockgz audit --deep
+    --no-kafka --topic` of each of them: every committed file (value objects, keys/headers/
+    timestamps companions, sidecars) is checked against what its manifest committed (size,
+    CRC-32, what its sidecar names) and read once; a deleted object or manifest, a corrupt or
+    swapped object, a tampered sidecar and another topic's object in the topic's folder are
+    damage (exit 2); a stray, an overlap, a gap nothing explains are warnings (exit 1); each
+    problem is one line. Without manifests, every object of the topic gets a line: an object
+    without its index sidecar is a problem unless --scan reads it whole, and so is a stray and
+    every pair of objects that hold the same offsets; a bad block is damage (exit 2).
 
     \b
     Examples:
@@ -354,16 +360,16 @@ def _read_whole(store, key: str, options: dict) -> None:
 
 
 def _verify_topic(target: str, topic: str, scan: bool, options: dict) -> None:
-    """Every object of ``topic`` gets a line; exit 1 after printing every problem."""
+    """Every problem one line; exit 2 for damage, 1 for warnings, after printing them all."""
     from blockgz.reader import open_archive
-    from blockgz.reader.verify import check_topic
+    from blockgz.reader.verify import verify_topic
 
     def with_progress(obj):
         with progress_bar(f"verifying {obj.source}", obj.index.byte_length) as advance:
             return obj.verify(on_block=advance)
 
     with open_archive(target, options) as archive:
-        check = check_topic(archive, topic, scan=scan, check_indexed=with_progress)
+        check = verify_topic(archive, topic, scan=scan, check_indexed=with_progress)
     for line in check.lines:
         click.echo(line, err=True)
     for problem in check.problems:
@@ -372,8 +378,8 @@ def _verify_topic(target: str, topic: str, scan: bool, options: dict) -> None:
         f"{check.objects} objects: {len(check.lines)} ok, {len(check.problems)} problem(s)",
         err=True,
     )
-    if not check.ok:
-        sys.exit(1)
+    if check.level:
+        sys.exit(check.level)
 
 
 def _verify_object(obj) -> bool:

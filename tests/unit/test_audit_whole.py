@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from click.testing import CliRunner
 
 from blockgz.archive.catalog import Catalog
 from blockgz.archive.layout import Layout
 from blockgz.archive.log import ManifestLog
 from blockgz.archive.manifest_sequence import missing_manifests
 from blockgz.archive.sidecars import sidecar_key
+from blockgz.cli import main
 from blockgz.errors import ArchiveIntegrityError, MissingCommitError
 from blockgz.reader import open_archive
 from blockgz.reader.audit import audit_job
@@ -195,3 +197,41 @@ def test_a_tampered_sidecar_is_damage_and_repair_rebuilds_it(archive):
     assert audit_job(log, deep=True).findings == []
     with open_archive(str(store.root)) as reader:  # the rebuilt sidecar names its object
         assert [r.offset for r in reader.seek("ev", 0, 14)][:6] == list(range(14, 20))
+
+
+# -- verify --topic: the same engine ---------------------------------------------------------------
+def _verify(store: LocalStore) -> tuple[int, list[str]]:
+    result = CliRunner().invoke(main, ["verify", "--topic", "ev", str(store.root)])
+    assert "Traceback" not in result.output, result.output
+    return result.exit_code, result.stderr.splitlines()
+
+
+def test_verify_names_a_deleted_object_every_bad_sidecar_and_a_companion(tmp_path):
+    store, log = _archive(tmp_path / "a", **{"store.kafka.timestamps": "true"})
+    assert _verify(store)[0] == 0
+    stamps = [f.key for f in log.committed_files() if f.role == "timestamps"]
+    assert len(stamps) == 18  # one beside each value object
+    store.delete(_key(7))
+    store.delete(stamps[-1])
+    for start in (14, 40):  # two sidecars that are not the committed ones
+        doc = json.loads(store.get(sidecar_key(_key(start, 1))))
+        doc["chunks"][0]["min_timestamp"] -= 1000
+        store.put(sidecar_key(_key(start, 1)), json.dumps(doc).encode())
+    code, lines = _verify(store)
+    assert code == 2
+    damage = [line for line in lines if line.startswith("damage: ")]
+    assert len(damage) == 4, lines
+    assert any(_key(7) in line and "it is gone" in line for line in damage)
+    assert any(stamps[-1] in line and "it is gone" in line for line in damage)
+    for start in (14, 40):
+        assert any(_key(start, 1) in line and "sidecar" in line for line in damage)
+
+
+def test_verify_names_another_topics_object_and_a_deleted_manifest(archive, tmp_path):
+    store, log = archive
+    store.put("topics/ev/partition=1/pay+1+0000000000.json.gz", store.get(_key(0, 1)))
+    store.delete(log.key(1))
+    code, lines = _verify(store)
+    assert code == 2
+    assert any(line.startswith(f"damage: {log.key(1)}: the manifest is gone") for line in lines)
+    assert any("pay+1+0000000000.json.gz" in line and "pay-1's object" in line for line in lines)
