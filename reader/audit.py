@@ -118,7 +118,7 @@ def audit_job(
         deep=deep,
         kafka=kafka.brokers if kafka is not None else "",
     )
-    ctx = AuditContext(store, manifests, report, threads=max(1, threads))
+    ctx = AuditContext(store, manifests, report, threads=max(1, threads), deep=deep)
     ctx.lease = live_lease(manifests, time.time() if now is None else now)
     view = Catalog(manifests).view()
     gaps_found = find_manifest_gaps(ctx, view)
@@ -214,8 +214,9 @@ def _check_objects(
 
 
 def _load(ctx: AuditContext, obj: AuditedObject, listed: dict[str, ObjectInfo]) -> str | None:
-    """Fetch the object's sidecar and, where the server keeps one, its CRC-32 (a HEAD)."""
-    if obj.intact and obj.file.crc32 is not None and ctx.server_crc is not False:
+    """Fetch the object's sidecar and, where the server keeps one, its CRC-32 (a HEAD; not
+    with ``deep``, which reads every byte and says which block is bad)."""
+    if obj.intact and obj.file.crc32 is not None and ctx.server_crc is not False and not ctx.deep:
         obj.stored_crc = ctx.store.stored_crc32(obj.file.key)
         if ctx.server_crc is None:
             ctx.server_crc = obj.stored_crc is not None

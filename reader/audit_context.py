@@ -50,6 +50,8 @@ class AuditContext:
     plans: dict[int, Plan] = field(default_factory=dict)
     lease: Holder | None = None
     threads: int = DEFAULT_THREADS
+    #: ``--deep``: every object is read.
+    deep: bool = False
     #: Every manifest's files, read only when the catalog fails (:func:`_committed_files`).
     all_files: list[WrittenFile] | None = None
     #: Whether the server keeps the objects' CRC-32s: ``None`` until a HEAD of an object whose

@@ -46,6 +46,17 @@ def strip_checksums(store: ObjectStore, key: str) -> None:
     store.put(sidecar_key(key), json.dumps(doc).encode())
 
 
+def forget_checksums(store: ObjectStore, manifest_keys: list[str]) -> None:
+    """Rewrite manifests as a blockgz before content checksums wrote them (no ``crc32``,
+    ``index_size``, ``index_crc32``): an older archive."""
+    for key in manifest_keys:
+        doc = json.loads(store.get(key))
+        for f in doc["files"]:
+            for name in ("crc32", "index_size", "index_crc32"):
+                f.pop(name, None)
+        store.put(key, json.dumps(doc).encode())
+
+
 def second_writer(store: ObjectStore, key: str, first_offset: int, records: int) -> None:
     """An object (and its sidecar) another writer put at ``key``, holding ``records`` offsets
     from ``first_offset`` on, that no manifest committed."""
