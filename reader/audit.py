@@ -81,6 +81,7 @@ from blockgz.reader.audit_integrity import (
     sidecar_problems,
     whole_crc,
 )
+from blockgz.reader.audit_lives import check_topic_lives
 from blockgz.reader.audit_manifests import find_manifest_gaps, report_manifest_gaps
 from blockgz.reader.audit_orphans import Orphan, Recommit, describe, find_orphans
 from blockgz.reader.audit_parquet import check_parquet
@@ -95,7 +96,7 @@ __all__ = ["DEFAULT_THREADS", "JOB_CHECKS", "audit_job"]
 #: Checks of the whole job, run once after the topic-partitions: each adds its findings
 #: (:meth:`AuditContext.add`; a new kind goes into :data:`~blockgz.reader.audit_findings.KINDS`).
 #: The deleted-manifest check runs apart (its orphans are counted per topic).
-JOB_CHECKS: list[Callable[[AuditContext, CatalogView], None]] = []
+JOB_CHECKS: list[Callable[[AuditContext, CatalogView], None]] = [check_topic_lives]
 
 
 def audit_job(

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.archive.intents import expire_intents
-from blockgz.archive.manifests import Manifest, Manifests
+from blockgz.archive.manifests import Manifest, Manifests, fold_lives
 from blockgz.archive.offsets import Offsets, merge_offsets, offsets_doc
 from blockgz.archive.versions import check_major
 from blockgz.archive.written import WrittenFile
@@ -103,6 +103,9 @@ class CatalogRoot:
     segments: Segments = field(default_factory=dict)
     #: The newest folded manifest's :attr:`~blockgz.archive.manifests.Manifest.intents`.
     intents: bool = False
+    #: Per topic, the Kafka topic ids its manifests recorded, oldest first
+    #: (:func:`~blockgz.archive.manifests.fold_lives`; two or more: lives of a recreated topic).
+    lives: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
         doc = {
@@ -116,6 +119,11 @@ class CatalogRoot:
             "records": self.records,
             "layout": dict(self.layout),
             "intents": self.intents,
+            **(
+                {"lives": {t: list(ids) for t, ids in sorted(self.lives.items())}}
+                if self.lives
+                else {}
+            ),
             "segments": {
                 t: {str(p): [s.to_dict() for s in refs] for p, refs in sorted(parts.items())}
                 for t, parts in sorted(self.segments.items())
@@ -140,6 +148,7 @@ class CatalogRoot:
                 records=int(doc.get("records", 0)),
                 layout={str(k): str(v) for k, v in doc.get("layout", {}).items()},
                 intents=bool(doc.get("intents", False)),
+                lives={str(t): tuple(map(str, ids)) for t, ids in doc.get("lives", {}).items()},
                 segments={
                     str(t): {
                         int(p): [SegmentRef.from_dict(s) for s in refs] for p, refs in parts.items()
@@ -202,6 +211,12 @@ class CatalogView:
         if self.tail:
             return self.tail[-1].intents
         return self.root.intents if self.root else False
+
+    @property
+    def lives(self) -> dict[str, tuple[str, ...]]:
+        """Per topic, the Kafka topic ids the committed manifests recorded, oldest first (two or
+        more: a recreated topic's lives meet in this archive; none: not recorded)."""
+        return fold_lives(self.root.lives if self.root else {}, self.tail)
 
     def partitions(self) -> list[tuple[str, int]]:
         """Every topic-partition the export committed something for."""
@@ -358,6 +373,7 @@ class Catalog:
             layout=manifests[-1].layout,
             segments=segments,
             intents=manifests[-1].intents,
+            lives=fold_lives(root.lives if root else {}, manifests),
         )
 
     def _append(

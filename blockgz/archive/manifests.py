@@ -304,6 +304,26 @@ def delete_written(store: ObjectStore, files: Iterable[WrittenFile]) -> int:
     return count
 
 
+def fold_lives(
+    lives: Mapping[str, Sequence[str]], manifests: Iterable[Manifest]
+) -> dict[str, tuple[str, ...]]:
+    """``lives`` (per topic, its topic ids, oldest first) with those ``manifests`` recorded
+    added in order; a topic with two or more ids had lives that meet in one archive.
+
+    >>> m = [Manifest("j", "", "0", topic_ids={"t": "A"}), Manifest("j", "", "1"),
+    ...      Manifest("j", "", "2", topic_ids={"t": "B", "u": "C"})]
+    >>> fold_lives({"t": ["A"]}, m)
+    {'t': ('A', 'B'), 'u': ('C',)}
+    """
+    folded = {topic: list(ids) for topic, ids in lives.items()}
+    for manifest in manifests:
+        for topic, topic_id in sorted(manifest.topic_ids.items()):
+            seen = folded.setdefault(topic, [])
+            if not seen or seen[-1] != topic_id:
+                seen.append(topic_id)
+    return {topic: tuple(ids) for topic, ids in sorted(folded.items())}
+
+
 def new_epoch() -> str:
     """A sortable id for a new checkpoint: UTC time plus a few random hex digits."""
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + secrets.token_hex(3)

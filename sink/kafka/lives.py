@@ -60,19 +60,15 @@ def source_refusal(topic: str, started: str, live: str) -> str:
 
 
 def recorded_topic_ids(manifests: Manifests) -> dict[str, str]:
-    """Per topic, the id the newest committed manifest that names it recorded: the manifests
-    after the catalog's newest root, newest first, then the last one the root folded in.
-    Topics none of them records are unknown (left out)."""
-    catalog = Catalog(manifests)
-    view = catalog.view()
-    found: dict[str, str] = {}
-    newest_first = list(reversed(view.tail))
-    if view.root is not None:
+    """Per topic, the id the newest committed manifest that names it recorded (the catalog's
+    :attr:`~blockgz.archive.catalog.CatalogView.lives`; under a root written before roots kept
+    them, the last manifest that root folded in). Topics none records are unknown (left out)."""
+    view = Catalog(manifests).view()
+    found = {topic: ids[-1] for topic, ids in view.lives.items() if ids}
+    if view.root is not None and not view.root.lives:
         with contextlib.suppress(ObjectNotFoundError):  # gone: its ids are unknown
-            newest_first.append(manifests.read(view.root.through))
-    for manifest in newest_first:
-        for topic, topic_id in manifest.topic_ids.items():
-            found.setdefault(topic, topic_id)
+            for topic, topic_id in manifests.read(view.root.through).topic_ids.items():
+                found.setdefault(topic, topic_id)
     return found
 
 

@@ -1,0 +1,53 @@
+"""The audit's check of a topic's lives: an archive where two lives of one topic meet.
+
+A topic deleted and recreated under its name gets a new Kafka topic id and starts again at
+offset 0. Every batch manifest records each topic's id
+(:attr:`~blockgz.archive.manifests.Manifest.topic_ids`), and the catalog keeps every id its
+manifests recorded, oldest first (:attr:`~blockgz.archive.catalog.CatalogView.lives`). A topic
+with two or more ids in one job's manifests holds records of several lives under the same
+offsets: readers and restore mix them, so it is *damage*, one line naming the topic and the
+ids. Manifests without ids (written before blockgz recorded them) say nothing.
+
+It costs nothing more than the catalog read the audit already made.
+
+>>> import tempfile
+>>> from blockgz.archive.catalog import Catalog
+>>> from blockgz.archive.layout import Layout
+>>> from blockgz.archive.manifests import Manifests
+>>> from blockgz.store import LocalStore
+>>> log = Manifests(LocalStore(tempfile.mkdtemp()), "", Layout(), "job")
+>>> _ = log.write(0, files=[], offsets={"t": {0: 5}}, topic_ids={"t": "A"})
+>>> _ = log.write(1, files=[], offsets={"t": {0: 9}}, topic_ids={"t": "B"})
+>>> print(lives_findings("job", Catalog(log).view())[0].line())  # doctest: +ELLIPSIS
+damage: t: the manifests of job job record 2 lives of topic t (topic ids A, then B): ...
+"""
+
+from __future__ import annotations
+
+from blockgz.archive.catalog import CatalogView
+from blockgz.reader.audit_context import AuditContext
+from blockgz.reader.audit_findings import DAMAGE, Finding
+
+KIND = "topic_lives"
+
+
+def lives_findings(job: str, view: CatalogView) -> list[Finding]:
+    """One damage finding per topic whose committed manifests record two or more topic ids."""
+    found = []
+    for topic, ids in sorted(view.lives.items()):
+        if len(ids) < 2:
+            continue
+        message = (
+            f"the manifests of job {job} record {len(ids)} lives of topic {topic} "
+            f"(topic ids {', then '.join(ids)}): it was deleted and recreated, its offsets "
+            "started again at 0, and readers and restore mix records of both lives; archive "
+            "each life under its own topics.dir, or delete this archive and export again"
+        )
+        found.append(Finding(DAMAGE, KIND, topic, None, None, None, None, message))
+    return found
+
+
+def check_topic_lives(ctx: AuditContext, view: CatalogView) -> None:
+    """The audit's job check (:data:`blockgz.reader.audit.JOB_CHECKS`): add the findings."""
+    for finding in lives_findings(ctx.manifests.name, view):
+        ctx.add(finding)
