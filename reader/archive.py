@@ -21,7 +21,7 @@ from typing import Any
 
 from blockgz.archive.layout import KeyLayout
 from blockgz.archive.object_ref import ObjectRef
-from blockgz.archive.reader_layout import reader_layout
+from blockgz.archive.reader_layout import given_layout_options, reader_layout
 from blockgz.errors import ConfigError, ObjectNotFoundError, OffsetNotFoundError
 from blockgz.format.decode import Record
 from blockgz.format.envelope import unwrap
@@ -107,6 +107,7 @@ def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
         store,
         prefix,
         layout=reader_layout(opts),
+        layout_given=given_layout_options(opts),
         prefetch=read(opts, "prefetch"),
         scan_unindexed=read(opts, "scan.unindexed"),
         envelopes=read(opts, "format.json.envelope"),
@@ -131,6 +132,7 @@ class Archive(ArchiveAnalytics):
         framing: Framing = NEWLINE,
         use_catalog: bool = True,
         committed_only: bool = True,
+        layout_given: Iterable[str] | None = None,
     ):
         if prefetch < 0:
             raise ConfigError(f"prefetch must be 0 or more, got {prefetch}")
@@ -141,6 +143,7 @@ class Archive(ArchiveAnalytics):
             layout=layout,
             use_catalog=use_catalog,
             committed_only=committed_only,
+            layout_given=layout_given,
         )
         self.prefetch = prefetch
         self.scan_unindexed = scan_unindexed

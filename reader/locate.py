@@ -23,12 +23,14 @@ recorded (``topics.dir=bgz``) is adopted once when the default finds nothing.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
 from blockgz.archive.layout import KeyLayout, Layout, parse_archive_key
 from blockgz.archive.manifests import ExportFound, find_exports
 from blockgz.archive.object_ref import ObjectRef
+from blockgz.archive.reader_layout import LAYOUT_FIELDS, completed_layout
 from blockgz.archive.sidecars import sidecar_keys
 from blockgz.errors import ObjectNotFoundError
 from blockgz.reader.catalog_source import CatalogSource
@@ -52,13 +54,17 @@ class ObjectLocator:
         layout: KeyLayout | None = None,
         use_catalog: bool = True,
         committed_only: bool = False,
+        layout_given: Iterable[str] | None = None,
     ):
         self.store = store
         self.prefix = prefix
         #: ``None`` given: the default layout, or the one the manifests under the prefix
         #: recorded when the default finds nothing (an export with ``topics.dir=bgz``).
         self.layout: KeyLayout = layout or Layout()
-        self._may_learn_layout = layout is None
+        #: The layout options the reader was given (``None``: all of ``layout``'s): the rest
+        #: are learned from the manifests when the layout finds nothing (:meth:`learn_layout`).
+        self.layout_given = frozenset(() if layout is None else (layout_given or LAYOUT_FIELDS))
+        self._may_learn_layout = self.layout.has_exports  # DeviantArt's keeps no manifests
         self._may_relocate = True
         #: Find objects through the exports' catalogs when listing cannot (``catalog``).
         self.use_catalog = use_catalog
@@ -168,14 +174,20 @@ class ObjectLocator:
         return False
 
     def learn_layout(self) -> bool:
-        """Once: adopt the layout the manifests under the prefix recorded, if it differs."""
+        """Once: adopt the layout the manifests under the prefix recorded, if it differs; a
+        reader given part of a layout takes the rest from the export that agrees with what
+        it was given, and one given an option no export agrees with is refused, naming it
+        (:func:`~blockgz.archive.reader_layout.completed_layout`)."""
         if not self._may_learn_layout:
             return False
         self._may_learn_layout = False
-        layouts = {found.layout for found in find_exports(self.store, self.prefix)}
-        if len(layouts) != 1 or self.layout in layouts:
+        given: Layout = self.layout  # type: ignore[assignment]  # has_exports: a Layout
+        exports = find_exports(self.store, self.prefix, manifest_dir=given.manifest_dir)
+        where = self.store.url(self.prefix)
+        learned = completed_layout(given, self.layout_given, exports, where)
+        if learned is None or learned == given:
             return False
-        self.layout = layouts.pop()
+        self.layout = learned
         self.objects.clear()
         self._catalog = _UNSET  # the catalogs in scope are those of the layout learned
         self.strays.clear()

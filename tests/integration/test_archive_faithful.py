@@ -260,3 +260,47 @@ def test_seek_json_output_is_json_and_keeps_a_number_as_archived(
     ]
     assert '"value": {"x": 1e999, "y": -1E+999, "n": 1.5}' in lines[0]
     assert '"value": 1e999' in lines[1]
+
+
+# -- a reader given part of a layout takes the rest from the manifests --------------------------
+def test_a_reader_given_part_of_a_layout_takes_the_rest_from_the_exports_manifests(
+    spark, kafka, seaweed_s3, weed_bucket, tmp_path
+):
+    """An export written with ``topics.dir=arch`` and ``file.delim=-`` (Confluent allows any
+    file delimiter; ``directory.delim=-`` itself is refused at the export, since topic names
+    hold ``-``), read with only ``-O topics.dir=arch``: the rest comes from its manifests. An
+    option that contradicts the archive is an error naming it and the archive's value (it
+    hinted at ``format.bytearray.extension``)."""
+    topic = "partial_layout"
+    kafka.create_topic(topic, partitions=1)
+    kafka.produce(topic, [(b"k%d" % n, b'{"n": %d}' % n) for n in range(12)], partition=0)
+    job = export_job(
+        kafka, seaweed_s3, weed_bucket, topic,
+        **{"format.class": "json", "topics.dir": "arch", "file.delim": "-", "flush.size": "5"},
+    )  # fmt: skip
+    run_export(
+        job, checkpoint=tmp_path / "ckpt", once=True, spark=spark, install_signal_handlers=False
+    )
+    url, options = f"s3://{weed_bucket}", s3_options(seaweed_s3.endpoint_url)
+    keys = [o["Key"] for o in seaweed_s3.client().list_objects_v2(Bucket=weed_bucket)["Contents"]]
+    assert f"arch/{topic}/partition=0/{topic}-0-0000000005.json" in keys
+
+    partial = {**options, "topics.dir": "arch"}
+    shown = cli(
+        "seek", url, "--topic", topic, "--partition", "0", "--offset", "7", "--count", "2",
+        *option_flags(partial),
+    )  # fmt: skip
+    assert (shown.exit_code, shown.stdout.splitlines()) == (0, ['{"n": 7}', '{"n": 8}'])
+    with open_archive(url, partial) as archive:
+        assert [r.offset for _, r in archive.records(topic)] == list(range(12))
+    listed = cli("ls", url, "--topic", topic, *option_flags(partial))
+    assert listed.exit_code == 0 and f"{topic}-0-0000000010.json" in listed.output, listed.output
+
+    refused = cli(
+        "seek", url, "--topic", topic, "--partition", "0", "--offset", "7",
+        *option_flags({**partial, "file.delim": "+"}),
+    )  # fmt: skip
+    assert refused.exit_code == 1, refused.output
+    (line,) = refused.stderr.strip().splitlines()
+    assert "file.delim='+'" in line and "written with file.delim='-'" in line, line
+    assert "export 'faithful'" in line and "format.bytearray.extension" not in line, line

@@ -385,3 +385,26 @@ def test_from_options_errors_name_the_option(options, option):
     with pytest.raises(ConfigError) as info:
         Layout.from_options(Options(options))
     assert str(info.value).startswith(f"{option}: ")
+
+
+def test_a_reader_given_part_of_a_layout_learns_the_rest_or_names_what_differs(tmp_path):
+    """Issue 41: ``-O topics.dir=arch`` alone reads an export written with ``file.delim=-``;
+    a given option the export contradicts is refused naming it and the archive's value."""
+    from blockgz.errors import ConfigError
+    from blockgz.reader import open_archive
+    from blockgz.sink.records import KafkaRecord
+    from testkit.archives import export_batches
+
+    records = [KafkaRecord("t", 0, n, 1000 + n, None, b'{"n":%d}' % n) for n in range(9)]
+    written = {"format.class": "json", "topics.dir": "arch", "file.delim": "-"}
+    export_batches(str(tmp_path), records, "default", batches=2, **written)
+    with open_archive(str(tmp_path), {"topics.dir": "arch"}) as archive:
+        assert [r.offset for r in archive.seek("t", 0, 4)] == list(range(4, 9))
+        assert archive.layout == Layout(topics_dir="arch", file_delim="-")
+    refused = (({"file.delim": "+"}, "file.delim"), ({"topics.dir": "a"}, "topics.dir"))
+    for options, differs in refused:
+        archive = open_archive(str(tmp_path), {"topics.dir": "arch", **options})
+        with archive, pytest.raises(ConfigError, match=f"^{differs}=.* written with {differs}="):
+            list(archive.seek("t", 0, 4))
+    with open_archive(str(tmp_path)) as archive:  # nothing given: learned as before
+        assert [r.offset for r in archive.seek("t", 0, 7)] == [7, 8]
