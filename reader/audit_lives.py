@@ -25,6 +25,7 @@ damage: t: the manifests of job job record 2 lives of topic t (topic ids A, then
 from __future__ import annotations
 
 from blockgz.archive.catalog import CatalogView
+from blockgz.archive.manifests import lives_message
 from blockgz.reader.audit_context import AuditContext
 from blockgz.reader.audit_findings import DAMAGE, Finding
 
@@ -37,12 +38,7 @@ def lives_findings(job: str, view: CatalogView) -> list[Finding]:
     for topic, ids in sorted(view.lives.items()):
         if len(ids) < 2:
             continue
-        message = (
-            f"the manifests of job {job} record {len(ids)} lives of topic {topic} "
-            f"(topic ids {', then '.join(ids)}): it was deleted and recreated, its offsets "
-            "started again at 0, and readers and restore mix records of both lives; archive "
-            "each life under its own topics.dir, or delete this archive and export again"
-        )
+        message = lives_message(job, topic, ids)
         found.append(Finding(DAMAGE, KIND, topic, None, None, None, None, message))
     return found
 

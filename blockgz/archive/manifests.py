@@ -324,6 +324,16 @@ def fold_lives(
     return {topic: tuple(ids) for topic, ids in sorted(folded.items())}
 
 
+def lives_message(job: str, topic: str, ids: Sequence[str]) -> str:
+    """What two or more ``ids`` of ``topic`` in job ``job``'s manifests mean, in one line."""
+    return (
+        f"the manifests of job {job} record {len(ids)} lives of topic {topic} "
+        f"(topic ids {', then '.join(ids)}): it was deleted and recreated, its offsets "
+        "started again at 0, and readers and restore mix records of both lives; archive "
+        "each life under its own topics.dir, or delete this archive and export again"
+    )
+
+
 def new_epoch() -> str:
     """A sortable id for a new checkpoint: UTC time plus a few random hex digits."""
     return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + secrets.token_hex(3)

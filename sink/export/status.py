@@ -220,7 +220,8 @@ def job_status(
     try:
         manifests = job.sink.manifest_log(store, prefix)
         try:
-            _read_archive(report, manifests)
+            view = _read_archive(report, manifests)
+            _read_lives(report, manifests, view, job if kafka else None)
         except (CorruptManifestError, NewerVersionError) as exc:
             report.issues.append(Issue(PROBLEM, f"corrupt manifest or catalog: {exc}"))
         except (BlockGzError, OSError) as exc:
@@ -252,8 +253,9 @@ def _partition(report: StatusReport, topic: str, part: int) -> PartitionStatus:
     return p
 
 
-def _read_archive(report: StatusReport, manifests) -> None:
-    """Committed offsets, first/last offsets, dead letters and commit times, from the catalog."""
+def _read_archive(report: StatusReport, manifests):
+    """Committed offsets, first/last offsets, dead letters and commit times, from the catalog
+    (whose view is returned)."""
     from blockgz.archive.catalog import Catalog
     from blockgz.errors import ObjectNotFoundError
 
@@ -287,6 +289,47 @@ def _read_archive(report: StatusReport, manifests) -> None:
         p.last_offset = view.last_offset(topic, part)
         p.dead_letters = dead.get(topic, {}).get(part, 0)
         p.last_commit = committed_at.get((topic, part))
+    return view
+
+
+def _read_lives(report: StatusReport, manifests, view, job: ExportConfig | None) -> None:
+    """A topic's lives: two in the archive already (the audit's ``topic_lives``), or a topic
+    recreated in Kafka since the archive recorded it (``job`` given: the brokers are asked),
+    which the export refuses to archive beside the old life; each a problem."""
+    from blockgz.archive.manifests import lives_message
+
+    for topic, ids in sorted(view.lives.items()):
+        if len(ids) > 1:
+            report.issues.append(
+                Issue(PROBLEM, f"{topic}: {lives_message(manifests.name, topic, ids)}")
+            )
+    recorded = {topic: ids[-1] for topic, ids in view.lives.items() if ids}
+    if job is None or not recorded:
+        return
+    from confluent_kafka import KafkaException
+
+    from blockgz.sink.export.kafka_clients import DriverClients
+    from blockgz.sink.kafka.lives import changed_life, live_topic_ids
+
+    clients = DriverClients(job.source.client_config())
+    try:
+        live = live_topic_ids(clients.admin().client, recorded)
+    except (KafkaException, BlockGzError) as exc:  # the brokers: _read_kafka says it
+        log.debug("topic ids not asked: %s", exc)
+        return
+    finally:
+        clients.close()
+    changed = changed_life(recorded, live)
+    if changed is not None:
+        topic, then, now = changed
+        report.issues.append(
+            Issue(
+                PROBLEM,
+                f"{topic}: deleted and recreated in Kafka (topic id {now}; the archive holds "
+                f"the life with id {then}): the export refuses to archive the new life here; "
+                "archive it under another topics.dir and name, or delete the old archive",
+            )
+        )
 
 
 def _read_kafka(report: StatusReport, job: ExportConfig) -> None:

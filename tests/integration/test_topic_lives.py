@@ -13,15 +13,20 @@ before the recreation commits (the commit's check, which Spark's own Kafka sourc
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
 
 import pytest
+from click.testing import CliRunner
 
+from blockgz.cli import main
 from blockgz.errors import ExportFailed
+from blockgz.kafka_access import describe_topics
 from blockgz.reader import open_archive
 from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.kafka.lives import recorded_topic_ids
 from testkit.cli import assert_one_line_failure, export_once
 from testkit.faults import fault_options, release
 from testkit.running_export import committed, export_while, wait_until
@@ -87,6 +92,23 @@ def assert_only_the_old_life(s3_server, bucket: str, topic: str, keys: set[str])
     assert all(value == {"life": 1, "i": offset} for offset, value in records)
 
 
+def status(config) -> tuple[int, list[str]]:
+    """``blockgz status``: exit code and the problems' lines."""
+    result = CliRunner().invoke(main, ["status", str(config), "--output", "json"])
+    assert "Traceback" not in result.output, result.output
+    (job,) = json.loads(result.stdout)["jobs"]
+    return result.exit_code, [i["message"] for i in job["issues"] if i["level"] == "problem"]
+
+
+def audit(s3_server, bucket: str) -> tuple[int, list[str]]:
+    """``blockgz audit``: exit code and the findings' kinds and messages."""
+    flags = [a for k, v in s3_options(s3_server.endpoint_url).items() for a in ("-O", f"{k}={v}")]
+    result = CliRunner().invoke(main, ["audit", f"s3://{bucket}", *flags, "--output", "json"])
+    assert "Traceback" not in result.output, result.output
+    (job,) = json.loads(result.stdout)["jobs"]
+    return result.exit_code, [f"{f['kind']}: {f['message']}" for f in job["findings"]]
+
+
 @pytest.fixture(scope="module")
 def connector():
     from blockgz.errors import JarResolutionError
@@ -123,6 +145,27 @@ def test_a_rerun_refuses_the_new_life_of_a_recreated_topic(
         code, lines, seconds = export_once(tmp_path / run, options)
         assert_one_line_failure(code, lines, seconds, topic, "deleted and recreated", "topics.dir")
         assert_only_the_old_life(s3_server, bucket, topic, old_keys)
+    code, problems = status(tmp_path / "job" / "job.properties")
+    assert code == 2 and any(f"{topic}: deleted and recreated in Kafka" in p for p in problems)
+    code, findings = audit(s3_server, bucket)
+    assert code == 0 and findings == [], "the archive holds one life: intact"
+
+    # Where two lives meet (a stand-in: a batch of the same job recording the new life's id),
+    # audit and status name the topic and both ids.
+    log = ExportConfig.from_mapping(options).sink.manifest_log()
+    old_id = recorded_topic_ids(log)[topic]
+    new_id = describe_topics(kafka.admin(), [topic], timeout_s=15)[topic].topic_id
+    assert new_id and new_id != old_id
+    later = dataclasses.replace(log, epoch="29991231T000000Z000000")  # after the real batches
+    later.write(0, files=[], offsets={}, topic_ids={topic: new_id})
+    code, findings = audit(s3_server, bucket)
+    assert code == 2 and len(findings) == 1, findings
+    assert findings[0].startswith(
+        f"topic_lives: the manifests of job lives record 2 lives of "
+        f"topic {topic} (topic ids {old_id}, then {new_id})"
+    ), findings
+    code, problems = status(tmp_path / "job" / "job.properties")
+    assert code == 2 and any(f"record 2 lives of topic {topic}" in p for p in problems), problems
 
 
 def running_job(kafka, s3_server, bucket: str, topic: str, fault: str) -> ExportConfig:

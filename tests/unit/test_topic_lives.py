@@ -70,3 +70,18 @@ def test_commit_check_options_carry_the_ids_and_the_client_settings():
     assert options["blockgz.commit.check"] == "blockgz.sink.kafka.lives:check_commit"
     assert json.loads(options["blockgz.commit.check.topic.ids"]) == {"t": "ID"}
     assert options["blockgz.commit.check.kafka.bootstrap.servers"] == "k:9092"
+
+
+def test_audit_names_an_archive_where_two_lives_meet(tmp_path):
+    from blockgz.reader.audit import audit_job
+
+    manifests = Manifests(LocalStore(str(tmp_path)), "", Layout(), "job")
+    manifests.write(0, files=[], offsets={"t": {0: 5}}, topic_ids={"t": "OLD", "u": "U"})
+    assert audit_job(manifests).exit_code == 0
+    manifests.write(1, files=[], offsets={"t": {0: 9}}, topic_ids={"t": "NEW", "u": "U"})
+    Catalog(manifests).compact()  # the root keeps both ids
+    manifests.write(2, files=[], offsets={"t": {0: 9}}, topic_ids={"t": "NEW", "u": "U"})
+    report = audit_job(manifests)
+    assert report.exit_code == 2
+    (finding,) = [f for f in report.findings if f.kind == "topic_lives"]
+    assert finding.topic == "t" and "(topic ids OLD, then NEW)" in finding.line()
