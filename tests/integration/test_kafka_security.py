@@ -318,3 +318,35 @@ def test_spark_kafka_connector_reads_over_sasl_ssl_with_the_same_settings(secure
         if p.is_file() and p != config and password.encode() in p.read_bytes()
     ]
     assert password not in output and leaked == []
+
+
+@pytest.mark.parametrize(("acl", "missing"), [("describe", "READ"), ("none", "DESCRIBE")])
+def test_a_topic_the_principal_may_not_read_fails_the_export_without_preflight(
+    acl, missing, secured_kafka, s3_server, bucket, tmp_path
+):
+    """``blockgz.preflight=false`` and READ on one of two topics: the export used to end
+    ``done: 50 records`` with exit 0 and the other topic absent. Every topic the job names is
+    archived or the export fails: here before anything is written, naming the topic and the
+    permission (issue 41, situation 9)."""
+    from testkit.s3 import s3_options
+
+    readable, other = unique("ok"), unique("hidden")
+    for name in (readable, other):
+        secured_kafka.create_topic(name)
+        secured_kafka.produce(name, [b'{"n":%d}' % n for n in range(50)])
+    user = unique("half")
+    described = [other] if acl == "describe" else []
+    secured_kafka.add_user(user, "pw", read=[readable], describe=described)
+    settings = connect_config(
+        secured_kafka, user, "pw", topics=f"{readable},{other}",
+        **{"blockgz.preflight": "false", "s3.bucket.name": bucket},
+        **s3_options(s3_server.endpoint_url),
+    )  # fmt: skip
+    config = write_config(tmp_path, {"name": unique("half"), **settings})
+    code, lines, output, seconds = run_cli("export", str(config), "--once", cwd=tmp_path)
+    assert code != 0 and len(lines) <= MAX_LINES and "Traceback" not in output, output
+    assert seconds < MAX_SECONDS, f"{seconds:.1f} s"
+    assert f"User:{user} may not {missing} topic {other}" in output, output
+    assert f"--operation Read --topic {other}" in output, output
+    listed = s3_server.client().list_objects_v2(Bucket=bucket, Prefix="topics/")
+    assert listed.get("KeyCount", 0) == 0, "nothing archived of either topic"
