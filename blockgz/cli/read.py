@@ -22,7 +22,9 @@ JSON_OUTPUT_HELP = (
     "kept). Its value is the JSON value itself where the object's format is JSON (.json, "
     ".json.gz: a JSON-format archive; a value that does not parse stays a string), the decoded "
     "record for Avro, else the stored text as a string, or value_base64 when it is not UTF-8. "
-    "The record timestamps kept beside the values are fetched for json output only."
+    "The record timestamps kept beside the values are fetched for json output only. The output "
+    "is strict JSON: a number is printed as archived (1e999 stays 1e999), a decoded NaN or "
+    'infinite double is the string "NaN", "Infinity" or "-Infinity".'
 )
 
 
