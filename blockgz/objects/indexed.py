@@ -29,7 +29,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
@@ -167,16 +167,25 @@ def load_index(
             text = store.get(key)
         except ObjectNotFoundError:
             continue
-        if committed is not None and not rebuilt_sidecar(text):
+        rebuilt = committed is not None and rebuilt_sidecar(text)
+        if committed is not None and not rebuilt:
             check_sidecar_bytes(store.url(key), committed, text)
         index = BlockIndex.from_json(text, source=store.url(key))
         if committed is not None:
             check_sidecar(store.url(key), store.url(data_key), committed, index)
-        return index
+        return without_block_times(index) if rebuilt else index
     raise MissingIndexError(
         f"{store.url(data_key)}: no index sidecar ({' or '.join(map(store.url, keys))}); the "
         "object is not seekable until `blockgz index` builds one (or stream it with --scan)"
     )
+
+
+def without_block_times(index: BlockIndex) -> BlockIndex:
+    """``index`` with its blocks' time ranges forgotten: a sidecar whose bytes the manifest
+    did not commit (rebuilt by ``audit --repair``) may not make a time window skip a block,
+    since nothing proves those times (its blocks are read and their records filtered)."""
+    chunks = [replace(c, min_timestamp=None, max_timestamp=None) for c in index.chunks]
+    return replace(index, chunks=chunks)
 
 
 def resolve_data_key(store: ObjectStore, key: str) -> str:

@@ -116,3 +116,100 @@ def test_a_sidecar_without_object_still_reads(tmp_path):
     doc = json.loads(store.get(done.index_key))
     del doc["object"]
     assert BlockIndex.from_json(json.dumps(doc)).object is None
+
+
+# -- readers: what was committed, or an error naming the key ---------------------------------------
+def _committed_archive(root) -> list:
+    """Two batches of ``ev`` (2 partitions, gapped offsets, timestamps kept beside) exported
+    through the real write task into ``root``, a manifest each: the records."""
+    from testkit.archives import export_batches, input_records
+
+    records = input_records(60)
+    options = {"flush.size": "20", "store.kafka.timestamps": "true"}
+    export_batches(str(root), records, "default", batches=2, **options)
+    return records
+
+
+def _first_object(root, partition: int = 0):
+    folder = root / "topics" / "ev" / f"partition={partition}"
+    data = sorted(folder.glob("ev+*.json.gz"))[0]
+    return data, folder / f".{data.name.removesuffix('.gz')}.index.json"
+
+
+def test_a_sidecar_of_another_object_is_refused(tmp_path):
+    from blockgz.errors import ArchiveIntegrityError
+    from blockgz.reader import open_archive
+
+    _committed_archive(tmp_path)
+    _, mine_sidecar = _first_object(tmp_path, 0)
+    _, theirs_sidecar = _first_object(tmp_path, 1)
+    mine_sidecar.write_bytes(theirs_sidecar.read_bytes())
+    with open_archive(str(tmp_path)) as archive:
+        with pytest.raises(ArchiveIntegrityError, match=r"index (size|crc32)") as caught:
+            list(archive.records("ev", [0]))
+        assert mine_sidecar.name in str(caught.value)
+        assert len(list(archive.records("ev", [1]))) == 60  # the other partition reads
+
+
+def test_a_truncated_or_swapped_object_is_refused_by_its_ranged_get(tmp_path):
+    from blockgz.errors import ArchiveIntegrityError
+    from blockgz.reader import open_archive
+
+    records = _committed_archive(tmp_path)
+    data, _ = _first_object(tmp_path, 0)
+    first = min(r.offset for r in records if r.partition == 0)
+    original = data.read_bytes()
+    data.write_bytes(original + b"\0")
+    with open_archive(str(tmp_path)) as archive, pytest.raises(ArchiveIntegrityError) as caught:
+        next(archive.seek("ev", 0, first))
+    assert str(caught.value).endswith(f"size {len(original) + 1}, committed {len(original)}")
+    flipped = bytearray(original)
+    flipped[len(original) // 2] ^= 0x01
+    data.write_bytes(bytes(flipped))
+    with open_archive(str(tmp_path)) as archive, pytest.raises(ArchiveIntegrityError) as caught:
+        list(archive.seek("ev", 0, first))
+    assert "crc32" in str(caught.value) and data.name in str(caught.value)
+
+
+def test_a_changed_block_time_is_refused_or_not_trusted_when_rebuilt(tmp_path):
+    from blockgz.errors import ArchiveIntegrityError
+    from blockgz.reader import open_archive
+
+    _committed_archive(tmp_path)
+    _, sidecar = _first_object(tmp_path, 0)
+    doc = json.loads(sidecar.read_text())
+    chunks = doc["chunks"]
+    lowest = min(c["min_timestamp"] for c in chunks)
+    # A block that does not hold the file's first time: raising its min keeps the file's range.
+    target = next(c for c in chunks if lowest < c["min_timestamp"] < c["max_timestamp"])
+    window = {"to_time": target["max_timestamp"]}  # its records before its max are in it
+    with open_archive(str(tmp_path)) as archive:
+        before = [r.offset for _, r in archive.records("ev", [0], **window)]
+    target["min_timestamp"] = target["max_timestamp"]  # "nothing in this block before max"
+    sidecar.write_text(json.dumps(doc, separators=(",", ":")) + "\n")  # the same size
+    with open_archive(str(tmp_path)) as archive, pytest.raises(ArchiveIntegrityError) as caught:
+        list(archive.records("ev", [0], **window))
+    assert "index crc32" in str(caught.value) and sidecar.name in str(caught.value)
+    doc["object"]["rebuilt"] = True  # audit --repair's: its bytes are not the committed ones
+    sidecar.write_text(json.dumps(doc))
+    with open_archive(str(tmp_path)) as archive:  # its times prove nothing: the block is read
+        assert [r.offset for _, r in archive.records("ev", [0], **window)] == before
+
+
+def test_an_archive_from_before_the_checksums_still_reads(tmp_path):
+    from blockgz.reader import open_archive
+
+    records = _committed_archive(tmp_path)
+    for sidecar in tmp_path.rglob(".*.index.json"):
+        doc = json.loads(sidecar.read_text())
+        del doc["object"]
+        sidecar.write_text(json.dumps(doc))
+    for manifest in (tmp_path / "_blockgz").rglob("*.json"):
+        doc = json.loads(manifest.read_text())
+        for entry in doc.get("files", []):
+            for name in ("crc32", "index_size", "index_crc32"):
+                del entry[name]
+        manifest.write_text(json.dumps(doc))
+    with open_archive(str(tmp_path)) as archive:
+        got = sorted((p, r.offset) for p in (0, 1) for _, r in archive.records("ev", [p]))
+    assert got == sorted((r.partition, r.offset) for r in records)
