@@ -1,8 +1,9 @@
 """Consumer groups placed on targets restored with ``blockgz.replay`` markers: read back where
 each restored record landed, and find, per target partition, the offset a group resumes at.
 
-A restore counts offsets from a claim only where it filled empty target partitions one to one
-(:mod:`blockgz.reader.restore_claims`). Into a target that already held records, and with
+A restore places groups from the target offsets its transactions recorded where it filled
+target partitions one to one (:mod:`blockgz.reader.restore_positions`). Into a target that
+already held records before the restore reached it, and with
 ``--by-key``, every restored record carries a marker naming its source partition and offset.
 Once every record is delivered, the restore reads the target partitions back and, for each
 group, takes in each target partition the restored records the group had consumed on the

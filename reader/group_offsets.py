@@ -1,10 +1,11 @@
 """Consumer groups put back where they stood: the plan's translated offsets set on the target.
 
-Each :class:`~blockgz.reader.restore_plan.GroupOffset` says where a group's committed record is
-in a restored partition counted from its start; the restore adds the partition's claimed base
-(:mod:`blockgz.reader.restore_claims`; 0 for a topic it created) and commits the result for the
-group with the admin API (``AlterConsumerGroupOffsets``). On a target restored with markers the
-offsets come from the records read back (:mod:`blockgz.reader.group_markers`) instead.
+Each :class:`~blockgz.reader.restore_plan.GroupOffset` names a group's committed source offset;
+the restore places it on the target (``placed``): at the target offset its transactions
+recorded for it (:mod:`blockgz.reader.restore_positions`), or on a target restored with markers
+from the records read back (:mod:`blockgz.reader.group_markers`), or, given a partition's
+``bases``, at the base plus the records counted before it; then it commits the result for the
+group with the admin API (``AlterConsumerGroupOffsets``).
 
 Kafka only lets a group's offsets be changed while the group has no members, and a running
 consumer would not see them anyway: a group that is active on the target is left alone and
@@ -51,7 +52,7 @@ def set_group_offsets(
     bases: Mapping[tuple[str, int], int],
     placed: Mapping[tuple[str, str], dict[int, int] | str] | None = None,
 ) -> GroupsResult:
-    """Commit each group's translated offsets on the target (``bases``: the claimed start of
+    """Commit each group's translated offsets on the target (``bases``: the known start of
     each target partition; ``placed``: ``(group, target topic) ->`` the offset per target
     partition found from the markers, or why none is exact; a partition in neither is
     skipped)."""

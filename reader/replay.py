@@ -96,10 +96,6 @@ class ReplaySettings:
     registry: RegistrySettings | None = None
     #: librdkafka settings (``bootstrap.servers`` at least); idempotence is always on.
     producer: dict[str, Any] = field(default_factory=dict)
-    #: Per source partition: how many records of its window the target partition holds
-    #: already, counted by a restore's claim (:mod:`blockgz.reader.restore_claims`); that
-    #: many are skipped, in order. For a restore without markers (``mark=False``).
-    already: dict[int, int] | None = None
     #: ``--json-null``: what nulls kept as values under the tombstone directory were
     #: (``tombstone``/``value``; :mod:`blockgz.reader.restore_tombstones`); ``None``: such
     #: records are refused before anything is sent.
@@ -229,7 +225,6 @@ def replay(
                 blocks = _blocks(archive, settings, source, tombstones)
                 last_delivered = {t: n for (src, t), n in delivered.items() if src == source}
                 floor = last_delivered.get(source, -1)  # without --by-key all goes to `source`
-                counted = (settings.already or {}).get(source, 0)
                 marker = f"{settings.topic}/{source}/".encode() if settings.mark else None
                 for _, block in blocks:
                     _note_not_kept(block[0], result, settings.topic, source)
@@ -253,8 +248,6 @@ def replay(
                             if block[0].offset > floor
                             else [r for r in block if r.offset > floor]
                         )
-                        if counted:  # delivered before, as counted by a restore's claim
-                            unsent, counted = unsent[counted:], max(0, counted - len(unsent))
                         routes = itertools.repeat(source)
                         if keys is not None and len(unsent) < len(block):
                             keys = keys[len(block) - len(unsent) :]

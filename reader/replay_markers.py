@@ -7,8 +7,8 @@ partition's records in the order they were sent, so whatever a killed run delive
 partition is a prefix of what it sent there: the newest marker in each target partition says
 exactly how far the run got for each source partition. A rerun reads those tails
 (:func:`delivered_so_far`) and skips, record by record, what its target partition already holds.
-A restore into empty partitions resumes by its claims instead
-(:mod:`blockgz.reader.restore_claims`).
+A restore one partition to one resumes from the positions its transactions recorded instead
+(:mod:`blockgz.reader.restore_positions`).
 
 >>> admin_settings({"bootstrap.servers": "k:9092", "linger.ms": 5, "sasl.mechanism": "PLAIN"})
 {'bootstrap.servers': 'k:9092', 'sasl.mechanism': 'PLAIN'}

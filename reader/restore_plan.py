@@ -247,7 +247,7 @@ class RestorePlan:
     def fingerprint(self, topic: TopicPlan, partition: PartitionPlan) -> str:
         """A short hash of what one partition's restore sends (source, window, rename): a
         rerun of the same restore continues it, another restore into the same target is
-        refused (:mod:`blockgz.reader.restore_claims`)."""
+        refused (:mod:`blockgz.reader.restore_positions`)."""
         w = partition.window
         text = f"{topic.source}/{partition.partition}->{topic.target}:{w.start},{w.end},"
         text += f"{w.from_time},{w.to_time},{int(self.request.by_key)}"
