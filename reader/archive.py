@@ -443,7 +443,14 @@ class Archive(ArchiveAnalytics):
         # format.bytearray.framing frames bytearray objects; JSON ones (a JSON keys or
         # timestamps file beside them) are always lines.
         framing = self.framing if fmt is None or fmt.takes_framing else NEWLINE
-        return stream_records(self.store, ref.key, ref.start_offset, framing=framing, decode=decode)
+        return stream_records(
+            self.store,
+            ref.key,
+            ref.start_offset,
+            framing=framing,
+            decode=decode,
+            committed=ref.committed,  # the whole object read: its size and CRC-32 checked
+        )
 
     def _last_offset(self, ref: ObjectRef) -> int | None:
         if ref.has_index:

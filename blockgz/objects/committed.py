@@ -13,7 +13,9 @@ extra request:
   nothing to check);
 * each ranged GET through :class:`CommittedRanges`: the object's size from the answer's
   ``Content-Range`` against the entry's, and the CRC-32 of every whole block fetched against
-  the sidecar's per-block ``crc32`` (the sidecar itself proven by the manifest).
+  the sidecar's per-block ``crc32`` (the sidecar itself proven by the manifest);
+* an object read whole (no index: plain gzip, a companion without one), through
+  :func:`checked_chunks`: its size and CRC-32 once its last byte has been read.
 
     >>> from blockgz.archive.written import WrittenFile
     >>> entry = WrittenFile("t/t+0+0.json.gz", "t", 0, "", 0, 9, 10, 100, 120)
@@ -110,6 +112,19 @@ def chunk_times(chunks: Sequence[Chunk]) -> tuple[int | None, int | None]:
     return min(c.min_timestamp for c in timed), max(c.max_timestamp for c in timed)  # type: ignore[type-var]
 
 
+def checked_chunks(chunks: Iterator[bytes], url: str, entry: WrittenFile) -> Iterator[bytes]:
+    """``chunks`` (a whole object streamed) passed on, and at their end the object's size
+    and CRC-32 checked against the entry: an object read whole (no index) proves itself."""
+    size = crc = 0
+    for chunk in chunks:
+        size += len(chunk)
+        crc = block_crc32(chunk, crc)
+        yield chunk
+    check_entry_size(url, entry, size)
+    if entry.crc32 is not None and crc != entry.crc32:
+        raise mismatch(url, "crc32", crc, entry.crc32)
+
+
 class CommittedRanges:
     """An object's byte ranges read from a store, checked against what was committed: the
     size each ranged GET's answer tells (``size``: the committed size) and the CRC-32 of every
@@ -161,6 +176,7 @@ __all__ = [
     "check_entry_size",
     "check_sidecar",
     "check_sidecar_bytes",
+    "checked_chunks",
     "chunk_times",
     "mismatch",
     "sidecar_claims",

@@ -21,10 +21,12 @@ import io
 from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
+from blockgz.archive.written import WrittenFile
 from blockgz.errors import CorruptBlockError
 from blockgz.format.block_codecs import GZIP, codec_for_key
 from blockgz.format.decode import Record
 from blockgz.format.framing import NEWLINE, Framing, LengthPrefixed
+from blockgz.objects.committed import checked_chunks
 from blockgz.store.base import ObjectStore
 
 #: Reads the values of a container object's records (an Avro file's) from its bytes, a readable
@@ -57,12 +59,21 @@ class ChunkStream(io.RawIOBase):
 
 
 def stream_object(
-    store: ObjectStore, key: str, *, compressed: bool | None = None
+    store: ObjectStore,
+    key: str,
+    *,
+    compressed: bool | None = None,
+    committed: WrittenFile | None = None,
 ) -> io.BufferedIOBase:
     """The object's bytes as a file, decompressed when ``compressed`` (any number of members
     or frames) by the codec its suffix names (``.gz``, ``.zst``; gzip for another name).
-    ``compressed`` defaults to the key ending in a compression suffix."""
-    raw = io.BufferedReader(ChunkStream(store.iter_chunks(key)), 1024 * 1024)
+    ``compressed`` defaults to the key ending in a compression suffix. With the manifest
+    entry that ``committed`` it, reading its last byte checks its size and CRC-32
+    (:func:`~blockgz.objects.committed.checked_chunks`)."""
+    chunks = store.iter_chunks(key)
+    if committed is not None:
+        chunks = checked_chunks(chunks, store.url(key), committed)
+    raw = io.BufferedReader(ChunkStream(chunks), 1024 * 1024)
     family = codec_for_key(key)
     if compressed is None:
         compressed = family is not None
@@ -79,38 +90,41 @@ def stream_records(
     compressed: bool | None = None,
     framing: Framing = NEWLINE,
     decode: StreamDecoder | None = None,
+    committed: WrittenFile | None = None,
 ) -> Iterator[Record]:
     """A non-seekable object, streamed record by record: ``framing``'s records, or with
-    ``decode`` the values it reads from the object's bytes (an Avro file's records as Python
-    values; the caller asks the object's format which:
-    :func:`~blockgz.formats.registry.stream_decoder_of`). Offsets count up from
-    ``start_offset`` (the one in its name), so they are exact only when the object's offsets
-    are contiguous. ``compressed`` defaults to the key ending in ``.gz`` or ``.zst``.
+        ``decode`` the values it reads from the object's bytes (an Avro file's records as Python
+        values; the caller asks the object's format which:
+        :func:`~blockgz.formats.registry.stream_decoder_of`). Offsets count up from
+        ``start_offset`` (the one in its name), so they are exact only when the object's offsets
+        are contiguous. ``compressed`` defaults to the key ending in ``.gz`` or ``.zst``; with
+    ``committed`` (its manifest entry), a stream that differs from it in size or CRC-32 ends with
+    an :class:`~blockgz.errors.ArchiveIntegrityError`.
 
-    >>> import tempfile
-    >>> from blockgz.store import LocalStore
-    >>> store = LocalStore(tempfile.mkdtemp())
-    >>> frame = LengthPrefixed().encode
-    >>> store.put("t+0+0000000007.bin", frame(b"a\\nb") + frame(b""))
-    >>> list(stream_records(store, "t+0+0000000007.bin", 7, framing=LengthPrefixed()))
-    [Record(offset=7, value=b'a\\nb'), Record(offset=8, value=b'')]
+        >>> import tempfile
+        >>> from blockgz.store import LocalStore
+        >>> store = LocalStore(tempfile.mkdtemp())
+        >>> frame = LengthPrefixed().encode
+        >>> store.put("t+0+0000000007.bin", frame(b"a\\nb") + frame(b""))
+        >>> list(stream_records(store, "t+0+0000000007.bin", 7, framing=LengthPrefixed()))
+        [Record(offset=7, value=b'a\\nb'), Record(offset=8, value=b'')]
     """
     if decode is not None:
-        with stream_object(store, key, compressed=compressed) as stream:
+        with stream_object(store, key, compressed=compressed, committed=committed) as stream:
             for n, value in enumerate(decode(stream)):
                 yield Record(start_offset + n, value)
         return
     if isinstance(framing, LengthPrefixed):
-        with stream_object(store, key, compressed=compressed) as stream:
+        with stream_object(store, key, compressed=compressed, committed=committed) as stream:
             yield from _length_prefixed(stream, start_offset, store.url(key))
         return
     if framing != NEWLINE:
-        with stream_object(store, key, compressed=compressed) as stream:
+        with stream_object(store, key, compressed=compressed, committed=committed) as stream:
             data = stream.read()
         for n, value in enumerate(framing.split(data)):
             yield Record(start_offset + n, value)
         return
-    with stream_object(store, key, compressed=compressed) as stream:
+    with stream_object(store, key, compressed=compressed, committed=committed) as stream:
         for n, line in enumerate(stream):
             yield Record(start_offset + n, line[:-1] if line.endswith(b"\n") else line)
 

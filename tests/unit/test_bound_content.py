@@ -213,3 +213,26 @@ def test_an_archive_from_before_the_checksums_still_reads(tmp_path):
     with open_archive(str(tmp_path)) as archive:
         got = sorted((p, r.offset) for p in (0, 1) for _, r in archive.records("ev", [p]))
     assert got == sorted((r.partition, r.offset) for r in records)
+
+
+def test_an_object_read_whole_is_checked_at_its_end(tmp_path):
+    from blockgz.errors import ArchiveIntegrityError
+    from blockgz.reader import open_archive
+    from blockgz.sink.write.commit import write_manifest
+    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.task import write_task
+    from testkit.archives import input_records
+    from testkit.batches import arrow_batches
+
+    records = [r for r in input_records(30) if r.partition == 0]
+    config = SinkConfig.from_options(
+        {"path": str(tmp_path), "name": "job", "s3.compression.type": "none"}  # read whole
+    )
+    write_manifest(config.manifest_log(), 0, [write_task(config, iter(arrow_batches(records)))])
+    data = next((tmp_path / "topics" / "ev" / "partition=0").glob("ev+*.json"))
+    with open_archive(str(tmp_path)) as archive:
+        assert len(list(archive.records("ev", [0]))) == 30
+    data.write_bytes(data.read_bytes().replace(b'"click"', b'"clock"', 1))  # same size
+    with open_archive(str(tmp_path)) as archive, pytest.raises(ArchiveIntegrityError) as caught:
+        list(archive.records("ev", [0]))
+    assert f"{data.name}: crc32 " in str(caught.value)
