@@ -56,12 +56,21 @@ def _epoch_ms(ctx, param, value: str | None) -> int | None:
     "--master", metavar="URL",
     help="Run as a Spark job (local[4], spark://host:7077): one task per archived partition.",
 )  # fmt: skip
+@click.option(
+    "--json-null", type=click.Choice(["tombstone", "value"]),
+    help="What a null kept as a value under the tombstone directory was (as for restore): "
+    "without it such records stop the replay (exit 1) before anything is sent.",
+)  # fmt: skip
+@click.option(
+    "--tombstone-partition", default="tombstone", show_default=True, metavar="NAME",
+    help="The export's tombstone.encoded.partition: the directory its tombstones are in.",
+)  # fmt: skip
 @store_options
 @fail_cleanly
 def replay(
     source, topic, partitions, from_offset, to_offset, from_time, to_time, to_topic,
     bootstrap_servers, by_key, allow_same_topic, no_marker, schema_registry_url, master,
-    endpoint_url, options,
+    json_null, tombstone_partition, endpoint_url, options,
 ) -> None:  # fmt: skip
     """Replay archived records of SOURCE (an archive prefix) into a Kafka topic.
 
@@ -114,6 +123,8 @@ def replay(
         allow_same_topic=allow_same_topic,
         registry=_registry(schema_registry_url, archive_options),
         producer=producer,
+        json_null=json_null,
+        tombstone_directory=tombstone_partition,
     )
     console = Console(stderr=True)
     if master:
