@@ -256,7 +256,8 @@ def _placed_by_positions(
 ) -> dict[tuple[str, str], dict[int, int] | str]:
     """``(group, target topic) ->`` its offsets on a topic restored in transactions: the target
     offset the transactions recorded for each group's source offset; past every restored
-    record, the partition's end."""
+    record, the partition's end; or why it cannot be placed (an earlier run sent the record
+    without recording it: other groups were chosen then)."""
     from confluent_kafka import Consumer, TopicPartition
 
     placed: dict[tuple[str, str], dict[int, int] | str] = {}
@@ -267,17 +268,26 @@ def _placed_by_positions(
             if item.resume != "positions" or not entries:
                 continue
             target = item.topic.target
+            last = {p.partition: p.count.last for p in item.topic.partitions}
             positions = read_positions(client, target, {g.partition for g in entries})
             for g in entries:
                 marks = positions[g.partition].landmarks if g.partition in positions else {}
                 offset = marks.get(g.source_offset)
+                end = last.get(g.partition)
+                if offset is None and end is not None and g.source_offset <= end:
+                    placed[(g.group, target)] = (
+                        f"{target}[{g.partition}]: the run that restored source offset "
+                        f"{g.source_offset} did not record its target offset (other groups were "
+                        "chosen then)"
+                    )
+                    continue
                 if offset is None:  # past the restored records (or none restored there)
                     _, offset = consumer.get_watermark_offsets(
                         TopicPartition(target, g.partition), timeout=15, cached=False
                     )
                 found = placed.setdefault((g.group, target), {})
-                assert isinstance(found, dict)
-                found[g.partition] = offset
+                if isinstance(found, dict):
+                    found[g.partition] = offset
     finally:
         consumer.close()
     return placed

@@ -168,7 +168,11 @@ class PartitionTransactions:
         self.target, self.partition, self.every = target, partition, every
         self.position = start
         self.landmarks = dict(start.landmarks)
-        self._wanted = sorted(w for w in set(wanted) if w not in self.landmarks)
+        # A source offset below the position that no landmark records was sent by an earlier
+        # run that did not want it (other groups chosen then): it cannot be placed now.
+        self._wanted = sorted(
+            w for w in set(wanted) if w not in self.landmarks and w >= start.next_offset
+        )
         self._report = config.get("on_delivery")  # failures: a landmark's callback passes them on
         # librdkafka's retries while a fresh coordinator loads stay off the terminal
         settings = {
