@@ -172,15 +172,20 @@ class TopicFacts:
         return getattr(self.error, "name", lambda: "")() if self.error is not None else ""
 
 
-def kafka_topic_id(uuid: Any) -> str:
+def kafka_topic_id(uuid: Any) -> str | None:
     """A topic id as Kafka prints it (``kafka-topics --describe``: URL-safe base64, no padding);
-    librdkafka's own text uses the standard alphabet.
+    librdkafka's own text uses the standard alphabet. ``None`` for none, or Kafka's zero id
+    (a broker that keeps no topic ids).
 
     >>> from confluent_kafka import Uuid
-    >>> kafka_topic_id(Uuid(-1, -1))
-    '_____________________w'
+    >>> kafka_topic_id(Uuid(-1, -1)), kafka_topic_id(Uuid(0, 0))
+    ('_____________________w', None)
     """
+    if uuid is None:
+        return None
     bits = [uuid.get_most_significant_bits(), uuid.get_least_significant_bits()]
+    if bits == [0, 0]:
+        return None
     raw = b"".join((b % (1 << 64)).to_bytes(8, "big") for b in bits)
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
@@ -211,7 +216,7 @@ def describe_topics(
             continue
         ops = described.authorized_operations if operations else None
         found[name] = TopicFacts(
-            topic_id=kafka_topic_id(described.topic_id) if described.topic_id else None,
+            topic_id=kafka_topic_id(described.topic_id),
             operations=None if ops is None else frozenset(op.name for op in ops),
         )
     return found

@@ -38,10 +38,9 @@ from blockgz.sink.export.kafka_clients import DriverClients
 from blockgz.sink.export.lease import stop_on_lost_lease, take_lease
 from blockgz.sink.export.metrics import ExportMetrics, serve_metrics
 from blockgz.sink.export.start import abort_left_uploads, starting_offsets
-from blockgz.sink.export.topic_checks import check_topics
+from blockgz.sink.export.topic_checks import check_topics, commit_check_options
 from blockgz.sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
 from blockgz.sink.iceberg.table import catch_up
-from blockgz.sink.kafka.lives import commit_check_options
 from blockgz.sink.write.options import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
 
 log = logging.getLogger("blockgz.export")

@@ -277,7 +277,7 @@ def check_kafka(job: ExportConfig, *, once: bool, admin: QuietAdmin | None = Non
             if once:
                 raise PreflightError(message)
             log.warning("%s; the job picks matching topics up when they appear", message)
-    read = [t for t in topics if _reads(job, t)]
+    read = [t for t in topics if reads(job, t)]
     denied = missing_operation(admin, read, ["READ"], timeout_s=KAFKA_TIMEOUT_S)
     if denied is not None:
         topic, operation = denied
@@ -287,7 +287,7 @@ def check_kafka(job: ExportConfig, *, once: bool, admin: QuietAdmin | None = Non
         )
 
 
-def _reads(job: ExportConfig, topic: str) -> bool:
+def reads(job: ExportConfig, topic: str) -> bool:
     """Whether the job reads ``topic`` (named, assigned, or matching its regex)."""
     source = job.source
     if source.strategy == "subscribe":

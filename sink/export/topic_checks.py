@@ -11,14 +11,23 @@ what the run holds to at each commit (:func:`blockgz.sink.kafka.lives.check_comm
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from blockgz.errors import PreflightError
 from blockgz.kafka_access import TopicFacts, describe_topics, grant_hint, principal
 from blockgz.sink.export.config import ExportConfig
-from blockgz.sink.kafka.lives import DESCRIBE_TIMEOUT_S, check_start
+from blockgz.sink.kafka.lives import (
+    COMMIT_CHECK,
+    DESCRIBE_TIMEOUT_S,
+    IDS_OPTION,
+    KAFKA_PREFIX,
+    check_start,
+)
+from blockgz.sink.write.options import COMMIT_CHECK as COMMIT_CHECK_OPTION
+from blockgz.sink.write.options import COMMIT_CHECK_PREFIX
 
 if TYPE_CHECKING:
     from blockgz.sink.export.kafka_clients import DriverClients
@@ -30,10 +39,11 @@ def check_topics(job: ExportConfig, clients: DriverClients, *, once: bool) -> di
     """Refuse a topic the job cannot read (:class:`PreflightError`) or one recreated since the
     archive recorded it (:class:`~blockgz.errors.TopicRecreatedError`); return the topic ids
     the run holds to."""
-    from blockgz.sink.export.start import kafka_partitions
+    from blockgz.sink.export.preflight import kafka_topics, reads
 
     admin = clients.admin()
-    topics = set(job.topics) | {t for t, _ in kafka_partitions(job, clients)}
+    # One line naming the setting when no broker answers (or refuses the credentials).
+    topics = set(job.topics) | {t for t in kafka_topics(job, admin) if reads(job, t)}
     facts = describe_topics(admin.client, topics, timeout_s=DESCRIBE_TIMEOUT_S)
     refusal = unreadable(job, facts, principal(admin.config), once=once)
     if refusal is not None:
@@ -72,3 +82,16 @@ def unreadable(
                 f"be archived; grant it READ ({grant_hint(who, 'READ', topic)})"
             )
     return None
+
+
+def commit_check_options(client_config: Mapping[str, Any], topic_ids: Mapping[str, str]) -> dict:
+    """The sink options that make its driver run
+    :func:`~blockgz.sink.kafka.lives.check_commit` before each manifest."""
+    options = {
+        COMMIT_CHECK_OPTION: COMMIT_CHECK,
+        COMMIT_CHECK_PREFIX + IDS_OPTION: json.dumps(dict(topic_ids)),
+    }
+    for key, value in client_config.items():
+        if isinstance(value, (str, int, float, bool)):
+            options[COMMIT_CHECK_PREFIX + KAFKA_PREFIX + key] = str(value)
+    return options

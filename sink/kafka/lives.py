@@ -109,18 +109,6 @@ def check_start(manifests: Manifests, live: Mapping[str, str | None]) -> dict[st
     return {topic: topic_id for topic, topic_id in sorted(live.items()) if topic_id}
 
 
-def commit_check_options(client_config: Mapping[str, Any], topic_ids: Mapping[str, str]) -> dict:
-    """The sink options that make its driver run :func:`check_commit` before each manifest."""
-    from blockgz.sink.write.options import COMMIT_CHECK as OPTION
-    from blockgz.sink.write.options import COMMIT_CHECK_PREFIX as PREFIX
-
-    options = {OPTION: COMMIT_CHECK, PREFIX + IDS_OPTION: json.dumps(dict(topic_ids))}
-    for key, value in client_config.items():
-        if isinstance(value, (str, int, float, bool)):
-            options[PREFIX + KAFKA_PREFIX + key] = str(value)
-    return options
-
-
 def check_commit(
     options: Mapping[str, str], manifests: Manifests, batch_id: int | str, topics: Iterable[str]
 ) -> dict[str, str]:

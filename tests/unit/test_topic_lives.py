@@ -10,7 +10,8 @@ from blockgz.archive.catalog import Catalog
 from blockgz.archive.layout import Layout
 from blockgz.archive.manifests import Manifest, Manifests
 from blockgz.errors import TopicRecreatedError
-from blockgz.sink.kafka.lives import check_start, commit_check_options, recorded_topic_ids
+from blockgz.sink.export.topic_checks import commit_check_options
+from blockgz.sink.kafka.lives import check_start, recorded_topic_ids
 from blockgz.store import LocalStore
 
 
