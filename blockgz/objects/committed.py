@@ -39,9 +39,12 @@ from blockgz.format.index import BlockIndex, Chunk
 from blockgz.store.base import ObjectStore
 
 
-def mismatch(url: str, what: str, found: Any, committed: Any) -> ArchiveIntegrityError:
-    """The error for one field that differs: ``<url>: <what> <found>, committed <committed>``."""
-    return ArchiveIntegrityError(f"{url}: {what} {found}, committed {committed}", key=url)
+def mismatch(
+    url: str, what: str, found: Any, committed: Any, said: str = "committed"
+) -> ArchiveIntegrityError:
+    """The error for one field that differs: ``<url>: <what> <found>, committed <committed>``
+    (``said``: who says what it should be, when not a manifest)."""
+    return ArchiveIntegrityError(f"{url}: {what} {found}, {said} {committed}", key=url)
 
 
 def check_entry_size(url: str, entry: WrittenFile, size: int | None) -> None:
@@ -127,25 +130,38 @@ def checked_chunks(chunks: Iterator[bytes], url: str, entry: WrittenFile) -> Ite
 
 class CommittedRanges:
     """An object's byte ranges read from a store, checked against what was committed: the
-    size each ranged GET's answer tells (``size``: the committed size) and the CRC-32 of every
-    whole block a read holds (by ``chunks``, the proven sidecar's). Same interface as
-    :class:`~blockgz.objects.indexed.StoreRanges`: one ranged GET per read.
+    size each ranged GET's answer tells (``size``: the committed size; ``None``: unknown) and
+    the CRC-32 of every whole block a read holds (by ``chunks``, the proven sidecar's). Same
+    interface as :class:`~blockgz.objects.indexed.StoreRanges`: one ranged GET per read.
+    ``said`` names who promised them in messages (``committed``: a manifest).
     """
 
     def __init__(
-        self, store: ObjectStore, key: str, entry: WrittenFile, chunks: Sequence[Chunk] = ()
+        self,
+        store: ObjectStore,
+        key: str,
+        size: int | None,
+        chunks: Sequence[Chunk] = (),
+        *,
+        said: str = "committed",
     ):
         self.store = store
         self.key = key
-        self.entry = entry
+        self.expected_size = size
         self.chunks = chunks
+        self.said = said
         self.source = store.url(key)
 
     def read(self, start: int, end: int) -> bytes:
         data, size = self.store.get_range_sized(self.key, start, end)
-        check_entry_size(self.source, self.entry, size)
+        self._check_size(size)
         self.check_blocks(start, data)
         return data
+
+    def _check_size(self, size: int | None) -> None:
+        expected = self.expected_size
+        if size is not None and expected is not None and size != expected:
+            raise mismatch(self.source, "size", size, expected, self.said)
 
     def check_blocks(self, start: int, data: bytes) -> None:
         """Raise unless every whole block inside ``data`` (read from byte ``start``) has the
@@ -159,12 +175,13 @@ class CommittedRanges:
             if chunk.crc32 is not None:
                 crc = block_crc32(view[chunk.byte_offset - start : chunk.byte_end - start])
                 if crc != chunk.crc32:
-                    raise mismatch(self.source, f"block {at} crc32", crc, chunk.crc32)
+                    what = f"block {at} crc32"
+                    raise mismatch(self.source, what, crc, chunk.crc32, self.said)
             at += 1
 
     def size(self) -> int:
         size = self.store.head(self.key).size
-        check_entry_size(self.source, self.entry, size)
+        self._check_size(size)
         return size
 
     def close(self) -> None:

@@ -60,6 +60,7 @@ from blockgz.objects.committed import (
     CommittedRanges,
     check_sidecar,
     check_sidecar_bytes,
+    mismatch,
     rebuilt_sidecar,
 )
 from blockgz.store.base import ObjectStore
@@ -134,7 +135,7 @@ def object_ranges(
     plain ranged GETs."""
     if committed is None:
         return StoreRanges(store, key)
-    return CommittedRanges(store, key, committed, chunks)
+    return CommittedRanges(store, key, committed.size, chunks)
 
 
 def load_index(
@@ -395,6 +396,9 @@ def open_indexed(target: str | os.PathLike[str], options: Mapping[str, Any] | No
     """Open a block-GZIP object by path or URL (``s3://bucket/key``, ``file://``, a path).
 
     ``options`` are S3 settings under Confluent's names (``store.url``, ``s3.region``, ...).
+    An object whose sidecar names it (``"object"``) is read as that object or not at all: a
+    sidecar naming another file, an object of another size (each ranged GET's answer tells)
+    or a block with another CRC-32 is an :class:`~blockgz.errors.ArchiveIntegrityError`.
     """
     from urllib.parse import urlparse
 
@@ -403,6 +407,14 @@ def open_indexed(target: str | os.PathLike[str], options: Mapping[str, Any] | No
         from blockgz.store import split_object_url
 
         store, key = split_object_url(text, options)
-        return IndexedReader.open_object(store, key)
+        key = resolve_data_key(store, key)
+        obj = IndexedReader.open_object(store, key)
+        named = obj.index.object
+        if named is not None:  # no manifest at hand: the object its sidecar names is the promise
+            said = "its sidecar says"
+            if named.key.rsplit("/", 1)[-1] != key.rsplit("/", 1)[-1]:  # a copy may move it
+                raise mismatch(store.url(key), "object", key, named.key, said)
+            obj.ranges = CommittedRanges(store, key, named.size, obj.index.chunks, said=said)
+        return obj
     path = urlparse(text).path if text.startswith("file://") else text
     return IndexedReader.open_file(path)

@@ -2,9 +2,10 @@
 SeaweedFS, a real export).
 
 4. An object and its sidecar replaced by a same-size object of another partition: ``seek``
-   (one line naming the key, exit 1, no traceback), the library's ``records()``, the Spark
-   reader and ``restore --dry-run`` refuse with :class:`ArchiveIntegrityError` instead of serving
-   partition 2's values under partition 1's offsets and keys.
+   (one line naming the key, exit 1, no traceback; by topic and partition, and by the
+   object's URL), the library's ``records()``, the Spark reader and ``restore --dry-run``
+   refuse with :class:`ArchiveIntegrityError` instead of serving partition 2's values under
+   partition 1's offsets and keys.
 5. A sidecar with one changed ``min_timestamp``: ``records(from_time=…, to_time=…)`` and
    ``restore --from-time … --to-time … --dry-run`` refuse instead of dropping the block's
    records from the window.
@@ -90,12 +91,13 @@ def _cli(endpoint_url: str, *args: str):
     return CliRunner(env=env).invoke(main, [args[0], *flags, *args[1:]])
 
 
-def _refused(result, key: str) -> None:
-    """A command's one-line refusal naming ``key``: exit 1, no traceback, no records."""
+def _refused(result, key: str, said: str = "committed") -> None:
+    """A command's one-line refusal naming ``key`` and who ``said`` what it should be: exit 1,
+    no traceback, no records."""
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and key in lines[0] and "committed" in lines[0], result.stderr
+    assert len(lines) == 1 and key in lines[0] and said in lines[0], result.stderr
     assert result.stdout == ""
 
 
@@ -119,6 +121,9 @@ def test_a_swapped_object_and_sidecar_are_refused_by_every_reader(
 
     _refused(_cli(seaweed_s3.endpoint_url, "seek", "--topic", topic, "--partition", "1",
                   "--offset", "12", "--count", "3", url), name)  # fmt: skip
+    # the object by its URL, no manifest at hand: its sidecar names partition 2's object
+    by_url = _cli(seaweed_s3.endpoint_url, "seek", "--offset", "12", f"{url}/{mine}")
+    _refused(by_url, name, said="its sidecar says")
     refusal = pytest.raises(ArchiveIntegrityError, match=re.escape(name))
     with open_archive(url, options) as archive, refusal:
         list(archive.records(topic, [1]))
