@@ -206,22 +206,24 @@ def _check_objects(
     for obj in objects:
         _check_present(ctx, obj)
     todo = [o for o in objects if o.info is not None]
-    with ThreadPoolExecutor(ctx.threads) as pool:
-        found = list(pool.map(lambda o: _load(ctx, o, listed), todo))
+    with ThreadPoolExecutor(ctx.threads) as pool:  # HEADs and sidecar GETs side by side
+        heads = [pool.submit(_ask_stored_crc, ctx, o) for o in todo if not ctx.deep]
+        found = list(pool.map(lambda o: _load_sidecar(ctx.store, o, listed), todo))
+        for head in heads:
+            head.result()
     for obj, problem in zip(todo, found, strict=True):
         _check_stored_crc(ctx, obj)
         _check_sidecar(ctx, obj, problem)
     return objects
 
 
-def _load(ctx: AuditContext, obj: AuditedObject, listed: dict[str, ObjectInfo]) -> str | None:
-    """Fetch the object's sidecar and, where the server keeps one, its CRC-32 (a HEAD; not
-    with ``deep``, which reads every byte and says which block is bad)."""
-    if obj.intact and obj.file.crc32 is not None and ctx.server_crc is not False and not ctx.deep:
+def _ask_stored_crc(ctx: AuditContext, obj: AuditedObject) -> None:
+    """Where the server keeps one, the object's CRC-32 (a HEAD; not with ``deep``, which reads
+    every byte and says which block is bad). The first answer without one stops the asking."""
+    if obj.intact and obj.file.crc32 is not None and ctx.server_crc is not False:
         obj.stored_crc = ctx.store.stored_crc32(obj.file.key)
         if ctx.server_crc is None:
             ctx.server_crc = obj.stored_crc is not None
-    return _load_sidecar(ctx.store, obj, listed)
 
 
 def _check_stored_crc(ctx: AuditContext, obj: AuditedObject) -> None:
