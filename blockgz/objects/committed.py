@@ -75,12 +75,13 @@ def rebuilt_sidecar(data: bytes) -> bool:
 
 
 def check_sidecar(index_url: str, data_url: str, entry: WrittenFile, index: BlockIndex) -> None:
-    """Raise unless the sidecar (``index``, loaded from ``index_url``) describes the object
-    the entry committed: its ``"object"`` member, its chunks' totals and time range."""
+    """Raise unless the sidecar (``index``, loaded from ``index_url``; ``data_url`` for an
+    object that is its own index) describes the object the entry committed: its ``"object"``
+    member, its chunks' totals and time range. The error names the sidecar: what it says is
+    what differs."""
     for what, found, committed in sidecar_claims(index, entry):
         if committed is not None and found is not None and found != committed:
-            where = index_url if what.startswith("object") else data_url
-            raise mismatch(where, what, found, committed)
+            raise mismatch(index_url or data_url, what, found, committed)
 
 
 def sidecar_claims(index: BlockIndex, entry: WrittenFile) -> Iterator[tuple[str, Any, Any]]:

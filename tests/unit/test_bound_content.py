@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from dataclasses import replace
 from types import SimpleNamespace
 
 import pytest
@@ -236,3 +237,28 @@ def test_an_object_read_whole_is_checked_at_its_end(tmp_path):
     with open_archive(str(tmp_path)) as archive, pytest.raises(ArchiveIntegrityError) as caught:
         list(archive.records("ev", [0]))
     assert f"{data.name}: crc32 " in str(caught.value)
+
+
+def test_a_sidecar_whose_claims_differ_from_its_entry_names_the_sidecar():
+    from blockgz.archive.written import WrittenFile
+    from blockgz.errors import ArchiveIntegrityError
+    from blockgz.format.index import Chunk, IndexedObject
+    from blockgz.objects.committed import check_sidecar
+
+    chunks = [Chunk(0, 2, 0, 30, 8, min_timestamp=100, max_timestamp=150, crc32=1),
+              Chunk(2, 2, 30, 30, 8, min_timestamp=160, max_timestamp=200, crc32=2)]  # fmt: skip
+    named = IndexedObject("t/t+0+0.json.gz", 60, 9, topic="t", partition=0, first_offset=0,
+                          last_offset=3, records=4)  # fmt: skip
+    entry = WrittenFile("t/t+0+0.json.gz", "t", 0, "", 0, 3, 4, 60, 16, crc32=9,
+                        min_timestamp=100, max_timestamp=200)  # fmt: skip
+    check_sidecar("s3://b/t/.t+0+0.json.index.json", "d", entry, BlockIndex(chunks, object=named))
+    cases = [
+        (replace(entry, min_timestamp=90), "min_timestamp by its index 100, committed 90"),
+        (replace(entry, partition=1), "object partition 0, committed 1"),
+        (replace(entry, crc32=8), "object crc32 9, committed 8"),
+        (replace(entry, last_offset=4), "last offset by its index 3, committed 4"),
+    ]
+    for other, message in cases:
+        with pytest.raises(ArchiveIntegrityError, match=f"index.json: {message}$"):
+            check_sidecar("s3://b/t/.t+0+0.json.index.json", "d", other,
+                          BlockIndex(chunks, object=named))  # fmt: skip
