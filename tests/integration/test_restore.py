@@ -302,11 +302,12 @@ def test_a_killed_restore_resumes_and_sends_each_record_once(kafka, tmp_path):
     result = run(str(tmp_path), topic, "--suffix", "_r", "--bootstrap-servers",
                  kafka.bootstrap_servers)  # fmt: skip
     assert result.exit_code == 0, result.output
-    # Transactions end at a block (25 records) once they hold 40: 50 records each.
+    # Transactions end at a block (25 records) once they hold 40: 50 records each; the cap of
+    # 150 leaves the third committed or open, as the kill finds it.
     said = re.search(r"(\d+) records sent, (\d+) restored before", result.stderr)
     assert said is not None, result.stderr
     sent, before = int(said[1]), int(said[2])
-    assert sent + before == len(records) and before in (50, 100), result.stderr
+    assert sent + before == len(records) and before in (50, 100, 150), result.stderr
     got = read_all(kafka, target)[0]
     assert [as_restored(m) for m in got] == [as_archived(r) for r in records]
     from confluent_kafka import Consumer, TopicPartition
