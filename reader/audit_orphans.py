@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from blockgz.archive.catalog import Catalog
 from blockgz.archive.layout import parse_archive_key
 from blockgz.archive.manifests import Manifests
 from blockgz.archive.object_ref import ObjectRef
@@ -135,7 +136,14 @@ class Recommit:
         self._write(files)
         report.repaired.append(f"re-committed {len(files)} files in {store.url(self.manifest_key)}")
         text = f"repaired: re-committed {len(files)} files that prove themselves"
-        return text + (f"; left out {'; '.join(refused[:3])}" if refused else "")
+        text += f"; left out {'; '.join(refused[:3])}" if refused else ""
+        root = Catalog(self.manifests).latest_root()
+        if root is not None and root.through >= self.manifest_key:
+            text += (
+                f"; the catalog (root {root.seq}) folded past it: readers see them once it is "
+                "rebuilt (remove the job's catalog roots while no export runs)"
+            )
+        return text
 
     def _proven(self, store: ObjectStore, o: Orphan) -> tuple[WrittenFile | None, str]:
         """The orphan's manifest entry, or why it does not prove itself."""

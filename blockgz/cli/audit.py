@@ -21,13 +21,15 @@ from blockgz.cli.app import collect_options, fail_cleanly, main, report_output, 
 @click.option(
     "--deep",
     is_flag=True,
-    help="Also read every object once and check every block (its checksum, or its gzip CRC).",
+    help="Also read every object once and check every block (its checksum, or its gzip CRC) "
+    "and the CRC-32 of all its bytes.",
 )
 @click.option(
     "--repair",
     is_flag=True,
-    help="Rebuild missing or stale sidecars, remove objects no manifest committed (not those "
-    "a running export may be writing); say what cannot be repaired.",
+    help="Rebuild missing or stale sidecars, re-commit a deleted manifest's objects that prove "
+    "themselves, remove objects no manifest committed (not those a running export may be "
+    "writing); say what cannot be repaired.",
 )
 @click.option(
     "--brokers",
@@ -54,16 +56,22 @@ def audit(target, topics, deep, repair, brokers, no_kafka, options, output, thre
     TARGET is the job's config (the file `blockgz export` takes) or an archive URL
     (s3://bucket/prefix, a directory): every job whose manifests are there is audited.
 
-    Per topic-partition, from the catalog and one listing: every committed object is there at
-    its committed size; its sidecar matches it (size, blocks, offsets, record count); every
-    offset from the first archived to the committed one is in exactly one object or in a gap
-    the writer recorded or Kafka explains (retention, compaction, transaction markers: asked of
-    the brokers when there are some); no two objects overlap; no object is left that no
-    manifest committed. That costs one GET per sidecar and no data; --deep reads every object
-    once more.
+    Per topic-partition, from the catalog and one listing: every committed file (value
+    objects, keys/headers/timestamps files) is there at its committed size and, where the
+    server keeps one, with its committed CRC-32; its sidecar is the one committed (size,
+    CRC-32, the object it names) and matches it (blocks, offsets, record count); the job's
+    manifests have no hole (a deleted manifest is one line naming it); every offset from the
+    first archived to the committed one is in exactly one object or in a gap the writer
+    recorded or Kafka explains (retention, compaction, transaction markers: asked of the
+    brokers when there are some; each explained gap is a note saying why); no two objects
+    overlap; no object is left that no manifest committed, and none of another topic or
+    partition sits in the folder. That costs one GET per sidecar, one HEAD per file where the
+    server keeps CRC-32s, and no data; --deep reads every object once more and checks the
+    CRC-32 of all its bytes.
 
     Exit status: 0 intact; 1 warnings (a missing or stale sidecar, a stray, an overlap, a gap
-    nothing explains); 2 damage (committed records gone, truncated or corrupted) or an error.
+    nothing explains); 2 damage (committed records gone, truncated, corrupted or not the
+    bytes committed, a deleted manifest, another topic's object in the folder) or an error.
     Each finding is one line: level, topic-partition, offsets, key, what.
 
     \b

@@ -235,3 +235,13 @@ def test_verify_names_another_topics_object_and_a_deleted_manifest(archive, tmp_
     assert code == 2
     assert any(line.startswith(f"damage: {log.key(1)}: the manifest is gone") for line in lines)
     assert any("pay+1+0000000000.json.gz" in line and "pay-1's object" in line for line in lines)
+
+
+def test_a_manifest_lost_before_the_catalog_folded_past_it_is_damage(archive):
+    store, log = archive
+    store.delete(log.key(1))
+    Catalog(log).compact()  # folds 0 and 2: the root never saw 1
+    report = audit_job(log, do_repair=True)
+    assert kinds(report)[0] == ("missing_manifest", DAMAGE, log.key(1))
+    assert "the catalog (root 0) folded past it" in report.findings[0].repair
+    assert store.get(log.key(1))  # re-committed in its place all the same
