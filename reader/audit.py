@@ -108,8 +108,10 @@ def audit_job(
     kafka: KafkaFacts | None = None,
     threads: int = DEFAULT_THREADS,
     now: float | None = None,
+    unasked_gaps: int = WARNING,
 ) -> AuditReport:
-    """Audit one export job's archive (see the module docstring); ``topics``: only these."""
+    """Audit one export job's archive (see the module docstring); ``topics``: only these;
+    ``unasked_gaps``: the level of a gap between objects when no broker is asked."""
     store = manifests.store
     started = time.monotonic()
     before = _counts(store)
@@ -152,7 +154,8 @@ def audit_job(
             summary.records = sum(o.file.records for o in values)
             summary.bytes = sum(o.file.size for o in objects)
             summary.first_offset = min((o.file.first_offset for o in values), default=None)
-            gaps = GapCheck(topic, partition, kafka, dead.get(topic, {}).get(partition, 0))
+            dead_letters = dead.get(topic, {}).get(partition, 0)
+            gaps = GapCheck(topic, partition, kafka, dead_letters, unasked=unasked_gaps)
             held = [o.span for o in mine if o.ref.partition == partition and o.span]
             _check_coverage(ctx, summary, values, gaps, held)  # type: ignore[arg-type]
             summary.gaps_explained = gaps.explained

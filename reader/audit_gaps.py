@@ -24,7 +24,7 @@ are checked against Kafka when a broker is reachable (:class:`KafkaFacts`):
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from blockgz.reader.audit_findings import DAMAGE, NOTE, WARNING, Finding
@@ -75,13 +75,17 @@ class GapCheck:
     kafka: KafkaFacts | None
     dead_letters: int = 0
     explained: int = 0
+    #: The level of a gap when no broker is asked: a warning for ``audit --no-kafka``, a note
+    #: for ``verify`` (which never asks one: each gap is still a line).
+    unasked: int = WARNING
     _start: int | None = None
     _kafka_error: str | None = None
 
     def check(self, low: int, high: int) -> list[Finding]:
         """Findings for the gap ``low..high`` (none when Kafka explains it)."""
         if self.kafka is None:
-            return [self._unexplained(low, high, "no broker to ask (--no-kafka or none given)")]
+            why = "no broker to ask (--no-kafka or none given)"
+            return [replace(self._unexplained(low, high, why), level=self.unasked)]
         try:
             start = self._log_start()
             if start > high:  # retention: Kafka no longer has them either

@@ -5,7 +5,9 @@ Where exports' manifests commit the topic, ``verify`` is the audit's engine
 (value objects and their keys/headers/timestamps companions, and the sidecars) is checked
 against what its manifest committed and read once, every bad sidecar is its own line, a
 deleted object or manifest is damage, keys no manifest committed (strays, another topic's
-object) are named, and every gap between objects is a line (:func:`verify_topic`).
+object) are named, and every gap between objects is a line (a note: no broker is asked, so
+nothing can tell compaction or transaction markers from lost records; ``blockgz audit`` asks
+one) (:func:`verify_topic`).
 
 An archive without manifests (another writer's, DeviantArt's) is checked object by object, as
 listed (:func:`check_topic`): an indexed object has each block checked against its index. An
@@ -89,7 +91,7 @@ def verify_topic(
     check = TopicCheck()
     audited = False
     for manifests in _exports(archive):
-        report = audit_job(manifests, topics=[topic], deep=True)
+        report = audit_job(manifests, topics=[topic], deep=True, unasked_gaps=NOTE)
         if topic not in {p.topic for p in report.partitions}:
             continue
         audited = True

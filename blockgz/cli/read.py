@@ -311,10 +311,12 @@ def verify(target, topic, scan, endpoint_url, options) -> None:
     timestamps companions, sidecars) is checked against what its manifest committed (size,
     CRC-32, what its sidecar names) and read once; a deleted object or manifest, a corrupt or
     swapped object, a tampered sidecar and another topic's object in the topic's folder are
-    damage (exit 2); a stray, an overlap, a gap nothing explains are warnings (exit 1); each
-    problem is one line. Without manifests, every object of the topic gets a line: an object
-    without its index sidecar is a problem unless --scan reads it whole, and so is a stray and
-    every pair of objects that hold the same offsets; a bad block is damage (exit 2).
+    damage (exit 2); a stray or an overlap is a warning (exit 1); each problem is one line,
+    and so is each gap between objects (a note: no broker is asked; `blockgz audit` asks
+    one to tell compaction and transaction markers from lost records). Without manifests,
+    every object of the topic gets a line: an object without its index sidecar is a problem
+    unless --scan reads it whole, and so is a stray and every pair of objects that hold the
+    same offsets; a bad block is damage (exit 2).
 
     \b
     Examples:

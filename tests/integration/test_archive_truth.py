@@ -185,7 +185,7 @@ def test_verify_scan_finds_an_object_that_does_not_read_whole(seaweed_s3, weed_b
     store.delete(sidecar_key(key))
 
     result = cli(seaweed_s3.endpoint_url, "verify", "--topic", "orders", "--scan", url)
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == 2, result.output  # damage: records that cannot be read
     assert f"{url}/{key}: cannot be read whole" in result.stderr
     assert "Traceback" not in result.output
 
