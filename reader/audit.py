@@ -88,7 +88,7 @@ from blockgz.reader.audit_parquet import check_parquet
 from blockgz.reader.audit_repair import RebuildSidecar, repair, sidecar_target
 from blockgz.reader.audit_strays import check_strays, committed_by_other_jobs, live_lease
 from blockgz.reader.overlaps import find_overlaps
-from blockgz.reader.verify import read_whole
+from blockgz.reader.whole_read import read_whole
 from blockgz.store.base import ObjectInfo, ObjectStore
 
 __all__ = ["DEFAULT_THREADS", "JOB_CHECKS", "audit_job"]

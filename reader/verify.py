@@ -36,7 +36,6 @@ True
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -44,17 +43,14 @@ from blockgz.archive.layout import parse_archive_key
 from blockgz.archive.manifests import Manifests, find_exports
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.errors import BlockGzError, UnknownFormatError
-from blockgz.format.framing import Framing
 from blockgz.formats.registry import format_of, stream_decoder_of
 from blockgz.objects.indexed import IndexedReader, VerifyReport
-from blockgz.objects.stream import StreamDecoder, stream_records
 from blockgz.reader.archive import Archive, ObjectSummary
 from blockgz.reader.audit_findings import NOTE
 from blockgz.reader.strays import stray_line
-from blockgz.store import ObjectStore
+from blockgz.reader.whole_read import read_whole
 
-#: What reading an object whole may raise when its bytes are bad.
-_UNREADABLE = (BlockGzError, OSError, EOFError, zlib.error, ValueError)
+__all__ = ["TopicCheck", "check_object", "check_topic", "read_whole", "verify_topic"]
 
 
 @dataclass
@@ -207,23 +203,3 @@ def _unknown_format(archive: Archive, ref: ObjectRef, check: TopicCheck) -> bool
         check.problem(f"unknown format: {exc}")
         return True
     return False
-
-
-def read_whole(
-    store: ObjectStore,
-    key: str,
-    start: int,
-    framing: Framing,
-    why: str = "no index",
-    *,
-    decode: StreamDecoder | None = None,
-) -> tuple[str, str | None]:
-    """Read an object to its end, counting records: ``(ok line, None)`` or ``("", problem)``.
-    ``decode``: its format's reader of a whole object (Avro's), as
-    :func:`~blockgz.objects.stream.stream_records` takes it; ``None``: ``framing``'s records."""
-    url = store.url(key)
-    try:
-        records = sum(1 for _ in stream_records(store, key, start, framing=framing, decode=decode))
-    except _UNREADABLE as exc:
-        return "", f"{url}: cannot be read whole: {exc}"
-    return f"{url}: ok, read whole ({why}), {records} records", None
