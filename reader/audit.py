@@ -85,7 +85,7 @@ from blockgz.reader.audit_lives import check_topic_lives
 from blockgz.reader.audit_manifests import find_manifest_gaps, report_manifest_gaps
 from blockgz.reader.audit_orphans import Orphan, Recommit, describe, find_orphans
 from blockgz.reader.audit_parquet import check_parquet
-from blockgz.reader.audit_repair import RebuildSidecar, repair, sidecar_target
+from blockgz.reader.audit_repair import Plan, RebuildSidecar, Said, repair, sidecar_target
 from blockgz.reader.audit_strays import check_strays, committed_by_other_jobs, live_lease
 from blockgz.reader.overlaps import find_overlaps
 from blockgz.reader.whole_read import read_whole
@@ -171,7 +171,7 @@ def audit_job(
         check_strays(ctx, topic, offsets, spans, listed, committed | elsewhere | named)
     for check in JOB_CHECKS:
         check(ctx, view)
-    plan = Recommit(manifests, gaps_found.lost[0], tuple(orphans)) if orphans else None
+    plan = _recommit_plan(manifests, gaps_found.lost, orphans, bool(topics))
     report_manifest_gaps(ctx, gaps_found, describe(orphans), plan)
     _sort(ctx)
     if do_repair:
@@ -179,6 +179,19 @@ def audit_job(
     report.requests = _spent(store, before)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _recommit_plan(
+    manifests: Manifests, lost: list[str], orphans: list[Orphan], narrowed: bool
+) -> Plan | None:
+    """How ``--repair`` re-commits a deleted manifest's objects: only in an audit of every
+    topic (the manifest rewritten for one topic would leave the others' objects no gap to be
+    re-committed in)."""
+    if not orphans:
+        return None
+    if narrowed:
+        return Said("not repaired: --topic audits part of the job; run without it to re-commit")
+    return Recommit(manifests, lost[0], tuple(orphans))
 
 
 # -- committed objects and their sidecars ----------------------------------------------------

@@ -84,6 +84,16 @@ class CarriesOut(Protocol):
     def carry_out(self, store: ObjectStore, report: AuditReport) -> str: ...
 
 
+@dataclass(frozen=True)
+class Said:
+    """Nothing done; the finding's line says ``text`` (why not)."""
+
+    text: str
+
+    def carry_out(self, store: ObjectStore, report: AuditReport) -> str:
+        return self.text
+
+
 Plan = RebuildSidecar | RemoveKeys | CarriesOut
 
 

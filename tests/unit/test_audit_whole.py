@@ -245,3 +245,11 @@ def test_a_manifest_lost_before_the_catalog_folded_past_it_is_damage(archive):
     assert kinds(report)[0] == ("missing_manifest", DAMAGE, log.key(1))
     assert "the catalog (root 0) folded past it" in report.findings[0].repair
     assert store.get(log.key(1))  # re-committed in its place all the same
+
+
+def test_a_repair_of_one_topic_leaves_a_deleted_manifest_for_a_whole_audit(archive):
+    store, log = archive
+    store.delete(log.key(1))
+    report = audit_job(log, topics=["ev"], do_repair=True)
+    assert report.findings[0].repair.startswith("not repaired: --topic audits part of the job")
+    assert kinds(audit_job(log)) == [("missing_manifest", DAMAGE, log.key(1))]
