@@ -4,7 +4,9 @@
 offsets, dead letters, the time of each topic-partition's last commit: when the manifest
 that advanced it was written), Kafka's watermarks (end offset and lag), the multipart uploads
 left open under the job's prefixes, and the objects no manifest committed (what a restart
-would remove: :func:`blockgz.archive.recovery.find_uncommitted`). :func:`assess` turns that
+would remove: :func:`blockgz.archive.recovery.find_uncommitted`), and each topic's lives (two
+in the archive, or a topic recreated in Kafka since the archive recorded its id: both a
+problem; :mod:`blockgz.sink.kafka.lives`). :func:`assess` turns that
 into issues; :attr:`StatusReport.exit_code` into 0 (healthy), 1 (a warning: lag above
 ``max_lag``) or 2 (a problem: no commit for longer than ``max_commit_age`` while records wait,
 an unreachable broker or archive, a corrupt manifest).

@@ -10,8 +10,8 @@ the batch is aborted (its objects removed) and nothing of the new life is commit
 old. A manifest without ids (written before blockgz recorded them) says nothing: an id not
 recorded is never a reason to refuse; it is recorded from then on.
 
->>> refusal("t", "OLD", "NEW", "s3://b/_blockgz/j/")  # doctest: +ELLIPSIS
-'topic t was deleted and recreated: its topic id is now NEW, ...'
+>>> print(refusal("t", "OLD", "NEW", "s3://b/_blockgz/j/"))  # doctest: +ELLIPSIS
+topic t was deleted and recreated: its topic id is now NEW, but the archive ...
 """
 
 from __future__ import annotations
@@ -43,10 +43,16 @@ def refusal(topic: str, recorded: str, live: str, archive: str) -> str:
     return (
         f"topic {topic} was deleted and recreated: its topic id is now {live}, but the archive "
         f"{archive} holds the life with id {recorded} (offsets start again at 0, so the two "
-        "would mix); nothing of the new life was written. To archive it, run with another "
-        "topics.dir and name and a new checkpoint, or delete the old archive first "
-        "(blockgz never resumes across two lives)"
+        f"would mix); nothing of the new life was written. {CHOICES}"
     )
+
+
+#: What the user can do about a recreated topic (the end of both refusals).
+CHOICES = (
+    "Either archive the new life apart (another topics.dir and name, and a new checkpoint), "
+    "or delete the old archive (its objects and the job's _blockgz directory) and start again "
+    "with a new checkpoint; blockgz never resumes across two lives"
+)
 
 
 def source_refusal(topic: str, started: str, live: str) -> str:
@@ -54,8 +60,7 @@ def source_refusal(topic: str, started: str, live: str) -> str:
     return (
         f"topic {topic} was deleted and recreated while the export ran: its topic id is now "
         f"{live}, not {started} (offsets start again at 0, so the two lives would mix); the "
-        "batch was not committed. To archive the new life, run with another topics.dir and "
-        "name and a new checkpoint, or delete the old archive first"
+        f"batch was not committed. {CHOICES}"
     )
 
 
