@@ -3,23 +3,33 @@
 For each topic-partition the job committed, from its catalog (:class:`~blockgz.archive.catalog.
 Catalog`: the manifests, compacted) and **one listing** of each topic's prefix:
 
-* every committed object is there, at the size its manifest recorded (else: *damage*, gone or
-  truncated);
+* every committed file (value objects and their keys/headers/timestamps companions) is there,
+  at the size its manifest recorded and, where the server keeps each object's CRC-32 (one HEAD;
+  :mod:`blockgz.reader.audit_integrity`), with the committed CRC-32 (else: *damage*, gone,
+  truncated or not the bytes committed);
 * every sidecar the manifest names is there and matches its object: the blocks tile the
   object's size exactly, and say the manifest's first and last offsets and record count (else:
-  a *warning*, missing or stale sidecar: readers cannot seek it, ``--repair`` rebuilds it);
+  a *warning*, missing or stale sidecar: readers cannot seek it, ``--repair`` rebuilds it); its
+  bytes are the committed ones (``index_size``/``index_crc32``) and the object it names is the
+  entry's (else: *damage*, a tampered or swapped sidecar);
+* the job's manifests have no hole (:mod:`blockgz.reader.audit_manifests`: a deleted manifest
+  is one *damage* line; the objects it committed are counted in it, and ``--repair``
+  re-commits those that prove themselves, :mod:`blockgz.reader.audit_orphans`);
 * every offset from the first archived to the committed one is in a committed object, or in a
   gap that the writer recorded (inside an object: the index's ``offset_deltas``) or that Kafka
   explains (between objects: :mod:`blockgz.reader.audit_gaps`);
 * no two committed objects hold the same offset (:mod:`blockgz.reader.overlaps`);
 * every object under the topic's prefix is committed by some export's manifests (else a stray:
   below the committed offset, a second writer's or a failed batch's; from it on, the batch in
-  flight of a running export — left alone while it holds the lease — or of one that died).
+  flight of a running export — left alone while it holds the lease — or of one that died);
+  another topic's or partition's object in the folder is *damage*;
+* the checks of the whole job in :data:`JOB_CHECKS` (two lives of a topic meeting).
 
-It costs the catalog's reads, one LIST per topic (per 1000 keys) and one GET per sidecar: no
-object is read. ``deep=True`` also reads every object once (:mod:`blockgz.reader.audit_deep`:
-the blocks' checksums, or their gzip CRCs where an index has none; Parquet objects' row groups
-against their footers, :mod:`blockgz.reader.audit_parquet`). Findings are one line each
+It costs the catalog's reads, one LIST per topic (per 1000 keys), one GET per sidecar and,
+where the server keeps CRC-32s, one HEAD per file: no object is read. ``deep=True`` also reads
+every object once (:mod:`blockgz.reader.audit_deep`: the blocks' checksums, or their gzip CRCs
+where an index has none, and the CRC-32 of all its bytes; Parquet objects' row groups against
+their footers, :mod:`blockgz.reader.audit_parquet`). Findings are one line each
 (:mod:`blockgz.reader.audit_findings`); ``--repair`` mends what is safe
 (:mod:`blockgz.reader.audit_repair`).
 
@@ -82,7 +92,11 @@ from blockgz.reader.audit_integrity import (
     whole_crc,
 )
 from blockgz.reader.audit_lives import check_topic_lives
-from blockgz.reader.audit_manifests import find_manifest_gaps, report_manifest_gaps
+from blockgz.reader.audit_manifests import (
+    ManifestGaps,
+    find_manifest_gaps,
+    report_manifest_gaps,
+)
 from blockgz.reader.audit_orphans import Orphan, Recommit, describe, find_orphans
 from blockgz.reader.audit_parquet import check_parquet
 from blockgz.reader.audit_repair import Plan, RebuildSidecar, Said, repair, sidecar_target
@@ -133,42 +147,9 @@ def audit_job(
         if not wanted or topic in wanted:
             by_topic.setdefault(topic, []).append(partition)
     elsewhere = committed_by_other_jobs(manifests, sorted(by_topic))
-    dead = view.dead_letters
     for topic, partitions in sorted(by_topic.items()):
-        listed = {info.key: info for info in store.list(_topic_prefix(manifests, topic))}
-        files = {p: _committed_files(ctx, view, topic, p) for p in partitions}
-        committed = {f.key for fs in files.values() for f in fs}
-        committed |= {f.index_key for fs in files.values() for f in fs if f.index_key}
-        mine = (
-            find_orphans(store, manifests, topic, listed, committed | elsewhere, ctx.threads)
-            if gaps_found.lost
-            else []
-        )
-        orphans += mine
-        for partition in partitions:
-            summary = PartitionSummary(topic, partition, committed=view.offsets[topic][partition])
-            report.partitions.append(summary)
-            objects = _check_objects(ctx, files[partition], listed)
-            values = [o for o in objects if o.file.role == "value"]
-            summary.objects = len(objects)
-            summary.records = sum(o.file.records for o in values)
-            summary.bytes = sum(o.file.size for o in objects)
-            summary.first_offset = min((o.file.first_offset for o in values), default=None)
-            dead_letters = dead.get(topic, {}).get(partition, 0)
-            gaps = GapCheck(topic, partition, kafka, dead_letters, unasked=unasked_gaps)
-            held = [o.span for o in mine if o.ref.partition == partition and o.span]
-            _check_coverage(ctx, summary, values, gaps, held)  # type: ignore[arg-type]
-            summary.gaps_explained = gaps.explained
-            _check_overlaps(ctx, topic, partition, values)
-            if deep:
-                _check_deep(ctx, objects)
-        offsets = {p: view.offsets[topic][p] for p in partitions}
-        spans = {
-            p: [(f.first_offset, f.last_offset) for f in files[p] if f.role == "value"]
-            for p in partitions
-        }
-        named = {k for o in mine for k in o.stored_keys()}  # counted in the missing manifest's line
-        check_strays(ctx, topic, offsets, spans, listed, committed | elsewhere | named)
+        orphans += _audit_topic(ctx, view, topic, partitions, elsewhere, gaps_found, kafka,
+                                unasked_gaps)  # fmt: skip
     for check in JOB_CHECKS:
         check(ctx, view)
     plan = _recommit_plan(manifests, gaps_found.lost, orphans, bool(topics))
@@ -179,6 +160,56 @@ def audit_job(
     report.requests = _spent(store, before)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _audit_topic(
+    ctx: AuditContext,
+    view: CatalogView,
+    topic: str,
+    partitions: list[int],
+    elsewhere: set[str],
+    gaps_found: ManifestGaps,
+    kafka: KafkaFacts | None,
+    unasked_gaps: int,
+) -> list[Orphan]:
+    """One topic: its one listing, each partition's committed files, offsets and overlaps,
+    then the keys no manifest committed; the objects a deleted manifest committed, returned
+    (they are counted in its line, not named one by one)."""
+    store, manifests = ctx.store, ctx.manifests
+    listed = {info.key: info for info in store.list(_topic_prefix(manifests, topic))}
+    files = {p: _committed_files(ctx, view, topic, p) for p in partitions}
+    committed = {f.key for fs in files.values() for f in fs}
+    committed |= {f.index_key for fs in files.values() for f in fs if f.index_key}
+    mine = (
+        find_orphans(store, manifests, topic, listed, committed | elsewhere, ctx.threads)
+        if gaps_found.lost
+        else []
+    )
+    dead = view.dead_letters.get(topic, {})
+    for partition in partitions:
+        summary = PartitionSummary(topic, partition, committed=view.offsets[topic][partition])
+        ctx.report.partitions.append(summary)
+        objects = _check_objects(ctx, files[partition], listed)
+        values = [o for o in objects if o.file.role == "value"]
+        summary.objects = len(objects)
+        summary.records = sum(o.file.records for o in values)
+        summary.bytes = sum(o.file.size for o in objects)
+        summary.first_offset = min((o.file.first_offset for o in values), default=None)
+        gaps = GapCheck(topic, partition, kafka, dead.get(partition, 0), unasked=unasked_gaps)
+        held = [o.span for o in mine if o.ref.partition == partition and o.span]
+        _check_coverage(ctx, summary, values, gaps, held)  # type: ignore[arg-type]
+        summary.gaps_explained = gaps.explained
+        _check_overlaps(ctx, topic, partition, values)
+        if ctx.deep:
+            _check_deep(ctx, objects)
+    offsets = {p: view.offsets[topic][p] for p in partitions}
+    spans = {
+        p: [(f.first_offset, f.last_offset) for f in files[p] if f.role == "value"]
+        for p in partitions
+    }
+    named = {k for o in mine for k in o.stored_keys()}
+    check_strays(ctx, topic, offsets, spans, listed, committed | elsewhere | named)
+    return mine
 
 
 def _recommit_plan(
