@@ -28,6 +28,7 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 
 from blockgz.archive.object_ref import ObjectRef
+from blockgz.errors import BlockGzError
 from blockgz.format.index import BlockIndex
 from blockgz.reader.locate import ObjectLocator
 from blockgz.reader.strays import Listing
@@ -60,7 +61,7 @@ def list_objects(
     refs = locator.parse_listing(listed, topic, None)
     if not refs and (locator.relocate() or locator.learn_layout()):
         return list_objects(locator, index_of, pool, topic)
-    indexes = list(pool.map(lambda r: index_of(r) if r.has_index else None, refs))
+    indexes = list(pool.map(lambda r: _index_or_none(index_of, r), refs))
     out = []
     for n, (ref, index) in enumerate(zip(refs, indexes, strict=True)):
         following = refs[n + 1] if n + 1 < len(refs) else None
@@ -80,7 +81,20 @@ def list_objects(
                 last,
                 index.record_count if index else None,
                 ref.size,
-                index is not None,
+                ref.has_index,
             )
         )
     return Listing(out, [k for k in locator.strays if k.startswith(listed)])
+
+
+def _index_or_none(
+    index_of: Callable[[ObjectRef], BlockIndex], ref: ObjectRef
+) -> BlockIndex | None:
+    """The object's index; ``None`` without one, or when it cannot be used (the listing goes
+    on: ``verify`` names that sidecar on the object's own line)."""
+    if not ref.has_index:
+        return None
+    try:
+        return index_of(ref)
+    except BlockGzError:
+        return None

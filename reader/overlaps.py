@@ -12,6 +12,7 @@ told apart from duplicating ones without reading data; an object without an inde
 hold every offset of its range.
 
 >>> from blockgz.archive.object_ref import ObjectRef
+from blockgz.errors import BlockGzError
 >>> a = ObjectRef("a", "t", 0, 300, "json.gz", last_offset=399)
 >>> b = ObjectRef("b", "t", 0, 307, "json.gz", last_offset=420)
 >>> c = ObjectRef("c", "t", 0, 421, "json.gz", last_offset=500)
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from blockgz.archive.object_ref import ObjectRef
+from blockgz.errors import BlockGzError
 from blockgz.format.index import BlockIndex
 
 #: Gives an object's index, or ``None`` when it has none (or it is not worth loading).
@@ -108,10 +110,14 @@ def _last_offset(
     ref: ObjectRef, index_of: IndexOf, ordered: Sequence[ObjectRef], n: int
 ) -> int | None:
     """The object's last offset: the catalog's, its index's, else (a listing of objects that
-    follow each other) one before the next object's start; ``None``: unknown."""
+    follow each other, or an index that cannot be used: reading the object says so) one
+    before the next object's start; ``None``: unknown."""
     if ref.last_offset is not None:
         return ref.last_offset
-    index = index_of(ref) if ref.has_index else None
+    try:
+        index = index_of(ref) if ref.has_index else None
+    except BlockGzError:
+        index = None
     if index is not None:
         return index.last_offset
     return ordered[n + 1].start_offset - 1 if n + 1 < len(ordered) else None

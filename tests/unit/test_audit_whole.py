@@ -21,7 +21,7 @@ from blockgz.reader.audit import audit_job
 from blockgz.reader.audit_findings import DAMAGE, WARNING
 from blockgz.sink.records import KafkaRecord
 from blockgz.store import LocalStore
-from testkit.archives import export_batches
+from testkit.archives import build_partition, export_batches
 
 
 def _key(start: int, partition: int = 0, topic: str = "ev") -> str:
@@ -253,3 +253,19 @@ def test_a_repair_of_one_topic_leaves_a_deleted_manifest_for_a_whole_audit(archi
     report = audit_job(log, topics=["ev"], do_repair=True)
     assert report.findings[0].repair.startswith("not repaired: --topic audits part of the job")
     assert kinds(audit_job(log)) == [("missing_manifest", DAMAGE, log.key(1))]
+
+
+def test_verify_without_manifests_names_every_bad_sidecar(tmp_path):
+    """An archive no export committed (another writer's): each object against its sidecar; a
+    sidecar that cannot be used is one line and the others are still checked."""
+    store = LocalStore(tmp_path)
+    build_partition(store, objects=3, records_per_object=20)
+    keys = [f"topics/orders/partition=0/orders+0+{n:010d}.json.gz" for n in (0, 20, 40)]
+    for key in keys[:2]:
+        store.put(sidecar_key(key), b"{not json")
+    result = CliRunner().invoke(main, ["verify", "--topic", "orders", str(tmp_path)])
+    assert result.exit_code == 1, result.output
+    lines = result.stderr.splitlines()
+    for key in keys[:2]:
+        assert any(key in line and "its sidecar cannot be used" in line for line in lines)
+    assert any(keys[2] in line and ": ok, " in line for line in lines)
