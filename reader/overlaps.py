@@ -12,7 +12,6 @@ told apart from duplicating ones without reading data; an object without an inde
 hold every offset of its range.
 
 >>> from blockgz.archive.object_ref import ObjectRef
-from blockgz.errors import BlockGzError
 >>> a = ObjectRef("a", "t", 0, 300, "json.gz", last_offset=399)
 >>> b = ObjectRef("b", "t", 0, 307, "json.gz", last_offset=420)
 >>> c = ObjectRef("c", "t", 0, 421, "json.gz", last_offset=500)
