@@ -129,6 +129,45 @@ def checked_chunks(chunks: Iterator[bytes], url: str, entry: WrittenFile) -> Ite
         raise mismatch(url, "crc32", crc, entry.crc32)
 
 
+def check_blocks(
+    source: str, chunks: Sequence[Chunk], start: int, data: bytes, said: str = "committed"
+) -> None:
+    """Raise unless every whole block of ``chunks`` (file order) inside ``data``, the bytes
+    read from byte ``start`` of ``source``, has the CRC-32 its chunk records (where it does)."""
+    at = bisect.bisect_left(chunks, start, key=lambda c: c.byte_offset)
+    end = start + len(data)
+    view = memoryview(data)
+    while at < len(chunks) and chunks[at].byte_end <= end:
+        chunk = chunks[at]
+        if chunk.crc32 is not None:
+            crc = block_crc32(view[chunk.byte_offset - start : chunk.byte_end - start])
+            if crc != chunk.crc32:
+                raise mismatch(source, f"block {at} crc32", crc, chunk.crc32, said)
+        at += 1
+
+
+class BlockCheckedRanges:
+    """Any byte ranges (a local file's) whose reads have each whole block's CRC-32 checked
+    against ``chunks`` (:func:`check_blocks`)."""
+
+    def __init__(self, ranges: Any, chunks: Sequence[Chunk], said: str):
+        self.ranges = ranges
+        self.chunks = chunks
+        self.said = said
+        self.source = ranges.source
+
+    def read(self, start: int, end: int) -> bytes:
+        data = self.ranges.read(start, end)
+        check_blocks(self.source, self.chunks, start, data, self.said)
+        return data
+
+    def size(self) -> int:
+        return self.ranges.size()
+
+    def close(self) -> None:
+        self.ranges.close()
+
+
 class CommittedRanges:
     """An object's byte ranges read from a store, checked against what was committed: the
     size each ranged GET's answer tells (``size``: the committed size; ``None``: unknown) and
@@ -167,18 +206,7 @@ class CommittedRanges:
     def check_blocks(self, start: int, data: bytes) -> None:
         """Raise unless every whole block inside ``data`` (read from byte ``start``) has the
         CRC-32 its chunk records."""
-        chunks = self.chunks
-        at = bisect.bisect_left(chunks, start, key=lambda c: c.byte_offset)
-        end = start + len(data)
-        view = memoryview(data)
-        while at < len(chunks) and chunks[at].byte_end <= end:
-            chunk = chunks[at]
-            if chunk.crc32 is not None:
-                crc = block_crc32(view[chunk.byte_offset - start : chunk.byte_end - start])
-                if crc != chunk.crc32:
-                    what = f"block {at} crc32"
-                    raise mismatch(self.source, what, crc, chunk.crc32, self.said)
-            at += 1
+        check_blocks(self.source, self.chunks, start, data, self.said)
 
     def size(self) -> int:
         size = self.store.head(self.key).size
@@ -190,7 +218,9 @@ class CommittedRanges:
 
 
 __all__ = [
+    "BlockCheckedRanges",
     "CommittedRanges",
+    "check_blocks",
     "check_entry_size",
     "check_sidecar",
     "check_sidecar_bytes",

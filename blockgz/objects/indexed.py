@@ -57,6 +57,7 @@ from blockgz.format.plan import (
 )
 from blockgz.formats.registry import format_indexing_itself
 from blockgz.objects.committed import (
+    BlockCheckedRanges,
     CommittedRanges,
     check_sidecar,
     check_sidecar_bytes,
@@ -411,10 +412,27 @@ def open_indexed(target: str | os.PathLike[str], options: Mapping[str, Any] | No
         obj = IndexedReader.open_object(store, key)
         named = obj.index.object
         if named is not None:  # no manifest at hand: the object its sidecar names is the promise
-            said = "its sidecar says"
-            if named.key.rsplit("/", 1)[-1] != key.rsplit("/", 1)[-1]:  # a copy may move it
-                raise mismatch(store.url(key), "object", key, named.key, said)
-            obj.ranges = CommittedRanges(store, key, named.size, obj.index.chunks, said=said)
+            _check_named(obj, key, named.key)
+            obj.ranges = CommittedRanges(store, key, named.size, obj.index.chunks, said=_SAID)
         return obj
     path = urlparse(text).path if text.startswith("file://") else text
-    return IndexedReader.open_file(path)
+    obj = IndexedReader.open_file(path)  # its size checked against the index
+    named = obj.index.object
+    if named is not None:
+        try:
+            _check_named(obj, obj.source, named.key)
+        except BaseException:
+            obj.close()
+            raise
+        obj.ranges = BlockCheckedRanges(obj.ranges, obj.index.chunks, _SAID)
+    return obj
+
+
+_SAID = "its sidecar says"
+
+
+def _check_named(obj: IndexedReader, key: str, named: str) -> None:
+    """Raise unless ``key`` (or path) has the file name the sidecar names (a copy of an
+    archive may sit under another prefix, so only the name counts)."""
+    if named.rsplit("/", 1)[-1] != key.rsplit("/", 1)[-1]:
+        raise mismatch(obj.source, "object", key.rsplit("/", 1)[-1], named, _SAID)

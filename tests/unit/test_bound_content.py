@@ -262,3 +262,28 @@ def test_a_sidecar_whose_claims_differ_from_its_entry_names_the_sidecar():
         with pytest.raises(ArchiveIntegrityError, match=f"index.json: {message}$"):
             check_sidecar("s3://b/t/.t+0+0.json.index.json", "d", other,
                           BlockIndex(chunks, object=named))  # fmt: skip
+
+
+def test_an_object_opened_by_its_path_is_the_one_its_sidecar_names(tmp_path):
+    from blockgz.errors import ArchiveIntegrityError
+    from blockgz.objects.seek import seek_object
+
+    store = LocalStore(tmp_path)
+    done = [_framed(store, "blockgzip")]
+    other = ObjectWriter(store, "o/orders+4+0000000010.json.gz", "blockgzip", Compression(),
+                         block_size=64, **{**PLACE, "partition": 4})  # fmt: skip
+    for offset in range(10, 60):
+        other.write(b'{"n": %d}' % (offset + 10), offset, 1_700_000_000_000 + offset)  # same size
+    done.append(other.close())
+    mine = store.path(done[0].key)
+    assert [r.offset for r in seek_object(mine, 20, 2)] == [20, 21]
+    own = store.get(done[0].index_key)
+    store.put(done[0].index_key, store.get(done[1].index_key))  # the other's sidecar
+    with pytest.raises(ArchiveIntegrityError, match=r"its sidecar says o/orders\+4\+"):
+        list(seek_object(mine, 20, 2))
+    store.put(done[0].index_key, own)
+    data = bytearray(store.get(done[0].key))
+    data[-30] ^= 0x01  # the same size, one bit of the last block
+    store.put(done[0].key, bytes(data))
+    with pytest.raises(ArchiveIntegrityError, match=r"block \d+ crc32 \d+, its sidecar says"):
+        list(seek_object(mine, 58, 2))
