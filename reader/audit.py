@@ -462,13 +462,22 @@ def _read_blocks(ctx: AuditContext, obj: AuditedObject, blocks: ThreadPoolExecut
             problem = crc_problem(got, f, "its bytes have")
             problems += [("crc32", problem)] if problem else []
         return problems
-    if f.crc32 is not None:  # one GET: the bytes are those committed, or they are not
-        problem = crc_problem(block_crc32(ctx.store.get(f.key)), f, "its bytes have")
+    if f.crc32 is not None:  # one pass: the bytes are those committed, or they are not
+        problem = crc_problem(streamed_crc32(ctx.store, f.key), f, "its bytes have")
         if problem is None:
             return []
         found = _read_unindexed(ctx, obj, blocks)  # read again only to say where it is bad
         return found or [("crc32", problem)]
     return _read_unindexed(ctx, obj, blocks)
+
+
+def streamed_crc32(store: ObjectStore, key: str) -> int:
+    """CRC-32 of an object's bytes, streamed in ranged pieces (memory stays bounded however
+    large the object)."""
+    crc = 0
+    for chunk in store.iter_chunks(key):
+        crc = block_crc32(chunk, crc)
+    return crc
 
 
 def _read_unindexed(ctx: AuditContext, obj: AuditedObject, blocks: ThreadPoolExecutor):
