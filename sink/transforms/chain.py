@@ -1,0 +1,148 @@
+"""Build the chain of a connector config's ``transforms`` and run it on records.
+
+>>> build_chain({"transforms": "x", "transforms.x.type": "com.acme.Mine"})  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+...
+blockgz.errors.ConfigError: transforms.x.type=com.acme.Mine: blockgz does not run ...
+>>> build_chain({}).apply(Record("t", 0, None, None, 1, None, None)).value
+1
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from blockgz.errors import BadRecordError
+from blockgz.sink.transforms import debezium, fields, headers, misc, routers, structure, timestamps
+from blockgz.sink.transforms.options import TransformOptions
+from blockgz.sink.transforms.predicates import PREDICATES, Predicate
+from blockgz.sink.transforms.record import Record, Rejected
+
+#: A transform: a function of a record to a record or ``None`` (dropped).
+Transform = Callable[[Record], "Record | None"]
+#: A factory: the transform's options to the transform.
+Factory = Callable[[TransformOptions], Transform]
+
+KAFKA = "org.apache.kafka.connect.transforms."
+DEBEZIUM = "io.debezium.transforms."
+
+
+def _registry() -> dict[str, Factory]:
+    """Every class name blockgz runs (``$Key``/``$Value`` variants spelled out)."""
+    found: dict[str, Factory] = {}
+    for family in (fields, structure, routers, headers, timestamps, misc):
+        for name, factory in family.TRANSFORMS.items():
+            found[KAFKA + name] = factory
+    for name, factory in debezium.TRANSFORMS.items():
+        found[DEBEZIUM + name] = factory
+    return found
+
+
+TRANSFORMS: dict[str, Factory] = _registry()
+
+
+def transform_classes() -> list[str]:
+    """The transform classes blockgz runs, sorted."""
+    return sorted(TRANSFORMS)
+
+
+def _short_names() -> str:
+    return ", ".join(sorted({name.rsplit(".", 1)[1] for name in TRANSFORMS}))
+
+
+@dataclass(frozen=True)
+class Step:
+    """One configured transform with its optional predicate."""
+
+    name: str
+    transform: Transform
+    predicate: Predicate | None = None
+    negate: bool = False
+
+    def applies(self, record: Record) -> bool:
+        """Whether the transform runs on ``record`` (its predicate, negated or not)."""
+        if self.predicate is None:
+            return True
+        return self.predicate(record) != self.negate
+
+
+class Chain:
+    """The configured transforms, in order."""
+
+    def __init__(self, steps: list[Step]):
+        self.steps = steps
+
+    def __bool__(self) -> bool:
+        return bool(self.steps)
+
+    def __len__(self) -> int:
+        return len(self.steps)
+
+    def apply(self, record: Record) -> Record | None:
+        """Run every step; ``None`` when a step drops the record."""
+        current: Record | None = record
+        for step in self.steps:
+            if not step.applies(current):
+                continue
+            try:
+                current = step.transform(current)
+            except Rejected as exc:
+                raise BadRecordError(f"transform {step.name}: {exc}") from None
+            if current is None:
+                return None
+        return current
+
+
+def _subkeys(config: Mapping[str, Any], prefix: str) -> dict[str, str]:
+    return {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}
+
+
+def _names(config: Mapping[str, Any], key: str) -> list[str]:
+    return [n.strip() for n in str(config.get(key) or "").split(",") if n.strip()]
+
+
+def build_predicates(config: Mapping[str, Any]) -> dict[str, Predicate]:
+    """The configured predicates by name."""
+    built: dict[str, Predicate] = {}
+    for name in _names(config, "predicates"):
+        opts = TransformOptions(f"predicates.{name}", _subkeys(config, f"predicates.{name}."))
+        kind = opts.text("type")
+        factory = PREDICATES.get(kind)
+        if factory is None:
+            raise opts.error(
+                "type",
+                "blockgz does not run this predicate; it runs "
+                + ", ".join(sorted(p.rsplit(".", 1)[1] for p in PREDICATES)),
+            )
+        built[name] = factory(opts)
+    return built
+
+
+def build_chain(config: Mapping[str, Any]) -> Chain:
+    """The chain of ``config``'s ``transforms`` (empty without any)."""
+    predicates = build_predicates(config)
+    steps = []
+    for name in _names(config, "transforms"):
+        opts = TransformOptions(f"transforms.{name}", _subkeys(config, f"transforms.{name}."))
+        kind = opts.text("type")
+        factory = TRANSFORMS.get(kind)
+        if factory is None:
+            raise opts.error(
+                "type", f"blockgz does not run this transform; it runs {_short_names()}"
+            )
+        predicate_name = opts.text("predicate", None)
+        predicate = None
+        if predicate_name is not None:
+            predicate = predicates.get(predicate_name)
+            if predicate is None:
+                raise opts.error(
+                    "predicate",
+                    "no such predicate in predicates=" + ",".join(predicates)
+                    if predicates
+                    else "no predicates are configured",
+                )
+        negate = opts.boolean("negate", False)
+        steps.append(Step(name, factory(opts), predicate, negate))
+    return Chain(steps)

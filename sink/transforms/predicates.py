@@ -1,0 +1,48 @@
+"""Connect's predicates: ``TopicNameMatches``, ``HasHeaderKey``, ``RecordIsTombstone``.
+
+>>> from blockgz.sink.transforms.record import Record
+>>> p = topic_name_matches(TransformOptions("predicates.p", {"pattern": "a.*"}))
+>>> p(Record("abc", 0, None, None, 1, None, None)), p(Record("xabc", 0, None, None, 1, None, None))
+(True, False)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from blockgz.sink.transforms.options import TransformOptions
+from blockgz.sink.transforms.record import Record
+
+#: A predicate: whether a record matches.
+Predicate = Callable[[Record], bool]
+
+PACKAGE = "org.apache.kafka.connect.transforms.predicates."
+
+
+def topic_name_matches(opts: TransformOptions) -> Predicate:
+    """The whole topic name matches ``pattern`` (a Java regex)."""
+    text = opts.text("pattern")
+    try:
+        pattern = re.compile(text)
+    except re.error as exc:
+        raise opts.error("pattern", f"not a regular expression ({exc})") from None
+    return lambda record: pattern.fullmatch(record.topic) is not None
+
+
+def has_header_key(opts: TransformOptions) -> Predicate:
+    """The record has at least one header named ``name``."""
+    name = opts.text("name")
+    return lambda record: any(h.key == name for h in record.headers)
+
+
+def record_is_tombstone(opts: TransformOptions) -> Predicate:
+    """The record's value is null."""
+    return lambda record: record.value is None
+
+
+PREDICATES: dict[str, Callable[[TransformOptions], Predicate]] = {
+    PACKAGE + "TopicNameMatches": topic_name_matches,
+    PACKAGE + "HasHeaderKey": has_header_key,
+    PACKAGE + "RecordIsTombstone": record_is_tombstone,
+}
