@@ -36,6 +36,7 @@ pytestmark = pytest.mark.slow
 
 OLD, NEW = 1_500, 2_500
 CONNECTOR = "4.2.0"
+LOG = "blockgz-export.log"  # the export's log, in its checkpoint
 
 
 def life_value(life: int):
@@ -235,3 +236,43 @@ def test_a_batch_read_before_the_topic_was_recreated_does_not_commit(
     error = export_while(spark, job, tmp_path / "ckpt", steps)
     assert_stopped_with_one_line(error, topic, "holds the life with id")  # the commit's check
     assert_only_the_old_life(s3_server, bucket, topic, keys)  # batch 1's objects removed
+
+
+def test_spark_kafka_source_export_stops_before_committing_a_recreated_topic(
+    connector, kafka, s3_server, bucket, tmp_path
+):
+    """Spark's own Kafka source plans the new life's offsets 1,500-2,499 as the old life's
+    continuation; the sink's commit check refuses the batch and its objects are removed."""
+    from tests.integration.test_export_crash import ExportProcess
+
+    topic = "lives_spark_" + uuid.uuid4().hex[:8]
+    kafka.create_topic(topic)
+    kafka.produce_bulk(topic, OLD - 1, 1, value_fn=life_value(1))
+    marker = tmp_path / "held"
+    options = {
+        **job_options(kafka, s3_server, bucket, topic),
+        "blockgz.spark.kafka.jars": CONNECTOR,
+        "blockgz.trigger.interval": "1 second",
+        **fault_options(f"hold-in-commit:0:{marker}"),
+    }
+    config = tmp_path / "job.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in options.items()))
+    log = tmp_path / "export.out"
+    export = ExportProcess(config, tmp_path / "ckpt", log, once=False)
+    try:
+        export.wait_for(marker)
+        keys = data_keys(s3_server, bucket, topic)
+        recreate(kafka, topic)
+        kafka.produce_bulk(topic, NEW - 1, 1, value_fn=life_value(2))
+        release(str(marker))
+        code = export.proc.wait(180)
+    finally:
+        if export.proc.poll() is None:
+            export.kill()
+    output = log.read_text()
+    assert "reading Kafka with the Spark Kafka source" in (tmp_path / "ckpt" / LOG).read_text()
+    assert code == 1, output[-3000:]
+    errors = [line for line in output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and f"topic {topic} was deleted and recreated" in errors[0], output
+    assert "holds the life with id" in errors[0]
+    assert_only_the_old_life(s3_server, bucket, topic, keys)
