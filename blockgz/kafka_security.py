@@ -93,6 +93,24 @@ _JAVA_CLASSES = (
     "sasl.login.class",
     "ssl.engine.factory.class",
 )
+#: The Java client's security names this module translates, refuses or drops (librdkafka knows
+#: none of them): names a ``kafka.*`` setting may have besides librdkafka's own.
+JAVA_SECURITY_NAMES = (
+    _JAVA_TUNING
+    | frozenset(_JAVA_CLASSES)
+    | frozenset(
+        {
+            "sasl.jaas.config",
+            "ssl.truststore.location",
+            "ssl.truststore.type",
+            "ssl.truststore.password",
+            "ssl.truststore.certificates",
+            "ssl.keystore.type",
+            "ssl.keystore.key",
+            "ssl.keystore.certificate.chain",
+        }
+    )
+)
 
 
 def is_security_setting(name: str) -> bool:
@@ -416,6 +434,7 @@ def _pkcs12_certificates(location: str, password: Any, where: str) -> str:
 
 
 __all__ = [
+    "JAVA_SECURITY_NAMES",
     "MECHANISMS",
     "PROTOCOLS",
     "is_security_setting",

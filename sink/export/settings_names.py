@@ -35,6 +35,7 @@ from blockgz.options import Options, as_options
 from blockgz.sink.export import job_options as _job_options  # noqa: F401  (declares the job's options)
 from blockgz.sink.iceberg import settings as _iceberg  # noqa: F401  (declares blockgz.iceberg.*)
 from blockgz.sink.kafka import options as _source_options  # noqa: F401  (declares the source's)
+from blockgz.sink.kafka.client_names import kafka_name_problem
 from blockgz.sink.write import config as _sink_config  # noqa: F401  (declares the sink's)
 from blockgz.store.settings import OPTION_NAMES as S3_OPTION_NAMES
 
@@ -244,10 +245,17 @@ def check_keys(keys: Iterable[str] | Mapping[str, Any]) -> list[str]:
     judged = REFUSED.keys() | WARNED.keys()
     errors = []
     for key in sorted(opts):
-        if key in READ | SILENT | judged or key.startswith(ACCEPTED_PREFIXES) or key in KNOWN:
+        if key in READ | SILENT | judged or key in KNOWN:
             continue
-        close = OPTIONS.suggest(key, KNOWN)
-        if close:
+        slip = case_slip(key)
+        if slip:
+            errors.append(f"{key}: not a setting blockgz knows; did you mean {slip}?")
+        elif key.startswith("kafka."):
+            problem = kafka_name_problem(key)
+            errors += [problem] if problem else []
+        elif key.startswith(ACCEPTED_PREFIXES):
+            continue
+        elif close := OPTIONS.suggest(key, KNOWN):
             errors.append(f"{key}: not a setting blockgz knows; did you mean {close}?")
     errors += [f"{k}: {r.reason}" for k, r in sorted(REFUSED.items()) if r.applies(k, opts)]
     if errors:
@@ -259,6 +267,23 @@ def check_keys(keys: Iterable[str] | Mapping[str, Any]) -> list[str]:
     if _local_target(opts):
         warn |= {k for k in S3_OPTION_NAMES if k in opts}
     return sorted(warn)
+
+
+def case_slip(key: str) -> str | None:
+    """The known name (or the key under a known prefix) ``key`` differs from only in case:
+    names are exact, as Connect's are, so ``Flush.Size`` is a slip of ``flush.size``.
+
+    >>> case_slip("Flush.Size"), case_slip("Kafka.acks"), case_slip("flush.size")
+    ('flush.size', 'kafka.acks', None)
+    """
+    lowered = key.lower()
+    for name in KNOWN:
+        if name.lower() == lowered and name != key:
+            return name
+    for prefix in ACCEPTED_PREFIXES:
+        if lowered.startswith(prefix.lower()) and not key.startswith(prefix):
+            return prefix + key[len(prefix) :]
+    return None
 
 
 def _local_target(opts: Options) -> bool:
