@@ -166,6 +166,8 @@ def _cannot(finding: Finding) -> str:
         "sidecar_mismatch": "not repaired: the committed sidecar's bytes are gone; re-export "
         f"{span} from Kafka if it still holds them",
         "foreign_object": "not repaired: it belongs elsewhere; move or remove it by hand",
+        "topic_lives": "not repaired: offsets cannot tell the two lives apart; archive each "
+        "life apart, or delete this archive and export again",
         "missing_manifest": "not repaired: no object no manifest commits proves itself",
         "gap": "nothing to repair",
         "catalog": "not repaired: removing the job's catalog roots (with no export running) "
