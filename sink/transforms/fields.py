@@ -1,8 +1,268 @@
-"""Connect transforms: fields (filled in below)."""
+"""Connect's field transforms: ``InsertField``, ``ReplaceField``, ``MaskField``, ``ExtractField``,
+``HoistField``, ``ValueToKey`` (each ``$Key``/``$Value`` where Connect has both).
+
+>>> from blockgz.sink.transforms.options import TransformOptions
+>>> from blockgz.sink.transforms.record import Record
+>>> t = TRANSFORMS["ReplaceField$Value"](TransformOptions("t", {"renames": "a:b"}))
+>>> t(Record("t", 0, None, None, {"a": 1, "c": 2}, None, None)).value
+{'b': 1, 'c': 2}
+"""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
-#: Class name (after the package) to factory.
-TRANSFORMS: dict[str, Any] = {}
+from blockgz.sink.transforms.options import TransformOptions
+from blockgz.sink.transforms.record import (
+    Record,
+    Rejected,
+    Side,
+    copy_basics,
+    field_schema,
+    find_field,
+    is_struct,
+    require_map,
+    require_struct,
+    sided,
+)
+
+TIMESTAMP_SCHEMA = {
+    "type": "int64",
+    "name": "org.apache.kafka.connect.data.Timestamp",
+    "version": 1,
+}
+
+
+def _spec(name: str | None) -> tuple[str, bool] | None:
+    """InsertField's ``name!`` (required) / ``name?`` / ``name`` (optional)."""
+    if not name:
+        return None
+    if name.endswith("!"):
+        return name[:-1], False
+    if name.endswith("?"):
+        return name[:-1], True
+    return name, True
+
+
+def insert_field(opts: TransformOptions, side: Side) -> Any:
+    """Insert the topic, partition, offset, timestamp and/or a static string."""
+    wanted = [
+        (_spec(opts.text("topic.field", "")), {"type": "string"}, lambda r: r.topic),
+        (_spec(opts.text("partition.field", "")), {"type": "int32"}, lambda r: r.partition),
+        (_spec(opts.text("offset.field", "")), {"type": "int64"}, lambda r: r.offset),
+        (_spec(opts.text("timestamp.field", "")), TIMESTAMP_SCHEMA, lambda r: r.timestamp),
+    ]
+    static = _spec(opts.text("static.field", ""))
+    static_value = opts.text("static.value", None)
+    if static is not None:
+        wanted.append((static, {"type": "string"}, lambda r: static_value))
+    active = [(spec, schema, get) for spec, schema, get in wanted if spec is not None]
+
+    def apply(record: Record) -> Record:
+        value, schema = side.value(record), side.schema(record)
+        if value is None:
+            return record
+        if schema is None:
+            out = dict(require_map(value, "field insertion"))
+            for (name, _), _, get in active:
+                found = get(record)
+                if found is not None:
+                    out[name] = found
+            return side.set(record, None, out)
+        require_struct(schema, value, "field insertion")
+        fields = list(schema["fields"])
+        out = dict(value)
+        for (name, optional), kind, get in active:
+            fields.append({**kind, "optional": optional, "field": name})
+            found = get(record)
+            if found is None and not optional:
+                raise Rejected(f"field {name} is required but the record has no value for it")
+            out[name] = found
+        return side.set(record, copy_basics(schema, fields), out)
+
+    return apply
+
+
+def replace_field(opts: TransformOptions, side: Side) -> Any:
+    """Drop (``exclude``), keep (``include``) and rename (``renames=a:b``) fields."""
+    exclude = set(opts.names("exclude") or opts.names("blacklist"))
+    include = set(opts.names("include") or opts.names("whitelist"))
+    renames = opts.pairs("renames")
+    back = {new: old for old, new in renames.items()}
+
+    def keep(name: str) -> bool:
+        return name not in exclude and (not include or name in include)
+
+    def apply(record: Record) -> Record:
+        value, schema = side.value(record), side.schema(record)
+        if value is None:
+            return record
+        if schema is None:
+            data = require_map(value, "field replacement")
+            return side.set(
+                record, None, {renames.get(k, k): v for k, v in data.items() if keep(k)}
+            )
+        data = require_struct(schema, value, "field replacement")
+        fields = [
+            {**spec, "field": renames.get(spec["field"], spec["field"])}
+            for spec in schema["fields"]
+            if keep(spec["field"])
+        ]
+        out = {spec["field"]: data.get(back.get(spec["field"], spec["field"])) for spec in fields}
+        return side.set(record, copy_basics(schema, fields), out)
+
+    return apply
+
+
+_ZERO = {
+    "int8": 0,
+    "int16": 0,
+    "int32": 0,
+    "int64": 0,
+    "float32": 0.0,
+    "float64": 0.0,
+    "boolean": False,
+    "string": "",
+    "array": [],
+    "map": {},
+}
+_NUMERIC = {"int8", "int16", "int32", "int64", "float32", "float64"}
+
+
+def _kind_of(value: Any) -> str | None:
+    """The Connect type of a schemaless value (what ``MaskField`` masks it by)."""
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, Decimal):
+        return "decimal"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "map"
+    return None
+
+
+def _masked(kind: str | None, value: Any, replacement: str | None) -> Any:
+    """Connect's masked value of a ``kind`` (zero-like, or the ``replacement``)."""
+    if value is None:
+        return None
+    if replacement is None:
+        if kind == "decimal":
+            return Decimal(0)
+        if kind not in _ZERO:
+            raise Rejected(f"cannot mask a value of type {kind or type(value).__name__}")
+        return type(_ZERO[kind])()
+    if kind == "string":
+        return replacement
+    if kind in _NUMERIC or kind == "decimal":
+        try:
+            if kind.startswith("int"):
+                return int(replacement)
+            return Decimal(replacement) if kind == "decimal" else float(replacement)
+        except ValueError:
+            raise Rejected(f"cannot mask a {kind} with the replacement {replacement!r}") from None
+    raise Rejected(f"cannot mask a value of type {kind} with a custom replacement")
+
+
+def mask_field(opts: TransformOptions, side: Side) -> Any:
+    """Replace ``fields`` with their type's zero (or ``replacement``)."""
+    names = opts.names("fields")
+    if not names:
+        raise opts.error("fields", "missing (this transform needs it)")
+    replacement = opts.text("replacement", None)
+
+    def apply(record: Record) -> Record:
+        value, schema = side.value(record), side.schema(record)
+        if value is None:
+            return record
+        if schema is None:
+            out = dict(require_map(value, "masking fields"))
+            for name in names:
+                out[name] = _masked(_kind_of(out.get(name)), out.get(name), replacement)
+            return side.set(record, None, out)
+        out = dict(require_struct(schema, value, "masking fields"))
+        for name in names:
+            spec = find_field(schema, name)
+            if spec is None:
+                raise Rejected(f"{name} is not a valid field name")
+            kind = "decimal" if spec.get("name", "").endswith(".Decimal") else spec["type"]
+            out[name] = _masked(kind, out.get(name), replacement)
+        return side.set(record, schema, out)
+
+    return apply
+
+
+def extract_field(opts: TransformOptions, side: Side) -> Any:
+    """Replace the key or value by one of its fields."""
+    name = opts.text("field")
+
+    def apply(record: Record) -> Record:
+        value, schema = side.value(record), side.schema(record)
+        if schema is None:
+            if value is None:
+                return side.set(record, None, None)
+            return side.set(record, None, require_map(value, "field extraction").get(name))
+        spec = find_field(schema, name) if is_struct(schema) else None
+        if spec is None:
+            raise Rejected(f"unknown field: {name}")
+        if value is None:
+            return side.set(record, field_schema(spec), None)
+        data = require_struct(schema, value, "field extraction")
+        return side.set(record, field_schema(spec), data.get(name))
+
+    return apply
+
+
+def hoist_field(opts: TransformOptions, side: Side) -> Any:
+    """Wrap the key or value in a struct (or map) with one field."""
+    name = opts.text("field")
+
+    def apply(record: Record) -> Record:
+        value, schema = side.value(record), side.schema(record)
+        if schema is None:
+            return side.set(record, None, {name: value})
+        wrapped = {"type": "struct", "optional": False, "fields": [{**schema, "field": name}]}
+        return side.set(record, wrapped, {name: value})
+
+    return apply
+
+
+def value_to_key(opts: TransformOptions) -> Any:
+    """Replace the key with a struct (or map) of the value's ``fields``."""
+    names = opts.names("fields")
+    if not names:
+        raise opts.error("fields", "missing (this transform needs it)")
+
+    def apply(record: Record) -> Record:
+        value, schema = record.value, record.value_schema
+        if schema is None:
+            data = require_map(value, "copying fields from value to key")
+            return record.new(key={n: data.get(n) for n in names}, key_schema=None)
+        data = require_struct(schema, value, "copying fields from value to key")
+        fields = []
+        for name in names:
+            spec = find_field(schema, name)
+            if spec is None:
+                raise Rejected(f"field does not exist: {name}")
+            fields.append(spec)
+        key_schema = {"type": "struct", "optional": False, "fields": fields}
+        return record.new(key={n: data.get(n) for n in names}, key_schema=key_schema)
+
+    return apply
+
+
+TRANSFORMS: dict[str, Any] = {
+    **sided("InsertField", insert_field),
+    **sided("ReplaceField", replace_field),
+    **sided("MaskField", mask_field),
+    **sided("ExtractField", extract_field),
+    **sided("HoistField", hoist_field),
+    "ValueToKey": value_to_key,
+}

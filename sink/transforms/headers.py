@@ -1,8 +1,120 @@
-"""Connect transforms: headers (filled in below)."""
+"""Connect's header transforms: ``InsertHeader``, ``DropHeaders``, ``HeaderFrom$Key/$Value``.
+
+>>> from blockgz.sink.transforms.options import TransformOptions
+>>> from blockgz.sink.transforms.record import Record
+>>> t = TRANSFORMS["InsertHeader"](TransformOptions("t", {"header": "h", "value.literal": "42"}))
+>>> t(Record("t", 0, None, None, 1, None, None)).headers
+(Header(key='h', value=42, schema={'type': 'int8', 'optional': False}),)
+"""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-#: Class name (after the package) to factory.
-TRANSFORMS: dict[str, Any] = {}
+from blockgz.sink.transforms.options import TransformOptions
+from blockgz.sink.transforms.record import (
+    Header,
+    Record,
+    Rejected,
+    Side,
+    copy_basics,
+    field_schema,
+    find_field,
+    require_map,
+    require_struct,
+    sided,
+)
+
+_INTEGER = re.compile(r"[+-]?\d+")
+_INT_TYPES = (("int8", 7), ("int16", 15), ("int32", 31), ("int64", 63))
+
+
+def parse_literal(text: str) -> tuple[Any, dict[str, Any]]:
+    """A literal as Connect's ``Values.parseString`` types it: boolean, the smallest integer
+    type, float64, or else a string."""
+    stripped = text.strip()
+    if stripped.lower() in ("true", "false"):
+        return stripped.lower() == "true", {"type": "boolean", "optional": False}
+    if _INTEGER.fullmatch(stripped):
+        number = int(stripped)
+        for kind, bits in _INT_TYPES:
+            if -(1 << bits) <= number < (1 << bits):
+                return number, {"type": kind, "optional": False}
+    try:
+        number = float(stripped)
+    except ValueError:
+        return text, {"type": "string", "optional": False}
+    if stripped.lower() in ("nan", "infinity", "-infinity", "inf", "-inf"):
+        return text, {"type": "string", "optional": False}
+    return number, {"type": "float64", "optional": False}
+
+
+def insert_header(opts: TransformOptions) -> Any:
+    """Add the header ``header`` with the value ``value.literal``."""
+    name = opts.text("header")
+    value, schema = parse_literal(opts.text("value.literal"))
+
+    def apply(record: Record) -> Record:
+        return record.new(headers=(*record.headers, Header(name, value, schema)))
+
+    return apply
+
+
+def drop_headers(opts: TransformOptions) -> Any:
+    """Remove every header named in ``headers``."""
+    names = set(opts.names("headers"))
+    if not names:
+        raise opts.error("headers", "missing (this transform needs it)")
+
+    def apply(record: Record) -> Record:
+        return record.new(headers=tuple(h for h in record.headers if h.key not in names))
+
+    return apply
+
+
+def header_from(opts: TransformOptions, side: Side) -> Any:
+    """Copy or move ``fields`` of the key/value into the headers ``headers``."""
+    names = opts.names("fields")
+    targets = opts.names("headers")
+    if not names:
+        raise opts.error("fields", "missing (this transform needs it)")
+    if len(names) != len(targets):
+        raise opts.error("headers", "must name as many headers as there are fields")
+    move = opts.choice("operation", ("move", "copy")) == "move"
+
+    def apply(record: Record) -> Record:
+        value, schema = side.value(record), side.schema(record)
+        if value is None:
+            return record
+        added = []
+        if schema is None:
+            data = require_map(value, "header " + ("move" if move else "copy"))
+            for name, header in zip(names, targets, strict=True):
+                added.append(Header(header, data.get(name), None))
+            new_value = {k: v for k, v in data.items() if not (move and k in names)}
+            new_schema = None
+        else:
+            data = require_struct(schema, value, "header " + ("move" if move else "copy"))
+            for name, header in zip(names, targets, strict=True):
+                spec = find_field(schema, name)
+                if spec is None:
+                    raise Rejected(f"{name} is not a valid field name")
+                added.append(Header(header, data.get(name), field_schema(spec)))
+            if move:
+                fields = [f for f in schema["fields"] if f["field"] not in names]
+                new_schema = copy_basics(schema, fields)
+                new_value = {f["field"]: data.get(f["field"]) for f in fields}
+            else:
+                new_schema, new_value = schema, value
+        moved = side.set(record, new_schema, new_value)
+        return moved.new(headers=(*record.headers, *added))
+
+    return apply
+
+
+TRANSFORMS: dict[str, Any] = {
+    "InsertHeader": insert_header,
+    "DropHeaders": drop_headers,
+    **sided("HeaderFrom", header_from),
+}

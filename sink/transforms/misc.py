@@ -1,8 +1,44 @@
-"""Connect transforms: misc (filled in below)."""
+"""Connect's ``Filter`` (drops every record it runs on: use it with a predicate) and
+``SetSchemaMetadata`` (``schema.name``, ``schema.version`` of the key or value schema).
+
+>>> from blockgz.sink.transforms.options import TransformOptions
+>>> from blockgz.sink.transforms.record import Record
+>>> TRANSFORMS["Filter"](TransformOptions("t", {}))(Record("t", 0, None, None, 1, None, None))
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-#: Class name (after the package) to factory.
-TRANSFORMS: dict[str, Any] = {}
+from blockgz.sink.transforms.options import TransformOptions
+from blockgz.sink.transforms.record import Record, Rejected, Side, sided
+
+
+def filter_all(opts: TransformOptions) -> Any:
+    """Drop the record."""
+    return lambda record: None
+
+
+def set_schema_metadata(opts: TransformOptions, side: Side) -> Any:
+    """Set the schema's name and/or version."""
+    name = opts.text("schema.name", None)
+    version = opts.integer("schema.version", None) if opts.text("schema.version", None) else None
+
+    def apply(record: Record) -> Record:
+        schema = side.schema(record)
+        if schema is None:
+            raise Rejected("schema required for [updating schema metadata]")
+        new = dict(schema)
+        if name is not None:
+            new["name"] = name
+        if version is not None:
+            new["version"] = version
+        return side.set(record, new, side.value(record))
+
+    return apply
+
+
+TRANSFORMS: dict[str, Any] = {
+    "Filter": filter_all,
+    **sided("SetSchemaMetadata", set_schema_metadata),
+}

@@ -52,6 +52,8 @@ class Record:
     value_schema: Any
     timestamp: int | None
     headers: tuple[Header, ...] = ()
+    #: The Kafka offset (a sink record's ``kafkaOffset``; ``None`` when not known).
+    offset: int | None = None
 
     def new(self, **changes: Any) -> Record:
         """A copy with ``changes`` (Connect's ``newRecord``)."""
@@ -97,3 +99,60 @@ def optional_copy(schema: dict[str, Any]) -> dict[str, Any]:
 def is_struct(schema: Any) -> bool:
     """Whether a schema is a Connect struct."""
     return isinstance(schema, dict) and schema.get("type") == "struct"
+
+
+class Side:
+    """The key or the value of a record (the ``$Key``/``$Value`` variants of a transform)."""
+
+    def __init__(self, which: str):
+        self.which = which
+
+    def schema(self, record: Record) -> Any:
+        """The side's schema."""
+        return record.key_schema if self.which == "key" else record.value_schema
+
+    def value(self, record: Record) -> Any:
+        """The side's value."""
+        return record.key if self.which == "key" else record.value
+
+    def set(self, record: Record, schema: Any, value: Any) -> Record:
+        """A copy of ``record`` with this side replaced."""
+        if self.which == "key":
+            return record.new(key_schema=schema, key=value)
+        return record.new(value_schema=schema, value=value)
+
+
+KEY = Side("key")
+VALUE = Side("value")
+
+
+def sided(name: str, factory: Any) -> dict[str, Any]:
+    """``name$Key`` and ``name$Value`` entries of a registry for a ``factory(opts, side)``."""
+    return {
+        f"{name}$Key": lambda opts: factory(opts, KEY),
+        f"{name}$Value": lambda opts: factory(opts, VALUE),
+    }
+
+
+def require_map(value: Any, purpose: str) -> dict[str, Any]:
+    """A schemaless map, or :class:`Rejected` as Connect's ``requireMap``."""
+    if not isinstance(value, dict):
+        found = "null" if value is None else type(value).__name__
+        raise Rejected(
+            f"only maps are supported in absence of schema for [{purpose}], found: {found}"
+        )
+    return value
+
+
+def require_struct(schema: Any, value: Any, purpose: str) -> dict[str, Any]:
+    """A struct's value, or :class:`Rejected` as Connect's ``requireStruct``."""
+    if not is_struct(schema) or not isinstance(value, dict):
+        raise Rejected(f"only structs are supported for [{purpose}]")
+    return value
+
+
+def copy_basics(schema: dict[str, Any], fields: list[dict[str, Any]]) -> dict[str, Any]:
+    """A struct schema with ``schema``'s name, version, doc, parameters and optionality."""
+    out = {k: v for k, v in schema.items() if k not in ("fields", "default")}
+    out["fields"] = fields
+    return out

@@ -1,8 +1,84 @@
-"""Connect transforms: routers (filled in below)."""
+"""Connect's routers: ``RegexRouter`` and ``TimestampRouter`` change the record's topic.
+
+>>> from blockgz.sink.transforms.options import TransformOptions
+>>> from blockgz.sink.transforms.record import Record
+>>> r = TRANSFORMS["TimestampRouter"](TransformOptions("t", {}))
+>>> r(Record("t", 0, None, None, 1, None, 1_700_000_000_000)).topic
+'t-20231114'
+"""
 
 from __future__ import annotations
 
+import datetime as dt
+import re
 from typing import Any
 
-#: Class name (after the package) to factory.
-TRANSFORMS: dict[str, Any] = {}
+from blockgz.sink.transforms.javadate import JavaDateFormat
+from blockgz.sink.transforms.options import TransformOptions
+from blockgz.sink.transforms.record import Record, Rejected
+
+
+def java_replacement(text: str) -> str:
+    """A Java ``replaceAll`` replacement (``$1``, ``${name}``, ``\\$``) in Python's syntax."""
+    out = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if char == "\\" and i + 1 < len(text):
+            out.append(text[i + 1].replace("\\", "\\\\"))
+            i += 2
+        elif char == "$" and i + 1 < len(text) and text[i + 1] == "{":
+            end = text.index("}", i)
+            out.append(f"\\g<{text[i + 2 : end]}>")
+            i = end + 1
+        elif char == "$":
+            j = i + 1
+            while j < len(text) and text[j].isdigit():
+                j += 1
+            if j == i + 1:
+                raise ValueError("a $ not followed by a group number or {name}")
+            out.append(f"\\g<{text[i + 1 : j]}>")
+            i = j
+        else:
+            out.append(char.replace("\\", "\\\\"))
+            i += 1
+    return "".join(out)
+
+
+def regex_router(opts: TransformOptions) -> Any:
+    """A topic that matches ``regex`` whole becomes ``replacement`` (with ``$1`` groups)."""
+    try:
+        pattern = re.compile(opts.text("regex"))
+    except re.error as exc:
+        raise opts.error("regex", f"not a regular expression ({exc})") from None
+    try:
+        replacement = java_replacement(opts.text("replacement"))
+    except (ValueError, re.error) as exc:
+        raise opts.error("replacement", f"not a usable replacement ({exc})") from None
+
+    def apply(record: Record) -> Record:
+        if pattern.fullmatch(record.topic) is None:
+            return record
+        return record.new(topic=pattern.sub(replacement, record.topic))
+
+    return apply
+
+
+def timestamp_router(opts: TransformOptions) -> Any:
+    """The topic becomes ``topic.format`` with ``${topic}`` and ``${timestamp}`` filled in."""
+    topic_format = opts.text("topic.format", "${topic}-${timestamp}")
+    date_format = JavaDateFormat(opts.text("timestamp.format", "yyyyMMdd"))
+
+    def apply(record: Record) -> Record:
+        if record.timestamp is None:
+            raise Rejected(f"timestamp missing on record for topic {record.topic}")
+        when = dt.datetime.fromtimestamp(record.timestamp / 1000, dt.UTC)
+        topic = topic_format.replace("${topic}", record.topic).replace(
+            "${timestamp}", date_format.format(when)
+        )
+        return record.new(topic=topic)
+
+    return apply
+
+
+TRANSFORMS: dict[str, Any] = {"RegexRouter": regex_router, "TimestampRouter": timestamp_router}
