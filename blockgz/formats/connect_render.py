@@ -34,13 +34,18 @@ _EPOCH_DAY = dt.date(1970, 1, 1)
 # -- Avro datum -> Connect's JSON ----------------------------------------------------------------
 def render_json(schema: Any, datum: Any, decimal_format: str = "BASE64") -> bytes:
     """One line of JSON for ``datum`` of Avro ``schema`` (the schema as JSON, not parsed)."""
-    return orjson.dumps(_Renderer(decimal_format == "NUMERIC").value(schema, datum))
+    return orjson.dumps(_Renderer(decimal_format == "NUMERIC", schema).value(schema, datum))
+
+
+_PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 
 
 class _Renderer:
-    def __init__(self, numeric_decimals: bool):
+    def __init__(self, numeric_decimals: bool, root: Any = None):
         self.numeric = numeric_decimals
         self.named: dict[str, Any] = {}
+        self.root = root
+        self.learned = False
 
     def value(self, schema: Any, datum: Any, namespace: str = "") -> Any:
         if isinstance(schema, list):
@@ -51,6 +56,11 @@ class _Renderer:
             qualified = f"{namespace}.{schema}" if namespace else schema
             if qualified in self.named:
                 return self.value(self.named[qualified], datum, namespace)
+            if schema not in _PRIMITIVES and not self.learned:
+                # A reference to a type defined where no datum was rendered yet (Debezium's
+                # after names the Value struct its null before defined): learn every name.
+                self.learn(self.root, "")
+                return self.value(schema, datum, namespace)
             return self.primitive(schema, datum)
         kind = schema.get("type")
         logical = schema.get("logicalType")
@@ -77,6 +87,22 @@ class _Renderer:
             return base64.b64encode(datum).decode("ascii")
         return self.value(kind, datum, namespace)
 
+    def learn(self, schema: Any, namespace: str) -> None:
+        """Remember every named type of ``schema`` (once per rendering, when needed)."""
+        self.learned = True
+        if isinstance(schema, list):
+            for branch in schema:
+                self.learn(branch, namespace)
+        elif isinstance(schema, Mapping):
+            kind = schema.get("type")
+            if kind in ("record", "enum", "fixed", "error"):
+                namespace = self.remember(schema, namespace)
+            for field in schema.get("fields", ()) if kind in ("record", "error") else ():
+                self.learn(field["type"], namespace)
+            for inner in ("items", "values"):
+                if inner in schema:
+                    self.learn(schema[inner], namespace)
+
     def remember(self, schema: Mapping[str, Any], namespace: str) -> str:
         name = schema.get("name", "")
         space = schema.get("namespace", namespace) if "." not in name else name.rpartition(".")[0]
@@ -87,9 +113,9 @@ class _Renderer:
     def primitive(self, kind: str, datum: Any) -> Any:
         if datum is None:
             return None
-        if kind == "bytes":
+        if kind == "bytes" and isinstance(datum, (bytes, bytearray, memoryview)):
             return base64.b64encode(datum).decode("ascii")
-        return datum
+        return datum  # a schemaless JSON value (JsonConverter, schemas.enable=false) as it is
 
     def logical(self, logical: str, datum: Any, scale: int) -> Any:
         if logical == "decimal" and isinstance(datum, decimal.Decimal):

@@ -61,6 +61,9 @@ def avro_schema_from_connect(schema: Mapping[str, Any]) -> Any:
 class _ConnectToAvro:
     def __init__(self) -> None:
         self.structs = 0
+        #: Full names of the records defined so far: a named struct seen again (Debezium's
+        #: ``before`` and ``after`` share one) is a reference by name, as Avro requires.
+        self.defined: set[str] = set()
 
     def convert(self, schema: Any, top: bool = False) -> Any:
         if not isinstance(schema, Mapping) or "type" not in schema:
@@ -86,7 +89,7 @@ class _ConnectToAvro:
                 "scale": scale,
             }
         if kind in _CONNECT_PRIMITIVES:
-            return _CONNECT_PRIMITIVES[kind]
+            return _named_primitive(schema) if name else _CONNECT_PRIMITIVES[kind]
         if kind == "array":
             return {"type": "array", "items": self.convert(schema.get("items"))}
         if kind == "map":
@@ -113,9 +116,13 @@ class _ConnectToAvro:
             fields = schema.get("fields")
             if not isinstance(fields, list):
                 raise ValueError("a Connect struct schema needs a 'fields' list")
+            if name in self.defined:
+                return name
             record: dict[str, Any] = {"type": "record"}
             record.update(_split_name(name) if name else {})
-            if not name:
+            if name:
+                self.defined.add(name)
+            else:
                 record["name"] = self._struct_name(None)
                 record["namespace"] = "io.confluent.connect.avro"
             record["fields"] = [self._field(f) for f in fields]
@@ -140,6 +147,18 @@ class _ConnectToAvro:
         return out
 
 
+def _named_primitive(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A primitive with a Connect name (Debezium's ``io.debezium.time.Timestamp``, ``…Enum``):
+    the Avro primitive with the name, version and parameters kept as AvroData keeps them."""
+    out: dict[str, Any] = {"type": _CONNECT_PRIMITIVES[schema["type"]]}
+    if schema.get("version") is not None:
+        out["connect.version"] = schema["version"]
+    if schema.get("parameters"):
+        out["connect.parameters"] = dict(schema["parameters"])
+    out["connect.name"] = schema["name"]
+    return out
+
+
 def _split_name(full: str) -> dict[str, str]:
     namespace, _, name = full.rpartition(".")
     return {"name": name, "namespace": namespace} if namespace else {"name": name}
@@ -147,15 +166,34 @@ def _split_name(full: str) -> dict[str, str]:
 
 def avro_datum_from_connect(schema: Any, payload: Any) -> Any:
     """Read a JsonConverter payload into the Avro shape of :func:`avro_schema_from_connect`."""
-    return _from_connect(schema, payload)
+    return _from_connect(schema, payload, _records(schema, {}))
 
 
-def _from_connect(schema: Any, value: Any) -> Any:
+def _records(schema: Any, found: dict[str, Any]) -> dict[str, Any]:
+    """The named records of ``schema`` by full name (what a reference by name stands for)."""
+    if isinstance(schema, list):
+        for branch in schema:
+            _records(branch, found)
+    elif isinstance(schema, Mapping):
+        if schema.get("type") == "record":
+            space, name = schema.get("namespace"), schema["name"]
+            found[f"{space}.{name}" if space else name] = schema
+            for spec in schema["fields"]:
+                _records(spec["type"], found)
+        for inner in ("items", "values"):
+            if inner in schema:
+                _records(schema[inner], found)
+    return found
+
+
+def _from_connect(schema: Any, value: Any, named: Mapping[str, Any]) -> Any:
     if value is None:
         return None
     if isinstance(schema, list):  # ["null", T]
-        return _from_connect(schema[1], value)
+        return _from_connect(schema[1], value, named)
     if isinstance(schema, str):
+        if schema in named:
+            return _from_connect(named[schema], value, named)
         if schema == "bytes":
             return base64.b64decode(value) if isinstance(value, str) else value
         return value
@@ -164,16 +202,24 @@ def _from_connect(schema: Any, value: Any) -> Any:
         unscaled = int.from_bytes(base64.b64decode(value), "big", signed=True)
         return decimal.Decimal(unscaled).scaleb(-schema.get("scale", 0))
     if kind == "record":
-        return {f["name"]: _from_connect(f["type"], value.get(f["name"])) for f in schema["fields"]}
+        return {
+            f["name"]: _from_connect(f["type"], value.get(f["name"]), named)
+            for f in schema["fields"]
+        }
     if kind == "array":
         items = schema["items"]
         pairs = isinstance(value, list) and all(isinstance(v, list) and len(v) == 2 for v in value)
         if isinstance(items, dict) and items.get("type") == "record" and pairs:
             kt, vt = (f["type"] for f in items["fields"])
-            return [{"key": _from_connect(kt, k), "value": _from_connect(vt, v)} for k, v in value]
-        return [_from_connect(items, v) for v in value]
+            return [
+                {"key": _from_connect(kt, k, named), "value": _from_connect(vt, v, named)}
+                for k, v in value
+            ]
+        return [_from_connect(items, v, named) for v in value]
     if kind == "map":
-        return {k: _from_connect(schema["values"], v) for k, v in value.items()}
+        return {k: _from_connect(schema["values"], v, named) for k, v in value.items()}
+    if kind == "bytes":
+        return _from_connect("bytes", value, named)
     return value
 
 
