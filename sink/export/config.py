@@ -313,6 +313,7 @@ def split_options(opts: Options) -> tuple[dict[str, str], dict[str, str], dict[s
         opts.text("errors.tolerance").lower() == "all"
         or SINK_OPTIONS.read(opts, "store.kafka.headers")
         or SINK_OPTIONS.read(opts, "format.json.envelope")  # it keeps key, headers, timestamp
+        or opts.text("transforms").strip()  # transforms and predicates may read headers
     ):
         source.setdefault("includeHeaders", "true")  # headers are archived or dead-lettered
     if not source.get("kafka.bootstrap.servers"):

@@ -198,6 +198,20 @@ def _hook_settings(opts: Options) -> dict[str, Any]:
     }
 
 
+def _transform_settings(options: Mapping[str, Any]) -> dict[str, str]:
+    """The ``transforms``/``predicates`` keys, checked by building their chain (a class
+    blockgz does not run or a bad option is a one-line error here, before Spark starts)."""
+    from blockgz.sink.transforms import build_chain
+
+    found = {
+        str(k): str(v)
+        for k, v in options.items()
+        if k in ("transforms", "predicates") or str(k).startswith(("transforms.", "predicates."))
+    }
+    build_chain(found)
+    return found
+
+
 def _check_combinations(config: SinkConfig, opts: Options) -> None:
     """Settings that are fine alone but not together."""
     fmt = config.format_for()
@@ -281,6 +295,8 @@ class SinkConfig:
     #: ``module:Class`` told about each finished object and committed batch, with its options.
     listener: str = ""
     listener_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    #: Connect's ``transforms``/``predicates`` settings (:mod:`blockgz.sink.transforms`).
+    transforms: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_options(cls, options: Mapping[str, Any]) -> SinkConfig:
@@ -300,6 +316,7 @@ class SinkConfig:
             **_rotation_settings(opts),
             **_null_settings(opts),
             **_hook_settings(opts),
+            transforms=_transform_settings(options),
         )
         _check_combinations(config, opts)
         return config
@@ -328,8 +345,9 @@ class SinkConfig:
             or self.dead_letters.enabled
             or self.store_keys
             or self.store_headers
+            or self.transforms
         ):
-            return None  # the record's key and headers are kept
+            return None  # the record's key and headers are kept (or transformed)
         kept = ("value", "topic", "partition", "offset", "timestamp")
         return (*kept, "timestampType") if self.store_timestamps else kept
 

@@ -54,6 +54,7 @@ from blockgz.sink.write.encoders import encoder_for
 from blockgz.sink.write.object_writer import NoValueFile
 from blockgz.sink.write.open_files import OpenFiles
 from blockgz.sink.write.stages import NullRoute, Placement, Rotator, Route, Run, append, append_run
+from blockgz.sink.write.transforming import TransformedRecord
 from blockgz.store.base import ObjectStore
 
 if TYPE_CHECKING:
@@ -214,7 +215,7 @@ class TopicPartitionWriter:
 
     def _convert(self, record: KafkaRecord) -> None:
         """``value.converter`` decodes the value (a failure is the converter's stage)."""
-        if self.converter is not None:
+        if self.converter is not None and not isinstance(record, TransformedRecord):
             self._stage = "VALUE_CONVERTER"
             self.converter.decode(record)
             self._stage = "TASK_PUT"

@@ -14,12 +14,19 @@ from collections.abc import Iterator
 from typing import Any
 
 from blockgz.archive.written import WrittenFile
+from blockgz.errors import ConfigError
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.commit import TaskCommitMessage
 from blockgz.sink.write.config import SinkConfig
-from blockgz.sink.write.deadletter import DeadLetters, KafkaDeadLetters, StoreDeadLetters
+from blockgz.sink.write.deadletter import (
+    DeadLetters,
+    KafkaDeadLetters,
+    StoreDeadLetters,
+    log_bad_record,
+)
 from blockgz.sink.write.hooks import TaskInfo, load_input_reader, load_listener
 from blockgz.sink.write.partition_writer import TopicPartitionWriter
+from blockgz.sink.write.transforming import RecordTransformer, StageError
 from blockgz.store.request_stats import REQUESTS
 
 log = logging.getLogger("blockgz.sink")
@@ -160,6 +167,11 @@ class WriteTask:
         self._objects_done = 0
         self._identity: tuple[int | None, int] | None = None
         self.dead_letters = dead_letter_queue(config, self.store, self.prefix)
+        #: Connect's transforms (``None``: none configured); then the offsets read per
+        #: topic-partition, and which one each routed topic-partition's records come from.
+        self.transformer = RecordTransformer.of(config)
+        self.read_offsets: dict[tuple[str, int], int] = {}
+        self._routed_from: dict[tuple[str, int], tuple[str, int]] = {}
 
     def writer_for(self, topic: str, partition: int) -> TopicPartitionWriter:
         writer = self.writers.get((topic, partition))
@@ -191,6 +203,10 @@ class WriteTask:
 
     def write(self, batch) -> None:
         """Write one Arrow batch of Kafka rows."""
+        if self.transformer is not None:
+            for record in records_of(batch):
+                self._write_transformed(record)
+            return
         run = single_partition_run(batch)
         if run is not None:
             writer = self.writer_for(*run)
@@ -198,6 +214,32 @@ class WriteTask:
                 return
         for record in records_of(batch):
             self.writer_for(record.topic, record.partition).write(record)
+
+    def _write_transformed(self, record: KafkaRecord) -> None:
+        """Run the transforms on one record and write what they return (a record they reject
+        follows ``errors.tolerance`` like any bad record)."""
+        assert self.transformer is not None
+        source = (record.topic, record.partition)
+        self.read_offsets[source] = record.offset
+        try:
+            out = self.transformer.apply(record)
+        except StageError as exc:
+            if self.dead_letters is None:
+                raise
+            log_bad_record(self.config.dead_letters, record, exc)
+            self.dead_letters.send(record, exc, exc.stage)
+            return
+        if out is None:
+            return
+        target = (out.topic, out.partition)
+        first = self._routed_from.setdefault(target, source)
+        if first != source:
+            raise ConfigError(
+                f"the transforms route {first[0]}-{first[1]} and {source[0]}-{source[1]} to "
+                f"the same topic-partition {target[0]}-{target[1]}; their objects would "
+                "overwrite each other: route different topics to different topics"
+            )
+        self.writer_for(*target).write(out)
 
     def _write_runs(self, writer: TopicPartitionWriter, batch) -> bool:
         """One topic-partition's batch on the batch path; ``False`` if none of it could go.
@@ -248,11 +290,14 @@ class WriteTask:
         message = TaskCommitMessage()
         if self.dead_letters is not None:
             message.dead_letters = self.dead_letters.finish()
+        for (topic, part), last in sorted(self.read_offsets.items()):
+            message.next_offsets.setdefault(topic, {})[part] = last + 1  # the topics read
         for (topic, part), writer in sorted(self.writers.items()):
             message.files.extend(writer.close())
             message.skipped_nulls += writer.skipped_nulls
             assert writer.last_offset is not None
-            message.next_offsets.setdefault(topic, {})[part] = writer.last_offset + 1
+            if self.transformer is None:
+                message.next_offsets.setdefault(topic, {})[part] = writer.last_offset + 1
             dead = message.dead_letters.get(topic, {}).get(part, 0)
             log.info(
                 "%s-%d: %d files, next offset %d%s",
