@@ -17,6 +17,7 @@ import pytest
 from botocore.stub import Stubber
 
 from blockgz.errors import ConfigError, StoreError
+from blockgz.format.checksum import block_crc32
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.settings_names import (
     CONFLUENT_S3_OPTIONS,
@@ -28,6 +29,7 @@ from blockgz.sink.export.settings_names import (
     describe_ignored,
 )
 from blockgz.store.credential_sources import CREDENTIALS_PROVIDERS
+from blockgz.store.digest import crc32_header
 from blockgz.store.s3 import S3Store, content_md5, offset_tags
 from blockgz.store.s3_client import assume_role_credentials, make_client, new_session
 from blockgz.store.settings import OPTION_NAMES, S3Settings
@@ -335,13 +337,17 @@ def test_send_digest_puts_content_md5_on_put_and_parts(no_aws, send):
     )
     store, stub = stubbed(settings)
     md5 = {"ContentMD5": content_md5(b"small")} if send else {}
-    stub.add_response("put_object", {}, {"Bucket": "archive", "Key": "s", "Body": b"small", **md5})
+    crc = {"ChecksumAlgorithm": "CRC32", "ChecksumCRC32": crc32_header(block_crc32(b"small"))}
+    put = {"Bucket": "archive", "Key": "s", "Body": b"small", **md5, **crc}
+    stub.add_response("put_object", {}, put)
     part = b"x" * settings.part_size
+    whole = {"ChecksumAlgorithm": "CRC32", "ChecksumType": "FULL_OBJECT"}
     stub.add_response(
-        "create_multipart_upload", {"UploadId": "u"}, {"Bucket": "archive", "Key": "m"}
+        "create_multipart_upload", {"UploadId": "u"}, {"Bucket": "archive", "Key": "m", **whole}
     )
     for number, body in ((1, part), (2, b"tail")):
         md5 = {"ContentMD5": content_md5(body)} if send else {}
+        md5["ChecksumCRC32"] = crc32_header(block_crc32(body))  # S3's own per-part check
         expected = {"Bucket": "archive", "Key": "m", "UploadId": "u", "PartNumber": number}
         stub.add_response("upload_part", {"ETag": f'"{number}"'}, {**expected, "Body": body, **md5})
     stub.add_response("complete_multipart_upload", {}, None)

@@ -15,6 +15,8 @@ from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
 from blockgz.errors import ConfigError, StoreAccessDeniedError
+from blockgz.format.checksum import block_crc32
+from blockgz.store.digest import crc32_header
 from blockgz.store.permissions import (
     ABORT,
     EXPORT_PERMISSIONS,
@@ -153,9 +155,11 @@ def test_sse_c_goes_with_the_completion_of_a_multipart_upload():
     key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
     store, stub = stubbed_store(**{"s3.sse.customer.key": key, "s3.part.size": "5242880"})
     sse = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": bytes(range(32))}
+    whole = {"ChecksumAlgorithm": "CRC32", "ChecksumType": "FULL_OBJECT"}  # S3's own CRC-32
     stub.add_response(
-        "create_multipart_upload", {"UploadId": "u"}, {"Bucket": "b", "Key": "k", **sse}
+        "create_multipart_upload", {"UploadId": "u"}, {"Bucket": "b", "Key": "k", **sse, **whole}
     )
+    bodies = (b"x" * (5 * 1024 * 1024), b"x")
     for n in (1, 2):
         stub.add_response(
             "upload_part",
@@ -166,15 +170,20 @@ def test_sse_c_goes_with_the_completion_of_a_multipart_upload():
                 "UploadId": "u",
                 "PartNumber": n,
                 "Body": stub_any(),
+                "ChecksumCRC32": crc32_header(block_crc32(bodies[n - 1])),  # S3 checks the part
                 **sse,
             },
         )
-    parts = [{"PartNumber": n, "ETag": f'"e{n}"'} for n in (1, 2)]
+    crcs = [crc32_header(block_crc32(body)) for body in bodies]
+    parts = [{"PartNumber": n, "ETag": f'"e{n}"', "ChecksumCRC32": crcs[n - 1]} for n in (1, 2)]
+    whole_crc = crc32_header(block_crc32(b"".join(bodies)))
+    done = {"ChecksumCRC32": whole_crc, "ChecksumType": "FULL_OBJECT"}
     stub.add_response(
         "complete_multipart_upload",
         {},
-        {"Bucket": "b", "Key": "k", "UploadId": "u", "MultipartUpload": {"Parts": parts}, **sse},
-    )
+        {"Bucket": "b", "Key": "k", "UploadId": "u", "MultipartUpload": {"Parts": parts}, **sse,
+         **done},
+    )  # fmt: skip
     with stub, store.open_upload("k") as upload:
         upload.write(b"x" * (5 * 1024 * 1024 + 1))
     store.close()
