@@ -104,15 +104,10 @@ def java_double_text(number: float) -> str:
     if number == 0 or 1e-3 <= abs(number) < 1e7:
         text = repr(float(number))
         return text if "." in text or "e" in text else text + ".0"
-    mantissa, _, exponent = f"{number!r}".partition("e")
-    if not exponent:
-        digits = f"{number:.17e}"
-        mantissa, _, exponent = repr(float(digits)).partition("e")
-        if not exponent:
-            mantissa, _, exponent = f"{number:e}".partition("e")
-    if "." not in mantissa:
-        mantissa += ".0"
-    return f"{mantissa}E{int(exponent)}"
+    sign, digits, exponent = Decimal(repr(float(number))).normalize().as_tuple()
+    text = "".join(map(str, digits))
+    mantissa = ("-" if sign else "") + text[0] + "." + (text[1:] or "0")
+    return f"{mantissa}E{len(text) - 1 + int(exponent)}"
 
 
 def _to_number(value: Any, target: str) -> Any:
