@@ -518,6 +518,19 @@ def _send(
                 producer,
                 (topic, value, key, partition, callback, None, record.timestamp or 0, headers),
             )
+        except Exception as exc:  # KafkaException: a record librdkafka refuses (its size)
+            raise ReplayError(_refused(topic, partition, record.offset, value, key, exc)) from exc
+
+
+def _refused(topic: str, partition: int, offset: int, value, key, exc: Exception) -> str:
+    """One line for a record the producer refused to take."""
+    error = exc.args[0] if exc.args else exc
+    text = error.str() if callable(getattr(error, "str", None)) else str(error)
+    size = len(value or b"") + len(key or b"")
+    return (
+        f"{topic}[{partition}]: the record of offset {offset} ({size} bytes) was refused by the "
+        f"producer: {text}; a rerun resumes where delivery stopped"
+    )
 
 
 def _produce_when_queued(producer, args: tuple) -> None:

@@ -38,7 +38,12 @@ from blockgz.reader.restore_positions import (
     fence,
     read_positions,
 )
-from blockgz.reader.restore_topics import TargetTopic, ensure_topics
+from blockgz.reader.restore_topics import (
+    TargetTopic,
+    ensure_topics,
+    message_limits,
+    sized_producer,
+)
 from blockgz.registry import RegistrySettings
 
 
@@ -101,6 +106,9 @@ def prepare(archive_plan: RestorePlan, settings: RestoreSettings, admin: Any) ->
     client = admin_settings(settings.producer)
     bootstrap = str(settings.producer.get("bootstrap.servers"))
     targets = ensure_topics(admin.client, archive_plan, bootstrap)
+    limits = {}
+    if "message.max.bytes" not in settings.producer:  # sized from the topics, not defaulted
+        limits = message_limits(admin.client, [t.name for t in targets], bootstrap)
     prepared = []
     for topic, target in zip(archive_plan.topics, targets, strict=True):
         starts = None
@@ -128,7 +136,7 @@ def prepare(archive_plan: RestorePlan, settings: RestoreSettings, admin: Any) ->
                     mark=mark,
                     allow_same_topic=True,  # checked above, with what restore knows
                     registry=settings.registry,
-                    producer=dict(settings.producer),
+                    producer=sized_producer(settings.producer, limits.get(target.name)),
                     json_null=settings.json_null,
                     tombstone_directory=archive_plan.request.tombstone_directory,
                     positions=None if starts is None else {p: starts[p] for p in partitions},

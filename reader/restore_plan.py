@@ -152,6 +152,21 @@ class RestoreRequest:
     #: The export's ``tombstone.encoded.partition``: the directory tombstones are kept in.
     tombstone_directory: str = "tombstone"
 
+    def __post_init__(self) -> None:
+        """Refuse an empty time window, as an empty ``--offsets`` window is refused.
+
+        >>> RestoreRequest(from_time=2_000, to_time=1_000)  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        blockgz.errors.ConfigError: --from-time 1970-01-01T00:00:02.000+00:00 is not before ...
+        """
+        low, high = self.from_time, self.to_time
+        if low is not None and high is not None and high <= low:
+            raise ConfigError(
+                f"--from-time {_iso(low)} is not before --to-time {_iso(high)}: the window "
+                "holds no record (--to-time is the end, records before it)"
+            )
+
     def window(self, topic: str, partition: int) -> Window:
         start, end = self.offsets.get((topic, partition), (None, None))
         return Window(start, end, self.from_time, self.to_time)

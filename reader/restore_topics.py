@@ -94,6 +94,56 @@ def ensure_topics(admin: Any, plan, bootstrap: str) -> list[TargetTopic]:
     return out
 
 
+#: librdkafka's default ``batch.size`` and its upper bound of ``message.max.bytes``.
+_LIBRDKAFKA_BATCH = 1_000_000
+_LIBRDKAFKA_MAX = 1_000_000_000
+
+
+def message_limits(admin: Any, topics: list[str], bootstrap: str) -> dict[str, int]:
+    """``max.message.bytes`` of each of ``topics`` as the brokers apply it (the topic's own,
+    else the broker's default): the largest record batch each takes. One request."""
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    if not topics:
+        return {}
+    asked = [ConfigResource(ResourceType.TOPIC, name) for name in topics]
+    limits = {}
+    try:
+        futures = admin.describe_configs(asked, request_timeout=_TIMEOUT_S)
+        for resource, future in futures.items():
+            entry = future.result(timeout=_TIMEOUT_S).get("max.message.bytes")
+            if entry is not None and entry.value is not None:
+                limits[resource.name] = int(entry.value)
+    except Exception as exc:  # KafkaException: no DescribeConfigs ACL, a broker gone
+        raise RestoreError(
+            f"cannot read max.message.bytes of {', '.join(topics)} at {bootstrap} to size the "
+            f"producer ({_text(exc.args[0] if exc.args else exc)}); set -O "
+            "kafka.message.max.bytes=<the topics' max.message.bytes> to skip asking"
+        ) from exc
+    return limits
+
+
+def sized_producer(producer: Mapping[str, Any], limit: int | None) -> dict[str, Any]:
+    """The producer's settings for a topic taking record batches up to ``limit`` bytes:
+    ``message.max.bytes`` the limit (librdkafka's default, 1,000,000, would refuse a larger
+    record the topic takes), ``batch.size`` no more than it; settings given are kept.
+
+    >>> sized_producer({"bootstrap.servers": "b:9092"}, 5_242_880)
+    {'bootstrap.servers': 'b:9092', 'message.max.bytes': 5242880}
+    >>> sized_producer({}, 500_000)
+    {'message.max.bytes': 500000, 'batch.size': 500000}
+    >>> sized_producer({"message.max.bytes": "2000000"}, 5_242_880)
+    {'message.max.bytes': '2000000'}
+    """
+    out = dict(producer)
+    if limit is None or "message.max.bytes" in out:
+        return out
+    out["message.max.bytes"] = max(1000, min(limit, _LIBRDKAFKA_MAX))
+    if limit < _LIBRDKAFKA_BATCH and "batch.size" not in out:
+        out["batch.size"] = out["message.max.bytes"]
+    return out
+
+
 def _text(error: Any) -> str:
     text = getattr(error, "str", None)
     return text() if callable(text) else str(error)
