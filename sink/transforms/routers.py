@@ -59,7 +59,9 @@ def regex_router(opts: TransformOptions) -> Any:
     def apply(record: Record) -> Record:
         if pattern.fullmatch(record.topic) is None:
             return record
-        return record.new(topic=pattern.sub(replacement, record.topic))
+        # Java's matcher.replaceFirst: one replacement (sub() would also replace the empty
+        # match that a pattern like "(.*)" finds at the end).
+        return record.new(topic=pattern.sub(replacement, record.topic, count=1))
 
     return apply
 
