@@ -16,21 +16,46 @@ import base64
 from collections.abc import Callable, Mapping
 from typing import Any
 
+#: JsonConverter writes Connect's FLOAT32/FLOAT64 as "float"/"double"; inside a Record the
+#: transforms (and the sink's Avro bridge) use Connect's own names, "float32"/"float64".
+_JSON_NAMES = {"float32": "float", "float64": "double"}
+_CONNECT_NAMES = {json_name: name for name, json_name in _JSON_NAMES.items()}
+
 
 def to_connect_json(schema: Any, value: Any) -> dict[str, Any]:
     """The envelope of a value (``schema`` ``None``: schemaless, written as it is)."""
     if schema is None:
         return {"schema": None, "payload": value}
-    return {"schema": schema, "payload": _walk(schema, value, _b64_encode)}
+    return {"schema": _renamed(schema, _JSON_NAMES), "payload": _walk(schema, value, _b64_encode)}
 
 
 def from_connect_json(doc: Mapping[str, Any]) -> tuple[Any, Any]:
-    """The ``(schema, value)`` of an envelope."""
+    """The ``(schema, value)`` of an envelope.
+
+    >>> from_connect_json({"schema": {"type": "double", "optional": False}, "payload": 1.5})
+    ({'type': 'float64', 'optional': False}, 1.5)
+    """
     schema = doc.get("schema")
     payload = doc.get("payload")
     if schema is None:
         return None, payload
+    schema = _renamed(schema, _CONNECT_NAMES)
     return schema, _walk(schema, payload, _b64_decode)
+
+
+def _renamed(schema: Any, names: Mapping[str, str]) -> Any:
+    """``schema`` with its (and its parts') type names mapped by ``names``."""
+    if isinstance(schema, list):
+        return [_renamed(part, names) for part in schema]
+    if not isinstance(schema, Mapping):
+        return schema
+    out = dict(schema)
+    if out.get("type") in names:
+        out["type"] = names[out["type"]]
+    for part in ("fields", "items", "keys", "values"):
+        if part in out:
+            out[part] = _renamed(out[part], names)
+    return out
 
 
 def _b64_encode(value: Any) -> Any:
