@@ -96,7 +96,13 @@ class Chain:
 
 
 def _subkeys(config: Mapping[str, Any], prefix: str) -> dict[str, str]:
-    return {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}
+    """The ``prefix``-ed keys, prefix dropped. Spark hands a data source its options with
+    lower-cased keys, so an alias found only in lower case is read that way too."""
+    found = {k[len(prefix) :]: v for k, v in config.items() if k.startswith(prefix)}
+    if not found:
+        lower = prefix.lower()
+        found = {k[len(lower) :]: v for k, v in config.items() if k.startswith(lower)}
+    return found
 
 
 def _names(config: Mapping[str, Any], key: str) -> list[str]:
