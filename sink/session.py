@@ -76,6 +76,7 @@ def spark_session(
     conf: dict[str, Any] | None = None,
     output_to: str | os.PathLike[str] | None = None,
     forward_env: bool = True,
+    forward_secrets: bool = True,
 ):
     """Get (or create) a SparkSession with blockgz's data sources registered.
 
@@ -85,8 +86,15 @@ def spark_session(
     (log4j, stack traces, librdkafka's chatter in the workers), instead of the terminal.
     ``forward_env`` hands the driver's AWS variables to the executors
     (:mod:`blockgz.sink.executor_env`); secrets are redacted from the UI and plans either way.
+    The credentials among them go into Spark's config (and so the JVM's argv) only with
+    ``forward_secrets`` and a master that is not local (local executors inherit them); the
+    export passes ``False`` and hands them to its sink instead.
+
+    The JVM starts in a session of its own (:func:`start_jvm_apart`), so a signal to this
+    process's group (systemd's stop, a container's, a terminal's) reaches the driver alone,
+    which stops the query cleanly.
     """
-    from blockgz.sink.executor_env import executor_conf
+    from blockgz.sink.executor_env import executor_conf, is_local
 
     prepare_environment()
     from pyspark.sql import SparkSession
@@ -105,15 +113,41 @@ def spark_session(
         .config("spark.python.worker.faulthandler.enabled", "true")
     )
     conf = {str(k): str(v) for k, v in (conf or {}).items()}
-    conf.update(executor_conf(os.environ, conf, forward=forward_env))
+    secrets = forward_secrets and not is_local(master)
+    conf.update(executor_conf(os.environ, conf, forward=forward_env, secrets=secrets))
     for key, value in conf.items():
         builder = builder.config(key, str(value))
     with _stderr_to(output_to):  # the JVM inherits it when it starts; the workers from it
+        start_jvm_apart(builder._options)
         spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel(log_level)
     quiet_accumulator_server(spark)
     register_data_sources(spark)
     return spark
+
+
+def start_jvm_apart(settings: dict[str, Any]) -> None:
+    """Launch PySpark's JVM (``spark-submit`` with ``settings``, as ``getOrCreate`` would) in a
+    session of its own, unless one runs already or ``spark-submit`` started this driver.
+
+    PySpark starts it in this process's group, so a SIGTERM to the group (systemd, a container
+    runtime) ran the JVM's shutdown hooks under the driver: the query died with a py4j
+    traceback instead of stopping. Apart, the JVM and its Python workers get no group signal;
+    the driver stops the query, and the JVM still exits when the driver does (its stdin pipe
+    closes).
+    """
+    from pyspark import SparkConf
+    from pyspark.core.context import SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    with SparkContext._lock:  # PySpark's own, held while it launches one
+        if SparkContext._gateway is not None or os.environ.get("PYSPARK_GATEWAY_PORT"):
+            return
+        conf = SparkConf(loadDefaults=False)
+        conf.setAll([(str(k), str(v)) for k, v in settings.items()])
+        gateway = launch_gateway(conf, popen_kwargs={"start_new_session": True})
+        SparkContext._gateway = gateway
+        SparkContext._jvm = gateway.jvm
 
 
 @contextlib.contextmanager

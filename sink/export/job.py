@@ -31,6 +31,7 @@ from pathlib import Path
 
 from blockgz.archive.lease import Lease
 from blockgz.errors import BlockGzError, ExportFailed
+from blockgz.sink.executor_env import credentials_option
 from blockgz.sink.export.checkpoint import check_checkpoint, checkpoint_epoch, checkpoint_failure
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.events import event, formatter_for
@@ -140,39 +141,95 @@ def _run_query(
     """Start the SparkSession (unless given) and the query, and follow it to its end."""
     from blockgz.sink.session import make_active, register_data_sources, spark_session
 
-    if spark is not None:
-        # A session the caller made (or one another library recreated) may not know blockgz's
-        # data sources: registering is idempotent and cheap.
-        register_data_sources(spark)
-        make_active(spark)  # this thread may not be the one that built it
-    else:
-        spark = spark_session(
-            master or default_master(),
-            app_name=f"blockgz-export-{job.name}",
-            conf=spark_conf_with_connector(job),
-            output_to=log_file,
-            forward_env=job.forward_env,
-        )
     result = ExportResult(metrics_url=metrics.url if metrics is not None else None)
+    # Before the JVM starts: a stop asked for while it starts stops the query at once.
     restore = _install_handlers(stop, result) if install_signal_handlers else None
+    again = None
     try:
-        query = start_query(
-            spark, job, options, checkpoint=checkpoint, epoch=epoch, once=once, lease=lease,
-            where=where, topic_ids=topic_ids,
-        )  # fmt: skip
-        tracker = ProgressTracker(job, epoch, result, observer=metrics, clients=clients)
-        # End offsets, lag and snapshots from the start, not from this run's first batch.
-        tracker.know_committed()
+        if spark is not None:
+            # A session the caller made (or one another library recreated) may not know
+            # blockgz's data sources: registering is idempotent and cheap.
+            register_data_sources(spark)
+            make_active(spark)  # this thread may not be the one that built it
+        else:
+            spark = spark_session(
+                master or default_master(),
+                app_name=f"blockgz-export-{job.name}",
+                conf=spark_conf_with_connector(job),
+                output_to=jvm_output(log_file, job.log_format),
+                forward_env=job.forward_env,
+                forward_secrets=False,  # the sink hands them over (start_query)
+            )
+        if install_signal_handlers:  # again: PySpark's SparkContext sets its own for SIGINT
+            again = _install_handlers(stop, result)
         try:
-            follow(query, tracker, stop, on_progress)
-        except ExportFailed as exc:
-            raise checkpoint_failure(checkpoint, exc) from exc
-        finally:
-            tracker.close()
+            _query_until_stopped(
+                spark, job, options, checkpoint=checkpoint, epoch=epoch, once=once, lease=lease,
+                where=where, topic_ids=topic_ids, result=result, metrics=metrics,
+                clients=clients, stop=stop, on_progress=on_progress,
+            )  # fmt: skip
+        except Exception as exc:
+            if not result.stopped_by_signal:
+                raise
+            _stopped_with_the_jvm(exc)
     finally:
-        if restore is not None:
-            restore()
+        for undo in (again, restore):
+            if undo is not None:
+                undo()
     return result
+
+
+def _query_until_stopped(
+    spark,
+    job: ExportConfig,
+    options: dict[str, str],
+    *,
+    result: ExportResult,
+    metrics: ExportMetrics | None,
+    clients: DriverClients | None,
+    stop: threading.Event,
+    on_progress: Callable[[ExportResult], None] | None,
+    **start: object,
+) -> None:
+    """Start the query (``start``: :func:`start_query`'s keywords) and follow it to its end,
+    counting into ``result``."""
+    checkpoint = start["checkpoint"]
+    query = start_query(spark, job, options, **start)  # type: ignore[arg-type]
+    tracker = ProgressTracker(job, str(start["epoch"]), result, observer=metrics, clients=clients)
+    # End offsets, lag and snapshots from the start, not from this run's first batch.
+    tracker.know_committed()
+    try:
+        follow(query, tracker, stop, on_progress)
+    except ExportFailed as exc:
+        raise checkpoint_failure(checkpoint, exc) from exc  # type: ignore[arg-type]
+    finally:
+        tracker.close()
+
+
+def _stopped_with_the_jvm(exc: BaseException) -> None:
+    """A stop signal also reached Spark's JVM or its Python workers (systemd stops every
+    process of the unit; a container runtime the whole tree): the query died under the
+    driver instead of stopping. Nothing is lost: a batch commits with its manifest, and one
+    in flight is replayed on restart. Logged (the cause in the log at DEBUG), not raised."""
+    log.info(
+        "stopping: Spark was stopped by the same signal; the running batch is abandoned and "
+        "will be replayed on restart"
+    )
+    log.debug("the query ended with: %s", exc, exc_info=exc)
+
+
+def jvm_output(log_file: str | Path | None, log_format: str = "text") -> Path | None:
+    """Where the JVM's and Spark's Python workers' output goes: the job's log file, or with
+    ``blockgz.log.format=json`` a file of its own beside it (``<stem>.jvm.log``), so the JSON
+    log holds JSON lines only.
+
+    >>> jvm_output("/c/blockgz-export.log", "json").name, jvm_output("/c/x.log").name
+    ('blockgz-export.jvm.log', 'x.log')
+    """
+    if log_file is None:
+        return None
+    path = Path(log_file)
+    return path.with_name(f"{path.stem}.jvm.log") if log_format == "json" else path
 
 
 class _LogFile(logging.FileHandler):
@@ -261,6 +318,8 @@ def start_query(
         source_options = {**source_options, TOPIC_IDS: json.dumps(dict(topic_ids))}
     reader = spark.readStream.format(source).options(**source_options)
     sink_options = sink_query_options(job, epoch)
+    if job.forward_env:  # the driver's AWS credentials, for the tasks (never in Spark's conf)
+        sink_options.update(credentials_option(os.environ, job.spark_conf))
     if lease is not None:  # the driver's commit renews it before each manifest
         sink_options.update({LEASE_TOKEN: lease.token, LEASE_TTL: str(job.lease_ttl_ms)})
     if topic_ids is not None:  # a topic's two lives never mix (blockgz.sink.kafka.lives)

@@ -36,6 +36,7 @@ from blockgz.archive.lease import DEFAULT_TTL_MS, Holder, Lease, lease_key
 from blockgz.archive.manifests import delete_written
 from blockgz.errors import BlockGzError, ConfigError
 from blockgz.gc_control import settle as settle_heap
+from blockgz.sink.executor_env import CREDENTIALS_OPTION, apply_credentials
 from blockgz.sink.iceberg.settings import IcebergSettings
 from blockgz.sink.iceberg.table import ArchiveTable, commit_to_table
 from blockgz.sink.plugins import import_named
@@ -72,6 +73,8 @@ def _check_schema(schema, config: SinkConfig) -> None:
 class _Writer:
     def __init__(self, options: dict[str, str], schema):
         self.config = SinkConfig.from_options(options)
+        # Set by ``blockgz export``: the driver's AWS credentials, set in each task's worker.
+        self.credentials = {CREDENTIALS_OPTION: str(options.get(CREDENTIALS_OPTION, "") or "")}
         self.iceberg_settings = IcebergSettings.from_options(options)
         _check_schema(schema, self.config)
         # Set by ``blockgz export``: the lease this job holds, checked before each manifest.
@@ -107,6 +110,7 @@ class _Writer:
 
     def write(self, iterator: Iterator[Any]) -> TaskCommitMessage:
         settle_heap()  # collections skip the worker's long-lived objects (blockgz.gc_control)
+        apply_credentials(getattr(self, "credentials", {}))
         return write_task(self.config, iterator)
 
     def _commit(self, messages: list[TaskCommitMessage | None], batch_id: int | str) -> None:

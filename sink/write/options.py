@@ -15,6 +15,7 @@ from blockgz.formats.connect_render import DECIMAL_FORMATS
 from blockgz.formats.parquet import DEFAULT_ROW_GROUP_SIZE, PARQUET_CODECS
 from blockgz.option_defs import NotDone, OptionSet, declarer
 from blockgz.sink.convert.evolution import COMPATIBILITIES
+from blockgz.sink.executor_env import CREDENTIALS_OPTION
 
 #: ``s3.schema.partition.affix.type``: where ``schema_name=<name>`` goes in the encoded partition.
 AFFIXES = ("NONE", "PREFIX", "SUFFIX")
@@ -329,6 +330,15 @@ SINK_OPTIONS = OptionSet(
         "set by `blockgz export`, not by users: the commit check's options",
         origin="blockgz",
         prefix=True,
+        internal=True,
+    ),
+    _sink(
+        CREDENTIALS_OPTION,
+        "text",
+        "",
+        "set by `blockgz export`, not by users: the driver's AWS credentials for the tasks "
+        "(blockgz.sink.executor_env)",
+        origin="blockgz",
         internal=True,
     ),
 )

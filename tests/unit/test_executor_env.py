@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import re
 
-from blockgz.sink.executor_env import REDACTION_KEY, executor_conf, forwarded_env, redaction_regex
+from blockgz.sink.executor_env import (
+    CREDENTIALS_OPTION,
+    REDACTION_KEY,
+    apply_credentials,
+    credentials_option,
+    executor_conf,
+    forwarded_env,
+    redaction_regex,
+)
 
 DRIVER = {
     "AWS_ACCESS_KEY_ID": "AKIA1",
@@ -17,22 +26,43 @@ DRIVER = {
 }
 
 
-def test_only_set_aws_variables_are_forwarded():
+def test_only_set_aws_variables_are_forwarded_and_no_credential_in_sparks_conf():
     assert forwarded_env(DRIVER) == {
-        "spark.executorEnv.AWS_ACCESS_KEY_ID": "AKIA1",
-        "spark.executorEnv.AWS_SECRET_ACCESS_KEY": "s3cr3t",
-        "spark.executorEnv.AWS_SESSION_TOKEN": "tok",
         "spark.executorEnv.AWS_ENDPOINT_URL_S3": "http://s3.local:9000",
     }
     assert forwarded_env({"PATH": "/bin"}) == {}
+    conf = executor_conf(DRIVER, {})
+    assert [v for v in conf.values() if v in ("AKIA1", "s3cr3t", "tok")] == []
+
+
+def test_credentials_travel_in_the_sink_option_and_land_in_the_task_environment():
+    option = credentials_option(DRIVER)
+    assert json.loads(option[CREDENTIALS_OPTION]) == {
+        "AWS_ACCESS_KEY_ID": "AKIA1",
+        "AWS_SECRET_ACCESS_KEY": "s3cr3t",
+        "AWS_SESSION_TOKEN": "tok",
+    }
+    worker = {"AWS_SECRET_ACCESS_KEY": "the node's", "PATH": "/bin"}
+    assert apply_credentials(option, worker) == [
+        "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"
+    ]  # fmt: skip
+    assert worker["AWS_SECRET_ACCESS_KEY"] == "s3cr3t" and worker["PATH"] == "/bin"
+    assert credentials_option({"PATH": "/bin"}) == {}
+    assert apply_credentials({CREDENTIALS_OPTION: ""}, worker) == []
+    # Something outside the three credentials is never set from the option.
+    assert apply_credentials({CREDENTIALS_OPTION: '{"PATH": "/x"}'}, worker) == []
+    assert worker["PATH"] == "/bin"
 
 
 def test_config_wins_and_forwarding_can_be_off():
     conf = {"spark.executorEnv.AWS_ACCESS_KEY_ID": "from-config"}
-    added = executor_conf(DRIVER, conf)
+    assert "AWS_ACCESS_KEY_ID" not in json.loads(
+        credentials_option(DRIVER, conf)[CREDENTIALS_OPTION]
+    )
+    added = executor_conf(DRIVER, conf, secrets=True)  # a caller with no other way
     assert "spark.executorEnv.AWS_ACCESS_KEY_ID" not in added
     assert added["spark.executorEnv.AWS_SECRET_ACCESS_KEY"] == "s3cr3t"
-    assert set(executor_conf(DRIVER, {}, forward=False)) == {REDACTION_KEY}
+    assert set(executor_conf(DRIVER, {}, forward=False, secrets=True)) == {REDACTION_KEY}
 
 
 def test_every_secret_carrying_option_is_redacted():
