@@ -64,6 +64,11 @@ class BlockCodec:
         return f"<block codec {self.name}>"
 
 
+#: A gzip member of no data: mtime 0 (as every blockgz member), an empty final deflate block,
+#: CRC-32 and length 0.
+EMPTY_GZIP_MEMBER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff\x03\x00" + bytes(8)
+
+
 class GzipBlocks(BlockCodec):
     """Block-GZIP: one gzip member per block (what ``zcat`` reads)."""
 
@@ -76,6 +81,11 @@ class GzipBlocks(BlockCodec):
         from blockgz.format.codec import decompress_member, decompress_members
 
         return decompress_member(raw) if members == 1 else decompress_members(raw)
+
+    def trailer(self, frames: list[tuple[int, int, bytes]]) -> bytes:
+        """Nothing after the blocks; an object of no block is one empty gzip member (a 0-byte
+        file is no gzip file: ``gzip -t`` rejects it)."""
+        return b"" if frames else EMPTY_GZIP_MEMBER
 
     def walk(self, view: memoryview, on_progress: Callable[[int], None] | None = None) -> Frames:
         from blockgz.format.codec import walk_members

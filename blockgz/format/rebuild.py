@@ -99,5 +99,7 @@ def _scan(view, framing, first_offset, on_progress) -> BlockIndex:
                     crc32=block_crc32(view[last.byte_offset : start + length]),
                 )
             )
+        else:  # only empty members (an empty input compressed): the object's trailer
+            trailer += length
     codec = None if family is GZIP else family.codecs[0]
     return BlockIndex(chunks, framing=framing, codec=codec, trailer_length=trailer)
