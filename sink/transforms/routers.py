@@ -66,6 +66,9 @@ def regex_router(opts: TransformOptions) -> Any:
     return apply
 
 
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
 def timestamp_router(opts: TransformOptions) -> Any:
     """The topic becomes ``topic.format`` with ``${topic}`` and ``${timestamp}`` filled in."""
     topic_format = opts.text("topic.format", "${topic}-${timestamp}")
@@ -74,7 +77,11 @@ def timestamp_router(opts: TransformOptions) -> Any:
     def apply(record: Record) -> Record:
         if record.timestamp is None:
             raise Rejected(f"timestamp missing on record for topic {record.topic}")
-        when = dt.datetime.fromtimestamp(record.timestamp / 1000, dt.UTC)
+        # Whole milliseconds: timestamp / 1000 as a float loses the last one near year 9999.
+        try:
+            when = _EPOCH + dt.timedelta(milliseconds=record.timestamp)
+        except OverflowError:
+            raise Rejected(f"timestamp {record.timestamp} is out of range for a date") from None
         topic = topic_format.replace("${topic}", record.topic).replace(
             "${timestamp}", date_format.format(when)
         )
