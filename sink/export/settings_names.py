@@ -32,6 +32,7 @@ from typing import Any
 from blockgz.errors import ConfigError
 from blockgz.option_defs import OPTIONS, TYPO_CUTOFF, NotDone, OptionDef, OptionSet
 from blockgz.options import Options, as_options
+from blockgz.registry import REGISTRY_OPTIONS
 from blockgz.sink.export import job_options as _job_options  # noqa: F401  (declares the job's options)
 from blockgz.sink.iceberg import settings as _iceberg  # noqa: F401  (declares blockgz.iceberg.*)
 from blockgz.sink.kafka import options as _source_options  # noqa: F401  (declares the source's)
@@ -253,6 +254,8 @@ def check_keys(keys: Iterable[str] | Mapping[str, Any]) -> list[str]:
         elif key.startswith("kafka."):
             problem = kafka_name_problem(key)
             errors += [problem] if problem else []
+        elif close := converter_slip(key):
+            errors.append(f"{key}: not a setting of the converter; did you mean {close}?")
         elif key.startswith(ACCEPTED_PREFIXES):
             continue
         elif close := OPTIONS.suggest(key, KNOWN):
@@ -283,6 +286,26 @@ def case_slip(key: str) -> str | None:
     for prefix in ACCEPTED_PREFIXES:
         if lowered.startswith(prefix.lower()) and not key.startswith(prefix):
             return prefix + key[len(prefix) :]
+    return None
+
+
+#: The converters' settings blockgz reads (beside the declared ones): the registry's.
+CONVERTER_SETTINGS = frozenset(REGISTRY_OPTIONS)
+CONVERTER_FAMILIES = ("key.converter.", "value.converter.")
+
+
+def converter_slip(key: str) -> str | None:
+    """The converter setting a ``key.converter.*``/``value.converter.*`` key is probably a
+    misspelling of (``value.converter.schema.registry.urls``), or ``None``.
+
+    >>> converter_slip("value.converter.schemas.enabled"), converter_slip("key.converter.x")
+    ('value.converter.schemas.enable', None)
+    """
+    for family in CONVERTER_FAMILIES:
+        if key.startswith(family):
+            pool = {family + name for name in CONVERTER_SETTINGS}
+            pool |= {name for name in KNOWN if name.startswith(family)}
+            return None if key in pool else OPTIONS.suggest(key, pool)
     return None
 
 

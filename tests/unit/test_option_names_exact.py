@@ -32,6 +32,9 @@ BASE = {"name": "j", "topics": "t", "kafka.bootstrap.servers": "127.0.0.1:1", "p
         ("kafka.Isolation.Level", "kafka.isolation.level"),
         ("kafka.fetch.wait.max.msx", "kafka.fetch.wait.max.ms"),
         ("kafka.sasl.jaas.confg", "kafka.sasl.jaas.config"),
+        ("value.converter.schemas.enabled", "value.converter.schemas.enable"),
+        ("key.converter.schema.registry.ur", "key.converter.schema.registry.url"),
+        ("value.converter.basic.auth.userinfo", "value.converter.basic.auth.user.info"),
     ],
 )
 def test_a_slip_is_an_error_naming_the_setting_meant(key, meant):
@@ -76,6 +79,15 @@ def test_librdkafkas_table_is_read_whole():
     names = librdkafka_names()
     assert {"bootstrap.servers", "acks", "isolation.level", "sasl.username"} <= names
     assert "Property" not in names and len(names) > 150
+
+
+def test_converter_settings_blockgz_does_not_read_pass_as_before():
+    given = {
+        "value.converter.schema.registry.url": "http://r:8081",
+        "value.converter.auto.register.schemas": "false",
+        "key.converter.use.latest.version": "true",
+    }
+    assert check_keys({**BASE, **given}) == []
 
 
 def test_exact_names_and_unrelated_keys_are_no_slip():
