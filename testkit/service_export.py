@@ -26,14 +26,25 @@ from testkit.s3 import s3_options
 BLOCKGZ = str(Path(sys.executable).with_name("blockgz"))
 
 
-def service_config(path: Path, kafka, s3_server, bucket: str, topic: str, **extra: str) -> Path:
-    """A job config with no keys in it: the export takes them from its environment."""
+def service_config(
+    path: Path,
+    kafka,
+    s3_server,
+    bucket: str,
+    topic: str,
+    *,
+    store: dict | None = None,
+    **extra: str,
+) -> Path:
+    """A job config with no keys in it (the export takes them from its environment); ``store``
+    are the S3 options (default: ``s3_server``'s)."""
+    store = s3_options(s3_server.endpoint_url) if store is None else store
     options = {
         "name": "service-test",
         "topics": topic,
         "kafka.bootstrap.servers": kafka.bootstrap_servers,
         "s3.bucket.name": bucket,
-        **{k: v for k, v in s3_options(s3_server.endpoint_url).items() if not k.startswith("aws.")},
+        **{k: v for k, v in store.items() if not k.startswith("aws.")},
         "flush.size": "7",
         "maxOffsetsPerTrigger": "30",
         "blockgz.trigger.interval": "1 second",
@@ -46,10 +57,18 @@ def service_config(path: Path, kafka, s3_server, bucket: str, topic: str, **extr
 class ServiceExport:
     """A running ``blockgz export`` (or ``--once``) in its own session, keys in its environment."""
 
-    def __init__(self, config: Path, checkpoint: Path, output: Path, *, once: bool = False):
+    def __init__(
+        self,
+        config: Path,
+        checkpoint: Path,
+        output: Path,
+        *,
+        once: bool = False,
+        env: dict[str, str] | None = None,
+    ):
         self.tag = uuid.uuid4().hex
         self.output = output
-        env = {**os.environ, **fake_aws_env(), "BLOCKGZ_TEST_RUN": self.tag}
+        env = {**os.environ, **fake_aws_env(), **(env or {}), "BLOCKGZ_TEST_RUN": self.tag}
         args = [BLOCKGZ, "export", str(config), "--checkpoint", str(checkpoint)]
         self.proc = subprocess.Popen(
             [*args, *(["--once"] if once else []), "--master", "local[2,3]"],
@@ -59,10 +78,14 @@ class ServiceExport:
             start_new_session=True,  # as systemd or a container runtime starts a service
         )
 
-    def wait_committed(self, s3_server, bucket: str, timeout_s: float = 150) -> None:
-        """Until the job's first manifest is in the bucket."""
+    def wait_committed(
+        self, s3_server, bucket: str, timeout_s: float = 150, *, store: dict | None = None
+    ) -> None:
+        """Until the job's first manifest is in the bucket (read with ``store``'s options,
+        default ``s3_server``'s)."""
         config = SinkConfig.from_options({"s3.bucket.name": bucket, "name": "service-test"})
-        store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
+        options = s3_options(s3_server.endpoint_url) if store is None else store
+        store, prefix = open_store(f"s3://{bucket}", options)
         deadline = time.monotonic() + timeout_s
         while not manifest_keys_of(store, prefix, config):
             assert self.proc.poll() is None, self.output.read_text()[-3000:]
@@ -95,10 +118,16 @@ class ServiceExport:
                 found[int(pid)] = args
         return found
 
-    def signal(self, signum: signal.Signals, *, group: bool) -> None:
-        """``signum`` to the Python process alone, or to its whole process group."""
-        if group:
+    def signal(self, signum: signal.Signals, *, to: str = "process") -> None:
+        """``signum`` to the Python process alone (``process``), its process group (``group``,
+        a container runtime's or a shell's way), or every process of its tree (``tree``,
+        systemd's default: each process of the unit's cgroup)."""
+        if to == "group":
             os.killpg(self.proc.pid, signum)
+        elif to == "tree":
+            for pid in self.tree():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signum)
         else:
             self.proc.send_signal(signum)
 

@@ -34,12 +34,12 @@ def topic(kafka, request):
 
 
 @pytest.mark.parametrize(
-    ("signum", "group"),
-    [(signal.SIGTERM, True), (signal.SIGINT, False)],
-    ids=["sigterm-group", "sigint-process"],
+    ("signum", "to"),
+    [(signal.SIGTERM, "group"), (signal.SIGTERM, "tree"), (signal.SIGINT, "process")],
+    ids=["sigterm-group", "sigterm-every-process", "sigint-process"],
 )
 def test_a_stop_signal_ends_the_export_cleanly_and_a_restart_loses_nothing(
-    kafka, s3_server, bucket, tmp_path, topic, signum, group
+    kafka, s3_server, bucket, tmp_path, topic, signum, to
 ):
     config = service_config(
         tmp_path / "job.properties", kafka, s3_server, bucket, topic,
@@ -48,7 +48,7 @@ def test_a_stop_signal_ends_the_export_cleanly_and_a_restart_loses_nothing(
     output = tmp_path / "output.txt"
     run = ServiceExport(config, tmp_path / "ckpt", output)
     run.wait_committed(s3_server, bucket)
-    run.signal(signum, group=group)
+    run.signal(signum, to=to)
     code = run.wait()
     printed = output.read_text()
     assert code == 0, printed[-3000:]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -207,3 +208,47 @@ def test_a_secured_export_and_its_readers_leave_no_secret_anywhere(
     assert any(k.endswith("blockgz-export.log") for k in blobs), "the job's log"
     assert any("/manifests/" in k for k in blobs) and any("/snapshots/" in k for k in blobs)
     assert found_in(blobs, secrets) == []
+
+
+def test_a_running_export_with_keys_from_its_environment_shows_them_to_no_process(
+    kafka, secure_s3, secure_bucket, tmp_path
+):
+    """The keys come from the environment (no key in the config): while the export runs,
+    ``ps -ww -eo pid,args`` of every process of its tree (the Python driver, Spark's JVM,
+    its Python workers) never shows the secret, and after a clean stop neither does Spark's
+    event log (what the UI's environment page and the history server show) nor any file the
+    job wrote."""
+    from testkit.kafka_data import produce_numbered
+    from testkit.service_export import ServiceExport, service_config
+
+    access, secret = user_key("exporter")
+    topic = unique("env-keys")
+    kafka.create_topic(topic, partitions=2)
+    produce_numbered(kafka.bootstrap_servers, topic, 2, 20)
+    events = tmp_path / "events"
+    events.mkdir()
+    store = secure_options(secure_s3)  # the endpoint and its CA; the keys only in the env
+    config = service_config(
+        tmp_path / "job.properties", kafka, secure_s3, secure_bucket, topic, store=store,
+        **{"spark.eventLog.enabled": "true", "spark.eventLog.dir": str(events),
+           "spark.eventLog.compress": "false", "blockgz.log.format": "json"},
+    )  # fmt: skip
+    assert secret not in config.read_text()
+    env = {"AWS_ACCESS_KEY_ID": access, "AWS_SECRET_ACCESS_KEY": secret}
+    run = ServiceExport(config, tmp_path / "ckpt", tmp_path / "output.txt", env=env)
+    try:
+        run.wait_committed(secure_s3, secure_bucket, store=store)
+        shown = run.arguments()
+    finally:
+        run.signal(signal.SIGTERM, to="group")
+        code = run.wait()
+    printed = (tmp_path / "output.txt").read_text()
+    assert code == 0, printed[-3000:]
+    # The whole tree was seen: the driver, Spark's JVM and at least one Python worker.
+    assert any("SparkSubmit" in args for args in shown.values()), shown
+    assert any("pyspark.daemon" in args or "pyspark/daemon" in args for args in shown.values())
+    assert [pid for pid, args in shown.items() if secret in args] == []
+    blobs = {"the export's output": printed.encode(), **files_under(tmp_path, but=config)}
+    assert any(k.startswith(str(events)) for k in blobs), "Spark's event log"
+    assert found_in(blobs, {"the S3 secret key": secret}) == []
+    assert b"spark.executorEnv.AWS_SECRET_ACCESS_KEY" not in b"".join(blobs.values())
