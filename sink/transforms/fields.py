@@ -100,9 +100,13 @@ def replace_field(opts: TransformOptions, side: Side) -> Any:
             return record
         if schema is None:
             data = require_map(value, "field replacement")
-            return side.set(
-                record, None, {renames.get(k, k): v for k, v in data.items() if keep(k)}
-            )
+            if include:
+                kept = {k: v for k, v in data.items() if k in include and k not in exclude}
+            else:
+                kept = {k: v for k, v in data.items() if k not in exclude}
+            if renames:
+                kept = {renames.get(k, k): v for k, v in kept.items()}
+            return side.set(record, None, kept)
         data = require_struct(schema, value, "field replacement")
         fields = [
             {**spec, "field": renames.get(spec["field"], spec["field"])}

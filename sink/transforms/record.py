@@ -8,7 +8,7 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from blockgz.errors import BadRecordError
@@ -56,8 +56,20 @@ class Record:
     offset: int | None = None
 
     def new(self, **changes: Any) -> Record:
-        """A copy with ``changes`` (Connect's ``newRecord``)."""
-        return replace(self, **changes)
+        """A copy with ``changes`` (Connect's ``newRecord``; faster than ``dataclasses.replace``,
+        which costs a third of a short chain's time)."""
+        get = changes.get
+        return Record(
+            get("topic", self.topic),
+            get("partition", self.partition),
+            get("key", self.key),
+            get("key_schema", self.key_schema),
+            get("value", self.value),
+            get("value_schema", self.value_schema),
+            get("timestamp", self.timestamp),
+            get("headers", self.headers),
+            get("offset", self.offset),
+        )
 
 
 def field(name: str, type_: str | dict[str, Any], optional: bool = False) -> dict[str, Any]:

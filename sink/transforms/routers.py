@@ -56,12 +56,19 @@ def regex_router(opts: TransformOptions) -> Any:
     except (ValueError, re.error) as exc:
         raise opts.error("replacement", f"not a usable replacement ({exc})") from None
 
+    routed: dict[str, str] = {}  # a topic's new name is the same for each of its records
+
     def apply(record: Record) -> Record:
-        if pattern.fullmatch(record.topic) is None:
-            return record
-        # Java's matcher.replaceFirst: one replacement (sub() would also replace the empty
-        # match that a pattern like "(.*)" finds at the end).
-        return record.new(topic=pattern.sub(replacement, record.topic, count=1))
+        topic = routed.get(record.topic)
+        if topic is None:
+            topic = record.topic
+            if pattern.fullmatch(topic) is not None:
+                # Java's matcher.replaceFirst: one replacement (sub() would also replace the
+                # empty match that a pattern like "(.*)" finds at the end).
+                topic = pattern.sub(replacement, topic, count=1)
+            if len(routed) < 10_000:
+                routed[record.topic] = topic
+        return record if topic == record.topic else record.new(topic=topic)
 
     return apply
 
