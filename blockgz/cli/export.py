@@ -45,14 +45,19 @@ def export(config, checkpoint, once, master, options, print_submit, verbose) -> 
     ranges, not records); blockgz.tasks.read.kafka=false hands Spark the records.
 
     On a cluster (--master spark://HOST:7077, YARN, k8s) the executors get the AWS_*
-    variables of this shell (credentials, region, endpoint), redacted from Spark's UI and
-    logs; blockgz.executor.env.forward=false leaves them to the nodes' profile or role.
+    variables of this shell (credentials, region, endpoint); the credentials travel inside
+    the sink's writer, never in Spark's settings (process arguments, UI, event log);
+    blockgz.executor.env.forward=false leaves them to the nodes' profile or role.
     --print-submit prints the same job as a spark-submit command line.
 
     Before Spark starts, it checks that the bucket takes a write, the brokers answer and
     the topics exist (blockgz.preflight=false skips that). Spark's own output goes to
-    blockgz-export.log in the checkpoint directory; a failure prints one line.
-    Ctrl-C or SIGTERM stops cleanly: the running micro-batch is replayed on restart.
+    blockgz-export.log in the checkpoint directory (blockgz-export.jvm.log beside it with
+    blockgz.log.format=json); a failure prints one line.
+    Ctrl-C, SIGINT or SIGTERM, to this process or its whole process group (systemd, a
+    container runtime), stops cleanly with exit code 0: the running micro-batch is replayed
+    on restart. Exit code 1: the export failed (one line), or a second Ctrl-C aborted the
+    wait for Spark.
 
     A new (or lost) checkpoint resumes from what the archive's manifests committed, as a
     Connect sink resumes from its consumer offsets (blockgz.resume=checkpoint-only: from
