@@ -114,6 +114,12 @@ class ReplaySettings:
     def __post_init__(self) -> None:
         self.from_time = epoch_ms(self.from_time, name="from_time")
         self.to_time = epoch_ms(self.to_time, name="to_time")
+        low, high = self.from_time, self.to_time
+        if low is not None and high is not None and high <= low:  # as a reversed offset window
+            raise ConfigError(
+                f"--from-time ({self.from_time} ms) is not before --to-time "
+                f"({self.to_time} ms): the window holds no record"
+            )
 
 
 @dataclass

@@ -58,13 +58,3 @@ def test_a_record_larger_than_an_existing_topic_takes_is_one_line(kafka, tmp_pat
     assert "Traceback" not in result.stderr and len(lines) <= 3, result.stderr
     (error,) = [line for line in lines if line.startswith("error:")]
     assert f"{target}[0]: the record of offset 3" in error and "too large" in error, error
-
-
-def test_a_reversed_time_window_is_an_error(tmp_path):
-    result = run(
-        str(tmp_path), "t", "--from-time", "2026-11-02T00:00:00Z",
-        "--to-time", "2026-11-01T00:00:00Z", "--dry-run",
-    )  # fmt: skip
-    assert result.exit_code == 1
-    assert "is not before --to-time 2026-11-01T00:00:00.000+00:00" in result.stderr
-    assert "Traceback" not in result.stderr
