@@ -69,7 +69,7 @@ class Converter:
         if name in (_LOGICAL + "Timestamp", _LOGICAL + "Time") and isinstance(value, int):
             return value
         if isinstance(value, int) and not isinstance(value, bool):
-            return value * 1000 // self.per_second
+            return _java_div(value * 1000, self.per_second)
         if isinstance(value, str):
             if self.format is None:
                 raise Rejected("a string timestamp needs the format option")
@@ -81,12 +81,12 @@ class Converter:
 
     def from_millis(self, millis: int, schemaless: bool) -> Any:
         """The target type of epoch ms."""
+        if self.target == "unix":  # no date needed (Python's end at years 1 and 9999)
+            return _java_div(millis * self.per_second, 1000)
         when = _EPOCH + dt.timedelta(milliseconds=millis)
         if self.target == "string":
             assert self.format is not None
             return self.format.format(when)
-        if self.target == "unix":
-            return millis * self.per_second // 1000
         if self.target == "Date":
             days = millis // _DAY_MS
             return _EPOCH + dt.timedelta(days=days) if schemaless else days
@@ -99,7 +99,21 @@ class Converter:
         """``value`` in the target type (``None`` stays ``None``)."""
         if value is None:
             return None
-        return self.from_millis(self.to_millis(value, schema), schemaless)
+        millis = self.to_millis(value, schema)
+        try:
+            return self.from_millis(millis, schemaless)
+        except OverflowError:  # past Python's years 1-9999: a refused record, not a crash
+            raise Rejected(f"timestamp {millis} ms is out of range for a date") from None
+
+
+def _java_div(dividend: int, divisor: int) -> int:
+    """Java's integer division (``TimeUnit`` conversions): toward zero, not floored.
+
+    >>> _java_div(-21794495508, 1000000), -21794495508 // 1000000
+    (-21794, -21795)
+    """
+    quotient = abs(dividend) // divisor
+    return quotient if dividend >= 0 else -quotient
 
 
 def timestamp_converter(opts: TransformOptions, side: Side) -> Any:
