@@ -117,3 +117,12 @@ def test_export_with_a_slipped_key_fails_fast_before_spark(tmp_path):
     assert "Flush.Size: not a setting blockgz knows; did you mean flush.size?" in lines[0]
     assert "kafka.bootstrap.server: not a Kafka client setting; did you mean" in lines[0]
     assert not (tmp_path / "checkpoints").exists()  # nothing was started
+
+
+def test_without_librdkafkas_table_each_name_is_asked_of_librdkafka(monkeypatch):
+    import blockgz.sink.kafka.client_names as names
+
+    monkeypatch.setattr(names, "librdkafka_names", frozenset)  # the table could not be read
+    assert names.is_client_name("acks") and names.is_client_name("fetch.wait.max.ms")
+    assert not names.is_client_name("bootstrap.server")
+    assert names.is_client_name("ssl.truststore.location")  # a Java name blockgz translates
