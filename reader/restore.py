@@ -108,7 +108,9 @@ def prepare(archive_plan: RestorePlan, settings: RestoreSettings, admin: Any) ->
     targets = ensure_topics(admin.client, archive_plan, bootstrap)
     limits = {}
     if "message.max.bytes" not in settings.producer:  # sized from the topics, not defaulted
-        limits = message_limits(admin.client, [t.name for t in targets], bootstrap)
+        limits = {t.name: int(t.configs["max.message.bytes"]) for t in targets if _set(t)}
+        ask = [t.name for t in targets if t.name not in limits]
+        limits.update(message_limits(admin.client, ask, bootstrap))
     prepared = []
     for topic, target in zip(archive_plan.topics, targets, strict=True):
         starts = None
@@ -146,6 +148,11 @@ def prepare(archive_plan: RestorePlan, settings: RestoreSettings, admin: Any) ->
             )
         prepared.append(_Prepared(topic, target, "markers" if mark else "positions", runs))
     return prepared
+
+
+def _set(target: TargetTopic) -> bool:
+    """Whether the restore created ``target`` with a ``max.message.bytes`` of its own."""
+    return str(target.configs.get("max.message.bytes", "")).strip().isdigit()
 
 
 def _positions(client: Mapping[str, Any], plan: RestorePlan, topic: TopicPlan):
