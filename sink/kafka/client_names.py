@@ -30,6 +30,9 @@ from blockgz.option_defs import TYPO_CUTOFF
 log = logging.getLogger("blockgz.kafka")
 
 PREFIX = "kafka."
+#: Java consumer names whose librdkafka name is spelt otherwise (the Spark Kafka source's
+#: users know the Java one; the export's other clients are librdkafka's).
+_JAVA_SPELLINGS = {"fetch.max.wait.ms": "fetch.wait.max.ms"}
 #: A name no librdkafka has: set after the name probed, so no client is ever made.
 _SENTINEL = "blockgz.no.such.property"
 
@@ -114,6 +117,8 @@ def kafka_name_problem(key: str) -> str | None:
 
 def suggest(name: str) -> str | None:
     """The known client name ``name`` is probably a slip of (case first, then spelling)."""
+    if name in _JAVA_SPELLINGS:
+        return _JAVA_SPELLINGS[name]
     pool = sorted(librdkafka_names() | JAVA_SECURITY_NAMES | {"bootstrap.servers"})
     folded = {candidate.lower(): candidate for candidate in pool}
     if name.lower() in folded:

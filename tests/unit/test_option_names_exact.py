@@ -32,6 +32,7 @@ BASE = {"name": "j", "topics": "t", "kafka.bootstrap.servers": "127.0.0.1:1", "p
         ("kafka.Isolation.Level", "kafka.isolation.level"),
         ("kafka.fetch.wait.max.msx", "kafka.fetch.wait.max.ms"),
         ("kafka.sasl.jaas.confg", "kafka.sasl.jaas.config"),
+        ("kafka.fetch.max.wait.ms", "kafka.fetch.wait.max.ms"),  # Java's spelling
         ("value.converter.schemas.enabled", "value.converter.schemas.enable"),
         ("key.converter.schema.registry.ur", "key.converter.schema.registry.url"),
         ("value.converter.basic.auth.userinfo", "value.converter.basic.auth.user.info"),
