@@ -145,6 +145,9 @@ def _run_query(
     # Before the JVM starts: a stop asked for while it starts stops the query at once.
     restore = _install_handlers(stop, result) if install_signal_handlers else None
     again = None
+    quiet = _Py4jAfterStop(result)
+    for name in _PY4J_LOGGERS:
+        logging.getLogger(name).addFilter(quiet)
     try:
         if spark is not None:
             # A session the caller made (or one another library recreated) may not know
@@ -176,7 +179,26 @@ def _run_query(
         for undo in (again, restore):
             if undo is not None:
                 undo()
+        for name in _PY4J_LOGGERS:
+            logging.getLogger(name).removeFilter(quiet)
     return result
+
+
+#: Where py4j logs (``logging.exception`` on the root logger, too) when the JVM hangs up.
+_PY4J_LOGGERS = ("", "py4j", "py4j.java_gateway", "py4j.clientserver")
+
+
+class _Py4jAfterStop(logging.Filter):
+    """After a stop signal, py4j's records (a JVM that got the signal too hangs up on the
+    driver: tracebacks of ``Connection reset``) are dropped; before it, all pass."""
+
+    def __init__(self, result: ExportResult):
+        super().__init__()
+        self.result = result
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        from_py4j = f"{os.sep}py4j{os.sep}" in (record.pathname or "")
+        return not (self.result.stopped_by_signal and from_py4j)
 
 
 def _query_until_stopped(
@@ -193,7 +215,8 @@ def _query_until_stopped(
 ) -> None:
     """Start the query (``start``: :func:`start_query`'s keywords) and follow it to its end,
     counting into ``result``."""
-    checkpoint = start["checkpoint"]
+    checkpoint = Path(start["checkpoint"])  # type: ignore[arg-type]
+    first_batch = next_batch(checkpoint)
     query = start_query(spark, job, options, **start)  # type: ignore[arg-type]
     tracker = ProgressTracker(job, str(start["epoch"]), result, observer=metrics, clients=clients)
     # End offsets, lag and snapshots from the start, not from this run's first batch.
@@ -201,9 +224,22 @@ def _query_until_stopped(
     try:
         follow(query, tracker, stop, on_progress)
     except ExportFailed as exc:
-        raise checkpoint_failure(checkpoint, exc) from exc  # type: ignore[arg-type]
+        raise checkpoint_failure(checkpoint, exc) from exc
     finally:
+        if stop.is_set():  # Spark may have gone before reporting a batch it committed
+            tracker.count_unreported(first_batch)
         tracker.close()
+
+
+def next_batch(checkpoint: Path) -> int:
+    """The id of the first batch this run can commit: one past the checkpoint's last commit.
+
+    >>> import tempfile
+    >>> next_batch(Path(tempfile.mkdtemp()))
+    0
+    """
+    done = [int(p.name) for p in (checkpoint / "commits").glob("*") if p.name.isdigit()]
+    return max(done, default=-1) + 1
 
 
 def _stopped_with_the_jvm(exc: BaseException) -> None:

@@ -167,6 +167,20 @@ class ProgressTracker:
                 if state.next_offset is None:
                     state.next_offset = offset
 
+    def count_unreported(self, first_batch: int) -> int:
+        """Count the batches from ``first_batch`` on (this run's first) whose manifests are in
+        the archive but whose progress Spark never reported (its JVM went away first), so a
+        stop says what this run committed; best effort (a warning if unreadable). Returns how
+        many were found."""
+        batch, found = max(first_batch, self._seen_batch + 1), 0
+        try:
+            while (manifest := self._count_batch(batch)) is not None:
+                merge_offsets(self.committed, manifest.offsets)
+                self._seen_batch, batch, found = batch, batch + 1, found + 1
+        except Exception:
+            log.warning("could not read this run's last manifests for progress", exc_info=True)
+        return found
+
     def _count_batch(self, batch_id: int) -> Manifest | None:
         manifest = self.manifests.read_batch(batch_id)
         if manifest is None:

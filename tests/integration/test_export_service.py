@@ -15,6 +15,7 @@ import signal
 
 import pytest
 
+from blockgz.sink.write.config import SinkConfig
 from blockgz.store import open_store
 from testkit.kafka_data import produce_numbered, read_exported
 from testkit.s3 import s3_options
@@ -58,11 +59,16 @@ def test_a_stop_signal_ends_the_export_cleanly_and_a_restart_loses_nothing(
     # After the progress lines: what the stop itself says, in a few lines.
     stopping = next(i for i, line in enumerate(lines) if "stopping: " in line)
     assert len(lines) - stopping <= 3, printed[-3000:]
+    # It counts what the manifests committed, even when Spark went before reporting it.
+    store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
+    job = SinkConfig.from_options({"s3.bucket.name": bucket, "name": "service-test"})
+    committed = job.manifest_log(store, prefix).committed_offsets().get(topic, {})
+    assert sum(committed.values()) > 0
+    assert lines[-1].startswith(f"stopped: {sum(committed.values())} records"), lines[-1]
 
     # The restart drains the topic: every record archived once, none outside the manifests.
     again = ServiceExport(config, tmp_path / "ckpt", tmp_path / "again.txt", once=True)
     assert again.wait(180) == 0, (tmp_path / "again.txt").read_text()[-3000:]
-    store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     read_exported(store, prefix).assert_exactly_once(PARTITIONS, PER_PARTITION)
 
     # Two runs' JSON logs: JSON lines only; the JVM's output in its own file beside it.
