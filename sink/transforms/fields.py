@@ -74,6 +74,8 @@ def insert_field(opts: TransformOptions, side: Side) -> Any:
         fields = list(schema["fields"])
         out = dict(value)
         for (name, optional), kind, get in active:
+            if any(spec["field"] == name for spec in fields):  # Connect's SchemaBuilder refuses
+                raise Rejected(f"cannot create field because of field name duplication {name}")
             fields.append({**kind, "optional": optional, "field": name})
             found = get(record)
             if found is None and not optional:
@@ -113,6 +115,18 @@ def replace_field(opts: TransformOptions, side: Side) -> Any:
             for spec in schema["fields"]
             if keep(spec["field"])
         ]
+        names = [spec["field"] for spec in fields]
+        if len(set(names)) < len(names):  # Connect's SchemaBuilder refuses a name twice
+            raise Rejected(f"cannot create field because of field name duplication in {names}")
+        for spec in fields:  # Connect reads each output field by its name before any rename
+            source = find_field(schema, back.get(spec["field"], spec["field"]))
+            if source is None:
+                raise Rejected(
+                    f"{back.get(spec['field'], spec['field'])} is not a valid field name"
+                )
+            if (source.get("type"), source.get("name")) != (spec.get("type"), spec.get("name")):
+                # a kept field named like another's new name gets that field's value
+                raise Rejected(f"invalid value for schema of field {spec['field']!r}")
         out = {spec["field"]: data.get(back.get(spec["field"], spec["field"])) for spec in fields}
         return side.set(record, copy_basics(schema, fields), out)
 
@@ -130,6 +144,7 @@ _ZERO = {
     "string": "",
     "array": [],
     "map": {},
+    "date": 0,  # a Timestamp, Date or Time: Connect masks its java.util.Date to the epoch
 }
 _NUMERIC = {"int8", "int16", "int32", "int64", "float32", "float64"}
 
@@ -175,6 +190,17 @@ def _masked(kind: str | None, value: Any, replacement: str | None) -> Any:
     raise Rejected(f"cannot mask a value of type {kind} with a custom replacement")
 
 
+def _masked_kind(spec: dict[str, Any]) -> str:
+    """What ``MaskField`` masks a struct field as: Connect goes by the Java class of the value,
+    so its logical types are a ``decimal`` or a ``date`` (which takes no custom replacement)."""
+    name = spec.get("name") or ""
+    if name.endswith(".Decimal"):
+        return "decimal"
+    if name in ("org.apache.kafka.connect.data." + t for t in ("Timestamp", "Date", "Time")):
+        return "date"
+    return spec["type"]
+
+
 def mask_field(opts: TransformOptions, side: Side) -> Any:
     """Replace ``fields`` with their type's zero (or ``replacement``)."""
     names = opts.names("fields")
@@ -184,8 +210,7 @@ def mask_field(opts: TransformOptions, side: Side) -> Any:
 
     def apply(record: Record) -> Record:
         value, schema = side.value(record), side.schema(record)
-        if value is None:
-            return record
+        # No early return for a null key or value: Connect refuses it (requireMap/requireStruct).
         if schema is None:
             out = dict(require_map(value, "masking fields"))
             for name in names:
@@ -194,9 +219,9 @@ def mask_field(opts: TransformOptions, side: Side) -> Any:
         out = dict(require_struct(schema, value, "masking fields"))
         for name in names:
             spec = find_field(schema, name)
-            if spec is None:
-                raise Rejected(f"{name} is not a valid field name")
-            kind = "decimal" if spec.get("name", "").endswith(".Decimal") else spec["type"]
+            if spec is None:  # Connect masks the named fields the struct has, ignores others
+                continue
+            kind = _masked_kind(spec)
             out[name] = _masked(kind, out.get(name), replacement)
         return side.set(record, schema, out)
 
