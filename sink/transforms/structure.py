@@ -125,6 +125,9 @@ def _to_number(value: Any, target: str) -> Any:
     if target in _BITS:
         if isinstance(number, float) and (math.isnan(number) or math.isinf(number)):
             raise Rejected(f"cannot cast {number} to {target}")
+        if isinstance(number, float):  # Java's (long)/(int) of a double saturates, then narrows
+            bits = 64 if target == "int64" else 32
+            number = max(-(1 << (bits - 1)), min((1 << (bits - 1)) - 1, int(number)))
         return _wrap(int(number), _BITS[target])
     return _float32(float(number)) if target == "float32" else float(number)
 
@@ -189,9 +192,8 @@ def cast(opts: TransformOptions, side: Side) -> Any:
             return record
         if schema is None:
             data = dict(require_map(value, "cast types"))
-            for name, target in casts.items():
-                if name in data:
-                    data[name] = cast_value(data[name], target)
+            for name, target in casts.items():  # Connect puts a missing field as null
+                data[name] = cast_value(data.get(name), target)
             return side.set(record, None, data)
         data = require_struct(schema, value, "cast types")
         fields = []
