@@ -85,8 +85,7 @@ def header_from(opts: TransformOptions, side: Side) -> Any:
 
     def apply(record: Record) -> Record:
         value, schema = side.value(record), side.schema(record)
-        if value is None:
-            return record
+        # No early return for a null key or value: Connect refuses it (requireMap/requireStruct).
         added = []
         if schema is None:
             data = require_map(value, "header " + ("move" if move else "copy"))
