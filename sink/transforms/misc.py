@@ -23,11 +23,17 @@ def set_schema_metadata(opts: TransformOptions, side: Side) -> Any:
     """Set the schema's name and/or version."""
     name = opts.text("schema.name", None)
     version = opts.integer("schema.version", None) if opts.text("schema.version", None) else None
+    if name is None and version is None:  # Connect refuses the config
+        raise opts.error("schema.name", "neither schema.name nor schema.version is set")
 
     def apply(record: Record) -> Record:
         schema = side.schema(record)
+        if schema is None and side.value(record) is None:  # Connect passes a bare null on
+            return record
         if schema is None:
             raise Rejected("schema required for [updating schema metadata]")
+        if schema.get("type") != "struct":  # Connect rebuilds the schema from its fields
+            raise Rejected("cannot list fields on non-struct type")
         new = dict(schema)
         if name is not None:
             new["name"] = name
