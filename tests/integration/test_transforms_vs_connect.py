@@ -891,24 +891,17 @@ KNOWN: dict[str, tuple[str, dict[str, Any]]] = {
             },
         ),
     ),
-    "HeaderFrom": (
-        "a null (tombstone) key or value: Connect refuses, blockgz passes it",
-        _request(
-            _transform("x", KAFKA + "HeaderFrom$Value", fields="id", headers="h", operation="copy")
-        ),
-    ),
-    "SetSchemaMetadata": (
-        "neither schema.name nor schema.version: Connect refuses the config, blockgz runs it; "
-        "a null schemaless value with schema.name: Connect passes it, blockgz refuses",
-        _request(
-            _transform("x", KAFKA + "SetSchemaMetadata$Value"),
-            {"schema": _struct(id="int8"), "payload": {"id": 1}},
-        ),
-    ),
     "ExtractNewRecordState": (
-        "a tombstone with the default delete.tombstone.handling.mode: Connect (Debezium "
-        "3.6.1.Final) drops it, blockgz keeps it",
-        _request(_transform("x", UNWRAP)),
+        "rewrite-with-tombstone with add.headers=op: Debezium 3.6.1 gives a kept tombstone the "
+        "header __op=d (a required string), blockgz none",
+        _request(
+            _transform(
+                "x",
+                UNWRAP,
+                delete_tombstone_handling_mode="rewrite-with-tombstone",
+                add_headers="op",
+            )
+        ),
     ),
 }
 
