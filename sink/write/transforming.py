@@ -59,7 +59,7 @@ class RecordTransformer:
     def __init__(self, chain: Chain, config: SinkConfig):
         self.chain = chain
         self.converter = config.value_converter.build() if config.decodes_values else None
-        self.raw_bytes = self.converter is None and config.format == "bytearray"
+        self.raw_bytes = self.converter is None and config.format_for().stores_value_bytes
         self._schemas: dict[str, dict[str, Any]] = {}
 
     @classmethod

@@ -107,3 +107,16 @@ def test_a_transform_blockgz_does_not_run_is_refused_with_the_sink_config():
     with pytest.raises(ConfigError, match=r"com.acme.X: blockgz does not run this transform"):
         SinkConfig.from_options({"path": "/tmp/x", "transforms": "a",
                                  "transforms.a.type": "com.acme.X"})  # fmt: skip
+
+
+def test_bytearray_values_stay_bytes_through_a_router(tmp_path):
+    records = [KafkaRecord("orders-eu", 0, n, 5, None, b"\xff\x00raw%d" % n) for n in range(3)]
+    options = {
+        **CHAIN,
+        "format.class": "io.confluent.connect.s3.format.bytearray.ByteArrayFormat",
+        "transforms": "route",
+    }
+    run(tmp_path, records, **options)
+    (path,) = [p for p in (tmp_path / "topics").rglob("*.bin") if not p.name.startswith(".")]
+    assert path.parent.parent.name == "archived-eu"
+    assert path.read_bytes() == b"".join(b"\xff\x00raw%d\n" % n for n in range(3))
