@@ -6,9 +6,10 @@ Connect (converter → transforms → the connector's ``put``).
 * A value with a schema (Avro, JsonConverter with schemas, String/ByteArray converters) is a
   Connect struct or primitive; one without (plain JSON, JsonConverter without schemas) a map or
   list; with no converter and a bytearray format, ``bytes``.
-* Keys are the record's bytes; a key a transform replaces is written as UTF-8 text (a string)
-  or JSON (anything else). Header values are bytes; a header a transform adds is written the
-  same way.
+* Keys are decoded by ``key.converter`` when one is set (else they are the record's bytes); a
+  key the chain leaves alone is written as it came, one it replaces as UTF-8 text (a string),
+  its bytes, or JSON (anything else). Header values are bytes; a header a transform adds is
+  written the same way.
 * A router's topic is the topic of the objects, their keys and manifest entries; the offsets
   committed stay those of the topic-partition read.
 
@@ -60,6 +61,7 @@ class RecordTransformer:
         self.chain = chain
         self.converter = config.value_converter.build() if config.decodes_values else None
         self.raw_bytes = self.converter is None and config.format_for().stores_value_bytes
+        self.key_converter = config.key_converter.build()
         self._schemas: dict[str, dict[str, Any]] = {}
 
     @classmethod
@@ -79,7 +81,7 @@ class RecordTransformer:
         if after is None:
             return None
         try:
-            return self.from_connect(record, after)
+            return self.from_connect(record, after, before.key)
         except (TypeError, ValueError) as exc:
             raise StageError(
                 f"the transformed record cannot be written ({exc})", "TRANSFORMATION", record
@@ -88,18 +90,40 @@ class RecordTransformer:
     def to_connect(self, record: KafkaRecord) -> Record:
         """The Connect record of a Kafka row (the value decoded by the value converter)."""
         schema, value = self._value_of(record)
+        key_schema, key = self._key_of(record)
         headers = tuple(Header(k, v) for k, v in record.headers or ())
         return Record(
             record.topic,
             record.partition,
-            record.key,
-            None,
+            key,
+            key_schema,
             value,
             schema,
             record.timestamp_ms,
             headers,
             record.offset,
         )
+
+    def _key_of(self, record: KafkaRecord) -> tuple[Any, Any]:
+        """The key as ``key.converter`` decodes it (its bytes without one)."""
+        if record.key is None or self.key_converter is None:
+            return None, record.key
+        key = KafkaRecord(record.topic, record.partition, record.offset, None, None, record.key)
+        try:
+            self.key_converter.decode(key)
+        except BadRecordError as exc:
+            message = str(exc).replace("value", "key", 1)
+            raise StageError(message, "KEY_CONVERTER", record) from None
+        return self._connect_of(key.schema, key.json())
+
+    def _connect_of(self, schema: Any, datum: Any) -> tuple[Any, Any]:
+        """A decoded datum and its sink schema as a Connect schema and value."""
+        if schema is None:
+            return None, datum
+        found = self._schemas.get(schema.key)
+        if found is None:
+            found = self._schemas[schema.key] = connect_schema(schema.json)
+        return found, connect_value(schema.json, datum)
 
     def _value_of(self, record: KafkaRecord) -> tuple[Any, Any]:
         if record.value is None:
@@ -111,16 +135,15 @@ class RecordTransformer:
                 self.converter.decode(record)
             except BadRecordError as exc:
                 raise StageError(str(exc), "VALUE_CONVERTER", record) from None
-        datum = record.json()
-        if record.schema is None:
-            return None, datum
-        schema = self._schemas.get(record.schema.key)
-        if schema is None:
-            schema = self._schemas[record.schema.key] = connect_schema(record.schema.json)
-        return schema, connect_value(record.schema.json, datum)
+        return self._connect_of(record.schema, record.json())
 
-    def from_connect(self, original: KafkaRecord, record: Record) -> TransformedRecord:
-        """The Kafka record the writer takes for a transformed Connect record."""
+    def from_connect(
+        self, original: KafkaRecord, record: Record, before_key: Any = None
+    ) -> TransformedRecord:
+        """The Kafka record the writer takes for a transformed Connect record (``before_key``:
+        the key the chain was given; a key it did not replace keeps the original bytes)."""
+        if before_key is None:
+            before_key = original.key
         value: Any = None
         value_schema = datum = None
         if record.value is not None:
@@ -137,7 +160,7 @@ class RecordTransformer:
             original.partition if record.partition is None else record.partition,
             original.offset,
             record.timestamp,
-            _as_bytes(record.key),
+            original.key if record.key is before_key else _as_bytes(record.key),
             value,
             _headers(original, record),
             timestamp_type=original.timestamp_type,

@@ -120,3 +120,29 @@ def test_bytearray_values_stay_bytes_through_a_router(tmp_path):
     (path,) = [p for p in (tmp_path / "topics").rglob("*.bin") if not p.name.startswith(".")]
     assert path.parent.parent.name == "archived-eu"
     assert path.read_bytes() == b"".join(b"\xff\x00raw%d\n" % n for n in range(3))
+
+
+def test_keys_are_decoded_by_the_key_converter_and_kept_when_untouched(tmp_path):
+    records = [KafkaRecord("t", 0, n, 5, b'{"id": %d, "r": "eu"}' % n, b"{}") for n in range(2)]
+    json_keys = {
+        "format.json.envelope": "true",
+        "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "key.converter.schemas.enable": "false",
+    }
+    extract = {
+        "transforms": "k",
+        "transforms.k.type": K + "ExtractField$Key",
+        "transforms.k.field": "id",
+    }
+    run(tmp_path / "a", records, **json_keys, **extract)
+    assert [row["key"] for row in archived(tmp_path / "a")["t"]] == ["0", "1"]
+    untouched = {
+        **extract,
+        "transforms.k.type": K + "InsertField$Value",
+        "transforms.k.topic.field": "x",
+    }
+    run(tmp_path / "b", records, **json_keys, **untouched)
+    assert [row["key"] for row in archived(tmp_path / "b")["t"]] == [
+        '{"id": 0, "r": "eu"}',
+        '{"id": 1, "r": "eu"}',
+    ]
