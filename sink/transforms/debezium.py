@@ -119,23 +119,26 @@ def extract_new_record_state(opts: TransformOptions) -> Any:
         if after is None:
             if on_delete == "drop":
                 return None
-            if on_delete == "tombstone":
+            if on_delete == "tombstone":  # a null value of the row's schema, as Debezium 3.6.1
+                row_schema = field_schema(find_field(schema, "before") or {})
                 return record.new(
-                    value=None, value_schema=None, headers=(*record.headers, *headers)
+                    value=None,
+                    value_schema=row_schema or None,
+                    headers=(*record.headers, *headers),
                 )
             row_field = "before"
         row_spec = find_field(schema, row_field)
         row_schema, row = field_schema(row_spec), dict(value.get(row_field) or {})
         fields = list(row_schema.get("fields", ()))
+        if rewrite:  # before the add.fields, as Debezium 3.6.1 orders them
+            fields.append({"type": "string", "optional": True, "field": DELETED})
+            row[DELETED] = "true" if after is None else "false"
         for ref in add_fields:
             ref_schema, ref_value = ref.read(schema, value)
             if ref_schema is None:
                 continue
             fields.append({**ref_schema, "optional": True, "field": ref.new_name})
             row[ref.new_name] = ref_value
-        if rewrite:
-            fields.append({"type": "string", "optional": True, "field": DELETED})
-            row[DELETED] = "true" if after is None else "false"
         new_schema = copy_basics(row_schema, fields)
         new_schema["optional"] = False
         return record.new(value=row, value_schema=new_schema, headers=(*record.headers, *headers))
