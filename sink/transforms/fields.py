@@ -86,6 +86,14 @@ def insert_field(opts: TransformOptions, side: Side) -> Any:
     return apply
 
 
+def _value_schema(spec: dict[str, Any]) -> Any:
+    """What Connect's ``Struct.put`` checks a value against: a primitive's type and logical
+    name, or a whole struct/array/map schema (``ConnectSchema.equals``)."""
+    if spec.get("type") in ("struct", "array", "map"):
+        return {k: v for k, v in spec.items() if k != "field"}
+    return spec.get("type"), spec.get("name")
+
+
 def replace_field(opts: TransformOptions, side: Side) -> Any:
     """Drop (``exclude``), keep (``include``) and rename (``renames=a:b``) fields."""
     exclude = set(opts.names("exclude") or opts.names("blacklist"))
@@ -124,7 +132,7 @@ def replace_field(opts: TransformOptions, side: Side) -> Any:
                 raise Rejected(
                     f"{back.get(spec['field'], spec['field'])} is not a valid field name"
                 )
-            if (source.get("type"), source.get("name")) != (spec.get("type"), spec.get("name")):
+            if _value_schema(source) != _value_schema(spec):
                 # a kept field named like another's new name gets that field's value
                 raise Rejected(f"invalid value for schema of field {spec['field']!r}")
         out = {spec["field"]: data.get(back.get(spec["field"], spec["field"])) for spec in fields}
