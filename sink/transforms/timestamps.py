@@ -62,6 +62,9 @@ class Converter:
     def to_millis(self, value: Any, schema: Any) -> int:
         """Epoch ms of a value typed by its ``schema`` (or by its Python type)."""
         name = (schema or {}).get("name", "")
+        if schema is not None and not name and schema.get("type") not in ("int64", "string"):
+            # Connect reads a time by the schema: int64 (unix), string, or a logical type
+            raise Rejected(f"schema {schema.get('type')} does not correspond to a timestamp type")
         if isinstance(value, dt.datetime):
             return int((value - _EPOCH).total_seconds() * 1000)
         if name == _LOGICAL + "Date" and isinstance(value, int):
