@@ -855,8 +855,8 @@ KNOWN: dict[str, tuple[str, dict[str, Any]]] = {
         ),
     ),
     "TimestampConverter": (
-        "times before 1582-10-15 (Connect formats them in the Julian calendar); also an int32 "
-        "field with no logical type, which Connect refuses and blockgz converts",
+        "times before 1582-10-15: Connect formats and parses them in the Julian calendar "
+        "(SimpleDateFormat), blockgz in the proleptic Gregorian one",
         _request(
             _transform(
                 "x",
