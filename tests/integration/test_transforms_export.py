@@ -13,7 +13,9 @@ import json
 import uuid
 
 import pytest
+from click.testing import CliRunner
 
+from blockgz.cli import main
 from blockgz.reader.archive import open_archive
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.job import run_export
@@ -84,6 +86,13 @@ def test_a_chain_inserts_the_field_and_routes_the_topic_folder(
 
     log = job.sink.manifest_log()
     assert log.committed_offsets().get(topic) == {0: RECORDS}  # the offsets of the topic read
+
+    flags = [a for k, v in s3_options(s3_server.endpoint_url).items() for a in ("-O", f"{k}={v}")]
+    listed = CliRunner().invoke(main, ["ls", f"s3://{bucket}", "--topic", routed, *flags])
+    assert listed.exit_code == 0, listed.output
+    assert routed in listed.output and f"{len(data)} objects" in listed.output
+    audited = CliRunner().invoke(main, ["audit", f"s3://{bucket}", *flags])
+    assert audited.exit_code == 0, audited.output
 
 
 def test_a_transform_blockgz_does_not_run_is_refused_before_spark(
