@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import base64
+import datetime as dt
 import math
 import struct
 from decimal import Decimal
@@ -175,6 +176,40 @@ def _parse_spec(opts: TransformOptions) -> tuple[str | None, dict[str, str]]:
     return whole, casts
 
 
+_TIME_MS = {
+    "org.apache.kafka.connect.data.Timestamp": 1,
+    "org.apache.kafka.connect.data.Time": 1,
+    "org.apache.kafka.connect.data.Date": 86_400_000,
+}
+_DAY_MS = 86_400_000
+
+
+def java_date_text(millis: int) -> str:
+    """Connect's text of a ``java.util.Date`` (``Values.dateFormatFor``): a time of day
+    below one day's ms (negative ones too), a date at midnight, else an ISO timestamp (UTC).
+
+    >>> java_date_text(0), java_date_text(86_400_000), java_date_text(1_234_567_890_123)
+    ('00:00:00.000Z', '1970-01-02', '2009-02-13T23:31:30.123Z')
+    """
+    when = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=millis)
+    if millis < _DAY_MS:
+        return when.strftime("%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+    if millis % _DAY_MS == 0:
+        return f"{when.year:04d}-{when.month:02d}-{when.day:02d}"
+    return (
+        f"{when.year:04d}-" + when.strftime("%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
+    )
+
+
+def _cast_typed(value: Any, schema: Any, target: str) -> Any:
+    """``cast_value``, except that Connect writes a Timestamp/Date/Time cast to string as
+    the text of its ``java.util.Date``."""
+    unit = _TIME_MS.get((schema or {}).get("name") or "")
+    if target == "string" and unit is not None and isinstance(value, int):
+        return java_date_text(value * unit)
+    return cast_value(value, target)
+
+
 def cast(opts: TransformOptions, side: Side) -> Any:
     """Cast fields (or the whole key/value) to another primitive type."""
     whole, casts = _parse_spec(opts)
@@ -187,7 +222,7 @@ def cast(opts: TransformOptions, side: Side) -> Any:
                 if is_struct(schema) or schema.get("type") in ("array", "map"):
                     raise Rejected("only primitive values can be cast as a whole")
                 new_schema = {"type": whole, "optional": bool(schema.get("optional"))}
-            return side.set(record, new_schema, cast_value(value, whole))
+            return side.set(record, new_schema, _cast_typed(value, schema, whole))
         if value is None:
             return record
         if schema is None:
@@ -210,9 +245,9 @@ def cast(opts: TransformOptions, side: Side) -> Any:
                 "field": spec["field"],
             }
             if "default" in spec and spec["default"] is not None:
-                new_spec["default"] = cast_value(spec["default"], target)
+                new_spec["default"] = _cast_typed(spec["default"], spec, target)
             fields.append(new_spec)
-            out[spec["field"]] = cast_value(data.get(spec["field"]), target)
+            out[spec["field"]] = _cast_typed(data.get(spec["field"]), spec, target)
         return side.set(record, copy_basics(schema, fields), out)
 
     return apply
