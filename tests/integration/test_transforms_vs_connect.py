@@ -832,28 +832,6 @@ def _struct(**fields: str) -> dict[str, Any]:
 #: record that shows it. Its ``test_known_difference`` case is a strict xfail, so a fix turns it
 #: red: then drop the entry, and the generated cases of that transform are strict again.
 KNOWN: dict[str, tuple[str, dict[str, Any]]] = {
-    "Cast": (
-        "a Timestamp/Date/Time cast to string: Connect writes Values.dateFormatFor's text "
-        "(00:00:00.000Z for epoch 0, yyyy-MM-dd at midnight, else ISO), blockgz the number",
-        _request(
-            _transform("x", KAFKA + "Cast$Value", spec="ts:string"),
-            {
-                "schema": {
-                    **_struct(),
-                    "fields": [
-                        {
-                            "field": "ts",
-                            "type": "int64",
-                            "optional": False,
-                            "name": TIMESTAMP,
-                            "version": 1,
-                        }
-                    ],
-                },
-                "payload": {"ts": 0},
-            },
-        ),
-    ),
     "TimestampConverter": (
         "times before 1582-10-15: Connect formats and parses them in the Julian calendar "
         "(SimpleDateFormat), blockgz in the proleptic Gregorian one",
