@@ -80,6 +80,17 @@ class Chain:
     def __len__(self) -> int:
         return len(self.steps)
 
+    @property
+    def topic_only(self) -> bool:
+        """Whether every step reads and changes nothing but the topic (``RegexRouter``, with
+        no predicate or ``TopicNameMatches``): then all records of a topic go the same way,
+        and a writer may take them a batch at a time."""
+        return all(
+            getattr(step.transform, "topic_only", False)
+            and (step.predicate is None or getattr(step.predicate, "topic_only", False))
+            for step in self.steps
+        )
+
     def apply(self, record: Record) -> Record | None:
         """Run every step; ``None`` when a step drops the record."""
         current: Record | None = record

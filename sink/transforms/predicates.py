@@ -27,7 +27,12 @@ def topic_name_matches(opts: TransformOptions) -> Predicate:
         pattern = re.compile(text)
     except re.error as exc:
         raise opts.error("pattern", f"not a regular expression ({exc})") from None
-    return lambda record: pattern.fullmatch(record.topic) is not None
+
+    def matches(record: Record) -> bool:
+        return pattern.fullmatch(record.topic) is not None
+
+    matches.topic_only = True  # type: ignore[attr-defined]  # reads the topic only
+    return matches
 
 
 def has_header_key(opts: TransformOptions) -> Predicate:

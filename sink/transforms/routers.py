@@ -70,6 +70,7 @@ def regex_router(opts: TransformOptions) -> Any:
                 routed[record.topic] = topic
         return record if topic == record.topic else record.new(topic=topic)
 
+    apply.topic_only = True  # type: ignore[attr-defined]  # reads and writes the topic only
     return apply
 
 

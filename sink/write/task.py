@@ -204,8 +204,9 @@ class WriteTask:
     def write(self, batch) -> None:
         """Write one Arrow batch of Kafka rows."""
         if self.transformer is not None:
-            for record in records_of(batch):
-                self._write_transformed(record)
+            if not self._write_routed_run(batch):
+                for record in records_of(batch):
+                    self._write_transformed(record)
             return
         run = single_partition_run(batch)
         if run is not None:
@@ -214,6 +215,33 @@ class WriteTask:
                 return
         for record in records_of(batch):
             self.writer_for(record.topic, record.partition).write(record)
+
+    def _write_routed_run(self, batch) -> bool:
+        """A chain that only routes topics takes one topic-partition's batch whole (the batch
+        path); ``False`` when it cannot (then records go one by one)."""
+        assert self.transformer is not None
+        run = single_partition_run(batch) if self.transformer.topic_only else None
+        if run is None:
+            return False
+        target = (self.transformer.route(*run), run[1])
+        self._check_route(target, run)
+        writer = self.writer_for(*target)
+        if not (writer.writes_runs and self._write_runs(writer, batch)):
+            return False
+        import pyarrow.compute as pc
+
+        self.read_offsets[run] = pc.max(batch.column("offset")).as_py()
+        return True
+
+    def _check_route(self, target: tuple[str, int], source: tuple[str, int]) -> None:
+        """Refuse two topic-partitions routed to one (their objects' names would collide)."""
+        first = self._routed_from.setdefault(target, source)
+        if first != source:
+            raise ConfigError(
+                f"the transforms route {first[0]}-{first[1]} and {source[0]}-{source[1]} to "
+                f"the same topic-partition {target[0]}-{target[1]}; their objects would "
+                "overwrite each other: route different topics to different topics"
+            )
 
     def _write_transformed(self, record: KafkaRecord) -> None:
         """Run the transforms on one record and write what they return (a record they reject
@@ -232,13 +260,7 @@ class WriteTask:
         if out is None:
             return
         target = (out.topic, out.partition)
-        first = self._routed_from.setdefault(target, source)
-        if first != source:
-            raise ConfigError(
-                f"the transforms route {first[0]}-{first[1]} and {source[0]}-{source[1]} to "
-                f"the same topic-partition {target[0]}-{target[1]}; their objects would "
-                "overwrite each other: route different topics to different topics"
-            )
+        self._check_route(target, source)
         self.writer_for(*target).write(out)
 
     def _write_runs(self, writer: TopicPartitionWriter, batch) -> bool:

@@ -18,8 +18,8 @@ Connect (converter → transforms → the connector's ``put``).
 ...     "transforms.r.type": "org.apache.kafka.connect.transforms.RegexRouter",
 ...     "transforms.r.regex": "a", "transforms.r.replacement": "b"})
 >>> out = RecordTransformer.of(cfg).apply(KafkaRecord("a", 0, 5, 0, None, b'{"x": 1}'))
->>> out.topic, out.offset, out.value, out.json()
-('b', 5, b'{"x":1}', {'x': 1})
+>>> out.topic, out.offset, out.value, out.json()  # the value untouched: its bytes as they came
+('b', 5, b'{"x": 1}', {'x': 1})
 """
 
 from __future__ import annotations
@@ -70,6 +70,17 @@ class RecordTransformer:
         chain = build_chain(config.transforms)
         return cls(chain, config) if chain else None
 
+    @property
+    def topic_only(self) -> bool:
+        """Whether the chain only routes by topic (see :attr:`Chain.topic_only`)."""
+        return self.chain.topic_only
+
+    def route(self, topic: str, partition: int) -> str:
+        """The topic a topic-only chain sends ``topic``'s records to."""
+        out = self.chain.apply(Record(topic, partition, None, None, None, None, None))
+        assert out is not None  # a router never drops a record
+        return out.topic
+
     def apply(self, record: KafkaRecord) -> KafkaRecord | None:
         """The transformed record, or ``None`` when the chain drops it; a record that cannot
         be decoded or that a transform rejects raises :class:`StageError`."""
@@ -81,7 +92,7 @@ class RecordTransformer:
         if after is None:
             return None
         try:
-            return self.from_connect(record, after, before.key)
+            return self.from_connect(record, after, before)
         except (TypeError, ValueError) as exc:
             raise StageError(
                 f"the transformed record cannot be written ({exc})", "TRANSFORMATION", record
@@ -138,15 +149,24 @@ class RecordTransformer:
         return self._connect_of(record.schema, record.json())
 
     def from_connect(
-        self, original: KafkaRecord, record: Record, before_key: Any = None
+        self, original: KafkaRecord, record: Record, before: Record | None = None
     ) -> TransformedRecord:
-        """The Kafka record the writer takes for a transformed Connect record (``before_key``:
-        the key the chain was given; a key it did not replace keeps the original bytes)."""
-        if before_key is None:
-            before_key = original.key
+        """The Kafka record the writer takes for a transformed Connect record. ``before`` is
+        the record the chain was given: a key or value it did not replace keeps its original
+        bytes (and decoded value), so a chain that only routes writes what no chain writes."""
+        before_key = original.key if before is None else before.key
+        same_value = (
+            before is not None
+            and record.value is before.value
+            and record.value_schema is before.value_schema
+        )
         value: Any = None
         value_schema = datum = None
-        if record.value is not None:
+        if same_value and record.value is not None:
+            value = original.value
+            if not self.raw_bytes:
+                value_schema, datum = original.schema, original.json()
+        elif record.value is not None:
             if record.value_schema is not None:
                 value_schema, datum = avro_value(record.value_schema, record.value)
                 value = original.value if original.value is not None else b""

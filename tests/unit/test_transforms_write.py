@@ -146,3 +146,24 @@ def test_keys_are_decoded_by_the_key_converter_and_kept_when_untouched(tmp_path)
         '{"id": 0, "r": "eu"}',
         '{"id": 1, "r": "eu"}',
     ]
+
+
+def test_a_topic_only_chain_takes_whole_batches_with_the_same_objects(tmp_path):
+    records = [KafkaRecord("orders-eu", 0, n, 1000 + n, None, b'{"n": %d}' % n) for n in range(30)]
+    route = {**CHAIN, "transforms": "route"}
+    # The same routing under a predicate that is not about the topic: record by record.
+    by_record = {
+        **route,
+        "transforms.route.predicate": "h",
+        "transforms.route.negate": "true",
+        "predicates": "h",
+        "predicates.h.type": K + "predicates.HasHeaderKey",
+        "predicates.h.name": "never",
+    }
+    whole = run(tmp_path / "a", records, **route)
+    single = run(tmp_path / "b", records, **by_record)
+    assert [f.key for f in whole.files] == [f.key for f in single.files]
+    for f in whole.files:
+        assert (tmp_path / "a" / f.key).read_bytes() == (tmp_path / "b" / f.key).read_bytes()
+    assert whole.next_offsets == single.next_offsets == {"orders-eu": {0: 30}}
+    assert {f.topic for f in whole.files} == {"archived-eu"}
