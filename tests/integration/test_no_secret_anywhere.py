@@ -248,7 +248,13 @@ def test_a_running_export_with_keys_from_its_environment_shows_them_to_no_proces
     assert any("SparkSubmit" in args for args in shown.values()), shown
     assert any("pyspark.daemon" in args or "pyspark/daemon" in args for args in shown.values())
     assert [pid for pid, args in shown.items() if secret in args] == []
-    blobs = {"the export's output": printed.encode(), **files_under(tmp_path, but=config)}
+    bucket_store, prefix = open_store(f"s3://{secure_bucket}", store)
+    blobs = {
+        "the export's output": printed.encode(),
+        **files_under(tmp_path, but=config),
+        **{info.key: bucket_store.get(info.key) for info in bucket_store.list(prefix)},
+    }
     assert any(k.startswith(str(events)) for k in blobs), "Spark's event log"
+    assert any("/manifests/" in k for k in blobs), "the job's manifests"
     assert found_in(blobs, {"the S3 secret key": secret}) == []
     assert b"spark.executorEnv.AWS_SECRET_ACCESS_KEY" not in b"".join(blobs.values())
