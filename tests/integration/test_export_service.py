@@ -84,3 +84,37 @@ def _is_json(line: str) -> bool:
         return isinstance(json.loads(line), dict)
     except ValueError:
         return False
+
+
+def test_a_sigkilled_driver_leaves_no_spark_process_behind(
+    kafka, s3_server, bucket, tmp_path, topic
+):
+    """Spark's JVM runs in a session of its own (so a stop signal to the group reaches the
+    driver alone); a SIGKILL of the group, which the JVM does not get, still ends it and its
+    Python workers: the JVM exits when the driver's end of its stdin pipe closes."""
+    import time
+
+    config = service_config(tmp_path / "job.properties", kafka, s3_server, bucket, topic)
+    run = ServiceExport(config, tmp_path / "ckpt", tmp_path / "output.txt")
+    try:
+        run.wait_committed(s3_server, bucket)
+        spark = [pid for pid in run.tree() if pid != run.proc.pid]
+        assert spark, "the JVM and its workers were seen"
+        run.signal(signal.SIGKILL, to="group")
+        run.proc.wait(30)
+        deadline = time.monotonic() + 60
+        while left := [pid for pid in spark if _alive(pid)]:
+            assert time.monotonic() < deadline, f"still running 60 s after the driver: {left}"
+            time.sleep(0.2)  # polling the process table with a deadline
+    finally:
+        run.kill()
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie waiting for its parent does not)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
