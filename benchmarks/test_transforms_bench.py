@@ -7,6 +7,7 @@ JSON values — into a local directory, block-GZIP JSON, in one run:
 * no transforms (valid single-line JSON values go through byte for byte, whole batches);
 * no transforms, record by record (``rotate.interval.ms``, as a field or time partitioner,
   a value converter or a rotation by time would: the path a transformed record takes);
+* one ``RegexRouter`` (a chain that only routes by topic takes whole batches);
 * a chain of three: ``InsertField$Value`` (a static field), ``ReplaceField$Value`` (one field
   excluded, one renamed) and ``RegexRouter``.
 
@@ -41,6 +42,12 @@ RECORD_PATH = {"rotate.interval.ms": "86400000"}
 CASES = {
     "no transforms": {},
     "no transforms, record by record": RECORD_PATH,
+    "one RegexRouter": {
+        "transforms": "route",
+        "transforms.route.type": K + "RegexRouter",
+        "transforms.route.regex": "t",
+        "transforms.route.replacement": "routed",
+    },
     "three transforms": {
         **RECORD_PATH,
         "transforms": "insert,replace,route",
@@ -118,7 +125,7 @@ def test_write_task(benchmark, batches, tmp_path, case):
     message = benchmark.pedantic(run, rounds=ROUNDS, iterations=1, warmup_rounds=1)
     assert sum(f.records for f in message.files if f.role == "value") == RECORDS
     topics = {f.topic for f in message.files}
-    assert topics == ({"routed"} if "three" in case else {"t"})
+    assert topics == ({"routed"} if "transforms" in CASES[case] else {"t"})
     TIMES[case] = times[-ROUNDS:]
     benchmark.extra_info.update(records=RECORDS)
 
