@@ -27,3 +27,23 @@ def test_the_log_file_gets_info_records(tmp_path):
     with _log_records_to(tmp_path / "export.log"):
         log.info("t-0: 3 files, next offset 42")
     assert "t-0: 3 files, next offset 42" in (tmp_path / "export.log").read_text()
+
+
+def test_py4j_hanging_up_after_a_stop_signal_is_not_logged():
+    """A JVM that got the stop signal too hangs up on the driver: py4j's tracebacks about it
+    are dropped once the signal arrived, never before; other records always pass."""
+    from blockgz.sink.export.job import _Py4jAfterStop
+    from blockgz.sink.export.tracking import ExportResult
+
+    def record(path: str) -> logging.LogRecord:
+        return logging.LogRecord(
+            "root", logging.ERROR, path, 1, "Exception while sending", (), None
+        )
+
+    py4j = f"{os.sep}venv{os.sep}py4j{os.sep}java_gateway.py"
+    result = ExportResult()
+    quiet = _Py4jAfterStop(result)
+    assert quiet.filter(record(py4j)), "before a signal, py4j's errors are real errors"
+    result.stopped_by_signal = True
+    assert not quiet.filter(record(py4j))
+    assert quiet.filter(record(f"{os.sep}blockgz{os.sep}export.py"))
