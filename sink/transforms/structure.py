@@ -51,6 +51,8 @@ def flatten(opts: TransformOptions, side: Side) -> Any:
             inner = optional or bool(spec.get("optional"))
             if spec.get("type") == "struct":
                 flat_schema(spec, name + delimiter, inner, out)
+            elif spec.get("type") == "map":  # Connect refuses a map in a schema'd record
+                raise Rejected(f"Flatten does not support MAP for record with schemas ({name})")
             else:
                 out.append({**field_schema(spec), "optional": inner, "field": name})
 
