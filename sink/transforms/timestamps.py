@@ -86,17 +86,16 @@ class Converter:
         """The target type of epoch ms."""
         if self.target == "unix":  # no date needed (Python's end at years 1 and 9999)
             return _java_div(millis * self.per_second, 1000)
-        when = _EPOCH + dt.timedelta(milliseconds=millis)
         if self.target == "string":
             assert self.format is not None
-            return self.format.format(when)
+            return self.format.format(_EPOCH + dt.timedelta(milliseconds=millis))
         if self.target == "Date":
             days = millis // _DAY_MS
             return _EPOCH + dt.timedelta(days=days) if schemaless else days
         if self.target == "Time":
             ms = millis % _DAY_MS
             return _EPOCH + dt.timedelta(milliseconds=ms) if schemaless else ms
-        return when if schemaless else millis
+        return _EPOCH + dt.timedelta(milliseconds=millis) if schemaless else millis
 
     def convert(self, value: Any, schema: Any, schemaless: bool) -> Any:
         """``value`` in the target type (``None`` stays ``None``)."""
