@@ -209,6 +209,32 @@ def _masked_kind(spec: dict[str, Any]) -> str:
     return spec["type"]
 
 
+def _masked_decimal(spec: dict[str, Any], value: Any, replacement: str | None) -> Any:
+    """A masked Decimal field's unscaled bytes: Connect masks to ``BigDecimal.ZERO`` (or the
+    replacement), which must have the schema's scale.
+
+    >>> spec = {"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal",
+    ...         "parameters": {"scale": "2"}}
+    >>> _masked_decimal(spec, b"1", "1.25")
+    b'}'
+    >>> _masked_decimal({**spec, "parameters": {"scale": "0"}}, b"1", None)
+    b'\\x00'
+    """
+    if value is None:
+        return None
+    try:
+        number = Decimal(replacement) if replacement is not None else Decimal(0)
+    except ArithmeticError:
+        raise Rejected(f"cannot mask a decimal with the replacement {replacement!r}") from None
+    scale = int((spec.get("parameters") or {}).get("scale", 0))
+    exponent = number.as_tuple().exponent
+    if not isinstance(exponent, int) or -exponent != scale:
+        raise Rejected(f"decimal value has mismatching scale for given Decimal schema ({scale})")
+    unscaled = int(number.scaleb(scale))
+    size = ((unscaled if unscaled >= 0 else ~unscaled).bit_length() + 8) // 8
+    return unscaled.to_bytes(size, "big", signed=True)
+
+
 def mask_field(opts: TransformOptions, side: Side) -> Any:
     """Replace ``fields`` with their type's zero (or ``replacement``)."""
     names = opts.names("fields")
@@ -230,6 +256,9 @@ def mask_field(opts: TransformOptions, side: Side) -> Any:
             if spec is None:  # Connect masks the named fields the struct has, ignores others
                 continue
             kind = _masked_kind(spec)
+            if kind == "decimal":
+                out[name] = _masked_decimal(spec, out.get(name), replacement)
+                continue
             out[name] = _masked(kind, out.get(name), replacement)
         return side.set(record, schema, out)
 
