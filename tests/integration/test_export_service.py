@@ -1,7 +1,7 @@
 """``blockgz export`` as a service: a stop signal to the process or to its whole process group
 (systemd's default, a container runtime's) ends it in a few lines with exit 0, and a restart
 archives every record exactly once; ``blockgz.log.format=json`` keeps the JVM's output out of
-the JSON log.
+the JSON log; a SIGKILLed driver leaves no Spark process behind.
 
 Each test runs real ``blockgz export`` processes (their own JVM and Python workers) against
 the session's Kafka broker and S3 server: ~40 s each, in ``make test-crash``.
