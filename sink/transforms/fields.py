@@ -265,9 +265,45 @@ def mask_field(opts: TransformOptions, side: Side) -> Any:
     return apply
 
 
-def extract_field(opts: TransformOptions, side: Side) -> Any:
-    """Replace the key or value by one of its fields."""
+def _field_path(opts: TransformOptions) -> list[str]:
+    """``field`` as a path: one name (``field.syntax.version=V1``, the default) or, with
+    ``V2`` (KIP-821), names joined by dots. Backtick-quoted V2 names are refused."""
     name = opts.text("field")
+    version = opts.choice("field.syntax.version", ("V1", "V2"), "V1")
+    if version == "V1" or "." not in name:
+        return [name]
+    if "`" in name:
+        raise opts.error("field", "backtick-quoted names in a V2 path are not supported")
+    return name.split(".")
+
+
+def _nested(schema: Any, value: Any, path: list[str]) -> tuple[Any, Any]:
+    """The schema and value at ``path`` in a struct (Connect's V2 field path)."""
+    for step in path:
+        spec = find_field(schema, step) if is_struct(schema) else None
+        if spec is None:
+            raise Rejected(f"unknown field: {'.'.join(path)}")
+        if value is not None:
+            value = require_struct(schema, value, "nested field access").get(step)
+        schema = field_schema(spec)
+    return schema, value
+
+
+def _nested_map(value: Any, path: list[str]) -> Any:
+    """The value at ``path`` in a schemaless map (a missing or null step gives null)."""
+    for step in path:
+        if value is None:
+            return None
+        value = require_map(value, "nested field access").get(step)
+    return value
+
+
+def extract_field(opts: TransformOptions, side: Side) -> Any:
+    """Replace the key or value by one of its fields (a nested one with a V2 path)."""
+    path = _field_path(opts)
+    if len(path) > 1:
+        return _extract_path(path, side)
+    name = path[0]
 
     def apply(record: Record) -> Record:
         value, schema = side.value(record), side.schema(record)
@@ -282,6 +318,20 @@ def extract_field(opts: TransformOptions, side: Side) -> Any:
             return side.set(record, field_schema(spec), None)
         data = require_struct(schema, value, "field extraction")
         return side.set(record, field_schema(spec), data.get(name))
+
+    return apply
+
+
+def _extract_path(path: list[str], side: Side) -> Any:
+    """``ExtractField`` of a nested V2 path."""
+
+    def apply(record: Record) -> Record:
+        value, schema = side.value(record), side.schema(record)
+        if schema is None:
+            return side.set(record, None, _nested_map(value, path))
+        if not is_struct(schema):
+            raise Rejected(f"unknown field: {'.'.join(path)}")
+        return side.set(record, *_nested(schema, value, path))
 
     return apply
 
