@@ -876,19 +876,6 @@ KNOWN: dict[str, tuple[str, dict[str, Any]]] = {
         "TRUE a string, 12:30:00 int8 12)",
         _request(_transform("x", KAFKA + "InsertHeader", header="h", value_literal="3.5")),
     ),
-    "ExtractField": (
-        "field.syntax.version=V2 (KIP-821 nested paths): Connect extracts inner.a from the "
-        "struct inner, blockgz looks for a field named 'inner.a' and refuses",
-        _request(
-            _transform(
-                "x", KAFKA + "ExtractField$Value", field="inner.a", field_syntax_version="V2"
-            ),
-            {
-                "schema": {**_struct(), "fields": [{**_struct(a="int8"), "field": "inner"}]},
-                "payload": {"inner": {"a": 0}},
-            },
-        ),
-    ),
     "ExtractNewRecordState": (
         "rewrite-with-tombstone with add.headers=op: Debezium 3.6.1 gives a kept tombstone the "
         "header __op=d (a required string), blockgz none",
