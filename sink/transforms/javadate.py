@@ -31,6 +31,42 @@ _LETTERS = {
 }
 
 
+#: Java's GregorianCalendar switches from the Julian calendar on this day (1582-10-15).
+_CUTOVER = dt.date(1582, 10, 15)
+_JDN_OF_ORDINAL_0 = 1721425  # the Julian day number of date.fromordinal(1) is 1721426
+
+
+def julian_fields(day: dt.date) -> tuple[int, int, int]:
+    """The (year, month, day) Java prints for ``day``: Julian before the cutover.
+
+    >>> julian_fields(dt.date(1, 1, 1)), julian_fields(dt.date(1582, 10, 14))
+    ((1, 1, 3), (1582, 10, 4))
+    """
+    if day >= _CUTOVER:
+        return day.year, day.month, day.day
+    c = day.toordinal() + _JDN_OF_ORDINAL_0 + 32082
+    d = (4 * c + 3) // 1461
+    e = c - 1461 * d // 4
+    m = (5 * e + 2) // 153
+    return d - 4800 + m // 10, m + 3 - 12 * (m // 10), e - (153 * m + 2) // 5 + 1
+
+
+def from_julian_fields(year: int, month: int, day: int) -> dt.date:
+    """The day Java parses (year, month, day) as: Julian before the cutover.
+
+    >>> from_julian_fields(1582, 10, 4), from_julian_fields(1500, 2, 29)
+    (datetime.date(1582, 10, 14), datetime.date(1500, 3, 10))
+    """
+    if (year, month, day) >= (1582, 10, 15):
+        return dt.date(year, month, day)
+    if not (1 <= month <= 12 and 1 <= day <= (29 if month == 2 and year % 4 == 0 else 31)):
+        raise ValueError(f"{year:04d}-{month:02d}-{day:02d} is not a Julian calendar date")
+    a = (14 - month) // 12
+    y, m = year + 4800 - a, month + 12 * a - 3
+    jdn = day + (153 * m + 2) // 5 + 365 * y + y // 4 - 32083
+    return dt.date.fromordinal(jdn - _JDN_OF_ORDINAL_0)
+
+
 class JavaDateFormat:
     """A pattern of the letters ``y M d H m s S Z X E`` and quoted literals."""
 
@@ -56,6 +92,7 @@ class JavaDateFormat:
     def format(self, when: dt.datetime) -> str:
         """``when`` (UTC) as text."""
         when = when.astimezone(dt.UTC)
+        year, month, day = julian_fields(when.date())  # Java's calendar before 1582-10-15
         out = []
         for kind, text in self.parts:
             if kind == "lit":
@@ -63,9 +100,13 @@ class JavaDateFormat:
             elif text[0] == "S":
                 out.append(f"{when.microsecond // 1000:0{len(text)}d}")
             elif text[0] == "y" and len(text) == 2:
-                out.append(f"{when.year % 100:02d}")
+                out.append(f"{year % 100:02d}")
             elif text[0] == "y":
-                out.append(f"{when.year:0{max(len(text), 1)}d}")
+                out.append(f"{year:0{max(len(text), 1)}d}")
+            elif text[0] == "M":
+                out.append(f"{month:02d}")
+            elif text[0] == "d":
+                out.append(f"{day:02d}")
             else:
                 code = _LETTERS[text[0]][0]
                 out.append(when.strftime(code) if code.startswith("%") else code)
@@ -80,10 +121,13 @@ class JavaDateFormat:
         if match is None:
             raise ValueError(f"{text!r} does not match the format {self.pattern!r}")
         got = {k: v for k, v in match.groupdict().items() if v is not None}
+        day = from_julian_fields(
+            int(got.get("y", 1970)), int(got.get("M", 1)), int(got.get("d", 1))
+        )
         when = dt.datetime(
-            int(got.get("y", 1970)),
-            int(got.get("M", 1)),
-            int(got.get("d", 1)),
+            day.year,
+            day.month,
+            day.day,
             int(got.get("H", 0)),
             int(got.get("m", 0)),
             int(got.get("s", 0)),
