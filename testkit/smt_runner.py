@@ -6,7 +6,8 @@ Central once by :mod:`blockgz.jars` (Ivy, a flock'd cache), and talks to it one 
 record over stdin/stdout: a request holds a connector config's ``transforms``/``predicates``
 settings and a record (topic, partition, timestamp, headers; key and value in JsonConverter's
 ``{"schema": ..., "payload": ...}`` form) and the answer is the record Connect's chain makes,
-``{"dropped": true}`` or ``{"error": "<class>: <message>", "phase": "config" | "apply"}``. The
+``{"dropped": true}`` or ``{"error": "<class>: <message>", "phase": "config" | "apply" |
+"output"}`` (``output``: JsonConverter cannot write the record the chain made). The
 JVM starts in about a second (it compiles the runner); a record then costs well under a
 millisecond, so the differential tests can send hundreds.
 

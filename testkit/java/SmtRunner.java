@@ -10,7 +10,9 @@
 //   answer:  {"topic": ..., "partition": ..., "timestamp": ..., "key": ..., "value": ...,
 //             "headers": [...]}            (key/value/header values as JsonConverter writes them)
 //            {"dropped": true}             (a transform returned null)
-//            {"error": "<class>: <message>", "phase": "config" | "apply"}
+//            {"error": "<class>: <message>", "phase": "config" | "apply" | "output"}
+//            ("output": the transforms ran, but JsonConverter cannot write what they made, as a
+//            schemaless java.util.Date from TimestampConverter)
 // Key, value and header values go through JsonConverter (schemas.enable=true,
 // replace.null.with.default=false), so an answer is what Connect's converter would write.
 // The chain is built as Connect's worker builds it: each transform is configured with its
@@ -101,7 +103,11 @@ public class SmtRunner {
                     return dropped;
                 }
             }
-            return fromRecord(converter, record);
+            try {
+                return fromRecord(converter, record);
+            } catch (Throwable e) {
+                return error(e, "output");
+            }
         } catch (ConfigPhase e) {
             return error(e.getCause(), "config");
         } catch (Throwable e) {
