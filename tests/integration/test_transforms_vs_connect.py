@@ -21,7 +21,7 @@ import struct
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from blockgz.errors import BlockGzError
@@ -190,10 +190,15 @@ def _comparable(answer: dict[str, Any]) -> Any:
     }
 
 
-def assert_same(connect: Any, request: dict[str, Any]) -> None:
-    """Connect and blockgz give the same answer to ``request``."""
+def assert_same(connect: Any, request: dict[str, Any], generated: bool = True) -> None:
+    """Connect and blockgz give the same answer to ``request`` (``generated``: inside a
+    hypothesis test, where a record Connect cannot write is discarded)."""
     java = connect.run(request)
     ours = blockgz_answer(request)
+    # What Connect's JsonConverter cannot write (a schemaless java.util.Date that
+    # TimestampConverter made) has no answer to compare: blockgz writes ISO text (README).
+    if generated:
+        assume(java.get("phase") != "output")
     assert _comparable(ours) == _comparable(java), (
         f"\nrequest: {json.dumps(request)}\nconnect: {json.dumps(java)}\n"
         f"blockgz: {json.dumps(ours, default=repr)}"
@@ -851,10 +856,8 @@ def _struct(**fields: str) -> dict[str, Any]:
 #: red: then drop the entry, and the generated cases of that transform are strict again.
 KNOWN: dict[str, tuple[str, dict[str, Any]]] = {
     "TimestampConverter": (
-        "times before 1582-10-15: Connect formats and parses them in the Julian calendar "
-        "(SimpleDateFormat), blockgz in the proleptic Gregorian one. (Also: a schemaless "
-        "Timestamp/Date/Time target is a java.util.Date that JsonConverter cannot write; "
-        "blockgz writes ISO text, as its README says.)",
+        "times before 0001-01-01 (Python's first year): Connect formats them (Julian "
+        "0001-01-02), blockgz refuses the record",
         _request(
             _transform(
                 "x",
@@ -863,12 +866,8 @@ KNOWN: dict[str, tuple[str, dict[str, Any]]] = {
                 target_type="string",
                 format="yyyy-MM-dd",
             ),
-            {"schema": _struct(ts="int64"), "payload": {"ts": -12219292800001}},
+            {"schema": _struct(ts="int64"), "payload": {"ts": -62135596800001}},
         ),
-    ),
-    "TimestampRouter": (
-        "times before 1582-10-15 (Connect formats them in the Julian calendar)",
-        _request(_transform("x", KAFKA + "TimestampRouter"), timestamp=-62135596800000),
     ),
     "InsertHeader": (
         "value.literal is not typed as Connect's Values.parseString types it (3.5 float32, 1e3 "
@@ -900,7 +899,7 @@ KNOWN: dict[str, tuple[str, dict[str, Any]]] = {
 )
 def test_known_difference(connect, name):
     """The smallest record of each difference still open: it must differ until fixed."""
-    assert_same(connect, KNOWN[name][1])
+    assert_same(connect, KNOWN[name][1], generated=False)
 
 
 def _case_params() -> list[Any]:
