@@ -142,8 +142,12 @@ def cast_value(value: Any, target: str) -> Any:
     if target == "boolean":
         if isinstance(value, str):
             return value.strip().lower() == "true"
+        if isinstance(value, float) and math.isnan(value):
+            return False  # Java's (long) NaN is 0
+        if isinstance(value, float) and math.isinf(value):
+            return True
         if isinstance(value, (bool, int, float, Decimal)):
-            return value != 0
+            return int(value) != 0  # Java's Number.longValue() != 0: 0.125 is false
         raise Rejected(f"cannot cast a {type(value).__name__} to boolean")
     if target == "string":
         if isinstance(value, bool):
@@ -206,9 +210,14 @@ def java_date_text(millis: int) -> str:
 def _cast_typed(value: Any, schema: Any, target: str) -> Any:
     """``cast_value``, except that Connect writes a Timestamp/Date/Time cast to string as
     the text of its ``java.util.Date``."""
-    unit = _TIME_MS.get((schema or {}).get("name") or "")
+    name = (schema or {}).get("name") or ""
+    unit = _TIME_MS.get(name)
     if target == "string" and unit is not None and isinstance(value, int):
         return java_date_text(value * unit)
+    if name == "org.apache.kafka.connect.data.Decimal" and isinstance(value, bytes | bytearray):
+        # a Decimal's unscaled bytes: Connect casts the BigDecimal they stand for
+        scale = int((schema.get("parameters") or {}).get("scale", 0))
+        value = Decimal(int.from_bytes(value, "big", signed=True)).scaleb(-scale)
     return cast_value(value, target)
 
 
