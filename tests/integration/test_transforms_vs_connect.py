@@ -212,6 +212,11 @@ def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode("ascii")
 
 
+def _unscaled_b64(number: int) -> str:
+    size = ((number if number >= 0 else ~number).bit_length() + 8) // 8
+    return _b64(number.to_bytes(size, "big", signed=True))
+
+
 def _int_values(kind: str) -> st.SearchStrategy[int]:
     low, high = INT_BOUNDS[kind]
     return st.one_of(st.integers(low, high), st.sampled_from([low, high, 0, -1, 1]))
@@ -252,8 +257,8 @@ def _base_payloads(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
         return st.booleans()
     if kind == "string":
         return st.one_of(st.text(max_size=8), numeric_strings)
-    if name == DECIMAL:  # an unscaled big-endian integer: at least one byte
-        return st.binary(min_size=1, max_size=6).map(_b64)
+    if name == DECIMAL:  # an unscaled big-endian integer in its fewest bytes (BigInteger's)
+        return st.integers(-(2**40), 2**40).map(_unscaled_b64)
     if kind == "bytes":
         return st.binary(max_size=6).map(_b64)
     if kind == "array":
