@@ -40,6 +40,9 @@ _CONNECT_PRIMITIVES = {
     "int64": "long",
     "float32": "float",
     "float64": "double",
+    # Kafka's JsonConverter writes FLOAT32/FLOAT64 schemas under these names.
+    "float": "float",
+    "double": "double",
     "boolean": "boolean",
     "string": "string",
     "bytes": "bytes",

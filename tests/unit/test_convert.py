@@ -380,3 +380,20 @@ def test_avro_config_reads_codec_and_block_size(tmp_path):
         ".avro",
     )
     assert cfg.decodes_values and cfg.schema_compatibility == "BACKWARD"
+
+
+def test_json_converter_float_and_double_schemas_are_avro_float_and_double():
+    # Kafka's JsonConverter names FLOAT32/FLOAT64 "float"/"double" in the schemas it writes.
+    connect = {
+        "type": "struct",
+        "name": "m",
+        "fields": [
+            {"field": "f", "type": "float", "optional": False},
+            {"field": "d", "type": "double", "optional": True},
+        ],
+    }
+    schema = avro_schema_from_connect(connect)
+    types = {field["name"]: field["type"] for field in schema["fields"]}
+    assert types["f"] == "float"
+    assert types["d"] == ["null", "double"]
+    assert avro_datum_from_connect(schema, {"f": 1.5, "d": None}) == {"f": 1.5, "d": None}
