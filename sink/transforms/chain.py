@@ -15,10 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from blockgz.errors import BadRecordError
-from blockgz.sink.transforms import debezium, fields, headers, misc, routers, structure, timestamps
+from blockgz.sink.transforms.debezium import TRANSFORMS as DEBEZIUM_TRANSFORMS
+from blockgz.sink.transforms.fields import TRANSFORMS as FIELD_TRANSFORMS
+from blockgz.sink.transforms.headers import TRANSFORMS as HEADER_TRANSFORMS
+from blockgz.sink.transforms.misc import TRANSFORMS as MISC_TRANSFORMS
 from blockgz.sink.transforms.options import TransformOptions
 from blockgz.sink.transforms.predicates import PREDICATES, Predicate
 from blockgz.sink.transforms.record import Record, Rejected
+from blockgz.sink.transforms.routers import TRANSFORMS as ROUTER_TRANSFORMS
+from blockgz.sink.transforms.structure import TRANSFORMS as STRUCTURE_TRANSFORMS
+from blockgz.sink.transforms.timestamps import TRANSFORMS as TIMESTAMP_TRANSFORMS
 
 #: A transform: a function of a record to a record or ``None`` (dropped).
 Transform = Callable[[Record], "Record | None"]
@@ -32,10 +38,12 @@ DEBEZIUM = "io.debezium.transforms."
 def _registry() -> dict[str, Factory]:
     """Every class name blockgz runs (``$Key``/``$Value`` variants spelled out)."""
     found: dict[str, Factory] = {}
-    for family in (fields, structure, routers, headers, timestamps, misc):
-        for name, factory in family.TRANSFORMS.items():
+    kafka = (FIELD_TRANSFORMS, STRUCTURE_TRANSFORMS, ROUTER_TRANSFORMS, HEADER_TRANSFORMS,
+             TIMESTAMP_TRANSFORMS, MISC_TRANSFORMS)  # fmt: skip
+    for family in kafka:
+        for name, factory in family.items():
             found[KAFKA + name] = factory
-    for name, factory in debezium.TRANSFORMS.items():
+    for name, factory in DEBEZIUM_TRANSFORMS.items():
         found[DEBEZIUM + name] = factory
     return found
 

@@ -38,8 +38,9 @@ NAMES = {
     for spelling in (item.name, *item.aliases)
 }
 #: Where those words mean something else: the reader's ``value.format`` (binary, json, avro)
-#: says how values are returned, not which format an object is in.
-NOT_FORMATS = {"value_format", "value.format"}
+#: says how values are returned, and ``blockgz.log.format`` how the export logs, not which format
+#: an object is in.
+NOT_FORMATS = {"value_format", "value.format", "log_format"}
 
 
 # -- no name comparisons outside the formats -----------------------------------------------------

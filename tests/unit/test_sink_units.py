@@ -426,7 +426,7 @@ def test_confluent_configs_keep_working_as_pasted(tmp_path):
         QUICKSTART
         + "connector.class=io.confluent.connect.s3.S3SinkConnector\ntasks.max=4\n"
         + "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
-        + "transforms=unwrap\ntransforms.unwrap.type=x.Y\n"
+        + "transforms=unwrap\ntransforms.unwrap.type=io.debezium.transforms.ExtractNewRecordState\n"
         + "partitioner.class=io.confluent.connect.storage.partitioner.DailyPartitioner\n"
         + "locale=en-US\ntimezone=PST\ntimestamp.extractor=Record\n"
     )
