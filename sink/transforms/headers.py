@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from blockgz.sink.transforms.options import TransformOptions
@@ -25,35 +24,14 @@ from blockgz.sink.transforms.record import (
     require_struct,
     sided,
 )
-
-_INTEGER = re.compile(r"[+-]?\d+")
-_INT_TYPES = (("int8", 7), ("int16", 15), ("int32", 31), ("int64", 63))
-
-
-def parse_literal(text: str) -> tuple[Any, dict[str, Any]]:
-    """A literal as Connect's ``Values.parseString`` types it: boolean, the smallest integer
-    type, float64, or else a string."""
-    stripped = text.strip()
-    if stripped.lower() in ("true", "false"):
-        return stripped.lower() == "true", {"type": "boolean", "optional": False}
-    if _INTEGER.fullmatch(stripped):
-        number = int(stripped)
-        for kind, bits in _INT_TYPES:
-            if -(1 << bits) <= number < (1 << bits):
-                return number, {"type": kind, "optional": False}
-    try:
-        number = float(stripped)
-    except ValueError:
-        return text, {"type": "string", "optional": False}
-    if stripped.lower() in ("nan", "infinity", "-infinity", "inf", "-inf"):
-        return text, {"type": "string", "optional": False}
-    return number, {"type": "float64", "optional": False}
+from blockgz.sink.transforms.values_parse import parse_string
 
 
 def insert_header(opts: TransformOptions) -> Any:
-    """Add the header ``header`` with the value ``value.literal``."""
+    """Add the header ``header`` with the value ``value.literal``, typed as Connect's
+    ``Values.parseString`` types it (``null`` is a null header)."""
     name = opts.text("header")
-    value, schema = parse_literal(opts.text("value.literal"))
+    value, schema = parse_string(opts.text("value.literal"))
 
     def apply(record: Record) -> Record:
         return record.new(headers=(*record.headers, Header(name, value, schema)))
