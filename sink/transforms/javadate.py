@@ -34,6 +34,10 @@ _LETTERS = {
 #: Java's GregorianCalendar switches from the Julian calendar on this day (1582-10-15).
 _CUTOVER = dt.date(1582, 10, 15)
 _JDN_OF_ORDINAL_0 = 1721425  # the Julian day number of date.fromordinal(1) is 1721426
+_CUTOVER_ORDINAL = _CUTOVER.toordinal()
+_EPOCH_ORDINAL = dt.date(1970, 1, 1).toordinal()
+_DAY_MS = 86_400_000
+_WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
 def julian_fields(day: dt.date) -> tuple[int, int, int]:
@@ -42,13 +46,31 @@ def julian_fields(day: dt.date) -> tuple[int, int, int]:
     >>> julian_fields(dt.date(1, 1, 1)), julian_fields(dt.date(1582, 10, 14))
     ((1, 1, 3), (1582, 10, 4))
     """
-    if day >= _CUTOVER:
-        return day.year, day.month, day.day
-    c = day.toordinal() + _JDN_OF_ORDINAL_0 + 32082
+    return calendar_fields(day.toordinal())
+
+
+def calendar_fields(ordinal: int) -> tuple[int, int, int]:
+    """The (year, month, day) of Java's calendar for a day given as a proleptic Gregorian
+    ordinal (``date.toordinal()``, any integer: years before 1 or after 9999 too): Julian
+    before 1582-10-15; the year is astronomical (0 is 1 BC).
+
+    >>> calendar_fields(0), calendar_fields(dt.date(2024, 3, 5).toordinal())
+    ((1, 1, 2), (2024, 3, 5))
+    """
+    jdn = ordinal + _JDN_OF_ORDINAL_0
+    century = 0
+    if ordinal >= _CUTOVER_ORDINAL:
+        a = jdn + 32044
+        b = (4 * a + 3) // 146097
+        c = a - 146097 * b // 4
+        century = 100 * b
+    else:
+        c = jdn + 32082
     d = (4 * c + 3) // 1461
     e = c - 1461 * d // 4
     m = (5 * e + 2) // 153
-    return d - 4800 + m // 10, m + 3 - 12 * (m // 10), e - (153 * m + 2) // 5 + 1
+    year = century + d - 4800 + m // 10
+    return year, m + 3 - 12 * (m // 10), e - (153 * m + 2) // 5 + 1
 
 
 def from_julian_fields(year: int, month: int, day: int) -> dt.date:
@@ -91,25 +113,41 @@ class JavaDateFormat:
 
     def format(self, when: dt.datetime) -> str:
         """``when`` (UTC) as text."""
-        when = when.astimezone(dt.UTC)
-        year, month, day = julian_fields(when.date())  # Java's calendar before 1582-10-15
+        since = when.astimezone(dt.UTC) - dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+        return self.format_millis(since // dt.timedelta(milliseconds=1))
+
+    def format_millis(self, millis: int) -> str:
+        """Epoch ms (UTC) as text, as Java prints any ``Date``: years before 1 as their year
+        of era (1 BC is year 1), past 9999 with more digits.
+
+        >>> JavaDateFormat("yyyy-MM-dd HH:mm:ss.SSS").format_millis(-62135596800001)
+        '0001-01-02 23:59:59.999'
+        """
+        days, of_day = divmod(millis, _DAY_MS)
+        ordinal = _EPOCH_ORDINAL + days
+        year, month, day = calendar_fields(ordinal)
+        era_year = year if year > 0 else 1 - year
+        seconds, ms = divmod(of_day, 1000)
+        minutes, second = divmod(seconds, 60)
+        hour, minute = divmod(minutes, 60)
+        numbers = {"M": month, "d": day, "H": hour, "m": minute, "s": second, "S": ms}
         out = []
         for kind, text in self.parts:
+            letter = text[0]
             if kind == "lit":
                 out.append(text)
-            elif text[0] == "S":
-                out.append(f"{when.microsecond // 1000:0{len(text)}d}")
-            elif text[0] == "y" and len(text) == 2:
-                out.append(f"{year % 100:02d}")
-            elif text[0] == "y":
-                out.append(f"{year:0{max(len(text), 1)}d}")
-            elif text[0] == "M":
-                out.append(f"{month:02d}")
-            elif text[0] == "d":
-                out.append(f"{day:02d}")
+            elif letter == "y" and len(text) == 2:
+                out.append(f"{era_year % 100:02d}")
+            elif letter == "y":
+                out.append(f"{era_year:0{len(text)}d}")
+            elif letter == "S":
+                out.append(f"{ms:0{len(text)}d}")
+            elif letter in numbers:
+                out.append(f"{numbers[letter]:02d}")
+            elif letter == "E":
+                out.append(_WEEKDAYS[(ordinal - 1) % 7])
             else:
-                code = _LETTERS[text[0]][0]
-                out.append(when.strftime(code) if code.startswith("%") else code)
+                out.append(_LETTERS[letter][0])
         return "".join(out)
 
     def parse(self, text: str) -> dt.datetime:

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from typing import Any
 
@@ -74,9 +73,6 @@ def regex_router(opts: TransformOptions) -> Any:
     return apply
 
 
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-
-
 def timestamp_router(opts: TransformOptions) -> Any:
     """The topic becomes ``topic.format`` with ``${topic}`` and ``${timestamp}`` filled in."""
     topic_format = opts.text("topic.format", "${topic}-${timestamp}")
@@ -85,13 +81,9 @@ def timestamp_router(opts: TransformOptions) -> Any:
     def apply(record: Record) -> Record:
         if record.timestamp is None:
             raise Rejected(f"timestamp missing on record for topic {record.topic}")
-        # Whole milliseconds: timestamp / 1000 as a float loses the last one near year 9999.
-        try:
-            when = _EPOCH + dt.timedelta(milliseconds=record.timestamp)
-        except OverflowError:
-            raise Rejected(f"timestamp {record.timestamp} is out of range for a date") from None
+        # Any year, as Java prints it (Julian before 1582, year of era before year 1).
         topic = topic_format.replace("${topic}", record.topic).replace(
-            "${timestamp}", date_format.format(when)
+            "${timestamp}", date_format.format_millis(record.timestamp)
         )
         return record.new(topic=topic)
 

@@ -86,9 +86,9 @@ class Converter:
         """The target type of epoch ms."""
         if self.target == "unix":  # no date needed (Python's end at years 1 and 9999)
             return _java_div(millis * self.per_second, 1000)
-        if self.target == "string":
+        if self.target == "string":  # any year, as Java prints it (1 BC, Julian before 1582)
             assert self.format is not None
-            return self.format.format(_EPOCH + dt.timedelta(milliseconds=millis))
+            return self.format.format_millis(millis)
         if self.target == "Date":
             days = millis // _DAY_MS
             return _EPOCH + dt.timedelta(days=days) if schemaless else days
@@ -104,7 +104,7 @@ class Converter:
         millis = self.to_millis(value, schema)
         try:
             return self.from_millis(millis, schemaless)
-        except OverflowError:  # past Python's years 1-9999: a refused record, not a crash
+        except OverflowError:  # a schemaless datetime past Python's years 1-9999 is refused
             raise Rejected(f"timestamp {millis} ms is out of range for a date") from None
 
 

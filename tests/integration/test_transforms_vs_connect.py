@@ -224,7 +224,18 @@ def _int_values(kind: str) -> st.SearchStrategy[int]:
 
 timestamps_ms = st.one_of(
     st.integers(-(10**13), 10**13),
-    st.sampled_from([0, -1, 1, 86_399_999, 253_402_300_799_999, -62_135_596_800_000]),
+    st.sampled_from(
+        [
+            0,
+            -1,
+            1,
+            86_399_999,
+            253_402_300_799_999,
+            -62_135_596_800_000,
+            -62_135_596_800_001,  # before year 1: Java prints the Julian 0001-01-02
+            -(10**15),  # a year BC
+        ]
+    ),
 )
 numeric_strings = st.sampled_from(
     ["12", "-7", "1.5", "0", "true", "false", "abc", "", "1e3", "300"]
@@ -871,20 +882,6 @@ def _struct(**fields: str) -> dict[str, Any]:
 #: record that shows it. Its ``test_known_difference`` case is a strict xfail, so a fix turns it
 #: red: then drop the entry, and the generated cases of that transform are strict again.
 KNOWN: dict[str, tuple[str, dict[str, Any]]] = {
-    "TimestampConverter": (
-        "times before 0001-01-01 (Python's first year): Connect formats them (Julian "
-        "0001-01-02), blockgz refuses the record",
-        _request(
-            _transform(
-                "x",
-                KAFKA + "TimestampConverter$Value",
-                field="ts",
-                target_type="string",
-                format="yyyy-MM-dd",
-            ),
-            {"schema": _struct(ts="int64"), "payload": {"ts": -62135596800001}},
-        ),
-    ),
     "ExtractNewRecordState": (
         "rewrite-with-tombstone with add.headers=op: Debezium 3.6.1 gives a kept tombstone the "
         "header __op=d (a required string), blockgz none",
@@ -898,6 +895,30 @@ KNOWN: dict[str, tuple[str, dict[str, Any]]] = {
         ),
     ),
 }
+
+
+#: Differences closed since issue 42 was filed: the smallest record of each, kept as a check.
+CLOSED: dict[str, dict[str, Any]] = {
+    "InsertHeader": _request(
+        _transform("x", KAFKA + "InsertHeader", header="h", value_literal="3.5")
+    ),
+    "TimestampConverter": _request(
+        _transform(
+            "x",
+            KAFKA + "TimestampConverter$Value",
+            field="ts",
+            target_type="string",
+            format="yyyy-MM-dd",
+        ),
+        {"schema": _struct(ts="int64"), "payload": {"ts": -62135596800001}},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(CLOSED))
+def test_closed_difference(connect, name):
+    """The smallest record of each closed difference: Connect's answer now."""
+    assert_same(connect, CLOSED[name], generated=False)
 
 
 @pytest.mark.parametrize(
