@@ -7,10 +7,10 @@ schemaless values) passes unchanged, as in Debezium. Options:
 * ``delete.tombstone.handling.mode``: ``drop`` (deletes and tombstones dropped),
   ``tombstone`` (a delete becomes a tombstone, tombstones dropped; the default), ``rewrite``
   (a delete is its ``before`` state with ``__deleted=true``; tombstones dropped),
-  ``rewrite-with-tombstone`` (the same, tombstones kept), ``delete-to-tombstone`` (a delete
-  becomes a tombstone, tombstones dropped). Without it, the older ``drop.tombstones`` (default
-  ``true``) and ``delete.handling.mode`` (``drop``, ``none``, ``rewrite``) are read as Debezium
-  did.
+  ``rewrite-with-tombstone`` (the same, tombstones kept, with only the ``op`` header, ``d``),
+  ``delete-to-tombstone`` (a delete becomes a tombstone, tombstones dropped). Without it, the
+  older ``drop.tombstones`` (default ``true``) and ``delete.handling.mode`` (``drop``,
+  ``none``, ``rewrite``) are read as Debezium did.
 * ``add.fields`` (``op``, ``ts_ms``, ``source.<field>`` or a bare source field name such as
   ``table``), ``add.fields.prefix`` (``__``), ``add.headers``, ``add.headers.prefix`` (``__``).
 
@@ -96,6 +96,16 @@ def _header(name: str, schema: Any, value: Any) -> Header:
     return Header(name, value, None if schema is None else {**schema, "optional": True})
 
 
+def _kept_tombstone(record: Record, add_headers: list[FieldRef]) -> Record:
+    """A tombstone that ``rewrite-with-tombstone`` keeps: of the ``add.headers`` only ``op``
+    is added, as ``d`` (a required string), as Debezium 3.6.1 does (differential test)."""
+    ops = [ref for ref in add_headers if ref.struct is None and ref.name == "op"]
+    if not ops:
+        return record
+    deleted = [Header(ref.new_name, "d", {"type": "string", "optional": False}) for ref in ops]
+    return record.new(headers=(*record.headers, *deleted))
+
+
 def extract_new_record_state(opts: TransformOptions) -> Any:
     """Unwrap Debezium change events (see the module docstring)."""
     on_delete, keep_tombstones = _modes(opts)
@@ -108,7 +118,7 @@ def extract_new_record_state(opts: TransformOptions) -> Any:
     def apply(record: Record) -> Record | None:
         schema, value = record.value_schema, record.value
         if value is None:
-            return record if keep_tombstones else None
+            return _kept_tombstone(record, add_headers) if keep_tombstones else None
         if not is_struct(schema) or not isinstance(value, dict):
             return record
         if find_field(schema, "op") is None or find_field(schema, "after") is None:

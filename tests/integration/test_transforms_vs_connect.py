@@ -881,24 +881,16 @@ def _struct(**fields: str) -> dict[str, Any]:
 #: Where blockgz still differs from Connect (reported on issue 42): a reason and the smallest
 #: record that shows it. Its ``test_known_difference`` case is a strict xfail, so a fix turns it
 #: red: then drop the entry, and the generated cases of that transform are strict again.
-KNOWN: dict[str, tuple[str, dict[str, Any]]] = {
-    "ExtractNewRecordState": (
-        "rewrite-with-tombstone with add.headers=op: Debezium 3.6.1 gives a kept tombstone the "
-        "header __op=d (a required string), blockgz none",
-        _request(
-            _transform(
-                "x",
-                UNWRAP,
-                delete_tombstone_handling_mode="rewrite-with-tombstone",
-                add_headers="op",
-            )
-        ),
-    ),
-}
+KNOWN: dict[str, tuple[str, dict[str, Any]]] = {}
 
 
 #: Differences closed since issue 42 was filed: the smallest record of each, kept as a check.
 CLOSED: dict[str, dict[str, Any]] = {
+    "ExtractNewRecordState": _request(
+        _transform(
+            "x", UNWRAP, delete_tombstone_handling_mode="rewrite-with-tombstone", add_headers="op"
+        )
+    ),
     "InsertHeader": _request(
         _transform("x", KAFKA + "InsertHeader", header="h", value_literal="3.5")
     ),
