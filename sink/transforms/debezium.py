@@ -8,9 +8,8 @@ schemaless values) passes unchanged, as in Debezium. Options:
   ``tombstone`` (a delete becomes a tombstone, tombstones dropped; the default), ``rewrite``
   (a delete is its ``before`` state with ``__deleted=true``; tombstones dropped),
   ``rewrite-with-tombstone`` (the same, tombstones kept, with only the ``op`` header, ``d``),
-  ``delete-to-tombstone`` (a delete becomes a tombstone, tombstones dropped). Without it, the
-  older ``drop.tombstones`` (default ``true``) and ``delete.handling.mode`` (``drop``,
-  ``none``, ``rewrite``) are read as Debezium did.
+  ``delete-to-tombstone`` (a delete becomes a tombstone, tombstones dropped). The older
+  ``drop.tombstones`` and ``delete.handling.mode``, which Debezium 3 ignores, are refused.
 * ``add.fields`` (``op``, ``ts_ms``, ``source.<field>`` or a bare source field name such as
   ``table``), ``add.fields.prefix`` (``__``), ``add.headers``, ``add.headers.prefix`` (``__``).
 
@@ -42,7 +41,8 @@ from blockgz.sink.transforms.record import (
 )
 
 MODES = ("drop", "tombstone", "rewrite", "rewrite-with-tombstone", "delete-to-tombstone")
-LEGACY_DELETE = ("drop", "none", "rewrite")
+#: Options of Debezium 1.x/2.x, replaced by ``delete.tombstone.handling.mode``.
+LEGACY_OPTIONS = ("drop.tombstones", "delete.handling.mode")
 ENVELOPE_FIELDS = ("op", "ts_ms", "ts_us", "ts_ns", "transaction", "before", "after", "source")
 DELETED = "__deleted"
 
@@ -74,13 +74,16 @@ class FieldRef:
 
 
 def _modes(opts: TransformOptions) -> tuple[str, bool]:
-    """``(what a delete becomes, whether tombstones are kept)``."""
-    if opts.text("delete.tombstone.handling.mode", None) is None and (
-        opts.text("delete.handling.mode", None) or opts.text("drop.tombstones", None)
-    ):
-        keep = not opts.boolean("drop.tombstones", True)
-        legacy = opts.choice("delete.handling.mode", LEGACY_DELETE, "drop")
-        return {"drop": "drop", "none": "tombstone", "rewrite": "rewrite"}[legacy], keep
+    """``(what a delete becomes, whether tombstones are kept)``; the options Debezium 3 no
+    longer reads are refused (Debezium 3.6.1 ignores them: a config that sets them would
+    archive other records under Connect than the user asked for)."""
+    for legacy in LEGACY_OPTIONS:
+        if opts.text(legacy, None) is not None:
+            raise opts.error(
+                legacy,
+                "Debezium 3 no longer reads it (it would be ignored); say what deletes and "
+                "tombstones become with delete.tombstone.handling.mode=" + "|".join(MODES),
+            )
     mode = opts.choice("delete.tombstone.handling.mode", MODES, "tombstone")
     return {
         "drop": ("drop", False),

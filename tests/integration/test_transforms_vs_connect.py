@@ -881,14 +881,9 @@ def _struct(**fields: str) -> dict[str, Any]:
 #: Where blockgz still differs from Connect (reported on issue 42): a reason and the smallest
 #: record that shows it. Its ``test_known_difference`` case is a strict xfail, so a fix turns it
 #: red: then drop the entry, and the generated cases of that transform are strict again.
-KNOWN: dict[str, tuple[str, dict[str, Any]]] = {
-    # Not a key of CASES: the generated ExtractNewRecordState cases stay strict.
-    "ExtractNewRecordState-legacy-options": (
-        "Debezium 3.6.1 ignores the older drop.tombstones and delete.handling.mode (a tombstone "
-        "is dropped, a delete becomes a tombstone, whatever they say); blockgz still honours them",
-        _request(_transform("x", UNWRAP, drop_tombstones="false")),
-    ),
-}
+KNOWN: dict[str, tuple[str, dict[str, Any]]] = {}
+# (Debezium 3.6.1 ignores the older drop.tombstones / delete.handling.mode; blockgz refuses them
+# before it starts: tests/unit/test_transforms_debezium.py.)
 
 
 #: Differences closed since issue 42 was filed: the smallest record of each, kept as a check.

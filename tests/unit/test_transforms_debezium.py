@@ -61,13 +61,12 @@ def test_delete_and_tombstone_handling_modes():
     assert unwrap(**{"delete.tombstone.handling.mode": "rewrite-with-tombstone"}).apply(tombstone)
 
 
-def test_legacy_options_as_debezium_read_them():
-    delete = event("d", before={"id": 1, "email": None})
-    tombstone = Record("t", 0, b"k", None, None, None, 1)
-    legacy = unwrap(**{"drop.tombstones": "true", "delete.handling.mode": "drop"})
-    assert legacy.apply(delete) is None and legacy.apply(tombstone) is None
-    keep = unwrap(**{"drop.tombstones": "false", "delete.handling.mode": "rewrite"})
-    assert keep.apply(tombstone) is not None and keep.apply(delete).value["__deleted"] == "true"
+def test_options_debezium_3_ignores_are_refused_not_honoured_or_ignored():
+    # Debezium 3.6.1 ignores them (differential test): honouring them would archive other
+    # records than Connect, ignoring them would drop the user's intent silently.
+    for option, value in (("drop.tombstones", "false"), ("delete.handling.mode", "rewrite")):
+        with pytest.raises(ConfigError, match=rf"{option}={value}: Debezium 3 no longer reads it"):
+            unwrap(**{option: value})
 
 
 def test_other_values_pass_unchanged_and_bad_mode_is_one_line():
