@@ -119,17 +119,7 @@ def tombstone_records(archive: Any, refs: Iterable[ObjectRef], window: Window) -
                 continue
             if window.timed and not window.holds_time(record.timestamp):
                 continue
-            found.append(
-                Record.kept(
-                    record.offset,
-                    None,
-                    key=record.key,
-                    headers=record.headers,
-                    timestamp=record.timestamp,
-                    timestamp_type=record.timestamp_type,
-                    holds=record.holds,
-                )
-            )
+            found.append(record.with_value(None))
     found.sort(key=lambda r: r.offset)
     return iter(found)
 
@@ -197,15 +187,7 @@ def resolved_nulls(block: list[Record], offsets: set[int], choice: str) -> list[
     for r in block:
         if r.offset in offsets:
             value = None if choice == "tombstone" else (b"null" if r.value is None else r.value)
-            r = Record.kept(
-                r.offset,
-                value,
-                key=r.key,
-                headers=r.headers,
-                timestamp=r.timestamp,
-                timestamp_type=r.timestamp_type,
-                holds=r.holds,
-            )
+            r = r.with_value(value)
         out.append(r)
     return out
 

@@ -82,6 +82,22 @@ class Record(NamedTuple):
         )
         return record
 
+    def with_value(self, value: Any) -> Record:
+        """The same record (offset, and what the archive kept beside the value) with ``value``.
+
+        >>> Record.kept(7, b"null", key=b"k").with_value(None)
+        Record(offset=7, value=None, key=b'k')
+        """
+        return Record.kept(
+            self.offset,
+            value,
+            key=self.key,
+            headers=self.headers,
+            timestamp=self.timestamp,
+            timestamp_type=self.timestamp_type,
+            holds=self.holds,
+        )
+
 
 _tuple_new = tuple.__new__
 
