@@ -452,7 +452,9 @@ def follow(
         if on_progress is not None:
             on_progress(tracker.result)
     if stop.is_set() and query.isActive:
-        log.info("stopping: the running batch is abandoned and will be replayed on restart")
+        # Report what already finished first, so the stop's lines come last where they can.
+        tracker.update(query.recentProgress)
+        log.info("stopping: a batch still in flight is abandoned and replayed on restart")
         query.stop()
     # The query may end between two looks: count what its last batches committed.
     tracker.update(query.recentProgress)
