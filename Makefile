@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | cksum | cut -d' ' -f1)
 
-.PHONY: demo demo-format test test-broker test-crash bench lint format prereqs clean
+.PHONY: demo demo-format test test-broker test-crash bench lint format prereqs clean docs
 .PHONY: bench-avro bench-export bench-export-once bench-read soak
 
 prereqs:
@@ -26,12 +26,18 @@ demo: $(STAMP)
 demo-format: $(STAMP)
 	$(BIN)/python scripts/demo.py
 
-test: $(STAMP)
+test: $(STAMP) docs
 	@scripts/install-tools
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest -n 2 --dist worksteal -m "not broker and not crash"
 	$(BIN)/python -m pytest -p no:cacheprovider -m broker tests/integration/test_real_broker.py
+
+# The user docs (docs/, mkdocs.yml) into build/site; the reference pages are generated from the
+# code first (docs/gen_reference.py, through the hook in docs/hooks.py). Strict: a broken link,
+# anchor or reference fails the build, and so `make test`.
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --quiet
 
 # The Apache Kafka behaviours alone (transactions, compaction, retention, a broker restart).
 test-broker: $(STAMP)
