@@ -3,7 +3,7 @@
 An archive of 1,000 committed block-GZIP objects (2 partitions x 5,000 records, 10 records
 each, 10 batches: 10 manifests), written by the sink's write task into a fresh SeaweedFS bucket
 (``testkit.archives.export_batches``), audited 3 times each way by
-:func:`blockgz.reader.audit.audit_job`; the median time and the requests of one run (the
+:func:`blockgz.reader.audit.auditor.audit_job`; the median time and the requests of one run (the
 store's own counters) are printed as one JSON line per mode.
 
 Run it on this tree and on an older one to compare (the numbers in ``benchmarks/README.md``)::
@@ -26,9 +26,9 @@ import time
 import uuid
 
 from blockgz.archive.layout import Layout
-from blockgz.archive.log import ManifestLog
+from blockgz.commits.manifest_log import ManifestLog
 from blockgz.local_servers.seaweed import SeaweedS3
-from blockgz.reader.audit import audit_job
+from blockgz.reader.audit.auditor import audit_job
 from blockgz.sink.records import KafkaRecord
 from blockgz.store import open_store
 from testkit.archives import export_batches

@@ -324,7 +324,7 @@ def check_avro_output(store, prefix: str, topic: str, codec: str, *, indexed: bo
 
     from blockgz.archive.layout import Layout
     from blockgz.archive.sidecars import sidecar_key
-    from blockgz.format.index import BlockIndex
+    from blockgz.blocks.index import BlockIndex
 
     started = time.perf_counter()
     out = Output()
@@ -373,7 +373,7 @@ def check_avro_output(store, prefix: str, topic: str, codec: str, *, indexed: bo
 def build_seek_object(store, key: str, target_bytes: int = SEEK_OBJECT_BYTES):
     """Write ``target_bytes`` of encoded records (offsets from 0) with ``AvroUpload``
     (default 1 MiB blocks, :data:`SEEK_CODEC`); return its index."""
-    from blockgz.objects.avro_upload import AvroUpload
+    from blockgz.formats.avro.upload import AvroUpload
 
     make = record_maker(0)
     pool = [make(i) for i in range(4096)]

@@ -17,7 +17,7 @@ import pytest
 from benchmarks import file_report, support
 from benchmarks import report as rp
 from blockgz.archive.sidecars import sidecar_key
-from blockgz.format.index import BlockIndex
+from blockgz.blocks.index import BlockIndex
 from blockgz.objects.compress import compress_file
 from testkit.servers import running
 

@@ -31,8 +31,8 @@ class _LoopObject:
 
     def __init__(self, store, prefix: str, topic: str, partition: int, start: int):
         from blockgz.archive.layout import Layout, default_partition
-        from blockgz.format.codec import Compression
-        from blockgz.format.writer import DEFAULT_BLOCK_SIZE
+        from blockgz.blocks.codecs.gzip_members import Compression
+        from blockgz.blocks.writer import DEFAULT_BLOCK_SIZE
         from blockgz.objects.upload import BlockGzipUpload
 
         partitioned_path = f"{topic}/{default_partition(partition)}"

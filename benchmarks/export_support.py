@@ -208,7 +208,7 @@ def check_s3_output(store, prefix: str, topic: str) -> Output:
     sidecar agrees with it and that each partition's objects cover contiguous offsets from 0."""
     from blockgz.archive.layout import Layout
     from blockgz.archive.sidecars import sidecar_key
-    from blockgz.format.index import BlockIndex
+    from blockgz.blocks.index import BlockIndex
 
     started = time.perf_counter()
     out = Output()

@@ -1,6 +1,6 @@
 """A narrow scan of a wide Parquet archive on S3: whole row groups vs only the wanted columns.
 
-The Spark reader's Parquet column path (:mod:`blockgz.reader.scan_parquet`) fetches only the
+The Spark reader's Parquet column path (:mod:`blockgz.reader.spark.scan_parquet`) fetches only the
 column chunks a query needs, reading through gaps shorter than ``COLUMN_GAP``. This measures
 what that buys where it matters, a large column the query skips: two objects of 100,000
 records each, ``id`` plus a ``blob`` of ``--blob`` characters of base64 (barely compressible),
@@ -34,7 +34,7 @@ BUCKET = "wide-scan"
 
 
 def write_archive(blob: int) -> Path:
-    from blockgz.formats.parquet_writer import ParquetObjectWriter
+    from blockgz.formats.parquet.writer import ParquetObjectWriter
     from blockgz.sink.convert.schemas import ValueSchema
     from blockgz.store import LocalStore
 
@@ -58,8 +58,9 @@ def write_archive(blob: int) -> Path:
 def scan_ids(url: str, options: dict[str, str]) -> int:
     import pyarrow as pa
 
-    from blockgz.reader import open_archive, scan_parquet, scan_read
-    from blockgz.reader.scan_plan import ScanFilter, plan_scan
+    from blockgz.reader import open_archive
+    from blockgz.reader.spark import scan_parquet, scan_read
+    from blockgz.reader.spark.scan_plan import ScanFilter, plan_scan
 
     rows = 0
     everything = ScanFilter()
@@ -85,7 +86,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from blockgz.local_servers.seaweed import SeaweedS3
-    from blockgz.reader import scan_parquet
+    from blockgz.reader.spark import scan_parquet
     from testkit.s3 import FaultProxy, s3_options
 
     root = write_archive(args.blob)

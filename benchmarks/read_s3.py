@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from blockgz.jars import Artifact
-from blockgz.local_servers.s3 import ACCESS_KEY, REGION, SECRET_KEY
+from blockgz.local_servers.moto_s3 import ACCESS_KEY, REGION, SECRET_KEY
 
 #: The ``hadoop-aws`` of the Hadoop client pyspark ships (``hadoop-client-api-3.5.0.jar``):
 #: the two must be the same release.

@@ -53,7 +53,7 @@ def write_archive(url: str, options: dict[str, str], records: int) -> None:
 @contextlib.contextmanager
 def unchecked() -> Iterator[None]:
     """Committed refs without their manifest entries: the reads run no check."""
-    from blockgz.reader import catalog_source
+    from blockgz.reader.reading import catalog_source
 
     real = catalog_source.refs_of
 
@@ -126,7 +126,7 @@ def cpu_costs(url: str, options: dict[str, str]) -> dict[str, float]:
     claims, and one block's CRC."""
     import timeit
 
-    from blockgz.format.index import BlockIndex
+    from blockgz.blocks.index import BlockIndex
     from blockgz.objects.committed import CommittedRanges, check_sidecar, check_sidecar_bytes
     from blockgz.reader import open_archive
 

@@ -2,7 +2,8 @@
 
 The archive is the cached ~1 GiB (× ``BLOCKGZ_BENCH_SCALE``) block-GZIP seek file, committed as
 one object of one topic-partition (hard-linked into a local archive, with a manifest). Each
-round is a whole :func:`~blockgz.reader.audit.audit_job` with ``deep=True``: the catalog, the
+round is a whole :func:`~blockgz.reader.audit.auditor.audit_job` with ``deep=True``: the catalog,
+the
 listing, the sidecar, then every block read once (8 MiB ranges) and checked — by its ``crc32``
 (an index written since the checksum exists), or by decompressing it (an index from before).
 
@@ -27,13 +28,13 @@ import pytest
 
 from benchmarks import support
 from blockgz.archive.layout import Layout
-from blockgz.archive.log import ManifestLog
 from blockgz.archive.sidecars import sidecar_key
 from blockgz.archive.written import WrittenFile
-from blockgz.format.checksum import block_crc32
-from blockgz.format.index import BlockIndex
+from blockgz.blocks.checksum import block_crc32
+from blockgz.blocks.index import BlockIndex
+from blockgz.commits.manifest_log import ManifestLog
 from blockgz.objects.indexed import IndexedReader
-from blockgz.reader.audit import audit_job
+from blockgz.reader.audit.auditor import audit_job
 from blockgz.store import LocalStore
 
 KEY = "topics/bench/partition=0/bench+0+0000000000.json.gz"

@@ -292,7 +292,7 @@ def test_avro_export(
     impl,
 ):
     """The blockgz export (Spark) or the plain fastavro loop, one codec, on the whole topic."""
-    from blockgz.format.avro import check_avro_codec
+    from blockgz.blocks.avro.container import check_avro_codec
 
     try:
         check_avro_codec(codec)
@@ -503,7 +503,7 @@ def test_avro_read_from_start(
 def _local_decode_s(store, obj: SeekObject, block: int, repeats: int = 7) -> float:
     """Median time to decode the target's block from bytes already here (no request): the
     local share of a seek (``avro_chunk_records``, as ``seek(offset, count=1)`` calls it)."""
-    from blockgz.format.decode import avro_chunk_records
+    from blockgz.blocks.decode import avro_chunk_records
 
     chunk, avro = obj.index.chunks[block], obj.index.avro
     raw = store.get_range(obj.key, chunk.byte_offset, chunk.byte_end)

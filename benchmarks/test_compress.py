@@ -21,8 +21,8 @@ from isal import isal_zlib
 from benchmarks import support
 from benchmarks.support import KiB, MiB
 from blockgz.archive.sidecars import sidecar_key
-from blockgz.format.codec import Compression
-from blockgz.format.writer import BlockGzipWriter
+from blockgz.blocks.codecs.gzip_members import Compression
+from blockgz.blocks.writer import BlockGzipWriter
 from blockgz.objects.compress import compress_file
 from testkit.tools import require_tool
 

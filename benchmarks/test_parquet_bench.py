@@ -8,7 +8,7 @@ cold seek in a large ``.parquet`` object against downloading it.
    ``format.class=parquet`` (``parquet.codec=snappy``, Confluent's default), after one
    untimed warm-up export; each timed once. Target: Parquet ≥ 0.8× Avro's records/s.
 2. A Parquet object of ``1 GiB × scale`` stored bytes (at least 16 MiB), written by
-   :class:`~blockgz.formats.parquet_writer.ParquetObjectWriter` (default 1 MiB row groups,
+   :class:`~blockgz.formats.parquet.writer.ParquetObjectWriter` (default 1 MiB row groups,
    snappy) into SeaweedFS, read through :class:`testkit.s3.FaultProxy` (20 ms per request,
    50 MB/s per connection): a cold seek (a new store: HEAD, the footer's ranged GET, one row
    group's ranged GET) against a GET of the whole object. Target: ≥ 50×.
@@ -132,7 +132,7 @@ def test_parquet_export_vs_avro_export(benchmark, spark, kafka, s3, registry, tm
 
 def _build_seek_object(store, key: str) -> tuple[int, int]:
     """The seek object: ``(records, stored bytes)``."""
-    from blockgz.formats.parquet_writer import ParquetObjectWriter
+    from blockgz.formats.parquet.writer import ParquetObjectWriter
     from blockgz.sink.convert.schemas import ValueSchema
 
     make = av.record_maker(0)

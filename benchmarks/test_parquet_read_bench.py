@@ -3,7 +3,7 @@ reader with predicate pushdown, on the same files, in one SparkSession, one run 
 
 The archive: one topic-partition in Confluent's layout, :data:`OBJECTS` ``.snappy.parquet``
 objects of the Avro benchmark's 10-field records (:data:`RECORDS` in all, ``8M ×
-BLOCKGZ_BENCH_SCALE``), written by :class:`~blockgz.formats.parquet_writer.ParquetObjectWriter`
+BLOCKGZ_BENCH_SCALE``), written by :class:`~blockgz.formats.parquet.writer.ParquetObjectWriter`
 at its defaults (4 MiB row groups, ``__kafka_offset`` and ``__kafka_timestamp`` columns), each
 record's timestamp 10 ms after the one before. Cases, each run once untimed (warm-up), then
 :data:`ROUNDS` times with the two readers taking turns (medians reported):
@@ -65,7 +65,7 @@ def summary() -> Iterator[None]:
 def archive() -> Path:
     """The archive's root (``topics/pqread/partition=0/*.snappy.parquet``), written once and
     cached under the benchmarks' cache directory."""
-    from blockgz.formats.parquet_writer import ParquetObjectWriter
+    from blockgz.formats.parquet.writer import ParquetObjectWriter
     from blockgz.sink.convert.schemas import ValueSchema
     from blockgz.store import LocalStore
 
@@ -141,7 +141,7 @@ def _compare(spark, where: str, blockgz_df, native_df, total: int) -> None:
     and ``native_df`` make a new DataFrame each: a query without filters on a blockgz
     DataFrame that earlier ran a filtered query was planned with that query's pruning
     (pyspark 4.3.0's Python data source keeps the first plan; blockgz's sessions now guard
-    against it, :mod:`blockgz.reader.spark_plan_guard`), so each query loads anew."""
+    against it, :mod:`blockgz.reader.spark.plan_guard`), so each query loads anew."""
     for case, (ours, theirs, expected) in _cases(total).items():
         if expected is None:
 

@@ -18,7 +18,7 @@ from isal import igzip
 
 from benchmarks import support
 from blockgz.archive.sidecars import sidecar_key
-from blockgz.format.index import Chunk
+from blockgz.blocks.index import Chunk
 from blockgz.objects.indexed import IndexedReader
 
 STREAM_CHUNK = 1024 * 1024

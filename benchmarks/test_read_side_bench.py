@@ -8,7 +8,8 @@
 * **Full scan**: both readers parse every value into the same struct and sum a field (goal
   blockgz ≥ 1.0× ``spark.read.json``; its gzip objects are one task each, blockgz splits them
   by blocks).
-* **Replay**: ``blockgz.reader.replay.replay`` of 1M records (times the scale) into Apache Kafka
+* **Replay**: ``blockgz.reader.restore.replay.replay`` of 1M records (times the scale) into Apache
+Kafka
   4.1 (one KRaft node) against a plain confluent-kafka producer loop over the same values held in
   memory (goal ≥ 0.7×), one broker for every run, a fresh topic per run, the order alternating
   between rounds.
@@ -239,7 +240,7 @@ def _spark_json(spark, root: Path | str, schema=None):
 
 def _blocks_for(root: Path, first: int, last: int) -> int:
     from blockgz.reader import open_archive
-    from blockgz.reader.scan_plan import ScanFilter, plan_scan
+    from blockgz.reader.spark.scan_plan import ScanFilter, plan_scan
 
     with open_archive(str(root)) as archive:
         splits = plan_scan(archive, ScanFilter().with_range("offset", low=first, high=last))
@@ -365,7 +366,7 @@ def test_replay_vs_producer_loop(tmp_path, benchmark, kafka):
     from confluent_kafka import Producer
 
     from blockgz.reader import open_archive
-    from blockgz.reader.replay import ReplaySettings, replay
+    from blockgz.reader.restore.replay import ReplaySettings, replay
 
     records = archived_records(tmp_path)
     producer_settings = LOOP_SETTINGS

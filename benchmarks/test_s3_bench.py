@@ -29,7 +29,7 @@ from benchmarks import s3_support as s3b
 from benchmarks import support
 from blockgz.archive.layout import Layout, default_partition
 from blockgz.archive.sidecars import sidecar_key
-from blockgz.format.index import BlockIndex
+from blockgz.blocks.index import BlockIndex
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.reader import open_archive
 from blockgz.store import open_store

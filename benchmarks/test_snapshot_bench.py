@@ -30,7 +30,7 @@ import pytest
 from benchmarks import support
 from benchmarks.report import machine_line, publish_report
 from blockgz.archive.layout import Layout
-from blockgz.archive.snapshots import Snapshots
+from blockgz.commits.cluster_snapshots import Snapshots
 from blockgz.sink.export.snapshots import Snapshotter, parse_groups
 from blockgz.store import open_store
 from testkit.s3 import s3_options

@@ -26,7 +26,7 @@ import pytest
 
 from benchmarks import support
 from blockgz.archive.sidecars import sidecar_key
-from blockgz.format.codec import Compression
+from blockgz.blocks.codecs.gzip_members import Compression
 from blockgz.objects.compress import compress_file
 from blockgz.objects.indexed import IndexedReader
 from testkit.tools import require_tool

@@ -35,14 +35,14 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "BlockGzError": "blockgz.errors",
     "BlockGzipUpload": "blockgz.objects.upload",
-    "BlockGzipWriter": "blockgz.format.writer",
-    "BlockIndex": "blockgz.format.index",
-    "Chunk": "blockgz.format.index",
-    "Compression": "blockgz.format.codec",
+    "BlockGzipWriter": "blockgz.blocks.writer",
+    "BlockIndex": "blockgz.blocks.index",
+    "Chunk": "blockgz.blocks.index",
+    "Compression": "blockgz.blocks.codecs.gzip_members",
     "IndexedReader": "blockgz.objects.indexed",
-    "LengthPrefixed": "blockgz.format.framing",
-    "Record": "blockgz.format.decode",
-    "Separated": "blockgz.format.framing",
+    "LengthPrefixed": "blockgz.blocks.framing",
+    "Record": "blockgz.blocks.decode",
+    "Separated": "blockgz.blocks.framing",
     "compress_file": "blockgz.objects.compress",
     "open_indexed": "blockgz.objects.indexed",
     "open_store": "blockgz.store",
@@ -64,12 +64,12 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from blockgz.blocks.codecs.gzip_members import Compression
+    from blockgz.blocks.decode import Record
+    from blockgz.blocks.framing import LengthPrefixed, Separated
+    from blockgz.blocks.index import BlockIndex, Chunk
+    from blockgz.blocks.writer import BlockGzipWriter
     from blockgz.errors import BlockGzError
-    from blockgz.format.codec import Compression
-    from blockgz.format.decode import Record
-    from blockgz.format.framing import LengthPrefixed, Separated
-    from blockgz.format.index import BlockIndex, Chunk
-    from blockgz.format.writer import BlockGzipWriter
     from blockgz.objects.compress import compress_file
     from blockgz.objects.indexed import IndexedReader, open_indexed
     from blockgz.objects.upload import BlockGzipUpload

@@ -204,4 +204,4 @@ class IcebergCommitError(BlockGzError, RuntimeError):
 
 class SparkPlanError(BlockGzError, RuntimeError):
     """Spark's plan of a ``format("blockgz")`` read cannot be made safe on this session (the
-    guard of :mod:`blockgz.reader.spark_plan_guard` cannot be added)."""
+    guard of :mod:`blockgz.reader.spark.plan_guard` cannot be added)."""

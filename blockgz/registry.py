@@ -1,6 +1,7 @@
 """Where a Confluent-compatible Schema Registry is, and schemas fetched from it by id or subject.
 
-Shared by the export (decoding Avro records, :mod:`blockgz.sink.convert.registry`) and the reader
+Shared by the export (decoding Avro records, :mod:`blockgz.sink.convert.schemas_by_id`) and the
+reader
 (decoding Avro values a bytearray archive kept in Confluent's wire format). One
 confluent-kafka ``SchemaRegistryClient`` and one cache per process and registry, so a schema
 id costs one HTTP request however many records carry it.

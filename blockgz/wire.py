@@ -4,7 +4,7 @@ A value serialized by Confluent's ``KafkaAvroSerializer`` (and its JSON Schema a
 peers) starts with the magic byte ``0`` and the writer schema's Schema Registry id (4 bytes,
 big-endian); the serialized datum follows. The sink's ``AvroConverter``
 (:mod:`blockgz.sink.convert.converters`) and the reader's decoding of values a bytearray export kept
-as they came (:mod:`blockgz.reader.wire_avro`) both take the header apart here.
+as they came (:mod:`blockgz.formats.avro.wire_decode`) both take the header apart here.
 
 >>> framed = wire_value(5, b"\\x0e")
 >>> framed

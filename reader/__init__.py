@@ -9,6 +9,6 @@ whose ``seek(topic, partition, offset)`` yields :class:`blockgz.Record` from tha
 One object alone is read with :func:`blockgz.open_indexed`.
 """
 
-from blockgz.reader.archive import Archive, ObjectSummary, open_archive
+from blockgz.reader.reading.archive import Archive, ObjectSummary, open_archive
 
 __all__ = ["Archive", "ObjectSummary", "open_archive"]

@@ -43,9 +43,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.archive.job_keys import JobKeys
-from blockgz.archive.offsets import Offsets
+from blockgz.archive.partition_offsets import Offsets
 from blockgz.errors import BadRecordError, ConfigError, SourceError
-from blockgz.kafka_security import librdkafka_settings, producer_settings
+from blockgz.kafka.security import librdkafka_settings, producer_settings
 from blockgz.option_defs import OptionSet, declarer
 from blockgz.options import Options, as_options
 from blockgz.sink.records import KafkaRecord

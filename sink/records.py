@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.errors import BadRecordError
-from blockgz.kafka_columns import kafka_arrow_schema  # noqa: F401 - re-exported
+from blockgz.kafka.columns import kafka_arrow_schema  # noqa: F401 - re-exported
 
 #: Spark SQL DDL of the Kafka source's rows (what ``readStream.format("kafka")`` gives).
 KAFKA_SCHEMA_DDL = (

@@ -117,7 +117,7 @@ def missing_from_spark(jars: Sequence[Path]) -> list[Path]:
 def source_options(options: Mapping[str, str]) -> dict[str, str]:
     """The export's source options for Spark's Kafka connector, which takes the Java client's
     names: librdkafka's security settings under ``kafka.`` become Java's
-    (:func:`blockgz.kafka_security.java_settings`; ``sasl.jaas.config`` from the user name
+    (:func:`blockgz.kafka.security.java_settings`; ``sasl.jaas.config`` from the user name
     and password), librdkafka's ``fetch.wait.max.ms`` Java's ``fetch.max.wait.ms``, the rest
     pass as they are; then :data:`READ_DEFAULTS` where the user set nothing.
 
@@ -130,7 +130,7 @@ def source_options(options: Mapping[str, str]) -> dict[str, str]:
     >>> source_options({"kafka.fetch.wait.max.ms": "100"})
     {'kafka.fetch.max.wait.ms': '100'}
     """
-    from blockgz.kafka_security import java_settings
+    from blockgz.kafka.security import java_settings
 
     kafka = {k[len("kafka.") :]: v for k, v in options.items() if k.startswith("kafka.")}
     if "fetch.wait.max.ms" in kafka:  # librdkafka's name (the export's other clients')

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from blockgz.archive.catalog import compact_every
 from blockgz.archive.layout import Layout, default_partition
+from blockgz.commits.catalog import compact_every
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.sample import events
 from blockgz.sink.records import KafkaRecord

@@ -10,7 +10,7 @@ port. Authentication between the daemons is off, and the monitor must offer ``cr
 client waiting for minutes). The configuration, keyring path, monitor store, logs, pid files
 and admin sockets all live in one temporary directory; nothing under ``/etc``, ``/var/lib``,
 ``/var/log`` or ``/run`` is read or written. The S3 user gets the keys of
-:data:`~blockgz.local_servers.s3.ACCESS_KEY` unless others are given.
+:data:`~blockgz.local_servers.moto_s3.ACCESS_KEY` unless others are given.
 
 The daemons come from the Debian packages ``radosgw ceph-mon ceph-osd`` (``scripts/install-tools``
 installs them when run as root). Start-up takes one to two seconds; :meth:`CephRgwS3.stop`
@@ -36,12 +36,12 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from blockgz.local_servers.ports import LOOPBACK, die_with_parent, free_ports
-from blockgz.local_servers.s3 import (
+from blockgz.local_servers.moto_s3 import (
     REGION,
     KeyedS3Server,
     _wait_until_http_ready,
 )
+from blockgz.local_servers.ports import LOOPBACK, die_with_parent, free_ports
 
 if TYPE_CHECKING:
     pass

@@ -1,6 +1,6 @@
 """The files of a throwaway certificate authority for TLS tests: a CA, a server certificate it
 signed for 127.0.0.1 and localhost, and a second CA that signed nothing (the "wrong CA"), as
-PEM files in one directory. The CA itself is :class:`blockgz.local_servers.test_ca.TestCA`,
+PEM files in one directory. The CA itself is :class:`testkit.throwaway_ca.TestCA`,
 which the secured Kafka broker uses too.
 
 >>> import tempfile
@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from blockgz.local_servers.test_ca import TestCA
+from testkit.throwaway_ca import TestCA
 
 #: The names the server certificate is valid for.
 SERVER_NAMES = ("localhost", "127.0.0.1")

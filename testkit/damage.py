@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from blockgz.archive.sidecars import sidecar_key
-from blockgz.format.index import BlockIndex
+from blockgz.blocks.index import BlockIndex
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.store import LocalStore, ObjectStore
 

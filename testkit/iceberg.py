@@ -24,7 +24,7 @@ from typing import Any
 
 from blockgz.archive.written import WrittenFile
 from blockgz.formats.base import Format, FormatSettings, RecordEncoder
-from blockgz.formats.registry import FORMATS
+from blockgz.formats.by_name import FORMATS
 from blockgz.store import ObjectStore
 
 #: 2026-11-22T10:00:00Z: each object's records are one per second from here, per offset.

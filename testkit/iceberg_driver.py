@@ -37,7 +37,7 @@ def plan_doc(options: dict[str, str], batches: list[tuple[int, list[WrittenFile]
 def main(path: str) -> None:
     from pyspark.sql.types import StructType
 
-    from blockgz.archive.offsets import merge_offsets
+    from blockgz.archive.partition_offsets import merge_offsets
     from blockgz.sink.iceberg.table import catch_up
     from blockgz.sink.write.commit import TaskCommitMessage
     from blockgz.sink.write.config import SinkConfig

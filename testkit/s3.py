@@ -1,7 +1,7 @@
 """Local S3 for tests and benchmarks: moto's S3 server, and a fault-injecting proxy in front of it.
 
 `MotoS3` runs moto's S3 on a free loopback port (in a thread, or in a child process so that
-its memory and GIL stay out of the measurements); it lives in :mod:`blockgz.local_servers.s3`
+its memory and GIL stay out of the measurements); it lives in :mod:`blockgz.local_servers.moto_s3`
 (the quickstart uses it too) and is re-exported here with its helpers. `FaultProxy` is a
 streaming HTTP reverse proxy that sits between a boto3 client and moto: it can add
 per-request latency, answer chosen requests with S3's 500/503 errors or a TCP reset instead

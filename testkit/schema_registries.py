@@ -1,7 +1,8 @@
 """The registry stand-in with the tests' fault switches: outages, failed requests, and a record
 of what the clients asked for.
 
-:class:`~blockgz.local_servers.registry.LocalSchemaRegistry` ships for ``blockgz quickstart``;
+:class:`~blockgz.local_servers.schema_registry.LocalSchemaRegistry` ships for ``blockgz
+quickstart``;
 what only tests need lives here.
 
     >>> import json, urllib.request
@@ -25,7 +26,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from blockgz.local_servers.registry import Answer, LocalSchemaRegistry
+from blockgz.local_servers.schema_registry import Answer, LocalSchemaRegistry
 
 
 @dataclass

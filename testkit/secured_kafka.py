@@ -4,7 +4,7 @@
 two more listeners, both ``SASL_SSL`` with the ``SCRAM-SHA-512`` mechanism:
 
 * ``SECURE`` (:attr:`~SecuredKafka.secure_bootstrap`): a server certificate for ``localhost``
-  and ``127.0.0.1``, from the fixture's own :class:`~blockgz.local_servers.test_ca.TestCA`
+  and ``127.0.0.1``, from the fixture's own :class:`~testkit.throwaway_ca.TestCA`
   (the client trusts :attr:`~SecuredKafka.ca_file`);
 * ``OTHERNAME`` (:attr:`~SecuredKafka.misnamed_bootstrap`): a certificate of the same CA for
   ``localhost`` only, reached at ``127.0.0.1``: what a client that checks the broker's
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from blockgz.local_servers.apache_kafka import ApacheKafka
-from blockgz.local_servers.test_ca import TestCA
+from testkit.throwaway_ca import TestCA
 
 MECHANISM = "SCRAM-SHA-512"
 ADMIN_USER = "admin"
@@ -205,7 +205,7 @@ class SecuredKafka(ApacheKafka):
 def _quiet():
     import logging
 
-    quiet = logging.getLogger("blockgz.local_servers.secured_kafka.librdkafka")
+    quiet = logging.getLogger("testkit.secured_kafka.librdkafka")
     quiet.propagate = False
     if not quiet.handlers:
         quiet.addHandler(logging.NullHandler())

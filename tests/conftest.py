@@ -179,11 +179,11 @@ def kafka():
 @pytest.fixture(scope="session")
 def secured_kafka():
     """Apache Kafka 4 with SASL_SSL listeners (SCRAM-SHA-512, a test CA) and the
-    StandardAuthorizer (:class:`blockgz.local_servers.secured_kafka.SecuredKafka`), started
+    StandardAuthorizer (:class:`testkit.secured_kafka.SecuredKafka`), started
     only when a test asks for it (~7 s). Its PLAINTEXT listener is a super user's, for
     producing test data; principals and their ACLs are each test's own
-    (:meth:`~blockgz.local_servers.secured_kafka.SecuredKafka.add_user`)."""
-    from blockgz.local_servers.secured_kafka import SecuredKafka
+    (:meth:`~testkit.secured_kafka.SecuredKafka.add_user`)."""
+    from testkit.secured_kafka import SecuredKafka
 
     yield from running(SecuredKafka)
 
@@ -228,7 +228,7 @@ def secure_bucket(secure_s3, request):
 @pytest.fixture(scope="session")
 def registry():
     """The loopback Schema Registry stand-in, for the whole session (subjects are per topic)."""
-    from testkit.registry import FaultyRegistry
+    from testkit.schema_registries import FaultyRegistry
 
     with FaultyRegistry() as server:
         yield server

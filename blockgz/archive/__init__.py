@@ -1,4 +1,4 @@
-"""The archive's keys and commit log: everything an export keeps besides the data itself.
+"""The archive's keys: where an export puts each object, sidecar and record of its own.
 
 Its modules import one way, each only those listed before it:
 
@@ -10,15 +10,8 @@ Its modules import one way, each only those listed before it:
 * :mod:`~blockgz.archive.job_keys`, :mod:`~blockgz.archive.layout` (the one place keys are
   built and parsed, behind the :class:`~blockgz.archive.layout.KeyLayout` protocol),
   :mod:`~blockgz.archive.deviantart`, :mod:`~blockgz.archive.reader_layout`;
-* :mod:`~blockgz.archive.offsets`, :mod:`~blockgz.archive.versions`,
-  :mod:`~blockgz.archive.snapshots` (the source cluster's topics and consumer groups, for a
-  restore);
-* :mod:`~blockgz.archive.manifests` (one per committed batch), :mod:`~blockgz.archive.intents`
-  (the directories a task is about to write), :mod:`~blockgz.archive.catalog` (the manifests,
-  compacted), :mod:`~blockgz.archive.manifest_sequence` (a manifest missing from the
-  sequence), :mod:`~blockgz.archive.recovery` (what a batch that never committed left),
-  :mod:`~blockgz.archive.log` (what is committed and where each partition resumes);
-* :mod:`~blockgz.archive.lease` (one writer per archive).
+* :mod:`~blockgz.archive.partition_offsets`, :mod:`~blockgz.archive.versions`.
 
-This package imports none of its modules, so importing one loads only what it needs.
+The commit log written under these keys is :mod:`blockgz.commits`, one layer up. This package
+imports none of its modules, so importing one loads only what it needs.
 """

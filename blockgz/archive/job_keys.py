@@ -64,7 +64,7 @@ class JobKeys:
         return f"{self.exports_prefix(prefix)}{job_name}/"
 
     def lease_key(self, prefix: str, job_name: str) -> str:
-        """``…/<job name>/lease.json``: see :mod:`blockgz.archive.lease`."""
+        """``…/<job name>/lease.json``: see :mod:`blockgz.commits.writer_lease`."""
         return self.job_prefix(prefix, job_name) + LEASE_NAME
 
     # -- manifests ----------------------------------------------------------------------------
@@ -131,7 +131,8 @@ class JobKeys:
 
     # -- cluster snapshots --------------------------------------------------------------------
     def snapshots_prefix(self, prefix: str, job_name: str) -> str:
-        """``<prefix><manifest dir>/<job name>/snapshots/`` (:mod:`blockgz.archive.snapshots`)."""
+        """``<prefix><manifest dir>/<job name>/snapshots/``
+        (:mod:`blockgz.commits.cluster_snapshots`)."""
         return f"{self.job_prefix(prefix, job_name)}snapshots/"
 
     def snapshot_key(self, prefix: str, job_name: str, at_ms: int) -> str:
@@ -152,7 +153,7 @@ class JobKeys:
         self, prefix: str, job_name: str, topic: str | None = None, partition: int | None = None
     ) -> str:
         """``<prefix><manifest dir>/<job name>/intents/`` (and ``<topic>/<partition>/``):
-        see :mod:`blockgz.archive.intents`."""
+        see :mod:`blockgz.commits.intents`."""
         where = f"{self.job_prefix(prefix, job_name)}intents/"
         return where if topic is None else f"{where}{topic}/{partition}/"
 

@@ -385,15 +385,15 @@ class Layout(JobKeys):
     def extensions(self) -> frozenset[str]:
         """The extensions (no leading dot) a data object's name may end with: those the sink
         writes for values and their ``keys``/``headers`` companions in every registered format
-        (:data:`blockgz.formats.registry.FORMATS`), with ``.bin`` and this layout's
+        (:data:`blockgz.formats.by_name.FORMATS`), with ``.bin`` and this layout's
         ``format.bytearray.extension``; gzipped or zstd-compressed unless the format
         compresses inside.
 
         >>> sorted(e for e in Layout(bytearray_extension=".dat").extensions if "." not in e)
         ['avro', 'bin', 'dat', 'json']
         """
-        from blockgz.format.block_codecs import BLOCK_CODECS
-        from blockgz.formats.registry import FORMATS
+        from blockgz.blocks.codecs.families import BLOCK_CODECS
+        from blockgz.formats.by_name import FORMATS
 
         found = set()
         for fmt in FORMATS:

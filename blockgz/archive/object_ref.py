@@ -46,7 +46,7 @@ class ObjectRef:
     @property
     def compressed(self) -> bool:
         """Whether its extension ends with a compression suffix (``.gz``, ``.zst``)."""
-        from blockgz.format.block_codecs import codec_for_key
+        from blockgz.blocks.codecs.families import codec_for_key
 
         return codec_for_key("." + self.extension) is not None
 
@@ -66,13 +66,13 @@ class ObjectRef:
         """The name of the format its extension names (``json``, ``avro``; ``bytearray`` for
         ``.bin`` and the layout's ``format.bytearray.extension``), or ``None`` when no
         registered format names it: such an object is not read as records of any format
-        (readers report it: :func:`blockgz.formats.registry.format_of`).
+        (readers report it: :func:`blockgz.formats.by_name.format_of`).
 
         >>> [ObjectRef(f"t+0+0000000042.{ext}", "t", 0, 42, ext).format
         ...  for ext in ("json.gz", "keys.bin", "avro", "txt")]
         ['json', 'bytearray', 'avro', None]
         """
-        from blockgz.formats.registry import format_of_extension
+        from blockgz.formats.by_name import format_of_extension
 
         fmt = format_of_extension(self.extension, self.bytearray_extension)
         return None if fmt is None else fmt.name
@@ -81,7 +81,7 @@ class ObjectRef:
     def is_avro(self) -> bool:
         """A value object of a format that compresses inside and has a sidecar (an Avro
         container file: its blocks are indexed as a block-GZIP object's are)."""
-        from blockgz.formats.registry import format_of_extension
+        from blockgz.formats.by_name import format_of_extension
 
         fmt = format_of_extension(self.extension)
         return (
@@ -99,7 +99,7 @@ class ObjectRef:
         >>> ObjectRef("t+0+0000000042.snappy.parquet", "t", 0, 42, "snappy.parquet").indexes_itself
         True
         """
-        from blockgz.formats.registry import format_of_extension
+        from blockgz.formats.by_name import format_of_extension
 
         fmt = format_of_extension(self.extension)
         return self.role == "value" and fmt is not None and fmt.indexes_itself

@@ -1,5 +1,5 @@
 """Where a data object's ``.index.json`` sidecar lives, and back: names only (the
-compression suffixes come from :mod:`blockgz.format.block_codecs`).
+compression suffixes come from :mod:`blockgz.blocks.codecs.families`).
 
 The objects layer (:mod:`blockgz.objects`) writes and finds sidecars through these, so it does
 not depend on the key layout (:mod:`blockgz.archive.layout`).
@@ -7,7 +7,7 @@ not depend on the key layout (:mod:`blockgz.archive.layout`).
 
 from __future__ import annotations
 
-from blockgz.format.block_codecs import strip_suffix
+from blockgz.blocks.codecs.families import strip_suffix
 
 INDEX_SUFFIX = ".index.json"
 AVRO_SUFFIX = ".avro"

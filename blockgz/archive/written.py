@@ -1,6 +1,6 @@
 """One object an export wrote, as its batch's manifest lists it: no imports beyond the standard
 library, so the object writers (:mod:`blockgz.formats`) can describe what they wrote without
-depending on the commit log (:mod:`blockgz.archive.manifests`).
+depending on the commit log (:mod:`blockgz.commits.manifests`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ class WrittenFile:
     #: it (``none``, ``avro``, ``json+schemas``, ``string:utf-8``, ``bytearray``); ``None``:
     #: not recorded (written before blockgz recorded it, or a headers/timestamps file).
     converter: str | None = None
-    #: CRC-32 (zlib's polynomial, unsigned; :func:`blockgz.format.checksum.block_crc32`) of
+    #: CRC-32 (zlib's polynomial, unsigned; :func:`blockgz.blocks.checksum.block_crc32`) of
     #: the file's bytes as stored (the whole object); ``None``: not recorded (older manifests).
     crc32: int | None = None
     #: Size and CRC-32 of the bytes of the file's index sidecar (at :attr:`index_key`);

@@ -1,11 +1,11 @@
 """Turn the compressed bytes of one indexed block back into records, checking everything.
 
 Shared by every reader: they plan the blocks a read needs and fetch their byte ranges
-(:mod:`blockgz.format.plan`), then call :func:`block_records` (:func:`chunk_records`, or for
+(:mod:`blockgz.blocks.plan`), then call :func:`block_records` (:func:`chunk_records`, or for
 an Avro file's block :func:`avro_chunk_records`).
 
-    >>> from blockgz.format.codec import Compression
-    >>> from blockgz.format.index import BlockIndex, Chunk
+    >>> from blockgz.blocks.codecs.gzip_members import Compression
+    >>> from blockgz.blocks.index import BlockIndex, Chunk
     >>> raw = Compression().compress(b"a\\nb\\n")
     >>> chunk_records(raw, Chunk(7, 2, 0, len(raw), 4))
     [Record(offset=7, value=b'a'), Record(offset=8, value=b'b')]
@@ -17,13 +17,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from blockgz.blocks.avro.block_index import AvroBlocks
+from blockgz.blocks.avro.block_read import avro_block_slice, avro_block_values
+from blockgz.blocks.codecs.families import GZIP, BlockCodec
+from blockgz.blocks.framing import NEWLINE, Framing
+from blockgz.blocks.index import BlockIndex, Chunk
+from blockgz.blocks.plan import BlockRead
 from blockgz.errors import CorruptBlockError, OffsetNotFoundError
-from blockgz.format.avro_index import AvroBlocks
-from blockgz.format.avro_read import avro_block_slice, avro_block_values
-from blockgz.format.block_codecs import GZIP, BlockCodec
-from blockgz.format.framing import NEWLINE, Framing
-from blockgz.format.index import BlockIndex, Chunk
-from blockgz.format.plan import BlockRead
 
 #: Everything a record has beside its value.
 ALL_KEPT = frozenset({"key", "headers", "timestamp"})
@@ -141,7 +141,7 @@ def inflate_chunk(
     A DeviantArt chunk (``chunk.utf16_length``) counts its size in UTF-16 code units, as Java's
     ``String.length()`` does, so there the decoded text's UTF-16 length must match instead.
 
-    >>> from blockgz.format.codec import Compression
+    >>> from blockgz.blocks.codecs.gzip_members import Compression
     >>> raw = Compression().compress("\\u00e9t\\u00e9\\n".encode())
     >>> inflate_chunk(raw, Chunk(0, 1, 0, len(raw), 4, utf16_length=True)).decode()
     'été\\n'
@@ -233,7 +233,7 @@ def avro_chunk_records(
     is decoded and checked to its end; a slice skips the records before it undecoded).
 
     >>> import io
-    >>> from blockgz.format.avro import AvroBlockWriter
+    >>> from blockgz.blocks.avro.container import AvroBlockWriter
     >>> out = io.BytesIO()
     >>> with AvroBlockWriter(out, "string", sync_marker=bytes(16)) as w:
     ...     w.write_many(["a", "b", "c"], [5, 7, 9])
@@ -256,7 +256,7 @@ def block_records(
     """The records ``read`` asks for, from its block's bytes ``raw``: an Avro block through the
     index's Avro section, any other through the index's framing.
 
-    >>> from blockgz.format.codec import Compression
+    >>> from blockgz.blocks.codecs.gzip_members import Compression
     >>> raw = Compression().compress(b"a\\nb\\nc\\n")
     >>> chunk = Chunk(7, 3, 0, len(raw), 6)
     >>> block_records(raw, BlockRead(0, chunk, 1, 2), BlockIndex([chunk]))
@@ -286,7 +286,7 @@ def block_columns(
 ) -> tuple[list[int], list[Any]]:
     """:func:`block_records` as two columns, ``(offsets, values)``.
 
-    >>> from blockgz.format.codec import Compression
+    >>> from blockgz.blocks.codecs.gzip_members import Compression
     >>> raw = Compression().compress(b"a\\nb\\nc\\n")
     >>> chunk = Chunk(7, 3, 0, len(raw), 6)
     >>> block_columns(raw, BlockRead(0, chunk, 1), BlockIndex([chunk]))

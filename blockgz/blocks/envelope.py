@@ -3,7 +3,7 @@
 The sink's envelope is one JSON object per record —
 ``{"topic", "partition", "offset", "timestamp", "key", "headers"?, "value"}`` — with keys and
 header values as UTF-8 text, or ``{"base64": ...}`` when they are not text. :func:`unwrap`
-turns such a line back into a :class:`~blockgz.format.decode.Record` whose ``value`` is the
+turns such a line back into a :class:`~blockgz.blocks.decode.Record` whose ``value`` is the
 value's JSON and whose ``key``, ``headers`` and ``timestamp`` are what Kafka held.
 
 >>> line = b'{"topic":"t","partition":0,"offset":9,"timestamp":1000,"key":"k","value":[1]}'
@@ -19,7 +19,7 @@ import base64
 import json
 from typing import Any
 
-from blockgz.format.decode import ALL_KEPT, Record
+from blockgz.blocks.decode import ALL_KEPT, Record
 
 #: An envelope keeps the key, headers and timestamp (not the timestamp's type).
 ENVELOPE_HOLDS = ALL_KEPT

@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from blockgz.blocks.byte_count import count_byte
 from blockgz.errors import ConfigError, CorruptBlockError, CorruptIndexError, RecordFramingError
-from blockgz.format.byte_count import count_byte
 from blockgz.option_defs import OptionDef, OptionSet
 
 _U32 = struct.Struct(">I")
@@ -89,7 +89,7 @@ class Separated:
         """Records in ``data`` known to end with the separator; safe on worker threads.
 
         For a one-byte separator numpy counts at ~6.6 GB/s and releases the GIL during
-        the comparison (:func:`~blockgz.format.byte_count.count_byte`: no allocation per
+        the comparison (:func:`~blockgz.blocks.byte_count.count_byte`: no allocation per
         call); ``bytes.count`` manages ~1.7 GB/s holding it.
         """
         if len(self.separator) == 1:

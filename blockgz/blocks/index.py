@@ -7,7 +7,7 @@ consecutive offsets), which keeps the index exact under compaction or interleavi
 and compact otherwise. A chunk whose records all came with a Kafka timestamp also says
 ``min_timestamp`` and ``max_timestamp`` (epoch ms), so a time window skips the blocks outside
 it; readers that predate the keys ignore them, so the version stays 1. A chunk may also say
-``crc32``: the CRC-32 of the block's bytes as stored (:mod:`blockgz.format.checksum`; an Avro
+``crc32``: the CRC-32 of the block's bytes as stored (:mod:`blockgz.blocks.checksum`; an Avro
 chunk too), which ``blockgz audit --deep`` checks without decompressing; an index without it
 (older writers, DeviantArt's) is checked by decoding each block (a gzip member's trailer holds
 a CRC of its own).
@@ -39,7 +39,7 @@ habits are accepted only there (a versioned blockgz index stays strict):
   yields no records.
 * ``byte_length_uncompressed`` counts UTF-16 code units (Java's ``String.length()`` of each
   record plus one for the newline), not bytes, so such chunks say ``utf16_length`` and
-  :func:`blockgz.format.decode.inflate_chunk` compares the block's UTF-16 length instead.
+  :func:`blockgz.blocks.decode.inflate_chunk` compares the block's UTF-16 length instead.
 
     >>> legacy = BlockIndex.from_json(
     ...     '{"chunks": [{"first_record_offset": 5, "num_records": 0, "byte_offset": 0,'
@@ -50,7 +50,7 @@ habits are accepted only there (a versioned blockgz index stays strict):
     >>> legacy.locate(5), legacy.record_count, legacy.chunks[1].utf16_length
     (1, 1, True)
 
-A block-zstd index (blocks written as zstd frames, :mod:`blockgz.format.zstd`) says
+A block-zstd index (blocks written as zstd frames, :mod:`blockgz.blocks.codecs.zstd`) says
 ``"codec": "zstd"`` and ``"version": 3`` for the same reason: a blockgz that predates zstd
 refuses it ("index version 3 is newer than this blockgz reads") rather than gunzipping zstd
 frames. Its ``trailer_length`` counts the bytes after the last block (the zstd seek table), so
@@ -83,15 +83,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from blockgz.errors import CorruptIndexError, IndexMismatchError, OffsetNotFoundError
-from blockgz.format.avro_index import (
+from blockgz.blocks.avro.block_index import (
     AVRO_FRAMING,
     AVRO_INDEX_VERSION,
     AvroBlocks,
     avro_blocks_from_doc,
 )
-from blockgz.format.block_codecs import BlockCodec, block_codec
-from blockgz.format.framing import NEWLINE, Framing, framing_from_json
+from blockgz.blocks.codecs.families import BlockCodec, block_codec
+from blockgz.blocks.framing import NEWLINE, Framing, framing_from_json
+from blockgz.errors import CorruptIndexError, IndexMismatchError, OffsetNotFoundError
 
 INDEX_FORMAT = "blockgz-index"
 INDEX_VERSION = 3  # the newest version read; block-GZIP indexes are still written as version 1
@@ -126,7 +126,7 @@ class Chunk:
     #: index``, Avro). Lets a time window skip blocks without fetching them.
     min_timestamp: int | None = None
     max_timestamp: int | None = None
-    #: CRC-32 of the block's stored bytes (:func:`~blockgz.format.checksum.block_crc32`), when
+    #: CRC-32 of the block's stored bytes (:func:`~blockgz.blocks.checksum.block_crc32`), when
     #: the writer recorded it; ``None`` in older indexes. Not compared: the same block
     #: indexed by an older blockgz is the same block.
     crc32: int | None = field(default=None, compare=False)
@@ -266,7 +266,7 @@ class BlockIndex:
     avro: AvroBlocks | None = None
     trailer_length: int = 0
     #: The object's own block decoder, for a format whose objects index themselves (a
-    #: Parquet footer's row groups, :mod:`blockgz.formats.parquet_read`): its
+    #: Parquet footer's row groups, :mod:`blockgz.formats.parquet.read`): its
     #: ``records(raw, read, source=...)`` decodes a block; such an index is never written.
     blocks: Any = field(default=None, compare=False)
     #: The data object the sidecar names (``"object"``), when the writer recorded it.

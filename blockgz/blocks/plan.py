@@ -2,14 +2,15 @@
 
 The one block planner of the readers: a seek in one object
 (:meth:`~blockgz.objects.indexed.IndexedReader.seek`), a seek across an archive's objects
-(:class:`~blockgz.reader.archive.Archive`, so ``blockgz seek``/``cat``, ``records`` and ``replay``)
-and the Spark scan (:mod:`blockgz.reader.scan_plan`) all ask :func:`plan_blocks`;
+(:class:`~blockgz.reader.reading.archive.Archive`, so ``blockgz seek``/``cat``, ``records`` and
+``replay``)
+and the Spark scan (:mod:`blockgz.reader.spark.scan_plan`) all ask :func:`plan_blocks`;
 :func:`merge_ranges` then joins the planned blocks that lie close together in the object into one
 byte range, so neighbouring blocks cost one read (one ``pread``, one ranged GET), as fsspec's
 ``merge_offset_ranges`` and Arrow's read coalescing do; :func:`merge_plans` does so for each
 object of a read across several.
 
-    >>> from blockgz.format.index import BlockIndex, Chunk
+    >>> from blockgz.blocks.index import BlockIndex, Chunk
     >>> index = BlockIndex([Chunk(0, 10, 0, 100, 400), Chunk(10, 10, 100, 90, 400),
     ...                     Chunk(20, 10, 190, 80, 400)])
     >>> reads = plan_blocks(index, 15, count=10)
@@ -27,7 +28,7 @@ from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import TypeVar
 
-from blockgz.format.index import BlockIndex, Chunk
+from blockgz.blocks.index import BlockIndex, Chunk
 
 #: What a read across objects names each object's plan by (an archive's ``ObjectRef``).
 Obj = TypeVar("Obj")
@@ -98,7 +99,7 @@ def plan_blocks(
     offset raises :class:`~blockgz.errors.OffsetNotFoundError`. ``keep`` leaves out the blocks
     it refuses (a time window, a scan's filter); their records are not counted.
 
-    >>> from blockgz.format.index import BlockIndex
+    >>> from blockgz.blocks.index import BlockIndex
     >>> index = BlockIndex([Chunk(0, 5, 0, 9, 9), Chunk(5, 5, 9, 9, 9), Chunk(10, 5, 18, 9, 9)])
     >>> [(r.block, r.start) for r in plan_blocks(index, 7)]
     [(1, 2), (2, 0)]

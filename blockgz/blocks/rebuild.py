@@ -19,11 +19,11 @@ import mmap
 from collections.abc import Callable
 from typing import BinaryIO
 
+from blockgz.blocks.checksum import block_crc32
+from blockgz.blocks.codecs.families import GZIP, BlockCodec, sniff
+from blockgz.blocks.framing import NEWLINE, Framing, Separated
+from blockgz.blocks.index import BlockIndex, Chunk
 from blockgz.errors import CorruptBlockError
-from blockgz.format.block_codecs import GZIP, BlockCodec, sniff
-from blockgz.format.checksum import block_crc32
-from blockgz.format.framing import NEWLINE, Framing, Separated
-from blockgz.format.index import BlockIndex, Chunk
 
 
 def _ends_record(data: bytes, framing: Framing) -> bool:

@@ -24,13 +24,13 @@ from typing import BinaryIO
 
 import numpy as np
 
+from blockgz.blocks.checksum import block_crc32
+from blockgz.blocks.codecs.families import block_codec
+from blockgz.blocks.codecs.gzip_members import Compression
+from blockgz.blocks.framing import NEWLINE, Framing, Separated
+from blockgz.blocks.index import BlockIndex, Chunk, deltas_if_gapped
+from blockgz.blocks.pipeline import OrderedCompressor, PendingBlock
 from blockgz.errors import ConfigError, IndexNotReadyError, OffsetOrderError, RecordFramingError
-from blockgz.format.block_codecs import block_codec
-from blockgz.format.checksum import block_crc32
-from blockgz.format.codec import Compression
-from blockgz.format.framing import NEWLINE, Framing, Separated
-from blockgz.format.index import BlockIndex, Chunk, deltas_if_gapped
-from blockgz.format.pipeline import OrderedCompressor, PendingBlock
 
 DEFAULT_BLOCK_SIZE = 1024 * 1024  # 1 MiB: near-whole-file ratio, one small GET a seek
 MIN_BLOCK_SIZE = 1

@@ -1,6 +1,7 @@
 """``blockgz audit``: is an export's archive complete and intact? Exit 0, 1 or 2.
 
-The checks are :func:`blockgz.reader.audit.audit_job`'s; this module finds the jobs (a config,
+The checks are :func:`blockgz.reader.audit.auditor.audit_job`'s; this module finds the jobs (a
+config,
 or every job under an archive URL), the brokers to ask about gaps, and prints one line per
 finding (or JSON).
 """
@@ -120,7 +121,7 @@ def audit(target, topics, deep, repair, brokers, no_kafka, options, output, thre
 
 
 def _audit(job, topics, deep: bool, repair: bool, ask_kafka: bool, threads: int):
-    from blockgz.reader.audit import audit_job
+    from blockgz.reader.audit.auditor import audit_job
     from blockgz.sink.export.audit_kafka import BrokerFacts
 
     store, prefix = job.sink.make_store()
@@ -138,7 +139,7 @@ def _audit(job, topics, deep: bool, repair: bool, ask_kafka: bool, threads: int)
 
 def _print(report) -> None:
     from blockgz.options import format_size
-    from blockgz.reader.audit_findings import LEVELS
+    from blockgz.reader.audit.findings import LEVELS
 
     how = "deep audit" if report.deep else "audit"
     kafka = f", gaps checked with {report.kafka}" if report.kafka else ", no brokers asked"

@@ -60,10 +60,10 @@ def compress(input, output, block_size, max_records, level, preset, threads, fir
       blockgz compress --preset small --block-size 4MiB events.json -o archive.json.gz
       kafkacat -C -t orders -e | blockgz compress - -o orders.json.gz --first-offset 0
     """
-    from blockgz.process_tuning import tune_command_process
+    from blockgz.runtime.process_tuning import tune_command_process
 
-    tune_command_process()  # before numpy loads: see blockgz.process_tuning
-    from blockgz.format.codec import Compression
+    tune_command_process()  # before numpy loads: see blockgz.runtime.process_tuning
+    from blockgz.blocks.codecs.gzip_members import Compression
     from blockgz.objects.compress import compress_file
 
     if input == "-" and not output:
@@ -115,7 +115,7 @@ def index(file, first_offset) -> None:
       bgzip -c events.json > events.json.gz && blockgz index events.json.gz
       blockgz index t+0+0000000000.json.zst
     """
-    from blockgz.format.rebuild import scan_members
+    from blockgz.blocks.rebuild import scan_members
     from blockgz.objects.upload import publish_index
     from blockgz.store import split_object_url
 

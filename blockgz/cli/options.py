@@ -19,13 +19,13 @@ from blockgz.cli.app import fail_cleanly, main
 DECLARING_MODULES = (
     "blockgz.store",
     "blockgz.archive.layout",
-    "blockgz.format.framing",
-    "blockgz.archive.manifests",
+    "blockgz.blocks.framing",
+    "blockgz.commits.manifests",
     "blockgz.registry",
     "blockgz.sink.export.settings_names",
-    "blockgz.reader.archive_options",
-    "blockgz.reader.replay",
-    "blockgz.reader.spark_source",  # needs pyspark (the [spark] extra)
+    "blockgz.reader.reading.read_options",
+    "blockgz.reader.restore.replay",
+    "blockgz.reader.spark.archive_source",  # needs pyspark (the [spark] extra)
 )
 #: The README's tables: one per owner, between ``<!-- options:OWNER -->`` and
 #: ``<!-- /options:OWNER -->``.

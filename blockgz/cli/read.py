@@ -14,7 +14,7 @@ from blockgz.cli.app import (
     store_options,
     target_options,
 )
-from blockgz.format.datum_json import json_default
+from blockgz.formats.avro.datum_json import json_default
 
 #: How ``--output json`` writes values (the ``--help`` of seek and cat says it too).
 JSON_OUTPUT_HELP = (
@@ -83,8 +83,8 @@ def _json_named(key: str) -> bool:
 def _named_format(key: str):
     """The format an object's name (or its ``.index.json``'s) names, ``None`` for none."""
     from blockgz.archive.sidecars import data_key_for
-    from blockgz.format.block_codecs import strip_suffix
-    from blockgz.formats.registry import format_of_extension
+    from blockgz.blocks.codecs.families import strip_suffix
+    from blockgz.formats.by_name import format_of_extension
 
     name = strip_suffix(data_key_for(key).rpartition("/")[2])
     return format_of_extension(name.rpartition(".")[2]) if "." in name else None
@@ -99,7 +99,7 @@ def _named_decoder(key: str):
 
 def _json_archive(refs) -> bool:
     """Whether every object read is of a format of JSON text (a JSON archive)."""
-    from blockgz.formats.registry import FORMATS
+    from blockgz.formats.by_name import FORMATS
 
     return bool(refs) and all(
         ref.role == "value" and ref.format is not None and FORMATS.get(ref.format).json_text
@@ -222,7 +222,7 @@ def cat(target, output, topic, partition, endpoint_url, options) -> None:
         decode = _named_decoder(key)
         if decode is not None or output == "json":
             from blockgz.archive.layout import Layout, parse_archive_key
-            from blockgz.format.framing import framing_from_options
+            from blockgz.blocks.framing import framing_from_options
             from blockgz.objects.stream import stream_records
 
             ref = parse_archive_key(Layout(), key, any_extension=True)
@@ -260,8 +260,8 @@ def ls_command(target, topic, endpoint_url, options) -> None:
     from rich.table import Table
 
     from blockgz.reader import open_archive
-    from blockgz.reader.strays import stray_line
-    from blockgz.reader.verify import overlap_lines
+    from blockgz.reader.audit.verify import overlap_lines
+    from blockgz.reader.reading.strays import stray_line
 
     with open_archive(target, collect_options(endpoint_url, options)) as archive:
         rows = archive.ls(topic)
@@ -351,8 +351,8 @@ def verify(target, topic, scan, endpoint_url, options) -> None:
 def _read_whole(store, key: str, options: dict) -> None:
     """``verify --scan`` of one object without an index: read it whole or exit 1."""
     from blockgz.archive.layout import Layout, parse_archive_key
-    from blockgz.format.framing import framing_from_options
-    from blockgz.reader.verify import read_whole
+    from blockgz.blocks.framing import framing_from_options
+    from blockgz.reader.audit.verify import read_whole
 
     ref = parse_archive_key(Layout(), key, any_extension=True)
     start = ref.start_offset if ref is not None else 0
@@ -366,7 +366,7 @@ def _read_whole(store, key: str, options: dict) -> None:
 def _verify_topic(target: str, topic: str, scan: bool, options: dict) -> None:
     """Every problem one line; exit 2 for damage, 1 for warnings, after printing them all."""
     from blockgz.reader import open_archive
-    from blockgz.reader.verify import verify_topic
+    from blockgz.reader.audit.verify import verify_topic
 
     def with_progress(obj):
         with progress_bar(f"verifying {obj.source}", obj.index.byte_length) as advance:

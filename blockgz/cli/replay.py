@@ -105,8 +105,8 @@ def replay(
     from rich.console import Console
 
     from blockgz.reader import open_archive
-    from blockgz.reader.replay import ReplaySettings, replay_options
-    from blockgz.reader.replay import replay as run_replay
+    from blockgz.reader.restore.replay import ReplaySettings, replay_options
+    from blockgz.reader.restore.replay import replay as run_replay
 
     archive_options, producer = replay_options(collect_options(endpoint_url, options))
     producer["bootstrap.servers"] = bootstrap_servers
@@ -128,7 +128,7 @@ def replay(
     )
     console = Console(stderr=True)
     if master:
-        from blockgz.reader.replay_spark import replay_on_spark
+        from blockgz.reader.restore.spark_driver import replay_on_spark
         from blockgz.spark_session import spark_session
 
         spark = spark_session(master, app_name="blockgz-replay")

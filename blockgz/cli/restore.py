@@ -141,7 +141,7 @@ def restore(
     from rich.console import Console
 
     from blockgz.reader import open_archive
-    from blockgz.reader.restore_plan import (
+    from blockgz.reader.restore.planning import (
         Rename,
         RestoreRequest,
         parse_offset_window,
@@ -189,7 +189,7 @@ def restore(
             _refuse_ambiguous(plan)
             return
         _refuse_ambiguous(plan)
-        from blockgz.reader.restore import RestoreSettings
+        from blockgz.reader.restore.restorer import RestoreSettings
 
         producer["bootstrap.servers"] = bootstrap_servers
         settings = RestoreSettings(
@@ -202,7 +202,7 @@ def restore(
         if master:
             result = _on_spark(master, source, archive_options, plan, settings)
         else:
-            from blockgz.reader.restore import restore as run_restore
+            from blockgz.reader.restore.restorer import restore as run_restore
 
             with _Progress(console) as show:
                 result = run_restore(
@@ -235,8 +235,8 @@ def _existing_targets(bootstrap: str | None, producer: dict[str, str]) -> dict[s
     counts (one metadata request: nothing is written); ``None`` without a cluster."""
     if not bootstrap:
         return None
-    from blockgz.kafka_access import quiet_admin
-    from blockgz.reader.restore_topics import existing_topics
+    from blockgz.kafka.access import quiet_admin
+    from blockgz.reader.restore.target_topics import existing_topics
 
     client = {k: v for k, v in producer.items() if k.startswith(("security.", "sasl.", "ssl."))}
     admin = quiet_admin({**client, "bootstrap.servers": bootstrap}).client
@@ -244,8 +244,8 @@ def _existing_targets(bootstrap: str | None, producer: dict[str, str]) -> dict[s
 
 
 def _split_options(options: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    from blockgz.kafka_security import librdkafka_settings
-    from blockgz.reader.archive_options import check_reader_options
+    from blockgz.kafka.security import librdkafka_settings
+    from blockgz.reader.reading.read_options import check_reader_options
 
     check_reader_options(options, "restore", owners=("reader", "replay"))
     producer = {k[len("kafka.") :]: v for k, v in options.items() if k.startswith("kafka.")}
@@ -254,7 +254,7 @@ def _split_options(options: dict[str, str]) -> tuple[dict[str, str], dict[str, s
 
 
 def _on_spark(master, source, archive_options, plan, settings):
-    from blockgz.reader.restore import restore_on_spark
+    from blockgz.reader.restore.restorer import restore_on_spark
     from blockgz.spark_session import spark_session
 
     spark = spark_session(master, app_name="blockgz-restore")

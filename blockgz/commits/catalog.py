@@ -1,6 +1,6 @@
 """The archive's catalog: the manifest log, compacted, so reading it costs the same in year two.
 
-An export writes one manifest per micro-batch (:mod:`blockgz.archive.manifests`); a job with
+An export writes one manifest per micro-batch (:mod:`blockgz.commits.manifests`); a job with
 a 5-second trigger writes ~6 million a year. Reading them all to resume, or to find which
 object holds an offset, would cost millions of requests. So every few batches the job
 *compacts* the log, as table formats checkpoint theirs: a **root** records what every
@@ -21,7 +21,7 @@ interval), the view is the manifests themselves, as before.
 
 >>> import tempfile
 >>> from blockgz.archive.layout import Layout
->>> from blockgz.archive.manifests import Manifests
+>>> from blockgz.commits.manifests import Manifests
 >>> from blockgz.archive.written import WrittenFile
 >>> from blockgz.store import LocalStore
 >>> log = Manifests(LocalStore(tempfile.mkdtemp()), "", Layout(), "job")
@@ -47,11 +47,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from blockgz.archive.intents import expire_intents
-from blockgz.archive.manifests import Manifest, Manifests, fold_lives
-from blockgz.archive.offsets import Offsets, merge_offsets, offsets_doc
+from blockgz.archive.partition_offsets import Offsets, merge_offsets, offsets_doc
 from blockgz.archive.versions import check_major
 from blockgz.archive.written import WrittenFile
+from blockgz.commits.intents import expire_intents
+from blockgz.commits.manifests import Manifest, Manifests, fold_lives
 from blockgz.errors import CorruptManifestError, ObjectNotFoundError
 from blockgz.store.base import ObjectInfo
 
@@ -101,10 +101,10 @@ class CatalogRoot:
     dead_letters: Offsets = field(default_factory=dict)
     layout: Mapping[str, str] = field(default_factory=dict)
     segments: Segments = field(default_factory=dict)
-    #: The newest folded manifest's :attr:`~blockgz.archive.manifests.Manifest.intents`.
+    #: The newest folded manifest's :attr:`~blockgz.commits.manifests.Manifest.intents`.
     intents: bool = False
     #: Per topic, the Kafka topic ids its manifests recorded, oldest first
-    #: (:func:`~blockgz.archive.manifests.fold_lives`; two or more: lives of a recreated topic).
+    #: (:func:`~blockgz.commits.manifests.fold_lives`; two or more: lives of a recreated topic).
     lives: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
@@ -207,7 +207,7 @@ class CatalogView:
     @property
     def intents(self) -> bool:
         """Whether the newest committed batch's tasks recorded intents
-        (:mod:`blockgz.archive.intents`)."""
+        (:mod:`blockgz.commits.intents`)."""
         if self.tail:
             return self.tail[-1].intents
         return self.root.intents if self.root else False

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.archive.layout import Layout
-from blockgz.archive.offsets import Offsets, merge_offsets, offsets_doc
+from blockgz.archive.partition_offsets import Offsets, merge_offsets, offsets_doc
 from blockgz.archive.versions import check_major
 from blockgz.errors import CorruptManifestError
 from blockgz.store.base import ObjectStore

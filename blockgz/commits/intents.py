@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from blockgz.archive.layout import Layout
-from blockgz.archive.offsets import Offsets
+from blockgz.archive.partition_offsets import Offsets
 from blockgz.errors import CorruptManifestError
 from blockgz.store.base import ObjectStore
 

@@ -3,8 +3,8 @@
 :class:`ManifestLog` is what the export job, the Kafka source (``startingOffsets=s3``) and the
 readers ask "what is committed, and where does each partition resume", so that question has
 one answer: the catalog's newest root plus the manifests after it
-(:class:`~blockgz.archive.catalog.Catalog`). It also removes what a batch that never committed
-left behind (:mod:`blockgz.archive.recovery`).
+(:class:`~blockgz.commits.catalog.Catalog`). It also removes what a batch that never committed
+left behind (:mod:`blockgz.commits.recovery`).
 
 >>> import tempfile
 >>> from blockgz.archive.layout import Layout
@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from blockgz.archive.catalog import Catalog
 from blockgz.archive.layout import Layout
-from blockgz.archive.manifests import JOB_NAME_OPTIONS, Manifests
-from blockgz.archive.offsets import EARLIEST, Offsets
-from blockgz.archive.recovery import remove_uncommitted
+from blockgz.archive.partition_offsets import EARLIEST, Offsets
+from blockgz.commits.catalog import Catalog
+from blockgz.commits.manifests import JOB_NAME_OPTIONS, Manifests
+from blockgz.commits.recovery import remove_uncommitted
 from blockgz.options import Options
 from blockgz.store import StoreTarget
 
@@ -59,5 +59,5 @@ class ManifestLog(Manifests):
     def remove_uncommitted(
         self, offsets: Offsets, *, partition_directories: bool = False
     ) -> list[str]:
-        """:func:`blockgz.archive.recovery.remove_uncommitted` for this job."""
+        """:func:`blockgz.commits.recovery.remove_uncommitted` for this job."""
         return remove_uncommitted(self, offsets, partition_directories=partition_directories)

@@ -30,9 +30,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from itertools import groupby
 
-from blockgz.archive.catalog import CatalogView
 from blockgz.archive.job_keys import JobKeys
-from blockgz.archive.manifests import Manifests
+from blockgz.commits.catalog import CatalogView
+from blockgz.commits.manifests import Manifests
 from blockgz.errors import MissingCommitError
 
 

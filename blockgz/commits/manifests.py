@@ -3,7 +3,8 @@
 The sink writes one manifest per batch after every data object and index of the batch
 (the commit order of :mod:`blockgz.sink.write.commit`). A manifest lists the files and, per
 topic-partition, the next offset to read. :class:`Manifests` writes and reads them;
-:class:`blockgz.archive.log.ManifestLog` answers "what is committed" from them and the catalog,
+:class:`blockgz.commits.manifest_log.ManifestLog` answers "what is committed" from them and the
+catalog,
 and the export job, the Kafka source (``startingOffsets=s3``) and the readers all go through it.
 
 Writing is idempotent: a manifest's key is a function of the job name, the checkpoint epoch
@@ -31,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import KW_ONLY, dataclass, field
 
 from blockgz.archive.layout import DEFAULT_MANIFEST_DIR, Layout
-from blockgz.archive.offsets import Offsets, merge_offsets, offsets_doc
+from blockgz.archive.partition_offsets import Offsets, merge_offsets, offsets_doc
 from blockgz.archive.versions import check_major
 from blockgz.archive.written import WrittenFile
 from blockgz.errors import CorruptManifestError, ObjectNotFoundError
@@ -81,7 +82,7 @@ class Manifest:
     #: Records sent to the dead-letter queue, per topic and partition (``errors.tolerance=all``).
     dead_letters: Offsets = field(default_factory=dict)
     #: Whether the batch's tasks recorded their directories ahead
-    #: (:mod:`blockgz.archive.intents`), so that a restart finds what the next, uncommitted
+    #: (:mod:`blockgz.commits.intents`), so that a restart finds what the next, uncommitted
     #: batch wrote without listing the topic.
     intents: bool = False
     #: The S3 requests the batch's tasks made (:mod:`blockgz.store.request_stats`), for the

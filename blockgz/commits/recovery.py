@@ -7,7 +7,7 @@ with the hidden timestamps file beside each value object.
 
 >>> import tempfile
 >>> from blockgz.archive.layout import Layout
->>> from blockgz.archive.manifests import Manifests
+>>> from blockgz.commits.manifests import Manifests
 >>> from blockgz.store import LocalStore
 >>> store = LocalStore(tempfile.mkdtemp())
 >>> manifests = Manifests(store, "", Layout(), "job")
@@ -24,13 +24,13 @@ import itertools
 import logging
 from collections.abc import Iterator
 
-from blockgz.archive.catalog import Catalog
-from blockgz.archive.intents import intended_directories
 from blockgz.archive.layout import parse_archive_key
-from blockgz.archive.manifests import Manifests
 from blockgz.archive.object_ref import ObjectRef
-from blockgz.archive.offsets import Offsets
+from blockgz.archive.partition_offsets import Offsets
 from blockgz.archive.sidecars import data_key_for, hidden_key, is_sidecar, sidecar_key
+from blockgz.commits.catalog import Catalog
+from blockgz.commits.intents import intended_directories
+from blockgz.commits.manifests import Manifests
 from blockgz.errors import ObjectNotFoundError
 from blockgz.store.base import ObjectInfo
 
@@ -73,7 +73,7 @@ def find_uncommitted(
 
     What is listed does not grow with the history:
 
-    * when the newest manifest says its tasks record intents (:mod:`blockgz.archive.intents`;
+    * when the newest manifest says its tasks record intents (:mod:`blockgz.commits.intents`;
       the batch that died ran with the same settings): the intents from the committed offset
       on, then only the directories they name, each from the committed offset on;
     * ``partition_directories`` (the default partitioner: one directory per partition): each

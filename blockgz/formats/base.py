@@ -6,12 +6,12 @@ its extension, what it can hold, how the writer turns a record into its stored b
 (:meth:`Format.encoder`), which object writer writes it (:meth:`Format.open_writer`), how a
 keys/headers entry is stored and read back, and what readers make of its objects. The writer
 (``sink``) and the readers (``reader``, ``blockgz seek``) only ask it; none of them compares
-format names. Formats are found through :mod:`blockgz.formats.registry`.
+format names. Formats are found through :mod:`blockgz.formats.by_name`.
 
 Settings come in as any object with the sink config's attributes (:class:`FormatSettings`), so
 this package knows nothing of the sink.
 
->>> from blockgz.formats.registry import FORMATS
+>>> from blockgz.formats.by_name import FORMATS
 >>> fmt = FORMATS.get("io.confluent.connect.s3.format.json.JsonFormat")
 >>> fmt.name, fmt.default_extension, fmt.compresses_inside
 ('json', '.json', False)
@@ -25,7 +25,7 @@ import base64
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from blockgz.format.framing import NEWLINE, Framing
+from blockgz.blocks.framing import NEWLINE, Framing
 
 if TYPE_CHECKING:
     from blockgz.formats.compression import CompressionType
@@ -114,7 +114,7 @@ class Format(ABC):
     """One data format: its names, extension, capabilities, writer parts and reader parts.
 
     Subclass it, set the class attributes, implement :meth:`encoder`, and register an instance
-    with :data:`blockgz.formats.registry.FORMATS` (see ``tests/unit/test_formats.py`` for a
+    with :data:`blockgz.formats.by_name.FORMATS` (see ``tests/unit/test_formats.py`` for a
     format made in a test). The defaults describe a format of framed records (one record after
     another, separated or length-prefixed, compressed as ``s3.compression.type`` says).
     """
@@ -164,7 +164,7 @@ class Format(ABC):
     def object_extension(self, settings: FormatSettings) -> str:
         """The whole extension of an object: :meth:`extension` plus the compression's suffix.
 
-        >>> from blockgz.formats.registry import FORMATS
+        >>> from blockgz.formats.by_name import FORMATS
         >>> class S: bytearray_extension, compression_type = ".bin", None
         >>> FORMATS.get("avro").object_extension(S())
         '.avro'
@@ -257,7 +257,7 @@ class Format(ABC):
         else a function from the object's bytes (a readable file) to its records' values, in
         order: a container format's own reader. The default: framed records.
 
-        >>> from blockgz.formats.registry import FORMATS
+        >>> from blockgz.formats.by_name import FORMATS
         >>> FORMATS.get("json").stream_decoder() is None
         True
         """
@@ -265,7 +265,7 @@ class Format(ABC):
 
     def read_index(self, store: ObjectStore, key: str, size: int = -1) -> Any:
         """The index an object of a format that :attr:`indexes_itself` carries (a
-        :class:`~blockgz.format.index.BlockIndex`), read from the object; ``size``: its size
+        :class:`~blockgz.blocks.index.BlockIndex`), read from the object; ``size``: its size
         when known (``-1``: asked). Other formats have sidecars instead."""
         raise NotImplementedError(f"{self.name} objects have no index inside")
 
@@ -280,7 +280,7 @@ class Format(ABC):
         uncompressed bytes ``data`` parsed at once into the first and the second numbers of
         each; ``None``: decode it entry by entry (this format has no faster way).
 
-        >>> from blockgz.formats.registry import FORMATS
+        >>> from blockgz.formats.by_name import FORMATS
         >>> FORMATS.get("avro").int_pair_block(b"", 0) is None
         True
         """
@@ -289,7 +289,7 @@ class Format(ABC):
     def decode_entries(self, entries: list[Any]) -> list[Any]:
         """:meth:`decode_entry` of each of a block's entries (a format may do it faster).
 
-        >>> from blockgz.formats.registry import FORMATS
+        >>> from blockgz.formats.by_name import FORMATS
         >>> FORMATS.get("avro").decode_entries(["k", b"b", None])
         [b'k', b'b', None]
         """

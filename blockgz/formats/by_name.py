@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from blockgz.blocks.codecs.families import strip_suffix
 from blockgz.errors import ConfigError, UnknownFormatError
-from blockgz.format.block_codecs import strip_suffix
 from blockgz.formats.base import COMPANION_ROLES, Format
 from blockgz.named import Registry
 
@@ -153,10 +153,10 @@ def check_companion_role(fmt: Format, role: str, option: str) -> None:
 
 
 def _register_builtins() -> None:
-    from blockgz.formats.avro import AvroFormat
-    from blockgz.formats.bytearray import ByteArrayFormat
-    from blockgz.formats.json import JsonFormat
-    from blockgz.formats.parquet import ParquetFormat
+    from blockgz.formats.avro.avro_format import AvroFormat
+    from blockgz.formats.bytearray.bytearray_format import ByteArrayFormat
+    from blockgz.formats.json.json_format import JsonFormat
+    from blockgz.formats.parquet.parquet_format import ParquetFormat
 
     for fmt in (JsonFormat(), ByteArrayFormat(), AvroFormat(), ParquetFormat()):
         FORMATS.register(fmt)

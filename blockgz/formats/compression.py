@@ -9,7 +9,7 @@
   writes; Confluent users ask for it in their issue #727). Level 3 by default, as the ``zstd``
   command line.
 * ``blockzstd``: one independent zstd frame per block, the ``.index.json`` sidecar, and the zstd
-  seekable format's seek table in a trailing skippable frame (:mod:`blockgz.format.zstd`), so
+  seekable format's seek table in a trailing skippable frame (:mod:`blockgz.blocks.codecs.zstd`), so
   ``zstd -d`` decompresses the whole object and seekable-zstd readers can seek it. Level 1 by
   default: zstd's fastest positive level, which on Kafka JSON already beats ``gzip -6``'s ratio
   (``benchmarks/README.md``).
@@ -34,8 +34,8 @@ from __future__ import annotations
 import zlib
 from typing import Any, ClassVar
 
+from blockgz.blocks.codecs.gzip_members import CODEC_LEVELS, Compression
 from blockgz.errors import ConfigError
-from blockgz.format.codec import CODEC_LEVELS, Compression
 from blockgz.named import Registry
 
 

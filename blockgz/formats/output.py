@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 
 from blockgz.archive.written import WrittenFile
+from blockgz.blocks.codecs.gzip_members import Compression
+from blockgz.blocks.framing import NEWLINE, Framing, Separated
+from blockgz.blocks.writer import DEFAULT_BLOCK_SIZE
 from blockgz.errors import RecordFramingError
-from blockgz.format.codec import Compression
-from blockgz.format.framing import NEWLINE, Framing, Separated
-from blockgz.format.writer import DEFAULT_BLOCK_SIZE
 from blockgz.formats.compression import COMPRESSIONS, CompressionType
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.store.base import ObjectStore, Upload

@@ -15,9 +15,7 @@ only when a server or client is made, so it works without the ``[local]`` and ``
 """
 
 from blockgz.local_servers.kafka import LocalKafka
-from blockgz.local_servers.ports import LOOPBACK
-from blockgz.local_servers.registry import LocalSchemaRegistry
-from blockgz.local_servers.s3 import (
+from blockgz.local_servers.moto_s3 import (
     ACCESS_KEY,
     REGION,
     SECRET_KEY,
@@ -25,6 +23,8 @@ from blockgz.local_servers.s3 import (
     fake_aws_env,
     make_s3_client,
 )
+from blockgz.local_servers.ports import LOOPBACK
+from blockgz.local_servers.schema_registry import LocalSchemaRegistry
 
 __all__ = [
     "ACCESS_KEY",

@@ -13,7 +13,8 @@ canonical form); equality ignores whitespace, key order and ``"string"`` vs
 
 The state lives in the object, not in the server thread: ``stop()`` and ``start()`` serve the
 same schemas on the same URL again. The tests' fault switches (outages, failed requests, the
-requests clients made) are a subclass in the repository's ``testkit/registry.py``, which does
+requests clients made) are a subclass in the repository's ``testkit/schema_registries.py``, which
+does
 not ship. (confluent-kafka 2.16's default subject name strategy first asks
 ``GET /associations/resources/-/{topic}``, answered ``[]`` here, then uses ``{topic}-value``:
 that is one extra request per topic, field and serializer or deserializer.)
@@ -49,8 +50,8 @@ from typing import Any, Self
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from blockgz.local_servers.ports import LOOPBACK, StartStop
-from blockgz.local_servers.registry_api import ROUTES, RegistryEndpoints
-from blockgz.local_servers.registry_state import (
+from blockgz.local_servers.schema_registry_api import ROUTES, RegistryEndpoints
+from blockgz.local_servers.schema_registry_state import (
     CONTENT_TYPE,
     DEFAULT_LEVEL,
     LEVELS,
@@ -245,7 +246,7 @@ class LocalSchemaRegistry(StartStop):
     def _intercept(self, method: str, path: str) -> Answer | None:
         """An answer that replaces the registry's own for this request; ``None`` serves it.
 
-        The hook for the tests' fault switches (``testkit/registry.py``)."""
+        The hook for the tests' fault switches (``testkit/schema_registries.py``)."""
         return None
 
     def _authorized(self, authorization: str | None) -> bool:

@@ -3,7 +3,7 @@
 Each endpoint of :class:`RegistryEndpoints` takes the path's captures, then the query and the
 JSON body, and returns the JSON answer or raises :class:`RegistryApiError` with the registry's
 error code; :data:`ROUTES` maps methods and paths to them.
-:mod:`blockgz.local_servers.registry` serves them over HTTP.
+:mod:`blockgz.local_servers.schema_registry` serves them over HTTP.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from blockgz.local_servers.registry_state import (
+from blockgz.local_servers.schema_registry_state import (
     RegistryApiError,
     RegistryState,
     Version,

@@ -1,8 +1,8 @@
 """The state of the Schema Registry stand-in: schemas, ids, subjects, levels, compatibility.
 
 :class:`RegistryState` holds what a registry knows and decides (ids, versions, levels, whether
-a schema may follow another); :mod:`blockgz.local_servers.registry_api` answers the REST
-endpoints from it and :mod:`blockgz.local_servers.registry` serves them over HTTP.
+a schema may follow another); :mod:`blockgz.local_servers.schema_registry_api` answers the REST
+endpoints from it and :mod:`blockgz.local_servers.schema_registry` serves them over HTTP.
 Compatibility is checked with the Apache ``avro`` package's reader/writer checker, imported only
 when a schema is parsed.
 """

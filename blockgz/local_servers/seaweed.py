@@ -4,7 +4,7 @@ Unlike moto it serves a ranged GET without reading the whole object and takes mu
 in parallel, so seeks and uploads can be measured on it. ``weed mini`` runs a master, a volume
 server, a filer and the S3 gateway in one process; each gets its own free loopback ports here
 (their gRPC ports too), telemetry and the parts tests do not need are off, and the S3 keys come
-from the environment (:data:`~blockgz.local_servers.s3.ACCESS_KEY`). Buckets are created by the
+from the environment (:data:`~blockgz.local_servers.moto_s3.ACCESS_KEY`). Buckets are created by the
 caller, not with ``-bucket`` (those appear only a second after the endpoint answers).
 
 Two options for security tests: ``tls`` (a :class:`TlsFiles`: certificate, key and the CA
@@ -38,8 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
+from blockgz.local_servers.moto_s3 import REGION, KeyedS3Server
 from blockgz.local_servers.ports import LOOPBACK, die_with_parent, free_ports
-from blockgz.local_servers.s3 import REGION, KeyedS3Server
 
 if TYPE_CHECKING:
     pass

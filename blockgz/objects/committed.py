@@ -33,9 +33,9 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from blockgz.archive.written import WrittenFile
+from blockgz.blocks.checksum import block_crc32
+from blockgz.blocks.index import BlockIndex, Chunk
 from blockgz.errors import ArchiveIntegrityError
-from blockgz.format.checksum import block_crc32
-from blockgz.format.index import BlockIndex, Chunk
 from blockgz.store.base import ObjectStore
 
 

@@ -26,10 +26,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO
 
-from blockgz.format.codec import Compression
-from blockgz.format.framing import NEWLINE, Separated
-from blockgz.format.index import BlockIndex
-from blockgz.format.writer import DEFAULT_BLOCK_SIZE
+from blockgz.blocks.codecs.gzip_members import Compression
+from blockgz.blocks.framing import NEWLINE, Separated
+from blockgz.blocks.index import BlockIndex
+from blockgz.blocks.writer import DEFAULT_BLOCK_SIZE
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.store.local import LocalStore
 
@@ -164,7 +164,7 @@ def _advice_call(mapped: mmap.mmap) -> tuple[Callable[[int, int, int], None], ob
 
     import numpy as np
 
-    from blockgz.libc import errno, function
+    from blockgz.runtime.libc import errno, function
 
     madvise = function("madvise", (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int), ctypes.c_int)
     if madvise is None:  # no C library to call: the mmap module's own, with the GIL

@@ -1,13 +1,13 @@
 """Read a block-GZIP object through its index: one byte range per block, records by offset.
 
-An Avro container file with an index (:class:`~blockgz.objects.avro_upload.AvroUpload` writes
+An Avro container file with an index (:class:`~blockgz.formats.avro.upload.AvroUpload` writes
 them) reads the same way: each block is decoded alone from its byte range and the index's
 Avro section, so a seek is still one ranged read.
 
 One reader, :class:`IndexedReader`, over a small "read this byte range" interface with two
 implementations: :class:`FileRanges` (a local file, one ``pread`` per range) and
 :class:`StoreRanges` (an object store, one ranged GET per range). Which blocks a seek needs
-comes from :func:`~blockgz.format.plan.plan_blocks`; neighbouring ones are read as one range.
+comes from :func:`~blockgz.blocks.plan.plan_blocks`; neighbouring ones are read as one range.
 
     >>> import tempfile
     >>> from blockgz.objects.upload import BlockGzipUpload
@@ -36,17 +36,16 @@ from typing import Any, Protocol
 
 from blockgz.archive.sidecars import data_key_for, is_sidecar, sidecar_keys
 from blockgz.archive.written import WrittenFile
-from blockgz.errors import BlockGzError, IndexMismatchError, MissingIndexError, ObjectNotFoundError
-from blockgz.format.avro_read import avro_block_bytes, header_problems, read_avro_header
-from blockgz.format.decode import (
+from blockgz.blocks.avro.block_read import avro_block_bytes, header_problems, read_avro_header
+from blockgz.blocks.decode import (
     Record,
     block_columns,
     block_records,
     check_seek,
     inflate_chunk,
 )
-from blockgz.format.index import BlockIndex, Chunk
-from blockgz.format.plan import (
+from blockgz.blocks.index import BlockIndex, Chunk
+from blockgz.blocks.plan import (
     DEFAULT_GAP,
     DEFAULT_SPAN_BYTES,
     BlockRead,
@@ -55,7 +54,8 @@ from blockgz.format.plan import (
     merge_ranges,
     plan_blocks,
 )
-from blockgz.formats.registry import format_indexing_itself
+from blockgz.errors import BlockGzError, IndexMismatchError, MissingIndexError, ObjectNotFoundError
+from blockgz.formats.by_name import format_indexing_itself
 from blockgz.objects.committed import (
     BlockCheckedRanges,
     CommittedRanges,
@@ -195,7 +195,7 @@ def resolve_data_key(store: ObjectStore, key: str) -> str:
     name with the suffix its codec writes (``.gz``, ``.zst``), the index read to know which.
 
     >>> import tempfile
-    >>> from blockgz.format.codec import Compression
+    >>> from blockgz.blocks.codecs.gzip_members import Compression
     >>> from blockgz.objects.upload import BlockGzipUpload
     >>> from blockgz.store import LocalStore
     >>> store = LocalStore(tempfile.mkdtemp())
@@ -306,15 +306,15 @@ class IndexedReader:
         gap: int = DEFAULT_GAP,
         limit: int | None = DEFAULT_SPAN_BYTES,
     ) -> Iterator[list[Record]]:
-        """The records of each planned block (:func:`~blockgz.format.plan.plan_blocks`), in
+        """The records of each planned block (:func:`~blockgz.blocks.plan.plan_blocks`), in
         order; neighbouring blocks are fetched with one range read
-        (:func:`~blockgz.format.plan.merge_ranges`), as the caller iterates."""
+        (:func:`~blockgz.blocks.plan.merge_ranges`), as the caller iterates."""
         spans = merge_ranges(reads, gap=gap, limit=limit, first_alone=first_alone)
         for read, raw in fetched(self.ranges.read, spans):
             yield block_records(raw, read, self.index, source=self.source)
 
     def read_span(self, span: Span) -> list[list[Record]]:
-        """The records of each block of ``span`` (from :func:`~blockgz.format.plan.merge_ranges`):
+        """The records of each block of ``span`` (from :func:`~blockgz.blocks.plan.merge_ranges`):
         one range read."""
         return [
             block_records(raw, read, self.index, source=self.source)

@@ -16,9 +16,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from blockgz.archive.layout import Layout, parse_archive_key
+from blockgz.blocks.decode import Record
+from blockgz.blocks.framing import framing_from_options
 from blockgz.errors import MissingIndexError, OffsetNotFoundError
-from blockgz.format.decode import Record
-from blockgz.format.framing import framing_from_options
 from blockgz.objects.indexed import open_indexed, resolve_data_key
 from blockgz.objects.stream import StreamDecoder, stream_records
 from blockgz.options import as_options
@@ -39,7 +39,7 @@ def seek_object(
     streams the object from its start, taking offsets from the start offset in its name (0 if
     the name has none; ``format.bytearray.framing`` in ``options`` says how its records are
     framed, or ``decode`` reads them, as the object's format says:
-    :func:`~blockgz.formats.registry.stream_decoder_of`); otherwise
+    :func:`~blockgz.formats.by_name.stream_decoder_of`); otherwise
     :class:`~blockgz.errors.MissingIndexError` says so.
     """
     try:

@@ -22,10 +22,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import IO, Any
 
 from blockgz.archive.written import WrittenFile
+from blockgz.blocks.codecs.families import GZIP, codec_for_key
+from blockgz.blocks.decode import Record
+from blockgz.blocks.framing import NEWLINE, Framing, LengthPrefixed
 from blockgz.errors import CorruptBlockError
-from blockgz.format.block_codecs import GZIP, codec_for_key
-from blockgz.format.decode import Record
-from blockgz.format.framing import NEWLINE, Framing, LengthPrefixed
 from blockgz.objects.committed import checked_chunks
 from blockgz.store.base import ObjectStore
 
@@ -95,7 +95,7 @@ def stream_records(
     """A non-seekable object, streamed record by record: ``framing``'s records, or with
         ``decode`` the values it reads from the object's bytes (an Avro file's records as Python
         values; the caller asks the object's format which:
-        :func:`~blockgz.formats.registry.stream_decoder_of`). Offsets count up from
+        :func:`~blockgz.formats.by_name.stream_decoder_of`). Offsets count up from
         ``start_offset`` (the one in its name), so they are exact only when the object's offsets
         are contiguous. ``compressed`` defaults to the key ending in ``.gz`` or ``.zst``; with
     ``committed`` (its manifest entry), a stream that differs from it in size or CRC-32 ends with

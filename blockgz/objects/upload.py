@@ -27,11 +27,11 @@ from typing import Any, Self
 import numpy as np
 
 from blockgz.archive.sidecars import sidecar_key
-from blockgz.format.checksum import block_crc32
-from blockgz.format.codec import Compression
-from blockgz.format.framing import NEWLINE, Framing
-from blockgz.format.index import BlockIndex, IndexedObject
-from blockgz.format.writer import DEFAULT_BLOCK_SIZE, BlockGzipWriter
+from blockgz.blocks.checksum import block_crc32
+from blockgz.blocks.codecs.gzip_members import Compression
+from blockgz.blocks.framing import NEWLINE, Framing
+from blockgz.blocks.index import BlockIndex, IndexedObject
+from blockgz.blocks.writer import DEFAULT_BLOCK_SIZE, BlockGzipWriter
 from blockgz.store.base import ObjectStore, Upload
 
 
@@ -143,7 +143,7 @@ class IndexedUpload:
 class BlockGzipUpload(IndexedUpload):
     """A block-GZIP object being written to ``store`` under ``key``, with its sidecar on close.
 
-    Takes the :class:`~blockgz.format.writer.BlockGzipWriter` settings. As a context manager it
+    Takes the :class:`~blockgz.blocks.writer.BlockGzipWriter` settings. As a context manager it
     publishes on success and aborts on an exception.
     """
 

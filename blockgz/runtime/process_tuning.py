@@ -33,7 +33,7 @@ import ctypes
 import os
 import sys
 
-from blockgz.libc import function
+from blockgz.runtime.libc import function
 
 #: glibc's ``M_TOP_PAD`` parameter number for ``mallopt``.
 M_TOP_PAD = -2

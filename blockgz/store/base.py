@@ -52,7 +52,7 @@ class Upload(ABC):
     @property
     @abstractmethod
     def crc32(self) -> int:
-        """CRC-32 (:func:`~blockgz.format.checksum.block_crc32`) of the bytes written so far:
+        """CRC-32 (:func:`~blockgz.blocks.checksum.block_crc32`) of the bytes written so far:
         after :meth:`close`, the stored object's."""
 
     def __enter__(self) -> Upload:

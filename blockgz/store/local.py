@@ -16,8 +16,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+from blockgz.blocks.checksum import block_crc32
 from blockgz.errors import ConfigError, ObjectNotFoundError
-from blockgz.format.checksum import block_crc32
 from blockgz.store.base import ObjectInfo, ObjectStore, Upload
 
 

@@ -28,8 +28,8 @@ import logging
 import threading
 from concurrent.futures import Future
 
+from blockgz.blocks.checksum import block_crc32
 from blockgz.errors import StoreError
-from blockgz.format.checksum import block_crc32
 from blockgz.store.base import Upload
 from blockgz.store.digest import content_md5, crc32_header
 from blockgz.store.settings import MAX_PARTS

@@ -15,13 +15,13 @@ from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
+from blockgz.blocks.checksum import block_crc32
 from blockgz.errors import (
     ObjectNotFoundError,
     PreconditionFailedError,
     StoreAccessDeniedError,
     StoreError,
 )
-from blockgz.format.checksum import block_crc32
 from blockgz.store.base import ObjectInfo, ObjectStore, Upload, UploadInfo
 from blockgz.store.digest import content_md5, crc32_from_header, crc32_header
 from blockgz.store.object_tags import OFFSET_TAGS

@@ -1,1 +1,1 @@
-"""TODO docstring."""
+"""Archived records as Arrow tables and pandas DataFrames, for analytics code."""

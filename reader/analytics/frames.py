@@ -1,4 +1,5 @@
-"""What an :class:`~blockgz.reader.archive.Archive` offers analytics code: whole topics, windows,
+"""What an :class:`~blockgz.reader.reading.archive.Archive` offers analytics code: whole topics,
+windows,
 Arrow tables and pandas DataFrames (a mixin of ``Archive``; it reads through its seek).
 """
 
@@ -10,8 +11,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from blockgz.archive.written import times_overlap
+from blockgz.blocks.decode import Record
 from blockgz.errors import ConfigError, OffsetNotFoundError
-from blockgz.format.decode import Record
 from blockgz.times import epoch_ms
 
 #: A time: ISO-8601 text, a ``datetime`` (naive: UTC) or epoch ms (see :mod:`blockgz.times`).
@@ -175,11 +176,12 @@ class ArchiveAnalytics:
         self, topic: str, partition: int, start: int | None = None, end: int | None = None
     ) -> Any:
         """The records with ``start <= offset < end`` as a ``pyarrow.Table`` of Kafka's
-        columns (see :mod:`blockgz.reader.tables`). When the partition's objects are Avro, the
+        columns (see :mod:`blockgz.reader.analytics.tables`). When the partition's objects are
+        Avro, the
         values are columns, one per field of the record schema, read into the newest writer schema
         (that of the object with the highest start offset; older values get the defaults of
-        fields added since): see :func:`blockgz.reader.tables.avro_table_of`."""
-        from blockgz.reader.tables import avro_table_of, table_of
+        fields added since): see :func:`blockgz.reader.analytics.tables.avro_table_of`."""
+        from blockgz.reader.analytics.tables import avro_table_of, table_of
 
         refs = self.objects(topic, partition)
         records = (r for _, r in self.records(topic, [partition], start=start, end=end))

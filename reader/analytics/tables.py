@@ -28,10 +28,10 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from blockgz.blocks.decode import Record
 from blockgz.errors import MissingDependencyError
-from blockgz.format.datum_json import datum_json
-from blockgz.format.decode import Record
-from blockgz.kafka_columns import kafka_arrow_schema
+from blockgz.formats.avro.datum_json import datum_json
+from blockgz.kafka.columns import kafka_arrow_schema
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -149,7 +149,7 @@ def avro_table_of(topic: str, partition: int, records: Iterable[Record], schema:
     >>> table.column("value.offset").to_pylist(), table.column("n").to_pylist()
     (['?'], [1])
     """
-    from blockgz.reader.avro_types import avro_to_arrow, with_defaults
+    from blockgz.formats.avro.arrow_types import avro_to_arrow, with_defaults
 
     pa = _pyarrow()
     parsed = json.loads(schema)

@@ -1,24 +1,25 @@
 """``blockgz audit``: is an export's archive complete and intact?
 
-For each topic-partition the job committed, from its catalog (:class:`~blockgz.archive.catalog.
+For each topic-partition the job committed, from its catalog (:class:`~blockgz.commits.catalog.
 Catalog`: the manifests, compacted) and **one listing** of each topic's prefix:
 
 * every committed file (value objects and their keys/headers/timestamps companions) is there,
   at the size its manifest recorded and, where the server keeps each object's CRC-32 (one HEAD;
-  :mod:`blockgz.reader.audit_integrity`), with the committed CRC-32 (else: *damage*, gone,
+  :mod:`blockgz.reader.audit.integrity`), with the committed CRC-32 (else: *damage*, gone,
   truncated or not the bytes committed);
 * every sidecar the manifest names is there and matches its object: the blocks tile the
   object's size exactly, and say the manifest's first and last offsets and record count (else:
   a *warning*, missing or stale sidecar: readers cannot seek it, ``--repair`` rebuilds it); its
   bytes are the committed ones (``index_size``/``index_crc32``) and the object it names is the
   entry's (else: *damage*, a tampered or swapped sidecar);
-* the job's manifests have no hole (:mod:`blockgz.reader.audit_manifests`: a deleted manifest
+* the job's manifests have no hole (:mod:`blockgz.reader.audit.manifest_findings`: a deleted
+manifest
   is one *damage* line; the objects it committed are counted in it, and ``--repair``
-  re-commits those that prove themselves, :mod:`blockgz.reader.audit_orphans`);
+  re-commits those that prove themselves, :mod:`blockgz.reader.audit.orphans`);
 * every offset from the first archived to the committed one is in a committed object, or in a
   gap that the writer recorded (inside an object: the index's ``offset_deltas``) or that Kafka
-  explains (between objects: :mod:`blockgz.reader.audit_gaps`);
-* no two committed objects hold the same offset (:mod:`blockgz.reader.overlaps`);
+  explains (between objects: :mod:`blockgz.reader.audit.gaps`);
+* no two committed objects hold the same offset (:mod:`blockgz.reader.reading.overlaps`);
 * every object under the topic's prefix is committed by some export's manifests (else a stray:
   below the committed offset, a second writer's or a failed batch's; from it on, the batch in
   flight of a running export — left alone while it holds the lease — or of one that died);
@@ -27,15 +28,15 @@ Catalog`: the manifests, compacted) and **one listing** of each topic's prefix:
 
 It costs the catalog's reads, one LIST per topic (per 1000 keys), one GET per sidecar and,
 where the server keeps CRC-32s, one HEAD per file: no object is read. ``deep=True`` also reads
-every object once (:mod:`blockgz.reader.audit_deep`: the blocks' checksums, or their gzip CRCs
+every object once (:mod:`blockgz.reader.audit.deep`: the blocks' checksums, or their gzip CRCs
 where an index has none, and the CRC-32 of all its bytes; Parquet objects' row groups against
-their footers, :mod:`blockgz.reader.audit_parquet`). Findings are one line each
-(:mod:`blockgz.reader.audit_findings`); ``--repair`` mends what is safe
-(:mod:`blockgz.reader.audit_repair`).
+their footers, :mod:`blockgz.reader.audit.parquet_check`). Findings are one line each
+(:mod:`blockgz.reader.audit.findings`); ``--repair`` mends what is safe
+(:mod:`blockgz.reader.audit.repair`).
 
 >>> import tempfile
 >>> from blockgz.archive.layout import Layout
->>> from blockgz.archive.log import ManifestLog
+>>> from blockgz.commits.manifest_log import ManifestLog
 >>> from blockgz.archive.written import WrittenFile
 >>> from blockgz.objects.upload import BlockGzipUpload
 >>> from blockgz.store import LocalStore
@@ -62,27 +63,27 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from blockgz.archive.catalog import Catalog, CatalogView
 from blockgz.archive.layout import parse_archive_key
-from blockgz.archive.manifests import Manifests
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.sidecars import sidecar_keys
 from blockgz.archive.written import WrittenFile
+from blockgz.blocks.checksum import block_crc32
+from blockgz.blocks.framing import NEWLINE
+from blockgz.blocks.index import BlockIndex
+from blockgz.commits.catalog import Catalog, CatalogView
+from blockgz.commits.manifests import Manifests
 from blockgz.errors import BlockGzError, CorruptManifestError, ObjectNotFoundError
-from blockgz.format.checksum import block_crc32
-from blockgz.format.framing import NEWLINE
-from blockgz.format.index import BlockIndex
-from blockgz.formats.registry import format_indexing_itself, stream_decoder_of
-from blockgz.reader.audit_context import (
+from blockgz.formats.by_name import format_indexing_itself, stream_decoder_of
+from blockgz.reader.audit.context import (
     DEFAULT_THREADS,
     AuditContext,
     AuditedObject,
     file_finding,
 )
-from blockgz.reader.audit_deep import check_blocks
-from blockgz.reader.audit_findings import DAMAGE, WARNING, AuditReport, Finding, PartitionSummary
-from blockgz.reader.audit_gaps import GapCheck, KafkaFacts, gaps_between
-from blockgz.reader.audit_integrity import (
+from blockgz.reader.audit.deep import check_blocks
+from blockgz.reader.audit.findings import DAMAGE, WARNING, AuditReport, Finding, PartitionSummary
+from blockgz.reader.audit.gaps import GapCheck, KafkaFacts, gaps_between
+from blockgz.reader.audit.integrity import (
     IDENTITY,
     crc_problem,
     member_problems,
@@ -91,24 +92,24 @@ from blockgz.reader.audit_integrity import (
     sidecar_problems,
     whole_crc,
 )
-from blockgz.reader.audit_lives import check_topic_lives
-from blockgz.reader.audit_manifests import (
+from blockgz.reader.audit.manifest_findings import (
     ManifestGaps,
     find_manifest_gaps,
     report_manifest_gaps,
 )
-from blockgz.reader.audit_orphans import Orphan, Recommit, describe, find_orphans
-from blockgz.reader.audit_parquet import check_parquet
-from blockgz.reader.audit_repair import Plan, RebuildSidecar, Said, repair, sidecar_target
-from blockgz.reader.audit_strays import check_strays, committed_by_other_jobs, live_lease
-from blockgz.reader.overlaps import find_overlaps
-from blockgz.reader.whole_read import read_whole
+from blockgz.reader.audit.orphans import Orphan, Recommit, describe, find_orphans
+from blockgz.reader.audit.parquet_check import check_parquet
+from blockgz.reader.audit.repair import Plan, RebuildSidecar, Said, repair, sidecar_target
+from blockgz.reader.audit.stray_findings import check_strays, committed_by_other_jobs, live_lease
+from blockgz.reader.audit.topic_lives import check_topic_lives
+from blockgz.reader.reading.overlaps import find_overlaps
+from blockgz.reader.reading.whole_read import read_whole
 from blockgz.store.base import ObjectInfo, ObjectStore
 
 __all__ = ["DEFAULT_THREADS", "JOB_CHECKS", "audit_job"]
 
 #: Checks of the whole job, run once after the topic-partitions: each adds its findings
-#: (:meth:`AuditContext.add`; a new kind goes into :data:`~blockgz.reader.audit_findings.KINDS`).
+#: (:meth:`AuditContext.add`; a new kind goes into :data:`~blockgz.reader.audit.findings.KINDS`).
 #: The deleted-manifest check runs apart (its orphans are counted per topic).
 JOB_CHECKS: list[Callable[[AuditContext, CatalogView], None]] = [check_topic_lives]
 

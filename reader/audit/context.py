@@ -2,7 +2,7 @@
 being filled, the repair plans of its findings, and each committed object as found.
 
 >>> from blockgz.archive.written import WrittenFile
->>> from blockgz.reader.audit_findings import WARNING
+>>> from blockgz.reader.audit.findings import WARNING
 >>> f = WrittenFile("t/t+0+0000000000.json.gz", "t", 0, "partition=0", 0, 9, 10, 100, 90, None)
 >>> print(file_finding(WARNING, "stray", f, "is odd").line())
 warning: t-0 offsets 0..9 t/t+0+0000000000.json.gz: is odd
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from blockgz.archive.lease import Holder
-from blockgz.archive.manifests import Manifests
 from blockgz.archive.written import WrittenFile
-from blockgz.format.index import BlockIndex
-from blockgz.reader.audit_findings import AuditReport, Finding
-from blockgz.reader.audit_repair import Plan
+from blockgz.blocks.index import BlockIndex
+from blockgz.commits.manifests import Manifests
+from blockgz.commits.writer_lease import Holder
+from blockgz.reader.audit.findings import AuditReport, Finding
+from blockgz.reader.audit.repair import Plan
 from blockgz.store.base import ObjectInfo, ObjectStore
 
 #: Sidecars fetched (and, with ``deep``, objects read) at once.

@@ -1,6 +1,6 @@
 """``blockgz audit --deep``: every block of one object read once and checked.
 
-A block whose index chunk has a ``crc32`` (:mod:`blockgz.format.checksum`) is checked by the
+A block whose index chunk has a ``crc32`` (:mod:`blockgz.blocks.checksum`) is checked by the
 CRC-32 of its stored bytes: one pass at memory speed, no decompression, and it catches any
 changed byte, even one that still inflates. A block without it (an index written before the
 checksum, DeviantArt's) is decompressed: its gzip trailer's CRC-32 and length, the size the
@@ -33,12 +33,12 @@ from __future__ import annotations
 import zlib
 from concurrent.futures import Executor
 
+from blockgz.blocks.avro.block_read import avro_block_bytes, header_problems, read_avro_header
+from blockgz.blocks.checksum import block_crc32
+from blockgz.blocks.decode import inflate_chunk
+from blockgz.blocks.index import BlockIndex, Chunk
+from blockgz.blocks.plan import BlockRead, fetched, merge_ranges, prefetched
 from blockgz.errors import BlockGzError
-from blockgz.format.avro_read import avro_block_bytes, header_problems, read_avro_header
-from blockgz.format.checksum import block_crc32
-from blockgz.format.decode import inflate_chunk
-from blockgz.format.index import BlockIndex, Chunk
-from blockgz.format.plan import BlockRead, fetched, merge_ranges, prefetched
 from blockgz.store.base import ObjectStore
 
 #: The most bytes one ranged GET of a deep audit asks for.
@@ -58,7 +58,7 @@ def check_blocks(
     """Read every block of ``key`` once and check it; each bad block's chunk (``None``: the
     Avro header) and one line saying what is wrong with it (empty: every block is intact).
     ``crcs``: filled with each block's CRC-32 by block number (the whole object's CRC is
-    made of them: :func:`blockgz.reader.audit_integrity.whole_crc`)."""
+    made of them: :func:`blockgz.reader.audit.integrity.whole_crc`)."""
     problems: list[tuple[Chunk | None, str]] = []
     if index.avro is not None:
         try:

@@ -9,7 +9,7 @@ committed — a deleted, truncated, corrupted or swapped object, a tampered side
 topic's object in the topic's folder, a deleted manifest).
 
 Each finding has a ``kind`` (:data:`KINDS`): a new check adds its kind there and to
-:func:`blockgz.reader.audit_repair` 's list of what cannot be repaired.
+:func:`blockgz.reader.audit.repair` 's list of what cannot be repaired.
 
 >>> f = Finding(DAMAGE, "missing_object", "orders", 0, 100, 199,
 ...             "topics/orders/partition=0/orders+0+0000000100.json.gz",

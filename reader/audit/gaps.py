@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from blockgz.reader.audit_findings import DAMAGE, NOTE, WARNING, Finding
+from blockgz.reader.audit.findings import DAMAGE, NOTE, WARNING, Finding
 
 
 class KafkaFacts(Protocol):

@@ -34,8 +34,8 @@ from typing import Any
 from isal.isal_zlib import crc32_combine
 
 from blockgz.archive.written import WrittenFile
-from blockgz.format.checksum import block_crc32
-from blockgz.format.index import BlockIndex
+from blockgz.blocks.checksum import block_crc32
+from blockgz.blocks.index import BlockIndex
 from blockgz.store.base import ObjectStore
 
 #: The sidecar's ``"object"`` member's fields, as the manifest entry names them.

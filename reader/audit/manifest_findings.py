@@ -3,27 +3,27 @@
 The whole manifest directory is listed once (one LIST per 1,000 manifests, none more before the
 first compaction: the catalog listed them all; no manifest is read that the catalog does not
 read anyway) and its keys checked for holes
-(:func:`blockgz.archive.manifest_sequence.missing_manifests`). A hole the newest catalog root
+(:func:`blockgz.commits.manifest_sequence.missing_manifests`). A hole the newest catalog root
 had folded before the manifest went (the root counts more manifests than are left up to its
 ``through``) loses nothing yet: the catalog still commits its files, so it is a warning. Any
 other hole is damage: what that manifest committed is committed no more, and readers skip it.
 Its objects are then still in the bucket, as objects no manifest commits ("orphans",
-:mod:`blockgz.reader.audit_orphans`): they are summed up in the finding, not named one by
+:mod:`blockgz.reader.audit.orphans`): they are summed up in the finding, not named one by
 one, and ``--repair`` re-commits those that prove themselves.
 
 A check of the whole job (not of one topic-partition) is a function of the context and the
-catalog view, listed in :data:`blockgz.reader.audit.JOB_CHECKS`.
+catalog view, listed in :data:`blockgz.reader.audit.auditor.JOB_CHECKS`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from blockgz.archive.catalog import CatalogView
-from blockgz.archive.manifest_sequence import missing_manifests, runs
-from blockgz.reader.audit_context import AuditContext
-from blockgz.reader.audit_findings import DAMAGE, WARNING, Finding
-from blockgz.reader.audit_repair import Plan
+from blockgz.commits.catalog import CatalogView
+from blockgz.commits.manifest_sequence import missing_manifests, runs
+from blockgz.reader.audit.context import AuditContext
+from blockgz.reader.audit.findings import DAMAGE, WARNING, Finding
+from blockgz.reader.audit.repair import Plan
 
 
 @dataclass

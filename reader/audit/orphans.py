@@ -3,7 +3,8 @@ re-commit by ``blockgz audit --repair``.
 
 When a manifest is deleted, the objects it committed stay in the bucket but no manifest commits
 them: readers skip them. The audit then does not name each one (it names the missing manifest,
-:mod:`blockgz.reader.audit_manifests`); it counts them and lets them fill the offsets they hold
+:mod:`blockgz.reader.audit.manifest_findings`); it counts them and lets them fill the offsets they
+hold
 when it looks for gaps.
 
 ``--repair`` re-commits the orphans that prove themselves, and never guesses: an object is
@@ -21,17 +22,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from blockgz.archive.catalog import Catalog
 from blockgz.archive.layout import parse_archive_key
-from blockgz.archive.manifests import Manifests
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.sidecars import is_sidecar, sidecar_keys
 from blockgz.archive.written import WrittenFile
+from blockgz.blocks.checksum import block_crc32
+from blockgz.blocks.index import BlockIndex
+from blockgz.commits.catalog import Catalog
+from blockgz.commits.manifests import Manifests
 from blockgz.errors import BlockGzError
-from blockgz.format.checksum import block_crc32
-from blockgz.format.index import BlockIndex
-from blockgz.reader.audit_findings import AuditReport
-from blockgz.reader.audit_integrity import object_member
+from blockgz.reader.audit.findings import AuditReport
+from blockgz.reader.audit.integrity import object_member
 from blockgz.store.base import ObjectInfo, ObjectStore
 
 

@@ -11,7 +11,7 @@ parquet_read`). A deep audit reads the footer (one ranged GET, two for a large o
   the ``__kafka_offset`` statistics (min, max, row count) and the ``blockgz.row_groups`` gaps,
   in order, none null; its ``__kafka_timestamp`` values lie in the range its statistics say.
 
-Row groups are fetched as spans of up to :data:`~blockgz.reader.audit_deep.SPAN_BYTES` (one
+Row groups are fetched as spans of up to :data:`~blockgz.reader.audit.deep.SPAN_BYTES` (one
 ranged GET each, the next fetched while one is checked). A footer that does not parse, or an
 object cut short, is one finding (``(None, problem)``), a bad row group one finding per row
 group: never an exception.
@@ -19,7 +19,7 @@ group: never an exception.
 >>> import tempfile
 >>> from types import SimpleNamespace
 >>> from blockgz.archive.written import WrittenFile
->>> from blockgz.formats.parquet_writer import ParquetObjectWriter
+>>> from blockgz.formats.parquet.writer import ParquetObjectWriter
 >>> from blockgz.store import LocalStore
 >>> store = LocalStore(tempfile.mkdtemp())
 >>> key = "t+0+0000000000.snappy.parquet"
@@ -46,12 +46,12 @@ from itertools import pairwise
 from typing import Any
 
 from blockgz.archive.written import WrittenFile
+from blockgz.blocks.index import BlockIndex, Chunk
+from blockgz.blocks.plan import BlockRead, fetched, merge_ranges
 from blockgz.errors import BlockGzError
-from blockgz.format.index import BlockIndex, Chunk
-from blockgz.format.plan import BlockRead, fetched, merge_ranges
-from blockgz.formats.parquet_read import Pieces, parquet_index
-from blockgz.formats.parquet_schema import OFFSET_COLUMN, TIMESTAMP_COLUMN
-from blockgz.reader.audit_deep import SPAN_BYTES
+from blockgz.formats.parquet.read import Pieces, parquet_index
+from blockgz.formats.parquet.schema import OFFSET_COLUMN, TIMESTAMP_COLUMN
+from blockgz.reader.audit.deep import SPAN_BYTES
 from blockgz.store.base import ObjectStore
 
 Problems = list[tuple[Chunk | None, str]]

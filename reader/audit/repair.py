@@ -3,7 +3,7 @@
 Safe:
 
 * a missing, stale or unreadable sidecar of an intact block-GZIP object is rebuilt from the
-  object (:func:`blockgz.format.rebuild.scan_members`: its gzip members, with checksums), when
+  object (:func:`blockgz.blocks.rebuild.scan_members`: its gzip members, with checksums), when
   the rebuilt index agrees with what the manifest committed (first and last offset, records):
   an object whose offsets have gaps cannot be re-indexed from its bytes alone (only the lost
   index recorded where the gaps were), and an Avro object's index is not rebuilt;
@@ -15,7 +15,7 @@ Safe:
   flight), so it is left alone.
 
 * objects a deleted manifest committed (no manifest commits them now) are re-committed, in
-  the missing manifest's place, when they prove themselves (:mod:`blockgz.reader.audit_orphans`).
+  the missing manifest's place, when they prove themselves (:mod:`blockgz.reader.audit.orphans`).
 
 Not safe, and so only said: committed records that are gone, truncated or corrupted (re-export
 those offsets from Kafka while it still holds them), overlaps (both copies are committed; which
@@ -32,11 +32,11 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from blockgz.archive.sidecars import sidecar_key
+from blockgz.blocks.checksum import block_crc32
+from blockgz.blocks.index import BlockIndex
+from blockgz.blocks.rebuild import scan_members
 from blockgz.errors import BlockGzError, ObjectNotFoundError
-from blockgz.format.checksum import block_crc32
-from blockgz.format.index import BlockIndex
-from blockgz.format.rebuild import scan_members
-from blockgz.reader.audit_findings import AuditReport, Finding
+from blockgz.reader.audit.findings import AuditReport, Finding
 from blockgz.store.base import ObjectStore
 
 
@@ -78,7 +78,7 @@ class RemoveKeys:
 
 
 class CarriesOut(Protocol):
-    """A plan that carries itself out (:class:`blockgz.reader.audit_orphans.Recommit`): the
+    """A plan that carries itself out (:class:`blockgz.reader.audit.orphans.Recommit`): the
     line the finding gets."""
 
     def carry_out(self, store: ObjectStore, report: AuditReport) -> str: ...

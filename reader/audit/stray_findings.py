@@ -13,19 +13,19 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from blockgz.archive.catalog import Catalog
 from blockgz.archive.layout import parse_archive_key
-from blockgz.archive.lease import Holder
-from blockgz.archive.manifests import Manifests, find_exports
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.sidecars import data_key_for, is_sidecar, sidecar_keys
+from blockgz.blocks.index import BlockIndex
+from blockgz.commits.catalog import Catalog
+from blockgz.commits.manifests import Manifests, find_exports
+from blockgz.commits.writer_lease import Holder
 from blockgz.errors import BlockGzError, CorruptManifestError, ObjectNotFoundError
-from blockgz.format.index import BlockIndex
-from blockgz.reader.audit_context import AuditContext
-from blockgz.reader.audit_findings import DAMAGE, NOTE, WARNING, Finding
-from blockgz.reader.audit_gaps import gaps_between
-from blockgz.reader.audit_repair import Plan, RemoveKeys
-from blockgz.reader.strays import is_stray
+from blockgz.reader.audit.context import AuditContext
+from blockgz.reader.audit.findings import DAMAGE, NOTE, WARNING, Finding
+from blockgz.reader.audit.gaps import gaps_between
+from blockgz.reader.audit.repair import Plan, RemoveKeys
+from blockgz.reader.reading.strays import is_stray
 from blockgz.store.base import ObjectInfo
 
 #: The directory of a partition under the default partitioner: ``…/partition=3``.

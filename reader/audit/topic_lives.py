@@ -2,8 +2,8 @@
 
 A topic deleted and recreated under its name gets a new Kafka topic id and starts again at
 offset 0. Every batch manifest records each topic's id
-(:attr:`~blockgz.archive.manifests.Manifest.topic_ids`), and the catalog keeps every id its
-manifests recorded, oldest first (:attr:`~blockgz.archive.catalog.CatalogView.lives`). A topic
+(:attr:`~blockgz.commits.manifests.Manifest.topic_ids`), and the catalog keeps every id its
+manifests recorded, oldest first (:attr:`~blockgz.commits.catalog.CatalogView.lives`). A topic
 with two or more ids in one job's manifests holds records of several lives under the same
 offsets: readers and restore mix them, so it is *damage*, one line naming the topic and the
 ids. Manifests without ids (written before blockgz recorded them) say nothing.
@@ -11,9 +11,9 @@ ids. Manifests without ids (written before blockgz recorded them) say nothing.
 It costs nothing more than the catalog read the audit already made.
 
 >>> import tempfile
->>> from blockgz.archive.catalog import Catalog
+>>> from blockgz.commits.catalog import Catalog
 >>> from blockgz.archive.layout import Layout
->>> from blockgz.archive.manifests import Manifests
+>>> from blockgz.commits.manifests import Manifests
 >>> from blockgz.store import LocalStore
 >>> log = Manifests(LocalStore(tempfile.mkdtemp()), "", Layout(), "job")
 >>> _ = log.write(0, files=[], offsets={"t": {0: 5}}, topic_ids={"t": "A"})
@@ -24,10 +24,10 @@ damage: t: the manifests of job job record 2 lives of topic t (topic ids A, then
 
 from __future__ import annotations
 
-from blockgz.archive.catalog import CatalogView
-from blockgz.archive.manifests import lives_message
-from blockgz.reader.audit_context import AuditContext
-from blockgz.reader.audit_findings import DAMAGE, Finding
+from blockgz.commits.catalog import CatalogView
+from blockgz.commits.manifests import lives_message
+from blockgz.reader.audit.context import AuditContext
+from blockgz.reader.audit.findings import DAMAGE, Finding
 
 KIND = "topic_lives"
 
@@ -44,6 +44,6 @@ def lives_findings(job: str, view: CatalogView) -> list[Finding]:
 
 
 def check_topic_lives(ctx: AuditContext, view: CatalogView) -> None:
-    """The audit's job check (:data:`blockgz.reader.audit.JOB_CHECKS`): add the findings."""
+    """The audit's job check (:data:`blockgz.reader.audit.auditor.JOB_CHECKS`): add the findings."""
     for finding in lives_findings(ctx.manifests.name, view):
         ctx.add(finding)

@@ -1,7 +1,7 @@
 """``blockgz verify --topic``: every problem is collected, one line each; exit 2 for damage.
 
 Where exports' manifests commit the topic, ``verify`` is the audit's engine
-(:func:`blockgz.reader.audit.audit_job`, ``--deep``, no broker asked): every committed file
+(:func:`blockgz.reader.audit.auditor.audit_job`, ``--deep``, no broker asked): every committed file
 (value objects and their keys/headers/timestamps companions, and the sidecars) is checked
 against what its manifest committed and read once, every bad sidecar is its own line, a
 deleted object or manifest is damage, keys no manifest committed (strays, another topic's
@@ -15,13 +15,13 @@ object that could have an index but has none is a problem unless ``scan`` is ask
 it is read whole (decompressed to the end, records counted). A plain ``.json``/``.bin``
 object has no index by design and is always read whole. Strays (keys that are no data object)
 are problems too, and so are objects that hold the same offsets as another (two writers;
-:mod:`blockgz.reader.overlaps`). A new kind of problem is one more function calling
+:mod:`blockgz.reader.reading.overlaps`). A new kind of problem is one more function calling
 :meth:`TopicCheck.problem`.
 
 >>> import tempfile
 >>> from blockgz import BlockGzipUpload
 >>> from blockgz.store import LocalStore
->>> from blockgz.reader.archive import Archive
+>>> from blockgz.reader.reading.archive import Archive
 >>> store = LocalStore(tempfile.mkdtemp())
 >>> key = "topics/t/partition=0/t+0+0000000000.json.gz"
 >>> with BlockGzipUpload(store, key, first_offset=0) as out:
@@ -40,15 +40,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from blockgz.archive.layout import parse_archive_key
-from blockgz.archive.manifests import Manifests, find_exports
 from blockgz.archive.object_ref import ObjectRef
+from blockgz.commits.manifests import Manifests, find_exports
 from blockgz.errors import BlockGzError, UnknownFormatError
-from blockgz.formats.registry import format_of, stream_decoder_of
+from blockgz.formats.by_name import format_of, stream_decoder_of
 from blockgz.objects.indexed import IndexedReader, VerifyReport
-from blockgz.reader.archive import Archive, ObjectSummary
-from blockgz.reader.audit_findings import NOTE
-from blockgz.reader.strays import stray_line
-from blockgz.reader.whole_read import read_whole
+from blockgz.reader.audit.findings import NOTE
+from blockgz.reader.reading.archive import Archive, ObjectSummary
+from blockgz.reader.reading.strays import stray_line
+from blockgz.reader.reading.whole_read import read_whole
 
 __all__ = ["TopicCheck", "check_object", "check_topic", "read_whole", "verify_topic"]
 
@@ -82,7 +82,9 @@ def verify_topic(
 ) -> TopicCheck:
     """``verify --topic``: the deep audit of every export under the archive's prefix that
     committed ``topic`` (see the module docstring); :func:`check_topic` where none did."""
-    from blockgz.reader.audit import audit_job  # the audit reads objects whole through this module
+    from blockgz.reader.audit.auditor import (
+        audit_job,  # the audit reads objects whole through this module
+    )
 
     check = TopicCheck()
     audited = False

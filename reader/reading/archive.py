@@ -22,12 +22,11 @@ from typing import Any
 from blockgz.archive.layout import KeyLayout
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.reader_layout import given_layout_options, reader_layout
-from blockgz.errors import ConfigError, ObjectNotFoundError, OffsetNotFoundError
-from blockgz.format.decode import Record
-from blockgz.format.envelope import unwrap
-from blockgz.format.framing import NEWLINE, Framing, framing_from_options
-from blockgz.format.index import BlockIndex
-from blockgz.format.plan import (
+from blockgz.blocks.decode import Record
+from blockgz.blocks.envelope import unwrap
+from blockgz.blocks.framing import NEWLINE, Framing, framing_from_options
+from blockgz.blocks.index import BlockIndex
+from blockgz.blocks.plan import (
     BlockRead,
     Span,
     merge_plans,
@@ -35,25 +34,27 @@ from blockgz.format.plan import (
     plan_blocks,
     prefetched,
 )
-from blockgz.formats.registry import format_of_extension, stream_decoder_of
+from blockgz.errors import ConfigError, ObjectNotFoundError, OffsetNotFoundError
+from blockgz.formats.by_name import format_of_extension, stream_decoder_of
 from blockgz.objects.indexed import IndexedReader, load_index, object_ranges
 from blockgz.objects.stream import stream_records
 from blockgz.options import as_options
-from blockgz.reader.analytics import ArchiveAnalytics
-from blockgz.reader.archive_listing import ObjectSummary, list_objects
-from blockgz.reader.archive_options import ARCHIVE_OPTIONS, check_reader_options
-from blockgz.reader.catalog_source import overlapping
-from blockgz.reader.companion_entries import companions_for
-from blockgz.reader.companion_reader import CompanionReader
-from blockgz.reader.locate import ObjectLocator
-from blockgz.reader.overlap_reads import OverlapReads
-from blockgz.reader.overlaps import Overlap
-from blockgz.reader.record_runs import STREAM_RUN, enveloped, flattened, runs_of
-from blockgz.reader.strays import Listing
+from blockgz.reader.analytics.frames import ArchiveAnalytics
+from blockgz.reader.reading.catalog_source import overlapping
+from blockgz.reader.reading.companion_entries import companions_for
+from blockgz.reader.reading.companion_reader import CompanionReader
+from blockgz.reader.reading.listing import ObjectSummary, list_objects
+from blockgz.reader.reading.locate import ObjectLocator
+from blockgz.reader.reading.overlap_reads import OverlapReads
+from blockgz.reader.reading.overlaps import Overlap
+from blockgz.reader.reading.read_options import ARCHIVE_OPTIONS, check_reader_options
+from blockgz.reader.reading.record_runs import STREAM_RUN, enveloped, flattened, runs_of
+from blockgz.reader.reading.strays import Listing
 from blockgz.store import ObjectStore, open_store
 
-#: ``ObjectSummary`` (:mod:`~blockgz.reader.archive_listing`) and ``STREAM_RUN``
-#: (:mod:`~blockgz.reader.record_runs`) live beside this module and are still importable from it.
+#: ``ObjectSummary`` (:mod:`~blockgz.reader.reading.listing`) and ``STREAM_RUN``
+#: (:mod:`~blockgz.reader.reading.record_runs`) live beside this module and are still importable
+# from it.
 __all__ = ["STREAM_RUN", "Archive", "ObjectSummary", "open_archive"]
 
 
@@ -78,7 +79,8 @@ def open_archive(url: str, options: Mapping[str, Any] | None = None) -> Archive:
     export of the same topic under another ``topics.dir`` in the same bucket is another
     archive. Where objects hold the same offsets (two writers), each offset is returned once,
     from the object with the lowest first offset, then the lowest key, and a warning names
-    the objects (see :mod:`blockgz.reader.overlaps`; ``blockgz verify`` reports them as problems).
+    the objects (see :mod:`blockgz.reader.reading.overlaps`; ``blockgz verify`` reports them as
+    problems).
 
     ``layout=deviantart`` reads an archive of DeviantArt's ``kafka-connect-s3`` connector
     instead: ``<prefix><yyyy-MM-dd>/<topic>-<partition:05>-<offset:012>.gz`` and its
@@ -189,7 +191,7 @@ class Archive(ArchiveAnalytics):
         nothing (a time or field partitioner spreads a partition over many directories) or
         more than a page, the exports' catalogs answer, reading only their segments that reach
         ``offset``: the cost stays bounded however many objects the partition has (see
-        :mod:`blockgz.archive.catalog`).
+        :mod:`blockgz.commits.catalog`).
         """
         refs, first = self.locator.locate(topic, partition, offset)
         return refs, offset if first is None else first
@@ -210,7 +212,7 @@ class Archive(ArchiveAnalytics):
             avro = self.index(ref).avro
             if avro is not None:
                 return avro.schema
-        from blockgz.format.avro_read import read_avro_header
+        from blockgz.blocks.avro.block_read import read_avro_header
 
         head = self.store.get_range(ref.key, 0, min(ref.size, 1 << 20) if ref.size > 0 else 1 << 20)
         return read_avro_header(head, source=self.store.url(ref.key)).schema
@@ -337,7 +339,7 @@ class Archive(ArchiveAnalytics):
     ) -> Iterator[list[Record]]:
         """The records of ``refs`` (one topic-partition) from ``offset`` on, merged in offset
         order, each offset once (from the first object holding it); nothing past the end
-        (:mod:`blockgz.reader.overlap_reads`)."""
+        (:mod:`blockgz.reader.reading.overlap_reads`)."""
         return self._overlap_reads.merged_blocks(refs, offset, timestamps=timestamps)
 
     def read(
@@ -382,7 +384,7 @@ class Archive(ArchiveAnalytics):
     def _plan(
         self, refs, first, offset, count, times=None, timestamps=False
     ) -> Iterator[tuple[ObjectRef, list[BlockRead] | None]]:
-        """``(object, its blocks to read)`` in order (:func:`~blockgz.format.plan.plan_blocks`);
+        """``(object, its blocks to read)`` in order (:func:`~blockgz.blocks.plan.plan_blocks`);
         ``None`` means "stream the object". With ``times``, blocks stamped wholly outside them
         are left out. An object that starts inside an earlier one (two writers) is read from
         where the earlier one ends. Without ``timestamps``, the objects come without their
@@ -462,7 +464,8 @@ class Archive(ArchiveAnalytics):
 
     def overlaps(self, topic: str, partitions: Iterable[int] | None = None) -> list[Overlap]:
         """Pairs of objects of ``topic`` that hold the same offsets (two writers), which the
-        readers resolve to the object with the lowest first offset (:mod:`blockgz.reader.overlaps`).
+        readers resolve to the object with the lowest first offset
+        (:mod:`blockgz.reader.reading.overlaps`).
 
         >>> import tempfile
         >>> from blockgz.sample import write_sample_objects
@@ -480,7 +483,7 @@ class Archive(ArchiveAnalytics):
     def ls(self, topic: str | None = None) -> Listing:
         """Every data object under the prefix (or one topic), with offsets and record counts;
         its ``strays`` are the other keys listed there, which no reader reads
-        (:mod:`blockgz.reader.archive_listing`)."""
+        (:mod:`blockgz.reader.reading.listing`)."""
         return list_objects(self.locator, self.index, self._executor, topic)
 
     def close(self) -> None:

@@ -2,7 +2,7 @@
 
 With ``TimeBasedPartitioner`` or ``FieldPartitioner`` one Kafka partition's records are spread
 over many directories, and a year of 5-second batches puts millions of objects in one; listing
-is then no way to find an offset. The export's catalog (:mod:`blockgz.archive.catalog`) knows every
+is then no way to find an offset. The export's catalog (:mod:`blockgz.commits.catalog`) knows every
 committed object with its first and last offset, whatever the partitioner: this module turns
 it into the reader's :class:`~blockgz.archive.object_ref.ObjectRef` list for one topic-partition,
 reading only the segments that reach the offset asked for.
@@ -19,13 +19,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from itertools import pairwise
 
-from blockgz.archive.catalog import Catalog, CatalogView
 from blockgz.archive.layout import Layout, parse_archive_key
-from blockgz.archive.manifest_sequence import check_commits
-from blockgz.archive.manifests import ExportFound, Manifests, find_exports
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.written import WrittenFile
-from blockgz.format.decode import Record
+from blockgz.blocks.decode import Record
+from blockgz.commits.catalog import Catalog, CatalogView
+from blockgz.commits.manifest_sequence import check_commits
+from blockgz.commits.manifests import ExportFound, Manifests, find_exports
 from blockgz.store import ObjectStore
 
 
@@ -155,10 +155,11 @@ def merged_by_offset(
     fetches the blocks it returns, not the first block of every later object.
 
     An offset held by several objects (two writers) is returned once, from the object with
-    the lowest first offset, then the lowest key (:mod:`blockgz.reader.overlaps`); ``on_duplicate``
+    the lowest first offset, then the lowest key (:mod:`blockgz.reader.reading.overlaps`);
+    ``on_duplicate``
     hears of each copy left out.
 
-    >>> from blockgz.format.decode import Record
+    >>> from blockgz.blocks.decode import Record
     >>> a = ObjectRef("a", "t", 0, 0, "json", last_offset=4)
     >>> b = ObjectRef("b", "t", 0, 1, "json", last_offset=3)
     >>> c = ObjectRef("c", "t", 0, 2, "json", last_offset=4)

@@ -4,7 +4,7 @@ Each entry is decoded by the format its object's extension names
 (:meth:`blockgz.formats.base.Format.decode_entry`); an object whose extension names no format
 raises :class:`~blockgz.errors.UnknownFormatError` instead of being read as bytes.
 
->>> from blockgz.format.decode import Record, _KeptRecord
+>>> from blockgz.blocks.decode import Record, _KeptRecord
 >>> decoded_entry("json", b'{"base64": "AAE="}')
 b'\\x00\\x01'
 """
@@ -15,9 +15,9 @@ from dataclasses import replace
 from typing import Any
 
 from blockgz.archive.object_ref import ObjectRef
-from blockgz.format.decode import Record, _KeptRecord
+from blockgz.blocks.decode import Record, _KeptRecord
 from blockgz.formats.base import from_text
-from blockgz.formats.registry import FORMATS, format_of
+from blockgz.formats.by_name import FORMATS, format_of
 
 
 def with_companions(refs: list[ObjectRef]) -> list[ObjectRef]:

@@ -28,10 +28,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from blockgz.archive.object_ref import ObjectRef
-from blockgz.format.decode import Record
-from blockgz.format.index import BlockIndex
+from blockgz.blocks.decode import Record
+from blockgz.blocks.index import BlockIndex
 from blockgz.objects.indexed import IndexedReader, object_ranges
-from blockgz.reader.companion_entries import (
+from blockgz.reader.reading.companion_entries import (
     check_entries,
     decoded_column,
     joined,
@@ -70,7 +70,7 @@ class CompanionReader:
 
     def joined_block(self, ref: ObjectRef, offsets: list[int], values: list[Any]) -> list[Record]:
         """The records of a block read as columns, with the entries ``ref``'s companions keep
-        for them (:func:`~blockgz.reader.companion_entries.joined_columns`)."""
+        for them (:func:`~blockgz.reader.reading.companion_entries.joined_columns`)."""
         if not offsets:
             return []
         columns = self._columns(ref, offsets[0], len(offsets))
@@ -80,7 +80,7 @@ class CompanionReader:
         """The records of a block its format decodes itself (Parquet), with the entries
         ``ref``'s companions keep for them; what the records hold of their own (a Parquet
         row's ``__kafka_timestamp``) stays where no companion keeps it
-        (:func:`~blockgz.reader.companion_entries.joined`)."""
+        (:func:`~blockgz.reader.reading.companion_entries.joined`)."""
         if not records:
             return []
         columns = self._columns(ref, records[0].offset, len(records))
@@ -115,7 +115,8 @@ class CompanionReader:
 
     def entries(self, ref: ObjectRef, offset: int, count: int) -> list[Any]:
         """The entries of the indexed companion ``ref`` for ``count`` records from
-        ``offset``, decoded (:func:`~blockgz.reader.companion_entries.decoded_column`); fewer
+        ``offset``, decoded (:func:`~blockgz.reader.reading.companion_entries.decoded_column`);
+        fewer
         when it holds fewer."""
         index = self._index_of(ref)
         found: list[Any] = []
@@ -154,7 +155,7 @@ class CompanionReader:
 
     def _block_entries(self, ref: ObjectRef, index: BlockIndex, block: int) -> list[Any]:
         """The decoded entries of one block of an indexed companion: a timestamps block of
-        JSON lines parsed whole (:func:`~blockgz.reader.companion_entries.stamp_block`), any
+        JSON lines parsed whole (:func:`~blockgz.reader.reading.companion_entries.stamp_block`), any
         other through its records."""
         ranges = object_ranges(self.store, ref.key, index.chunks, ref.committed)
         reader = IndexedReader(ranges, index)

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blockgz.archive.object_ref import ObjectRef
-from blockgz.format.index import BlockIndex
+from blockgz.blocks.index import BlockIndex
 from blockgz.objects.indexed import load_index
 from blockgz.store.local import LocalStore
 

@@ -1,7 +1,8 @@
 """The listing for people: every data object under an archive's prefix, one summary each.
 
 What ``blockgz ls`` prints and ``blockgz verify`` checks (:meth:`Archive.ls
-<blockgz.reader.archive.Archive.ls>` returns it): each object's offsets and record count (from
+<blockgz.reader.reading.archive.Archive.ls>` returns it): each object's offsets and record count
+(from
 its index; without one, its last offset is taken as one before the next object's start), plus
 the strays listed beside them.
 
@@ -9,7 +10,7 @@ the strays listed beside them.
 >>> from concurrent.futures import ThreadPoolExecutor
 >>> from blockgz.sample import write_sample_objects
 >>> from blockgz.objects.indexed import load_index
->>> from blockgz.reader.locate import ObjectLocator
+>>> from blockgz.reader.reading.locate import ObjectLocator
 >>> from blockgz.store import LocalStore
 >>> store = LocalStore(tempfile.mkdtemp())
 >>> _ = write_sample_objects(store, "t", (0, 5))
@@ -28,10 +29,10 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 
 from blockgz.archive.object_ref import ObjectRef
+from blockgz.blocks.index import BlockIndex
 from blockgz.errors import BlockGzError
-from blockgz.format.index import BlockIndex
-from blockgz.reader.locate import ObjectLocator
-from blockgz.reader.strays import Listing
+from blockgz.reader.reading.locate import ObjectLocator
+from blockgz.reader.reading.strays import Listing
 
 
 @dataclass(frozen=True)

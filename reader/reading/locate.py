@@ -2,10 +2,11 @@
 archive's root when the URL named a directory below it.
 
 :class:`ObjectLocator` answers "which objects hold this topic-partition from this offset on"
-for :class:`~blockgz.reader.archive.Archive`, which reads them. One listing page of the partition's
+for :class:`~blockgz.reader.reading.archive.Archive`, which reads them. One listing page of the
+partition's
 prefix answers for most archives; when it finds nothing (a time or field partitioner spreads a
 partition over many directories) or more than a page, the exports' catalogs answer, reading only
-the segments that reach the offset (see :mod:`blockgz.archive.catalog`). A URL naming the topics
+the segments that reach the offset (see :mod:`blockgz.commits.catalog`). A URL naming the topics
 directory or a topic's directory is moved up to the root once, and the layout the manifests
 recorded (``topics.dir=bgz``) is adopted once when the default finds nothing.
 
@@ -28,14 +29,14 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
 from blockgz.archive.layout import KeyLayout, Layout, parse_archive_key
-from blockgz.archive.manifests import ExportFound, find_exports
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.reader_layout import LAYOUT_FIELDS, completed_layout
 from blockgz.archive.sidecars import sidecar_keys
+from blockgz.commits.manifests import ExportFound, find_exports
 from blockgz.errors import ObjectNotFoundError
-from blockgz.reader.catalog_source import CatalogSource
-from blockgz.reader.companion_entries import with_companions
-from blockgz.reader.strays import is_stray
+from blockgz.reader.reading.catalog_source import CatalogSource
+from blockgz.reader.reading.companion_entries import with_companions
+from blockgz.reader.reading.strays import is_stray
 from blockgz.store import LocalStore, ObjectStore
 
 #: Keys asked for in the one listing page of a partition's prefix before the catalog is used.

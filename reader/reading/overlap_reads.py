@@ -3,14 +3,14 @@
 Objects of a time or field partitioner interleave; two writers leave objects that hold the
 same offsets. Either way the records come back in offset order, each offset once, from the
 object with the lowest first offset, then the lowest key, and a warning (once per pair of
-objects) names the object whose copy was left out (:mod:`blockgz.reader.overlaps` finds the
+objects) names the object whose copy was left out (:mod:`blockgz.reader.reading.overlaps` finds the
 overlaps; ``blockgz verify`` reports them as problems). The archive's own read path reads each
 object; this merges them.
 
 >>> import tempfile
 >>> from blockgz.sample import write_sample_objects
 >>> from blockgz.store import LocalStore
->>> from blockgz.reader.archive import Archive
+>>> from blockgz.reader.reading.archive import Archive
 >>> store = LocalStore(tempfile.mkdtemp())
 >>> _ = write_sample_objects(store, "t", (0, 3))
 >>> archive = Archive(store)
@@ -27,13 +27,13 @@ import threading
 from collections.abc import Callable, Iterable, Iterator
 
 from blockgz.archive.object_ref import ObjectRef
+from blockgz.blocks.decode import Record
+from blockgz.blocks.index import BlockIndex
 from blockgz.errors import OffsetNotFoundError
-from blockgz.format.decode import Record
-from blockgz.format.index import BlockIndex
-from blockgz.reader.catalog_source import merged_by_offset
-from blockgz.reader.locate import ObjectLocator
-from blockgz.reader.overlaps import Overlap, find_overlaps
-from blockgz.reader.record_runs import flattened, in_runs
+from blockgz.reader.reading.catalog_source import merged_by_offset
+from blockgz.reader.reading.locate import ObjectLocator
+from blockgz.reader.reading.overlaps import Overlap, find_overlaps
+from blockgz.reader.reading.record_runs import flattened, in_runs
 
 log = logging.getLogger("blockgz.reader")
 

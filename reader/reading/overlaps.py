@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from blockgz.archive.object_ref import ObjectRef
+from blockgz.blocks.index import BlockIndex
 from blockgz.errors import BlockGzError
-from blockgz.format.index import BlockIndex
 
 #: Gives an object's index, or ``None`` when it has none (or it is not worth loading).
 IndexOf = Callable[[ObjectRef], BlockIndex | None]

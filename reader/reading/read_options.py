@@ -3,7 +3,7 @@ names.
 
 A reader takes the archive's options: the S3 settings (:data:`blockgz.store.settings.
 STORE_OPTIONS`), the key layout (:data:`blockgz.archive.layout.KEY_OPTIONS`), the bytearray framing
-(:data:`blockgz.format.framing.FRAMING_OPTIONS`), the schema registry's and its own, below. A
+(:data:`blockgz.blocks.framing.FRAMING_OPTIONS`), the schema registry's and its own, below. A
 name close to a declared one is an error with a "did you mean", as in the export; a name no
 part of blockgz declares is named in one warning; an export's whole config is accepted (its
 sink options mean nothing to a reader, and are ignored).

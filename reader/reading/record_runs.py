@@ -4,7 +4,7 @@ A block read with its index is already one list; an object streamed without an i
 into lists of ``STREAM_RUN`` records, lazily. A list per block costs far less than a generator
 step per record for callers that handle many records.
 
->>> from blockgz.format.decode import Record
+>>> from blockgz.blocks.decode import Record
 >>> records = [Record(n, b"v%d" % n) for n in range(5)]
 >>> [len(run) for run in runs_of([records[:2], iter(records[2:])])]
 [2, 3]
@@ -19,8 +19,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterable, Iterator
 
-from blockgz.format.decode import Record
-from blockgz.format.envelope import ENVELOPE_START
+from blockgz.blocks.decode import Record
+from blockgz.blocks.envelope import ENVELOPE_START
 
 #: Records per list when an object without an index is streamed (see ``seek_blocks``).
 STREAM_RUN = 4096

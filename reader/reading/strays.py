@@ -41,7 +41,8 @@ def stray_line(url: str) -> str:
 
 
 class Listing(list):
-    """What :meth:`blockgz.reader.archive.Archive.ls` returns: the objects, plus ``strays``, the
+    """What :meth:`blockgz.reader.reading.archive.Archive.ls` returns: the objects, plus
+    ``strays``, the
     keys under the listed prefix that are not data objects (readers ignore them)."""
 
     def __init__(self, objects=(), strays: list[str] | None = None):

@@ -2,7 +2,7 @@
 an object that has no index.
 
 >>> import tempfile
->>> from blockgz.format.framing import NEWLINE
+>>> from blockgz.blocks.framing import NEWLINE
 >>> from blockgz.store import LocalStore
 >>> store = LocalStore(tempfile.mkdtemp())
 >>> store.put("t+0+0000000000.json", b'{"n":0}\\n{"n":1}\\n')
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import zlib
 
+from blockgz.blocks.framing import Framing
 from blockgz.errors import BlockGzError
-from blockgz.format.framing import Framing
 from blockgz.objects.stream import StreamDecoder, stream_records
 from blockgz.store import ObjectStore
 

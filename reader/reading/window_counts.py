@@ -100,7 +100,7 @@ def count_window(
 ) -> WindowCount:
     """The records of ``window`` in ``topic``/``partition``, and how many lie before each of
     ``below`` (source offsets); see the module's notes."""
-    from blockgz.reader.catalog_source import overlapping
+    from blockgz.reader.reading.catalog_source import overlapping
 
     tally = _Tally(below)
     refs = archive.objects(topic, partition)

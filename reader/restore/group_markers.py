@@ -2,7 +2,7 @@
 each restored record landed, and find, per target partition, the offset a group resumes at.
 
 A restore places groups from the target offsets its transactions recorded where it filled
-target partitions one to one (:mod:`blockgz.reader.restore_positions`). Into a target that
+target partitions one to one (:mod:`blockgz.reader.restore.positions`). Into a target that
 already held records before the restore reached it, and with
 ``--by-key``, every restored record carries a marker naming its source partition and offset.
 Once every record is delivered, the restore reads the target partitions back and, for each
@@ -109,7 +109,7 @@ def restored_records(
     (Kafka has no reading of headers alone): the cost of placing groups on a marker target."""
     from confluent_kafka import Consumer, TopicPartition
 
-    from blockgz.reader.replay_markers import MARKER
+    from blockgz.reader.restore.markers import MARKER
 
     consumer = Consumer(
         {

@@ -1,9 +1,9 @@
 """Consumer groups put back where they stood: the plan's translated offsets set on the target.
 
-Each :class:`~blockgz.reader.restore_plan.GroupOffset` names a group's committed source offset;
+Each :class:`~blockgz.reader.restore.planning.GroupOffset` names a group's committed source offset;
 the restore places it on the target (``placed``): at the target offset its transactions
-recorded for it (:mod:`blockgz.reader.restore_positions`), or on a target restored with markers
-from the records read back (:mod:`blockgz.reader.group_markers`), or, given a partition's
+recorded for it (:mod:`blockgz.reader.restore.positions`), or on a target restored with markers
+from the records read back (:mod:`blockgz.reader.restore.group_markers`), or, given a partition's
 ``bases``, at the base plus the records counted before it; then it commits the result for the
 group with the admin API (``AlterConsumerGroupOffsets``).
 
@@ -13,7 +13,7 @@ named in the result, and so is one that has other offsets of its own there (its 
 on the target after an earlier restore: setting them again would rewind it). Setting the same
 offsets again (a rerun) is harmless.
 
->>> from blockgz.reader.restore_plan import GroupOffset
+>>> from blockgz.reader.restore.planning import GroupOffset
 >>> grouped = by_group([GroupOffset("g", "t", 0, 7, "t2", 5), GroupOffset("g", "t", 1, 3, "t2", 3)])
 >>> [(o.partition, o.target_offset) for o in grouped["g"]]
 [(0, 5), (1, 3)]

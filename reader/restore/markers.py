@@ -8,7 +8,7 @@ partition is a prefix of what it sent there: the newest marker in each target pa
 exactly how far the run got for each source partition. A rerun reads those tails
 (:func:`delivered_so_far`) and skips, record by record, what its target partition already holds.
 A restore one partition to one resumes from the positions its transactions recorded instead
-(:mod:`blockgz.reader.restore_positions`).
+(:mod:`blockgz.reader.restore.positions`).
 
 >>> admin_settings({"bootstrap.servers": "k:9092", "linger.ms": 5, "sasl.mechanism": "PLAIN"})
 {'bootstrap.servers': 'k:9092', 'sasl.mechanism': 'PLAIN'}

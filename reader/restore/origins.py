@@ -12,7 +12,7 @@ together say what bytes the topic held. :func:`origin_of` turns (format, convert
   rendered as Connect's JsonFormat does) holding that text, or the bytes in base64;
   ``base64``: a JSON keys file's entry, read back as that base64's text;
 * ``avro``: an Avro datum, sent back in Confluent's wire format with the target registry's
-  id (:class:`~blockgz.reader.restore_values.AvroToWire`);
+  id (:class:`~blockgz.reader.restore.value_bytes.AvroToWire`);
 * ``registry-or-plain``: an Avro entry whose converter was not recorded (archives written
   before it was): decided by its schema, as before (``bytes``/``string`` plain, else Avro);
 * or a refusal: the sentence saying what the archive lacks to give back the bytes.
@@ -33,7 +33,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from blockgz.formats.registry import FORMATS
+from blockgz.formats.by_name import FORMATS
 
 REFUSE = "refuse:"
 

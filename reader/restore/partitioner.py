@@ -1,6 +1,6 @@
 """Kafka's default partitioner for keyed records, as the Java producer applies it: the target
 partition of every record ``--by-key`` sends is computed here rather than left to the client, so
-a rerun knows where each record went (:mod:`blockgz.reader.replay_markers`).
+a rerun knows where each record went (:mod:`blockgz.reader.restore.markers`).
 
 >>> kafka_partition(b"user-1", 12)  # the partition Kafka's Java producer picks
 8
@@ -51,7 +51,7 @@ def partition_of(record, targets: int, key: bytes | None = None) -> int:
     not the record's own, e.g. Avro re-encoded with the target registry's id); a null key by
     its offset.
 
-    >>> from blockgz.format.decode import Record
+    >>> from blockgz.blocks.decode import Record
     >>> partition_of(Record.kept(3, b"v", key=b"archived"), 12, b"user-1")  # the bytes sent
     8
     >>> partition_of(Record(3, b"v"), 12)

@@ -5,8 +5,9 @@ For each archived topic chosen (names, or a regex over the archive's topics): th
 (a rename map, or a prefix/suffix for all), each partition's window (offsets, times) with its
 record count and its offset and time range, the topic's partition count and configs as the
 newest snapshot of the source cluster at or before the point in time recorded them
-(:mod:`blockgz.archive.snapshots`), and each consumer group's committed offset there translated
-to the restored topic's offsets (:mod:`blockgz.reader.window_counts`). Nothing here talks to
+(:mod:`blockgz.commits.cluster_snapshots`), and each consumer group's committed offset there
+translated
+to the restored topic's offsets (:mod:`blockgz.reader.reading.window_counts`). Nothing here talks to
 Kafka.
 
 >>> rename = Rename.parse(["orders=orders_restored"], suffix="_dr")
@@ -26,9 +27,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from blockgz.archive.snapshots import ClusterSnapshot, Snapshots, TopicState
+from blockgz.commits.cluster_snapshots import ClusterSnapshot, Snapshots, TopicState
 from blockgz.errors import ConfigError
-from blockgz.reader.window_counts import Window, WindowCount, count_window
+from blockgz.reader.reading.window_counts import Window, WindowCount, count_window
 
 #: A Kafka topic name: what ``--rename``, ``--prefix`` and ``--suffix`` must produce.
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
@@ -185,7 +186,7 @@ class PartitionPlan:
     #: Tombstones kept as keys only (``store.kafka.keys``), in the window: in :attr:`count`.
     tombstones: int = 0
     #: Records in the window that are nulls kept as values under the tombstone directory
-    #: (:mod:`blockgz.reader.restore_tombstones`): in :attr:`count`, sent as ``--json-null``
+    #: (:mod:`blockgz.reader.restore.tombstones`): in :attr:`count`, sent as ``--json-null``
     #: says.
     kept_nulls: int = 0
 
@@ -217,7 +218,7 @@ class GroupOffset:
     is in the restored partition (counted from an empty target; a run adds the target
     partition's starting offset). With ``--by-key`` ``target_offset`` is only how many restored
     records of the source partition come before it: the target partitions are known once sent
-    (:mod:`blockgz.reader.group_markers`)."""
+    (:mod:`blockgz.reader.restore.group_markers`)."""
 
     group: str
     source: str
@@ -247,7 +248,7 @@ class RestorePlan:
     def ambiguities(self) -> list[str]:
         """One line per partition whose nulls kept as values cannot be told from the JSON text
         ``null`` while ``--json-null`` is not given: the restore refuses them."""
-        from blockgz.reader.restore_tombstones import ambiguity
+        from blockgz.reader.restore.tombstones import ambiguity
 
         if self.request.json_null is not None:
             return []
@@ -262,7 +263,7 @@ class RestorePlan:
     def fingerprint(self, topic: TopicPlan, partition: PartitionPlan) -> str:
         """A short hash of what one partition's restore sends (source, window, rename): a
         rerun of the same restore continues it, another restore into the same target is
-        refused (:mod:`blockgz.reader.restore_positions`)."""
+        refused (:mod:`blockgz.reader.restore.positions`)."""
         w = partition.window
         text = f"{topic.source}/{partition.partition}->{topic.target}:{w.start},{w.end},"
         text += f"{w.from_time},{w.to_time},{int(self.request.by_key)}"
@@ -356,7 +357,8 @@ def find_snapshot(archive, at_ms: int | None) -> ClusterSnapshot | None:
 
 
 def plan_restore(archive, request: RestoreRequest) -> RestorePlan:
-    """The plan for ``request`` over ``archive`` (an :class:`~blockgz.reader.archive.Archive`);
+    """The plan for ``request`` over ``archive`` (an
+    :class:`~blockgz.reader.reading.archive.Archive`);
     see the module's notes."""
     chosen = select_topics(archive.topics(), request.topics, request.topics_regex)
     for option, named in (("--offsets", request.offsets), ("--partition", request.only)):
@@ -462,8 +464,8 @@ def _with_tombstones(
 ) -> tuple[WindowCount, int, int]:
     """``count`` with the partition's keys-only tombstones in the window added (they take
     target offsets too), their number, and how many records of ``count`` are nulls kept as
-    values (:mod:`blockgz.reader.restore_tombstones`)."""
-    from blockgz.reader.restore_tombstones import (
+    values (:mod:`blockgz.reader.restore.tombstones`)."""
+    from blockgz.reader.restore.tombstones import (
         kept_null_offsets,
         kept_tombstones,
         tombstone_records,

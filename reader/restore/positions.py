@@ -71,7 +71,7 @@ def transactional_id(target: str, partition: int) -> str:
 class Position:
     """Where a restore of one target partition stands."""
 
-    #: The restore's fingerprint (:meth:`~blockgz.reader.restore_plan.RestorePlan.fingerprint`).
+    #: The restore's fingerprint (:meth:`~blockgz.reader.restore.planning.RestorePlan.fingerprint`).
     fingerprint: str
     #: The next source offset to send (every record before it is committed on the target).
     next_offset: int
@@ -163,7 +163,7 @@ class PartitionTransactions:
     ):
         from confluent_kafka import Consumer, KafkaException, Producer
 
-        from blockgz.reader.replay_markers import admin_settings
+        from blockgz.reader.restore.markers import admin_settings
 
         self.target, self.partition, self.every = target, partition, every
         self.position = start

@@ -2,16 +2,16 @@
 
 Each topic-partition's records go in offset order to the same partition number of the target
 topic (or, ``by_key``, to the partition Kafka's default partitioner picks for the key:
-:mod:`blockgz.reader.kafka_partitioner`), through an idempotent producer, so retries inside a
+:mod:`blockgz.reader.restore.partitioner`), through an idempotent producer, so retries inside a
 run never duplicate a record.
 
 **Resuming after a kill, without duplicates.** Every replayed record carries one more header,
 ``blockgz.replay``, naming its source offset; a rerun reads the newest ones back from the target
-partitions and skips what they already hold (:mod:`blockgz.reader.replay_markers`). The
+partitions and skips what they already hold (:mod:`blockgz.reader.restore.markers`). The
 partition of every record is computed here (Kafka's murmur2 for keys, the offset for null keys)
 rather than left to the client, so the rerun knows where each record went. ``mark=False``
 leaves the header out and gives up resuming. The Spark job's driver is
-:mod:`blockgz.reader.replay_spark`.
+:mod:`blockgz.reader.restore.spark_driver`.
 
 >>> kafka_partition(b"user-1", 12)  # the partition Kafka's Java producer picks
 8
@@ -27,19 +27,19 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from blockgz.blocks.decode import Record
 from blockgz.errors import ConfigError, ReplayError
-from blockgz.format.decode import Record
-from blockgz.gc_control import fewer_collections
-from blockgz.kafka_security import librdkafka_settings
+from blockgz.kafka.security import librdkafka_settings
 from blockgz.option_defs import OptionDef, OptionSet
-from blockgz.reader.archive import Archive
-from blockgz.reader.archive_options import check_reader_options
-from blockgz.reader.kafka_partitioner import kafka_partition as kafka_partition
-from blockgz.reader.kafka_partitioner import murmur2 as murmur2
-from blockgz.reader.kafka_partitioner import partition_of
-from blockgz.reader.replay_markers import MARKER, admin_settings, delivered_so_far
-from blockgz.reader.restore_values import KafkaBytes
+from blockgz.reader.reading.archive import Archive
+from blockgz.reader.reading.read_options import check_reader_options
+from blockgz.reader.restore.markers import MARKER, admin_settings, delivered_so_far
+from blockgz.reader.restore.partitioner import kafka_partition as kafka_partition
+from blockgz.reader.restore.partitioner import murmur2 as murmur2
+from blockgz.reader.restore.partitioner import partition_of
+from blockgz.reader.restore.value_bytes import KafkaBytes
 from blockgz.registry import RegistrySettings
+from blockgz.runtime.gc_control import fewer_collections
 from blockgz.times import epoch_ms
 
 log = logging.getLogger("blockgz.replay")
@@ -92,17 +92,17 @@ class ReplaySettings:
     mark: bool = True
     allow_same_topic: bool = False
     #: The target cluster's schema registry: an Avro archive's values go back in Confluent's
-    #: wire format with its ids (:mod:`blockgz.reader.restore_values`); required for one.
+    #: wire format with its ids (:mod:`blockgz.reader.restore.value_bytes`); required for one.
     registry: RegistrySettings | None = None
     #: librdkafka settings (``bootstrap.servers`` at least); idempotence is always on.
     producer: dict[str, Any] = field(default_factory=dict)
     #: ``--json-null``: what nulls kept as values under the tombstone directory were
-    #: (``tombstone``/``value``; :mod:`blockgz.reader.restore_tombstones`); ``None``: such
+    #: (``tombstone``/``value``; :mod:`blockgz.reader.restore.tombstones`); ``None``: such
     #: records are refused before anything is sent.
     json_null: str | None = None
     #: The export's ``tombstone.encoded.partition``.
     tombstone_directory: str = "tombstone"
-    #: Per source partition, where a restore stands (:mod:`blockgz.reader.restore_positions`):
+    #: Per source partition, where a restore stands (:mod:`blockgz.reader.restore.positions`):
     #: its records then go in transactions that commit the position with them (no marker).
     positions: dict[int, Any] | None = None
     #: Per source partition, the source offsets whose target offsets the restore records (where
@@ -165,7 +165,7 @@ def replay(
     """Replay the archived range into ``settings.to_topic``; see the module's notes.
 
     ``on_progress(partition, records sent so far)`` is called now and then. ``admin``: a
-    :class:`~blockgz.kafka_access.QuietAdmin` of the target cluster to use (a restore shares
+    :class:`~blockgz.kafka.access.QuietAdmin` of the target cluster to use (a restore shares
     one over its runs); one is made when ``None``.
     """
     from confluent_kafka import KafkaException, Producer
@@ -186,7 +186,7 @@ def replay(
         "on_delivery": deliveries,
     }
     if admin is None:
-        from blockgz.kafka_access import quiet_admin
+        from blockgz.kafka.access import quiet_admin
 
         # librdkafka's connection chatter kept off the terminal: failures are one line below
         admin = quiet_admin(admin_settings(config))
@@ -224,7 +224,7 @@ def replay(
         raise ConfigError(f"the producer settings (-O kafka.*) were refused: {exc}") from exc
     result = ReplayResult()
     started = time.monotonic()
-    with fewer_collections():  # millions of short-lived records: see blockgz/gc_control.py
+    with fewer_collections():  # millions of short-lived records: see blockgz/runtime/gc_control.py
         try:
             for source in sources:
                 sent = skipped = 0
@@ -296,15 +296,15 @@ def _tombstones(
     archive: Archive, settings: ReplaySettings, sources: Iterable[int]
 ) -> dict[int, tuple[list[Record], set[int]]]:
     """Per source partition, its keys-only tombstones in the window and the offsets of its
-    nulls kept as values (:mod:`blockgz.reader.restore_tombstones`); a :class:`ConfigError`
+    nulls kept as values (:mod:`blockgz.reader.restore.tombstones`); a :class:`ConfigError`
     naming each partition whose nulls cannot be told apart when ``json_null`` is not given."""
-    from blockgz.reader.restore_tombstones import (
+    from blockgz.reader.reading.window_counts import Window
+    from blockgz.reader.restore.tombstones import (
         ambiguity,
         kept_null_offsets,
         kept_tombstones,
         tombstone_records,
     )
-    from blockgz.reader.window_counts import Window
 
     window = Window(settings.start, settings.end, settings.from_time, settings.to_time)  # type: ignore[arg-type]
     found: dict[int, tuple[list[Record], set[int]]] = {}
@@ -331,7 +331,7 @@ def _blocks(
 ) -> Iterable[tuple[int, list[Record]]]:
     """``(source, block)`` of the source partition's window in offset order, keys-only
     tombstones in their places, nulls kept as values resolved as ``json_null`` says."""
-    from blockgz.reader.restore_tombstones import merged_blocks, resolved_nulls
+    from blockgz.reader.restore.tombstones import merged_blocks, resolved_nulls
 
     blocks = archive.record_blocks(
         settings.topic,
@@ -360,8 +360,8 @@ def _replay_in_transactions(
     on_progress: Callable[[int, int], None] | None,
 ) -> ReplayResult:
     """:func:`replay` one partition to one, each target partition's records in transactions
-    that commit its position (:mod:`blockgz.reader.restore_positions`); no marker is added."""
-    from blockgz.reader.restore_positions import PartitionTransactions
+    that commit its position (:mod:`blockgz.reader.restore.positions`); no marker is added."""
+    from blockgz.reader.restore.positions import PartitionTransactions
 
     assert settings.positions is not None
     result = ReplayResult()
@@ -574,7 +574,7 @@ def _target_partitions(admin: Any, config: Mapping[str, Any], topic: str) -> int
 def _check_target_access(admin: Any, config: Mapping[str, Any], topic: str, *, mark: bool) -> None:
     """The principal may WRITE the target topic, and READ it when the resume markers are read
     back; a :class:`ReplayError` in one line naming the missing ACL."""
-    from blockgz.kafka_access import grant_hint, missing_operation, principal
+    from blockgz.kafka.access import grant_hint, missing_operation, principal
 
     needed = ["WRITE", "READ"] if mark else ["WRITE"]
     denied = missing_operation(admin, [topic], needed, timeout_s=15)

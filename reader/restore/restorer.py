@@ -1,17 +1,19 @@
-"""Carry out a :class:`~blockgz.reader.restore_plan.RestorePlan`: topics, records, groups.
+"""Carry out a :class:`~blockgz.reader.restore.planning.RestorePlan`: topics, records, groups.
 
 In order: create the missing target topics as the snapshot describes them, or check the existing
-ones (:mod:`blockgz.reader.restore_topics`); read where a previous run of the same restore stood
+ones (:mod:`blockgz.reader.restore.target_topics`); read where a previous run of the same restore
+stood
 in each one-to-one target partition, as its own committed transactions recorded it, and claim
-the partitions it never reached (:mod:`blockgz.reader.restore_positions`); send each topic's
-records with :func:`blockgz.reader.replay.replay` (partition to partition, keys, headers,
+the partitions it never reached (:mod:`blockgz.reader.restore.positions`); send each topic's
+records with :func:`blockgz.reader.restore.replay.replay` (partition to partition, keys, headers,
 timestamps and tombstones as kept, in transactions that commit each partition's position with
 its records); and, once every record is delivered, set the consumer groups' offsets on the
-target (:mod:`blockgz.reader.group_offsets`) at the target offsets the transactions recorded. A
+target (:mod:`blockgz.reader.restore.group_offsets`) at the target offsets the transactions
+recorded. A
 failure before the groups leaves them untouched: a rerun continues the records and then sets
 them. A target topic that held records of its own before the restore first reached it, and a
 ``--by-key`` restore, are restored with the ``blockgz.replay`` markers instead
-(:mod:`blockgz.reader.replay_markers`), as before.
+(:mod:`blockgz.reader.restore.markers`), as before.
 
 Example (with a broker)::
 
@@ -28,17 +30,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from blockgz.errors import ConfigError, RestoreError
-from blockgz.reader.group_offsets import GroupsResult, set_group_offsets
-from blockgz.reader.replay import ReplayResult, ReplaySettings, replay
-from blockgz.reader.replay_markers import admin_settings
-from blockgz.reader.restore_plan import RestorePlan, TopicPlan
-from blockgz.reader.restore_positions import (
+from blockgz.reader.restore.group_offsets import GroupsResult, set_group_offsets
+from blockgz.reader.restore.markers import admin_settings
+from blockgz.reader.restore.planning import RestorePlan, TopicPlan
+from blockgz.reader.restore.positions import (
     TRANSACTION_RECORDS,
     Position,
     fence,
     read_positions,
 )
-from blockgz.reader.restore_topics import (
+from blockgz.reader.restore.replay import ReplayResult, ReplaySettings, replay
+from blockgz.reader.restore.target_topics import (
     TargetTopic,
     ensure_topics,
     message_limits,
@@ -53,13 +55,14 @@ class RestoreSettings:
 
     #: librdkafka settings (``bootstrap.servers`` at least); idempotence is always on.
     producer: dict[str, Any] = field(default_factory=dict)
-    #: The target cluster's schema registry (see :class:`~blockgz.reader.replay.ReplaySettings`).
+    #: The target cluster's schema registry (see
+    # :class:`~blockgz.reader.restore.replay.ReplaySettings`).
     registry: RegistrySettings | None = None
     #: Allow restoring with markers into a non-empty target named as its source topic.
     allow_same_topic: bool = False
-    #: ``--json-null`` (:mod:`blockgz.reader.restore_tombstones`).
+    #: ``--json-null`` (:mod:`blockgz.reader.restore.tombstones`).
     json_null: str | None = None
-    #: Records per transaction (:mod:`blockgz.reader.restore_positions`).
+    #: Records per transaction (:mod:`blockgz.reader.restore.positions`).
     transaction_records: int = TRANSACTION_RECORDS
 
 
@@ -101,7 +104,7 @@ class _Prepared:
 
 def prepare(archive_plan: RestorePlan, settings: RestoreSettings, admin: Any) -> list[_Prepared]:
     """Create or check the target topics and claim their partitions: what each topic's
-    replay must do (``admin``: a :class:`~blockgz.kafka_access.QuietAdmin` of the target).
+    replay must do (``admin``: a :class:`~blockgz.kafka.access.QuietAdmin` of the target).
     Talks to the target cluster, sends no record."""
     client = admin_settings(settings.producer)
     bootstrap = str(settings.producer.get("bootstrap.servers"))
@@ -159,7 +162,7 @@ def _positions(client: Mapping[str, Any], plan: RestorePlan, topic: TopicPlan):
     """Where this restore stands in each target partition of ``topic`` (source partition ->
     :class:`Position`), the partitions it never reached claimed at the start; ``None`` when the
     target held records of its own before the restore first reached it (markers, then)."""
-    from blockgz.reader.restore_positions import claim
+    from blockgz.reader.restore.positions import claim
 
     fingerprints = {p.partition: plan.fingerprint(topic, p) for p in topic.partitions}
     fence(client, topic.target, fingerprints)
@@ -243,7 +246,7 @@ def restore(
 
 
 def _admin(settings: RestoreSettings) -> Any:
-    from blockgz.kafka_access import quiet_admin
+    from blockgz.kafka.access import quiet_admin
 
     return quiet_admin(admin_settings(settings.producer))
 
@@ -312,8 +315,8 @@ def _placed_by_markers(
     plan: RestorePlan, client: Mapping[str, Any], prepared: list[_Prepared]
 ) -> dict[tuple[str, str], dict[int, int] | str]:
     """``(group, target topic) ->`` its offsets on a topic restored with markers, from the
-    records read back (:mod:`blockgz.reader.group_markers`), or why none is exact."""
-    from blockgz.reader.group_markers import place_group, restored_records
+    records read back (:mod:`blockgz.reader.restore.group_markers`), or why none is exact."""
+    from blockgz.reader.restore.group_markers import place_group, restored_records
 
     placed: dict[tuple[str, str], dict[int, int] | str] = {}
     for item in prepared:
@@ -360,7 +363,7 @@ def restore_on_spark(
         options = dict(archive_options)
 
         def one_partition(task: tuple[int, ReplaySettings]) -> tuple[int, int, int, int, list[str]]:
-            from blockgz.reader.archive import open_archive as open_on_executor
+            from blockgz.reader.reading.archive import open_archive as open_on_executor
 
             number, run = task
             partition = (run.partitions or [0])[0]

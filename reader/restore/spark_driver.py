@@ -1,5 +1,5 @@
 """``blockgz replay`` as a Spark job: the driver's part (:func:`replay_on_spark`); each task runs
-:func:`blockgz.reader.replay.replay` for one archived partition."""
+:func:`blockgz.reader.restore.replay.replay` for one archived partition."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from blockgz.reader.replay import ReplayResult, ReplaySettings, replay
+from blockgz.reader.restore.replay import ReplayResult, ReplaySettings, replay
 
 
 def replay_on_spark(
@@ -16,7 +16,7 @@ def replay_on_spark(
     """:func:`replay` as a Spark job: each archived partition becomes one task (a partition's
     records must go in order, so one task replays one partition whole). Each task resumes as a
     local replay does, so a failed task that Spark retries sends only what is missing."""
-    from blockgz.reader.archive import open_archive
+    from blockgz.reader.reading.archive import open_archive
 
     with open_archive(source, dict(archive_options)) as archive:
         partitions = (
@@ -31,7 +31,7 @@ def replay_on_spark(
     def one_partition(partition: int) -> tuple[int, int, int, float, list[str]]:
         from dataclasses import replace
 
-        from blockgz.reader.archive import open_archive as open_on_executor
+        from blockgz.reader.reading.archive import open_archive as open_on_executor
 
         with open_on_executor(source, options) as executor_archive:
             done = replay(executor_archive, replace(settings, partitions=[partition]))

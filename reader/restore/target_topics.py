@@ -2,7 +2,7 @@
 
 A missing target topic is created with the source's partition count and the configs set on the
 source topic (retention, ``cleanup.policy``, compression, ...), as the snapshot at or before the
-point in time recorded them (:mod:`blockgz.reader.restore_plan`); only configs the snapshot saw
+point in time recorded them (:mod:`blockgz.reader.restore.planning`); only configs the snapshot saw
 set on the topic itself are given, so the target broker's own defaults stay the defaults. An
 existing target must have at least the source's partitions (unless ``--by-key``); otherwise the
 restore is refused in one line saying what differs.

@@ -18,7 +18,7 @@ by default), beside the partition's other directories:
   refuses unless told what they were: ``--json-null=tombstone`` (sent as key + null value) or
   ``--json-null=value`` (sent as the bytes read).
 
->>> from blockgz.format.decode import Record
+>>> from blockgz.blocks.decode import Record
 >>> values = [[Record(0, b"a"), Record(2, b"c")], [Record(5, b"f")]]
 >>> dead = iter([Record(1, None), Record(3, None), Record(9, None)])
 >>> [[r.offset for r in block] for block in merged_blocks(iter(values), dead)]
@@ -33,9 +33,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from blockgz.archive.object_ref import ObjectRef
+from blockgz.blocks.decode import Record
 from blockgz.errors import ConfigError
-from blockgz.format.decode import Record
-from blockgz.reader.window_counts import Window
+from blockgz.reader.reading.window_counts import Window
 
 #: The sink's default ``tombstone.encoded.partition``: the directory tombstones are kept in.
 TOMBSTONE_DIRECTORY = "tombstone"

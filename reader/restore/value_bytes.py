@@ -19,7 +19,7 @@ Keys kept in Avro ``.keys`` files go back the same way, under the key subjects
 whose schema is plain ``bytes`` or ``string`` were not Avro in Kafka (the ByteArray and String
 converters, or no key converter): they go back as those bytes, or that text's UTF-8.
 
->>> from blockgz.format.decode import Record
+>>> from blockgz.blocks.decode import Record
 >>> plain_values([Record(0, b"a"), Record(1, None)])
 [b'a', None]
 """
@@ -33,8 +33,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from blockgz.archive.object_ref import ObjectRef
+from blockgz.blocks.decode import Record
 from blockgz.errors import ConfigError
-from blockgz.format.decode import Record
 from blockgz.registry import RegistrySettings, schema_texts_from
 from blockgz.wire import wire_value
 
@@ -46,7 +46,7 @@ def plain_values(block: list[Record]) -> list[bytes | None]:
 
 #: Schemas of entries that were not Avro in Kafka: the ByteArrayConverter's ``bytes`` (the
 #: bytes as they were) and the StringConverter's ``string`` (its UTF-8). Where the export
-#: recorded the AvroConverter (:mod:`blockgz.reader.restore_origins`), such entries get an id
+#: recorded the AvroConverter (:mod:`blockgz.reader.restore.origins`), such entries get an id
 #: too; in archives written before it recorded converters they come back as those bytes.
 PLAIN: dict[str, Any] = {"bytes": bytes, "string": lambda text: text.encode()}
 
@@ -160,7 +160,7 @@ class AvroToWire:
 def _avro(ref: ObjectRef) -> bool:
     """Whether ``ref`` (a value object or a ``.keys`` file) is an Avro container file: of a
     format that compresses inside, as :attr:`ObjectRef.is_avro` asks of value objects."""
-    from blockgz.formats.registry import format_of_extension
+    from blockgz.formats.by_name import format_of_extension
 
     fmt = format_of_extension(ref.extension, ref.bytearray_extension)
     return fmt is not None and fmt.compresses_inside and not fmt.indexes_itself
@@ -179,7 +179,7 @@ def _full_name(doc: dict[str, Any]) -> str:
 
 class KafkaBytes:
     """What a replay sends as the values and keys of an archived topic: per block, the bytes
-    Kafka held, from each file's recorded converter (:mod:`blockgz.reader.restore_origins`),
+    Kafka held, from each file's recorded converter (:mod:`blockgz.reader.restore.origins`),
     with the Avro entries through :class:`AvroToWire`. Made by :meth:`check`, which refuses in
     one line, before anything is sent, an archive whose entries cannot be given back."""
 
@@ -200,7 +200,7 @@ class KafkaBytes:
     ) -> KafkaBytes:
         """The values' and keys' origins of ``partitions``; a :class:`ConfigError` in one line
         when some cannot be restored, or need a registry and none is given."""
-        from blockgz.reader.restore_origins import REFUSE, origin_of
+        from blockgz.reader.restore.origins import REFUSE, origin_of
 
         origins: dict[int, list[tuple[int, str, str]]] = {}
         needs_registry: dict[str, list[int]] = {}
@@ -253,7 +253,7 @@ class KafkaBytes:
         return self._converted(partition, block, 2)
 
     def _converted(self, partition: int, block: list[Record], which: int) -> Any:
-        from blockgz.reader.restore_origins import converter_of
+        from blockgz.reader.restore.origins import converter_of
 
         if not block:
             return None

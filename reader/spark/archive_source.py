@@ -2,7 +2,8 @@
 
 Conditions on ``topic``, ``partition`` and ``offset`` (``=``, ``<``, ``<=``, ``>``, ``>=``,
 ``IN``, ``BETWEEN``) are pushed into planning (``pushFilters``): they choose the partitions,
-objects and blocks read (:mod:`blockgz.reader.scan_plan`), and the rows a block holds outside them
+objects and blocks read (:mod:`blockgz.reader.spark.scan_plan`), and the rows a block holds outside
+them
 are dropped as it is read. Conditions on ``timestamp`` skip the objects whose time range (kept
 per file in the export's manifests) and the blocks whose time range (kept per block in the
 index) lies outside them. Spark evaluates every condition again
@@ -21,7 +22,8 @@ newest writer schema of the ``.avro`` objects read (see :func:`newest_avro_schem
 schema resolution (fields added since get their defaults); with
 ``schema.registry.url`` too, values kept in Confluent's wire format by a bytearray export are
 decoded through the registry into the newest schema of ``value.subject``, default
-``<topic>-value``: see :mod:`blockgz.reader.wire_avro`; ``.avro`` objects are then read into that
+``<topic>-value``: see :mod:`blockgz.formats.avro.wire_decode`; ``.avro`` objects are then read
+into that
 schema too).
 
 Example (needs Spark, so not a doctest)::
@@ -49,16 +51,16 @@ from pyspark.sql.datasource import (
 )
 
 from blockgz.errors import ConfigError
-from blockgz.gc_control import settle as settle_heap
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import as_options
-from blockgz.reader.archive import open_archive
-from blockgz.reader.archive_options import ARCHIVE_OPTIONS, check_reader_options
-from blockgz.reader.scan_plan import DEFAULT_SPLIT_BYTES, ScanFilter, Split, plan_scan
-from blockgz.reader.scan_read import split_batches
+from blockgz.reader.reading.archive import open_archive
+from blockgz.reader.reading.read_options import ARCHIVE_OPTIONS, check_reader_options
+from blockgz.reader.spark.scan_plan import DEFAULT_SPLIT_BYTES, ScanFilter, Split, plan_scan
+from blockgz.reader.spark.scan_read import split_batches
+from blockgz.runtime.gc_control import settle as settle_heap
 
 if TYPE_CHECKING:
-    from blockgz.reader.wire_avro import WireAvroValues
+    from blockgz.formats.avro.wire_decode import WireAvroValues
 
 #: Kafka's columns, as Spark's Kafka source gives them.
 KAFKA_COLUMNS = (
@@ -147,7 +149,7 @@ def archive_schema(
             '(e.g. "id BIGINT, name STRING")'
         )
     if value_format == "avro":
-        from blockgz.reader.avro_types import avro_to_ddl
+        from blockgz.formats.avro.arrow_types import avro_to_ddl
 
         wire = wire or wire_avro_values(options)
         if wire is not None:
@@ -179,7 +181,7 @@ def wire_avro_values(options: dict[str, str]) -> WireAvroValues | None:
         return None
     if not (opts.text("schema.registry.url") or opts.text("value.converter.schema.registry.url")):
         return None
-    from blockgz.reader.wire_avro import WireAvroValues, wire_subject
+    from blockgz.formats.avro.wire_decode import WireAvroValues, wire_subject
     from blockgz.registry import RegistrySettings
 
     settings = RegistrySettings.from_options(options, "value.converter")
@@ -208,17 +210,19 @@ def newest_avro_schema(options: dict[str, str]) -> str:
     highest start offset (with ``committed=true``, the default, the last committed one): a
     partition's records are written in offset order, so its schema only moves forward. Across
     partitions (a quiet partition may still hold an older version), the one that can read all
-    the others by Avro's schema resolution (:func:`blockgz.reader.avro_types.can_read`); of several
+    the others by Avro's schema resolution (:func:`blockgz.formats.avro.arrow_types.can_read`); of
+    several
     such, the one whose last object holds the latest record timestamp (the time range the
     export's catalog keeps, else its index's last block's), then one that keeps every field
     of the others (an older version can read a newer one, by dropping the fields added), then
     the last of the sorted topics and partitions. Values written with older versions are read
-    into it by that resolution (:func:`blockgz.reader.avro_types.resolver`), as a consumer holding
+    into it by that resolution (:func:`blockgz.formats.avro.arrow_types.resolver`), as a consumer
+    holding
     it would read them.
     """
     import re
 
-    from blockgz.reader.avro_types import can_read, keeps_fields
+    from blockgz.formats.avro.arrow_types import can_read, keeps_fields
 
     path = options.get("path") or ""
     archive_options = {k: v for k, v in options.items() if k not in READ_OPTIONS}
@@ -262,7 +266,7 @@ def newest_avro_schema(options: dict[str, str]) -> str:
 
 
 class SplitPartition(InputPartition):
-    """One Spark task: the blocks of one :class:`~blockgz.reader.scan_plan.Split`."""
+    """One Spark task: the blocks of one :class:`~blockgz.reader.spark.scan_plan.Split`."""
 
     def __init__(self, split: Split):
         super().__init__(split)
@@ -323,7 +327,8 @@ class ArchiveReader(DataSourceReader):
         return [SplitPartition(s) for s in splits] or [SplitPartition(Split(()))]
 
     def read(self, partition: SplitPartition) -> Iterator[Any]:
-        settle_heap()  # collections skip the worker's long-lived objects (blockgz.gc_control)
+        # collections skip the worker's long-lived objects (blockgz.runtime.gc_control)
+        settle_heap()
         with self._archive() as archive:
             yield from split_batches(
                 archive,

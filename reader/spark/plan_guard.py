@@ -94,7 +94,7 @@ public class FreshPythonScans extends org.apache.spark.sql.catalyst.rules.Rule {
         } catch (Exception e) {
             throw new IllegalStateException(
                 "blockgz: cannot check the cached read plan of the Python data source '"
-                + source + "' on this Spark version (blockgz.reader.spark_plan_guard); "
+                + source + "' on this Spark version (blockgz.reader.spark.plan_guard); "
                 + "refusing to risk a stale plan", e);
         }
     }

@@ -29,18 +29,18 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from blockgz.format.plan import BlockRead, fetched, merge_ranges
-from blockgz.formats.parquet_columns import (
+from blockgz.blocks.plan import BlockRead, fetched, merge_ranges
+from blockgz.formats.parquet.columns import (
     column_ranges,
     column_spans,
     fetched_columns,
     leaf_columns,
 )
-from blockgz.formats.parquet_schema import KAFKA_COLUMNS, OFFSET_COLUMN, TIMESTAMP_COLUMN
+from blockgz.formats.parquet.schema import KAFKA_COLUMNS, OFFSET_COLUMN, TIMESTAMP_COLUMN
 from blockgz.objects.indexed import object_ranges
-from blockgz.reader.archive import Archive
-from blockgz.reader.scan_plan import IntRange, Piece
-from blockgz.reader.tables import kafka_batch
+from blockgz.reader.analytics.tables import kafka_batch
+from blockgz.reader.reading.archive import Archive
+from blockgz.reader.spark.scan_plan import IntRange, Piece
 
 #: How one declared field is made: ``(column, cast to or None)``, or ``(None, type)`` for a
 #: field the object has no column of (all null).
@@ -165,7 +165,7 @@ def _batches(archive, piece, blocks, offsets, value_type, plan, wanted, keep, sp
 def _tables(archive, key, piece, blocks, wanted, span_bytes):
     """The table of the wanted columns of each row group of the piece. Only the
     wanted columns' chunks are fetched when they are fewer than all: they lie apart, so a
-    row group becomes a few requests (:mod:`~blockgz.formats.parquet_columns`)."""
+    row group becomes a few requests (:mod:`~blockgz.formats.parquet.columns`)."""
 
     read_range = object_ranges(archive.store, key, (), piece.ref.committed).read
 

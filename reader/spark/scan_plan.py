@@ -23,13 +23,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from blockgz.archive.object_ref import ObjectRef
-from blockgz.format.framing import NEWLINE, Framing
-from blockgz.format.index import Chunk
-from blockgz.format.plan import plan_blocks
-from blockgz.reader.archive import Archive
-from blockgz.reader.index_hints import BlockSpan, Speculation, adopt, adopt_blocks, speculate
-from blockgz.reader.overlaps import duplicate_groups
-from blockgz.reader.scan_timestamps import fast_timestamps
+from blockgz.blocks.framing import NEWLINE, Framing
+from blockgz.blocks.index import Chunk
+from blockgz.blocks.plan import plan_blocks
+from blockgz.reader.reading.archive import Archive
+from blockgz.reader.reading.index_hints import (
+    BlockSpan,
+    Speculation,
+    adopt,
+    adopt_blocks,
+    speculate,
+)
+from blockgz.reader.reading.overlaps import duplicate_groups
+from blockgz.reader.spark.scan_timestamps import fast_timestamps
 
 #: Compressed bytes per split, by default (``blockgz.split.size``).
 DEFAULT_SPLIT_BYTES = 64 * 1024 * 1024
@@ -166,7 +172,7 @@ class Piece:
     #: How the object's records are framed (its index says).
     framing: Framing = NEWLINE
     #: Objects that hold some of the same offsets (two writers), ``ref`` first: read together,
-    #: each offset once, from the first object holding it (:mod:`blockgz.reader.overlaps`).
+    #: each offset once, from the first object holding it (:mod:`blockgz.reader.reading.overlaps`).
     merged: tuple[ObjectRef, ...] = ()
     #: The index's ``codec`` (which family decodes the blocks: gzip, zstd).
     codec: str | None = None
@@ -174,7 +180,7 @@ class Piece:
     #: footer): read through the record reader, which reads the footer again.
     decoded: bool = False
     #: Bytes of the object from byte ``prefetched_at`` on, fetched while the plan was made
-    #: (:func:`~blockgz.reader.index_hints.adopt_blocks`): the task reads them from here.
+    #: (:func:`~blockgz.reader.reading.index_hints.adopt_blocks`): the task reads them from here.
     prefetched: bytes = field(default=b"", repr=False)
     prefetched_at: int = 0
 
@@ -281,7 +287,8 @@ def _pieces(archive: Archive, topic: str, partition: int, scan: ScanFilter) -> l
 
 def _with_prefetched(archive: Archive, piece: Piece, guess: Speculation | None) -> Piece:
     """The partition's first piece with the bytes a hint fetched for it during the plan, when
-    they are exactly the range it reads (:func:`~blockgz.reader.index_hints.adopt_blocks`)."""
+    they are exactly the range it reads
+    (:func:`~blockgz.reader.reading.index_hints.adopt_blocks`)."""
     first, last = piece.chunks[0][1], piece.chunks[-1][1]
     span = BlockSpan(
         piece.ref.key,
@@ -299,7 +306,7 @@ def _objects(
     archive: Archive, topic: str, partition: int, scan: ScanFilter
 ) -> tuple[list[ObjectRef], Speculation | None]:
     """The partition's objects that can hold a wanted record, by offsets and times, and the
-    GETs started on a hint beside the listing (:mod:`blockgz.reader.index_hints`)."""
+    GETs started on a hint beside the listing (:mod:`blockgz.reader.reading.index_hints`)."""
     offsets = scan.offsets
     start = offsets.start
     guess = None

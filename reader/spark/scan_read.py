@@ -1,18 +1,18 @@
-"""Reading one split of a scan (:mod:`blockgz.reader.scan_plan`) into Arrow record batches.
+"""Reading one split of a scan (:mod:`blockgz.reader.spark.scan_plan`) into Arrow record batches.
 
 Neighbouring blocks of one object are fetched with one ranged GET
-(:func:`~blockgz.format.plan.merge_ranges`). A block of
+(:func:`~blockgz.blocks.plan.merge_ranges`). A block of
 newline-separated records (JSON, or bytearray with the default separator) that carries no
 envelope and no keys/headers beside it becomes an Arrow batch without a Python object per
 record: numpy finds the separators and the values column is built over the block's bytes.
 Parquet row groups whose values are parsed into a struct become batches from their columns
-(:mod:`blockgz.reader.scan_parquet`). Everything else (Avro, other Parquet row groups,
+(:mod:`blockgz.reader.spark.scan_parquet`). Everything else (Avro, other Parquet row groups,
 envelopes, keys and headers files, other framings, objects without an index) goes through
 the record reader
-(:class:`~blockgz.reader.archive.Archive`), which knows them all.
+(:class:`~blockgz.reader.reading.archive.Archive`), which knows them all.
 
 With ``value_type`` (an Arrow struct) the values are parsed as JSON into it a block at a
-time (:mod:`blockgz.reader.json_values`).
+time (:mod:`blockgz.formats.json.values`).
 
 Rows outside the scan's offsets are dropped here, so a block that only partly overlaps the
 query gives exactly the rows asked for.
@@ -26,24 +26,24 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from blockgz.blocks.codecs.families import block_codec
+from blockgz.blocks.decode import Record, inflate_chunk
+from blockgz.blocks.envelope import unwrap
+from blockgz.blocks.framing import NEWLINE
+from blockgz.blocks.index import BlockIndex, Chunk
+from blockgz.blocks.plan import BlockRead, Span, fetched, merge_ranges
 from blockgz.errors import CorruptBlockError
-from blockgz.format.block_codecs import block_codec
-from blockgz.format.decode import Record, inflate_chunk
-from blockgz.format.envelope import unwrap
-from blockgz.format.framing import NEWLINE
-from blockgz.format.index import BlockIndex, Chunk
-from blockgz.format.plan import BlockRead, Span, fetched, merge_ranges
+from blockgz.formats.json.values import parse_json_lines
 from blockgz.objects.committed import CommittedRanges
 from blockgz.objects.indexed import object_ranges
-from blockgz.reader.archive import Archive
-from blockgz.reader.json_values import parse_json_lines
-from blockgz.reader.scan_parquet import parquet_batches
-from blockgz.reader.scan_plan import IntRange, Piece, Split
-from blockgz.reader.scan_timestamps import BlockTimestamps, fast_timestamps
-from blockgz.reader.tables import kafka_batch, kept_columns, value_bytes
+from blockgz.reader.analytics.tables import kafka_batch, kept_columns, value_bytes
+from blockgz.reader.reading.archive import Archive
+from blockgz.reader.spark.scan_parquet import parquet_batches
+from blockgz.reader.spark.scan_plan import IntRange, Piece, Split
+from blockgz.reader.spark.scan_timestamps import BlockTimestamps, fast_timestamps
 
 if TYPE_CHECKING:
-    from blockgz.reader.wire_avro import WireAvroValues
+    from blockgz.formats.avro.wire_decode import WireAvroValues
 
 #: How many bytes of neighbouring blocks a scan task fetches with one ranged GET.
 SPAN_BYTES = 8 << 20
@@ -226,7 +226,7 @@ def _record_path(
         archive.remember_index(ref, BlockIndex.from_json(piece.index_json))
     resolve = None
     if reader_schema is not None and ref.is_avro:
-        from blockgz.reader.avro_types import resolver
+        from blockgz.formats.avro.arrow_types import resolver
 
         resolve = resolver(archive.avro_schema(ref), reader_schema)
     blocks = (

@@ -7,7 +7,7 @@ for the offsets a piece reads (neighbouring blocks with one ranged GET), its lin
 pyarrow's CSV reader into int64 columns (C code; a hand-written parse would be a Python step per
 record), and each value block's rows are matched to their entries by offset (numpy). A file of
 another shape (Avro, not indexed, lines that are not pairs) gives ``None``: the record reader
-(:class:`~blockgz.reader.archive.Archive`) takes the piece, as it takes keys and headers.
+(:class:`~blockgz.reader.reading.archive.Archive`) takes the piece, as it takes keys and headers.
 
 >>> import numpy as np
 >>> stamps = BlockTimestamps(np.array([5, 6, 8]), np.array([100, -1, 300]), np.array([0, -1, 1]))
@@ -26,15 +26,15 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from blockgz.archive.object_ref import ObjectRef
-from blockgz.format.block_codecs import block_codec
-from blockgz.format.decode import Record, inflate_chunk
-from blockgz.format.plan import BlockRead, fetched, merge_ranges
-from blockgz.formats.json import int_pair_lines
-from blockgz.formats.registry import format_of_extension
+from blockgz.blocks.codecs.families import block_codec
+from blockgz.blocks.decode import Record, inflate_chunk
+from blockgz.blocks.plan import BlockRead, fetched, merge_ranges
+from blockgz.formats.by_name import format_of_extension
+from blockgz.formats.json.json_format import int_pair_lines
 from blockgz.objects.indexed import object_ranges
 
 if TYPE_CHECKING:
-    from blockgz.reader.archive import Archive
+    from blockgz.reader.reading.archive import Archive
 
 
 def fast_timestamps(ref: ObjectRef) -> ObjectRef | None:
@@ -139,7 +139,8 @@ class BlockTimestamps:
 
 
 def _pairs(data: bytes) -> tuple[np.ndarray, np.ndarray] | None:
-    """``[ms,type]`` lines as two int64 arrays (:func:`~blockgz.formats.json.int_pair_lines`);
+    """``[ms,type]`` lines as two int64 arrays
+    (:func:`~blockgz.formats.json.json_format.int_pair_lines`);
     ``None`` for anything else.
 
     >>> [a.tolist() for a in _pairs(b"[1700000000000,0]\\n[-1,-1]\\n")]

@@ -6,7 +6,7 @@
   fields become ``["null", T]`` unions defaulting to null; Connect's Timestamp, Date, Time and
   Decimal become Avro logical types), and :func:`avro_datum_from_connect` reads the payload
   into that schema (base64 text back into bytes, decimals into :class:`~decimal.Decimal`).
-* :func:`render_json` (:mod:`blockgz.formats.connect_render`) writes an Avro datum the way
+* :func:`render_json` (:mod:`blockgz.formats.json.connect_render`) writes an Avro datum the way
   Confluent's JsonFormat writes a Connect record (JsonConverter with ``schemas.enable=false``):
   bytes as base64 text, timestamps as epoch milliseconds, dates as days since the epoch,
   decimals as base64 of the unscaled value or, with ``json.decimal.format=NUMERIC``, as a
@@ -21,7 +21,7 @@
 >>> datum = avro_datum_from_connect(avro, {"id": 7, "tag": "AAE="})
 >>> datum
 {'id': 7, 'tag': b'\\x00\\x01'}
->>> from blockgz.formats.connect_render import render_json
+>>> from blockgz.formats.json.connect_render import render_json
 >>> render_json(avro, datum)
 b'{"id":7,"tag":"AAE="}'
 """

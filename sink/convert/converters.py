@@ -38,8 +38,8 @@ from blockgz.errors import ConfigError, RegistryError, UnknownSchemaError
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import Options, as_options
 from blockgz.sink.convert.connect_json import avro_datum_from_connect, avro_schema_from_connect
-from blockgz.sink.convert.registry import RegistrySettings, SchemasById, schemas_from
 from blockgz.sink.convert.schemas import BYTES_SCHEMA, STRING_SCHEMA, ValueSchema
+from blockgz.sink.convert.schemas_by_id import RegistrySettings, SchemasById, schemas_from
 from blockgz.sink.records import KafkaRecord, parse_json
 from blockgz.wire import HEADER_BYTES, schema_id_of
 

@@ -1,5 +1,5 @@
 """What ``blockgz audit`` asks the brokers of an export job: a partition's log start offset, and
-the first record Kafka holds from an offset on. :class:`blockgz.reader.audit_gaps.KafkaFacts`
+the first record Kafka holds from an offset on. :class:`blockgz.reader.audit.gaps.KafkaFacts`
 describes the questions (the reader does not import the sink: this class only has its shape).
 
 One consumer (the job's ``kafka.*`` settings, its isolation level: ``read_committed`` unless

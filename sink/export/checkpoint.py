@@ -6,7 +6,7 @@ import contextlib
 import os
 from pathlib import Path
 
-from blockgz.archive.manifests import new_epoch
+from blockgz.commits.manifests import new_epoch
 from blockgz.errors import CheckpointError, ExportFailed
 
 EPOCH_FILE = "blockgz-epoch"

@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from blockgz.archive.lease import DEFAULT_TTL_MS
+from blockgz.commits.writer_lease import DEFAULT_TTL_MS
 from blockgz.errors import ConfigError
-from blockgz.kafka_security import lift_connect_settings
+from blockgz.kafka.security import lift_connect_settings
 from blockgz.options import Options
 from blockgz.sink.export.job_options import DEFAULT_TRIGGER, JOB_OPTIONS
 from blockgz.sink.export.settings_names import (

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from blockgz.archive.lease import Lease
+from blockgz.commits.writer_lease import Lease
 from blockgz.errors import BlockGzError, ExportFailed
 from blockgz.sink.executor_env import credentials_option
 from blockgz.sink.export.checkpoint import check_checkpoint, checkpoint_epoch, checkpoint_failure
@@ -69,7 +69,7 @@ def run_export(
     it shows itself (progress, the one-line error).
 
     Before anything is written the job takes its lease (one writer per archive, see
-    :mod:`blockgz.archive.lease`), kept while it runs and released when it stops cleanly.
+    :mod:`blockgz.commits.writer_lease`), kept while it runs and released when it stops cleanly.
     """
     checkpoint = Path(checkpoint)
     # One admin client and one consumer serve every question the driver asks Kafka.
@@ -412,7 +412,7 @@ def default_master() -> str | None:
     """``local[<cores>,3]`` (every core, up to 3 attempts per task), or ``None`` under
     ``spark-submit``, whose ``--master`` then holds."""
 
-    from blockgz.format.pipeline import default_threads
+    from blockgz.blocks.pipeline import default_threads
 
     if os.environ.get("PYSPARK_GATEWAY_PORT"):  # started by spark-submit (or a pyspark shell)
         return None

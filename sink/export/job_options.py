@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from blockgz.archive.lease import DEFAULT_TTL_MS
+from blockgz.commits.writer_lease import DEFAULT_TTL_MS
 from blockgz.option_defs import OptionSet, declarer
 from blockgz.sink.export.events import LOG_FORMATS
 

@@ -22,14 +22,14 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from blockgz.kafka_access import QuietAdmin, quiet_admin
+from blockgz.kafka.access import QuietAdmin, quiet_admin
 
 #: The consumer's group (it never joins it: partitions are assigned, nothing is committed).
 GROUP_ID = "blockgz-export-progress"
 
 
 class DriverClients:
-    """One :class:`~blockgz.kafka_access.QuietAdmin` and one ``confluent_kafka.Consumer`` for
+    """One :class:`~blockgz.kafka.access.QuietAdmin` and one ``confluent_kafka.Consumer`` for
     librdkafka ``client_config``, made on first use."""
 
     def __init__(self, client_config: Mapping[str, Any]) -> None:

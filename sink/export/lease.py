@@ -1,4 +1,5 @@
-"""The export job's lease: one writer per archive (:mod:`blockgz.archive.lease`), taken and lost."""
+"""The export job's lease: one writer per archive (:mod:`blockgz.commits.writer_lease`), taken
+and lost."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import logging
 import threading
 from pathlib import Path
 
-from blockgz.archive.lease import Lease, lease_key
+from blockgz.commits.writer_lease import Lease, lease_key
 from blockgz.errors import LeaseLostError
 from blockgz.sink.export.config import ExportConfig
 
@@ -14,7 +15,8 @@ log = logging.getLogger("blockgz.export")
 
 
 def take_lease(job: ExportConfig, checkpoint: Path) -> Lease:
-    """Take the job's lease (:mod:`blockgz.archive.lease`) or raise :class:`LeaseHeldError` naming
+    """Take the job's lease (:mod:`blockgz.commits.writer_lease`) or raise :class:`LeaseHeldError`
+    naming
     its holder."""
     store, prefix = job.sink.make_store()
     lease = Lease(

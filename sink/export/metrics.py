@@ -22,7 +22,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from blockgz.archive.manifests import Manifest
+from blockgz.commits.manifests import Manifest
 from blockgz.errors import ConfigError
 from blockgz.sink.export.events import event
 from blockgz.store.request_stats import OUTCOMES, REQUESTS, RETRIES

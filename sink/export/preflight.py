@@ -19,7 +19,7 @@ import time
 from typing import TYPE_CHECKING
 
 from blockgz.errors import BlockGzError, PreflightError
-from blockgz.kafka_access import (
+from blockgz.kafka.access import (
     QuietAdmin,
     connection_failure,
     grant_hint,
@@ -53,11 +53,12 @@ def check_other_jobs(job: ExportConfig) -> None:
     readers of the layout would see both. ``blockgz.share.topics=true`` allows it.
 
     Costs a listing of the manifest directory and, per other job there, a look at its
-    catalog and newest manifests (:meth:`~blockgz.archive.log.ManifestLog.committed_offsets`).
+    catalog and newest manifests
+    (:meth:`~blockgz.commits.manifest_log.ManifestLog.committed_offsets`).
 
     >>> import tempfile
     >>> from blockgz.archive.layout import Layout
-    >>> from blockgz.archive.log import ManifestLog
+    >>> from blockgz.commits.manifest_log import ManifestLog
     >>> from blockgz.store import LocalStore
     >>> root = tempfile.mkdtemp()
     >>> log = ManifestLog(LocalStore(root), "", Layout(), "a")
@@ -69,8 +70,8 @@ def check_other_jobs(job: ExportConfig) -> None:
     blockgz.errors.PreflightError: name=b: job 'a' already archives t under topics/ ...
     >>> check_other_jobs(ExportConfig.from_mapping({**job, "blockgz.share.topics": "true"}))
     """
-    from blockgz.archive.log import ManifestLog
-    from blockgz.archive.manifests import find_exports
+    from blockgz.commits.manifest_log import ManifestLog
+    from blockgz.commits.manifests import find_exports
 
     if job.share_topics:
         return

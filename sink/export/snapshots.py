@@ -5,7 +5,7 @@ of its own so the export never waits for it) the driver asks Kafka's admin API f
 topics' partition counts and the configs set on them (``DescribeConfigs``), the consumer groups
 whose names match ``blockgz.snapshot.groups`` (``ListGroups``) and their committed offsets on
 the archived topics (``OffsetFetch``, one request per group), and writes them with the archive's
-committed offsets as one :class:`~blockgz.archive.snapshots.ClusterSnapshot` (one PUT).
+committed offsets as one :class:`~blockgz.commits.cluster_snapshots.ClusterSnapshot` (one PUT).
 
 A snapshot that fails is a warning, never a failed export: the records are what must not be
 lost; the next interval tries again. What it costs is logged with each snapshot (``snapshot``
@@ -29,8 +29,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from blockgz.archive.offsets import Offsets
-from blockgz.archive.snapshots import ClusterSnapshot, Snapshots, TopicState
+from blockgz.archive.partition_offsets import Offsets
+from blockgz.commits.cluster_snapshots import ClusterSnapshot, Snapshots, TopicState
 from blockgz.errors import ConfigError
 from blockgz.sink.export.events import event
 from blockgz.sink.export.kafka_clients import DriverClients

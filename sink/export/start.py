@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from blockgz.archive.offsets import EARLIEST, Offsets
+from blockgz.archive.partition_offsets import EARLIEST, Offsets
 from blockgz.sink.export.config import ExportConfig
 
 if TYPE_CHECKING:

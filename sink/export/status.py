@@ -4,14 +4,14 @@
 offsets, dead letters, the time of each topic-partition's last commit: when the manifest
 that advanced it was written), Kafka's watermarks (end offset and lag), the multipart uploads
 left open under the job's prefixes, and the objects no manifest committed (what a restart
-would remove: :func:`blockgz.archive.recovery.find_uncommitted`), and each topic's lives (two
+would remove: :func:`blockgz.commits.recovery.find_uncommitted`), and each topic's lives (two
 in the archive, or a topic recreated in Kafka since the archive recorded its id: both a
 problem; :mod:`blockgz.sink.kafka.lives`). :func:`assess` turns that
 into issues; :attr:`StatusReport.exit_code` into 0 (healthy), 1 (a warning: lag above
 ``max_lag``) or 2 (a problem: no commit for longer than ``max_commit_age`` while records wait,
 an unreachable broker or archive, a corrupt manifest).
 
-What it costs: the catalog's reads (:meth:`~blockgz.archive.catalog.Catalog.view`), one HEAD,
+What it costs: the catalog's reads (:meth:`~blockgz.commits.catalog.Catalog.view`), one HEAD,
 one metadata request and one watermark request per partition, one multipart listing per
 topic, and listings of each partition from its committed offset on.
 
@@ -258,7 +258,7 @@ def _partition(report: StatusReport, topic: str, part: int) -> PartitionStatus:
 def _read_archive(report: StatusReport, manifests):
     """Committed offsets, first/last offsets, dead letters and commit times, from the catalog
     (whose view is returned)."""
-    from blockgz.archive.catalog import Catalog
+    from blockgz.commits.catalog import Catalog
     from blockgz.errors import ObjectNotFoundError
 
     view = Catalog(manifests).view()
@@ -298,7 +298,7 @@ def _read_lives(report: StatusReport, manifests, view, job: ExportConfig | None)
     """A topic's lives: two in the archive already (the audit's ``topic_lives``), or a topic
     recreated in Kafka since the archive recorded it (``job`` given: the brokers are asked),
     which the export refuses to archive beside the old life; each a problem."""
-    from blockgz.archive.manifests import lives_message
+    from blockgz.commits.manifests import lives_message
 
     for topic, ids in sorted(view.lives.items()):
         if len(ids) > 1:
@@ -389,7 +389,7 @@ def _read_leftovers(
     report: StatusReport, manifests, topics: list[str], partition_directories: bool
 ) -> None:
     """Open multipart uploads under the job's prefixes, and objects no manifest committed."""
-    from blockgz.archive.recovery import find_uncommitted
+    from blockgz.commits.recovery import find_uncommitted
 
     store, layout = manifests.store, manifests.layout
     prefixes = [layout.topic_prefix(manifests.prefix, t) for t in topics]
@@ -422,7 +422,7 @@ def archive_jobs(
     settings by their Confluent names).
 
     >>> import tempfile
-    >>> from blockgz.archive.log import ManifestLog
+    >>> from blockgz.commits.manifest_log import ManifestLog
     >>> from blockgz.archive.layout import Layout
     >>> from blockgz.store import LocalStore
     >>> root = tempfile.mkdtemp()
@@ -432,8 +432,8 @@ def archive_jobs(
     [('j', ['t'])]
     """
     from blockgz.archive.layout import DEFAULT_MANIFEST_DIR
-    from blockgz.archive.log import ManifestLog
-    from blockgz.archive.manifests import find_exports
+    from blockgz.commits.manifest_log import ManifestLog
+    from blockgz.commits.manifests import find_exports
     from blockgz.store import StoreTarget
 
     store, prefix = StoreTarget.from_url(url, options).open()

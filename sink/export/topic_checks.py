@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from blockgz.errors import PreflightError
-from blockgz.kafka_access import TopicFacts, describe_topics, grant_hint, principal
+from blockgz.kafka.access import TopicFacts, describe_topics, grant_hint, principal
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.kafka.lives import (
     COMMIT_CHECK,

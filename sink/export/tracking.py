@@ -13,10 +13,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from blockgz.archive.manifests import Manifest
-from blockgz.archive.offsets import merge_offsets
-from blockgz.archive.snapshots import Snapshots
+from blockgz.archive.partition_offsets import merge_offsets
 from blockgz.archive.timestamps_keys import TIMESTAMPS
+from blockgz.commits.cluster_snapshots import Snapshots
+from blockgz.commits.manifests import Manifest
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.events import event
 from blockgz.sink.export.kafka_clients import DriverClients

@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.archive.layout import Layout
-from blockgz.archive.manifests import Manifest, Manifests
-from blockgz.archive.offsets import offsets_doc
+from blockgz.archive.partition_offsets import offsets_doc
+from blockgz.commits.manifests import Manifest, Manifests
 from blockgz.errors import ConfigError, IcebergCommitError, MissingDependencyError
 from blockgz.options import as_options
 from blockgz.sink.iceberg.settings import IcebergSettings, check_parquet, file_url

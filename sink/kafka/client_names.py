@@ -3,7 +3,7 @@
 The ``kafka.*`` settings of an export go to librdkafka (confluent-kafka), which refuses an
 unknown name only once a client is made, deep inside the job. This module checks the names
 first, before Spark starts: a name librdkafka knows, or a Java client security name that
-:mod:`blockgz.kafka_security` translates, is accepted; any other is an error in one line, with
+:mod:`blockgz.kafka.security` translates, is accepted; any other is an error in one line, with
 a "did you mean" when a known name is close (a case slip always is). Names are exact, as
 librdkafka's and Connect's are.
 
@@ -24,7 +24,7 @@ import glob
 import logging
 import os
 
-from blockgz.kafka_security import JAVA_SECURITY_NAMES
+from blockgz.kafka.security import JAVA_SECURITY_NAMES
 from blockgz.option_defs import TYPO_CUTOFF
 
 log = logging.getLogger("blockgz.kafka")

@@ -2,7 +2,7 @@
 topic id, offsets from 0 again), and an archive must never mix the two.
 
 Every batch manifest records each topic's Kafka topic id
-(:attr:`~blockgz.archive.manifests.Manifest.topic_ids`). ``blockgz export`` compares the live
+(:attr:`~blockgz.commits.manifests.Manifest.topic_ids`). ``blockgz export`` compares the live
 ids with the last recorded ones when it starts (:func:`check_start`) and, through the sink's
 commit check (:func:`check_commit`, named by :data:`COMMIT_CHECK`), before each batch's
 manifest; a different id refuses in one line (:class:`~blockgz.errors.TopicRecreatedError`):
@@ -22,8 +22,8 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from blockgz.archive.catalog import Catalog
-from blockgz.archive.manifests import Manifests
+from blockgz.commits.catalog import Catalog
+from blockgz.commits.manifests import Manifests
 from blockgz.errors import ObjectNotFoundError, TopicRecreatedError
 
 log = logging.getLogger("blockgz.export")
@@ -66,7 +66,7 @@ def source_refusal(topic: str, started: str, live: str) -> str:
 
 def recorded_topic_ids(manifests: Manifests) -> dict[str, str]:
     """Per topic, the id the newest committed manifest that names it recorded (the catalog's
-    :attr:`~blockgz.archive.catalog.CatalogView.lives`; under a root written before roots kept
+    :attr:`~blockgz.commits.catalog.CatalogView.lives`; under a root written before roots kept
     them, the last manifest that root folded in). Topics none records are unknown (left out)."""
     view = Catalog(manifests).view()
     found = {topic: ids[-1] for topic, ids in view.lives.items() if ids}
@@ -97,7 +97,7 @@ def changed_life(
 
 def live_topic_ids(client: Any, topics: Iterable[str]) -> dict[str, str | None]:
     """Per topic, its id now (``None`` when the broker does not say: gone, or not visible)."""
-    from blockgz.kafka_access import describe_topics
+    from blockgz.kafka.access import describe_topics
 
     facts = describe_topics(client, topics, timeout_s=DESCRIBE_TIMEOUT_S, operations=False)
     return {topic: f.topic_id for topic, f in facts.items()}

@@ -116,7 +116,7 @@ def manifest_start(
     Partitions no manifest mentions start at earliest. (``blockgz export`` also removes
     objects of batches that never committed; this source only reads.)
     """
-    from blockgz.archive.log import ManifestLog
+    from blockgz.commits.manifest_log import ManifestLog
     from blockgz.options import Options
 
     return ManifestLog.from_options(Options(manifest_options)).resume_point(partitions)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from blockgz.errors import ConfigError
-from blockgz.kafka_security import librdkafka_settings
+from blockgz.kafka.security import librdkafka_settings
 from blockgz.option_defs import OptionSet, declarer
 from blockgz.options import Options
 
@@ -166,7 +166,8 @@ class SourceConfig:
     group_id_prefix: str = "blockgz-kafka-source"
     kafka: Mapping[str, str] = field(default_factory=dict)  # kafka.* without the prefix
     # startingOffsets=s3 reads the blockgz sink's manifests: the sink's options say where
-    # (its target, key layout and job name; see blockgz.archive.log.ManifestLog.from_options).
+    # (its target, key layout and job name; see
+    # blockgz.commits.manifest_log.ManifestLog.from_options).
     manifest_options: Mapping[str, str] = field(default_factory=dict)
     emit_ranges: bool = False  # blockgz.emit=ranges: one offset-range row per task
     #: blockgz.topic.ids: the topic ids the run holds to (blockgz.sink.kafka.lives).

@@ -60,7 +60,7 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from blockgz.errors import SourceError, TopicRecreatedError
-from blockgz.gc_control import settle as settle_heap
+from blockgz.runtime.gc_control import settle as settle_heap
 from blockgz.sink.kafka.offsets import (
     manifest_start,
     offsets_from_json,
@@ -274,7 +274,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         assert isinstance(partition, KafkaInputPartition)
-        settle_heap()  # collections skip the worker's long-lived objects (blockgz.gc_control)
+        # collections skip the worker's long-lived objects (blockgz.runtime.gc_control)
+        settle_heap()
         if self.config.emit_ranges:
             return iter([(partition.topic, partition.partition, partition.start, partition.end)])
         return read_range(self.config, partition)

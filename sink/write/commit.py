@@ -2,7 +2,7 @@
 
 Each task returns a :class:`TaskCommitMessage` (its files and, per topic-partition, the next
 offset after what it wrote). The driver's ``commit`` folds them into the batch manifest
-(:class:`blockgz.archive.log.ManifestLog`); its ``abort`` deletes what the tasks wrote.
+(:class:`blockgz.commits.manifest_log.ManifestLog`); its ``abort`` deletes what the tasks wrote.
 
 >>> import tempfile
 >>> from blockgz.sink.write.config import SinkConfig
@@ -19,9 +19,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from blockgz.archive.log import ManifestLog
-from blockgz.archive.offsets import Offsets, merge_offsets
+from blockgz.archive.partition_offsets import Offsets, merge_offsets
 from blockgz.archive.written import WrittenFile
+from blockgz.commits.manifest_log import ManifestLog
 from blockgz.store.request_stats import RequestDigest, merge_digests
 
 try:  # the message must subclass Spark's type when Spark is there; plain object otherwise

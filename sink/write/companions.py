@@ -10,8 +10,9 @@ rotate and close with their value file, and are committed before the batch manif
 An entry is encoded *before* its value is written, so a key that cannot be written fails (or is
 dead-lettered) without leaving the files out of step.
 
-How each format stores an entry is the format's own (see :mod:`blockgz.formats.json`,
-:mod:`blockgz.formats.bytearray`, :mod:`blockgz.formats.avro`): this module opens the files,
+How each format stores an entry is the format's own (see :mod:`blockgz.formats.json.json_format`,
+:mod:`blockgz.formats.bytearray.bytearray_format`, :mod:`blockgz.formats.avro.avro_format`): this
+module opens the files,
 keeps them in step with the value file and hands each entry to its format. A format that holds
 one schema per object (Avro) gets the key converter's schema (``bytes`` without one) as
 ``["null", <key schema>]``, or the headers' array of ``Header = {key: string, value: ["null",

@@ -26,30 +26,30 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from blockgz.archive.catalog import DEFAULT_EVERY
 from blockgz.archive.layout import Layout
-from blockgz.archive.log import ManifestLog
-from blockgz.errors import ConfigError
-from blockgz.format.codec import Compression
-from blockgz.format.framing import (
+from blockgz.blocks.codecs.gzip_members import Compression
+from blockgz.blocks.framing import (
     FRAMING_OPTION,
     Framing,
     LengthPrefixed,
     Separated,
     framing_from_options,
 )
-from blockgz.format.writer import DEFAULT_BLOCK_SIZE
+from blockgz.blocks.writer import DEFAULT_BLOCK_SIZE
+from blockgz.commits.catalog import DEFAULT_EVERY
+from blockgz.commits.manifest_log import ManifestLog
+from blockgz.errors import ConfigError
 from blockgz.formats.base import HEADERS, KEYS, TIMESTAMPS, VALUE, Format
+from blockgz.formats.by_name import FORMATS, check_companion_role
 from blockgz.formats.compression import COMPRESSIONS, CompressionType
-from blockgz.formats.json import ENVELOPE_OPTION
-from blockgz.formats.registry import FORMATS, check_companion_role
+from blockgz.formats.json.json_format import ENVELOPE_OPTION
 from blockgz.option_defs import OPTIONS
 from blockgz.options import Options, as_options
 from blockgz.sink.convert.converters import JSON, ConverterSettings
+from blockgz.sink.deadletter import DeadLetterSettings
 from blockgz.sink.iceberg.spec import check_table_settings
 from blockgz.sink.partitioning.settings import DefaultSettings, PartitionerSettings
 from blockgz.sink.partitioning.zones import parse_timezone
-from blockgz.sink.write.deadletter import DeadLetterSettings
 from blockgz.sink.write.options import (
     INPUT_PREFIX,
     INPUT_READER,
@@ -398,7 +398,7 @@ class SinkConfig:
 
     @property
     def records_intents(self) -> bool:
-        """Whether tasks record the directories they write ahead (:mod:`blockgz.archive.intents`):
+        """Whether tasks record the directories they write ahead (:mod:`blockgz.commits.intents`):
         under a field or time partitioner, whose objects may land in any directory."""
         return not self.partitioner().partition_directories
 

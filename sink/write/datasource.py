@@ -31,11 +31,11 @@ from pyspark.sql.datasource import (
     DataSourceStreamArrowWriter,
 )
 
-from blockgz.archive.catalog import compact_every
-from blockgz.archive.lease import DEFAULT_TTL_MS, Holder, Lease, lease_key
-from blockgz.archive.manifests import delete_written
+from blockgz.commits.catalog import compact_every
+from blockgz.commits.manifests import delete_written
+from blockgz.commits.writer_lease import DEFAULT_TTL_MS, Holder, Lease, lease_key
 from blockgz.errors import BlockGzError, ConfigError
-from blockgz.gc_control import settle as settle_heap
+from blockgz.runtime.gc_control import settle as settle_heap
 from blockgz.sink.executor_env import CREDENTIALS_OPTION, apply_credentials
 from blockgz.sink.iceberg.settings import IcebergSettings
 from blockgz.sink.iceberg.table import ArchiveTable, commit_to_table
@@ -109,7 +109,8 @@ class _Writer:
         return self._listener
 
     def write(self, iterator: Iterator[Any]) -> TaskCommitMessage:
-        settle_heap()  # collections skip the worker's long-lived objects (blockgz.gc_control)
+        # collections skip the worker's long-lived objects (blockgz.runtime.gc_control)
+        settle_heap()
         apply_credentials(getattr(self, "credentials", {}))
         return write_task(self.config, iterator)
 

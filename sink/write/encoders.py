@@ -3,15 +3,18 @@
 Each format hands out its own (:meth:`blockgz.formats.base.Format.encoder`); the encoders live
 with their formats:
 
-* ``json`` (:mod:`blockgz.formats.json`): :class:`JsonValueEncoder` (each value as one JSON
+* ``json`` (:mod:`blockgz.formats.json.json_format`): :class:`JsonValueEncoder` (each value as one
+JSON
   line, as Confluent's JsonFormat writes schemaless JSON), :class:`JsonEnvelopeEncoder`
   (``format.json.envelope=true``: each value wrapped with its Kafka metadata) and
   :class:`ConnectJsonEncoder` (values a converter decoded, as Confluent writes Connect records);
-* ``bytearray`` (:mod:`blockgz.formats.bytearray`): :class:`ByteArrayEncoder`, the raw bytes;
-* ``avro`` (:mod:`blockgz.formats.avro`): :class:`AvroDatumEncoder`, the decoded value for the
+* ``bytearray`` (:mod:`blockgz.formats.bytearray.bytearray_format`): :class:`ByteArrayEncoder`, the
+raw bytes;
+* ``avro`` (:mod:`blockgz.formats.avro.avro_format`): :class:`AvroDatumEncoder`, the decoded value
+for the
   Avro container writer.
 
->>> from blockgz.formats.json import JsonEnvelopeEncoder, JsonValueEncoder
+>>> from blockgz.formats.json.json_format import JsonEnvelopeEncoder, JsonValueEncoder
 >>> from blockgz.sink.records import KafkaRecord
 >>> enc = JsonValueEncoder()
 >>> enc.encode(KafkaRecord("t", 0, 7, 0, None, b'{"a": 1}'))
@@ -38,7 +41,7 @@ def encoder_for(config: SinkConfig) -> RecordEncoder:
 
     >>> from blockgz.sink.write.config import SinkConfig
     >>> type(encoder_for(SinkConfig.from_options({"path": "/tmp/x", "format.class": "bytearray"})))
-    <class 'blockgz.formats.bytearray.ByteArrayEncoder'>
+    <class 'blockgz.formats.bytearray.bytearray_format.ByteArrayEncoder'>
     """
     return config.format_for().encoder(config)
 

@@ -1,7 +1,7 @@
 """The place of a value file the sink never writes: :class:`NoValueFile`.
 
 The writers of the objects the sink does write live with the formats
-(:mod:`blockgz.formats.output`: framed records, :mod:`blockgz.formats.avro_writer`: Avro
+(:mod:`blockgz.formats.output`: framed records, :mod:`blockgz.formats.avro.writer`: Avro
 container files); each format opens its own (:meth:`blockgz.formats.base.Format.open_writer`).
 """
 

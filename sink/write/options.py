@@ -7,12 +7,12 @@ and the README's tables come from them.
 
 from __future__ import annotations
 
-from blockgz.archive.catalog import DEFAULT_EVERY
-from blockgz.format.avro_index import AVRO_CODECS
-from blockgz.format.writer import DEFAULT_BLOCK_SIZE
+from blockgz.blocks.avro.block_index import AVRO_CODECS
+from blockgz.blocks.writer import DEFAULT_BLOCK_SIZE
+from blockgz.commits.catalog import DEFAULT_EVERY
 from blockgz.formats.compression import COMPRESSIONS
-from blockgz.formats.connect_render import DECIMAL_FORMATS
-from blockgz.formats.parquet import DEFAULT_ROW_GROUP_SIZE, PARQUET_CODECS
+from blockgz.formats.json.connect_render import DECIMAL_FORMATS
+from blockgz.formats.parquet.parquet_format import DEFAULT_ROW_GROUP_SIZE, PARQUET_CODECS
 from blockgz.option_defs import NotDone, OptionSet, declarer
 from blockgz.sink.convert.evolution import COMPATIBILITIES
 from blockgz.sink.executor_env import CREDENTIALS_OPTION
@@ -29,7 +29,7 @@ LISTENER = "blockgz.write.listener"
 LISTENER_PREFIX = "blockgz.write.listener."
 #: Set by ``blockgz export`` (not by users): the token of the lease the job holds, and its
 #: time to live; the driver's commit renews the lease before each manifest
-#: (:mod:`blockgz.archive.lease`).
+#: (:mod:`blockgz.commits.writer_lease`).
 LEASE_TOKEN = "blockgz.lease.token"
 LEASE_TTL = "blockgz.lease.ttl.ms"
 #: Set by ``blockgz export`` (not by users): ``module:function`` the driver's commit calls
@@ -45,9 +45,9 @@ _sink = declarer("sink", "confluent")
 
 _BLOCKS = "(block-GZIP and Avro)"
 #: The sink's own options (the key layout, framing, converters, partitioner and dead letters
-#: are declared where they are read: :mod:`blockgz.archive.layout`, :mod:`blockgz.format.framing`,
+#: are declared where they are read: :mod:`blockgz.archive.layout`, :mod:`blockgz.blocks.framing`,
 #: :mod:`blockgz.sink.convert.converters`, :mod:`blockgz.sink.partitioning.settings`,
-#: :mod:`blockgz.sink.write.deadletter`).
+#: :mod:`blockgz.sink.deadletter`).
 SINK_OPTIONS = OptionSet(
     _sink(
         "format.class",

@@ -39,17 +39,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from blockgz.archive.intents import DirectoryIntents
 from blockgz.archive.layout import default_partition
 from blockgz.archive.written import WrittenFile
+from blockgz.commits.intents import DirectoryIntents
 from blockgz.errors import BadRecordError, OffsetOrderError
 from blockgz.formats.base import KEYS
 from blockgz.formats.output import ObjectWriter
 from blockgz.sink.convert.schemas import ValueSchema
+from blockgz.sink.deadletter import DeadLetters, log_bad_record
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.companions import Companions
 from blockgz.sink.write.config import SinkConfig
-from blockgz.sink.write.deadletter import DeadLetters, log_bad_record
 from blockgz.sink.write.encoders import encoder_for
 from blockgz.sink.write.object_writer import NoValueFile
 from blockgz.sink.write.open_files import OpenFiles
@@ -58,7 +58,7 @@ from blockgz.sink.write.transforming import TransformedRecord
 from blockgz.store.base import ObjectStore
 
 if TYPE_CHECKING:
-    from blockgz.formats.avro_writer import AvroObjectWriter
+    from blockgz.formats.avro.writer import AvroObjectWriter
 
     OpenFile = ObjectWriter | AvroObjectWriter | NoValueFile
 

@@ -15,15 +15,15 @@ from typing import Any
 
 from blockgz.archive.written import WrittenFile
 from blockgz.errors import ConfigError
-from blockgz.sink.records import KafkaRecord
-from blockgz.sink.write.commit import TaskCommitMessage
-from blockgz.sink.write.config import SinkConfig
-from blockgz.sink.write.deadletter import (
+from blockgz.sink.deadletter import (
     DeadLetters,
     KafkaDeadLetters,
     StoreDeadLetters,
     log_bad_record,
 )
+from blockgz.sink.records import KafkaRecord
+from blockgz.sink.write.commit import TaskCommitMessage
+from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.hooks import TaskInfo, load_input_reader, load_listener
 from blockgz.sink.write.partition_writer import TopicPartitionWriter
 from blockgz.sink.write.transforming import RecordTransformer, StageError
@@ -217,16 +217,27 @@ class WriteTask:
             self.writer_for(record.topic, record.partition).write(record)
 
     def _write_routed_run(self, batch) -> bool:
-        """A chain that only routes topics takes one topic-partition's batch whole (the batch
-        path); ``False`` when it cannot (then records go one by one)."""
-        assert self.transformer is not None
-        run = single_partition_run(batch) if self.transformer.topic_only else None
-        if run is None:
+        """One topic-partition's batch whole (the batch path) through a chain that compiles
+        for its topic (:meth:`~blockgz.sink.transforms.chain.Chain.fused`): routers once, value
+        transforms in one loop over the parsed JSON values; ``False`` when it cannot (then
+        records go one by one)."""
+        transformer = self.transformer
+        assert transformer is not None
+        run = single_partition_run(batch)
+        plan = None if run is None else transformer.chain.fused(run[0])
+        if run is None or plan is None or (plan.kernels and not transformer.json_values):
             return False
-        target = (self.transformer.route(*run), run[1])
+        target = (plan.topic, run[1])
         self._check_route(target, run)
         writer = self.writer_for(*target)
-        if not (writer.writes_runs and self._write_runs(writer, batch)):
+        if not writer.writes_runs:
+            return False
+        values = None
+        if plan.kernels:
+            values = transformer.transform_json_values(plan, run_values(batch)[0], batch)
+            if values is None:
+                return False
+        if not self._write_runs(writer, batch, values):
             return False
         import pyarrow.compute as pc
 
@@ -263,7 +274,9 @@ class WriteTask:
         self._check_route(target, source)
         self.writer_for(*target).write(out)
 
-    def _write_runs(self, writer: TopicPartitionWriter, batch) -> bool:
+    def _write_runs(
+        self, writer: TopicPartitionWriter, batch, transformed: list[bytes] | None = None
+    ) -> bool:
         """One topic-partition's batch on the batch path; ``False`` if none of it could go.
 
         Under ``errors.tolerance=all`` a value the encoder rejects does not send the whole
@@ -272,15 +285,24 @@ class WriteTask:
         paths cut files and blocks at the same records, so the objects are the same.
         """
         values, offsets = run_values(batch)
+        checked = transformed is not None  # serialised by orjson: valid, one line each
+        if checked:
+            values = transformed
         keys, headers = run_companions(batch, self.config)
         stamps, kinds = run_timestamps(batch), run_timestamp_types(batch)
         if writer.dead_letters is None:
             return writer.write_values(
-                values, offsets, keys, headers, timestamps=stamps, timestamp_types=kinds
+                values,
+                offsets,
+                keys,
+                headers,
+                timestamps=stamps,
+                timestamp_types=kinds,
+                checked=checked,
             )
         import pyarrow as pa
 
-        bad_rows = writer.encoder.rejected(values)
+        bad_rows = [] if checked else writer.encoder.rejected(values)
         bad_records = records_of(batch.take(pa.array(bad_rows, pa.int64()))) if bad_rows else None
         start, count = 0, len(values)
         for stop in [*bad_rows, count]:

@@ -246,7 +246,7 @@ def test_replay_of_an_avro_archive_sends_the_bytes_the_topic_held(
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroDeserializer
 
-    from blockgz.local_servers.registry import LocalSchemaRegistry
+    from blockgz.local_servers.schema_registry import LocalSchemaRegistry
 
     with LocalSchemaRegistry() as fresh:
         moved = CliRunner().invoke(

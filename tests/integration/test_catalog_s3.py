@@ -11,7 +11,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from blockgz.archive.catalog import Catalog
+from blockgz.commits.catalog import Catalog
 from blockgz.reader import open_archive
 from testkit.archives import export_batches, input_records
 from testkit.s3 import s3_options
@@ -48,7 +48,7 @@ def test_resume_and_cold_seek_cost_a_bounded_number_of_requests(weed_proxy, weed
 
 def test_uncommitted_objects_are_found_without_listing_the_committed_ones(weed_proxy, weed_bucket):
     from blockgz.archive.layout import Layout
-    from blockgz.archive.log import ManifestLog
+    from blockgz.commits.manifest_log import ManifestLog
     from blockgz.store import open_store
     from testkit.archives import build_partition
 

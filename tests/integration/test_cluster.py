@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from blockgz.local_servers.s3 import REGION
+from blockgz.local_servers.moto_s3 import REGION
 from blockgz.local_servers.seaweed import SeaweedS3
 from blockgz.store import open_store
 from testkit.kafka_data import produce_numbered, read_exported

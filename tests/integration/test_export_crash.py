@@ -229,7 +229,7 @@ HOURLY = {
 def test_lost_checkpoint_resumes_from_s3_manifests(
     crash_setup, kafka, s3_server, bucket, tmp_path, layout
 ):
-    """Hourly: the orphans are found through the dead batch's intents (blockgz.archive.intents)."""
+    """Hourly: the orphans are found through the dead batch's intents (blockgz.commits.intents)."""
     fault = "pause-after-files:2:1:{marker}"
     killed_at(fault, tmp_path, kafka, s3_server, bucket, crash_setup, **layout)
     # Batch 1 starts at offset 20 in each partition; with flush.size=7 its second file starts

@@ -12,7 +12,7 @@ from collections import defaultdict
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from blockgz.archive.snapshots import Snapshots
+from blockgz.commits.cluster_snapshots import Snapshots
 from blockgz.sink.export.job import ExportResult, run_export
 from testkit.kafka_data import produce_numbered
 from tests.integration.test_export import bucket_contents, job_for, topic_for

@@ -322,7 +322,7 @@ def test_spark_4_1_reads_the_table_on_s3_through_its_catalog(
     """The table of two batches in S3 (SeaweedFS), read by pyspark 4.1.4 as ``blockgz.kafka.orders``
     through Iceberg's JDBC catalog on the SQLite file blockgz commits to, its files through
     Iceberg's S3 FileIO: every record."""
-    from blockgz.local_servers.s3 import ACCESS_KEY, REGION, SECRET_KEY
+    from blockgz.local_servers.moto_s3 import ACCESS_KEY, REGION, SECRET_KEY
 
     options = sink_options(s3_server, bucket, tmp_path)
     config = SinkConfig.from_options(options)
@@ -364,7 +364,9 @@ def test_the_parquet_export_keeps_the_iceberg_table(
     ``hour(ts)``, its files are the archive's objects, and each batch's commit says its end
     offsets; a second run with nothing new adds nothing. Runs once the Parquet format is
     registered (issue 29 part 1); skipped before."""
-    pytest.importorskip("blockgz.formats.parquet", reason="the Parquet format is not here yet")
+    pytest.importorskip(
+        "blockgz.formats.parquet.parquet_format", reason="the Parquet format is not here yet"
+    )
     from blockgz.sink.export.config import ExportConfig
     from blockgz.sink.export.job import run_export
     from testkit.avro_data import produce_avro_numbered
@@ -429,7 +431,9 @@ def test_sigkill_of_the_export_between_the_two_commits_then_restart(
     batch 1's commit: its manifest written, its Iceberg commit not. The restarted export adds
     batch 1 on start and goes on: every record in the table, each file once, one commit per
     batch. Runs once the Parquet format is on this branch (issue 29 part 1)."""
-    pytest.importorskip("blockgz.formats.parquet", reason="the Parquet format is not here yet")
+    pytest.importorskip(
+        "blockgz.formats.parquet.parquet_format", reason="the Parquet format is not here yet"
+    )
     from testkit.avro_data import produce_avro_numbered
     from tests.integration.test_export_crash import ExportProcess
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from blockgz.local_servers.test_ca import TestCA
+from testkit.throwaway_ca import TestCA
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"

@@ -102,7 +102,7 @@ def test_ls_with_a_topics_dir_lists_that_archive_only(messy):
 def test_records_of_a_job_written_twice_return_each_offset_once(messy):
     root, options = messy
     with open_archive(f"{root}/doubled", options) as archive:
-        from blockgz.reader.overlaps import find_overlaps
+        from blockgz.reader.reading.overlaps import find_overlaps
 
         assert find_overlaps(archive.objects("ev", 0), archive.index)
         for partition in (0, 1):

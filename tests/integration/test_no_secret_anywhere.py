@@ -30,8 +30,8 @@ from pathlib import Path
 import pytest
 
 from blockgz.archive.layout import Layout
-from blockgz.archive.snapshots import Snapshots
-from blockgz.local_servers.registry import LocalSchemaRegistry
+from blockgz.commits.cluster_snapshots import Snapshots
+from blockgz.local_servers.schema_registry import LocalSchemaRegistry
 from blockgz.store import open_store
 from testkit.avro_data import V1, produce_avro
 from testkit.kafka_data import read_exported

@@ -25,8 +25,8 @@ from pathlib import Path
 import pytest
 
 from blockgz.archive.layout import Layout
-from blockgz.archive.lease import Holder, Lease
-from blockgz.archive.log import ManifestLog
+from blockgz.commits.manifest_log import ManifestLog
+from blockgz.commits.writer_lease import Holder, Lease
 from blockgz.errors import LeaseHeldError, PreconditionFailedError, PreflightError
 from blockgz.local_servers import fake_aws_env
 from blockgz.sink.export.config import ExportConfig

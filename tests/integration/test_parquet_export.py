@@ -9,8 +9,8 @@ from urllib.parse import unquote
 
 import pytest
 
-from blockgz.formats.parquet_read import FOOTER_READ, parquet_index
-from blockgz.formats.parquet_writer import ParquetObjectWriter
+from blockgz.formats.parquet.read import FOOTER_READ, parquet_index
+from blockgz.formats.parquet.writer import ParquetObjectWriter
 from blockgz.reader import open_archive
 from blockgz.sink.convert.schemas import ValueSchema
 from blockgz.store import open_store

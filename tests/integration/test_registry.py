@@ -13,8 +13,8 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.schema_registry.error import SchemaRegistryError
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from blockgz.local_servers.registry import CONTENT_TYPE
-from testkit.registry import FaultyRegistry
+from blockgz.local_servers.schema_registry import CONTENT_TYPE
+from testkit.schema_registries import FaultyRegistry
 
 
 def record(*fields: dict, name: str = "Order") -> Schema:

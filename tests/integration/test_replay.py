@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from blockgz.cli import main
-from blockgz.reader.replay import MARKER, kafka_partition
+from blockgz.reader.restore.replay import MARKER, kafka_partition
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.task import write_task
@@ -228,8 +228,8 @@ def test_refusals_say_why(kafka, tmp_path, args, words):
 
 
 def test_a_spark_replay_runs_one_task_per_partition(spark, kafka, tmp_path):
-    from blockgz.reader.replay import ReplaySettings
-    from blockgz.reader.replay_spark import replay_on_spark
+    from blockgz.reader.restore.replay import ReplaySettings
+    from blockgz.reader.restore.spark_driver import replay_on_spark
 
     records = archive_of(tmp_path, "sparky", 3, 60)
     kafka.create_topic("sparky-out", partitions=3)

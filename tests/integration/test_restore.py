@@ -19,10 +19,10 @@ from click.testing import CliRunner
 from confluent_kafka import KafkaError
 
 from blockgz.archive.layout import Layout
-from blockgz.archive.snapshots import ClusterSnapshot, Snapshots, TopicState
 from blockgz.cli import main
-from blockgz.reader.replay import MARKER
-from blockgz.reader.restore_positions import position_group
+from blockgz.commits.cluster_snapshots import ClusterSnapshot, Snapshots, TopicState
+from blockgz.reader.restore.positions import position_group
+from blockgz.reader.restore.replay import MARKER
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.task import write_task
@@ -348,8 +348,8 @@ def test_an_archive_written_under_a_time_partitioner(kafka, tmp_path):
 @pytest.mark.slow
 def test_a_spark_restore_runs_one_task_per_partition_of_every_topic(spark, kafka, tmp_path):
     from blockgz.reader import open_archive
-    from blockgz.reader.restore import RestoreSettings, restore_on_spark
-    from blockgz.reader.restore_plan import Rename, RestoreRequest, plan_restore
+    from blockgz.reader.restore.planning import Rename, RestoreRequest, plan_restore
+    from blockgz.reader.restore.restorer import RestoreSettings, restore_on_spark
 
     run_id = uuid.uuid4().hex[:6]
     first, second = f"sa_{run_id}", f"sb_{run_id}"
@@ -471,7 +471,7 @@ def registry_b():
     it hands out differ from registry A's and an id left unrewritten decodes wrongly or not."""
     from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 
-    from blockgz.local_servers.registry import LocalSchemaRegistry
+    from blockgz.local_servers.schema_registry import LocalSchemaRegistry
 
     with LocalSchemaRegistry() as server:
         SchemaRegistryClient({"url": server.url}).register_schema(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 
-from blockgz.archive.snapshots import TopicState
+from blockgz.commits.cluster_snapshots import TopicState
 from tests.integration.test_restore import (
     EXACT,
     archive_of,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import uuid
 
-from blockgz.archive.snapshots import TopicState
+from blockgz.commits.cluster_snapshots import TopicState
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.task import write_task

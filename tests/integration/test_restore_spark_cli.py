@@ -11,8 +11,8 @@ import uuid
 
 import pytest
 
-from blockgz.archive.snapshots import TopicState
-from blockgz.reader.replay import MARKER
+from blockgz.commits.cluster_snapshots import TopicState
+from blockgz.reader.restore.replay import MARKER
 from tests.integration.test_restore import (
     EXACT,
     archive_of,

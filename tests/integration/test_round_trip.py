@@ -23,7 +23,7 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from blockgz.reader import open_archive
-from blockgz.reader.replay import MARKER, ReplaySettings, replay
+from blockgz.reader.restore.replay import MARKER, ReplaySettings, replay
 from blockgz.registry import RegistrySettings
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.job import run_export

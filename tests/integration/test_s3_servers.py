@@ -100,7 +100,7 @@ def test_moto_in_thread_lifecycle(moto: MotoS3) -> None:
 def test_ceph_lifecycle_leaves_nothing_behind() -> None:
     """A cluster of its own (not the session's), with keys of its own: SigV4 is checked, and
     stop() leaves no daemon, process group, port or file behind."""
-    from blockgz.local_servers.s3 import make_s3_client
+    from blockgz.local_servers.moto_s3 import make_s3_client
     from testkit.ceph import CephRgwS3
 
     reason = CephRgwS3.unavailable_reason()

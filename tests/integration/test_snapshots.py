@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 
 from blockgz.archive.layout import Layout
-from blockgz.archive.snapshots import Snapshots, TopicState
+from blockgz.commits.cluster_snapshots import Snapshots, TopicState
 from blockgz.sink.export.snapshots import Snapshotter, parse_groups
 from blockgz.store import open_store
 from testkit.s3 import s3_options

@@ -322,7 +322,7 @@ def evolved_avro_archive(root, topic: str) -> None:
     which adds ``channel`` with a default (offsets 30-59); partition 1 with V1 only (a quiet
     partition, sorted last, must not make the older schema the reader's)."""
     from blockgz.archive.layout import Layout, default_partition
-    from blockgz.objects.avro_upload import AvroUpload
+    from blockgz.formats.avro.upload import AvroUpload
     from blockgz.store import LocalStore
     from testkit.avro_data import V1, V2, avro_value_for
 

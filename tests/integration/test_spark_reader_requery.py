@@ -3,7 +3,7 @@ rows of its own conditions, whatever an earlier query on it pushed down.
 
 Spark 4.3 keeps a Python data source's pushed-down read plan on the DataFrame and reused it
 for a later query without a pushable condition (20,158 of 200,000 rows, exit code 0); see
-:mod:`blockgz.reader.spark_plan_guard`. Each archive format the reader handles is checked:
+:mod:`blockgz.reader.spark.plan_guard`. Each archive format the reader handles is checked:
 block-GZIP JSON, Avro and Parquet.
 """
 
@@ -84,7 +84,7 @@ def test_a_filtered_query_after_a_full_one_still_prunes(spark, archives):
 
 
 def test_parquet_columns_read_into_the_declared_struct(spark, archives):
-    """The Parquet row groups go to Spark as columns (blockgz.reader.scan_parquet): Spark
+    """The Parquet row groups go to Spark as columns (blockgz.reader.spark.scan_parquet): Spark
     takes the batches, and they hold the records' fields, offsets and timestamps."""
     frame = (
         spark.read.format("blockgz")

@@ -23,7 +23,7 @@ from click.testing import CliRunner
 
 from blockgz.cli import main
 from blockgz.errors import ExportFailed
-from blockgz.kafka_access import describe_topics
+from blockgz.kafka.access import describe_topics
 from blockgz.reader import open_archive
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.kafka.lives import recorded_topic_ids

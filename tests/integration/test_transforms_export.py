@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from blockgz.cli import main
-from blockgz.reader.archive import open_archive
+from blockgz.reader.reading.archive import open_archive
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.job import run_export
 from blockgz.store import open_store

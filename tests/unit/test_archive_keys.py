@@ -11,7 +11,7 @@ import pytest
 
 from blockgz.archive.deviantart import DeviantArtLayout
 from blockgz.archive.layout import KeyLayout, Layout
-from blockgz.reader.strays import is_stray
+from blockgz.reader.reading.strays import is_stray
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYOUTS = [Layout(), Layout(file_delim="-", offset_pad_width=20), DeviantArtLayout()]

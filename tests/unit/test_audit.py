@@ -10,14 +10,14 @@ import os
 import pytest
 from click.testing import CliRunner
 
-from blockgz.archive.catalog import Catalog
 from blockgz.archive.layout import Layout
-from blockgz.archive.lease import Lease
-from blockgz.archive.log import ManifestLog
 from blockgz.archive.sidecars import sidecar_key
 from blockgz.cli import main
-from blockgz.reader.audit import audit_job
-from blockgz.reader.audit_findings import DAMAGE, NOTE, WARNING
+from blockgz.commits.catalog import Catalog
+from blockgz.commits.manifest_log import ManifestLog
+from blockgz.commits.writer_lease import Lease
+from blockgz.reader.audit.auditor import audit_job
+from blockgz.reader.audit.findings import DAMAGE, NOTE, WARNING
 from blockgz.sink.records import KafkaRecord
 from blockgz.store import LocalStore
 from testkit import damage

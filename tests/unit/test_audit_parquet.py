@@ -10,10 +10,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from blockgz.archive.layout import Layout
-from blockgz.archive.log import ManifestLog
-from blockgz.formats.parquet_read import parquet_index
-from blockgz.reader.audit import audit_job
-from blockgz.reader.audit_parquet import check_parquet
+from blockgz.commits.manifest_log import ManifestLog
+from blockgz.formats.parquet.read import parquet_index
+from blockgz.reader.audit.auditor import audit_job
+from blockgz.reader.audit.parquet_check import check_parquet
 from blockgz.sink.records import KafkaRecord
 from blockgz.store import LocalStore
 from testkit.archives import export_batches

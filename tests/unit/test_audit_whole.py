@@ -9,16 +9,16 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from blockgz.archive.catalog import Catalog
 from blockgz.archive.layout import Layout
-from blockgz.archive.log import ManifestLog
-from blockgz.archive.manifest_sequence import missing_manifests
 from blockgz.archive.sidecars import sidecar_key
 from blockgz.cli import main
+from blockgz.commits.catalog import Catalog
+from blockgz.commits.manifest_log import ManifestLog
+from blockgz.commits.manifest_sequence import missing_manifests
 from blockgz.errors import ArchiveIntegrityError, MissingCommitError
 from blockgz.reader import open_archive
-from blockgz.reader.audit import audit_job
-from blockgz.reader.audit_findings import DAMAGE, WARNING
+from blockgz.reader.audit.auditor import audit_job
+from blockgz.reader.audit.findings import DAMAGE, WARNING
 from blockgz.sink.records import KafkaRecord
 from blockgz.store import LocalStore
 from testkit.archives import build_partition, export_batches

@@ -6,9 +6,9 @@ import pyarrow as pa
 import pytest
 
 from blockgz.errors import BadRecordError, ConfigError
-from blockgz.formats.avro_arrow import AvroArrow
-from blockgz.formats.parquet_schema import value_columns
-from blockgz.reader.avro_types import avro_to_arrow
+from blockgz.formats.avro.arrow_schema import AvroArrow
+from blockgz.formats.avro.arrow_types import avro_to_arrow
+from blockgz.formats.parquet.schema import value_columns
 
 SCHEMA = {
     "type": "record",

@@ -15,6 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from blockgz.archive.sidecars import data_key_for, sidecar_key
+from blockgz.blocks.avro.block_read import avro_block_values, read_avro_header
+from blockgz.blocks.avro.container import (
+    AVRO_CODECS,
+    AvroBlockWriter,
+    avro_sync_marker,
+    check_avro_codec,
+)
+from blockgz.blocks.index import BlockIndex, Chunk
 from blockgz.errors import (
     BadRecordError,
     ConfigError,
@@ -25,15 +33,7 @@ from blockgz.errors import (
     OffsetNotFoundError,
     OffsetOrderError,
 )
-from blockgz.format.avro import (
-    AVRO_CODECS,
-    AvroBlockWriter,
-    avro_sync_marker,
-    check_avro_codec,
-)
-from blockgz.format.avro_read import avro_block_values, read_avro_header
-from blockgz.format.index import BlockIndex, Chunk
-from blockgz.objects.avro_upload import AvroUpload
+from blockgz.formats.avro.upload import AvroUpload
 from blockgz.objects.indexed import FileRanges, IndexedReader
 from blockgz.store import LocalStore
 from testkit.ranges import CountingRanges

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from blockgz.errors import ConfigError
-from blockgz.reader.avro_types import avro_to_ddl
+from blockgz.formats.avro.arrow_types import avro_to_ddl
 
 
 def test_every_kind_of_avro_type_maps_as_from_avro_does():
@@ -46,7 +46,7 @@ def test_a_union_of_several_types_is_refused_naming_the_field():
 def test_which_version_reads_the_others():
     import copy
 
-    from blockgz.reader.avro_types import can_read, keeps_fields
+    from blockgz.formats.avro.arrow_types import can_read, keeps_fields
     from testkit.avro_data import V1, V2, V3_INCOMPATIBLE
 
     assert can_read(V2, V1) and can_read(V1, V2)  # a default fills; an extra field is dropped
@@ -66,8 +66,8 @@ def test_the_newest_schema_of_an_archive_is_not_a_quiet_partitions_older_one(tmp
     import json
 
     from blockgz.archive.layout import Layout
-    from blockgz.objects.avro_upload import AvroUpload
-    from blockgz.reader.spark_source import newest_avro_schema
+    from blockgz.formats.avro.upload import AvroUpload
+    from blockgz.reader.spark.archive_source import newest_avro_schema
     from blockgz.store import LocalStore
     from testkit.avro_data import V1, V2, avro_value_for
 

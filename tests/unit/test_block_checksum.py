@@ -9,10 +9,10 @@ import zlib
 
 import pytest
 
+from blockgz.blocks.index import BlockIndex
+from blockgz.blocks.rebuild import scan_members
+from blockgz.blocks.writer import BlockGzipWriter
 from blockgz.errors import CorruptIndexError
-from blockgz.format.index import BlockIndex
-from blockgz.format.rebuild import scan_members
-from blockgz.format.writer import BlockGzipWriter
 
 
 def _written(n: int = 200) -> tuple[bytes, BlockIndex]:
@@ -69,7 +69,7 @@ def test_a_rebuilt_index_has_the_writers_checksums():
 
 @pytest.mark.parametrize("codec", ["null", "deflate"])
 def test_avro_blocks_carry_the_crc_of_their_stored_bytes(codec):
-    from blockgz.format.avro import AvroBlockWriter, avro_sync_marker
+    from blockgz.blocks.avro.container import AvroBlockWriter, avro_sync_marker
 
     out = io.BytesIO()
     marker = avro_sync_marker("t+0+0000000000.avro")

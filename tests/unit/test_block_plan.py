@@ -1,4 +1,4 @@
-"""The one block planner and the range merging of the readers (:mod:`blockgz.format.plan`),
+"""The one block planner and the range merging of the readers (:mod:`blockgz.blocks.plan`),
 and that a seek and an archive read fetch neighbouring blocks with one range read."""
 
 from __future__ import annotations
@@ -9,9 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from blockgz.errors import OffsetNotFoundError
-from blockgz.format.index import BlockIndex, Chunk
-from blockgz.format.plan import (
+from blockgz.blocks.index import BlockIndex, Chunk
+from blockgz.blocks.plan import (
     BlockRead,
     Span,
     fetched,
@@ -19,6 +18,7 @@ from blockgz.format.plan import (
     merge_ranges,
     plan_blocks,
 )
+from blockgz.errors import OffsetNotFoundError
 from blockgz.objects.indexed import FileRanges, IndexedReader
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.reader import open_archive

@@ -12,12 +12,12 @@ from types import SimpleNamespace
 
 import pytest
 
+from blockgz.blocks.codecs.gzip_members import Compression
+from blockgz.blocks.index import BlockIndex
 from blockgz.errors import CorruptIndexError
-from blockgz.format.codec import Compression
-from blockgz.format.index import BlockIndex
-from blockgz.formats.avro_writer import AvroObjectWriter
+from blockgz.formats.avro.writer import AvroObjectWriter
 from blockgz.formats.output import ObjectWriter
-from blockgz.formats.parquet_writer import ParquetObjectWriter
+from blockgz.formats.parquet.writer import ParquetObjectWriter
 from blockgz.store.local import LocalStore
 
 SCHEMA = SimpleNamespace(
@@ -241,8 +241,8 @@ def test_an_object_read_whole_is_checked_at_its_end(tmp_path):
 
 def test_a_sidecar_whose_claims_differ_from_its_entry_names_the_sidecar():
     from blockgz.archive.written import WrittenFile
+    from blockgz.blocks.index import Chunk, IndexedObject
     from blockgz.errors import ArchiveIntegrityError
-    from blockgz.format.index import Chunk, IndexedObject
     from blockgz.objects.committed import check_sidecar
 
     chunks = [Chunk(0, 2, 0, 30, 8, min_timestamp=100, max_timestamp=150, crc32=1),

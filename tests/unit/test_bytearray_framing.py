@@ -14,9 +14,9 @@ import random
 import pytest
 from click.testing import CliRunner
 
+from blockgz.blocks.framing import LengthPrefixed
 from blockgz.cli import main
 from blockgz.errors import BadRecordError, ConfigError
-from blockgz.format.framing import LengthPrefixed
 from blockgz.objects.indexed import IndexedReader
 from blockgz.objects.stream import stream_records
 from blockgz.sink.records import KafkaRecord

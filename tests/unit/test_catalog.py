@@ -6,12 +6,12 @@ import logging
 
 import pytest
 
-from blockgz.archive import catalog as catalog_module
-from blockgz.archive.catalog import KEEP_ROOTS, Catalog, compact_every
 from blockgz.archive.layout import Layout
-from blockgz.archive.log import ManifestLog
-from blockgz.archive.offsets import Offsets, merge_offsets
+from blockgz.archive.partition_offsets import Offsets, merge_offsets
 from blockgz.archive.written import WrittenFile
+from blockgz.commits import catalog as catalog_module
+from blockgz.commits.catalog import KEEP_ROOTS, Catalog, compact_every
+from blockgz.commits.manifest_log import ManifestLog
 from blockgz.store import LocalStore
 
 PARTITIONS = 3
@@ -119,7 +119,7 @@ def test_a_failed_compaction_is_logged_and_the_manifests_still_answer(log, monke
         raise OSError("disk full")
 
     monkeypatch.setattr(Catalog, "compact", broken)
-    with caplog.at_level(logging.WARNING, logger="blockgz.archive.catalog"):
+    with caplog.at_level(logging.WARNING, logger="blockgz.commits.catalog"):
         assert compact_every(log, 9, 10) is None
     assert "compaction after batch 9 failed (disk full)" in caplog.text
     assert log.committed_offsets() == {"t": {p: 90 for p in range(PARTITIONS)}}

@@ -212,9 +212,9 @@ def test_export_config_errors_are_one_line_before_spark_starts(tmp_path, line, w
 def _export(root, topic="events", *, topics_dir="topics", path=None, partition=0):
     """A small export as the sink lays it out: objects, sidecars and one manifest."""
     from blockgz.archive.layout import Layout, default_partition
-    from blockgz.archive.log import ManifestLog
     from blockgz.archive.sidecars import sidecar_key
     from blockgz.archive.written import WrittenFile
+    from blockgz.commits.manifest_log import ManifestLog
     from blockgz.objects.upload import BlockGzipUpload
     from blockgz.store import LocalStore
 
@@ -311,7 +311,7 @@ AVRO_SCHEMA = {
 
 def write_avro_archive(root, *, indexed: bool = True) -> list[str]:
     """Two Avro objects of topic t, partition 0 (offsets 0-49 and 50-99), small blocks."""
-    from blockgz.objects.avro_upload import AvroUpload
+    from blockgz.formats.avro.upload import AvroUpload
     from blockgz.store import LocalStore
 
     store, keys = LocalStore(root), []

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from blockgz import Compression
-from blockgz.format.codec import ISAL_MIN_INPUT
+from blockgz.blocks.codecs.gzip_members import ISAL_MIN_INPUT
 
 
 @pytest.mark.parametrize("compression", [Compression.preset("fast"), Compression.preset("small")])

@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from blockgz.archive.object_ref import ObjectRef
-from blockgz.format.decode import Record
-from blockgz.formats.registry import FORMATS
-from blockgz.reader.companion_entries import block_with_entries, with_entries
+from blockgz.blocks.decode import Record
+from blockgz.formats.by_name import FORMATS
+from blockgz.reader.reading.companion_entries import block_with_entries, with_entries
 
 JSON = FORMATS.get("json")
 

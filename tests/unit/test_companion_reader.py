@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from blockgz.archive.sidecars import sidecar_key
-from blockgz.formats.json import int_pair_lines
-from blockgz.formats.registry import FORMATS
+from blockgz.formats.by_name import FORMATS
+from blockgz.formats.json.json_format import int_pair_lines
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.reader import open_archive
 from blockgz.store import LocalStore

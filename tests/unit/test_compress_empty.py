@@ -11,8 +11,8 @@ import subprocess
 import pytest
 from click.testing import CliRunner
 
+from blockgz.blocks.codecs.families import EMPTY_GZIP_MEMBER
 from blockgz.cli import main
-from blockgz.format.block_codecs import EMPTY_GZIP_MEMBER
 
 
 def _compress(tmp_path, *args: str, stdin: bytes | None = None):

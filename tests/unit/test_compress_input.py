@@ -11,8 +11,8 @@ import threading
 import pytest
 
 import blockgz.objects.compress as compress
-from blockgz.format import byte_count
-from blockgz.format.byte_count import count_byte
+from blockgz.blocks import byte_count
+from blockgz.blocks.byte_count import count_byte
 from blockgz.sample import events_bytes
 
 

@@ -16,8 +16,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from botocore.stub import Stubber
 
+from blockgz.blocks.checksum import block_crc32
 from blockgz.errors import ConfigError, StoreError
-from blockgz.format.checksum import block_crc32
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.settings_names import (
     CONFLUENT_S3_OPTIONS,

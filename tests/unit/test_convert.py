@@ -17,7 +17,7 @@ import orjson
 import pytest
 
 from blockgz.errors import BadRecordError, ConfigError, RegistryError, UnknownSchemaError
-from blockgz.formats.connect_render import render_json
+from blockgz.formats.json.connect_render import render_json
 from blockgz.sink.convert.connect_json import avro_datum_from_connect, avro_schema_from_connect
 from blockgz.sink.convert.converters import (
     AvroConverter,
@@ -27,8 +27,8 @@ from blockgz.sink.convert.converters import (
     StringConverter,
 )
 from blockgz.sink.convert.evolution import SchemaPolicy
-from blockgz.sink.convert.registry import RegistrySettings
 from blockgz.sink.convert.schemas import ValueSchema
+from blockgz.sink.convert.schemas_by_id import RegistrySettings
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.config import SinkConfig
 

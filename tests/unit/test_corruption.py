@@ -7,8 +7,8 @@ import json
 import pytest
 
 from blockgz import IndexedReader, compress_file
+from blockgz.blocks.index import BlockIndex
 from blockgz.errors import CorruptBlockError, CorruptIndexError, IndexMismatchError
-from blockgz.format.index import BlockIndex
 from blockgz.sample import events_bytes
 
 

@@ -120,7 +120,7 @@ def test_a_replay_writes_the_same_dead_letter_objects(tmp_path):
     records, _ = mixed_records(300, 0.2)
     run(tmp_path / "a", records, **STORE_DLQ)
     run(tmp_path / "b", records, **STORE_DLQ)
-    # Intents are named per task attempt (blockgz.archive.intents), so each run has its own.
+    # Intents are named per task attempt (blockgz.commits.intents), so each run has its own.
     a, b = (
         {
             p.relative_to(root): p.read_bytes()

@@ -11,8 +11,8 @@ import fastavro
 import orjson
 import pytest
 
-from blockgz.formats.connect_render import render_json
-from blockgz.formats.json import JsonFormat
+from blockgz.formats.json.connect_render import render_json
+from blockgz.formats.json.json_format import JsonFormat
 from blockgz.sink.convert.connect_json import avro_schema_from_connect
 from blockgz.sink.convert.converters import JsonConverter
 from blockgz.sink.records import KafkaRecord

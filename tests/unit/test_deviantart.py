@@ -24,10 +24,10 @@ import pytest
 from click.testing import CliRunner
 
 from blockgz.archive.deviantart import DeviantArtLayout
+from blockgz.blocks.decode import inflate_chunk
+from blockgz.blocks.index import BlockIndex
 from blockgz.cli import main
 from blockgz.errors import ConfigError, CorruptBlockError, CorruptIndexError, ObjectNotFoundError
-from blockgz.format.decode import inflate_chunk
-from blockgz.format.index import BlockIndex
 from blockgz.objects.indexed import IndexedReader
 from blockgz.reader import open_archive
 

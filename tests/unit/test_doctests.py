@@ -46,7 +46,7 @@ EXAMPLES = _examples()
 def test_the_walk_finds_the_mapped_packages():
     names = _module_names()
     assert "blockgz.sink.write.task" in names
-    assert "blockgz.reader.archive" in names
+    assert "blockgz.reader.reading.archive" in names
     assert len(EXAMPLES) > 50
 
 

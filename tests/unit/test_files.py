@@ -8,9 +8,9 @@ import subprocess
 import pytest
 
 from blockgz import IndexedReader, compress_file
+from blockgz.blocks.index import BlockIndex
+from blockgz.blocks.rebuild import scan_members
 from blockgz.errors import ObjectNotFoundError, OffsetNotFoundError
-from blockgz.format.index import BlockIndex
-from blockgz.format.rebuild import scan_members
 from blockgz.objects.upload import publish_index
 from blockgz.sample import events_bytes
 from blockgz.store import LocalStore

@@ -20,10 +20,10 @@ import pytest
 from blockgz.archive.layout import Layout
 from blockgz.errors import ConfigError, UnknownFormatError
 from blockgz.formats.base import KEYS, Format, RecordEncoder
+from blockgz.formats.by_name import FORMATS, format_of
 from blockgz.formats.compression import COMPRESSIONS
-from blockgz.formats.registry import FORMATS, format_of
 from blockgz.reader import open_archive
-from blockgz.reader.companion_entries import with_entries
+from blockgz.reader.reading.companion_entries import with_entries
 from blockgz.sink.records import KafkaRecord, kafka_arrow_schema
 from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.task import write_task
@@ -231,8 +231,8 @@ class JsonArrayFormat(Format):
 def test_an_object_read_whole_is_decoded_as_its_format_says(tmp_path):
     """The readers ask the object's format how to decode it whole (no ``.avro`` test of its
     name): an archive read and ``verify --scan`` of a format registered here."""
-    from blockgz.reader.archive import Archive
-    from blockgz.reader.verify import TopicCheck, check_object
+    from blockgz.reader.audit.verify import TopicCheck, check_object
+    from blockgz.reader.reading.archive import Archive
     from blockgz.store import LocalStore
 
     store = LocalStore(str(tmp_path))
@@ -266,7 +266,7 @@ def test_an_unknown_extension_names_no_format():
 
 def test_readers_report_a_companion_of_unknown_format_instead_of_reading_it_as_bytes():
     """On main, the entries of ``t+0+0000000000.keys.txt`` came back as the record's key."""
-    from blockgz.format.decode import Record
+    from blockgz.blocks.decode import Record
 
     ref = Layout().parse_data_key("d/t+0+0000000000.keys.txt", any_extension=True)
     with pytest.raises(UnknownFormatError, match=r"d/t\+0\+0000000000.keys.txt: no format"):
@@ -275,8 +275,8 @@ def test_readers_report_a_companion_of_unknown_format_instead_of_reading_it_as_b
 
 def test_verify_reports_an_object_of_unknown_format(tmp_path):
     """On main, ``verify --scan`` read such an object whole as bytearray lines and said ok."""
-    from blockgz.reader.archive import Archive, ObjectSummary
-    from blockgz.reader.verify import TopicCheck, check_object
+    from blockgz.reader.audit.verify import TopicCheck, check_object
+    from blockgz.reader.reading.archive import Archive, ObjectSummary
     from blockgz.store import LocalStore
 
     store = LocalStore(str(tmp_path))

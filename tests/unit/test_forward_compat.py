@@ -8,13 +8,13 @@ import json
 
 import pytest
 
-from blockgz.archive.catalog import Catalog, CatalogRoot
 from blockgz.archive.layout import Layout
-from blockgz.archive.log import ManifestLog
-from blockgz.archive.manifests import Manifest
 from blockgz.archive.written import WrittenFile
+from blockgz.blocks.index import BlockIndex, Chunk
+from blockgz.commits.catalog import Catalog, CatalogRoot
+from blockgz.commits.manifest_log import ManifestLog
+from blockgz.commits.manifests import Manifest
 from blockgz.errors import CorruptIndexError, NewerVersionError
-from blockgz.format.index import BlockIndex, Chunk
 from blockgz.store import LocalStore
 
 FILE = {

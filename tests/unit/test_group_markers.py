@@ -1,10 +1,11 @@
-"""Where a group resumes on a target restored with markers (``reader/group_markers.py``): just
+"""Where a group resumes on a target restored with markers (``reader/restore/group_markers.py``):
+just
 after the restored records it had consumed, per target partition, or a reason when no single
 offset is exact."""
 
 from __future__ import annotations
 
-from blockgz.reader.group_markers import Restored, place_group
+from blockgz.reader.restore.group_markers import Restored, place_group
 
 
 def test_one_to_one_skips_records_of_its_own_and_other_partitions():

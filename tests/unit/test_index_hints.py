@@ -9,8 +9,9 @@ import time
 import pytest
 
 from blockgz.objects.upload import BlockGzipUpload
-from blockgz.reader import index_hints, open_archive
-from blockgz.reader.scan_plan import ScanFilter, plan_scan
+from blockgz.reader import open_archive
+from blockgz.reader.reading import index_hints
+from blockgz.reader.spark.scan_plan import ScanFilter, plan_scan
 from blockgz.store.local import LocalStore
 
 LIST_S = 0.2
@@ -112,7 +113,7 @@ class SlowListingRanges(SlowListing):
 
 
 def _plan_and_read(root, low: int, high: int):
-    from blockgz.reader.scan_read import split_batches
+    from blockgz.reader.spark.scan_read import split_batches
 
     store = SlowListingRanges(root)
     with open_archive(str(root)) as archive:
@@ -159,8 +160,8 @@ def test_blocks_fetched_on_a_stale_hint_are_dropped_and_the_task_reads_the_fresh
 
 
 def test_a_cut_piece_carries_no_prefetched_bytes():
-    from blockgz.format.index import Chunk
-    from blockgz.reader.scan_plan import Piece, _cut
+    from blockgz.blocks.index import Chunk
+    from blockgz.reader.spark.scan_plan import Piece, _cut
 
     ref = index_hints._Ref("k", 0)
     chunks = tuple((n, Chunk(n * 10, 10, n * 100, 100, 400)) for n in range(4))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from blockgz.archive.catalog import Catalog
+from blockgz.commits.catalog import Catalog
 from blockgz.errors import CorruptManifestError, OffsetOrderError
 from blockgz.reader import open_archive
 from blockgz.sink.records import KafkaRecord

@@ -1,4 +1,4 @@
-"""JSON validation without parsing (``blockgz.formats.json_check``): what the sink stores as it
+"""JSON validation without parsing (``blockgz.formats.json.check``): what the sink stores as it
 is must be what orjson would have accepted, save numbers beyond a double (valid JSON)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from blockgz.formats.json_check import all_valid, invalid_rows, valid_json
+from blockgz.formats.json.check import all_valid, invalid_rows, valid_json
 
 json_values = st.recursive(
     st.none()

@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
+from blockgz.blocks.decode import Record
 from blockgz.cli.json_text import RawNumber, dumps, parse_stored
-from blockgz.format.decode import Record
 
 
 def strict(text: str):

@@ -1,4 +1,4 @@
-"""``blockgz.reader.json_values``: msgspec gives Arrow's result, value for value, or the same
+"""``blockgz.formats.json.values``: msgspec gives Arrow's result, value for value, or the same
 refusal."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from blockgz.errors import BadRecordError
-from blockgz.reader.json_values import _arrow_parsed, _msgspec_decoder, parse_json_lines
+from blockgz.formats.json.values import _arrow_parsed, _msgspec_decoder, parse_json_lines
 
 ITEM = pa.struct([("c", pa.int64())])
 VALUE = pa.struct(

@@ -13,13 +13,13 @@ import time
 import pytest
 
 from blockgz.errors import ConfigError
-from blockgz.kafka_security import (
+from blockgz.kafka.security import (
     java_settings,
     librdkafka_settings,
     lift_connect_settings,
     producer_settings,
 )
-from blockgz.local_servers.test_ca import TestCA
+from testkit.throwaway_ca import TestCA
 
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
@@ -262,7 +262,7 @@ def test_lifting_order():
 
 
 def test_replay_takes_java_names_too():
-    from blockgz.reader.replay import replay_options
+    from blockgz.reader.restore.replay import replay_options
 
     _, producer = replay_options(
         {"kafka.sasl.mechanism": "SCRAM-SHA-512", "kafka.sasl.jaas.config": jaas()}

@@ -460,7 +460,7 @@ def test_read_gives_up_after_the_poll_timeout(fake):
 
 def test_starting_offsets_s3_reads_the_sink_manifests(tmp_path):
     from blockgz.archive.layout import Layout
-    from blockgz.archive.log import ManifestLog
+    from blockgz.commits.manifest_log import ManifestLog
     from blockgz.sink.kafka.offsets import manifest_start
     from blockgz.sink.kafka.options import parse_options
     from blockgz.store import LocalStore

@@ -1,4 +1,5 @@
-"""The lease's rules (blockgz.archive.lease) on a local directory store, with a fake clock and a
+"""The lease's rules (blockgz.commits.writer_lease) on a local directory store, with a fake clock
+and a
 fake "is that process alive" where a rule depends on them."""
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import os
 
 import pytest
 
-from blockgz.archive.lease import Holder, Lease, takeover_reason
+from blockgz.commits.writer_lease import Holder, Lease, takeover_reason
 from blockgz.errors import LeaseHeldError, LeaseLostError, PreconditionFailedError
 from blockgz.store import LocalStore
 

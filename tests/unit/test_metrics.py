@@ -13,8 +13,8 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from blockgz.archive.manifests import Manifest
 from blockgz.archive.written import WrittenFile
+from blockgz.commits.manifests import Manifest
 from blockgz.errors import ConfigError
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.metrics import ExportMetrics, serve_metrics

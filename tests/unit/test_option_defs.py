@@ -5,7 +5,6 @@ are read."""
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -17,11 +16,9 @@ from blockgz.errors import ConfigError
 from blockgz.option_defs import OPTIONS, OptionDef, OptionRegistry
 from blockgz.options import Options
 from blockgz.reader import open_archive
-from blockgz.reader.replay import replay_options
+from blockgz.reader.restore.replay import replay_options
 from blockgz.sink.export.config import ExportConfig, split_options
 from blockgz.sink.export.settings_names import CONFLUENT_S3_OPTIONS, KNOWN, READ, check_keys
-
-ROOT = Path(__file__).resolve().parents[2]
 
 #: Confluent's S3 sink options (kafka-connect-storage-cloud 12.x: its connector, storage and
 #: partitioner tables, with the Connect error settings it documents), as written down before
@@ -200,7 +197,7 @@ def test_open_archive_takes_an_export_config_and_warns_of_unknown_names(tmp_path
 
 
 def test_the_spark_reader_refuses_typos_in_lower_cased_names(tmp_path):
-    from blockgz.reader.spark_source import ArchiveReadSource
+    from blockgz.reader.spark.archive_source import ArchiveReadSource
 
     source = ArchiveReadSource()
     # Spark lower-cases a data source's option names.
@@ -243,13 +240,16 @@ def test_a_typed_read_that_disagrees_with_its_declaration_is_recorded():
     assert [name.split(" read as")[0] for _, name in recorded] == ["s3.part.retries"] * 2
 
 
-# -- the README's tables and the command ------------------------------------------------------
-def test_the_readme_option_tables_are_made_from_the_declarations():
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert text.count("<!-- options:") >= 5
-    assert readme_with_tables(text) == text, (
-        "README.md's option tables are stale: run `blockgz options --readme README.md`"
-    )
+# -- marked tables and the command (the docs' options reference: tests/unit/test_docs.py) -----
+def test_marked_option_tables_are_made_from_the_declarations(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("x\n<!-- options:store -->\nstale\n<!-- /options:store -->\ny\n", "utf-8")
+    result = CliRunner().invoke(main, ["options", "--readme", str(page)])
+    assert result.exit_code == 0, result.output
+    text = page.read_text(encoding="utf-8")
+    assert "stale" not in text and text.startswith("x\n") and text.endswith("y\n")
+    assert "| `s3.part.retries` | `3` | attempts per request, the first included |" in text
+    assert readme_with_tables(text) == text  # made again, nothing changes
 
 
 def test_options_command_lists_filters_and_prints_markdown():
@@ -272,7 +272,7 @@ def test_options_command_lists_filters_and_prints_markdown():
 )
 def test_the_spark_readers_split_size_takes_a_unit(given, bytes_):
     from blockgz.options import as_options
-    from blockgz.reader.spark_source import SPARK_READ_OPTIONS
+    from blockgz.reader.spark.archive_source import SPARK_READ_OPTIONS
 
     opts = as_options({"blockgz.split.size": given})
     assert SPARK_READ_OPTIONS.read(opts, "blockgz.split.size") == bytes_

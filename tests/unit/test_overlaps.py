@@ -12,8 +12,8 @@ import logging
 import pytest
 
 from blockgz.reader import open_archive
-from blockgz.reader.overlaps import find_overlaps
-from blockgz.reader.scan_plan import ScanFilter, plan_scan
+from blockgz.reader.reading.overlaps import find_overlaps
+from blockgz.reader.spark.scan_plan import ScanFilter, plan_scan
 from testkit.archives import export_batches, input_records
 from tests.unit.test_scan import rows_of
 

@@ -11,16 +11,16 @@ import pyarrow.parquet as pq
 import pytest
 
 from blockgz.errors import ConfigError, CorruptBlockError, CorruptIndexError
-from blockgz.formats.parquet import PARQUET_EXTENSIONS
-from blockgz.formats.parquet_read import FOOTER_READ, parquet_index
-from blockgz.formats.parquet_schema import (
+from blockgz.formats.by_name import FORMATS
+from blockgz.formats.parquet.parquet_format import PARQUET_EXTENSIONS
+from blockgz.formats.parquet.read import FOOTER_READ, parquet_index
+from blockgz.formats.parquet.schema import (
     OFFSET_COLUMN,
     TIMESTAMP_COLUMN,
     arrow_schema,
     value_columns,
 )
-from blockgz.formats.parquet_writer import ParquetObjectWriter
-from blockgz.formats.registry import FORMATS
+from blockgz.formats.parquet.writer import ParquetObjectWriter
 from blockgz.reader import open_archive
 from blockgz.sink.convert.schemas import ValueSchema
 from blockgz.sink.records import KafkaRecord
@@ -306,7 +306,7 @@ def test_without_pyarrow_parquet_is_a_clear_error(monkeypatch):
     import sys
 
     from blockgz.errors import MissingDependencyError
-    from blockgz.formats.parquet import need_pyarrow
+    from blockgz.formats.parquet.parquet_format import need_pyarrow
 
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     with pytest.raises(MissingDependencyError, match=r"blockgz\[spark\]"):

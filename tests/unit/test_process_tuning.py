@@ -1,4 +1,4 @@
-"""blockgz.process_tuning: the settings ``blockgz compress`` gives its own process."""
+"""blockgz.runtime.process_tuning: the settings ``blockgz compress`` gives its own process."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-from blockgz.process_tuning import keep_freed_heap
+from blockgz.runtime.process_tuning import keep_freed_heap
 
 PROBE = (
-    "import os, sys; from blockgz.process_tuning import tune_command_process; "
+    "import os, sys; from blockgz.runtime.process_tuning import tune_command_process; "
     "tune_command_process(); import numpy; "
     "print(os.environ.get('OPENBLAS_NUM_THREADS'), 'numpy' in sys.modules)"
 )

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from blockgz.archive.catalog import Catalog
+from blockgz.commits.catalog import Catalog
 from blockgz.errors import ObjectNotFoundError, OffsetNotFoundError
 from blockgz.reader import open_archive
 from testkit.archives import LAYOUTS, export_batches, input_records
@@ -50,7 +50,7 @@ def test_the_catalog_was_compacted_and_objects_interleave(archive_dir):
     assert len({r.directory for r in refs}) > 1
     assert any(a.last_offset >= b.start_offset for a, b in itertools.pairwise(refs))
     from blockgz.archive.layout import Layout
-    from blockgz.archive.log import ManifestLog
+    from blockgz.commits.manifest_log import ManifestLog
     from blockgz.store import LocalStore
 
     root_doc = Catalog(ManifestLog(LocalStore(root), "", Layout(), "job")).latest_root()

@@ -88,7 +88,7 @@ def test_times_are_iso_text_datetimes_or_epoch_ms(tmp_path):
     epoch ms all name the same window; anything else is a ConfigError naming the parameter."""
     import datetime as dt
 
-    from blockgz.reader.replay import ReplaySettings
+    from blockgz.reader.restore.replay import ReplaySettings
 
     envelope_archive(tmp_path)
     low = dt.datetime.fromtimestamp((T0 + 5000) / 1000, dt.UTC)
@@ -197,7 +197,7 @@ def test_to_pandas_of_an_avro_archive_gives_a_column_per_field(tmp_path):
     import datetime as dt
 
     from blockgz.archive.layout import Layout
-    from blockgz.objects.avro_upload import AvroUpload
+    from blockgz.formats.avro.upload import AvroUpload
     from blockgz.store import LocalStore
     from testkit.avro_data import V1, V2, avro_value_for
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 from blockgz.registry import RegistrySettings, schema_texts_from
-from blockgz.sink.convert.registry import schemas_from
+from blockgz.sink.convert.schemas_by_id import schemas_from
 
 
 def test_the_sink_cache_builds_on_the_shared_texts_cache_without_deadlock():

@@ -1,7 +1,7 @@
 """Every format and converter the export accepts, written by the sink and read back as replay
 sends it: the key and value bytes Kafka held, the headers, the timestamp and its type; or a
 refusal in one line. No broker: the unit under test is what the archive gives back
-(:class:`~blockgz.reader.restore_values.KafkaBytes`); ``tests/integration/test_round_trip.py``
+(:class:`~blockgz.reader.restore.value_bytes.KafkaBytes`); ``tests/integration/test_round_trip.py``
 sends it through a real broker."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from blockgz.errors import ConfigError
 from blockgz.reader import open_archive
-from blockgz.reader.restore_values import KafkaBytes
+from blockgz.reader.restore.value_bytes import KafkaBytes
 from blockgz.registry import RegistrySettings
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.commit import write_manifest

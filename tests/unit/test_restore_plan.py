@@ -9,18 +9,18 @@ import pytest
 from click.testing import CliRunner
 
 from blockgz.archive.layout import Layout
-from blockgz.archive.snapshots import ClusterSnapshot, Snapshots, TopicState
 from blockgz.cli import main
+from blockgz.commits.cluster_snapshots import ClusterSnapshot, Snapshots, TopicState
 from blockgz.errors import ConfigError
 from blockgz.reader import open_archive
-from blockgz.reader.restore_plan import (
+from blockgz.reader.reading.window_counts import Window, count_window
+from blockgz.reader.restore.planning import (
     Rename,
     RestoreRequest,
     parse_offset_window,
     plan_restore,
     select_topics,
 )
-from blockgz.reader.window_counts import Window, count_window
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.task import write_task

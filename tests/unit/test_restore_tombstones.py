@@ -1,24 +1,24 @@
-"""Tombstones where a local archive kept them (:mod:`blockgz.reader.restore_tombstones`): found with
+"""Tombstones where a local archive kept them (:mod:`blockgz.reader.restore.tombstones`): found with
 and without a manifest, read with their exact offsets, counted by the restore plan, merged into
 the partition's records in offset order; and the positions' metadata
-(:mod:`blockgz.reader.restore_positions`)."""
+(:mod:`blockgz.reader.restore.positions`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from blockgz.format.decode import Record
+from blockgz.blocks.decode import Record
 from blockgz.reader import open_archive
-from blockgz.reader.restore_plan import RestoreRequest, plan_restore
-from blockgz.reader.restore_positions import Position
-from blockgz.reader.restore_tombstones import (
+from blockgz.reader.reading.window_counts import Window
+from blockgz.reader.restore.planning import RestoreRequest, plan_restore
+from blockgz.reader.restore.positions import Position
+from blockgz.reader.restore.tombstones import (
     kept_null_offsets,
     kept_tombstones,
     merged_blocks,
     resolved_nulls,
     tombstone_records,
 )
-from blockgz.reader.window_counts import Window
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.commit import write_manifest
 from blockgz.sink.write.config import SinkConfig

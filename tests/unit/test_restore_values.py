@@ -9,7 +9,7 @@ import pytest
 
 from blockgz.errors import ConfigError
 from blockgz.reader import open_archive
-from blockgz.reader.restore_values import AvroToWire, KafkaBytes
+from blockgz.reader.restore.value_bytes import AvroToWire, KafkaBytes
 from blockgz.registry import RegistrySettings
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.config import SinkConfig

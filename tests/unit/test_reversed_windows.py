@@ -8,8 +8,8 @@ from click.testing import CliRunner
 
 from blockgz.cli import main
 from blockgz.errors import ConfigError
-from blockgz.reader.replay import ReplaySettings
-from blockgz.reader.restore_plan import RestoreRequest
+from blockgz.reader.restore.planning import RestoreRequest
+from blockgz.reader.restore.replay import ReplaySettings
 
 
 @pytest.mark.parametrize(("low", "high"), [(2_000, 1_000), (1_000, 1_000)])

@@ -14,8 +14,8 @@ import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
 
+from blockgz.blocks.checksum import block_crc32
 from blockgz.errors import ConfigError, StoreAccessDeniedError
-from blockgz.format.checksum import block_crc32
 from blockgz.store.digest import crc32_header
 from blockgz.store.permissions import (
     ABORT,

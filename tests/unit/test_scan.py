@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from blockgz.reader import open_archive
-from blockgz.reader.scan_plan import IntRange, ScanFilter, plan_scan
-from blockgz.reader.scan_read import split_batches
+from blockgz.reader.spark.scan_plan import IntRange, ScanFilter, plan_scan
+from blockgz.reader.spark.scan_read import split_batches
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.task import write_task
@@ -217,7 +217,7 @@ def test_pushed_conditions_narrow_the_scan():
         StringStartsWith,
     )
 
-    from blockgz.reader.spark_source import narrowed
+    from blockgz.reader.spark.archive_source import narrowed
 
     scan = ScanFilter()
     for condition in (
@@ -243,7 +243,7 @@ def test_pushed_timestamp_conditions_become_a_window_of_whole_milliseconds():
 
     from pyspark.sql.datasource import EqualTo, GreaterThan, GreaterThanOrEqual, In, LessThan
 
-    from blockgz.reader.spark_source import narrowed
+    from blockgz.reader.spark.archive_source import narrowed
 
     at = dt.datetime(2026, 11, 24, 12, 0, 0, 250, tzinfo=dt.UTC)  # 0.25 ms past a ms
     ms = int(at.replace(microsecond=0).timestamp()) * 1000

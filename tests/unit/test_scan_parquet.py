@@ -1,4 +1,5 @@
-"""Parquet row groups read from their columns (:mod:`blockgz.reader.scan_parquet`) give exactly
+"""Parquet row groups read from their columns (:mod:`blockgz.reader.spark.scan_parquet`) give
+exactly
 the batches the record reader's JSON round trip gives, or are left to it."""
 
 from __future__ import annotations
@@ -6,10 +7,11 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from blockgz.formats.parquet_writer import ParquetObjectWriter
-from blockgz.reader import open_archive, scan_parquet, scan_read
-from blockgz.reader.scan_plan import ScanFilter, plan_scan
-from blockgz.reader.scan_read import split_batches
+from blockgz.formats.parquet.writer import ParquetObjectWriter
+from blockgz.reader import open_archive
+from blockgz.reader.spark import scan_parquet, scan_read
+from blockgz.reader.spark.scan_plan import ScanFilter, plan_scan
+from blockgz.reader.spark.scan_read import split_batches
 from blockgz.sink.convert.schemas import ValueSchema
 from blockgz.store import LocalStore
 

@@ -209,8 +209,8 @@ def test_rows_that_are_not_kafka_records_need_an_input_reader(tmp_path):
 
 def test_keys_and_headers_of_clean_batches_are_laid_out_from_arrow(tmp_path, monkeypatch):
     """No entry is made one record at a time when the columns allow the vectorized form."""
-    from blockgz.format.avro import AvroBlockWriter
-    from blockgz.formats import json as json_format
+    from blockgz.blocks.avro.container import AvroBlockWriter
+    from blockgz.formats.json import json_format
 
     def refuse(*args, **kwargs):
         raise AssertionError("an entry was made one record at a time")

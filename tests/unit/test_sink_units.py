@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from blockgz.blocks.index import BlockIndex
 from blockgz.errors import BadRecordError, ConfigError, OffsetOrderError
-from blockgz.format.index import BlockIndex
 from blockgz.sink.export.config import ExportConfig, load_config_file, parse_properties
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.commit import TaskCommitMessage, write_manifest

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from blockgz.archive.manifests import Manifest
 from blockgz.archive.written import WrittenFile
+from blockgz.commits.manifests import Manifest
 from blockgz.sink.export.config import ExportConfig
 from blockgz.sink.export.job import range_reading_options
 from blockgz.sink.export.tracking import ExportResult, ProgressTracker

@@ -16,8 +16,8 @@ import pytest
 from blockgz.archive.layout import Layout, parse_archive_key
 from blockgz.archive.timestamps_keys import shown_key
 from blockgz.reader import open_archive
-from blockgz.reader.archive import Archive
-from blockgz.reader.strays import is_stray
+from blockgz.reader.reading.archive import Archive
+from blockgz.reader.reading.strays import is_stray
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.commit import write_manifest
 from blockgz.sink.write.config import SinkConfig
@@ -244,8 +244,8 @@ def test_the_scan_reads_timestamps_beside_the_blocks_without_the_record_reader(
     """The Spark reader's task path: a JSON timestamps file alone beside the values keeps the
     block path (no Record per row), its entries matched to the rows by offset, also where its
     blocks do not line up with the values' (cut by bytes) and offsets have gaps."""
-    from blockgz.reader import scan_read
-    from blockgz.reader.scan_plan import IntRange, ScanFilter, plan_scan
+    from blockgz.reader.spark import scan_read
+    from blockgz.reader.spark.scan_plan import IntRange, ScanFilter, plan_scan
 
     recs = [
         KafkaRecord("t", 0, o, T0 + 7 * o, None, b'{"n": %d}' % o, timestamp_type=o % 2)
@@ -278,8 +278,8 @@ def test_audit_knows_the_file_committed_and_an_uncommitted_one_is_removed_with_i
 ):
     """``blockgz audit``: the committed timestamps files are objects of the job (checked, read
     by --deep), never strays; a dead batch's timestamps file goes with its value object."""
-    from blockgz.archive.log import ManifestLog
-    from blockgz.reader.audit import audit_job
+    from blockgz.commits.manifest_log import ManifestLog
+    from blockgz.reader.audit.auditor import audit_job
 
     export(tmp_path)
     store = LocalStore(tmp_path)

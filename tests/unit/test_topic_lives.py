@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from blockgz.archive.catalog import Catalog
 from blockgz.archive.layout import Layout
-from blockgz.archive.manifests import Manifest, Manifests
+from blockgz.commits.catalog import Catalog
+from blockgz.commits.manifests import Manifest, Manifests
 from blockgz.errors import TopicRecreatedError
 from blockgz.sink.export.topic_checks import commit_check_options
 from blockgz.sink.kafka.lives import check_start, recorded_topic_ids
@@ -74,7 +74,7 @@ def test_commit_check_options_carry_the_ids_and_the_client_settings():
 
 
 def test_audit_names_an_archive_where_two_lives_meet(tmp_path):
-    from blockgz.reader.audit import audit_job
+    from blockgz.reader.audit.auditor import audit_job
 
     manifests = Manifests(LocalStore(str(tmp_path)), "", Layout(), "job")
     manifests.write(0, files=[], offsets={"t": {0: 5}}, topic_ids={"t": "OLD", "u": "U"})

@@ -7,9 +7,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from blockgz.errors import BadRecordError
-from blockgz.reader.wire_avro import split_wire_value
+from blockgz.formats.avro.wire_decode import split_wire_value
 from blockgz.sink.convert.converters import AvroConverter
-from blockgz.sink.convert.registry import RegistrySettings
+from blockgz.sink.convert.schemas_by_id import RegistrySettings
 from blockgz.sink.records import KafkaRecord
 from blockgz.wire import HEADER_BYTES, schema_id_of, wire_value
 

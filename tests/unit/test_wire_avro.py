@@ -10,7 +10,7 @@ import pickle
 import pytest
 
 from blockgz.errors import BadRecordError, ConfigError
-from blockgz.reader.wire_avro import WireAvroValues, split_wire_value, wire_subject
+from blockgz.formats.avro.wire_decode import WireAvroValues, split_wire_value, wire_subject
 from blockgz.registry import RegistrySettings
 
 

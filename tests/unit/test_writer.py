@@ -13,11 +13,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from blockgz import BlockGzipWriter, Compression, LengthPrefixed, Separated
+from blockgz.blocks.codecs.gzip_members import decompress_member
+from blockgz.blocks.decode import chunk_records
+from blockgz.blocks.index import BlockIndex
+from blockgz.blocks.rebuild import scan_members
 from blockgz.errors import ConfigError, CorruptIndexError, OffsetOrderError, RecordFramingError
-from blockgz.format.codec import decompress_member
-from blockgz.format.decode import chunk_records
-from blockgz.format.index import BlockIndex
-from blockgz.format.rebuild import scan_members
 
 records_st = st.lists(st.binary(max_size=300).map(lambda b: b.replace(b"\n", b"")), max_size=60)
 

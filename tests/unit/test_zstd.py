@@ -16,21 +16,21 @@ import pytest
 import zstandard
 from click.testing import CliRunner
 
+from blockgz.blocks import index as index_module
+from blockgz.blocks.codecs import zstd
+from blockgz.blocks.codecs.gzip_members import Compression
+from blockgz.blocks.index import BlockIndex
+from blockgz.blocks.rebuild import scan_members
 from blockgz.cli import main
 from blockgz.errors import ConfigError, CorruptBlockError, CorruptIndexError
-from blockgz.format import index as index_module
-from blockgz.format import zstd
-from blockgz.format.codec import Compression
-from blockgz.format.index import BlockIndex
-from blockgz.format.rebuild import scan_members
 from blockgz.formats.output import ObjectWriter
 from blockgz.objects.indexed import IndexedReader
 from blockgz.objects.stream import stream_records
 from blockgz.objects.upload import BlockGzipUpload
 from blockgz.reader import open_archive
-from blockgz.reader.scan_plan import ScanFilter, plan_scan
-from blockgz.reader.scan_read import split_batches
-from blockgz.reader.verify import check_topic
+from blockgz.reader.audit.verify import check_topic
+from blockgz.reader.spark.scan_plan import ScanFilter, plan_scan
+from blockgz.reader.spark.scan_read import split_batches
 from blockgz.sink.write.config import SinkConfig
 from blockgz.store import LocalStore
 from testkit.archives import export_batches, input_records

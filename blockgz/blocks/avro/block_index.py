@@ -1,6 +1,6 @@
 """The ``avro`` section of an ``.index.json``: what one Avro block needs to be decoded alone.
 
-An Avro object container file is indexed like a block-GZIP object (:mod:`blockgz.format.index`):
+An Avro object container file is indexed like a block-GZIP object (:mod:`blockgz.blocks.index`):
 each chunk is one Avro block (its count, size, data and sync marker). The ``avro`` section holds
 the writer schema, codec and sync marker from the file's header, and where the first block
 starts (``header_length``). Such an index says ``"version": 2`` and ``"framing": {"kind":

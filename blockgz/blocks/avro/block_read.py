@@ -1,6 +1,7 @@
 """Reading seekable Avro: one block decoded from its bytes alone, and a container's header.
 
-:class:`~blockgz.format.avro.AvroBlockWriter` writes the blocks and their index; this module
+:class:`~blockgz.blocks.avro.container.AvroBlockWriter` writes the blocks and their index; this
+module
 reads them back: a block's framing checked against the index (:func:`avro_block_values`,
 :func:`avro_block_slice`, :func:`avro_block_bytes`) and the file header checked against the
 index (:func:`read_avro_header`, :func:`header_problems`).
@@ -17,10 +18,10 @@ from typing import Any
 import fastavro
 from fastavro.write import Writer
 
+from blockgz.blocks.avro.block_index import AVRO_CODECS, AVRO_SYNC_SIZE, AvroBlocks
+from blockgz.blocks.avro.container import avro_codec_problem
+from blockgz.blocks.index import Chunk
 from blockgz.errors import CorruptBlockError, CorruptIndexError, MissingDependencyError
-from blockgz.format.avro import avro_codec_problem
-from blockgz.format.avro_index import AVRO_CODECS, AVRO_SYNC_SIZE, AvroBlocks
-from blockgz.format.index import Chunk
 
 #: The container file header, as the Avro specification defines it.
 _HEADER_SCHEMA = fastavro.parse_schema(

@@ -5,8 +5,8 @@ a 16-byte sync marker) followed by blocks: a record count, a byte size, the code
 records and the sync marker. :class:`AvroBlockWriter` writes a plain, valid container file and
 records where each block starts and ends and which Kafka offsets it holds, so that one block
 can later be fetched with one ranged read and decoded alone
-(:func:`blockgz.format.avro_read.avro_block_values`, given only its bytes and the index's
-:class:`~blockgz.format.index.AvroBlocks`).
+(:func:`blockgz.blocks.avro.block_read.avro_block_values`, given only its bytes and the index's
+:class:`~blockgz.blocks.index.AvroBlocks`).
 
     >>> import io
     >>> import fastavro
@@ -18,7 +18,7 @@ can later be fetched with one ranged read and decoded alone
     [8, 2]
     >>> [r["n"] for r in fastavro.reader(io.BytesIO(out.getvalue()))][-3:]   # plain Avro
     [7, 8, 9]
-    >>> from blockgz.format.avro_read import avro_block_values
+    >>> from blockgz.blocks.avro.block_read import avro_block_values
     >>> c = w.index.chunks[1]
     >>> avro_block_values(out.getvalue()[c.byte_offset : c.byte_end], c, w.index.avro)
     [{'n': 8}, {'n': 9}]
@@ -41,6 +41,10 @@ import fastavro
 import numpy as np
 from fastavro.write import Writer
 
+from blockgz.blocks.avro.block_index import AVRO_CODECS, AVRO_SYNC_SIZE, AvroBlocks
+from blockgz.blocks.checksum import block_crc32
+from blockgz.blocks.index import BlockIndex, Chunk, deltas_if_gapped
+from blockgz.blocks.writer import DEFAULT_BLOCK_SIZE
 from blockgz.errors import (
     BadRecordError,
     ConfigError,
@@ -48,10 +52,6 @@ from blockgz.errors import (
     MissingDependencyError,
     OffsetOrderError,
 )
-from blockgz.format.avro_index import AVRO_CODECS, AVRO_SYNC_SIZE, AvroBlocks
-from blockgz.format.checksum import block_crc32
-from blockgz.format.index import BlockIndex, Chunk, deltas_if_gapped
-from blockgz.format.writer import DEFAULT_BLOCK_SIZE
 
 __all__ = [
     "AVRO_CODECS",

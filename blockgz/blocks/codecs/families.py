@@ -78,7 +78,7 @@ class GzipBlocks(BlockCodec):
     magic = b"\x1f\x8b"
 
     def decompress(self, raw: bytes | memoryview, members: int = 1) -> bytes | bytearray:
-        from blockgz.format.codec import decompress_member, decompress_members
+        from blockgz.blocks.codecs.gzip_members import decompress_member, decompress_members
 
         return decompress_member(raw) if members == 1 else decompress_members(raw)
 
@@ -88,7 +88,7 @@ class GzipBlocks(BlockCodec):
         return b"" if frames else EMPTY_GZIP_MEMBER
 
     def walk(self, view: memoryview, on_progress: Callable[[int], None] | None = None) -> Frames:
-        from blockgz.format.codec import walk_members
+        from blockgz.blocks.codecs.gzip_members import walk_members
 
         return walk_members(view, on_progress)
 
@@ -100,7 +100,7 @@ class GzipBlocks(BlockCodec):
 
 class ZstdBlocks(BlockCodec):
     """Block-zstd: one zstd frame per block, then the seekable format's seek table
-    (:mod:`blockgz.format.zstd`)."""
+    (:mod:`blockgz.blocks.codecs.zstd`)."""
 
     name = "zstd"
     codecs = ("zstd",)
@@ -109,27 +109,27 @@ class ZstdBlocks(BlockCodec):
     index_version = 3
 
     def decompress(self, raw: bytes | memoryview, members: int = 1) -> bytes | bytearray:
-        from blockgz.format import zstd
+        from blockgz.blocks.codecs import zstd
 
         return zstd.decompress_frame(raw) if members == 1 else zstd.decompress_frames(raw)
 
     def trailer(self, frames: list[tuple[int, int, bytes]]) -> bytes:
-        from blockgz.format import zstd
+        from blockgz.blocks.codecs import zstd
 
         return zstd.seek_table(frames)
 
     def trailer_length(self, data: bytes | memoryview) -> int:
-        from blockgz.format import zstd
+        from blockgz.blocks.codecs import zstd
 
         return zstd.seek_table_length(data)
 
     def walk(self, view: memoryview, on_progress: Callable[[int], None] | None = None) -> Frames:
-        from blockgz.format import zstd
+        from blockgz.blocks.codecs import zstd
 
         return zstd.walk_frames(view, on_progress)
 
     def open_stream(self, raw: BinaryIO) -> BinaryIO:
-        from blockgz.format import zstd
+        from blockgz.blocks.codecs import zstd
 
         return zstd.open_stream(raw)
 

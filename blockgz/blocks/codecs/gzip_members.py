@@ -1,10 +1,10 @@
 """Block compression and gzip member decompression over ISA-L, libdeflate and stdlib zlib
-(and zstd frames through :mod:`blockgz.format.zstd`).
+(and zstd frames through :mod:`blockgz.blocks.codecs.zstd`).
 
 Each call turns one block into one complete, standalone gzip member (mtime 0, so
 the bytes depend only on the input and the settings), or with codec ``zstd`` one zstd frame.
 All these libraries release the GIL while they work, which is what lets the writer compress
-on threads. Which family decodes an index's blocks is :mod:`blockgz.format.block_codecs`' job.
+on threads. Which family decodes an index's blocks is :mod:`blockgz.blocks.codecs.families`' job.
 
     >>> c = Compression.from_level(1)
     >>> member = c.compress(b"hello\\n")
@@ -18,8 +18,8 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
+from blockgz.blocks.codecs.one_frame import decode_one
 from blockgz.errors import ConfigError, CorruptBlockError, MissingDependencyError
-from blockgz.format.one_frame import decode_one
 
 try:  # ISA-L: the fast path for levels 0-3.
     from isal import igzip_lib, isal_zlib
@@ -126,7 +126,7 @@ SMALL_BLOCK_ZLIB_LEVEL = 6
 
 def _compressor(codec: str, level: int) -> Callable[[bytes], bytes]:
     if codec == "zstd":
-        from blockgz.format.zstd import frame_compressor
+        from blockgz.blocks.codecs.zstd import frame_compressor
 
         return frame_compressor(level)
     if codec == "isal":

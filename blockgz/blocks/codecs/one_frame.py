@@ -2,8 +2,9 @@
 
 Walking a file member by member (to rebuild an index, or check one) must find where each member
 ends without decompressing the rest of the file: a streaming decoder that stops at its member's
-end (``eof``, ``unused_data``) is fed slices until it does. gzip (:mod:`blockgz.format.codec`)
-and zstd (:mod:`blockgz.format.zstd`) share this loop.
+end (``eof``, ``unused_data``) is fed slices until it does. gzip
+(:mod:`blockgz.blocks.codecs.gzip_members`)
+and zstd (:mod:`blockgz.blocks.codecs.zstd`) share this loop.
 
 >>> import zlib
 >>> data = zlib.compress(b"one", wbits=31) + zlib.compress(b"two", wbits=31)

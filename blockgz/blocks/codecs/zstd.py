@@ -27,8 +27,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any, BinaryIO
 
+from blockgz.blocks.codecs.one_frame import decode_one
 from blockgz.errors import CorruptBlockError, MissingDependencyError
-from blockgz.format.one_frame import decode_one
 
 try:
     import zstandard

@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from blockgz.errors import ConfigError
-from blockgz.formats.avro_arrow import AvroArrow
+from blockgz.formats.avro.arrow_schema import AvroArrow
 
 _PRIMITIVES = {
     "null": "VOID",

@@ -4,7 +4,7 @@ Values need a schema (a value converter that gives one); each file holds records
 and compresses inside (``avro.codec``), so ``s3.compression.type`` must stay ``none``, while
 ``s3.compression.block.size/.records`` size its blocks, which an ``.index.json`` sidecar makes
 seekable (``blockgz.avro.index``). The object writer is
-:class:`~blockgz.formats.avro_writer.AvroObjectWriter`.
+:class:`~blockgz.formats.avro.writer.AvroObjectWriter`.
 
 * keys files: ``["null", <key schema>]``; the key schema is the key converter's (an Avro key's
   registry schema, ``string``, ``bytes``), ``bytes`` without one. A key whose schema differs from
@@ -23,8 +23,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from blockgz.blocks.avro.block_index import AVRO_CODECS
 from blockgz.errors import ConfigError
-from blockgz.format.avro_index import AVRO_CODECS
 from blockgz.formats.base import (
     HEADERS,
     KEYS,
@@ -83,7 +83,7 @@ class AvroFormat(Format):
     ) -> OutputObject:
         """An Avro container file (:meth:`Format.open_writer`'s arguments; the place,
         ``topic``, ``partition`` and ``encoded_partition``, goes to the writer as it is)."""
-        from blockgz.formats.avro_writer import AvroObjectWriter
+        from blockgz.formats.avro.writer import AvroObjectWriter
 
         schema, companion = kw.pop("schema", None), kw.pop("companion", False)
         assert schema is not None  # the config check makes sure values have schemas

@@ -4,7 +4,8 @@
 block-GZIP: records stream into the store's upload (S3 parts go up while records keep coming),
 :meth:`~AvroUpload.close` finishes the data object and then writes its sidecar, any failure
 aborts the upload, and a data object whose sidecar could not be written is deleted again. The
-sync marker comes from the key (:func:`~blockgz.format.avro.avro_sync_marker`), so writing the
+sync marker comes from the key (:func:`~blockgz.blocks.avro.container.avro_sync_marker`), so
+writing the
 same records to the same key gives the same bytes.
 
     >>> import tempfile
@@ -26,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from blockgz.format.avro import AvroBlockWriter, avro_sync_marker
-from blockgz.format.writer import DEFAULT_BLOCK_SIZE
+from blockgz.blocks.avro.container import AvroBlockWriter, avro_sync_marker
+from blockgz.blocks.writer import DEFAULT_BLOCK_SIZE
 from blockgz.objects.upload import IndexedUpload
 from blockgz.store.base import ObjectStore
 
@@ -35,7 +36,8 @@ from blockgz.store.base import ObjectStore
 class AvroUpload(IndexedUpload):
     """An Avro container file being written to ``store`` under ``key``, indexed on close.
 
-    Takes the :class:`~blockgz.format.avro.AvroBlockWriter` settings; with ``indexed=False``
+    Takes the :class:`~blockgz.blocks.avro.container.AvroBlockWriter` settings; with
+    ``indexed=False``
     no sidecar is written (a plain Avro file, as Confluent's sink writes). As a context manager
     it publishes on success and aborts on an exception.
     """

@@ -2,7 +2,7 @@
 
 :class:`AvroObjectWriter` is :class:`~blockgz.formats.output.ObjectWriter`'s counterpart for
 ``format.class=avro``: it takes decoded values with their offsets, streams them through
-:class:`~blockgz.objects.avro_upload.AvroUpload` (blocks cut at ``s3.compression.block.size``
+:class:`~blockgz.formats.avro.upload.AvroUpload` (blocks cut at ``s3.compression.block.size``
 uncompressed bytes, the sync marker derived from the key, so a replay writes the same bytes)
 and returns a :class:`~blockgz.archive.written.WrittenFile` on ``close()``.
 
@@ -25,9 +25,9 @@ from __future__ import annotations
 from typing import Any
 
 from blockgz.archive.written import WrittenFile
-from blockgz.format.writer import DEFAULT_BLOCK_SIZE
+from blockgz.blocks.writer import DEFAULT_BLOCK_SIZE
+from blockgz.formats.avro.upload import AvroUpload
 from blockgz.formats.output import OutputObject
-from blockgz.objects.avro_upload import AvroUpload
 from blockgz.store.base import ObjectStore
 
 

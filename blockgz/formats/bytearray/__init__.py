@@ -1,1 +1,1 @@
-"""TODO docstring."""
+"""The bytearray record format: values written as they came, one separator between them."""

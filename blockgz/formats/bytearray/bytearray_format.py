@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from blockgz.blocks.framing import FRAMING_OPTION
 from blockgz.errors import ConfigError
-from blockgz.format.framing import FRAMING_OPTION
 from blockgz.formats.base import KEYS, Format, FormatSettings, RecordEncoder
 
 #: The options only this format takes.

@@ -23,7 +23,7 @@ b'\\x00\\x01'
 
 from __future__ import annotations
 
-import json as stdlib_json  # this module is blockgz.formats.json; the standard library's
+import json as stdlib_json
 from typing import Any
 
 import orjson
@@ -38,8 +38,8 @@ from blockgz.formats.base import (
     from_text,
     text_or_base64,
 )
-from blockgz.formats.connect_render import render_json
-from blockgz.formats.json_check import all_valid, invalid_rows, valid_json
+from blockgz.formats.json.check import all_valid, invalid_rows, valid_json
+from blockgz.formats.json.connect_render import render_json
 
 #: The option only this format takes.
 ENVELOPE_OPTION = "format.json.envelope"
@@ -270,7 +270,7 @@ class JsonEnvelopeEncoder(RecordEncoder):
 
 class ConnectJsonEncoder(RecordEncoder):
     """A decoded value with a schema as one line of Connect's JSON (see
-    :func:`~blockgz.formats.connect_render.render_json`); with ``envelope`` wrapped like
+    :func:`~blockgz.formats.json.connect_render.render_json`); with ``envelope`` wrapped like
     :class:`JsonEnvelopeEncoder`. Values without a schema are written as plain JSON."""
 
     def __init__(self, *, decimal_format: str = "BASE64", envelope: bool = False):

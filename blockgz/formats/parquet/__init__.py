@@ -1,1 +1,1 @@
-"""TODO docstring."""
+"""The Parquet record format: Arrow schemas of Kafka records, the writer, and column reads."""

@@ -6,8 +6,8 @@ column chunks lie one after another in schema order, so the wanted ones make a f
 row group; ranges closer than ``gap`` bytes (within a row group or across two) are read as
 one, since a skipped run of bytes that short costs less than another request.
 
->>> from blockgz.format.index import Chunk
->>> from blockgz.format.plan import BlockRead
+>>> from blockgz.blocks.index import Chunk
+>>> from blockgz.blocks.plan import BlockRead
 >>> a, b = BlockRead(0, Chunk(0, 5, 0, 100, 100)), BlockRead(1, Chunk(5, 5, 100, 100, 100))
 >>> spans = column_spans([(a, [(0, 10), (90, 100)]), (b, [(100, 110), (150, 160)])], gap=20)
 >>> [(s.start, s.end, len(s.parts)) for s in spans]
@@ -25,8 +25,8 @@ from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
+from blockgz.blocks.plan import BlockRead, join_ranges, prefetched
 from blockgz.errors import CorruptBlockError
-from blockgz.format.plan import BlockRead, join_ranges, prefetched
 
 #: ``(start, end)`` byte range of an object.
 Range = tuple[int, int]

@@ -15,8 +15,8 @@ or ``s3.compression.block.records`` rows, as blocks of the other formats are.
 row group wants larger than a block, since every seek also reads the footer, which grows
 with the number of row groups.
 Each row holds its offset in ``__kafka_offset`` and its Kafka time in ``__kafka_timestamp``
-(:mod:`~blockgz.formats.parquet_schema`); their statistics in the footer say which offsets and
-times each row group holds, so the footer is the index (:mod:`~blockgz.formats.parquet_read`):
+(:mod:`~blockgz.formats.parquet.schema`); their statistics in the footer say which offsets and
+times each row group holds, so the footer is the index (:mod:`~blockgz.formats.parquet.read`):
 a seek is a ranged read of the footer and one of the row group. Spark, pyarrow, pandas,
 DuckDB and Athena read the files as they are (the two columns are ordinary columns).
 
@@ -41,8 +41,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from blockgz.blocks.index import BlockIndex
 from blockgz.errors import ConfigError, MissingDependencyError
-from blockgz.format.index import BlockIndex
 from blockgz.formats.base import Format, FormatSettings, RecordEncoder
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ class ParquetFormat(Format):
     ) -> OutputObject:
         """A Parquet file (:meth:`Format.open_writer`'s arguments)."""
         need_pyarrow()
-        from blockgz.formats.parquet_writer import ParquetObjectWriter
+        from blockgz.formats.parquet.writer import ParquetObjectWriter
 
         schema = kw.pop("schema", None)
         kw.pop("companion", None)
@@ -156,7 +156,7 @@ class ParquetFormat(Format):
     def stream_decoder(self) -> StreamDecoder:
         """A Parquet file's values read whole (pyarrow), in order."""
         need_pyarrow()
-        from blockgz.formats.parquet_read import parquet_values
+        from blockgz.formats.parquet.read import parquet_values
 
         return parquet_values
 
@@ -164,7 +164,7 @@ class ParquetFormat(Format):
         """The object's footer as its index: one ranged GET (two for a large footer); a
         HEAD first when ``size`` is not known."""
         need_pyarrow()
-        from blockgz.formats.parquet_read import parquet_index
+        from blockgz.formats.parquet.read import parquet_index
 
         if size < 0:
             size = store.head(key).size

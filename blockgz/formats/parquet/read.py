@@ -2,19 +2,19 @@
 
 :func:`parquet_index` reads the footer (one ranged read of the object's last
 :data:`FOOTER_READ` bytes; a second one only for a larger footer) and describes each row group
-as a :class:`~blockgz.format.index.Chunk`: its offsets from the ``__kafka_offset`` column's
+as a :class:`~blockgz.blocks.index.Chunk`: its offsets from the ``__kafka_offset`` column's
 statistics (min, max, row count; the gaps between them from the footer's
 ``blockgz.row_groups`` metadata where they are not contiguous), its bytes from its column
 chunks' offsets and sizes, its time range from the ``__kafka_timestamp`` statistics. The
-readers then plan and fetch row groups as they do blocks (:func:`~blockgz.format.plan.
+readers then plan and fetch row groups as they do blocks (:func:`~blockgz.blocks.plan.
 plan_blocks`, one ranged read per row group, neighbours merged), and :class:`ParquetBlocks`
 decodes one row group from its bytes and the footer alone: pyarrow reads it from a file that
 holds just those two pieces (:class:`Pieces`), so nothing else of the object is fetched.
 
 >>> import io, tempfile
 >>> from types import SimpleNamespace as ValueSchema
->>> from blockgz.formats.parquet_writer import ParquetObjectWriter
->>> from blockgz.format.plan import plan_blocks
+>>> from blockgz.formats.parquet.writer import ParquetObjectWriter
+>>> from blockgz.blocks.plan import plan_blocks
 >>> from blockgz.store import LocalStore
 >>> store = LocalStore(tempfile.mkdtemp())
 >>> schema = ValueSchema(json={"type": "record", "name": "r", "fields": [
@@ -47,12 +47,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from blockgz.blocks.decode import Record
+from blockgz.blocks.index import BlockIndex, Chunk
+from blockgz.blocks.plan import BlockRead
 from blockgz.errors import CorruptBlockError, CorruptIndexError
-from blockgz.format.decode import Record
-from blockgz.format.index import BlockIndex, Chunk
-from blockgz.format.plan import BlockRead
-from blockgz.formats.parquet_columns import column_start
-from blockgz.formats.parquet_schema import (
+from blockgz.formats.parquet.columns import column_start
+from blockgz.formats.parquet.schema import (
     OFFSET_COLUMN,
     ROW_GROUPS_KEY,
     TIMESTAMP_COLUMN,
@@ -272,7 +272,7 @@ class ParquetBlocks:
         columns: list[str] | None = None,
     ) -> Any:
         """As :meth:`table`, from ``{start: bytes}`` pieces of the object that hold at least
-        the column chunks of ``columns`` (:mod:`~blockgz.formats.parquet_columns`)."""
+        the column chunks of ``columns`` (:mod:`~blockgz.formats.parquet.columns`)."""
         import pyarrow.parquet as pq
 
         chunk, block = read.chunk, read.block

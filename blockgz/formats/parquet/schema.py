@@ -7,11 +7,11 @@ writes it; any other value schema (``string``, ``bytes``, an array) becomes one 
 
 * ``__kafka_offset`` (``int64``, required): the record's Kafka offset. Its statistics give
   each row group's first and last offset, so a reader finds the row group holding an offset
-  from the footer alone (:mod:`blockgz.formats.parquet_read`).
+  from the footer alone (:mod:`blockgz.formats.parquet.read`).
 * ``__kafka_timestamp`` (``timestamp[ms, UTC]``, null where Kafka had none): the record's
   Kafka timestamp; its statistics let a time window skip row groups.
 
-Types follow Spark's ``from_avro`` (:mod:`blockgz.formats.avro_arrow`, the mapping the reader
+Types follow Spark's ``from_avro`` (:mod:`blockgz.formats.avro.arrow_schema`, the mapping the reader
 uses too): records are structs, enums strings, fixed and bytes binary, maps have string keys,
 ``timestamp-millis``/``-micros`` are UTC timestamps, ``date`` a date, ``decimal`` a decimal. A
 field is nullable exactly when its Avro
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blockgz.errors import BadRecordError
-from blockgz.formats.avro_arrow import AvroArrow
+from blockgz.formats.avro.arrow_schema import AvroArrow
 
 #: The Kafka offset of each row; its statistics are a row group's offset range.
 OFFSET_COLUMN = "__kafka_offset"

@@ -2,7 +2,7 @@
 pyarrow straight into a store upload.
 
 :class:`ParquetObjectWriter` is the Parquet counterpart of
-:class:`~blockgz.formats.avro_writer.AvroObjectWriter`. Values come decoded (one schema per
+:class:`~blockgz.formats.avro.writer.AvroObjectWriter`. Values come decoded (one schema per
 object, as for Avro); every :data:`BATCH_ROWS` of them (or fewer, to stop exactly at
 ``s3.compression.block.records``) become an Arrow record batch, and a row group is written once
 its batches hold ``parquet.block.size`` bytes (Arrow's in-memory size: the uncompressed
@@ -12,7 +12,7 @@ row group. Cut points depend on the records only, and pyarrow writes no time int
 so a replay writes the same bytes.
 
 The footer's key-value metadata says, per row group, the gaps between its offsets where they
-are not contiguous (:data:`~blockgz.formats.parquet_schema.ROW_GROUPS_KEY`), so a reader seeks
+are not contiguous (:data:`~blockgz.formats.parquet.schema.ROW_GROUPS_KEY`), so a reader seeks
 exactly inside a row group of interleaved offsets (a field or time partitioner) too.
 
 >>> import tempfile
@@ -40,10 +40,10 @@ import json
 from typing import Any
 
 from blockgz.archive.written import WrittenFile
+from blockgz.blocks.index import deltas_if_gapped
 from blockgz.errors import BadRecordError
-from blockgz.format.index import deltas_if_gapped
 from blockgz.formats.output import OutputObject
-from blockgz.formats.parquet_schema import (
+from blockgz.formats.parquet.schema import (
     ROW_GROUPS_KEY,
     VALUE_KEY,
     WRAPPED_COLUMN,
