@@ -1,5 +1,5 @@
-"""The README's damage table (issue 41), one row per test: each damage done to a committed
-archive on SeaweedFS, and what ``seek``, ``records()``, blockgz's Spark reader, ``restore
+"""The damage table of docs/operating.md (issue 41), one row per test: each damage done to a
+committed archive on SeaweedFS, and what ``seek``, ``records()``, blockgz's Spark reader, ``restore
 --dry-run`` (against Apache Kafka), ``audit`` and ``audit --deep`` then do.
 
 Every reader either returns every record as archived or fails naming the key: never a silent
@@ -11,7 +11,9 @@ object at offset 20 (ev-1's object at 20 has the same size).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -71,7 +73,7 @@ DAMAGES: dict[str, tuple[Callable[[ObjectStore], None], str]] = {
 
 ALL = sorted((p, n) for p in (0, 1) for n in range(60))
 
-#: What each reader and the audit did, as the README's table says it.
+#: What each reader and the audit did, as the docs' table says it (checked below).
 TABLE = {
     # restore --dry-run plans from the manifests and reads no object
     "deleted object": ("error", "error", "error", "all", "2 missing_object", "2 missing_object"),
@@ -165,3 +167,24 @@ def test_the_damage_table(name, spark, kafka, seaweed_s3, weed_bucket):
         archive.audit("--deep"),
     )
     assert row == TABLE[name]
+
+
+def _docs_table() -> dict[str, tuple[str, ...]]:
+    """The damage table of docs/operating.md, its cells as TABLE writes them."""
+    page = Path(__file__).resolve().parents[2] / "docs" / "operating.md"
+    text = page.read_text(encoding="utf-8")
+    lines = text[text.index("### What each damage does") :].splitlines()
+    rows = [line for line in lines if line.startswith("| ")][1:]  # below the header row
+    table = {}
+    for row in rows[: len(DAMAGES)]:
+        cells = [
+            re.sub(r"\s*\([^)]*\)", "", c).replace("`", "").replace(",", "")
+            for c in row.split("|")[1:-1]
+        ]
+        cells = [" ".join(c.split()).removeprefix("plans ") for c in cells]
+        table[cells[0]] = tuple(cells[1:])
+    return table
+
+
+def test_the_docs_table_is_the_tested_table():
+    assert _docs_table() == TABLE

@@ -2,7 +2,7 @@
 
 Every upload sends the CRC-32 of its bytes (``x-amz-checksum-crc32``; a multipart upload the
 full-object type, every part its own); :meth:`S3Store.stored_crc32` asks for it back with one
-HEAD. What each server keeps is the table in the README ("Object stores and S3 settings"):
+HEAD. What each server keeps is the table in docs/storage.md ("Checksums"):
 these tests pin it, and that no server's answer breaks an upload.
 """
 

@@ -31,7 +31,7 @@ from blockgz.store.s3_client import make_client
 from blockgz.store.settings import S3Settings
 from sink.executor_env import forwarded_env
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+SECURITY_DOCS = Path(__file__).resolve().parents[2] / "docs" / "security.md"
 OPTIONS = {
     "s3.bucket.name": "b",
     "store.url": "http://127.0.0.1:9",
@@ -109,9 +109,9 @@ def test_the_policy_document_splits_bucket_and_object_actions():
     assert bucket["Condition"] == {"StringLike": {"s3:prefix": ["kafka/*"]}}
 
 
-def test_the_readme_tables_list_exactly_the_permissions_of_the_code():
-    text = README.read_text()
-    section = text[text.index("### S3: TLS, permissions, encryption") :]
+def test_the_docs_tables_list_exactly_the_permissions_of_the_code():
+    text = SECURITY_DOCS.read_text(encoding="utf-8")
+    section = text[text.index("## S3: TLS, permissions, encryption") :]
     section = section[: section.index("\n## ")]
     export_table = section[section.index("| export needs") :].split("\n\n")[0]
     reader_table = section[section.index("| readers need") :].split("\n\n")[0]
