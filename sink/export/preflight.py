@@ -232,7 +232,7 @@ def _probe_s3(store, job_dir: str, setting: str) -> None:
         raise PreflightError(
             f"{setting}: the credentials lack {exc.permission.action} on "
             f"{store.url(job_dir)} ({exc.__cause__}); the export needs {needed} "
-            "(README: Security → S3)"
+            "(docs: Security → S3)"
         ) from exc
 
 

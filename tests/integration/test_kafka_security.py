@@ -179,7 +179,7 @@ def test_a_dead_letter_topic_the_preflight_may_not_create(secured_kafka, topic, 
 def test_the_dead_letter_topic_is_created_with_create_and_written_with_write(
     secured_kafka, topic, tmp_path
 ):
-    """The ACLs the README lists for a dead-letter topic the preflight creates pass it."""
+    """The ACLs docs/security.md lists for a dead-letter topic the preflight creates pass it."""
     from blockgz.sink.export.config import ExportConfig
     from blockgz.sink.export.preflight import ensure_dead_letter_topic
 
