@@ -17,6 +17,7 @@ from typing import Any
 from blockgz.errors import BadRecordError
 from blockgz.sink.transforms.debezium import TRANSFORMS as DEBEZIUM_TRANSFORMS
 from blockgz.sink.transforms.fields import TRANSFORMS as FIELD_TRANSFORMS
+from blockgz.sink.transforms.fused import FusedPlan
 from blockgz.sink.transforms.headers import TRANSFORMS as HEADER_TRANSFORMS
 from blockgz.sink.transforms.misc import TRANSFORMS as MISC_TRANSFORMS
 from blockgz.sink.transforms.options import TransformOptions
@@ -75,12 +76,24 @@ class Step:
             return True
         return self.predicate(record) != self.negate
 
+    def applies_to_topic(self, topic: str) -> bool | None:
+        """Whether the transform runs on every record of ``topic`` with a non-null value
+        (``True``/``False``), or ``None`` when that depends on more than the topic."""
+        predicate = self.predicate
+        if predicate is None:
+            return True
+        if getattr(predicate, "topic_only", False):
+            return predicate(_topic_record(topic)) != self.negate
+        answer = getattr(predicate, "when_value_present", None)
+        return None if answer is None else answer != self.negate
+
 
 class Chain:
     """The configured transforms, in order."""
 
     def __init__(self, steps: list[Step]):
         self.steps = steps
+        self._fused: dict[str, FusedPlan | None] = {}
 
     def __bool__(self) -> bool:
         return bool(self.steps)
@@ -99,6 +112,37 @@ class Chain:
             for step in self.steps
         )
 
+    def fused(self, topic: str) -> FusedPlan | None:
+        """The chain compiled for ``topic``'s records with a schemaless, non-null value
+        (:mod:`blockgz.sink.transforms.fused`), or ``None`` when it does not compile: a step
+        reads or changes more than the topic and such a value. Worked out once per topic."""
+        if topic in self._fused:
+            return self._fused[topic]
+        plan = self._compile(topic)
+        if len(self._fused) < 10_000:
+            self._fused[topic] = plan
+        return plan
+
+    def _compile(self, topic: str) -> FusedPlan | None:
+        kernels = []
+        for step in self.steps:
+            applies = step.applies_to_topic(topic)
+            if applies is None:
+                return None
+            if not applies:
+                continue
+            transform = step.transform
+            if getattr(transform, "topic_only", False):
+                routed = transform(_topic_record(topic))
+                assert routed is not None  # a router never drops a record
+                topic = routed.topic
+                continue
+            make = getattr(transform, "value_kernel", None)
+            if make is None:
+                return None
+            kernels.append(make(topic))
+        return FusedPlan(topic, tuple(kernels))
+
     def apply(self, record: Record) -> Record | None:
         """Run every step; ``None`` when a step drops the record."""
         current: Record | None = record
@@ -112,6 +156,11 @@ class Chain:
             if current is None:
                 return None
         return current
+
+
+def _topic_record(topic: str) -> Record:
+    """A record with only a topic, for routers and predicates that read nothing else."""
+    return Record(topic, None, None, None, None, None, None)
 
 
 def _subkeys(config: Mapping[str, Any], prefix: str) -> dict[str, str]:

@@ -13,8 +13,11 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+import orjson
+
 from blockgz.sink.transforms.options import TransformOptions
 from blockgz.sink.transforms.record import (
+    VALUE,
     Record,
     Rejected,
     Side,
@@ -83,7 +86,51 @@ def insert_field(opts: TransformOptions, side: Side) -> Any:
             out[name] = found
         return side.set(record, copy_basics(schema, fields), out)
 
+    if side is VALUE:
+        # Each field with where it comes from: its index in ``wanted`` (topic, partition,
+        # offset, timestamp, static), the topic as -1 (the kernel's context tuple's last).
+        sources = [
+            (spec[0], _FROM_TOPIC if i == 0 else i)
+            for i, (spec, _, _) in enumerate(wanted)
+            if spec is not None
+        ]
+        apply.value_kernel = lambda topic: _insert_kernel(  # type: ignore[attr-defined]
+            sources, topic, static_value
+        )
     return apply
+
+
+_FROM_TOPIC = -1
+
+
+def _insert_kernel(fields: list[tuple[str, int]], topic: str, static: str | None) -> Any:
+    """InsertField$Value on one topic's schemaless maps (see :mod:`.fused`): the fields in
+    the configured order, a field whose value is null left out, as :func:`insert_field`."""
+    constants = {_FROM_TOPIC: topic, 4: static}
+    if all(i in constants for _, i in fields):
+        pairs = [(name, constants[i]) for name, i in fields if constants[i] is not None]
+
+        def insert_constants(value: Any, partition: int, offset: Any, timestamp: Any) -> Any:
+            if type(value) is not dict:
+                require_map(value, "field insertion")
+            for name, found in pairs:
+                value[name] = found
+            return value
+
+        insert_constants.reads_record = False  # type: ignore[attr-defined]
+        return insert_constants
+
+    def insert(value: Any, partition: int, offset: Any, timestamp: Any) -> Any:
+        if type(value) is not dict:
+            require_map(value, "field insertion")
+        context = (None, partition, offset, timestamp, static, topic)  # [-1] is the topic
+        for name, i in fields:
+            found = context[i]
+            if found is not None:
+                value[name] = found
+        return value
+
+    return insert
 
 
 def _value_schema(spec: dict[str, Any]) -> Any:
@@ -138,7 +185,72 @@ def replace_field(opts: TransformOptions, side: Side) -> Any:
         out = {spec["field"]: data.get(back.get(spec["field"], spec["field"])) for spec in fields}
         return side.set(record, copy_basics(schema, fields), out)
 
+    if side is VALUE:
+        kernel = _replace_kernel(exclude, include, renames)
+        apply.value_kernel = lambda topic: kernel  # type: ignore[attr-defined]
     return apply
+
+
+def _replace_kernel(exclude: set[str], include: set[str], renames: dict[str, str]) -> Any:
+    """ReplaceField$Value on schemaless maps (see :mod:`.fused`): the same map as
+    :func:`replace_field`, built in place where that keeps the fields' order.
+
+    Renaming a field in place would move it to the end, so a rename rebuilds the map, which
+    costs more than the rest of the chain. When the serialised JSON is all that is wanted,
+    ``replace.dumped`` leaves the rename to the bytes: see :func:`_renamed_json`."""
+    dropped = tuple(exclude)
+    renamed = tuple(renames)
+
+    def keep(value: Any, partition: int, offset: Any, timestamp: Any) -> Any:
+        if type(value) is not dict:
+            require_map(value, "field replacement")
+        if include:
+            return {k: v for k, v in value.items() if k in include and k not in exclude}
+        for name in dropped:
+            value.pop(name, None)
+        return value
+
+    def replace(value: Any, partition: int, offset: Any, timestamp: Any) -> Any:
+        value = keep(value, partition, offset, timestamp)
+        for name in renamed:
+            if name in value:  # renaming keeps a field's place: the map is rebuilt
+                return {renames.get(k, k): v for k, v in value.items()}
+        return value
+
+    replace.reads_record = keep.reads_record = False  # type: ignore[attr-defined]
+    if renames:
+        replace.dumped = (keep, _renamed_json(renames))  # type: ignore[attr-defined]
+    return replace
+
+
+def _renamed_json(renames: dict[str, str]) -> Any:
+    """``dump(value) -> bytes``: ``orjson.dumps`` of ``value`` with ``renames`` applied.
+
+    With one field to rename (``renames`` holds one), whose new name the map does not hold,
+    the JSON of the renamed map is the map's JSON with that one key replaced (orjson writes
+    ``{``, then ``"key":value`` pairs joined by ``,``, then ``}``). The key's bytes
+    ``"old":`` are replaced when they occur once in the whole text: they occur at least once
+    (the key), and text inside a string or a nested key cannot be confused with them once
+    they occur only once. Anything else is serialised from the rebuilt map."""
+    dumps = orjson.dumps
+    if len(renames) != 1:
+
+        def rebuilt(value: dict[str, Any]) -> bytes:
+            return dumps({renames.get(k, k): v for k, v in value.items()})
+
+        return rebuilt
+    ((old_name, new_name),) = renames.items()
+    old, new = dumps(old_name) + b":", dumps(new_name) + b":"
+
+    def renamed(value: dict[str, Any]) -> bytes:
+        data = dumps(value)
+        if old_name not in value:
+            return data
+        if new_name not in value and data.count(old) == 1:
+            return data.replace(old, new, 1)
+        return dumps({new_name if k == old_name else k: v for k, v in value.items()})
+
+    return renamed
 
 
 _ZERO = {

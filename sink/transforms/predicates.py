@@ -43,7 +43,12 @@ def has_header_key(opts: TransformOptions) -> Predicate:
 
 def record_is_tombstone(opts: TransformOptions) -> Predicate:
     """The record's value is null."""
-    return lambda record: record.value is None
+
+    def is_tombstone(record: Record) -> bool:
+        return record.value is None
+
+    is_tombstone.when_value_present = False  # type: ignore[attr-defined]  # its answer then
+    return is_tombstone
 
 
 PREDICATES: dict[str, Callable[[TransformOptions], Predicate]] = {

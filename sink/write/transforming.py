@@ -34,6 +34,10 @@ from blockgz.errors import BadRecordError
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.transforms import Chain, Header, Record, build_chain
 from blockgz.sink.transforms.avro_bridge import avro_value, connect_schema, connect_value
+from blockgz.sink.transforms.fused import FusedPlan, run_all
+
+#: Values parsed and serialised at a time by :meth:`RecordTransformer.transform_json_values`.
+_CHUNK = 1024
 
 if TYPE_CHECKING:
     from blockgz.sink.write.config import SinkConfig
@@ -71,20 +75,81 @@ class RecordTransformer:
         return cls(chain, config) if chain else None
 
     @property
-    def topic_only(self) -> bool:
-        """Whether the chain only routes by topic (see :attr:`Chain.topic_only`)."""
-        return self.chain.topic_only
+    def json_values(self) -> bool:
+        """Whether values are plain JSON parsed by the sink (no converter, not raw bytes) and
+        keys are not decoded: then whole batches may go through a fused chain
+        (:meth:`transform_json_values`)."""
+        return self.converter is None and not self.raw_bytes and self.key_converter is None
 
-    def route(self, topic: str, partition: int) -> str:
-        """The topic a topic-only chain sends ``topic``'s records to."""
-        out = self.chain.apply(Record(topic, partition, None, None, None, None, None))
-        assert out is not None  # a router never drops a record
-        return out.topic
+    def transform_json_values(
+        self, plan: FusedPlan, values: list[bytes], batch: Any
+    ) -> list[bytes] | None:
+        """The JSON ``values`` of an Arrow ``batch`` of one topic-partition's records (none
+        null) through ``plan``, serialised as :meth:`apply` writes them; ``None`` when one of
+        them cannot take the fused way (not JSON, not a map, a transform rejects it): the
+        caller then runs the records through :meth:`apply`, which says why."""
+        if not plan.kernels:
+            return values
+        count = len(values)
+        partition = batch.column("partition")[0].as_py()
+        offsets = stamps = [None] * count
+        if plan.uses_record:
+            offsets, stamps = _offsets_and_stamps(batch)
+        kernels, dumps = plan.serialising()  # parsed values need no ``default``
+        loads = orjson.loads
+        out: list[bytes] = []
+        try:
+            for start in range(0, count, _CHUNK):
+                stop = start + _CHUNK
+                parsed = list(map(loads, values[start:stop]))
+                done = run_all(kernels, parsed, partition, offsets[start:stop], stamps[start:stop])
+                out.extend(_compact(list(map(dumps, done))))
+        except (BadRecordError, TypeError, ValueError):
+            return None
+        return out
 
     def apply(self, record: KafkaRecord) -> KafkaRecord | None:
         """The transformed record, or ``None`` when the chain drops it; a record that cannot
         be decoded or that a transform rejects raises :class:`StageError`."""
-        before = self.to_connect(record)
+        if record.value is not None and (record.key is None or self.key_converter is None):
+            plan = self.chain.fused(record.topic)
+            if plan is not None and plan.kernels:
+                decoded = self._value_of(record)
+                fused = self._apply_fused(plan, record, decoded)
+                if fused is not None:
+                    return fused
+                return self._apply(record, self.to_connect(record, decoded))
+        return self._apply(record, self.to_connect(record))
+
+    def _apply_fused(
+        self, plan: FusedPlan, record: KafkaRecord, decoded: tuple[Any, Any]
+    ) -> TransformedRecord | None:
+        """:meth:`apply` of a schemaless map value through a fused chain (as
+        :meth:`from_connect` writes it), or ``None`` when it cannot go that way."""
+        schema, value = decoded
+        if schema is not None or type(value) is not dict:
+            return None
+        try:
+            datum = plan.run(dict(value), record.partition, record.offset, record.timestamp_ms)
+            data = orjson.dumps(datum, default=_json_default)
+        except (BadRecordError, TypeError, ValueError):
+            return None  # the chain names the transform, or from_connect what is wrong
+        headers = record.headers
+        out = TransformedRecord(
+            plan.topic,
+            record.partition,
+            record.offset,
+            record.timestamp_ms,
+            record.key,
+            data,
+            None if headers is None else [(k, _as_bytes(v)) for k, v in headers],
+            timestamp_type=record.timestamp_type,
+        )
+        out.set_decoded(None, datum)
+        return out
+
+    def _apply(self, record: KafkaRecord, before: Record) -> KafkaRecord | None:
+        """:meth:`apply` through the chain's records."""
         try:
             after = self.chain.apply(before)
         except BadRecordError as exc:
@@ -98,9 +163,10 @@ class RecordTransformer:
                 f"the transformed record cannot be written ({exc})", "TRANSFORMATION", record
             ) from None
 
-    def to_connect(self, record: KafkaRecord) -> Record:
-        """The Connect record of a Kafka row (the value decoded by the value converter)."""
-        schema, value = self._value_of(record)
+    def to_connect(self, record: KafkaRecord, decoded: tuple[Any, Any] | None = None) -> Record:
+        """The Connect record of a Kafka row (the value decoded by the value converter, or
+        ``decoded``: what :meth:`_value_of` gave already)."""
+        schema, value = self._value_of(record) if decoded is None else decoded
         key_schema, key = self._key_of(record)
         headers = tuple(Header(k, v) for k, v in record.headers or ())
         return Record(
@@ -188,6 +254,33 @@ class RecordTransformer:
         if record.value is not None and not self.raw_bytes:
             out.set_decoded(value_schema, datum)
         return out
+
+
+def _offsets_and_stamps(batch: Any) -> tuple[list[int], list[int | None]]:
+    """An Arrow batch's offsets and timestamps (epoch ms, ``None`` where there is none), as
+    :func:`~blockgz.sink.write.task.records_of` reads them."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    offsets = batch.column("offset").to_pylist()
+    if "timestamp" not in batch.schema.names:
+        return offsets, [None] * len(offsets)
+    micros = pc.cast(batch.column("timestamp"), pa.int64()).to_pylist()
+    return offsets, [None if t is None else t // 1000 for t in micros]
+
+
+def _compact(data: list[bytes]) -> list[bytes]:
+    """``data`` copied into one buffer's slices: orjson's results each hold a 1 KiB
+    allocation, and 50,000 of them kept for a batch cost more in fresh memory than the
+    serialising itself."""
+    joined = b"".join(data)
+    out = []
+    start = 0
+    for item in data:
+        stop = start + len(item)
+        out.append(joined[start:stop])
+        start = stop
+    return out
 
 
 def _headers(original: KafkaRecord, record: Record) -> list[tuple[str, bytes | None]] | None:
