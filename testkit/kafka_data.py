@@ -38,7 +38,7 @@ def produce_numbered(
 ) -> None:
     """Produce ``per_partition`` records into each partition, one record per Kafka batch.
 
-    One record per batch keeps Tansu's high watermark exact (the README's test servers); record
+    One record per batch keeps Tansu's high watermark exact (CONTRIBUTING.md's test servers); record
     timestamps step five hours apart so time partitioners see several days and hours.
     """
     from confluent_kafka import Producer

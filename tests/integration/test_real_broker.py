@@ -164,8 +164,8 @@ def _transactional_history(kafka, topic: str) -> None:
         else:
             txn.commit_transaction(30)
     # The last abort's marker is written after abort_transaction returns: wait for it, so the
-    # topic ends with a plain record (a range that ends on a marker is a known stall, see the
-    # README's "Transactions").
+    # topic ends with a plain record (a range that ends on a marker once stalled a run of this
+    # test for kafkaConsumer.pollTimeoutMs; never reproduced since): it checks the archive.
     settled_end_offsets(kafka, topic)
     plain.produce(topic, b'{"plain":%d}' % n, key=b"p%d" % n, partition=0)
     plain.flush(30)

@@ -1,6 +1,6 @@
 """``blockgz replay`` into a real broker (Tansu): the target topic holds the archive, once.
 
-Tansu's high watermark lags behind batched produces (the README's test servers), so the
+Tansu's high watermark lags behind batched produces (CONTRIBUTING.md's test servers), so the
 replays here send one record per request (``-O kafka.batch.num.messages=1``); the product
 code is the same either way.
 """

@@ -196,7 +196,7 @@ def assert_same(connect: Any, request: dict[str, Any], generated: bool = True) -
     java = connect.run(request)
     ours = blockgz_answer(request)
     # What Connect's JsonConverter cannot write (a schemaless java.util.Date that
-    # TimestampConverter made) has no answer to compare: blockgz writes ISO text (README).
+    # TimestampConverter made) has no answer to compare: blockgz writes ISO text (docs).
     if generated:
         assume(java.get("phase") != "output")
     assert _comparable(ours) == _comparable(java), (
