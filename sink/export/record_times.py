@@ -5,7 +5,8 @@ what an alert wants ("the archive is 10 minutes behind"). The oldest record not 
 a topic-partition is the one at its committed offset (or the first after it: compaction and
 transaction markers leave gaps), so its timestamp is one fetch. :class:`RecordTimes` reads it
 once per committed offset (the answer cannot change until the next batch commits), with one
-consumer for all partitions (the driver's shared one,
+consumer for all partitions (:func:`~blockgz.sink.kafka.oldest.first_record_times`, which the
+source's held partial files also use; the driver's shared consumer,
 :class:`~blockgz.sink.export.kafka_clients.DriverClients`, when given) and a deadline, so a
 slow broker delays the figure, not the export.
 
@@ -18,11 +19,11 @@ Example (with a broker)::
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any
 
 from blockgz.sink.export.kafka_clients import DriverClients
+from blockgz.sink.kafka.oldest import first_record_times
 
 log = logging.getLogger("blockgz.export")
 
@@ -59,24 +60,9 @@ class RecordTimes:
         return {tp: k[1] for tp, k in found.items() if k is not None and k[0] == offsets[tp]}
 
     def _fetch(self, wanted: Mapping[TopicPartition, int]) -> None:
-        from confluent_kafka import TopicPartition as KafkaPartition
-
-        consumer = self._clients.consumer()
-        consumer.assign([KafkaPartition(t, p, off) for (t, p), off in wanted.items()])
-        missing = set(wanted)
-        deadline = time.monotonic() + self.timeout_s
-        while missing and time.monotonic() < deadline:
-            for message in consumer.consume(num_messages=500, timeout=0.2):
-                if message.error() is not None:
-                    continue
-                tp = (message.topic(), message.partition())
-                if tp in missing and message.offset() >= wanted[tp]:
-                    kind, ms = message.timestamp()
-                    if kind != 0 and ms >= 0:  # 0: TIMESTAMP_NOT_AVAILABLE
-                        self._known[tp] = (wanted[tp], ms / 1000)
-                    missing.discard(tp)
-                    consumer.pause([KafkaPartition(*tp)])
-        consumer.unassign()
+        found = first_record_times(self._clients.consumer(), wanted, self.timeout_s)
+        for tp, ms in found.items():
+            self._known[tp] = (wanted[tp], ms / 1000)
 
     def close(self) -> None:
         if self._own_clients:

@@ -202,10 +202,29 @@ def plan_end(
         else:
             cap = newest if target is None else min(newest, target[tp])
             end[tp] = max(start[tp], cap)
-    if max_rows is not None:
-        lags = {tp: end[tp] - start[tp] for tp in end if tp in start}
-        for tp, admitted in split_limit(lags, max_rows).items():
-            end[tp] = start[tp] + admitted
+    return cap_rows(start, end, max_rows)
+
+
+def cap_rows(
+    start: Mapping[TopicPartition, int],
+    end: Offsets,
+    max_rows: int | None,
+    *,
+    flush_size: int | None = None,
+) -> Offsets:
+    """``end`` with ``max_rows`` shared out by :func:`split_limit`; with ``flush_size`` (held
+    partial files), a share that cuts a partition short is cut down to whole files.
+
+    >>> cap_rows({("t", 0): 0, ("t", 1): 0}, {("t", 0): 90, ("t", 1): 10}, 50, flush_size=20)
+    {('t', 0): 40, ('t', 1): 5}
+    """
+    if max_rows is None:
+        return end
+    from blockgz.sink.kafka.holding import round_to_files
+
+    lags = {tp: end[tp] - start[tp] for tp in end if tp in start}
+    for tp, admitted in split_limit(lags, max_rows).items():
+        end[tp] = start[tp] + round_to_files(admitted, lags[tp], flush_size)
     return end
 
 

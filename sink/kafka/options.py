@@ -20,6 +20,7 @@ from blockgz.errors import ConfigError
 from blockgz.kafka.security import librdkafka_settings
 from blockgz.option_defs import OptionSet, declarer
 from blockgz.options import Options
+from blockgz.sink.kafka.holding import HOLD_MODES, HOLD_RULES, HoldRules
 
 log = logging.getLogger("blockgz.kafka_source")
 
@@ -135,6 +136,28 @@ SOURCE_OPTIONS = OptionSet(
         origin="blockgz",
         internal=True,
     ),
+    _source(
+        "blockgz.hold.partial.files",
+        "choice",
+        "auto",
+        "hold a partition's records back until they fill a file (`flush.size`) or a time "
+        "rotation (`rotate.interval.ms`, `rotate.schedule.interval.ms`) closes it, so a running "
+        "export writes files as large as Confluent's sink does; `auto`: in a running export "
+        "with a time rotation set; `true`: also with `flush.size` alone (a remainder then waits "
+        "for `flush.size` records, as in Confluent) and in `--once` runs; `false`: every "
+        "micro-batch closes its files",
+        allowed=HOLD_MODES,
+        origin="blockgz",
+    ),
+    _source(
+        HOLD_RULES,
+        "text",
+        "",
+        "set by `blockgz export`, not by users: JSON of the sink's rotation settings the "
+        "source plans held partial files with",
+        origin="blockgz",
+        internal=True,
+    ),
     *(_source(name, "text", "", _SPARK_ONLY) for name in _IGNORED),
     *(
         _source(
@@ -172,6 +195,10 @@ class SourceConfig:
     emit_ranges: bool = False  # blockgz.emit=ranges: one offset-range row per task
     #: blockgz.topic.ids: the topic ids the run holds to (blockgz.sink.kafka.lives).
     topic_ids: Mapping[str, str] = field(default_factory=dict)
+    #: blockgz.hold.partial.files (auto, true, false) and the rules it plans with
+    #: (blockgz.hold.rules; blockgz.sink.kafka.holding).
+    hold_mode: str = "auto"
+    hold_rules: HoldRules | None = None
 
     @property
     def timeout_s(self) -> float:
@@ -237,6 +264,8 @@ def parse_options(options: Mapping[str, str]) -> SourceConfig:
         manifest_options=_manifest_options(opts) if starting == "s3" else {},
         emit_ranges=read(opts, "blockgz.emit") == "ranges",
         topic_ids=_topic_ids(read(opts, TOPIC_IDS)),
+        hold_mode=read(opts, "blockgz.hold.partial.files"),
+        hold_rules=HoldRules.from_json(read(opts, HOLD_RULES)),
     )
 
 

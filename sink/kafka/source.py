@@ -47,6 +47,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import re
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,7 +62,9 @@ from pyspark.sql.streaming.datasource import (
 
 from blockgz.errors import SourceError, TopicRecreatedError
 from blockgz.runtime.gc_control import settle as settle_heap
+from blockgz.sink.kafka.holding import HoldRules, Remainder, holding, plan_partition
 from blockgz.sink.kafka.offsets import (
+    cap_rows,
     manifest_start,
     offsets_from_json,
     offsets_to_json,
@@ -178,11 +181,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._admin: Any = None  # driver only (the topic ids); never pickled
         self._target: Offsets | None = None  # Trigger.AvailableNow's frozen end
         self._latest: Offsets = {}
+        self._clock: Any = None  # driver only: held partitions' timestamps (HoldClock)
+        #: Per partition, the records the last planned batch held back on purpose.
+        self.held: Offsets = {}
 
     def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_consumer"] = None
         state["_admin"] = None
+        state["_clock"] = None
         return state
 
     @property
@@ -237,11 +244,59 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             begin,
             latest,
             earliest_new,
-            max_rows=max_rows,
             target=self._target,
             fail_on_data_loss=self.config.fail_on_data_loss,
         )
-        return offsets_to_json(end)
+        rules = self._hold_rules()
+        if rules is not None:
+            end = self._hold(begin, end, rules)
+        flush_size = rules.flush_size if rules is not None else None
+        return offsets_to_json(cap_rows(begin, end, max_rows, flush_size=flush_size))
+
+    def _hold_rules(self) -> HoldRules | None:
+        """The rotation rules partial files are held by (``blockgz.hold.partial.files``), or
+        ``None``: every batch reads all it may (``--once`` runs by default)."""
+        rules = self.config.hold_rules
+        if holding(self.config.hold_mode, rules, once=self._target is not None):
+            return rules
+        return None
+
+    def _hold(self, begin: Offsets, end: Offsets, rules: HoldRules) -> Offsets:
+        """``end`` cut back so each partition's batch ends where one of its files closes
+        (:func:`~blockgz.sink.kafka.holding.plan_partition`); records past it stay in Kafka."""
+        from blockgz.sink.kafka.oldest import HoldClock
+
+        parts = {tp: Remainder(begin[tp], stop) for tp, stop in end.items() if tp in begin}
+        partial = {
+            tp: part.full_end(rules.flush_size)
+            for tp, part in parts.items()
+            if part.full_end(rules.flush_size) < part.latest
+        }
+        if self._clock is None:
+            self._clock = HoldClock(self.consumer, timeout_s=min(2.0, self.config.timeout_s))
+        self._clock.forget(partial)
+        firsts = self._clock.first_times(partial) if rules.timed else {}
+        cuts: dict[TopicPartition, int] = {}
+        if rules.rotate_interval_ms and not rules.wallclock:
+            due = {tp: ms + rules.rotate_interval_ms for tp, ms in firsts.items()}
+            cuts = self._clock.time_cuts(partial, due)
+        now_ms = int(time.time() * 1000)
+        planned, held = dict(end), {}
+        for tp in partial:
+            planned[tp], _ = plan_partition(
+                parts[tp], rules, first_ms=firsts.get(tp), time_cut=cuts.get(tp), now_ms=now_ms
+            )
+            if planned[tp] < parts[tp].latest:
+                held[tp] = parts[tp].latest - planned[tp]
+        self.held = held
+        if held:
+            log.info(
+                "held: %d records of %d partitions waiting for %s",
+                sum(held.values()),
+                len(held),
+                rules.waiting_for(),
+            )
+        return planned
 
     def _check_lives(self) -> None:
         """Before planning a batch: each topic still has the id the run started with, or the

@@ -1,0 +1,115 @@
+"""The timestamps holding needs, read from Kafka on the driver: the first record at or after an
+offset (one fetch per partition), and the first offset at or after a time (one
+``offsets_for_times`` request for all partitions).
+
+:func:`first_record_times` is shared with the export's lag-in-seconds figure
+(:mod:`blockgz.sink.export.record_times`). :class:`HoldClock` caches both answers per partition
+until the offset they were asked at moves (a found time cut never changes; a missing one is
+asked again each batch), so a steady partition costs nothing between files.
+
+Example (with a broker)::
+
+    clock = HoldClock(consumer, timeout_s=2.0)
+    clock.first_times({("orders", 0): 1200})  # {("orders", 0): 1764130000123} (ms)
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+log = logging.getLogger("blockgz.kafka_source")
+
+TopicPartition = tuple[str, int]
+
+
+def first_record_times(
+    consumer: Any, wanted: Mapping[TopicPartition, int], timeout_s: float
+) -> dict[TopicPartition, int]:
+    """The Kafka timestamp (ms) of the first record at or after each offset in ``wanted``
+    (compaction and transaction markers leave gaps), for the partitions read within
+    ``timeout_s``; records without a timestamp are left out. ``consumer`` is assigned for the
+    call and unassigned after it."""
+    from confluent_kafka import TopicPartition as KafkaPartition
+
+    found: dict[TopicPartition, int] = {}
+    if not wanted:
+        return found
+    consumer.assign([KafkaPartition(t, p, off) for (t, p), off in wanted.items()])
+    missing = set(wanted)
+    deadline = time.monotonic() + timeout_s
+    try:
+        while missing and time.monotonic() < deadline:
+            for message in consumer.consume(num_messages=500, timeout=0.2):
+                if message.error() is not None:
+                    continue
+                tp = (message.topic(), message.partition())
+                if tp in missing and message.offset() >= wanted[tp]:
+                    kind, ms = message.timestamp()
+                    if kind != 0 and ms >= 0:  # 0: TIMESTAMP_NOT_AVAILABLE
+                        found[tp] = ms
+                    missing.discard(tp)
+                    consumer.pause([KafkaPartition(*tp)])
+    finally:
+        consumer.unassign()
+    return found
+
+
+def offsets_at_times(
+    consumer: Any, times: Mapping[TopicPartition, int], timeout_s: float
+) -> dict[TopicPartition, int]:
+    """Per partition, the first offset whose timestamp is at least the given ms (Kafka's
+    ListOffsets by time); partitions with no such record yet are left out."""
+    from confluent_kafka import TopicPartition as KafkaPartition
+
+    if not times:
+        return {}
+    asked = [KafkaPartition(t, p, ms) for (t, p), ms in times.items()]
+    answers = consumer.offsets_for_times(asked, timeout=timeout_s)
+    return {
+        (tp.topic, tp.partition): tp.offset for tp in answers if tp.error is None and tp.offset >= 0
+    }
+
+
+class HoldClock:
+    """The first-record times and time cuts of partial files, cached per partition."""
+
+    def __init__(self, consumer: Any, timeout_s: float = 2.0) -> None:
+        self.consumer = consumer
+        self.timeout_s = timeout_s
+        self._times: dict[TopicPartition, tuple[int, int]] = {}  # tp -> (offset, ms)
+        self._cuts: dict[TopicPartition, tuple[int, int]] = {}  # tp -> (offset, cut)
+
+    def first_times(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """The timestamp (ms) of the first record at or after each offset that could be read
+        in time (cached until the offset moves)."""
+        wanted = {tp: o for tp, o in offsets.items() if self._times.get(tp, (-1,))[0] != o}
+        try:
+            for tp, ms in first_record_times(self.consumer, wanted, self.timeout_s).items():
+                self._times[tp] = (wanted[tp], ms)
+        except Exception:  # not known this batch: the partition stays held, asked again next
+            log.warning("could not read the first records' timestamps", exc_info=True)
+        known = {tp: self._times.get(tp) for tp in offsets}
+        return {tp: k[1] for tp, k in known.items() if k is not None and k[0] == offsets[tp]}
+
+    def time_cuts(
+        self, offsets: Mapping[TopicPartition, int], times: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, int]:
+        """Per partition, the first offset whose timestamp is at least ``times[tp]``, for the
+        partial file starting at ``offsets[tp]`` (a found cut is kept until that offset moves)."""
+        wanted = {tp: ms for tp, ms in times.items() if self._cuts.get(tp, (-1,))[0] != offsets[tp]}
+        try:
+            for tp, cut in offsets_at_times(self.consumer, wanted, self.timeout_s).items():
+                self._cuts[tp] = (offsets[tp], cut)
+        except Exception:  # as above: held one more batch
+            log.warning("could not look up offsets by time", exc_info=True)
+        known = {tp: self._cuts.get(tp) for tp in times}
+        return {tp: k[1] for tp, k in known.items() if k is not None and k[0] == offsets[tp]}
+
+    def forget(self, keep: Mapping[TopicPartition, int]) -> None:
+        """Drop the cache of partitions no longer held."""
+        for cache in (self._times, self._cuts):
+            for tp in [tp for tp in cache if tp not in keep]:
+                del cache[tp]

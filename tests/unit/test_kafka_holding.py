@@ -1,0 +1,131 @@
+"""Held partial files (issue 44): where a micro-batch ends per partition, as pure logic."""
+
+from __future__ import annotations
+
+import pytest
+
+from blockgz.errors import ConfigError
+from blockgz.sink.kafka.holding import (
+    HoldRules,
+    Remainder,
+    held_counts,
+    holding,
+    plan_partition,
+    rules_of,
+)
+from blockgz.sink.kafka.offsets import cap_rows
+from blockgz.sink.kafka.options import parse_options
+
+MINUTE = 60_000
+
+
+def plan(start, latest, rules, *, first_ms=None, time_cut=None, now_ms=0):
+    return plan_partition(
+        Remainder(start, latest), rules, first_ms=first_ms, time_cut=time_cut, now_ms=now_ms
+    )
+
+
+def test_flush_size_alone_reads_whole_files_and_holds_the_rest():
+    rules = HoldRules(flush_size=1000)
+    assert plan(0, 999, rules)[0] == 0
+    assert plan(0, 2500, rules) == (2000, "a full file (flush.size=1000)")
+    assert plan(500, 1500, rules) == (1500, "")  # exactly one full file
+    assert plan(7, 7, rules) == (7, "")
+
+
+def test_rotate_interval_closes_the_partial_file_at_the_first_record_that_does_not_fit():
+    rules = HoldRules(flush_size=1000, rotate_interval_ms=MINUTE)
+    # 120 records, the one at offset 100 is a minute after the first: [0, 100) is a file
+    end, why = plan(0, 120, rules, first_ms=5_000, time_cut=100)
+    assert end == 100 and "rotate.interval.ms=60000" in why
+    # no record a minute later yet: everything waits
+    assert plan(0, 120, rules, first_ms=5_000, time_cut=None)[0] == 0
+    # the cut is the newest record's successor: everything available closes
+    assert plan(0, 120, rules, first_ms=5_000, time_cut=120) == (120, "")
+    # after two full files, the cut counts from the partial file's first record
+    assert plan(0, 2300, rules, first_ms=5_000, time_cut=2200)[0] == 2200
+
+
+def test_a_cut_before_the_partial_file_reads_everything():
+    """Out-of-order timestamps: Kafka's first record at or after the time lies before the
+    partial file; the file is closed rather than held on a time that already passed."""
+    rules = HoldRules(flush_size=10, rotate_interval_ms=MINUTE)
+    assert plan(0, 25, rules, first_ms=5_000, time_cut=15) == (25, "")
+
+
+def test_without_the_first_records_time_the_partial_file_waits():
+    rules = HoldRules(flush_size=10, rotate_schedule_interval_ms=MINUTE)
+    assert plan(0, 5, rules, first_ms=None, now_ms=10 * MINUTE)[0] == 0
+
+
+def test_scheduled_rotation_reads_everything_once_a_boundary_passed():
+    rules = HoldRules(flush_size=10, rotate_schedule_interval_ms=MINUTE)
+    first = 10 * MINUTE + 1_000  # 00:10:01 UTC: the next boundary is 00:11:00
+    assert plan(0, 5, rules, first_ms=first, now_ms=11 * MINUTE - 1)[0] == 0
+    assert plan(0, 5, rules, first_ms=first, now_ms=11 * MINUTE) == (5, "")
+
+
+def test_wallclock_interval_counts_the_first_records_age():
+    rules = HoldRules(flush_size=10, rotate_interval_ms=MINUTE, wallclock=True)
+    assert plan(0, 5, rules, first_ms=0, now_ms=MINUTE - 1, time_cut=3)[0] == 0
+    assert plan(0, 5, rules, first_ms=0, now_ms=MINUTE) == (5, "")
+
+
+@pytest.mark.parametrize(
+    ("mode", "rules", "once", "held"),
+    [
+        ("auto", HoldRules(flush_size=10, rotate_interval_ms=1), False, True),
+        ("auto", HoldRules(flush_size=10, rotate_interval_ms=1), True, False),
+        ("auto", HoldRules(flush_size=10), False, False),
+        ("true", HoldRules(flush_size=10), False, True),
+        ("true", HoldRules(flush_size=10), True, True),
+        ("true", HoldRules(), False, False),
+        ("false", HoldRules(flush_size=10, rotate_interval_ms=1), False, False),
+        ("true", None, False, False),
+    ],
+)
+def test_when_the_source_holds(mode, rules, once, held):
+    assert holding(mode, rules, once=once) is held
+
+
+def test_a_capped_share_is_cut_to_whole_files():
+    """maxOffsetsPerTrigger's share of 75 becomes two files of 30; a share below one file
+    stays as it is (the partition would otherwise never be read)."""
+    start = {("t", 0): 0, ("t", 1): 100}
+    latest = {("t", 0): 300, ("t", 1): 200}
+    end = cap_rows(start, dict(latest), 100, flush_size=30)
+    assert end == {("t", 0): 60, ("t", 1): 125}
+    assert held_counts(start, latest, end) == {("t", 0): 240, ("t", 1): 75}
+
+
+def test_the_source_reads_its_hold_options():
+    base = {"kafka.bootstrap.servers": "b:9092", "subscribe": "t"}
+    rules = HoldRules(flush_size=5, rotate_interval_ms=MINUTE, timezone="Europe/Berlin")
+    config = parse_options(
+        {**base, "blockgz.hold.partial.files": "TRUE", "blockgz.hold.rules": rules.to_json()}
+    )
+    assert config.hold_mode == "true" and config.hold_rules == rules
+    assert parse_options(base).hold_mode == "auto" and parse_options(base).hold_rules is None
+    with pytest.raises(ConfigError, match=r"blockgz\.hold\.partial\.files"):
+        parse_options({**base, "blockgz.hold.partial.files": "maybe"})
+    with pytest.raises(ConfigError, match=r"blockgz\.hold\.rules"):
+        parse_options({**base, "blockgz.hold.rules": "[1"})
+
+
+def test_rules_follow_the_sinks_settings_and_its_extractor():
+    from blockgz.sink.write.config import SinkConfig
+
+    sink = SinkConfig.from_options(
+        {"path": "/tmp/x", "flush.size": "7", "rotate.interval.ms": "9000"}
+    )
+    assert rules_of(sink) == HoldRules(flush_size=7, rotate_interval_ms=9000)
+    timed = SinkConfig.from_options(
+        {
+            "path": "/tmp/x",
+            "rotate.interval.ms": "9000",
+            "partitioner.class": "io.confluent.connect.storage.partitioner.HourlyPartitioner",
+            "locale": "en",
+            "timezone": "UTC",
+        }
+    )
+    assert rules_of(timed).wallclock  # the extractor defaults to Wallclock
