@@ -118,7 +118,7 @@ def quiet_machine(report) -> None:
 
 # -- 1. export ------------------------------------------------------------------------------------
 def avro_job(kafka, s3, registry, bucket: str, codec: str):
-    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportConfig
 
     return ExportConfig.from_mapping(
         {

@@ -179,7 +179,7 @@ def job_config(kafka, s3, bucket: str, topic: str, plan: str = "rows"):
     """The export job of cases S and A: JSON values, block-GZIP, default partitioner, no
     flush.size (so one object per partition per micro-batch). ``plan``: ``rows`` (A),
     ``tasks`` (A': the sink tasks read Kafka) or ``spark`` (S: Spark's Kafka source)."""
-    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportConfig
 
     return ExportConfig.from_mapping(
         {

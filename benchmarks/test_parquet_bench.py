@@ -69,7 +69,7 @@ def spark():
 
 
 def _job(kafka, s3, registry, bucket: str, fmt: str):
-    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportConfig
 
     s3.client().create_bucket(Bucket=bucket)
     codec = {"avro": {"avro.codec": "snappy"}, "parquet": {"parquet.codec": "snappy"}}[fmt]

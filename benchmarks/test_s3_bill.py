@@ -199,7 +199,7 @@ class Workload:
 
 def export(spark, kafka, work: Workload, checkpoint: Path, **extra: str) -> None:
     """``run_export(once=True)`` of the topic into the workload's bucket, ``extra`` settings."""
-    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.job import run_export
 
     job = ExportConfig.from_mapping(

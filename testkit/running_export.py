@@ -14,7 +14,7 @@ from collections import Counter
 
 from blockgz.errors import ExportFailed
 from blockgz.reader import open_archive
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
 from testkit.s3 import s3_options
 

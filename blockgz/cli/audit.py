@@ -84,7 +84,7 @@ def audit(target, topics, deep, repair, brokers, no_kafka, options, output, thre
       blockgz audit s3-sink.json --no-kafka --output json | jq '.jobs[0].findings'
     """
     from blockgz.errors import ConfigError
-    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.status import archive_jobs
 
     overrides = collect_options(None, options)

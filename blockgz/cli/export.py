@@ -72,12 +72,12 @@ def export(config, checkpoint, once, master, options, print_submit, verbose) -> 
       blockgz export s3-sink.properties --master spark://10.0.0.5:7077 --once
       blockgz export s3-sink.properties --master yarn --print-submit
     """
-    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.job import run_export
     from blockgz.sink.export.progress import ProgressView
 
     if print_submit:
-        from blockgz.sink.export.submit import shell_line, submit_command
+        from blockgz.cli.submit import shell_line, submit_command
 
         passed = [*(["--checkpoint", checkpoint] if checkpoint else []), *(["--once"] * once)]
         passed += [arg for option in options for arg in ("-O", option)]

@@ -22,7 +22,7 @@ DECLARING_MODULES = (
     "blockgz.blocks.framing",
     "blockgz.commits.manifests",
     "blockgz.registry",
-    "blockgz.sink.export.settings_names",
+    "blockgz.sink.jobconfig.settings_names",
     "blockgz.reader.reading.read_options",
     "blockgz.reader.restore.replay",
     "blockgz.reader.spark.archive_source",  # needs pyspark (the [spark] extra)

@@ -113,7 +113,7 @@ def run_quickstart(
     from blockgz.local_servers import LocalSchemaRegistry, MotoS3
     from blockgz.local_servers.seaweed import SeaweedS3
     from blockgz.reader import open_archive
-    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.job import run_export
 
     console = console or Console()

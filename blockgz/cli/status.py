@@ -80,7 +80,7 @@ def status(target, bootstrap_servers, options, output, max_lag, max_commit_age, 
           -O store.url=http://127.0.0.1:8333
     """
     from blockgz.errors import ConfigError
-    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.status import Issue, archive_jobs, job_status
 
     overrides = collect_options(None, options)

@@ -14,7 +14,7 @@ import logging
 import time
 from typing import Any
 
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 
 #: How long one answer may take.
 TIMEOUT_S = 10.0

@@ -28,8 +28,6 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-#: ``blockgz.log.format``'s values.
-LOG_FORMATS = ("text", "json")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 

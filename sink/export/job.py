@@ -33,7 +33,7 @@ from blockgz.commits.writer_lease import Lease
 from blockgz.errors import BlockGzError, ExportFailed
 from blockgz.sink.executor_env import credentials_option
 from blockgz.sink.export.checkpoint import check_checkpoint, checkpoint_epoch, checkpoint_failure
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.events import event, formatter_for
 from blockgz.sink.export.kafka_clients import DriverClients
 from blockgz.sink.export.lease import stop_on_lost_lease, take_lease

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from blockgz.commits.writer_lease import Lease, lease_key
 from blockgz.errors import LeaseLostError
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 
 log = logging.getLogger("blockgz.export")
 

@@ -27,7 +27,7 @@ from blockgz.kafka.access import (
     principal,
     quiet_admin,
 )
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 
 if TYPE_CHECKING:
     from blockgz.sink.export.kafka_clients import DriverClients

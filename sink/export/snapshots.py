@@ -31,39 +31,12 @@ from typing import Any
 
 from blockgz.archive.partition_offsets import Offsets
 from blockgz.commits.cluster_snapshots import ClusterSnapshot, Snapshots, TopicState
-from blockgz.errors import ConfigError
 from blockgz.sink.export.events import event
 from blockgz.sink.export.kafka_clients import DriverClients
-from blockgz.times import parse_duration
 
 log = logging.getLogger("blockgz.export")
 
-#: ``blockgz.snapshot.interval`` values that turn snapshots off.
-OFF = ("off", "none", "false")
 _TIMEOUT_S = 15.0
-
-
-def parse_interval(text: str) -> float | None:
-    """``blockgz.snapshot.interval`` as seconds (``None``: off).
-
-    >>> parse_interval("1m"), parse_interval("off"), parse_interval("0")
-    (60.0, None, 0.0)
-    """
-    if text.strip().lower() in OFF:
-        return None
-    return parse_duration(text, name="blockgz.snapshot.interval")
-
-
-def parse_groups(text: str) -> re.Pattern[str]:
-    """``blockgz.snapshot.groups``: a regex the whole group id must match.
-
-    >>> bool(parse_groups("orders-.*").fullmatch("orders-billing"))
-    True
-    """
-    try:
-        return re.compile(text)
-    except re.error as exc:
-        raise ConfigError(f"blockgz.snapshot.groups={text!r}: not a regex ({exc})") from exc
 
 
 def read_cluster(

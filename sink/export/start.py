@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from blockgz.archive.partition_offsets import EARLIEST, Offsets
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 
 if TYPE_CHECKING:
     from blockgz.sink.export.kafka_clients import DriverClients

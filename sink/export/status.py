@@ -16,7 +16,7 @@ one metadata request and one watermark request per partition, one multipart list
 topic, and listings of each partition from its committed offset on.
 
 >>> import tempfile
->>> from blockgz.sink.export.config import ExportConfig
+>>> from blockgz.sink.jobconfig.config import ExportConfig
 >>> job = ExportConfig.from_mapping({"name": "j", "topics": "t", "path": tempfile.mkdtemp(),
 ...                                  "kafka.bootstrap.servers": "k:9092"})
 >>> _ = job.sink.manifest_log().write(0, files=[], offsets={"t": {0: 10}})
@@ -41,7 +41,7 @@ from blockgz.errors import (
     NewerVersionError,
     StoreAccessDeniedError,
 )
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.times import format_duration
 
 log = logging.getLogger("blockgz.status")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from blockgz.errors import PreflightError
 from blockgz.kafka.access import TopicFacts, describe_topics, grant_hint, principal
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.kafka.lives import (
     COMMIT_CHECK,
     DESCRIBE_TIMEOUT_S,

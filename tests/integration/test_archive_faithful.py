@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from blockgz.cli import main
 from blockgz.reader import open_archive
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
 from testkit.connect_orders import CONNECT_JSON, T0, order
 from testkit.s3 import s3_options

@@ -25,7 +25,7 @@ from blockgz.archive.sidecars import sidecar_key
 from blockgz.cli import main
 from blockgz.errors import ArchiveIntegrityError, MissingCommitError
 from blockgz.reader import open_archive
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
 from blockgz.store import open_store
 from testkit.s3 import s3_options

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from blockgz.reader import open_archive
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import ExportFailed, run_export
 from blockgz.store import open_store
 from testkit.avro_data import V1, V2, avro_value_for, produce_avro, produce_avro_numbered

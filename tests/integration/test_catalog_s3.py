@@ -116,7 +116,7 @@ def test_nothing_found_names_the_prefix_listed_and_topics_dir(weed_proxy, weed_b
 def test_a_killed_runs_multipart_uploads_are_aborted_at_start(seaweed_s3, weed_bucket):
     import time
 
-    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.start import abort_left_uploads
 
     client = seaweed_s3.client()

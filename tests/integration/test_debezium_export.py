@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from blockgz.sink.convert.connect_json import avro_datum_from_connect, avro_schema_from_connect
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
 from blockgz.store import open_store
 from testkit import debezium

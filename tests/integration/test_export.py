@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import ExportFailed, run_export
 from blockgz.store import open_store
 from testkit.faults import fault_options

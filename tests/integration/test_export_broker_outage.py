@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from blockgz.local_servers.kafka import LocalKafka
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from testkit.running_export import archived_offsets, committed, export_while, wait_until
 from testkit.s3 import s3_options
 from testkit.tcp_proxy import TcpProxy

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from blockgz.local_servers import fake_aws_env
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from testkit.running_export import archived_offsets, committed, wait_until
 from testkit.s3 import s3_options
 

@@ -145,7 +145,7 @@ def killed_at(
 
 
 def check_exactly_once(s3_server, bucket, config_path: Path) -> None:
-    from blockgz.sink.export.config import load_config_file
+    from blockgz.sink.jobconfig.config import load_config_file
 
     options = load_config_file(config_path)
     store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))

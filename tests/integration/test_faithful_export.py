@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
 from blockgz.store import open_store
 from testkit.deadletters import produce_mixed, read_topic

@@ -367,7 +367,7 @@ def test_the_parquet_export_keeps_the_iceberg_table(
     pytest.importorskip(
         "blockgz.formats.parquet.parquet_format", reason="the Parquet format is not here yet"
     )
-    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.job import run_export
     from testkit.avro_data import produce_avro_numbered
     from testkit.kafka_data import read_exported

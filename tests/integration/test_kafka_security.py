@@ -123,7 +123,7 @@ def test_a_host_name_the_certificate_does_not_hold(secured_kafka, topic, tmp_pat
         tmp_path, settings, "ssl.endpoint.identification.algorithm=https",
         "not for 127.0.0.1", "localhost",
     )  # fmt: skip
-    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.preflight import check_kafka
 
     unchecked = {**settings, "ssl.endpoint.identification.algorithm": ""}
@@ -180,7 +180,7 @@ def test_the_dead_letter_topic_is_created_with_create_and_written_with_write(
     secured_kafka, topic, tmp_path
 ):
     """The ACLs docs/security.md lists for a dead-letter topic the preflight creates pass it."""
-    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.preflight import ensure_dead_letter_topic
 
     dead = unique("dlq")
@@ -223,7 +223,7 @@ def test_a_least_privileged_export_and_replay_over_sasl_ssl(spark, secured_kafka
     its settings are a pasted Connect config with a PKCS12 truststore and host-name checks on.
     The archive holds exactly the good records, the dead-letter topic the bad ones; a replay
     by another principal (WRITE and READ on its target) restores the archive there."""
-    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.job import run_export
     from blockgz.store import LocalStore
     from testkit.deadletters import produce_mixed

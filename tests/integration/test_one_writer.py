@@ -29,7 +29,7 @@ from blockgz.commits.manifest_log import ManifestLog
 from blockgz.commits.writer_lease import Holder, Lease
 from blockgz.errors import LeaseHeldError, PreconditionFailedError, PreflightError
 from blockgz.local_servers import fake_aws_env
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.preflight import check_other_jobs
 from blockgz.sink.write.config import SinkConfig
 from blockgz.store import open_store

@@ -141,7 +141,7 @@ def test_a_deep_audit_reads_each_row_group_once_and_finds_a_flipped_byte(
 
 @pytest.mark.slow
 def test_the_parquet_export_end_to_end(spark, kafka, s3_server, registry, bucket, tmp_path):
-    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.job import run_export
     from testkit.avro_data import avro_value_for, produce_avro_numbered
     from testkit.kafka_data import manifest_keys_of, read_exported

@@ -15,7 +15,7 @@ import pytest
 
 from blockgz.errors import ExportFailed
 from blockgz.reader import open_archive
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from testkit.running_export import archived_offsets, committed, export_while, wait_until
 from testkit.s3 import s3_options
 

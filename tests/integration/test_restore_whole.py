@@ -19,7 +19,7 @@ import pytest
 from click.testing import CliRunner
 
 from blockgz.cli import main
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
 from testkit.s3 import s3_options
 from tests.integration.test_restore import read_all

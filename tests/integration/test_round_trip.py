@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from blockgz.reader import open_archive
 from blockgz.reader.restore.replay import MARKER, ReplaySettings, replay
 from blockgz.registry import RegistrySettings
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
 from testkit.s3 import s3_options
 

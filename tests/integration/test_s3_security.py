@@ -110,7 +110,7 @@ def test_an_untrusted_certificate_fails_the_preflight_in_one_line(
 
 
 def preflight_store(bucket: str, options: dict[str, str], **extra: str) -> None:
-    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.preflight import check_store
 
     check_store(ExportConfig.from_mapping(job_options(bucket, options, **extra)))
@@ -177,7 +177,7 @@ def test_read_only_keys_read_but_cannot_write(tmp_path, secure_s3, secure_bucket
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [expected[o] for o in range(50)]
 
-    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.status import job_status
 
     report = job_status(

@@ -8,7 +8,8 @@ import uuid
 
 from blockgz.archive.layout import Layout
 from blockgz.commits.cluster_snapshots import Snapshots, TopicState
-from blockgz.sink.export.snapshots import Snapshotter, parse_groups
+from blockgz.sink.export.snapshots import Snapshotter
+from blockgz.sink.jobconfig.job_options import parse_groups
 from blockgz.store import open_store
 from testkit.s3 import s3_options
 

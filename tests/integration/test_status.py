@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from blockgz.cli import main
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
 from testkit.kafka_data import produce_numbered
 from testkit.s3 import s3_options

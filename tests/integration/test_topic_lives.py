@@ -25,7 +25,7 @@ from blockgz.cli import main
 from blockgz.errors import ExportFailed
 from blockgz.kafka.access import describe_topics
 from blockgz.reader import open_archive
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.kafka.lives import recorded_topic_ids
 from testkit.cli import assert_one_line_failure, export_once
 from testkit.faults import fault_options, release

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from blockgz.cli import main
 from blockgz.reader.reading.archive import open_archive
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
 from blockgz.store import open_store
 from testkit.cli import assert_one_line_failure, export_once

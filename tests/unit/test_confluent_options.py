@@ -1,6 +1,6 @@
 """Every option of Confluent's S3 sink is honoured, refused with a reason, or warned of.
 
-The table is :data:`blockgz.sink.export.settings_names.CONFLUENT_S3_OPTIONS`; these tests walk it
+The table is :data:`blockgz.sink.jobconfig.settings_names.CONFLUENT_S3_OPTIONS`; these tests walk it
 and check the class of each name, then the store-level options blockgz honours: tagging, the MD5
 digest, Transfer Acceleration, the proxy and the credential providers (no network: moto and
 SeaweedFS are in ``tests/integration/test_s3_options.py``).
@@ -18,8 +18,8 @@ from botocore.stub import Stubber
 
 from blockgz.blocks.checksum import block_crc32
 from blockgz.errors import ConfigError, StoreError
-from blockgz.sink.export.config import ExportConfig
-from blockgz.sink.export.settings_names import (
+from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.settings_names import (
     CONFLUENT_S3_OPTIONS,
     HONOURED,
     READ,

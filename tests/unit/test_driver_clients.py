@@ -10,7 +10,7 @@ import confluent_kafka
 import pytest
 
 from blockgz.sink.export import kafka_clients
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.kafka_clients import DriverClients
 from blockgz.sink.export.metrics import ExportMetrics
 from blockgz.sink.export.start import kafka_partitions

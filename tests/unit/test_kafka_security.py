@@ -210,7 +210,7 @@ def test_librdkafka_names_pass_unchanged():
 
 # -- Connect configs: top level, consumer.override., producer.override. -------------------------
 def test_a_pasted_connect_config_reaches_the_source_and_the_dead_letter_producer():
-    from blockgz.sink.export.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportConfig
 
     job = ExportConfig.from_mapping(
         {

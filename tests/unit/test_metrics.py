@@ -16,7 +16,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from blockgz.archive.written import WrittenFile
 from blockgz.commits.manifests import Manifest
 from blockgz.errors import ConfigError
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.metrics import ExportMetrics, serve_metrics
 from blockgz.sink.export.tracking import ExportResult, ProgressTracker
 from testkit.tools import require_tool

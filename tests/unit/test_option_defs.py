@@ -17,8 +17,8 @@ from blockgz.option_defs import OPTIONS, OptionDef, OptionRegistry
 from blockgz.options import Options
 from blockgz.reader import open_archive
 from blockgz.reader.restore.replay import replay_options
-from blockgz.sink.export.config import ExportConfig, split_options
-from blockgz.sink.export.settings_names import CONFLUENT_S3_OPTIONS, KNOWN, READ, check_keys
+from blockgz.sink.jobconfig.config import ExportConfig, split_options
+from blockgz.sink.jobconfig.settings_names import CONFLUENT_S3_OPTIONS, KNOWN, READ, check_keys
 
 #: Confluent's S3 sink options (kafka-connect-storage-cloud 12.x: its connector, storage and
 #: partitioner tables, with the Connect error settings it documents), as written down before

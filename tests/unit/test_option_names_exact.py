@@ -10,8 +10,8 @@ import time
 import pytest
 
 from blockgz.errors import ConfigError
-from blockgz.sink.export.config import ExportConfig
-from blockgz.sink.export.settings_names import case_slip, check_keys
+from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.settings_names import case_slip, check_keys
 from blockgz.sink.kafka.client_names import is_client_name, kafka_name_problem, librdkafka_names
 
 BASE = {"name": "j", "topics": "t", "kafka.bootstrap.servers": "127.0.0.1:1", "path": "/tmp/x"}

@@ -14,7 +14,7 @@ import pytest
 
 from blockgz.blocks.index import BlockIndex
 from blockgz.errors import BadRecordError, ConfigError, OffsetOrderError
-from blockgz.sink.export.config import ExportConfig, load_config_file, parse_properties
+from blockgz.sink.jobconfig.config import ExportConfig, load_config_file, parse_properties
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.commit import TaskCommitMessage, write_manifest
 from blockgz.sink.write.config import SinkConfig

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from blockgz.errors import ConfigError
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import spark_conf_with_connector
 from blockgz.sink.spark_kafka import connector_jars, missing_from_spark
 

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from blockgz.cli import main
 from blockgz.errors import ConfigError
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.status import (
     PROBLEM,
     WARNING,

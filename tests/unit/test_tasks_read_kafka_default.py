@@ -6,7 +6,7 @@ import logging
 
 from blockgz.archive.written import WrittenFile
 from blockgz.commits.manifests import Manifest
-from blockgz.sink.export.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import range_reading_options
 from blockgz.sink.export.tracking import ExportResult, ProgressTracker
 

@@ -27,15 +27,19 @@ from blockgz.commits.writer_lease import DEFAULT_TTL_MS
 from blockgz.errors import ConfigError
 from blockgz.kafka.security import lift_connect_settings
 from blockgz.options import Options
-from blockgz.sink.export.job_options import DEFAULT_TRIGGER, JOB_OPTIONS
-from blockgz.sink.export.settings_names import (
+from blockgz.sink.iceberg.settings import pin_catalog
+from blockgz.sink.jobconfig.job_options import (
+    DEFAULT_TRIGGER,
+    JOB_OPTIONS,
+    parse_groups,
+    parse_interval,
+)
+from blockgz.sink.jobconfig.settings_names import (
     check_keys,
     describe_ignored,
     job_options,
     source_options,
 )
-from blockgz.sink.export.snapshots import parse_groups, parse_interval
-from blockgz.sink.iceberg.settings import pin_catalog
 from blockgz.sink.kafka.options import SourceConfig, parse_options
 from blockgz.sink.spark_kafka import parse as parse_spark_kafka_jars
 from blockgz.sink.write.config import SinkConfig
@@ -189,12 +193,13 @@ class ExportConfig:
     #: ``blockgz.log.format``: the job's log file as ``text`` or ``json`` lines
     #: (:mod:`blockgz.sink.export.events`).
     log_format: str = "text"
-    #: ``blockgz.metrics.port``: the driver's Prometheus endpoint (:mod:`.metrics`); ``-1``:
-    #: none, ``0``: a port the OS picks.
+    #: ``blockgz.metrics.port``: the driver's Prometheus endpoint
+    #: (:mod:`blockgz.sink.export.metrics`); ``-1``: none, ``0``: a port the OS picks.
     metrics_port: int = -1
     #: ``blockgz.metrics.host``: the address that endpoint listens on.
     metrics_host: str = "127.0.0.1"
-    #: ``blockgz.snapshot.interval`` in seconds (:mod:`.snapshots`); ``None``: no snapshots.
+    #: ``blockgz.snapshot.interval`` in seconds (:mod:`blockgz.sink.export.snapshots`);
+    #: ``None``: no snapshots.
     snapshot_interval_s: float | None = 60.0
     #: ``blockgz.snapshot.groups``: the consumer groups each snapshot keeps (a regex).
     snapshot_groups: str = ".*"

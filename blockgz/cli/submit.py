@@ -8,7 +8,7 @@ Example (a shell command, so not a doctest)::
 
     spark-submit --master spark://10.0.0.5:7077 \\
         --archives blockgz-env.tar.gz#env --conf spark.pyspark.python=./env/bin/python \\
-        "$(python -c 'import blockgz.sink.export.submit as s; print(s.__file__)')" \\
+        "$(python -c 'import blockgz.cli.submit as s; print(s.__file__)')" \\
         s3-sink.properties --once
 """
 

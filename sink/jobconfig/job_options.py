@@ -8,13 +8,18 @@
 
 from __future__ import annotations
 
+import re
+
 from blockgz.commits.writer_lease import DEFAULT_TTL_MS
+from blockgz.errors import ConfigError
 from blockgz.option_defs import OptionSet, declarer
-from blockgz.sink.export.events import LOG_FORMATS
+from blockgz.times import parse_duration
 
 DEFAULT_TRIGGER = "5 seconds"
 #: ``blockgz.resume``'s values: where a fresh checkpoint starts.
 RESUME_CHOICES = ("archive", "checkpoint-only")
+#: ``blockgz.log.format``'s values (:mod:`blockgz.sink.export.events`).
+LOG_FORMATS = ("text", "json")
 
 
 _job = declarer("job", "blockgz")
@@ -137,3 +142,30 @@ JOB_OPTIONS = OptionSet(
         "(`4.2.0`), or a comma list of jar files and folders; `none` adds nothing (see below)",
     ),
 )
+
+
+#: ``blockgz.snapshot.interval`` values that turn snapshots off.
+OFF = ("off", "none", "false")
+
+
+def parse_interval(text: str) -> float | None:
+    """``blockgz.snapshot.interval`` as seconds (``None``: off).
+
+    >>> parse_interval("1m"), parse_interval("off"), parse_interval("0")
+    (60.0, None, 0.0)
+    """
+    if text.strip().lower() in OFF:
+        return None
+    return parse_duration(text, name="blockgz.snapshot.interval")
+
+
+def parse_groups(text: str) -> re.Pattern[str]:
+    """``blockgz.snapshot.groups``: a regex the whole group id must match.
+
+    >>> bool(parse_groups("orders-.*").fullmatch("orders-billing"))
+    True
+    """
+    try:
+        return re.compile(text)
+    except re.error as exc:
+        raise ConfigError(f"blockgz.snapshot.groups={text!r}: not a regex ({exc})") from exc

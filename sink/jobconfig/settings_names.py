@@ -33,8 +33,8 @@ from blockgz.errors import ConfigError
 from blockgz.option_defs import OPTIONS, TYPO_CUTOFF, NotDone, OptionDef, OptionSet
 from blockgz.options import Options, as_options
 from blockgz.registry import REGISTRY_OPTIONS
-from blockgz.sink.export import job_options as _job_options  # noqa: F401  (declares the job's options)
 from blockgz.sink.iceberg import settings as _iceberg  # noqa: F401  (declares blockgz.iceberg.*)
+from blockgz.sink.jobconfig import job_options as _job_options  # noqa: F401  (declares the job's options)
 from blockgz.sink.kafka import options as _source_options  # noqa: F401  (declares the source's)
 from blockgz.sink.kafka.client_names import kafka_name_problem
 from blockgz.sink.write import config as _sink_config  # noqa: F401  (declares the sink's)
@@ -196,7 +196,7 @@ CONNECT_OPTIONS = OptionSet(
 
 
 def source_options() -> frozenset[str]:
-    """The options :func:`~blockgz.sink.export.config.split_options` gives the Kafka source."""
+    """The options :func:`~blockgz.sink.jobconfig.config.split_options` gives the Kafka source."""
     return frozenset(d.name for d in OPTIONS if d.owner == "source" and not d.prefix)
 
 
