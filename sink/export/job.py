@@ -352,6 +352,10 @@ def start_query(
         from blockgz.sink.kafka.options import TOPIC_IDS
 
         source_options = {**source_options, TOPIC_IDS: json.dumps(dict(topic_ids))}
+    if source == "blockgz-kafka":  # it holds partial files back by the sink's rotation
+        from blockgz.sink.kafka.holding import HOLD_RULES, rules_of
+
+        source_options = {**source_options, HOLD_RULES: rules_of(job.sink).to_json()}
     reader = spark.readStream.format(source).options(**source_options)
     sink_options = sink_query_options(job, epoch)
     if job.forward_env:  # the driver's AWS credentials, for the tasks (never in Spark's conf)
