@@ -26,8 +26,13 @@ from blockgz.errors import ConfigError
 
 
 class Named(Protocol):
-    name: str
-    aliases: tuple[str, ...]
+    """Anything registered by name: read-only, so class-level constants qualify."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def aliases(self) -> tuple[str, ...]: ...
 
 
 T = TypeVar("T", bound=Named)

@@ -121,7 +121,7 @@ class Options(Mapping[str, str]):
         return f"Options({self._values!r})"
 
     # -- typed getters ---------------------------------------------------------------------
-    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, name: str, default: Any = None) -> Any:
         """The raw text of ``name`` (blanks kept), or ``default``."""
         _note_read(name, ignore_case=self.keys_ignore_case)
         return self._values.get(self._key(name), default)

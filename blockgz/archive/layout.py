@@ -169,8 +169,11 @@ class KeyLayout(Protocol):
     kind: ClassVar[str]
     #: Whether exports of this layout keep manifests and a catalog (blockgz writes them).
     has_exports: ClassVar[bool]
-    #: The directory every topic's directory sits in (``""``: none, or not used).
-    topics_dir: str
+
+    @property
+    def topics_dir(self) -> str:
+        """The directory every topic's directory sits in (``""``: none, or not used)."""
+        ...
 
     def topic_prefix(self, prefix: str = "", topic: str | None = None) -> str:
         """Where one topic's objects are listed (all topics' when ``topic`` is ``None``)."""
@@ -395,12 +398,12 @@ class Layout(JobKeys):
         from blockgz.blocks.codecs.families import BLOCK_CODECS
         from blockgz.formats.by_name import FORMATS
 
-        found = set()
+        found: set[str] = set()
         for fmt in FORMATS:
             for base in fmt.extensions(self.bytearray_extension):
                 if not base:
                     continue  # a bare .gz is DeviantArt's name, not this layout's
-                shapes = (base,)
+                shapes: tuple[str, ...] = (base,)
                 if not fmt.compresses_inside:
                     shapes += tuple(base + family.suffix for family in BLOCK_CODECS)
                 for ext in shapes:

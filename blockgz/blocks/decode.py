@@ -48,15 +48,36 @@ class Record(NamedTuple):
 
     offset: int
     value: Any
-    # Class attributes, not fields: a plain record has no key, headers or timestamp.
-    key = None
-    headers = None
-    timestamp = None
-    #: Kafka's timestamp type id (``0`` CreateTime, ``1`` LogAppendTime), where kept.
-    timestamp_type = None
-    #: What the archive kept beside the value (``key``, ``headers``, ``timestamp``): a
-    #: ``None`` of a field not in it means "not kept", not "null in Kafka".
-    holds = frozenset()  # no annotation: a class attribute, not a tuple field
+
+    # Not tuple fields: a plain record has no key, headers or timestamp. Declared as
+    # properties for type checkers (a NamedTuple body's assignments are fields to them) and
+    # replaced by plain class attributes below the class, so a kept record's own values (in
+    # its __dict__) win over them, as a property would not let them.
+    @property
+    def key(self) -> bytes | None:
+        """The record's key, where kept."""
+        return None
+
+    @property
+    def headers(self) -> list[tuple[str, bytes | None]] | None:
+        """The record's headers, where kept."""
+        return None
+
+    @property
+    def timestamp(self) -> int | None:
+        """The record's timestamp (epoch milliseconds), where kept."""
+        return None
+
+    @property
+    def timestamp_type(self) -> int | None:
+        """Kafka's timestamp type id (``0`` CreateTime, ``1`` LogAppendTime), where kept."""
+        return None
+
+    @property
+    def holds(self) -> frozenset[str]:
+        """What the archive kept beside the value (``key``, ``headers``, ``timestamp``): a
+        ``None`` of a field not in it means "not kept", not "null in Kafka"."""
+        return frozenset()
 
     @staticmethod
     def kept(
@@ -99,6 +120,11 @@ class Record(NamedTuple):
         )
 
 
+#: The plain class attributes that replace Record's properties (see its class body).
+_NOT_KEPT: dict[str, Any] = dict.fromkeys(("key", "headers", "timestamp", "timestamp_type"))
+_NOT_KEPT["holds"] = frozenset()
+for _name, _absent in _NOT_KEPT.items():
+    setattr(Record, _name, _absent)
 _tuple_new = tuple.__new__
 
 
@@ -134,7 +160,7 @@ def inflate_chunk(
     block: int = 0,
     source: str = "",
     codec: BlockCodec = GZIP,
-) -> bytes:
+) -> bytes | bytearray:
     """Decompress a chunk's bytes with ``codec`` (the index's :attr:`BlockIndex.block_codec`,
     gzip by default) and check their size against the index.
 

@@ -457,8 +457,13 @@ def _chunk_from_dict(raw: Any, pos: int, source: str, *, legacy: bool = False) -
         raise CorruptIndexError(
             f"{source}: chunk {pos} crc32 must be an unsigned 32-bit integer, got {crc!r}"
         )
+    first, count, byte_offset, byte_length, uncompressed = values  # _CHUNK_INT_KEYS, in order
     return Chunk(
-        *values,
+        first,
+        count,
+        byte_offset,
+        byte_length,
+        uncompressed,
         offset_deltas=deltas,
         members=members,
         utf16_length=legacy,

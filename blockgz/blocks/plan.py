@@ -109,14 +109,15 @@ def plan_blocks(
     chunks = index.chunks
     first = index.first_offset
     at_start = begin is None or first is None or begin < first
-    start = 0 if at_start else index.locate(begin)
+    seek_to = None if at_start else begin  # the offset to seek to inside the index, if any
+    start = 0 if seek_to is None else index.locate(seek_to)
     needed = count
     reads: list[BlockRead] = []
     for block in range(start, len(chunks)):
         chunk = chunks[block]
         if keep is not None and not keep(chunk):
             continue
-        skip = chunk.position_of(begin) if block == start and not at_start else 0
+        skip = chunk.position_of(seek_to) if block == start and seek_to is not None else 0
         reads.append(BlockRead(block, chunk, skip, None if needed is None else skip + needed))
         if needed is not None:
             needed -= chunk.num_records - skip

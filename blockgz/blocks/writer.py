@@ -20,7 +20,7 @@ number of compression threads.
 from __future__ import annotations
 
 import mmap
-from typing import BinaryIO
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -36,6 +36,12 @@ DEFAULT_BLOCK_SIZE = 1024 * 1024  # 1 MiB: near-whole-file ratio, one small GET 
 MIN_BLOCK_SIZE = 1
 
 
+class ByteSink(Protocol):
+    """Where a writer's bytes go: a binary file, an object store upload, anything with write."""
+
+    def write(self, data: bytes, /) -> Any: ...
+
+
 class BlockGzipWriter:
     """Frame, cut, compress and write records; :meth:`close` returns the :class:`BlockIndex`.
 
@@ -48,7 +54,7 @@ class BlockGzipWriter:
 
     def __init__(
         self,
-        fileobj: BinaryIO,
+        fileobj: ByteSink,
         *,
         block_size: int = DEFAULT_BLOCK_SIZE,
         max_records: int | None = None,

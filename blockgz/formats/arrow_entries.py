@@ -88,6 +88,7 @@ def binary_parts(array: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     value ``i`` is ``data[offsets[i]:offsets[i+1]]``; a null has ``valid[i]`` false."""
     import pyarrow as pa
 
+    width: type[np.signedinteger]
     if pa.types.is_large_binary(array.type) or pa.types.is_large_string(array.type):
         width = np.int64
     else:
@@ -143,7 +144,7 @@ def avro_headers(array: Any) -> Encoded | None:
 
     if array.null_count:
         array = pc.fill_null(array, pa.scalar([], type=array.type))
-    counts = np.diff(np.asarray(array.offsets, np.int64))
+    counts: np.ndarray = np.diff(np.asarray(array.offsets, np.int64))
     entries = array.flatten()  # this slice's headers, back to back
     if entries.null_count:
         return None

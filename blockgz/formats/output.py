@@ -132,7 +132,7 @@ class ObjectWriter(OutputObject):
         #: Plain and gzip objects append the separator themselves (the encoder checked it).
         self.separator = framing.separator if isinstance(framing, Separated) else None
         self.uncompressed_size = 0
-        self._pending: list[bytes] = []
+        self._pending: list[bytes | memoryview] = []
         self._pending_bytes = 0
         self._deflate: Any = None
         self._blocks: BlockGzipUpload | None = None

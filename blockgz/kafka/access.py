@@ -52,7 +52,10 @@ class QuietAdmin:
             quiet.addHandler(logging.NullHandler())
         self.errors: list[Any] = []
         self.config = dict(config)
-        self.client = AdminClient({**self.config, "logger": quiet, "error_cb": self.errors.append})
+        # Any values: librdkafka's client takes a logger and callbacks beside its text
+        # settings, which confluent-kafka's stubs leave out.
+        settings: dict[str, Any] = {**self.config, "logger": quiet, "error_cb": self.errors.append}
+        self.client = AdminClient(settings)
 
     def served(self) -> list[Any]:
         """The errors librdkafka reported so far (serving its queue first)."""
@@ -149,6 +152,8 @@ def _names(host: str, port: int) -> str:
             context.wrap_socket(raw) as tls,
         ):
             der = tls.getpeercert(binary_form=True)
+        if der is None:  # the server sent no certificate
+            return "other names"
         cert = x509.load_der_x509_certificate(der)
         names = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         return ", ".join(str(n.value) for n in names)

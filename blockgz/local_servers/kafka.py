@@ -49,7 +49,7 @@ def _split_record(record: Record) -> tuple[Value, Value, Headers | None]:
         if len(record) == 2:
             return record[0], record[1], None
         if len(record) == 3:
-            return record  # type: ignore[return-value]
+            return record
         raise ValueError(f"a record tuple is (key, value[, headers]), got {len(record)} items")
     return None, record, None
 

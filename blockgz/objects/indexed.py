@@ -277,7 +277,7 @@ class IndexedReader:
         chunk = self.index.chunks[block]
         return self.ranges.read(chunk.byte_offset, chunk.byte_end)
 
-    def read_block(self, block: int) -> bytes:
+    def read_block(self, block: int) -> bytes | bytearray:
         """The uncompressed bytes of one block, checked against the index (for Avro: the
         binary-encoded records)."""
         chunk, avro = self.index.chunks[block], self.index.avro

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any
+from typing import IO, Any, BinaryIO
 
 from blockgz.archive.written import WrittenFile
 from blockgz.blocks.codecs.families import GZIP, codec_for_key
@@ -64,7 +64,7 @@ def stream_object(
     *,
     compressed: bool | None = None,
     committed: WrittenFile | None = None,
-) -> io.BufferedIOBase:
+) -> BinaryIO:
     """The object's bytes as a file, decompressed when ``compressed`` (any number of members
     or frames) by the codec its suffix names (``.gz``, ``.zst``; gzip for another name).
     ``compressed`` defaults to the key ending in a compression suffix. With the manifest
@@ -79,7 +79,7 @@ def stream_object(
         compressed = family is not None
     if not compressed:
         return raw
-    return (family or GZIP).open_stream(raw)  # type: ignore[return-value]
+    return (family or GZIP).open_stream(raw)
 
 
 def stream_records(
@@ -129,7 +129,7 @@ def stream_records(
             yield Record(start_offset + n, line[:-1] if line.endswith(b"\n") else line)
 
 
-def _length_prefixed(stream: io.BufferedIOBase, start_offset: int, where: str) -> Iterator[Record]:
+def _length_prefixed(stream: BinaryIO, start_offset: int, where: str) -> Iterator[Record]:
     """Records of a length-prefixed stream (4-byte big-endian length, then the bytes)."""
     offset = start_offset
     while header := stream.read(4):

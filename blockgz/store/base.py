@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
@@ -163,7 +164,7 @@ class ObjectStore(ABC):
         ``start_after`` when given (S3's ``StartAfter``: the listing starts there), and at
         most ``limit`` of them (S3's ``MaxKeys``: no page is asked for beyond it)."""
 
-    def list_prefixes(self, prefix: str) -> list[str]:
+    def list_prefixes(self, prefix: str) -> builtins.list[str]:
         """The "directories" right below ``prefix`` (each ends with ``/``), as S3 lists them
         with a ``/`` delimiter. This default walks :meth:`list`; stores override it."""
         found = {
@@ -194,12 +195,14 @@ class ObjectStore(ABC):
         """Tag an object; stores without tags do nothing and say so (``False``)."""
         return False
 
-    def list_uploads(self, prefix: str) -> list[UploadInfo]:
+    def list_uploads(self, prefix: str) -> builtins.list[UploadInfo]:
         """The unfinished uploads under ``prefix``; stores whose uploads cannot outlive their
         writer have none."""
         return []
 
-    def abort_uploads(self, prefix: str, *, started_before: float | None = None) -> list[str]:
+    def abort_uploads(
+        self, prefix: str, *, started_before: float | None = None
+    ) -> builtins.list[str]:
         """Abort unfinished uploads under ``prefix`` (started before the epoch time
         ``started_before``, when given) and return their keys. Stores whose uploads cannot
         outlive their writer have none."""

@@ -11,6 +11,7 @@ b'el'
 
 from __future__ import annotations
 
+import builtins
 import os
 import tempfile
 from collections.abc import Iterator
@@ -116,7 +117,7 @@ class LocalStore(ObjectStore):
                     found.append(ObjectInfo(key, stat.st_size, stat.st_mtime))
         yield from sorted(found, key=lambda o: o.key)[:limit]
 
-    def list_prefixes(self, prefix: str) -> list[str]:
+    def list_prefixes(self, prefix: str) -> builtins.list[str]:
         head, _, start = prefix.rpartition("/")
         directory = self.root.joinpath(*head.split("/")) if head else self.root
         if not directory.is_dir():

@@ -9,10 +9,12 @@ store.get_range(key, 0, 100)        # one GET with Range: bytes=0-99
 
 from __future__ import annotations
 
+import builtins
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any, TypeVar
 
 from blockgz.blocks.checksum import block_crc32
@@ -286,7 +288,7 @@ class S3Store(ObjectStore):
             if token:
                 args["ContinuationToken"] = token
             page = self.call(
-                f"LIST {self.url(prefix)}", lambda a=args: self.client.list_objects_v2(**a)
+                f"LIST {self.url(prefix)}", partial(self.client.list_objects_v2, **args)
             )
             self.requests.add("lists")
             for item in page.get("Contents", []):
@@ -297,7 +299,7 @@ class S3Store(ObjectStore):
                 return
             token = page["NextContinuationToken"]
 
-    def list_uploads(self, prefix: str) -> list[UploadInfo]:
+    def list_uploads(self, prefix: str) -> builtins.list[UploadInfo]:
         """The multipart uploads under ``prefix`` nobody completed or aborted yet."""
         found: list[UploadInfo] = []
         markers: dict[str, str] = {}
@@ -305,7 +307,7 @@ class S3Store(ObjectStore):
             args: dict[str, Any] = {"Bucket": self.bucket, "Prefix": prefix, **markers}
             page = self.call(
                 f"ListMultipartUploads {self.url(prefix)}",
-                lambda a=args: self.client.list_multipart_uploads(**a),
+                partial(self.client.list_multipart_uploads, **args),
             )
             found.extend(
                 UploadInfo(u["Key"], u["UploadId"], _epoch(u.get("Initiated")))
@@ -318,7 +320,9 @@ class S3Store(ObjectStore):
                 "UploadIdMarker": page.get("NextUploadIdMarker", ""),
             }
 
-    def abort_uploads(self, prefix: str, *, started_before: float | None = None) -> list[str]:
+    def abort_uploads(
+        self, prefix: str, *, started_before: float | None = None
+    ) -> builtins.list[str]:
         """Abort the multipart uploads under ``prefix`` that a killed writer left (their parts
         are billed and invisible until aborted); each is logged."""
         aborted: list[str] = []
@@ -332,15 +336,18 @@ class S3Store(ObjectStore):
             key, upload_id = upload.key, upload.upload_id
             self.call(
                 f"AbortMultipartUpload {self.url(key)}",
-                lambda k=key, u=upload_id: self.client.abort_multipart_upload(
-                    Bucket=self.bucket, Key=k, UploadId=u
+                partial(
+                    self.client.abort_multipart_upload,
+                    Bucket=self.bucket,
+                    Key=key,
+                    UploadId=upload_id,
                 ),
             )
             log.warning("aborted an unfinished multipart upload of %s", self.url(key))
             aborted.append(key)
         return aborted
 
-    def list_prefixes(self, prefix: str) -> list[str]:
+    def list_prefixes(self, prefix: str) -> builtins.list[str]:
         found: list[str] = []
         token: str | None = None
         while True:
@@ -349,7 +356,7 @@ class S3Store(ObjectStore):
                 args["ContinuationToken"] = token
             page = self.call(
                 f"LIST {self.url(prefix)} (directories)",
-                lambda a=args: self.client.list_objects_v2(**a),
+                partial(self.client.list_objects_v2, **args),
             )
             self.requests.add("lists")
             found.extend(p["Prefix"] for p in page.get("CommonPrefixes", []))

@@ -13,7 +13,7 @@ import io
 import json
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 import fastavro
 from fastavro.write import Writer
@@ -78,7 +78,9 @@ def _read_block(
         raise corrupt(f"not a valid {avro.codec} Avro block ({exc})") from exc
     if got.num_records != chunk.num_records:
         raise corrupt(f"holds {got.num_records} records, the index promises {chunk.num_records}")
-    size = got.bytes_.getbuffer().nbytes
+    # bytes_ (a BytesIO of the decompressed block) is set by Block.__init__; fastavro's stub
+    # of Block leaves it out.
+    size = got.bytes_.getbuffer().nbytes  # type: ignore[attr-defined]
     if size != chunk.byte_length_uncompressed:
         raise corrupt(
             f"decompressed to {size} bytes, the index promises {chunk.byte_length_uncompressed}"
@@ -193,7 +195,8 @@ def read_avro_header(data: bytes, *, source: str = "") -> AvroHeader:
     """
     fo = io.BytesIO(data)
     try:
-        raw = fastavro.schemaless_reader(fo, _HEADER_SCHEMA)
+        # The header schema is a record: fastavro reads it as a dict.
+        raw = cast(dict[str, Any], fastavro.schemaless_reader(fo, _HEADER_SCHEMA))
         meta = {key: value.decode() for key, value in raw["meta"].items()}
     except Exception as exc:
         raise CorruptBlockError(f"{source}: not an Avro header ({exc})", byte_offset=0) from exc

@@ -126,7 +126,7 @@ class _Counting:
         self.block_end = -1
 
     def write(self, data: bytes | bytearray) -> None:
-        if type(data) is bytearray:  # fastavro may reuse its small scratch buffers
+        if isinstance(data, bytearray):  # fastavro may reuse its small scratch buffers
             data = bytes(data)
         self.sink.write(data)
         self.position += len(data)
@@ -202,15 +202,17 @@ class AvroBlockWriter:
             raise ConfigError(f"schema id must not be negative, got {schema_id}")
         self.codec, self.codec_level = codec, codec_level
         self.block_size, self.max_records, self.schema_id = block_size, max_records, schema_id
-        schema = _parse_schema_text(schema)
+        parsed = _parse_schema_text(schema)
         try:
-            fastavro.parse_schema(schema)
+            fastavro.parse_schema(parsed)
         except Exception as exc:  # SchemaParseException, UnknownType, and plain TypeErrors
             raise ConfigError(f"not a valid Avro schema: {exc}") from exc
         self._out = _Counting(sink)
-        self._writer = Writer(
-            self._out,
-            schema,
+        # Any: the Writer internals used below (io, block_count, block_writer, dump) are
+        # fastavro's Cython writer's, not in its stubs (which type io as a BinaryEncoder).
+        self._writer: Any = Writer(
+            self._out,  # type: ignore[arg-type]  # any object with write(); stubs ask for IO
+            parsed,
             codec=codec,
             sync_interval=block_size,
             metadata=meta,
@@ -388,7 +390,7 @@ class AvroBlockWriter:
         what = "in a batch starting at" if batch else "got"
         raise OffsetOrderError(f"offsets must increase: {what} {offset} after {self._last}")
 
-    def _recover(self, exc: Exception, offsets: list[int], before: int) -> None:
+    def _recover(self, exc: Exception, offsets: Sequence[int], before: int) -> None:
         """A record failed to encode: drop its partial bytes and the offsets from it on."""
         if self._in_block:
             raise exc  # the sink failed while a block was written: the object is lost

@@ -17,10 +17,15 @@ from __future__ import annotations
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from types import ModuleType
 
 from blockgz.blocks.codecs.one_frame import decode_one
 from blockgz.errors import ConfigError, CorruptBlockError, MissingDependencyError
 
+# Optional at import time (the fallbacks below), so typed as a module or None.
+isal_zlib: ModuleType | None
+igzip_lib: ModuleType | None
+_libdeflate: ModuleType | None
 try:  # ISA-L: the fast path for levels 0-3.
     from isal import igzip_lib, isal_zlib
 except ImportError:  # pragma: no cover - isal is a hard dependency; this is the documented fallback
@@ -109,7 +114,7 @@ class Compression:
         return cls(codec, level)
 
     @property
-    def compress(self) -> Callable[[bytes], bytes]:
+    def compress(self) -> Callable[[bytes | memoryview], bytes]:
         """A function turning one block into one gzip member."""
         return _compressor(self.codec, self.level)
 
@@ -124,7 +129,7 @@ ISAL_MIN_INPUT = 32 * 1024
 SMALL_BLOCK_ZLIB_LEVEL = 6
 
 
-def _compressor(codec: str, level: int) -> Callable[[bytes], bytes]:
+def _compressor(codec: str, level: int) -> Callable[[bytes | memoryview], bytes]:
     if codec == "zstd":
         from blockgz.blocks.codecs.zstd import frame_compressor
 
@@ -133,7 +138,7 @@ def _compressor(codec: str, level: int) -> Callable[[bytes], bytes]:
         if isal_zlib is None:  # pragma: no cover
             raise MissingDependencyError("codec 'isal' needs the isal package: pip install isal")
 
-        def isal_compress(data: bytes) -> bytes:
+        def isal_compress(data: bytes | memoryview) -> bytes:
             if len(data) < ISAL_MIN_INPUT:
                 return zlib.compress(data, SMALL_BLOCK_ZLIB_LEVEL, wbits=GZIP_WBITS)
             return isal_zlib.compress(data, level, wbits=GZIP_WBITS)

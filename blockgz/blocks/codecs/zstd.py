@@ -25,11 +25,13 @@ from __future__ import annotations
 import struct
 import threading
 from collections.abc import Callable, Iterator
+from types import ModuleType
 from typing import Any, BinaryIO
 
 from blockgz.blocks.codecs.one_frame import decode_one
 from blockgz.errors import CorruptBlockError, MissingDependencyError
 
+zstandard: ModuleType | None  # a hard dependency, but checked where used (_lib)
 try:
     import zstandard
 except ImportError:  # pragma: no cover - a hard dependency; named in the error below
@@ -73,7 +75,7 @@ def compress_frame(data: bytes | memoryview, level: int) -> bytes:
     return compressor.compress(data)
 
 
-def frame_compressor(level: int) -> Callable[[bytes], bytes]:
+def frame_compressor(level: int) -> Callable[[bytes | memoryview], bytes]:
     """``compress_frame`` at ``level``, as the block writer takes a compressor."""
     return lambda data: compress_frame(data, level)
 
@@ -204,4 +206,4 @@ def open_stream(raw: BinaryIO) -> BinaryIO:
     import io
 
     reader = _lib().ZstdDecompressor().stream_reader(raw, read_across_frames=True)
-    return io.BufferedReader(reader, 1024 * 1024)  # type: ignore[arg-type]
+    return io.BufferedReader(reader, 1024 * 1024)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from blockgz.blocks.framing import FRAMING_OPTION
+from blockgz.blocks.framing import FRAMING_OPTION, Separated
 from blockgz.errors import ConfigError
 from blockgz.formats.base import KEYS, Format, FormatSettings, RecordEncoder
 
@@ -63,8 +63,8 @@ class ByteArrayFormat(Format):
             )
 
     def encoder(self, settings: FormatSettings) -> RecordEncoder:
-        length_prefixed = settings.bytearray_framing == "length-prefixed"
-        return ByteArrayEncoder(None if length_prefixed else settings.framing.separator)
+        framing = settings.framing  # length-prefixed: no separator
+        return ByteArrayEncoder(framing.separator if isinstance(framing, Separated) else None)
 
     def encode_key(self, record: Any, schema: Any, key: Any, *, decoded: bool, writer: Any) -> Any:
         if key is None:

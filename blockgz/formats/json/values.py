@@ -32,6 +32,7 @@ import functools
 import io
 import operator
 import re
+from types import GenericAlias
 from typing import Any
 
 from blockgz.errors import BadRecordError
@@ -151,10 +152,12 @@ def _annotation(arrow_type: Any, msgspec: Any) -> Any:
     if pa.types.is_map(arrow_type):
         key, item = arrow_type.key_type, arrow_type.item_type
         value = None if _nested(item) else _annotation(item, msgspec)
-        return None if value is None or not pa.types.is_string(key) else dict[str, value | None]
+        if value is None or not pa.types.is_string(key):
+            return None
+        return GenericAlias(dict, (str, value | None))  # dict[str, value | None], built at run time
     if pa.types.is_list(arrow_type):
         item = _annotation(arrow_type.value_type, msgspec)
-        return None if item is None else list[item | None]
+        return None if item is None else GenericAlias(list, (item | None,))
     if pa.types.is_struct(arrow_type):
         fields = []
         for position, field in enumerate(arrow_type):
@@ -205,7 +208,8 @@ def _column(values: list, arrow_type: Any) -> Any:
     if pa.types.is_struct(arrow_type):
         return _struct_column(values, arrow_type)
     if pa.types.is_list(arrow_type) and pa.types.is_struct(arrow_type.value_type):
-        offsets, items, nulls = [0], [], []
+        offsets, nulls = [0], []
+        items: list[Any] = []
         for value in values:
             nulls.append(value is None)
             items.extend(value or ())
