@@ -8,11 +8,10 @@
 * **Full scan**: both readers parse every value into the same struct and sum a field (goal
   blockgz ≥ 1.0× ``spark.read.json``; its gzip objects are one task each, blockgz splits them
   by blocks).
-* **Replay**: ``blockgz.reader.restore.replay.replay`` of 1M records (times the scale) into Apache
-Kafka
-  4.1 (one KRaft node) against a plain confluent-kafka producer loop over the same values held in
-  memory (goal ≥ 0.7×), one broker for every run, a fresh topic per run, the order alternating
-  between rounds.
+* **Replay**: ``blockgz.reader.restore.send.send_records`` of 1M records (times the scale) into
+  Apache Kafka 4.1 (one KRaft node) against a plain confluent-kafka producer loop over the same
+  values held in memory (goal ≥ 0.7×), one broker for every run, a fresh topic per run, the
+  order alternating between rounds.
 
 * **On S3**: the filtered read of the 1 GiB stored archive and the full scan again with both
   readers on S3 — SeaweedFS behind the S3 benchmarks' proxy (+20 ms per request, 80 MB/s per
@@ -366,7 +365,7 @@ def test_replay_vs_producer_loop(tmp_path, benchmark, kafka):
     from confluent_kafka import Producer
 
     from blockgz.reader import open_archive
-    from blockgz.reader.restore.replay import ReplaySettings, replay
+    from blockgz.reader.restore.send import SendSettings, send_records
 
     records = archived_records(tmp_path)
     producer_settings = LOOP_SETTINGS
@@ -380,13 +379,13 @@ def test_replay_vs_producer_loop(tmp_path, benchmark, kafka):
             if case == "loop":
                 _producer_loop(Producer, kafka.bootstrap_servers, producer_settings, records, topic)
             else:
-                settings = ReplaySettings(
+                settings = SendSettings(
                     topic="src",
                     to_topic=topic,
                     producer={"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 20},
                 )
                 with open_archive(str(tmp_path)) as archive:
-                    assert replay(archive, settings).total_sent == len(records)
+                    assert send_records(archive, settings).total_sent == len(records)
             times[case].append(time.perf_counter() - started)
             assert kafka.high_watermarks(topic) == {0: len(records)}
     print(f"\nreplay rounds: {times}")

@@ -24,7 +24,7 @@ DECLARING_MODULES = (
     "blockgz.registry",
     "blockgz.sink.jobconfig.settings_names",
     "blockgz.reader.reading.read_options",
-    "blockgz.reader.restore.replay",
+    "blockgz.reader.restore.send",
     "blockgz.reader.spark.archive_source",  # needs pyspark (the [spark] extra)
 )
 #: The README's tables: one per owner, between ``<!-- options:OWNER -->`` and

@@ -1,23 +1,16 @@
-"""``blockgz replay``: restore an archived range into a Kafka topic."""
+"""``blockgz replay``: the deprecated one-topic alias of ``blockgz restore`` (kept for scripts).
+
+Its arguments map onto the restore's send loop (:func:`blockgz.reader.restore.send.send_records`,
+on Spark :func:`~blockgz.reader.restore.send.send_on_spark`): one topic into an existing one,
+with the ``blockgz.replay`` header, and no consumer groups.
+"""
 
 from __future__ import annotations
 
 import click
 
 from blockgz.cli.app import collect_options, fail_cleanly, main, store_options
-
-
-def _epoch_ms(ctx, param, value: str | None) -> int | None:
-    """An ISO-8601 time (UTC unless it says otherwise) or epoch milliseconds."""
-    from blockgz.errors import ConfigError
-    from blockgz.times import epoch_ms
-
-    try:
-        return epoch_ms(value, name=param.name)
-    except ConfigError as exc:
-        raise click.BadParameter(
-            f"{value!r} is neither ISO-8601 (2026-11-23T10:00:00Z) nor epoch milliseconds"
-        ) from exc
+from blockgz.cli.restore import _epoch_ms, _Progress, _registry, spark_job
 
 
 @main.command(
@@ -46,24 +39,12 @@ def _epoch_ms(ctx, param, value: str | None) -> int | None:
     "--no-marker", is_flag=True,
     help="Leave out the blockgz.replay header (then a rerun cannot tell what was delivered).",
 )  # fmt: skip
-@click.option(
-    "--schema-registry-url", metavar="URL",
-    help="The target cluster's schema registry: an Avro archive's values go back in "
-    "Confluent's wire format with its schema ids (required for one). -O "
-    "basic.auth.user.info=USER:PASSWORD logs in.",
-)  # fmt: skip
-@click.option(
-    "--master", metavar="URL",
-    help="Run as a Spark job (local[4], spark://host:7077): one task per archived partition.",
-)  # fmt: skip
-@click.option(
-    "--json-null", type=click.Choice(["tombstone", "value"]),
-    help="What a null kept as a value under the tombstone directory was (as for restore): "
-    "without it such records stop the replay (exit 1) before anything is sent.",
-)  # fmt: skip
+@click.option("--schema-registry-url", metavar="URL", help="As for restore.")
+@click.option("--master", metavar="URL", help="As for restore.")
+@click.option("--json-null", type=click.Choice(["tombstone", "value"]), help="As for restore.")
 @click.option(
     "--tombstone-partition", default="tombstone", show_default=True, metavar="NAME",
-    help="The export's tombstone.encoded.partition: the directory its tombstones are in.",
+    help="As for restore.",
 )  # fmt: skip
 @store_options
 @fail_cleanly
@@ -72,21 +53,15 @@ def replay(
     bootstrap_servers, by_key, allow_same_topic, no_marker, schema_registry_url, master,
     json_null, tombstone_partition, endpoint_url, options,
 ) -> None:  # fmt: skip
-    """Replay archived records of SOURCE (an archive prefix) into a Kafka topic.
+    """Replay archived records of SOURCE (an archive prefix) into an existing Kafka topic.
 
-    Keys, headers and timestamps go with each record where the archive kept them, in offset
-    order per partition, through an idempotent producer. Each record carries a
-    blockgz.replay header naming its source offset; a rerun after a crash or a kill reads the
-    end of each target partition and sends only what is not there yet, so nothing is
-    duplicated. -O kafka.<setting>=<value> passes a producer setting (librdkafka names);
-    other -O settings are the archive's (S3, key layout).
-
-    Deprecated: `blockgz restore` is the one command for restores (many topics, topic
-    creation, renames, consumer groups, records sent unchanged) and does all replay does:
-    `--topic T --to-topic U` is `restore SOURCE T --rename T=U`, `--partition 3` is
+    Deprecated: `blockgz restore` is the one command for restores, and this is its alias for
+    one topic: `--topic T --to-topic U` is `restore SOURCE T --rename T=U`, `--partition 3` is
     `--partition T:3`, `--from-offset A --to-offset B` is `--offsets T:3=A-B`. The same code
-    sends the records; replay writes into an existing topic, always with the header, and sets
-    no groups.
+    sends the records, in offset order per partition, keys, headers and timestamps as kept;
+    replay writes into an existing topic, each record with a blockgz.replay header naming its
+    source offset (a rerun sends only what is not there yet), and sets no groups.
+    -O kafka.<setting>=<value> passes a producer setting; other -O settings are the archive's.
 
     \b
     Examples:
@@ -94,51 +69,34 @@ def replay(
           --bootstrap-servers kafka:9092
       blockgz replay s3://bucket/exports --topic orders --partition 3 --from-offset 1000 \\
           --to-offset 2000 --to-topic orders-fix --bootstrap-servers kafka:9092
-      blockgz replay s3://bucket/exports --topic orders --master 'local[4]' \\
-          --to-topic orders-restored --bootstrap-servers kafka:9092
-      blockgz replay s3://bucket/exports --topic payments --to-topic payments \\
-          --bootstrap-servers dr-kafka:9092 --schema-registry-url http://dr-registry:8081
-      blockgz replay s3://bucket/exports --topic orders --from-time 2026-11-01T00:00:00Z \\
-          --to-topic orders-nov --by-key --bootstrap-servers kafka:9092 \\
-          -O kafka.compression.type=zstd
     """
     from rich.console import Console
 
     from blockgz.reader import open_archive
-    from blockgz.reader.restore.replay import ReplaySettings, replay_options
-    from blockgz.reader.restore.replay import replay as run_replay
-
-    archive_options, producer = replay_options(collect_options(endpoint_url, options))
-    producer["bootstrap.servers"] = bootstrap_servers
-    settings = ReplaySettings(
-        topic=topic,
-        to_topic=to_topic,
-        partitions=list(partitions) or None,
-        start=from_offset,
-        end=to_offset,
-        from_time=from_time,
-        to_time=to_time,
-        by_key=by_key,
-        mark=not no_marker,
-        allow_same_topic=allow_same_topic,
-        registry=_registry(schema_registry_url, archive_options),
-        producer=producer,
-        json_null=json_null,
-        tombstone_directory=tombstone_partition,
+    from blockgz.reader.restore.send import (
+        SendSettings,
+        restore_options,
+        send_on_spark,
+        send_records,
     )
-    console = Console(stderr=True)
-    if master:
-        from blockgz.reader.restore.spark_driver import replay_on_spark
-        from blockgz.spark_session import spark_session
 
-        spark = spark_session(master, app_name="blockgz-replay")
-        try:
-            result = replay_on_spark(spark, source, archive_options, settings)
-        finally:
-            spark.stop()
+    archive_options, producer = restore_options(collect_options(endpoint_url, options), "replay")
+    settings = SendSettings(
+        topic, to_topic, list(partitions) or None, from_offset, to_offset, from_time, to_time,
+        by_key=by_key, mark=not no_marker, allow_same_topic=allow_same_topic,
+        registry=_registry(schema_registry_url, archive_options),
+        producer={**producer, "bootstrap.servers": bootstrap_servers},
+        json_null=json_null, tombstone_directory=tombstone_partition,
+    )  # fmt: skip
+    if master:
+        with spark_job(master, "blockgz-replay") as (spark, env):
+            [result] = send_on_spark(spark, source, archive_options, [settings], task_env=env)
     else:
-        with open_archive(source, archive_options) as archive, _progress(console) as show:
-            result = run_replay(archive, settings, on_progress=show)
+        with (
+            open_archive(source, archive_options) as archive,
+            _Progress(Console(stderr=True)) as show,
+        ):
+            result = send_records(archive, settings, on_progress=show)
     rate = result.total_sent / result.seconds if result.seconds else 0.0
     skipped = sum(result.skipped.values())
     click.echo(
@@ -148,52 +106,3 @@ def replay(
         + "".join(f"; without {what} (the archive kept none)" for what in result.not_kept),
         err=True,
     )
-
-
-def _registry(url: str | None, options: dict[str, str]):
-    """The target registry's settings from ``--schema-registry-url`` and the ``-O``
-    ``basic.auth.*`` options (``None`` without a URL)."""
-    if not url:
-        return None
-    from blockgz.registry import RegistrySettings
-
-    auth = {k: v for k, v in options.items() if k.startswith(("basic.auth.", "schema.registry."))}
-    return RegistrySettings.from_options({**auth, "schema.registry.url": url}, "value.converter")
-
-
-class _progress:
-    """Records sent per partition, and the rate, on a terminal (nothing otherwise)."""
-
-    def __init__(self, console):
-        self.console = console
-        self.bar = None
-        self.tasks: dict[int, int] = {}
-
-    def __enter__(self):
-        if self.console.is_terminal:
-            from rich.progress import Progress, TextColumn, TimeElapsedColumn
-
-            self.bar = Progress(
-                "[progress.description]{task.description}",
-                TextColumn("{task.completed:,} records"),
-                TextColumn("{task.fields[rate]}"),
-                TimeElapsedColumn(),
-                console=self.console,
-                transient=True,
-            )
-            self.bar.__enter__()
-        return self.show
-
-    def show(self, partition: int, sent: int) -> None:
-        if self.bar is None:
-            return
-        if partition not in self.tasks:
-            self.tasks[partition] = self.bar.add_task(f"partition {partition}", rate="")
-        task = self.tasks[partition]
-        elapsed = self.bar.tasks[task].elapsed or 0
-        rate = f"{sent / elapsed:,.0f}/s" if elapsed else ""
-        self.bar.update(task, completed=sent, rate=rate)
-
-    def __exit__(self, *exc) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(*exc)

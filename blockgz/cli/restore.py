@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import os
+from collections.abc import Iterator
+from typing import Any
 
 import click
 
 from blockgz.cli.app import collect_options, fail_cleanly, main, report_output, store_options
-from blockgz.cli.replay import _epoch_ms, _progress, _registry
+
+
+def _epoch_ms(ctx, param, value: str | None) -> int | None:
+    """An ISO-8601 time (UTC unless it says otherwise) or epoch milliseconds."""
+    from blockgz.errors import ConfigError
+    from blockgz.times import epoch_ms
+
+    try:
+        return epoch_ms(value, name=param.name)
+    except ConfigError as exc:
+        raise click.BadParameter(
+            f"{value!r} is neither ISO-8601 (2026-11-23T10:00:00Z) nor epoch milliseconds"
+        ) from exc
 
 
 @main.command()
@@ -58,7 +74,9 @@ from blockgz.cli.replay import _epoch_ms, _progress, _registry
 )  # fmt: skip
 @click.option(
     "--schema-registry-url", metavar="URL",
-    help="The target cluster's schema registry (as for replay).",
+    help="The target cluster's schema registry: an Avro archive's values go back in "
+    "Confluent's wire format with its schema ids (required for one). -O "
+    "basic.auth.user.info=USER:PASSWORD logs in.",
 )  # fmt: skip
 @click.option(
     "--master", metavar="URL",
@@ -118,8 +136,8 @@ def restore(
     whose consumed records are not a prefix of each target partition is left alone, with the
     reason).
 
-    `blockgz replay` is the one-topic form of this command: it sends with the same code into
-    an existing topic, with the header, and sets no groups.
+    `blockgz replay` (deprecated) is an alias of this command for one topic: it sends with the
+    same code into an existing topic, with the header, and sets no groups.
 
     -O kafka.<setting>=<value> passes a producer setting (librdkafka names); other -O
     settings are the archive's (S3, key layout).
@@ -148,8 +166,9 @@ def restore(
         parse_partition,
         plan_restore,
     )
+    from blockgz.reader.restore.send import restore_options
 
-    archive_options, producer = _split_options(collect_options(endpoint_url, options))
+    archive_options, producer = restore_options(collect_options(endpoint_url, options))
     if not dry_run and not bootstrap_servers:
         raise click.UsageError("--bootstrap-servers is required (or --dry-run)")
     windows = {}
@@ -243,25 +262,42 @@ def _existing_targets(bootstrap: str | None, producer: dict[str, str]) -> dict[s
     return existing_topics(admin, bootstrap)
 
 
-def _split_options(options: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
-    from blockgz.kafka.security import librdkafka_settings
-    from blockgz.reader.reading.read_options import check_reader_options
+def _registry(url: str | None, options: dict[str, str]):
+    """The target registry's settings from ``--schema-registry-url`` and the ``-O``
+    ``basic.auth.*`` options (``None`` without a URL)."""
+    if not url:
+        return None
+    from blockgz.registry import RegistrySettings
 
-    check_reader_options(options, "restore", owners=("reader", "replay"))
-    producer = {k[len("kafka.") :]: v for k, v in options.items() if k.startswith("kafka.")}
-    archive = {k: v for k, v in options.items() if not k.startswith("kafka.")}
-    return archive, librdkafka_settings(producer)
+    auth = {k: v for k, v in options.items() if k.startswith(("basic.auth.", "schema.registry."))}
+    return RegistrySettings.from_options({**auth, "schema.registry.url": url}, "value.converter")
+
+
+@contextlib.contextmanager
+def spark_job(master: str, app_name: str) -> Iterator[tuple[Any, dict[str, str]]]:
+    """A SparkSession on ``master`` (stopped after the block) and the environment variables
+    its tasks set: the driver's AWS credentials, on a master whose executors do not inherit
+    them. They go inside the pickled tasks, never into Spark's config, which PySpark puts on
+    the spark-submit command line (readable in ``ps``) and Spark shows on its environment
+    page and in its event log (:mod:`blockgz.sink.executor_env`)."""
+    from blockgz.sink.executor_env import SECRET_VARIABLES, is_local
+    from blockgz.spark_session import spark_session
+
+    task_env = {}
+    if not is_local(master):
+        task_env = {name: os.environ[name] for name in SECRET_VARIABLES if os.environ.get(name)}
+    spark = spark_session(master, app_name=app_name, forward_secrets=False)
+    try:
+        yield spark, task_env
+    finally:
+        spark.stop()
 
 
 def _on_spark(master, source, archive_options, plan, settings):
     from blockgz.reader.restore.restorer import restore_on_spark
-    from blockgz.spark_session import spark_session
 
-    spark = spark_session(master, app_name="blockgz-restore")
-    try:
-        return restore_on_spark(spark, source, archive_options, plan, settings)
-    finally:
-        spark.stop()
+    with spark_job(master, "blockgz-restore") as (spark, task_env):
+        return restore_on_spark(spark, source, archive_options, plan, settings, task_env=task_env)
 
 
 def _time(ms: int | None) -> str:
@@ -355,14 +391,40 @@ def _summary(result) -> None:
     )
 
 
-class _Progress(_progress):
-    """Records sent per source topic-partition (``orders[3]``), and the rate, on a terminal."""
+class _Progress:
+    """Records sent per label (a source topic-partition, ``orders[3]``; or a partition number),
+    and the rate, on a terminal (nothing otherwise)."""
 
-    def show(self, label, sent: int) -> None:  # type: ignore[override]
+    def __init__(self, console: Any) -> None:
+        self.console = console
+        self.bar: Any = None
+        self.tasks: dict[Any, Any] = {}
+
+    def __enter__(self):
+        if self.console.is_terminal:
+            from rich.progress import Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(
+                "[progress.description]{task.description}",
+                TextColumn("{task.completed:,} records"),
+                TextColumn("{task.fields[rate]}"),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
+            self.bar.__enter__()
+        return self.show
+
+    def show(self, label: Any, sent: int) -> None:
         if self.bar is None:
             return
         if label not in self.tasks:
-            self.tasks[label] = self.bar.add_task(str(label), rate="")
+            name = f"partition {label}" if isinstance(label, int) else str(label)
+            self.tasks[label] = self.bar.add_task(name, rate="")
         task = self.tasks[label]
         elapsed = self.bar.tasks[task].elapsed or 0
         self.bar.update(task, completed=sent, rate=f"{sent / elapsed:,.0f}/s" if elapsed else "")
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(*exc)

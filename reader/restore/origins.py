@@ -48,6 +48,33 @@ def origin_of(format_name: str | None, converter: str | None, role: str) -> str:
     kind, _, encoding = (converter or "").partition(":")
     if fmt is None:
         return "raw"
+    refused = _refusal(fmt, kind, role, what)
+    if refused is not None:
+        return refused
+    if fmt.stores_value_bytes and role == "value":
+        return "raw"
+    if fmt.compresses_inside:  # Avro entries: a datum of the file's schema
+        return _avro_entry(kind, encoding, what)
+    if kind == "avro":
+        return (
+            f"{REFUSE}the {what} were Avro in Kafka and the archive kept them as "
+            f"{fmt.name} without the writer schema's registry id (export with format.class=avro "
+            "or bytearray to restore them)"
+        )
+    if fmt.json_text and role == "keys":  # read back as text's UTF-8, base64 as its text
+        return _json_key(kind, encoding)
+    if fmt.json_text:  # a JSON value: Connect's rendering of the converter's datum
+        return {"string": f"json-text:{encoding}", "bytearray": "json-base64"}.get(kind, "raw")
+    if kind == "string":  # a bytearray keys file: the key's text as UTF-8
+        return _text_origin(encoding)
+    if kind == "json":
+        return f"{REFUSE}the keys went through JsonConverter, which a bytearray file cannot hold"
+    return "raw"
+
+
+def _refusal(fmt: Any, kind: str, role: str, what: str) -> str | None:
+    """The refusal whatever the format: Parquet values, and converters whose output the
+    archive did not keep (payloads of envelopes); ``None`` when neither applies."""
     if fmt.indexes_itself and role == "value":  # Parquet: columns of the decoded value
         return (
             f"{REFUSE}the {what} are Parquet columns: the file keeps the decoded fields, not "
@@ -65,43 +92,36 @@ def origin_of(format_name: str | None, converter: str | None, role: str) -> str:
             "archive kept the payloads, not the {schema, payload} JSON Kafka held (export with "
             "format.class=json and no converter, or bytearray, to keep the bytes)"
         )
-    if fmt.stores_value_bytes and role == "value":
-        return "raw"
-    if fmt.compresses_inside:  # Avro entries: a datum of the file's schema
-        if kind == "avro":
-            return "avro"
-        if kind == "string":
-            return f"text:{encoding}"
-        if kind in ("bytearray", "none"):
-            return "raw"
-        if kind == "json":
-            return f"{REFUSE}the {what} were schemaless JSON, which an Avro file cannot hold"
-        return "registry-or-plain"
+    return None
+
+
+def _avro_entry(kind: str, encoding: str, what: str) -> str:
+    """An Avro file's entry, a datum of the file's schema, written through ``kind``."""
     if kind == "avro":
-        return (
-            f"{REFUSE}the {what} were Avro in Kafka and the archive kept them as "
-            f"{fmt.name} without the writer schema's registry id (export with format.class=avro "
-            "or bytearray to restore them)"
-        )
-    if fmt.json_text and role == "keys":  # read back as text's UTF-8, base64 as its text
-        if kind == "string":
-            return f"text:{encoding}" if encoding not in ("", "utf-8") else "raw"
-        if kind == "bytearray":
-            return "base64"
-        if kind == "json":
-            return f"{REFUSE}the keys went through JsonConverter, which a keys file cannot hold"
+        return "avro"
+    if kind == "string":
+        return f"text:{encoding}"
+    if kind in ("bytearray", "none"):
         return "raw"
-    if fmt.json_text:  # a JSON value: Connect's rendering of the converter's datum
-        if kind == "string":
-            return f"json-text:{encoding}"
-        if kind == "bytearray":
-            return "json-base64"
-        return "raw"
-    if kind == "string":  # a bytearray keys file: the key's text as UTF-8
-        return f"text:{encoding}" if encoding not in ("", "utf-8") else "raw"
     if kind == "json":
-        return f"{REFUSE}the keys went through JsonConverter, which a bytearray file cannot hold"
+        return f"{REFUSE}the {what} were schemaless JSON, which an Avro file cannot hold"
+    return "registry-or-plain"
+
+
+def _json_key(kind: str, encoding: str) -> str:
+    """A JSON keys file's entry, read back as its text's UTF-8 (base64 as its text)."""
+    if kind == "string":
+        return _text_origin(encoding)
+    if kind == "bytearray":
+        return "base64"
+    if kind == "json":
+        return f"{REFUSE}the keys went through JsonConverter, which a keys file cannot hold"
     return "raw"
+
+
+def _text_origin(encoding: str) -> str:
+    """Text kept as UTF-8 that Kafka held in ``encoding`` (as it is when that is UTF-8)."""
+    return f"text:{encoding}" if encoding not in ("", "utf-8") else "raw"
 
 
 def converter_of(origin: str) -> Callable[[Any], bytes | None] | None:

@@ -2,18 +2,16 @@
 
 In order: create the missing target topics as the snapshot describes them, or check the existing
 ones (:mod:`blockgz.reader.restore.target_topics`); read where a previous run of the same restore
-stood
-in each one-to-one target partition, as its own committed transactions recorded it, and claim
-the partitions it never reached (:mod:`blockgz.reader.restore.positions`); send each topic's
-records with :func:`blockgz.reader.restore.replay.replay` (partition to partition, keys, headers,
-timestamps and tombstones as kept, in transactions that commit each partition's position with
-its records); and, once every record is delivered, set the consumer groups' offsets on the
-target (:mod:`blockgz.reader.restore.group_offsets`) at the target offsets the transactions
-recorded. A
-failure before the groups leaves them untouched: a rerun continues the records and then sets
-them. A target topic that held records of its own before the restore first reached it, and a
-``--by-key`` restore, are restored with the ``blockgz.replay`` markers instead
-(:mod:`blockgz.reader.restore.markers`), as before.
+stood in each one-to-one target partition, as its own committed transactions recorded it, and
+claim the partitions it never reached (:mod:`blockgz.reader.restore.positions`); send each
+topic's records with :func:`blockgz.reader.restore.send.send_records` (partition to partition,
+keys, headers, timestamps and tombstones as kept, in transactions that commit each partition's
+position with its records); and, once every record is delivered, set the consumer groups'
+offsets on the target (:mod:`blockgz.reader.restore.group_offsets`) at the target offsets the
+transactions recorded. A failure before the groups leaves them untouched: a rerun continues the
+records and then sets them. A target topic that held records of its own before the restore
+first reached it, and a ``--by-key`` restore, are restored with the ``blockgz.replay`` markers
+instead (:mod:`blockgz.reader.restore.markers`), as before.
 
 Example (with a broker)::
 
@@ -26,7 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from blockgz.errors import ConfigError, RestoreError
@@ -39,7 +37,7 @@ from blockgz.reader.restore.positions import (
     fence,
     read_positions,
 )
-from blockgz.reader.restore.replay import ReplayResult, ReplaySettings, replay
+from blockgz.reader.restore.send import SendResult, SendSettings, send_on_spark, send_records
 from blockgz.reader.restore.target_topics import (
     TargetTopic,
     ensure_topics,
@@ -56,7 +54,7 @@ class RestoreSettings:
     #: librdkafka settings (``bootstrap.servers`` at least); idempotence is always on.
     producer: dict[str, Any] = field(default_factory=dict)
     #: The target cluster's schema registry (see
-    # :class:`~blockgz.reader.restore.replay.ReplaySettings`).
+    # :class:`~blockgz.reader.restore.send.SendSettings`).
     registry: RegistrySettings | None = None
     #: Allow restoring with markers into a non-empty target named as its source topic.
     allow_same_topic: bool = False
@@ -74,7 +72,7 @@ class TopicOutcome:
     #: ``positions`` (resumed from its transactions' records, records unchanged) or
     #: ``markers`` (``blockgz.replay``).
     resume: str
-    result: ReplayResult
+    result: SendResult
 
 
 @dataclass
@@ -94,17 +92,17 @@ class RestoreResult:
 
 @dataclass
 class _Prepared:
-    """One topic's replays (one per distinct window)."""
+    """One topic's sends (one per distinct window)."""
 
     topic: TopicPlan
     target: TargetTopic
     resume: str
-    runs: list[ReplaySettings]
+    runs: list[SendSettings]
 
 
 def prepare(archive_plan: RestorePlan, settings: RestoreSettings, admin: Any) -> list[_Prepared]:
     """Create or check the target topics and claim their partitions: what each topic's
-    replay must do (``admin``: a :class:`~blockgz.kafka.access.QuietAdmin` of the target).
+    sends must do (``admin``: a :class:`~blockgz.kafka.access.QuietAdmin` of the target).
     Talks to the target cluster, sends no record."""
     client = admin_settings(settings.producer)
     bootstrap = str(settings.producer.get("bootstrap.servers"))
@@ -129,7 +127,7 @@ def prepare(archive_plan: RestorePlan, settings: RestoreSettings, admin: Any) ->
         runs = []
         for window, partitions in _by_window(topic).items():
             runs.append(
-                ReplaySettings(
+                SendSettings(
                     topic=topic.source,
                     to_topic=topic.target,
                     partitions=partitions,
@@ -228,13 +226,13 @@ def restore(
     prepared = prepare(plan, settings, admin)
     result = RestoreResult()
     for item in prepared:
-        done = ReplayResult()
+        done = SendResult()
         for run in item.runs:
             source = item.topic.source
             progress = None
             if on_progress is not None:
                 progress = lambda p, n, s=source: on_progress(s, p, n)  # noqa: E731
-            _merge(done, replay(archive, run, on_progress=progress, admin=admin))
+            done.merge(send_records(archive, run, on_progress=progress, admin=admin))
         result.topics.append(
             TopicOutcome(
                 item.topic.source, item.topic.target, item.target.created, item.resume, done
@@ -249,13 +247,6 @@ def _admin(settings: RestoreSettings) -> Any:
     from blockgz.kafka.access import quiet_admin
 
     return quiet_admin(admin_settings(settings.producer))
-
-
-def _merge(into: ReplayResult, done: ReplayResult) -> None:
-    into.sent.update(done.sent)
-    into.skipped.update(done.skipped)
-    into.seconds += done.seconds
-    into.not_kept += [w for w in done.not_kept if w not in into.not_kept]
 
 
 def _set_groups(
@@ -343,45 +334,28 @@ def restore_on_spark(
     archive_options: Mapping[str, Any],
     plan: RestorePlan,
     settings: RestoreSettings,
+    *,
+    task_env: Mapping[str, str] | None = None,
 ) -> RestoreResult:
     """:func:`restore` as a Spark job: topics are created, partitions claimed and groups set by
-    the driver; each archived topic-partition is one task (its records must go in order),
-    which resumes as a local restore does, so a task Spark retries sends only what is
-    missing."""
+    the driver; each archived topic-partition is one task (its records must go in order,
+    :func:`~blockgz.reader.restore.send.send_on_spark`), which resumes as a local restore
+    does, so a task Spark retries sends only what is missing. ``task_env``: environment
+    variables each task sets (see there)."""
     started = time.monotonic()
     admin = _admin(settings)  # the driver's; each task makes its own
     prepared = prepare(plan, settings, admin)
-    tasks = [
-        (n, replace(run, partitions=[p]))
-        for n, item in enumerate(prepared)
-        for run in item.runs
-        for p in run.partitions or []
-    ]
+    runs = [run for item in prepared for run in item.runs]
+    done = iter(send_on_spark(spark, source, archive_options, runs, task_env=task_env))
     result = RestoreResult()
-    rows: list[tuple[int, int, int, int, list[str]]] = []
-    if tasks:
-        options = dict(archive_options)
-
-        def one_partition(task: tuple[int, ReplaySettings]) -> tuple[int, int, int, int, list[str]]:
-            from blockgz.reader.reading.archive import open_archive as open_on_executor
-
-            number, run = task
-            partition = (run.partitions or [0])[0]
-            with open_on_executor(source, options) as executor_archive:
-                done = replay(executor_archive, run)
-            sent, skipped = done.sent.get(partition, 0), done.skipped.get(partition, 0)
-            return number, partition, sent, skipped, done.not_kept
-
-        rows = spark.sparkContext.parallelize(tasks, len(tasks)).map(one_partition).collect()
-    for number, item in enumerate(prepared):
-        done = ReplayResult()
-        for n, partition, sent, skipped, not_kept in rows:
-            if n == number:
-                done.sent[partition], done.skipped[partition] = sent, skipped
-                done.not_kept += [w for w in not_kept if w not in done.not_kept]
+    for item in prepared:
+        merged = SendResult()
+        for _ in item.runs:
+            merged.merge(next(done))
+        merged.seconds = 0.0
         result.topics.append(
             TopicOutcome(
-                item.topic.source, item.topic.target, item.target.created, item.resume, done
+                item.topic.source, item.topic.target, item.target.created, item.resume, merged
             )
         )
     result.groups = _set_groups(plan, settings, prepared, admin)

@@ -17,7 +17,8 @@ import pytest
 from click.testing import CliRunner
 
 from blockgz.cli import main
-from blockgz.reader.restore.replay import MARKER, kafka_partition
+from blockgz.reader.restore.markers import MARKER
+from blockgz.reader.restore.partitioner import kafka_partition
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.task import write_task
@@ -228,12 +229,11 @@ def test_refusals_say_why(kafka, tmp_path, args, words):
 
 
 def test_a_spark_replay_runs_one_task_per_partition(spark, kafka, tmp_path):
-    from blockgz.reader.restore.replay import ReplaySettings
-    from blockgz.reader.restore.spark_driver import replay_on_spark
+    from blockgz.reader.restore.send import SendSettings, send_on_spark
 
     records = archive_of(tmp_path, "sparky", 3, 60)
     kafka.create_topic("sparky-out", partitions=3)
-    settings = ReplaySettings(
+    settings = SendSettings(
         topic="sparky",
         to_topic="sparky-out",
         producer={
@@ -242,14 +242,14 @@ def test_a_spark_replay_runs_one_task_per_partition(spark, kafka, tmp_path):
             "linger.ms": 0,
         },
     )
-    result = replay_on_spark(spark, str(tmp_path), {}, settings)
+    [result] = send_on_spark(spark, str(tmp_path), {}, [settings])
     assert result.sent == {0: 60, 1: 60, 2: 60}
     got = read_all(kafka, "sparky-out")
     for p in range(3):
         assert [as_replayed(m) for m in got[p]] == [
             expected_of(r) for r in records if r.partition == p
         ]
-    again = replay_on_spark(spark, str(tmp_path), {}, settings)  # a rerun sends nothing twice
+    [again] = send_on_spark(spark, str(tmp_path), {}, [settings])  # a rerun: nothing twice
     assert again.sent == {0: 0, 1: 0, 2: 0} and again.skipped == {0: 60, 1: 60, 2: 60}
 
 

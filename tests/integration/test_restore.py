@@ -21,8 +21,8 @@ from confluent_kafka import KafkaError
 from blockgz.archive.layout import Layout
 from blockgz.cli import main
 from blockgz.commits.cluster_snapshots import ClusterSnapshot, Snapshots, TopicState
+from blockgz.reader.restore.markers import MARKER
 from blockgz.reader.restore.positions import position_group
-from blockgz.reader.restore.replay import MARKER
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.task import write_task

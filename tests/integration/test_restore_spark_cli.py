@@ -12,7 +12,7 @@ import uuid
 import pytest
 
 from blockgz.commits.cluster_snapshots import TopicState
-from blockgz.reader.restore.replay import MARKER
+from blockgz.reader.restore.markers import MARKER
 from tests.integration.test_restore import (
     EXACT,
     archive_of,

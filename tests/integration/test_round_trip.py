@@ -23,7 +23,8 @@ from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from blockgz.reader import open_archive
-from blockgz.reader.restore.replay import MARKER, ReplaySettings, replay
+from blockgz.reader.restore.markers import MARKER
+from blockgz.reader.restore.send import SendSettings, send_records
 from blockgz.registry import RegistrySettings
 from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
@@ -153,9 +154,9 @@ def round_trip(spark, kafka, s3_server, bucket, tmp_path, partitions, options, *
     )  # fmt: skip
     assert done.records == len(rows)
     with open_archive(f"s3://{bucket}", s3_options(s3_server.endpoint_url)) as archive:
-        result = replay(
+        result = send_records(
             archive,
-            ReplaySettings(
+            SendSettings(
                 source,
                 target,
                 registry=registry,

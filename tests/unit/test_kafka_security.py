@@ -261,10 +261,10 @@ def test_lifting_order():
     }
 
 
-def test_replay_takes_java_names_too():
-    from blockgz.reader.restore.replay import replay_options
+def test_restore_takes_java_names_too():
+    from blockgz.reader.restore.send import restore_options
 
-    _, producer = replay_options(
+    _, producer = restore_options(
         {"kafka.sasl.mechanism": "SCRAM-SHA-512", "kafka.sasl.jaas.config": jaas()}
     )
     assert producer == {

@@ -16,7 +16,7 @@ from blockgz.errors import ConfigError
 from blockgz.option_defs import OPTIONS, OptionDef, OptionRegistry
 from blockgz.options import Options
 from blockgz.reader import open_archive
-from blockgz.reader.restore.replay import replay_options
+from blockgz.reader.restore.send import restore_options
 from blockgz.sink.jobconfig.config import ExportConfig, split_options
 from blockgz.sink.jobconfig.settings_names import CONFLUENT_S3_OPTIONS, KNOWN, READ, check_keys
 
@@ -206,13 +206,15 @@ def test_the_spark_reader_refuses_typos_in_lower_cased_names(tmp_path):
         source.schema()
 
 
-def test_replay_refuses_typos_and_splits_the_producers_settings():
-    assert replay_options({"kafka.acks": "all", "committed": "false"}) == (
+def test_restore_and_replay_refuse_typos_and_split_the_producers_settings():
+    assert restore_options({"kafka.acks": "all", "committed": "false"}) == (
         {"committed": "false"},
         {"acks": "all"},
     )
+    with pytest.raises(ConfigError, match=r"restore: prefech: .*did you mean prefetch"):
+        restore_options({"prefech": "4"})
     with pytest.raises(ConfigError, match=r"replay: prefech: .*did you mean prefetch"):
-        replay_options({"prefech": "4"})
+        restore_options({"prefech": "4"}, "replay")
 
 
 # -- only declared options are read ----------------------------------------------------------------

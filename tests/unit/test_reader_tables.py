@@ -88,7 +88,7 @@ def test_times_are_iso_text_datetimes_or_epoch_ms(tmp_path):
     epoch ms all name the same window; anything else is a ConfigError naming the parameter."""
     import datetime as dt
 
-    from blockgz.reader.restore.replay import ReplaySettings
+    from blockgz.reader.restore.send import SendSettings
 
     envelope_archive(tmp_path)
     low = dt.datetime.fromtimestamp((T0 + 5000) / 1000, dt.UTC)
@@ -115,7 +115,7 @@ def test_times_are_iso_text_datetimes_or_epoch_ms(tmp_path):
                 archive.records("ev", from_time=bad)  # at the call, not at the first record
         with pytest.raises(ConfigError, match=r"to_time=.*ISO-8601"):
             archive.record_blocks("ev", to_time="2025-13-01")
-    settings = ReplaySettings("ev", "out", from_time=low, to_time="2023-11-14T22:13:28Z")
+    settings = SendSettings("ev", "out", from_time=low, to_time="2023-11-14T22:13:28Z")
     assert (settings.from_time, settings.to_time) == (T0 + 5000, T0 + 8000)
 
 

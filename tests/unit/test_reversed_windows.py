@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from blockgz.cli import main
 from blockgz.errors import ConfigError
 from blockgz.reader.restore.planning import RestoreRequest
-from blockgz.reader.restore.replay import ReplaySettings
+from blockgz.reader.restore.send import SendSettings
 
 
 @pytest.mark.parametrize(("low", "high"), [(2_000, 1_000), (1_000, 1_000)])
@@ -17,13 +17,13 @@ def test_a_window_ending_at_or_before_its_start_is_refused(low, high):
     with pytest.raises(ConfigError, match="is not before --to-time"):
         RestoreRequest(from_time=low, to_time=high)
     with pytest.raises(ConfigError, match="is not before --to-time"):
-        ReplaySettings(topic="t", to_topic="u", from_time=low, to_time=high)
+        SendSettings(topic="t", to_topic="u", from_time=low, to_time=high)
 
 
 def test_open_and_proper_windows_pass():
     assert RestoreRequest(from_time=1_000, to_time=1_001).to_time == 1_001
     assert RestoreRequest(from_time=1_000).to_time is None
-    assert ReplaySettings(topic="t", to_topic="u", to_time=5).to_time == 5
+    assert SendSettings(topic="t", to_topic="u", to_time=5).to_time == 5
 
 
 def test_restore_refuses_a_reversed_time_window_in_one_line(tmp_path):

@@ -1,20 +1,24 @@
-"""Replay an archive into a Kafka topic: keys, headers and timestamps where kept, in order.
+"""Send an archived range into an existing Kafka topic: the one send loop of ``blockgz restore``.
 
 Each topic-partition's records go in offset order to the same partition number of the target
 topic (or, ``by_key``, to the partition Kafka's default partitioner picks for the key:
 :mod:`blockgz.reader.restore.partitioner`), through an idempotent producer, so retries inside a
-run never duplicate a record.
+run never duplicate a record. :mod:`blockgz.reader.restore.restorer` runs it once per topic and
+window; ``blockgz replay`` (a deprecated alias) runs it once into a topic it names.
 
-**Resuming after a kill, without duplicates.** Every replayed record carries one more header,
-``blockgz.replay``, naming its source offset; a rerun reads the newest ones back from the target
-partitions and skips what they already hold (:mod:`blockgz.reader.restore.markers`). The
-partition of every record is computed here (Kafka's murmur2 for keys, the offset for null keys)
-rather than left to the client, so the rerun knows where each record went. ``mark=False``
-leaves the header out and gives up resuming. The Spark job's driver is
-:mod:`blockgz.reader.restore.spark_driver`.
+**Resuming after a kill, without duplicates**, one of two ways:
 
->>> kafka_partition(b"user-1", 12)  # the partition Kafka's Java producer picks
-8
+* with :attr:`SendSettings.positions` (a restore into partitions only it filled), each target
+  partition's records go in Kafka transactions that commit the partition's next source offset
+  with them (:mod:`blockgz.reader.restore.positions`); records go unchanged;
+* otherwise every record carries one more header, ``blockgz.replay``, naming its source offset;
+  a rerun reads the newest ones back from the target partitions and skips what they already
+  hold (:mod:`blockgz.reader.restore.markers`). The partition of every record is computed here
+  (Kafka's murmur2 for keys, the offset for null keys) rather than left to the client, so the
+  rerun knows where each record went. ``mark=False`` leaves the header out and gives up
+  resuming.
+
+:func:`send_on_spark` runs the same loop as a Spark job, one task per archived partition.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import logging
+import os
 import time
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from blockgz.blocks.decode import Record
@@ -33,21 +38,21 @@ from blockgz.kafka.security import librdkafka_settings
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.reader.reading.archive import Archive
 from blockgz.reader.reading.read_options import check_reader_options
-from blockgz.reader.restore.markers import MARKER, admin_settings, delivered_so_far
-from blockgz.reader.restore.partitioner import kafka_partition as kafka_partition
-from blockgz.reader.restore.partitioner import murmur2 as murmur2
+from blockgz.reader.restore.markers import admin_settings, delivered_so_far
 from blockgz.reader.restore.partitioner import partition_of
+from blockgz.reader.restore.produce import Failures, produce_block
 from blockgz.reader.restore.value_bytes import KafkaBytes
 from blockgz.registry import RegistrySettings
 from blockgz.runtime.gc_control import fewer_collections
 from blockgz.times import epoch_ms
 
-log = logging.getLogger("blockgz.replay")
+log = logging.getLogger("blockgz.restore")
 
 #: Kafka's timestamp type id of a time the broker set at append.
 LOG_APPEND_TIME = 1
-#: Replay's own options; the others are the archive's (:func:`blockgz.reader.open_archive`).
-REPLAY_OPTIONS = OptionSet(
+#: The restore's own options (owner ``replay``, the name users' scripts know); the others are
+#: the archive's (:func:`blockgz.reader.open_archive`).
+SEND_OPTIONS = OptionSet(
     OptionDef(
         "kafka.",
         "text",
@@ -59,26 +64,33 @@ REPLAY_OPTIONS = OptionSet(
     ),
 )
 
+#: Per source partition: its keys-only tombstones in the window, and the offsets of its nulls
+#: kept as values (:mod:`blockgz.reader.restore.tombstones`).
+Tombstones = Mapping[int, tuple[list[Record], set[int]]]
 
-def replay_options(options: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
-    """``options`` checked and split into (the archive's options, the producer's settings).
 
-    >>> replay_options({"kafka.acks": "all", "topics.dir": "t"})
+def restore_options(
+    options: Mapping[str, Any], command: str = "restore"
+) -> tuple[dict[str, str], dict[str, str]]:
+    """``options`` checked and split into (the archive's options, the producer's settings);
+    ``command`` names the command in the error of an unknown option.
+
+    >>> restore_options({"kafka.acks": "all", "topics.dir": "t"})
     ({'topics.dir': 't'}, {'acks': 'all'})
-    >>> replay_options({"kafka.acks": "all", "prefech": "4"})  # doctest: +ELLIPSIS
+    >>> restore_options({"kafka.acks": "all", "prefech": "4"}, "replay")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     blockgz.errors.ConfigError: replay: prefech: not a setting blockgz knows; did you mean ...?
     """
-    check_reader_options(options, "replay", owners=("reader", "replay"))
+    check_reader_options(options, command, owners=("reader", "replay"))
     producer = {k[len("kafka.") :]: str(v) for k, v in options.items() if k.startswith("kafka.")}
     archive = {k: str(v) for k, v in options.items() if not k.startswith("kafka.")}
     return archive, librdkafka_settings(producer)
 
 
 @dataclass
-class ReplaySettings:
-    """What to replay, and where to."""
+class SendSettings:
+    """What to send, and where to."""
 
     topic: str
     to_topic: str
@@ -123,14 +135,14 @@ class ReplaySettings:
 
 
 @dataclass
-class ReplayResult:
+class SendResult:
     """Per source partition: records sent now, and records skipped as delivered before."""
 
     sent: dict[int, int] = field(default_factory=dict)
     skipped: dict[int, int] = field(default_factory=dict)
     seconds: float = 0.0
     #: What the archive did not keep of the records sent (``"timestamps"``, ``"keys and
-    #: headers"``): Kafka gave them the replay's time, no key and no headers instead.
+    #: headers"``): Kafka gave them the restore's time, no key and no headers instead.
     not_kept: list[str] = field(default_factory=list)
     #: Whether some records were LogAppendTime in the source (sent as CreateTime, same time).
     append_times: bool = False
@@ -139,44 +151,46 @@ class ReplayResult:
     def total_sent(self) -> int:
         return sum(self.sent.values())
 
-
-class _Failures:
-    """The producer's delivery callback: it only hears of failures
-    (``delivery.report.only.error``), so a good record costs no Python call."""
-
-    def __init__(self):
-        self.failures: list[str] = []
-
-    def __call__(self, error, message) -> None:
-        if error is not None:
-            self.failures.append(
-                f"{message.topic()}[{message.partition()}]: {error} "
-                f"({dict(message.headers() or []).get(MARKER, b'').decode()})"
-            )
+    def merge(self, done: SendResult) -> None:
+        """Add another run's partitions (and what it did not keep) to this result."""
+        self.sent.update(done.sent)
+        self.skipped.update(done.skipped)
+        self.seconds += done.seconds
+        self.not_kept += [w for w in done.not_kept if w not in self.not_kept]
 
 
-def replay(
+@dataclass
+class _Sending:
+    """What one :func:`send_records` call works with, past its checks."""
+
+    archive: Archive
+    settings: SendSettings
+    restored: KafkaBytes
+    tombstones: Tombstones
+    deliveries: Failures
+    on_progress: Callable[[int, int], None] | None
+    result: SendResult = field(default_factory=SendResult)
+
+    def progress(self, source: int, sent: int) -> None:
+        if self.on_progress is not None:
+            self.on_progress(source, sent)
+
+
+def send_records(
     archive: Archive,
-    settings: ReplaySettings,
+    settings: SendSettings,
     *,
     on_progress: Callable[[int, int], None] | None = None,
     admin: Any = None,
-) -> ReplayResult:
-    """Replay the archived range into ``settings.to_topic``; see the module's notes.
+) -> SendResult:
+    """Send the archived range into ``settings.to_topic``; see the module's notes.
 
     ``on_progress(partition, records sent so far)`` is called now and then. ``admin``: a
     :class:`~blockgz.kafka.access.QuietAdmin` of the target cluster to use (a restore shares
     one over its runs); one is made when ``None``.
     """
-    from confluent_kafka import KafkaException, Producer
-
-    if settings.to_topic == settings.topic and not settings.allow_same_topic:
-        raise ConfigError(
-            f"--to-topic {settings.to_topic!r} is the topic the archive holds; replaying into "
-            "it would append a second copy of its records (pass --allow-same-topic if that is "
-            "what you want)"
-        )
-    deliveries = _Failures()
+    _refuse_same_topic(settings)
+    deliveries = Failures()
     config = {
         "linger.ms": 20,
         "acks": "all",
@@ -198,21 +212,48 @@ def replay(
         else archive.partitions(settings.topic)
     )
     if not settings.by_key:
-        missing = [p for p in sources if p >= targets]
-        if missing:
-            raise ConfigError(
-                f"topic {settings.to_topic!r} has {targets} partitions; partitions {missing} of "
-                f"{settings.topic!r} have no partition of the same number there (create it with "
-                "more partitions, or pass --by-key to spread records by key)"
-            )
-    restored = KafkaBytes.check(
-        archive, settings.topic, sources, settings.registry, settings.to_topic
+        _check_partition_numbers(settings, sources, targets)
+    job = _Sending(
+        archive,
+        settings,
+        KafkaBytes.check(archive, settings.topic, sources, settings.registry, settings.to_topic),
+        _tombstones(archive, settings, sources),
+        deliveries,
+        on_progress,
     )
-    tombstones = _tombstones(archive, settings, sources)
     if settings.positions is not None:
-        return _replay_in_transactions(
-            archive, settings, config, deliveries, restored, tombstones, sources, on_progress
+        return _send_in_transactions(job, config, sources)
+    return _send_with_markers(job, config, sources, targets)
+
+
+def _refuse_same_topic(settings: SendSettings) -> None:
+    if settings.to_topic == settings.topic and not settings.allow_same_topic:
+        raise ConfigError(
+            f"--to-topic {settings.to_topic!r} is the topic the archive holds; replaying into "
+            "it would append a second copy of its records (pass --allow-same-topic if that is "
+            "what you want)"
         )
+
+
+def _check_partition_numbers(settings: SendSettings, sources: Iterable[int], targets: int) -> None:
+    """Partition to partition: every source partition needs one of its number in the target."""
+    missing = [p for p in sources if p >= targets]
+    if missing:
+        raise ConfigError(
+            f"topic {settings.to_topic!r} has {targets} partitions; partitions {missing} of "
+            f"{settings.topic!r} have no partition of the same number there (create it with "
+            "more partitions, or pass --by-key to spread records by key)"
+        )
+
+
+def _send_with_markers(
+    job: _Sending, config: dict[str, Any], sources: list[int], targets: int
+) -> SendResult:
+    """Each source partition through one idempotent producer, its records marked (unless
+    ``mark`` is off) and skipped where the markers read back say they were delivered."""
+    from confluent_kafka import KafkaException, Producer
+
+    settings = job.settings
     delivered = (
         delivered_so_far(config, settings.to_topic, targets, settings.topic, set(sources))
         if settings.mark
@@ -222,53 +263,14 @@ def replay(
         producer = Producer(config)
     except KafkaException as exc:  # librdkafka checks the settings as a whole
         raise ConfigError(f"the producer settings (-O kafka.*) were refused: {exc}") from exc
-    result = ReplayResult()
     started = time.monotonic()
     with fewer_collections():  # millions of short-lived records: see blockgz/runtime/gc_control.py
         try:
             for source in sources:
-                sent = skipped = 0
-                blocks = _blocks(archive, settings, source, tombstones)
                 last_delivered = {t: n for (src, t), n in delivered.items() if src == source}
-                floor = last_delivered.get(source, -1)  # without --by-key all goes to `source`
-                marker = f"{settings.topic}/{source}/".encode() if settings.mark else None
-                for _, block in blocks:
-                    _note_not_kept(block[0], result, settings.topic, source)
-                    routes: Iterable[int]
-                    keys = restored.keys(source, block)  # the bytes Kafka held (None: as read)
-                    if settings.by_key:
-                        routes = [
-                            partition_of(r, targets, None if keys is None else keys[n])
-                            for n, r in enumerate(block)
-                        ]
-                        due = [
-                            r.offset > last_delivered.get(t, -1)
-                            for r, t in zip(block, routes, strict=True)
-                        ]
-                        unsent = list(itertools.compress(block, due))
-                        routes = list(itertools.compress(routes, due))
-                        keys = None if keys is None else list(itertools.compress(keys, due))
-                    else:
-                        unsent = (
-                            block
-                            if block[0].offset > floor
-                            else [r for r in block if r.offset > floor]
-                        )
-                        routes = itertools.repeat(source)
-                        if keys is not None and len(unsent) < len(block):
-                            keys = keys[len(block) - len(unsent) :]
-                    values = restored.values(source, unsent) if unsent else None
-                    _send(producer, settings.to_topic, unsent, routes, marker, values, keys)
-                    sent += len(unsent)
-                    skipped += len(block) - len(unsent)
-                    producer.poll(0)  # serve failure reports once per block
-                    if deliveries.failures:
-                        break
-                    if on_progress is not None:
-                        on_progress(source, sent)
-                result.sent[source], result.skipped[source] = sent, skipped
-                if on_progress is not None:
-                    on_progress(source, sent)
+                sent, skipped = _send_partition(job, producer, source, targets, last_delivered)
+                job.result.sent[source], job.result.skipped[source] = sent, skipped
+                job.progress(source, sent)
                 log.info(
                     "%s-%d -> %s: %d records sent, %d already there",
                     settings.topic,
@@ -277,24 +279,83 @@ def replay(
                     sent,
                     skipped,
                 )
-                if deliveries.failures:
+                if job.deliveries.failures:
                     break
         finally:
             remaining = producer.flush(60)
-    result.seconds = time.monotonic() - started
-    if deliveries.failures or remaining:
-        what = deliveries.failures[0] if deliveries.failures else f"{remaining} still queued"
+    job.result.seconds = time.monotonic() - started
+    failures = job.deliveries.failures
+    if failures or remaining:
+        what = failures[0] if failures else f"{remaining} still queued"
         raise ReplayError(
             f"replay into {settings.to_topic!r} stopped: {what}; "
-            f"{len(deliveries.failures)} records failed. Run it again: it resumes after what "
+            f"{len(failures)} records failed. Run it again: it resumes after what "
             "each partition holds"
         )
-    return result
+    return job.result
 
 
-def _tombstones(
-    archive: Archive, settings: ReplaySettings, sources: Iterable[int]
-) -> dict[int, tuple[list[Record], set[int]]]:
+def _send_partition(
+    job: _Sending, producer: Any, source: int, targets: int, last_delivered: Mapping[int, int]
+) -> tuple[int, int]:
+    """One source partition's window handed to ``producer``, past what each target partition
+    holds already (``last_delivered``: its newest marked source offset): (sent, skipped)."""
+    settings = job.settings
+    floor = last_delivered.get(source, -1)  # without --by-key all goes to `source`
+    marker = f"{settings.topic}/{source}/".encode() if settings.mark else None
+    sent = skipped = 0
+    for _, block in _blocks(job.archive, settings, source, job.tombstones):
+        _note_not_kept(block[0], job.result, settings.topic, source)
+        keys = job.restored.keys(source, block)  # the bytes Kafka held (None: as read)
+        if settings.by_key:
+            unsent, routes, keys = _due_by_key(block, keys, targets, last_delivered)
+        else:
+            unsent = _due_after(block, floor)
+            keys, routes = _keys_of(keys, block, unsent), itertools.repeat(source)
+        values = job.restored.values(source, unsent) if unsent else None
+        produce_block(producer, settings.to_topic, unsent, routes, marker, values, keys)
+        sent += len(unsent)
+        skipped += len(block) - len(unsent)
+        producer.poll(0)  # serve failure reports once per block
+        if job.deliveries.failures:
+            break
+        job.progress(source, sent)
+    return sent, skipped
+
+
+def _due_by_key(
+    block: list[Record],
+    keys: list[bytes | None] | None,
+    targets: int,
+    last_delivered: Mapping[int, int],
+) -> tuple[list[Record], list[int], list[bytes | None] | None]:
+    """The records of ``block`` not yet in the target partition their key picks, with those
+    partitions and their keys."""
+    routes = [
+        partition_of(r, targets, None if keys is None else keys[n]) for n, r in enumerate(block)
+    ]
+    due = [r.offset > last_delivered.get(t, -1) for r, t in zip(block, routes, strict=True)]
+    unsent = list(itertools.compress(block, due))
+    routes = list(itertools.compress(routes, due))
+    keys = None if keys is None else list(itertools.compress(keys, due))
+    return unsent, routes, keys
+
+
+def _due_after(block: list[Record], floor: int) -> list[Record]:
+    """The records of ``block`` after offset ``floor`` (a suffix: offsets ascend)."""
+    return block if block[0].offset > floor else [r for r in block if r.offset > floor]
+
+
+def _keys_of(
+    keys: list[bytes | None] | None, block: list[Record], unsent: list[Record]
+) -> list[bytes | None] | None:
+    """The keys of ``unsent``, a suffix of ``block`` whose keys are ``keys``."""
+    if keys is not None and len(unsent) < len(block):
+        return keys[len(block) - len(unsent) :]
+    return keys
+
+
+def _tombstones(archive: Archive, settings: SendSettings, sources: Iterable[int]) -> Tombstones:
     """Per source partition, its keys-only tombstones in the window and the offsets of its
     nulls kept as values (:mod:`blockgz.reader.restore.tombstones`); a :class:`ConfigError`
     naming each partition whose nulls cannot be told apart when ``json_null`` is not given."""
@@ -324,10 +385,7 @@ def _tombstones(
 
 
 def _blocks(
-    archive: Archive,
-    settings: ReplaySettings,
-    source: int,
-    tombstones: Mapping[int, tuple[list[Record], set[int]]],
+    archive: Archive, settings: SendSettings, source: int, tombstones: Tombstones
 ) -> Iterable[tuple[int, list[Record]]]:
     """``(source, block)`` of the source partition's window in offset order, keys-only
     tombstones in their places, nulls kept as values resolved as ``json_null`` says."""
@@ -349,22 +407,14 @@ def _blocks(
         yield source, block
 
 
-def _replay_in_transactions(
-    archive: Archive,
-    settings: ReplaySettings,
-    config: dict[str, Any],
-    deliveries: _Failures,
-    restored: KafkaBytes,
-    tombstones: Mapping[int, tuple[list[Record], set[int]]],
-    sources: list[int],
-    on_progress: Callable[[int, int], None] | None,
-) -> ReplayResult:
-    """:func:`replay` one partition to one, each target partition's records in transactions
-    that commit its position (:mod:`blockgz.reader.restore.positions`); no marker is added."""
+def _send_in_transactions(job: _Sending, config: dict[str, Any], sources: list[int]) -> SendResult:
+    """:func:`send_records` one partition to one, each target partition's records in
+    transactions that commit its position (:mod:`blockgz.reader.restore.positions`); no
+    marker is added."""
     from blockgz.reader.restore.positions import PartitionTransactions
 
+    settings = job.settings
     assert settings.positions is not None
-    result = ReplayResult()
     started = time.monotonic()
     with fewer_collections():
         for source in sources:
@@ -377,10 +427,8 @@ def _replay_in_transactions(
                 settings.transaction_records,
             )
             try:
-                result.sent[source], result.skipped[source] = _send_in_transactions(
-                    archive, settings, sender, (deliveries, result), restored, tombstones,
-                    on_progress,
-                )  # fmt: skip
+                sent, skipped = _send_partition_in_transactions(job, sender)
+                job.result.sent[source], job.result.skipped[source] = sent, skipped
             finally:
                 sender.close()
             log.info(
@@ -388,41 +436,31 @@ def _replay_in_transactions(
                 settings.topic,
                 source,
                 settings.to_topic,
-                result.sent[source],
-                result.skipped[source],
+                job.result.sent[source],
+                job.result.skipped[source],
             )
-    result.seconds = time.monotonic() - started
-    return result
+    job.result.seconds = time.monotonic() - started
+    return job.result
 
 
-def _send_in_transactions(
-    archive: Archive,
-    settings: ReplaySettings,
-    sender: Any,
-    reports: tuple[_Failures, ReplayResult],
-    restored: KafkaBytes,
-    tombstones: Mapping[int, tuple[list[Record], set[int]]],
-    on_progress: Callable[[int, int], None] | None,
-) -> tuple[int, int]:
+def _send_partition_in_transactions(job: _Sending, sender: Any) -> tuple[int, int]:
     """One source partition through ``sender`` from its recorded position: (sent, skipped)."""
-    deliveries, result = reports
+    settings, deliveries = job.settings, job.deliveries
     source = sender.partition
     start = sender.position.next_offset
     sent = skipped = 0
-    for _, block in _blocks(archive, settings, source, tombstones):
+    for _, block in _blocks(job.archive, settings, source, job.tombstones):
         if block[0].value is not None:  # a keys-only tombstone holds no value to judge by
-            _note_not_kept(block[0], result, settings.topic, source)
-        unsent = block if block[0].offset >= start else [r for r in block if r.offset >= start]
+            _note_not_kept(block[0], job.result, settings.topic, source)
+        unsent = _due_after(block, start - 1)
         skipped += len(block) - len(unsent)
         if not unsent:
             continue
-        keys = restored.keys(source, block)
-        if keys is not None and len(unsent) < len(block):
-            keys = keys[len(block) - len(unsent) :]
-        values = restored.values(source, unsent)
+        keys = _keys_of(job.restored.keys(source, block), block, unsent)
+        values = job.restored.values(source, unsent)
         sender.begin()
         callbacks = sender.callbacks([r.offset for r in unsent])
-        _send(
+        produce_block(
             sender.producer, settings.to_topic, unsent, itertools.repeat(source), None,
             values, keys, callbacks,
         )  # fmt: skip
@@ -431,15 +469,14 @@ def _send_in_transactions(
             sender._abort(deliveries.failures[0])
         sent += len(unsent)
         sender.sent(len(unsent), unsent[-1].offset)
-        if on_progress is not None:
-            on_progress(source, sent)
+        job.progress(source, sent)
     sender.commit()
     if deliveries.failures:
         sender._abort(deliveries.failures[0])
     return sent, skipped
 
 
-#: What the replayed records get for what the archive did not keep, and what keeps it.
+#: What the sent records get for what the archive did not keep, and what keeps it.
 _NOT_KEPT = {
     "timestamps": ("the replay's time", "store.kafka.timestamps, on by default"),
     "keys and headers": (
@@ -451,7 +488,7 @@ _NOT_KEPT = {
 }
 
 
-def _note_not_kept(record: Record, result: ReplayResult, topic: str, partition: int) -> None:
+def _note_not_kept(record: Record, result: SendResult, topic: str, partition: int) -> None:
     """Warn, once per kind, when the archive did not keep what Kafka held beside a value
     (:attr:`Record.holds`); and once when records were stamped at append (LogAppendTime):
     no producer can set that, so they go with their original time as CreateTime."""
@@ -485,76 +522,6 @@ def _note_not_kept(record: Record, result: ReplayResult, topic: str, partition: 
         )
 
 
-def _send(
-    producer,
-    topic: str,
-    records: list,
-    partitions: Iterable[int],
-    marker,
-    values: list[bytes | None] | None = None,
-    keys: list[bytes | None] | None = None,
-    callbacks: list[Any] | None = None,
-) -> None:
-    """Hand ``records`` to the producer, each to its partition, with its resume marker, its
-    value and key (``values``/``keys`` re-encoded, or the record's own); while the producer's
-    queue is full, wait for it to drain."""
-    if values is None:
-        values = [r.value for r in records]
-    if keys is None:
-        keys = [r.key for r in records]
-    for column in (values, keys):  # checked up front, in C: never sent as something else
-        if not set(map(type, column)) <= _BYTES_OR_NONE:
-            bad = next(n for n, v in enumerate(column) if type(v) not in _BYTES_OR_NONE)
-            raise ReplayError(
-                f"{topic}: offset {records[bad].offset} holds a decoded key or value, not bytes"
-            )
-    produce = producer.produce
-    report = itertools.repeat(None) if callbacks is None else callbacks
-    rows = zip(records, partitions, values, keys, report, strict=False)
-    for record, partition, value, key, callback in rows:
-        headers = record.headers
-        if marker is not None:
-            headers = [*(headers or ()), (MARKER, marker + b"%d" % record.offset)]
-        try:
-            # Positional (topic, value, key, partition, callback, on_delivery, timestamp,
-            # headers): no keyword dict per record.
-            produce(topic, value, key, partition, callback, None, record.timestamp or 0, headers)
-        except BufferError:
-            _produce_when_queued(
-                producer,
-                (topic, value, key, partition, callback, None, record.timestamp or 0, headers),
-            )
-        except Exception as exc:  # KafkaException: a record librdkafka refuses (its size)
-            raise ReplayError(_refused(topic, partition, record.offset, value, key, exc)) from exc
-
-
-def _refused(topic: str, partition: int, offset: int, value, key, exc: Exception) -> str:
-    """One line for a record the producer refused to take."""
-    error = exc.args[0] if exc.args else exc
-    text = error.str() if callable(getattr(error, "str", None)) else str(error)
-    size = len(value or b"") + len(key or b"")
-    return (
-        f"{topic}[{partition}]: the record of offset {offset} ({size} bytes) was refused by the "
-        f"producer: {text}; a rerun resumes where delivery stopped"
-    )
-
-
-def _produce_when_queued(producer, args: tuple) -> None:
-    """``producer.produce(*args)`` once its queue has room."""
-    while True:
-        # Only failures are reported (``delivery.report.only.error``), so no event would end
-        # a longer wait early: wait briefly, then offer it again.
-        producer.poll(0.005)
-        try:
-            producer.produce(*args)
-            return
-        except BufferError:
-            continue
-
-
-_BYTES_OR_NONE = frozenset({bytes, type(None)})
-
-
 def _target_partitions(admin: Any, config: Mapping[str, Any], topic: str) -> int:
     try:
         metadata = admin.list_topics(timeout=15)  # all topics: asking for one may create it
@@ -586,3 +553,63 @@ def _check_target_access(admin: Any, config: Mapping[str, Any], topic: str, *, m
             f"{why if operation == 'READ' else ''}; grant it {operation} "
             f"({grant_hint(who, operation, topic)})"
         )
+
+
+def send_on_spark(
+    spark: Any,
+    source: str,
+    archive_options: Mapping[str, Any],
+    runs: Sequence[SendSettings],
+    *,
+    task_env: Mapping[str, str] | None = None,
+) -> list[SendResult]:
+    """:func:`send_records` of each of ``runs`` as one Spark job, one result per run: each
+    partition a run names is one task (a partition's records must go in order, so one task
+    sends one partition whole; a run that names none sends every partition the archive holds
+    of its topic). Each task resumes as a local send does, so a failed task that
+    Spark retries sends only what is missing.
+
+    ``task_env``: environment variables each task sets in its worker before it reads the
+    archive (the driver's AWS credentials, on a cluster whose nodes lack them). They travel
+    inside the pickled task, never in Spark's config, so no process's arguments, Spark's
+    environment page nor its event log show them."""
+    tasks = [
+        (n, replace(run, partitions=[p]))
+        for n, run in enumerate(runs)
+        for p in _partitions(run, source, archive_options)
+    ]
+    results = [SendResult() for _ in runs]
+    if not tasks:
+        return results
+    options, environ = dict(archive_options), dict(task_env or {})
+
+    def one_partition(task: tuple[int, SendSettings]) -> tuple[int, int, int, int, list[str]]:
+        from blockgz.reader.reading.archive import open_archive as open_on_executor
+
+        os.environ.update(environ)
+        number, run = task
+        partition = (run.partitions or [0])[0]
+        with open_on_executor(source, options) as executor_archive:
+            done = send_records(executor_archive, run)
+        sent, skipped = done.sent.get(partition, 0), done.skipped.get(partition, 0)
+        return number, partition, sent, skipped, done.not_kept
+
+    started = time.monotonic()
+    rows = spark.sparkContext.parallelize(tasks, len(tasks)).map(one_partition).collect()
+    seconds = time.monotonic() - started
+    for number, partition, sent, skipped, not_kept in rows:
+        done = SendResult({partition: sent}, {partition: skipped}, not_kept=not_kept)
+        results[number].merge(done)
+    for result in results:
+        result.seconds = seconds
+    return results
+
+
+def _partitions(run: SendSettings, source: str, archive_options: Mapping[str, Any]) -> list[int]:
+    """The partitions ``run`` names, or else every one the archive holds of its topic."""
+    if run.partitions is not None:
+        return run.partitions
+    from blockgz.reader.reading.archive import open_archive
+
+    with open_archive(source, dict(archive_options)) as archive:
+        return list(archive.partitions(run.topic))
