@@ -323,8 +323,8 @@ def check_avro_output(store, prefix: str, topic: str, codec: str, *, indexed: bo
     import fastavro
 
     from blockgz.archive.layout import Layout
-    from blockgz.archive.sidecars import sidecar_key
     from blockgz.blocks.index import BlockIndex
+    from blockgz.written.sidecars import sidecar_key
 
     started = time.perf_counter()
     out = Output()

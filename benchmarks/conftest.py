@@ -16,9 +16,9 @@ import pytest
 
 from benchmarks import file_report, support
 from benchmarks import report as rp
-from blockgz.archive.sidecars import sidecar_key
 from blockgz.blocks.index import BlockIndex
 from blockgz.objects.compress import compress_file
+from blockgz.written.sidecars import sidecar_key
 from testkit.servers import running
 
 

@@ -33,7 +33,7 @@ class _LoopObject:
         from blockgz.archive.layout import Layout, default_partition
         from blockgz.blocks.codecs.gzip_members import Compression
         from blockgz.blocks.writer import DEFAULT_BLOCK_SIZE
-        from blockgz.objects.upload import BlockGzipUpload
+        from blockgz.written.upload import BlockGzipUpload
 
         partitioned_path = f"{topic}/{default_partition(partition)}"
         key = Layout().data_key(prefix, partitioned_path, topic, partition, start, ".json.gz")

@@ -207,8 +207,8 @@ def check_s3_output(store, prefix: str, topic: str) -> Output:
     """Decompress every data object of ``topic`` (default key layout); check each index
     sidecar agrees with it and that each partition's objects cover contiguous offsets from 0."""
     from blockgz.archive.layout import Layout
-    from blockgz.archive.sidecars import sidecar_key
     from blockgz.blocks.index import BlockIndex
+    from blockgz.written.sidecars import sidecar_key
 
     started = time.perf_counter()
     out = Output()

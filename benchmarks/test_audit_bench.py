@@ -28,14 +28,14 @@ import pytest
 
 from benchmarks import support
 from blockgz.archive.layout import Layout
-from blockgz.archive.sidecars import sidecar_key
-from blockgz.archive.written import WrittenFile
 from blockgz.blocks.checksum import block_crc32
 from blockgz.blocks.index import BlockIndex
 from blockgz.commits.manifest_log import ManifestLog
 from blockgz.objects.indexed import IndexedReader
 from blockgz.reader.audit.auditor import audit_job
 from blockgz.store import LocalStore
+from blockgz.written.files import WrittenFile
+from blockgz.written.sidecars import sidecar_key
 
 KEY = "topics/bench/partition=0/bench+0+0000000000.json.gz"
 

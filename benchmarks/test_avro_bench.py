@@ -333,8 +333,8 @@ def seaweed(request, report):
 def seek_object(seaweed, report) -> SeekObject:
     """The ~1 GiB Avro object and its sidecar, written once with ``AvroUpload``, no proxy."""
     from blockgz.archive.layout import Layout, default_partition
-    from blockgz.archive.sidecars import sidecar_key
     from blockgz.store import open_store
+    from blockgz.written.sidecars import sidecar_key
 
     seaweed.client().create_bucket(Bucket=SEEK_BUCKET)
     store, prefix = open_store(f"s3://{SEEK_BUCKET}", s3_options(seaweed.endpoint_url))

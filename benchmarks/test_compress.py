@@ -20,10 +20,10 @@ from isal import isal_zlib
 
 from benchmarks import support
 from benchmarks.support import KiB, MiB
-from blockgz.archive.sidecars import sidecar_key
 from blockgz.blocks.codecs.gzip_members import Compression
 from blockgz.blocks.writer import BlockGzipWriter
 from blockgz.objects.compress import compress_file
+from blockgz.written.sidecars import sidecar_key
 from testkit.tools import require_tool
 
 pytestmark = pytest.mark.benchmark(group="compress")

@@ -17,9 +17,9 @@ import pytest
 from isal import igzip
 
 from benchmarks import support
-from blockgz.archive.sidecars import sidecar_key
 from blockgz.blocks.index import Chunk
 from blockgz.objects.indexed import IndexedReader
+from blockgz.written.sidecars import sidecar_key
 
 STREAM_CHUNK = 1024 * 1024
 NEWLINE = ord("\n")

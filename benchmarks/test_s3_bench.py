@@ -28,11 +28,11 @@ from benchmarks import report as rp
 from benchmarks import s3_support as s3b
 from benchmarks import support
 from blockgz.archive.layout import Layout, default_partition
-from blockgz.archive.sidecars import sidecar_key
 from blockgz.blocks.index import BlockIndex
-from blockgz.objects.upload import BlockGzipUpload
 from blockgz.reader import open_archive
 from blockgz.store import open_store
+from blockgz.written.sidecars import sidecar_key
+from blockgz.written.upload import BlockGzipUpload
 from testkit.s3 import FaultProxy, s3_options
 
 BUCKET = "bench"

@@ -25,10 +25,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks import support
-from blockgz.archive.sidecars import sidecar_key
 from blockgz.blocks.codecs.gzip_members import Compression
 from blockgz.objects.compress import compress_file
 from blockgz.objects.indexed import IndexedReader
+from blockgz.written.sidecars import sidecar_key
 from testkit.tools import require_tool
 
 pytestmark = pytest.mark.benchmark(group="zstd")

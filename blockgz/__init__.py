@@ -34,7 +34,7 @@ __version__ = "0.1.0"
 
 _EXPORTS = {
     "BlockGzError": "blockgz.errors",
-    "BlockGzipUpload": "blockgz.objects.upload",
+    "BlockGzipUpload": "blockgz.written.upload",
     "BlockGzipWriter": "blockgz.blocks.writer",
     "BlockIndex": "blockgz.blocks.index",
     "Chunk": "blockgz.blocks.index",
@@ -72,8 +72,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from blockgz.errors import BlockGzError
     from blockgz.objects.compress import compress_file
     from blockgz.objects.indexed import IndexedReader, open_indexed
-    from blockgz.objects.upload import BlockGzipUpload
     from blockgz.store import open_store
+    from blockgz.written.upload import BlockGzipUpload
 
 
 def __getattr__(name: str) -> Any:

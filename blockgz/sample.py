@@ -137,7 +137,7 @@ def write_sample_objects(
     >>> write_sample_objects(LocalStore(tempfile.mkdtemp()), "t", (0, 5))[1]
     'topics/t/partition=0/t+0+0000000005.json.gz'
     """
-    from blockgz.objects.upload import BlockGzipUpload
+    from blockgz.written.upload import BlockGzipUpload
 
     keys = []
     for start in starts:

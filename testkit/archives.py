@@ -7,10 +7,10 @@ from typing import Any
 
 from blockgz.archive.layout import Layout, default_partition
 from blockgz.commits.catalog import compact_every
-from blockgz.objects.upload import BlockGzipUpload
 from blockgz.sample import events
 from blockgz.sink.records import KafkaRecord
 from blockgz.store import ObjectStore
+from blockgz.written.upload import BlockGzipUpload
 
 
 def build_partition(

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 
-from blockgz.archive.sidecars import sidecar_key
 from blockgz.blocks.index import BlockIndex
-from blockgz.objects.upload import BlockGzipUpload
 from blockgz.store import LocalStore, ObjectStore
+from blockgz.written.sidecars import sidecar_key
+from blockgz.written.upload import BlockGzipUpload
 
 
 def truncate(store: ObjectStore, key: str, drop: int = 20) -> None:

@@ -32,9 +32,9 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from blockgz.archive.written import WrittenFile
 from blockgz.errors import BlockGzError, ConfigError
 from blockgz.sink.write.hooks import TaskInfo, WriteListener
+from blockgz.written.files import WrittenFile
 
 OPTION = "fault"
 KINDS = (

@@ -22,10 +22,10 @@ import io
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from blockgz.archive.written import WrittenFile
 from blockgz.formats.base import Format, FormatSettings, RecordEncoder
 from blockgz.formats.by_name import FORMATS
 from blockgz.store import ObjectStore
+from blockgz.written.files import WrittenFile
 
 #: 2026-11-22T10:00:00Z: each object's records are one per second from here, per offset.
 BASE_MS = 1_795_341_600_000

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from blockgz.archive.written import WrittenFile
+from blockgz.written.files import WrittenFile
 
 
 def plan_doc(options: dict[str, str], batches: list[tuple[int, list[WrittenFile], Any]]) -> str:

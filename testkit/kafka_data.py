@@ -12,9 +12,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from blockgz.archive.layout import Layout, parse_archive_key
-from blockgz.archive.sidecars import is_sidecar
 from blockgz.sink.write.config import SinkConfig
 from blockgz.store.base import ObjectStore
+from blockgz.written.sidecars import is_sidecar
 
 COUNTRIES = ("DE", "us", "Fr")
 DAY_MS = 86_400_000

@@ -26,13 +26,13 @@ class DeviantArtLayout:
 
     Each object is ``<prefix><yyyy-MM-dd>/<topic>-<partition>-<first offset>.gz`` (partition
     zero-padded to 5 digits, offset to 12) with its index beside it as ``….index.json``
-    (:func:`~blockgz.archive.sidecars.legacy_sidecar_key`). The date is the upload day and comes
+    (:func:`~blockgz.written.sidecars.legacy_sidecar_key`). The date is the upload day and comes
     *before* the topic, so one partition's objects are spread over many date directories: both
     prefixes below are the whole ``prefix``, and the partition is told from the file name (any
     directory is accepted). Their ``last_chunk_index.<topic>-<partition>.txt`` cursor files
     are not data objects.
 
-    >>> from blockgz.archive.sidecars import legacy_sidecar_key
+    >>> from blockgz.written.sidecars import legacy_sidecar_key
     >>> layout = DeviantArtLayout()
     >>> key = layout.data_key("systest/", "system-test", 0, 100, dt.date(2016, 2, 24))
     >>> key

@@ -7,7 +7,7 @@ The data keys follow Confluent's S3 sink, so existing Athena/Hive tables and scr
 with ``directory.delim`` in place of ``/`` and ``file.delim`` in place of ``+``. Beside a
 block-GZIP (or Avro) object sits its index sidecar, a hidden file: the data object's name with a
 leading ``.``, minus ``.gz``, plus ``.index.json``
-(:func:`~blockgz.archive.sidecars.sidecar_key`), so query engines that read a topic's folder
+(:func:`~blockgz.written.sidecars.sidecar_key`), so query engines that read a topic's folder
 skip it. So is the timestamps file beside a value file
 (:mod:`blockgz.archive.timestamps_keys`): :func:`parse_archive_key` reads its key, which
 :meth:`Layout.parse_data_key` does not take for a data object. An export's batch manifests sit
@@ -25,7 +25,7 @@ after (:meth:`Layout.parse_data_key`); anything else is a stray that readers ign
     >>> ref = layout.parse_data_key(key, size=10)
     >>> ref.topic, ref.partition, ref.start_offset, ref.extension, ref.directory
     ('orders', 3, 1000, 'json.gz', 'topics/orders/partition=3')
-    >>> from blockgz.archive.sidecars import sidecar_key
+    >>> from blockgz.written.sidecars import sidecar_key
     >>> sidecar_key(key)
     'topics/orders/partition=3/.orders+3+0000001000.json.index.json'
     >>> layout.parse_data_key(sidecar_key(key)) is None
@@ -58,10 +58,10 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from blockgz.archive.job_keys import JobKeys
 from blockgz.archive.object_ref import ObjectRef
-from blockgz.archive.sidecars import is_sidecar
 from blockgz.archive.timestamps_keys import TIMESTAMPS, is_hidden_timestamps, shown_key
 from blockgz.errors import ConfigError
 from blockgz.option_defs import OptionDef, OptionSet
+from blockgz.written.sidecars import is_sidecar
 
 if TYPE_CHECKING:
     from blockgz.options import Options

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from blockgz.archive.written import WrittenFile
+    from blockgz.written.files import WrittenFile
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +37,7 @@ class ObjectRef:
     #: The ``format.bytearray.extension`` of the layout that named it (see :attr:`format`).
     bytearray_extension: str = ""
     #: The converter whose output it holds, as its manifest entry recorded it
-    #: (:attr:`blockgz.archive.written.WrittenFile.converter`); ``None``: not known.
+    #: (:attr:`blockgz.written.files.WrittenFile.converter`); ``None``: not known.
     converter: str | None = None
     #: The manifest entry that committed it (size, CRC-32, its sidecar's size and CRC-32,
     #: identity), which readers check what they fetch against; ``None``: found by a listing.

@@ -3,7 +3,7 @@
 The export keeps each record's Kafka timestamp and type in a companion file beside its value
 file (``store.kafka.timestamps``, on by default; see :mod:`blockgz.sink.write.companions`). Its
 name is the value file's, with a leading ``.`` (hidden from Spark/Hadoop, DuckDB, Hive, Athena,
-Trino and ``glob``, as the index sidecars are: :mod:`blockgz.archive.sidecars`), the value
+Trino and ``glob``, as the index sidecars are: :mod:`blockgz.written.sidecars`), the value
 extension replaced by ``.timestamps.<ext>``::
 
     topics/t/partition=0/t+0+0000000042.json.gz
@@ -19,7 +19,7 @@ timestamps name always belongs to the topic named without its first dot.
 
 from __future__ import annotations
 
-from blockgz.archive.sidecars import hidden_key, is_sidecar
+from blockgz.written.sidecars import hidden_key, is_sidecar
 
 TIMESTAMPS = "timestamps"
 _MARK = f".{TIMESTAMPS}."

@@ -71,7 +71,7 @@ An index without it reads as before (nothing to check).
     >>> BlockIndex.from_json(named.to_json()).object.crc32
     7
 
-Where the sidecar sits is :func:`blockgz.archive.sidecars.sidecar_key`'s business.
+Where the sidecar sits is :func:`blockgz.written.sidecars.sidecar_key`'s business.
 """
 
 from __future__ import annotations

@@ -116,8 +116,8 @@ def index(file, first_offset) -> None:
       blockgz index t+0+0000000000.json.zst
     """
     from blockgz.blocks.rebuild import scan_members
-    from blockgz.objects.upload import publish_index
     from blockgz.store import split_object_url
+    from blockgz.written.upload import publish_index
 
     with (
         open(file, "rb") as stream,

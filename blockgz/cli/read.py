@@ -82,9 +82,9 @@ def _json_named(key: str) -> bool:
 
 def _named_format(key: str):
     """The format an object's name (or its ``.index.json``'s) names, ``None`` for none."""
-    from blockgz.archive.sidecars import data_key_for
     from blockgz.blocks.codecs.families import strip_suffix
     from blockgz.formats.by_name import format_of_extension
+    from blockgz.written.sidecars import data_key_for
 
     name = strip_suffix(data_key_for(key).rpartition("/")[2])
     return format_of_extension(name.rpartition(".")[2]) if "." in name else None

@@ -22,7 +22,7 @@ interval), the view is the manifests themselves, as before.
 >>> import tempfile
 >>> from blockgz.archive.layout import Layout
 >>> from blockgz.commits.manifests import Manifests
->>> from blockgz.archive.written import WrittenFile
+>>> from blockgz.written.files import WrittenFile
 >>> from blockgz.store import LocalStore
 >>> log = Manifests(LocalStore(tempfile.mkdtemp()), "", Layout(), "job")
 >>> for batch in range(3):
@@ -49,11 +49,11 @@ from typing import Any
 
 from blockgz.archive.partition_offsets import Offsets, merge_offsets, offsets_doc
 from blockgz.archive.versions import check_major
-from blockgz.archive.written import WrittenFile
 from blockgz.commits.intents import expire_intents
 from blockgz.commits.manifests import Manifest, Manifests, fold_lives
 from blockgz.errors import CorruptManifestError, ObjectNotFoundError
 from blockgz.store.base import ObjectInfo
+from blockgz.written.files import WrittenFile
 
 log = logging.getLogger("blockgz.catalog")
 

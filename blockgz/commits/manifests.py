@@ -34,11 +34,11 @@ from dataclasses import KW_ONLY, dataclass, field
 from blockgz.archive.layout import DEFAULT_MANIFEST_DIR, Layout
 from blockgz.archive.partition_offsets import Offsets, merge_offsets, offsets_doc
 from blockgz.archive.versions import check_major
-from blockgz.archive.written import WrittenFile
 from blockgz.errors import CorruptManifestError, ObjectNotFoundError
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import Options
 from blockgz.store.base import ObjectInfo, ObjectStore
+from blockgz.written.files import WrittenFile
 
 #: What names a job's manifests (the sink writes them; ``startingOffsets=s3`` reads them).
 JOB_NAME_OPTIONS = OptionSet(

@@ -27,12 +27,12 @@ from collections.abc import Iterator
 from blockgz.archive.layout import parse_archive_key
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.partition_offsets import Offsets
-from blockgz.archive.sidecars import data_key_for, hidden_key, is_sidecar, sidecar_key
 from blockgz.commits.catalog import Catalog
 from blockgz.commits.intents import intended_directories
 from blockgz.commits.manifests import Manifests
 from blockgz.errors import ObjectNotFoundError
 from blockgz.store.base import ObjectInfo
+from blockgz.written.sidecars import data_key_for, hidden_key, is_sidecar, sidecar_key
 
 log = logging.getLogger("blockgz.manifests")
 

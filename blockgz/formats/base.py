@@ -23,15 +23,21 @@ from __future__ import annotations
 
 import base64
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+from collections.abc import Callable, Iterable
+from typing import IO, TYPE_CHECKING, Any, ClassVar, Protocol
 
 from blockgz.blocks.framing import NEWLINE, Framing
 
 if TYPE_CHECKING:
     from blockgz.formats.compression import CompressionType
     from blockgz.formats.output import OutputObject
-    from blockgz.objects.stream import StreamDecoder
     from blockgz.store.base import ObjectStore
+
+#: Reads the values of a container object's records (an Avro file's) from its bytes, a readable
+#: file, in order. Which one an object takes, its format says
+#: (:meth:`Format.stream_decoder`); ``None`` where one is asked for: framed
+#: records.
+StreamDecoder = Callable[[IO[bytes]], Iterable[Any]]
 
 #: The companion files' roles (``t+0+0000000042.keys.json`` ...).
 KEYS = "keys"

@@ -21,15 +21,12 @@ True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from blockgz.blocks.codecs.families import strip_suffix
 from blockgz.errors import ConfigError, UnknownFormatError
-from blockgz.formats.base import COMPANION_ROLES, Format
+from blockgz.formats.base import COMPANION_ROLES, Format, StreamDecoder
 from blockgz.named import Registry
-
-if TYPE_CHECKING:
-    from blockgz.objects.stream import StreamDecoder
 
 
 class ObjectName(Protocol):

@@ -5,8 +5,8 @@ Formats of framed records write through :class:`ObjectWriter`; every writer of a
 
 :class:`ObjectWriter` takes encoded records with their offsets and streams them into a store
 upload (S3 multipart parts go up in parallel while records keep coming). ``close()`` makes the
-object visible (for block-GZIP through :class:`~blockgz.objects.upload.BlockGzipUpload`: data
-first, then its ``.index.json``) and returns a :class:`~blockgz.archive.written.WrittenFile` for
+object visible (for block-GZIP through :class:`~blockgz.written.upload.BlockGzipUpload`: data
+first, then its ``.index.json``) and returns a :class:`~blockgz.written.files.WrittenFile` for
 the commit message; ``abort()`` drops it without a trace.
 
 >>> import tempfile
@@ -26,14 +26,14 @@ from typing import Any
 
 import numpy as np
 
-from blockgz.archive.written import WrittenFile
 from blockgz.blocks.codecs.gzip_members import Compression
 from blockgz.blocks.framing import NEWLINE, Framing, Separated
 from blockgz.blocks.writer import DEFAULT_BLOCK_SIZE
 from blockgz.errors import RecordFramingError
 from blockgz.formats.compression import COMPRESSIONS, CompressionType
-from blockgz.objects.upload import BlockGzipUpload
 from blockgz.store.base import ObjectStore, Upload
+from blockgz.written.files import WrittenFile
+from blockgz.written.upload import BlockGzipUpload
 
 #: Plain and gzip objects hand the upload about this much at a time (fewer Python calls).
 WRITE_CHUNK = 1024 * 1024

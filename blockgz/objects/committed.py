@@ -2,7 +2,7 @@
 the export wrote is an :class:`~blockgz.errors.ArchiveIntegrityError` naming its key, never a
 silent wrong answer (issue 41).
 
-A manifest entry (:class:`~blockgz.archive.written.WrittenFile`) binds each file's content (its
+A manifest entry (:class:`~blockgz.written.files.WrittenFile`) binds each file's content (its
 size and CRC-32, its sidecar's size and CRC-32) and identity (topic, partition, offsets,
 records, times). A reader that found an object through a manifest or catalog checks, at no
 extra request:
@@ -17,7 +17,7 @@ extra request:
 * an object read whole (no index: plain gzip, a companion without one), through
   :func:`checked_chunks`: its size and CRC-32 once its last byte has been read.
 
-    >>> from blockgz.archive.written import WrittenFile
+    >>> from blockgz.written.files import WrittenFile
     >>> entry = WrittenFile("t/t+0+0.json.gz", "t", 0, "", 0, 9, 10, 100, 120)
     >>> check_entry_size("s3://b/t/t+0+0.json.gz", entry, 96)
     Traceback (most recent call last):
@@ -32,11 +32,11 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from blockgz.archive.written import WrittenFile
 from blockgz.blocks.checksum import block_crc32
 from blockgz.blocks.index import BlockIndex, Chunk
 from blockgz.errors import ArchiveIntegrityError
 from blockgz.store.base import ObjectStore
+from blockgz.written.files import WrittenFile
 
 
 def mismatch(

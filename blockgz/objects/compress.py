@@ -1,6 +1,6 @@
 """Compress a newline-delimited file into a block-GZIP object plus sidecar (``blockgz compress``).
 
-The output goes through :class:`~blockgz.objects.upload.BlockGzipUpload` on a local store, so
+The output goes through :class:`~blockgz.written.upload.BlockGzipUpload` on a local store, so
 the data file appears (by atomic rename) before its index, and neither appears on failure.
 
     >>> import pathlib, tempfile
@@ -30,8 +30,8 @@ from blockgz.blocks.codecs.gzip_members import Compression
 from blockgz.blocks.framing import NEWLINE, Separated
 from blockgz.blocks.index import BlockIndex
 from blockgz.blocks.writer import DEFAULT_BLOCK_SIZE
-from blockgz.objects.upload import BlockGzipUpload
 from blockgz.store.local import LocalStore
+from blockgz.written.upload import BlockGzipUpload
 
 READ_CHUNK = 4 * 1024 * 1024  # large reads keep per-call overhead out of the ~1 GB/s path
 #: Bytes of the input mapped in per ``MADV_POPULATE_READ`` call (:func:`populated`).

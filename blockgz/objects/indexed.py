@@ -10,7 +10,7 @@ implementations: :class:`FileRanges` (a local file, one ``pread`` per range) and
 comes from :func:`~blockgz.blocks.plan.plan_blocks`; neighbouring ones are read as one range.
 
     >>> import tempfile
-    >>> from blockgz.objects.upload import BlockGzipUpload
+    >>> from blockgz.written.upload import BlockGzipUpload
     >>> from blockgz.store import LocalStore
     >>> store = LocalStore(tempfile.mkdtemp())
     >>> with BlockGzipUpload(store, "e.json.gz", block_size=64, first_offset=1000) as out:
@@ -34,8 +34,6 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from blockgz.archive.sidecars import data_key_for, is_sidecar, sidecar_keys
-from blockgz.archive.written import WrittenFile
 from blockgz.blocks.avro.block_read import avro_block_bytes, header_problems, read_avro_header
 from blockgz.blocks.decode import (
     Record,
@@ -65,6 +63,8 @@ from blockgz.objects.committed import (
     rebuilt_sidecar,
 )
 from blockgz.store.base import ObjectStore
+from blockgz.written.files import WrittenFile
+from blockgz.written.sidecars import data_key_for, is_sidecar, sidecar_keys
 
 
 class ByteRanges(Protocol):
@@ -149,7 +149,7 @@ def load_index(
 ) -> BlockIndex:
     """Fetch and validate the sidecar of ``data_key``: first at ``index_key`` when a listing
     or manifest named it, then under the hidden name blockgz writes, then the old name beside
-    the object (:func:`~blockgz.archive.sidecars.sidecar_keys`; an old manifest may name a sidecar
+    the object (:func:`~blockgz.written.sidecars.sidecar_keys`; an old manifest may name a sidecar
     since renamed to the hidden name). An object that carries its own index (Parquet) is
     asked for it instead (its ``size``, when known, saves a HEAD).
 
@@ -196,7 +196,7 @@ def resolve_data_key(store: ObjectStore, key: str) -> str:
 
     >>> import tempfile
     >>> from blockgz.blocks.codecs.gzip_members import Compression
-    >>> from blockgz.objects.upload import BlockGzipUpload
+    >>> from blockgz.written.upload import BlockGzipUpload
     >>> from blockgz.store import LocalStore
     >>> store = LocalStore(tempfile.mkdtemp())
     >>> zstd = Compression("zstd", 1)

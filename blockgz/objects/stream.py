@@ -18,22 +18,17 @@ or decoded on the fly.
 from __future__ import annotations
 
 import io
-from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any, BinaryIO
+from collections.abc import Iterator
+from typing import BinaryIO
 
-from blockgz.archive.written import WrittenFile
 from blockgz.blocks.codecs.families import GZIP, codec_for_key
 from blockgz.blocks.decode import Record
 from blockgz.blocks.framing import NEWLINE, Framing, LengthPrefixed
 from blockgz.errors import CorruptBlockError
+from blockgz.formats.base import StreamDecoder
 from blockgz.objects.committed import checked_chunks
 from blockgz.store.base import ObjectStore
-
-#: Reads the values of a container object's records (an Avro file's) from its bytes, a readable
-#: file, in order. Which one an object takes, its format says
-#: (:meth:`blockgz.formats.base.Format.stream_decoder`); ``None`` where one is asked for: framed
-#: records.
-StreamDecoder = Callable[[IO[bytes]], Iterable[Any]]
+from blockgz.written.files import WrittenFile
 
 
 class ChunkStream(io.RawIOBase):

@@ -10,10 +10,10 @@ import itertools
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from blockgz.archive.written import times_overlap
 from blockgz.blocks.decode import Record
 from blockgz.errors import ConfigError, OffsetNotFoundError
 from blockgz.times import epoch_ms
+from blockgz.written.files import times_overlap
 
 #: A time: ISO-8601 text, a ``datetime`` (naive: UTC) or epoch ms (see :mod:`blockgz.times`).
 Time = int | str | dt.datetime

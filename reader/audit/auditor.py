@@ -37,8 +37,8 @@ their footers, :mod:`blockgz.reader.audit.parquet_check`). Findings are one line
 >>> import tempfile
 >>> from blockgz.archive.layout import Layout
 >>> from blockgz.commits.manifest_log import ManifestLog
->>> from blockgz.archive.written import WrittenFile
->>> from blockgz.objects.upload import BlockGzipUpload
+>>> from blockgz.written.files import WrittenFile
+>>> from blockgz.written.upload import BlockGzipUpload
 >>> from blockgz.store import LocalStore
 >>> store = LocalStore(tempfile.mkdtemp())
 >>> key = "topics/t/partition=0/t+0+0000000000.json.gz"
@@ -65,8 +65,6 @@ from concurrent.futures import ThreadPoolExecutor
 
 from blockgz.archive.layout import parse_archive_key
 from blockgz.archive.object_ref import ObjectRef
-from blockgz.archive.sidecars import sidecar_keys
-from blockgz.archive.written import WrittenFile
 from blockgz.blocks.checksum import block_crc32
 from blockgz.blocks.framing import NEWLINE
 from blockgz.blocks.index import BlockIndex
@@ -105,6 +103,8 @@ from blockgz.reader.audit.topic_lives import check_topic_lives
 from blockgz.reader.reading.overlaps import find_overlaps
 from blockgz.reader.reading.whole_read import read_whole
 from blockgz.store.base import ObjectInfo, ObjectStore
+from blockgz.written.files import WrittenFile
+from blockgz.written.sidecars import sidecar_keys
 
 __all__ = ["DEFAULT_THREADS", "JOB_CHECKS", "audit_job"]
 

@@ -1,7 +1,7 @@
 """What one audit run carries from check to check: the store, the job's manifests, the report
 being filled, the repair plans of its findings, and each committed object as found.
 
->>> from blockgz.archive.written import WrittenFile
+>>> from blockgz.written.files import WrittenFile
 >>> from blockgz.reader.audit.findings import WARNING
 >>> f = WrittenFile("t/t+0+0000000000.json.gz", "t", 0, "partition=0", 0, 9, 10, 100, 90, None)
 >>> print(file_finding(WARNING, "stray", f, "is odd").line())
@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from blockgz.archive.written import WrittenFile
 from blockgz.blocks.index import BlockIndex
 from blockgz.commits.manifests import Manifests
 from blockgz.commits.writer_lease import Holder
 from blockgz.reader.audit.findings import AuditReport, Finding
 from blockgz.reader.audit.repair import Plan
 from blockgz.store.base import ObjectInfo, ObjectStore
+from blockgz.written.files import WrittenFile
 
 #: Sidecars fetched (and, with ``deep``, objects read) at once.
 DEFAULT_THREADS = 8

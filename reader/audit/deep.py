@@ -12,7 +12,7 @@ is read once, one ranged GET per span. Given an executor, the blocks of a span a
 its threads (every codec and the CRC release the GIL) while the next span is fetched.
 
 >>> import tempfile
->>> from blockgz.objects.upload import BlockGzipUpload
+>>> from blockgz.written.upload import BlockGzipUpload
 >>> from blockgz.store import LocalStore
 >>> store = LocalStore(tempfile.mkdtemp())
 >>> with BlockGzipUpload(store, "t+0+0000000000.json.gz", block_size=64) as out:

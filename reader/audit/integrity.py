@@ -1,6 +1,6 @@
 """The audit's checks that what is stored is what a manifest committed: sizes and CRC-32s.
 
-A manifest entry (:class:`~blockgz.archive.written.WrittenFile`) written by a blockgz that
+A manifest entry (:class:`~blockgz.written.files.WrittenFile`) written by a blockgz that
 binds content records the file's ``crc32``, and its sidecar's ``index_size`` and
 ``index_crc32``; the sidecar names its object (its ``"object"`` member: key, size, CRC-32,
 topic, partition, offsets, records). Without reading an object:
@@ -14,7 +14,7 @@ With ``--deep``, the object's bytes against ``crc32`` (:func:`whole_crc`, from t
 as they are read, so each byte is read once). Fields an older manifest or sidecar lacks are not
 recorded: nothing to check, never a finding.
 
->>> from blockgz.archive.written import WrittenFile
+>>> from blockgz.written.files import WrittenFile
 >>> f = WrittenFile("d/t+0+0000000000.json.gz", "t", 0, "partition=0", 0, 9, 10, 100, 90,
 ...                 "d/.t+0+0000000000.json.index.json", crc32=7)
 >>> member_problems(f, {"key": "d/t+1+0000000000.json.gz", "size": 100, "crc32": 8,
@@ -33,10 +33,10 @@ from typing import Any
 
 from isal.isal_zlib import crc32_combine
 
-from blockgz.archive.written import WrittenFile
 from blockgz.blocks.checksum import block_crc32
 from blockgz.blocks.index import BlockIndex
 from blockgz.store.base import ObjectStore
+from blockgz.written.files import WrittenFile
 
 #: The sidecar's ``"object"`` member's fields, as the manifest entry names them.
 _MEMBER_FIELDS = (

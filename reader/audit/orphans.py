@@ -24,8 +24,6 @@ from typing import Any
 
 from blockgz.archive.layout import parse_archive_key
 from blockgz.archive.object_ref import ObjectRef
-from blockgz.archive.sidecars import is_sidecar, sidecar_keys
-from blockgz.archive.written import WrittenFile
 from blockgz.blocks.checksum import block_crc32
 from blockgz.blocks.index import BlockIndex
 from blockgz.commits.catalog import Catalog
@@ -34,6 +32,8 @@ from blockgz.errors import BlockGzError
 from blockgz.reader.audit.findings import AuditReport
 from blockgz.reader.audit.integrity import object_member
 from blockgz.store.base import ObjectInfo, ObjectStore
+from blockgz.written.files import WrittenFile
+from blockgz.written.sidecars import is_sidecar, sidecar_keys
 
 
 @dataclass

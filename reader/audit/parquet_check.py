@@ -18,7 +18,7 @@ group: never an exception.
 
 >>> import tempfile
 >>> from types import SimpleNamespace
->>> from blockgz.archive.written import WrittenFile
+>>> from blockgz.written.files import WrittenFile
 >>> from blockgz.formats.parquet.writer import ParquetObjectWriter
 >>> from blockgz.store import LocalStore
 >>> store = LocalStore(tempfile.mkdtemp())
@@ -45,7 +45,6 @@ from concurrent.futures import Executor
 from itertools import pairwise
 from typing import Any
 
-from blockgz.archive.written import WrittenFile
 from blockgz.blocks.index import BlockIndex, Chunk
 from blockgz.blocks.plan import BlockRead, fetched, merge_ranges
 from blockgz.errors import BlockGzError
@@ -53,6 +52,7 @@ from blockgz.formats.parquet.read import Pieces, parquet_index
 from blockgz.formats.parquet.schema import OFFSET_COLUMN, TIMESTAMP_COLUMN
 from blockgz.reader.audit.deep import SPAN_BYTES
 from blockgz.store.base import ObjectStore
+from blockgz.written.files import WrittenFile
 
 Problems = list[tuple[Chunk | None, str]]
 

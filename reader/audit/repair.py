@@ -31,13 +31,13 @@ import json
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from blockgz.archive.sidecars import sidecar_key
 from blockgz.blocks.checksum import block_crc32
 from blockgz.blocks.index import BlockIndex
 from blockgz.blocks.rebuild import scan_members
 from blockgz.errors import BlockGzError, ObjectNotFoundError
 from blockgz.reader.audit.findings import AuditReport, Finding
 from blockgz.store.base import ObjectStore
+from blockgz.written.sidecars import sidecar_key
 
 
 @dataclass(frozen=True)

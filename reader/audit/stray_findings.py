@@ -15,7 +15,6 @@ from collections.abc import Iterable
 
 from blockgz.archive.layout import parse_archive_key
 from blockgz.archive.object_ref import ObjectRef
-from blockgz.archive.sidecars import data_key_for, is_sidecar, sidecar_keys
 from blockgz.blocks.index import BlockIndex
 from blockgz.commits.catalog import Catalog
 from blockgz.commits.manifests import Manifests, find_exports
@@ -27,6 +26,7 @@ from blockgz.reader.audit.gaps import gaps_between
 from blockgz.reader.audit.repair import Plan, RemoveKeys
 from blockgz.reader.reading.strays import is_stray
 from blockgz.store.base import ObjectInfo
+from blockgz.written.sidecars import data_key_for, is_sidecar, sidecar_keys
 
 #: The directory of a partition under the default partitioner: ``…/partition=3``.
 _PARTITION_DIR = re.compile(r"(?:^|/)partition=(\d+)$")

@@ -21,12 +21,12 @@ from itertools import pairwise
 
 from blockgz.archive.layout import Layout, parse_archive_key
 from blockgz.archive.object_ref import ObjectRef
-from blockgz.archive.written import WrittenFile
 from blockgz.blocks.decode import Record
 from blockgz.commits.catalog import Catalog, CatalogView
 from blockgz.commits.manifest_sequence import check_commits
 from blockgz.commits.manifests import ExportFound, Manifests, find_exports
 from blockgz.store import ObjectStore
+from blockgz.written.files import WrittenFile
 
 
 class CatalogSource:

@@ -7,7 +7,7 @@ covers are read. Decoding it again for each value block made reading with timest
 times slower than without (1M records: 4.6 s against 0.9 s).
 
 >>> import tempfile
->>> from blockgz.objects.upload import BlockGzipUpload
+>>> from blockgz.written.upload import BlockGzipUpload
 >>> from blockgz.objects.indexed import load_index
 >>> from blockgz.store import LocalStore
 >>> store = LocalStore(tempfile.mkdtemp())

@@ -31,13 +31,13 @@ from dataclasses import replace
 from blockgz.archive.layout import KeyLayout, Layout, parse_archive_key
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.reader_layout import LAYOUT_FIELDS, completed_layout
-from blockgz.archive.sidecars import sidecar_keys
 from blockgz.commits.manifests import ExportFound, find_exports
 from blockgz.errors import ObjectNotFoundError
 from blockgz.reader.reading.catalog_source import CatalogSource
 from blockgz.reader.reading.companion_entries import with_companions
 from blockgz.reader.reading.strays import is_stray
 from blockgz.store import LocalStore, ObjectStore
+from blockgz.written.sidecars import sidecar_keys
 
 #: Keys asked for in the one listing page of a partition's prefix before the catalog is used.
 LISTING_PAGE = 1000

@@ -18,7 +18,7 @@ it so that someone can rename or remove it.
 from __future__ import annotations
 
 from blockgz.archive.layout import KeyLayout, parse_archive_key
-from blockgz.archive.sidecars import data_key_for, is_sidecar
+from blockgz.written.sidecars import data_key_for, is_sidecar
 
 
 def is_stray(layout: KeyLayout, prefix: str, key: str) -> bool:

@@ -20,9 +20,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from blockgz.archive.partition_offsets import Offsets, merge_offsets
-from blockgz.archive.written import WrittenFile
 from blockgz.commits.manifest_log import ManifestLog
 from blockgz.store.request_stats import RequestDigest, merge_digests
+from blockgz.written.files import WrittenFile
 
 try:  # the message must subclass Spark's type when Spark is there; plain object otherwise
     from pyspark.sql.datasource import WriterCommitMessage

@@ -40,12 +40,12 @@ from __future__ import annotations
 from typing import Any
 
 from blockgz.archive.timestamps_keys import timestamps_key
-from blockgz.archive.written import WrittenFile
 from blockgz.formats.base import HEADERS, KEYS, TIMESTAMPS, Format
 from blockgz.sink.convert.schemas import BYTES_SCHEMA, ValueSchema
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.config import SinkConfig
 from blockgz.store.base import ObjectStore
+from blockgz.written.files import WrittenFile
 
 #: How many of the record path's timestamps go into the timestamps file at once.
 STAMP_RUN = 4096

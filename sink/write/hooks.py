@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from blockgz.archive.written import WrittenFile
 from blockgz.errors import ConfigError
 from blockgz.sink.plugins import import_named, instantiate
+from blockgz.written.files import WrittenFile
 
 #: ``(options, input batches) -> Kafka record batches``, with Spark's Kafka source columns.
 InputReader = Callable[[Mapping[str, str], Iterator[Any]], Iterator[Any]]

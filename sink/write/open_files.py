@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from blockgz.archive.written import WrittenFile
 from blockgz.store.base import ObjectStore
 from blockgz.store.s3 import offset_tags
+from blockgz.written.files import WrittenFile
 
 log = logging.getLogger("blockgz.sink")
 

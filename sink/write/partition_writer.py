@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from blockgz.archive.layout import default_partition
-from blockgz.archive.written import WrittenFile
 from blockgz.commits.intents import DirectoryIntents
 from blockgz.errors import BadRecordError, OffsetOrderError
 from blockgz.formats.base import KEYS
@@ -56,6 +55,7 @@ from blockgz.sink.write.open_files import OpenFiles
 from blockgz.sink.write.stages import NullRoute, Placement, Rotator, Route, Run, append, append_run
 from blockgz.sink.write.transforming import TransformedRecord
 from blockgz.store.base import ObjectStore
+from blockgz.written.files import WrittenFile
 
 if TYPE_CHECKING:
     from blockgz.formats.avro.writer import AvroObjectWriter

@@ -13,7 +13,6 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from blockgz.archive.written import WrittenFile
 from blockgz.errors import ConfigError
 from blockgz.sink.deadletter import (
     DeadLetters,
@@ -28,6 +27,7 @@ from blockgz.sink.write.hooks import TaskInfo, load_input_reader, load_listener
 from blockgz.sink.write.partition_writer import TopicPartitionWriter
 from blockgz.sink.write.transforming import RecordTransformer, StageError
 from blockgz.store.request_stats import REQUESTS
+from blockgz.written.files import WrittenFile
 
 log = logging.getLogger("blockgz.sink")
 

@@ -14,10 +14,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from blockgz.archive.sidecars import sidecar_key
 from blockgz.cli import main
 from blockgz.sink.records import KafkaRecord
 from blockgz.store import open_store
+from blockgz.written.sidecars import sidecar_key
 from testkit import damage
 from testkit.archives import export_batches
 from testkit.s3 import s3_options

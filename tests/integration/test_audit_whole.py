@@ -21,13 +21,13 @@ from dataclasses import dataclass
 import pytest
 from click.testing import CliRunner
 
-from blockgz.archive.sidecars import sidecar_key
 from blockgz.cli import main
 from blockgz.errors import ArchiveIntegrityError, MissingCommitError
 from blockgz.reader import open_archive
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.store import open_store
+from blockgz.written.sidecars import sidecar_key
 from testkit.s3 import s3_options
 
 pytestmark = pytest.mark.slow

@@ -22,10 +22,10 @@ from botocore.exceptions import ClientError
 
 from blockgz.archive.layout import Layout
 from blockgz.errors import ObjectNotFoundError, StoreError
-from blockgz.objects.upload import BlockGzipUpload
 from blockgz.reader import open_archive
 from blockgz.store import open_store
 from blockgz.store.s3 import translate_error
+from blockgz.written.upload import BlockGzipUpload
 from testkit.archives import build_partition
 from testkit.s3 import FaultProxy, s3_options
 

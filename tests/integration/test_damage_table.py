@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from blockgz.archive.sidecars import sidecar_key
 from blockgz.cli import main
 from blockgz.reader import open_archive
 from blockgz.sink.records import KafkaRecord
 from blockgz.store import ObjectStore, open_store
+from blockgz.written.sidecars import sidecar_key
 from testkit import damage
 from testkit.archives import export_batches
 from testkit.s3 import s3_options

@@ -317,9 +317,9 @@ def test_cold_seek_is_list_index_and_one_range(s3_proxy, bucket):
 
 def test_readers_learn_topics_dir_from_the_manifests_on_s3(s3_server, bucket):
     from blockgz.archive.layout import Layout, default_partition
-    from blockgz.archive.written import WrittenFile
     from blockgz.commits.manifest_log import ManifestLog
-    from blockgz.objects.upload import BlockGzipUpload
+    from blockgz.written.files import WrittenFile
+    from blockgz.written.upload import BlockGzipUpload
 
     options = s3_options(s3_server.endpoint_url)
     store, _ = open_store(f"s3://{bucket}", options)

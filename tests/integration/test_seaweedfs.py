@@ -14,9 +14,9 @@ import pytest
 from blockgz.archive.layout import Layout
 from blockgz.local_servers.ports import free_ports
 from blockgz.objects.indexed import IndexedReader
-from blockgz.objects.upload import BlockGzipUpload
 from blockgz.reader import open_archive
 from blockgz.store import open_store
+from blockgz.written.upload import BlockGzipUpload
 from testkit.archives import build_partition
 from testkit.s3 import s3_options
 

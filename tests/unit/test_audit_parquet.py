@@ -96,7 +96,7 @@ def test_a_row_group_whose_offsets_disagree_with_its_footer(tmp_path):
     it): its statistics (5..9, 5 rows) look contiguous, the values are checked too."""
     import pyarrow as pa
 
-    from blockgz.archive.written import WrittenFile
+    from blockgz.written.files import WrittenFile
 
     store = LocalStore(tmp_path)
     key = "t+0+0000000000.parquet"
@@ -117,7 +117,7 @@ def test_a_truncated_parquet_object_is_a_finding_not_a_crash(archive):
     store.put(_key(0), store.get(_key(0))[:-30])
     report = audit_job(log, deep=True)
     assert [(f.kind, f.key) for f in report.findings] == [("truncated_object", _key(0))]
-    from blockgz.archive.written import WrittenFile
+    from blockgz.written.files import WrittenFile
 
     size = store.head(_key(0)).size
     problems = check_parquet(store, WrittenFile(_key(0), "ev", 0, "", 0, 39, 40, -1, 0), size)

@@ -10,7 +10,6 @@ import pytest
 from click.testing import CliRunner
 
 from blockgz.archive.layout import Layout
-from blockgz.archive.sidecars import sidecar_key
 from blockgz.cli import main
 from blockgz.commits.catalog import Catalog
 from blockgz.commits.manifest_log import ManifestLog
@@ -21,6 +20,7 @@ from blockgz.reader.audit.auditor import audit_job
 from blockgz.reader.audit.findings import DAMAGE, WARNING
 from blockgz.sink.records import KafkaRecord
 from blockgz.store import LocalStore
+from blockgz.written.sidecars import sidecar_key
 from testkit.archives import build_partition, export_batches
 
 

@@ -14,7 +14,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from blockgz.archive.sidecars import data_key_for, sidecar_key
 from blockgz.blocks.avro.block_read import avro_block_values, read_avro_header
 from blockgz.blocks.avro.container import (
     AVRO_CODECS,
@@ -36,6 +35,7 @@ from blockgz.errors import (
 from blockgz.formats.avro.upload import AvroUpload
 from blockgz.objects.indexed import FileRanges, IndexedReader
 from blockgz.store import LocalStore
+from blockgz.written.sidecars import data_key_for, sidecar_key
 from testkit.ranges import CountingRanges
 
 SCHEMA = {

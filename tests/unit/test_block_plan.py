@@ -20,9 +20,9 @@ from blockgz.blocks.plan import (
 )
 from blockgz.errors import OffsetNotFoundError
 from blockgz.objects.indexed import FileRanges, IndexedReader
-from blockgz.objects.upload import BlockGzipUpload
 from blockgz.reader import open_archive
 from blockgz.store import LocalStore
+from blockgz.written.upload import BlockGzipUpload
 from testkit.ranges import CountingRanges
 
 

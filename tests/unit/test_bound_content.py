@@ -240,10 +240,10 @@ def test_an_object_read_whole_is_checked_at_its_end(tmp_path):
 
 
 def test_a_sidecar_whose_claims_differ_from_its_entry_names_the_sidecar():
-    from blockgz.archive.written import WrittenFile
     from blockgz.blocks.index import Chunk, IndexedObject
     from blockgz.errors import ArchiveIntegrityError
     from blockgz.objects.committed import check_sidecar
+    from blockgz.written.files import WrittenFile
 
     chunks = [Chunk(0, 2, 0, 30, 8, min_timestamp=100, max_timestamp=150, crc32=1),
               Chunk(2, 2, 30, 30, 8, min_timestamp=160, max_timestamp=200, crc32=2)]  # fmt: skip

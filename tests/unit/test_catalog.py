@@ -8,11 +8,11 @@ import pytest
 
 from blockgz.archive.layout import Layout
 from blockgz.archive.partition_offsets import Offsets, merge_offsets
-from blockgz.archive.written import WrittenFile
 from blockgz.commits import catalog as catalog_module
 from blockgz.commits.catalog import KEEP_ROOTS, Catalog, compact_every
 from blockgz.commits.manifest_log import ManifestLog
 from blockgz.store import LocalStore
+from blockgz.written.files import WrittenFile
 
 PARTITIONS = 3
 

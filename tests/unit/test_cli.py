@@ -212,11 +212,11 @@ def test_export_config_errors_are_one_line_before_spark_starts(tmp_path, line, w
 def _export(root, topic="events", *, topics_dir="topics", path=None, partition=0):
     """A small export as the sink lays it out: objects, sidecars and one manifest."""
     from blockgz.archive.layout import Layout, default_partition
-    from blockgz.archive.sidecars import sidecar_key
-    from blockgz.archive.written import WrittenFile
     from blockgz.commits.manifest_log import ManifestLog
-    from blockgz.objects.upload import BlockGzipUpload
     from blockgz.store import LocalStore
+    from blockgz.written.files import WrittenFile
+    from blockgz.written.sidecars import sidecar_key
+    from blockgz.written.upload import BlockGzipUpload
 
     store, layout = LocalStore(root), Layout(topics_dir=topics_dir)
     directory = path or default_partition(partition)
@@ -410,7 +410,7 @@ def test_json_output_gives_json_values_of_json_objects_and_strings_of_others(tmp
     """--output json: the values of a JSON-format archive or object are JSON values (one per
     record, not escaped text); a bytearray object's values stay strings even when they look
     like JSON, and binary ones are value_base64. The format decides, not each record."""
-    from blockgz.objects.upload import BlockGzipUpload
+    from blockgz.written.upload import BlockGzipUpload
 
     store = _export(tmp_path)
     archive = ["--topic", "events", "--partition", "0", tmp_path]

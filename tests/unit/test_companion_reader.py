@@ -11,12 +11,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from blockgz.archive.sidecars import sidecar_key
 from blockgz.formats.by_name import FORMATS
 from blockgz.formats.json.json_format import int_pair_lines
-from blockgz.objects.upload import BlockGzipUpload
 from blockgz.reader import open_archive
 from blockgz.store import LocalStore
+from blockgz.written.sidecars import sidecar_key
+from blockgz.written.upload import BlockGzipUpload
 
 T0 = 1_700_000_000_000
 DIR = "topics/t/partition=0"

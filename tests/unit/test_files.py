@@ -11,9 +11,9 @@ from blockgz import IndexedReader, compress_file
 from blockgz.blocks.index import BlockIndex
 from blockgz.blocks.rebuild import scan_members
 from blockgz.errors import ObjectNotFoundError, OffsetNotFoundError
-from blockgz.objects.upload import publish_index
 from blockgz.sample import events_bytes
 from blockgz.store import LocalStore
+from blockgz.written.upload import publish_index
 from testkit.tools import require_tool
 
 

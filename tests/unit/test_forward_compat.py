@@ -9,13 +9,13 @@ import json
 import pytest
 
 from blockgz.archive.layout import Layout
-from blockgz.archive.written import WrittenFile
 from blockgz.blocks.index import BlockIndex, Chunk
 from blockgz.commits.catalog import Catalog, CatalogRoot
 from blockgz.commits.manifest_log import ManifestLog
 from blockgz.commits.manifests import Manifest
 from blockgz.errors import CorruptIndexError, NewerVersionError
 from blockgz.store import LocalStore
+from blockgz.written.files import WrittenFile
 
 FILE = {
     "key": "topics/t/partition=0/t+0+0000000000.json",

@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from blockgz.objects.upload import BlockGzipUpload
 from blockgz.reader import open_archive
 from blockgz.reader.reading import index_hints
 from blockgz.reader.spark.scan_plan import ScanFilter, plan_scan
 from blockgz.store.local import LocalStore
+from blockgz.written.upload import BlockGzipUpload
 
 LIST_S = 0.2
 

@@ -14,15 +14,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from blockgz.archive.layout import Layout
-from blockgz.archive.sidecars import (
+from blockgz.errors import ConfigError
+from blockgz.options import Options
+from blockgz.written.sidecars import (
     data_key_for,
     is_sidecar,
     legacy_sidecar_key,
     sidecar_key,
     sidecar_keys,
 )
-from blockgz.errors import ConfigError
-from blockgz.options import Options
 
 EXTENSIONS = (".json", ".json.gz", ".bin", ".bin.gz", ".avro")
 

@@ -147,9 +147,9 @@ def test_the_sink_commits_only_while_it_holds_the_lease_and_a_fenced_abort_delet
         StructType,
     )
 
-    from blockgz.archive.written import WrittenFile
     from blockgz.sink.write.commit import TaskCommitMessage
     from blockgz.sink.write.datasource import BlockGzStreamWriter
+    from blockgz.written.files import WrittenFile
 
     schema = StructType(
         [

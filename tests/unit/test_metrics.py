@@ -13,12 +13,12 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from blockgz.archive.written import WrittenFile
 from blockgz.commits.manifests import Manifest
 from blockgz.errors import ConfigError
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.metrics import ExportMetrics, serve_metrics
 from blockgz.sink.export.tracking import ExportResult, ProgressTracker
+from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.written.files import WrittenFile
 from testkit.tools import require_tool
 
 ALERTS = Path(__file__).parents[2] / "deploy" / "prometheus" / "blockgz-alerts.yml"

@@ -167,8 +167,8 @@ def test_a_custom_bytearray_extension_is_read_from_the_manifests_or_when_told(tm
 
 
 def test_a_manifest_naming_the_old_sidecar_still_reads_after_it_was_renamed(tmp_path):
-    from blockgz.archive.sidecars import legacy_sidecar_key, sidecar_key
     from blockgz.objects.indexed import load_index
+    from blockgz.written.sidecars import legacy_sidecar_key, sidecar_key
 
     store = LocalStore(tmp_path)
     build_partition(store, objects=1, records_per_object=20)

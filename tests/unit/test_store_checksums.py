@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from blockgz.archive.written import WrittenFile
 from blockgz.errors import StoreError
 from blockgz.store.digest import crc32_from_header, crc32_header
 from blockgz.store.local import LocalStore
 from blockgz.store.s3 import S3Store
 from blockgz.store.settings import S3Settings
+from blockgz.written.files import WrittenFile
 
 
 class _Client:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import logging
 
-from blockgz.archive.written import WrittenFile
 from blockgz.commits.manifests import Manifest
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import range_reading_options
 from blockgz.sink.export.tracking import ExportResult, ProgressTracker
+from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.written.files import WrittenFile
 
 BASE = {
     "name": "s3-sink",

@@ -26,13 +26,13 @@ from blockgz.errors import ConfigError, CorruptBlockError, CorruptIndexError
 from blockgz.formats.output import ObjectWriter
 from blockgz.objects.indexed import IndexedReader
 from blockgz.objects.stream import stream_records
-from blockgz.objects.upload import BlockGzipUpload
 from blockgz.reader import open_archive
 from blockgz.reader.audit.verify import check_topic
 from blockgz.reader.spark.scan_plan import ScanFilter, plan_scan
 from blockgz.reader.spark.scan_read import split_batches
 from blockgz.sink.write.config import SinkConfig
 from blockgz.store import LocalStore
+from blockgz.written.upload import BlockGzipUpload
 from testkit.archives import export_batches, input_records
 
 ZSTD_CLI = shutil.which("zstd")

@@ -32,11 +32,11 @@ from blockgz.formats.base import (
     Format,
     FormatSettings,
     RecordEncoder,
+    StreamDecoder,
 )
 
 if TYPE_CHECKING:
     from blockgz.formats.output import OutputObject
-    from blockgz.objects.stream import StreamDecoder
     from blockgz.store.base import ObjectStore
 
 

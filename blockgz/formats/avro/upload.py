@@ -1,6 +1,6 @@
 """Write an Avro container file and its index sidecar: the data first, then the index, or nothing.
 
-:class:`AvroUpload` is to Avro what :class:`~blockgz.objects.upload.BlockGzipUpload` is to
+:class:`AvroUpload` is to Avro what :class:`~blockgz.written.upload.BlockGzipUpload` is to
 block-GZIP: records stream into the store's upload (S3 parts go up while records keep coming),
 :meth:`~AvroUpload.close` finishes the data object and then writes its sidecar, any failure
 aborts the upload, and a data object whose sidecar could not be written is deleted again. The
@@ -29,8 +29,8 @@ from typing import Any
 
 from blockgz.blocks.avro.container import AvroBlockWriter, avro_sync_marker
 from blockgz.blocks.writer import DEFAULT_BLOCK_SIZE
-from blockgz.objects.upload import IndexedUpload
 from blockgz.store.base import ObjectStore
+from blockgz.written.upload import IndexedUpload
 
 
 class AvroUpload(IndexedUpload):

@@ -4,7 +4,7 @@
 ``format.class=avro``: it takes decoded values with their offsets, streams them through
 :class:`~blockgz.formats.avro.upload.AvroUpload` (blocks cut at ``s3.compression.block.size``
 uncompressed bytes, the sync marker derived from the key, so a replay writes the same bytes)
-and returns a :class:`~blockgz.archive.written.WrittenFile` on ``close()``.
+and returns a :class:`~blockgz.written.files.WrittenFile` on ``close()``.
 
 >>> import tempfile
 >>> from blockgz.store import LocalStore
@@ -24,11 +24,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from blockgz.archive.written import WrittenFile
 from blockgz.blocks.writer import DEFAULT_BLOCK_SIZE
 from blockgz.formats.avro.upload import AvroUpload
 from blockgz.formats.output import OutputObject
 from blockgz.store.base import ObjectStore
+from blockgz.written.files import WrittenFile
 
 
 def output_schema(schema: Any, connect_meta_data: bool = True) -> Any:

@@ -43,11 +43,10 @@ from typing import TYPE_CHECKING, Any
 
 from blockgz.blocks.index import BlockIndex
 from blockgz.errors import ConfigError, MissingDependencyError
-from blockgz.formats.base import Format, FormatSettings, RecordEncoder
+from blockgz.formats.base import Format, FormatSettings, RecordEncoder, StreamDecoder
 
 if TYPE_CHECKING:
     from blockgz.formats.output import OutputObject
-    from blockgz.objects.stream import StreamDecoder
     from blockgz.store.base import ObjectStore
 
 #: ``parquet.codec`` -> the extension Confluent's ParquetFormat gives its files.

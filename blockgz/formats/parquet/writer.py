@@ -39,7 +39,6 @@ import contextlib
 import json
 from typing import Any
 
-from blockgz.archive.written import WrittenFile
 from blockgz.blocks.index import deltas_if_gapped
 from blockgz.errors import BadRecordError
 from blockgz.formats.output import OutputObject
@@ -52,6 +51,7 @@ from blockgz.formats.parquet.schema import (
     value_columns,
 )
 from blockgz.store.base import ObjectStore, Upload
+from blockgz.written.files import WrittenFile
 
 #: Values are turned into Arrow at most this many at a time (a row group is cut between
 #: batches).

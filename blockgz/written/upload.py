@@ -26,13 +26,13 @@ from typing import Any, Self
 
 import numpy as np
 
-from blockgz.archive.sidecars import sidecar_key
 from blockgz.blocks.checksum import block_crc32
 from blockgz.blocks.codecs.gzip_members import Compression
 from blockgz.blocks.framing import NEWLINE, Framing
 from blockgz.blocks.index import BlockIndex, IndexedObject
 from blockgz.blocks.writer import DEFAULT_BLOCK_SIZE, BlockGzipWriter
 from blockgz.store.base import ObjectStore, Upload
+from blockgz.written.sidecars import sidecar_key
 
 
 class IndexedUpload:
