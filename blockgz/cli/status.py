@@ -80,8 +80,8 @@ def status(target, bootstrap_servers, options, output, max_lag, max_commit_age, 
           -O store.url=http://127.0.0.1:8333
     """
     from blockgz.errors import ConfigError
-    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.status import Issue, archive_jobs, job_status
+    from blockgz.sink.jobconfig.config import ExportConfig
 
     overrides = collect_options(None, options)
     if Path(target).is_file():
@@ -152,11 +152,18 @@ def _print_table(report, *, shown: int = 20) -> None:
             text(p.last_offset),
             text(p.committed),
             text(p.kafka_end),
-            text(p.lag),
+            text(p.lag) + (f" (held {p.held})" if p.held else ""),
             _ago(p.last_commit, report.checked_at),
             str(p.dead_letters),
         )
     console.print(table)
+    if report.held:
+        console.print(
+            f"held: {report.held:,} records waiting for {report.held_for} (on purpose: "
+            "files as large as the settings say; not counted as lag)",
+            markup=False,
+            highlight=False,
+        )
     for title, rows, what in (
         ("open multipart uploads", report.open_uploads, "initiated"),
         ("uncommitted objects", report.uncommitted, "modified"),

@@ -67,6 +67,9 @@ class PartitionStatus:
     dead_letters: int = 0
     #: When the manifest that last advanced ``committed`` was written (epoch seconds).
     last_commit: float | None = None
+    #: Records of the lag the export holds back on purpose: its partial file, waiting for
+    #: ``flush.size`` or a time rotation (:mod:`blockgz.sink.kafka.holding`); never alarmed on.
+    held: int = 0
 
     @property
     def lag(self) -> int | None:
@@ -75,6 +78,11 @@ class PartitionStatus:
             return None
         start = self.committed if self.committed is not None else self.kafka_start
         return max(0, self.kafka_end - (start or 0))
+
+    @property
+    def late(self) -> int | None:
+        """The lag without the records held on purpose: what alarms look at."""
+        return None if self.lag is None else self.lag - self.held
 
 
 @dataclass(frozen=True)
@@ -104,6 +112,13 @@ class StatusReport:
     manifests: int = 0
     records: int = 0
     issues: list[Issue] = field(default_factory=list)
+    #: What held records wait for (``''``: the export holds nothing back).
+    held_for: str = ""
+
+    @property
+    def held(self) -> int:
+        """Records the export holds back on purpose, over all partitions."""
+        return sum(p.held for p in self.partitions)
 
     @property
     def last_commit(self) -> float | None:
@@ -127,6 +142,8 @@ class StatusReport:
             "exit_code": self.exit_code,
             "manifests": self.manifests,
             "records": self.records,
+            "held": self.held,
+            "held_for": self.held_for,
             "last_commit": _iso(self.last_commit),
             "partitions": [
                 {
@@ -163,7 +180,8 @@ def assess(
 
     Lag above ``max_lag`` records is a warning. A topic-partition whose last commit is older
     than ``max_commit_age`` seconds while records wait for it (its lag is above 0, or unknown)
-    is a problem; an idle one (lag 0) is not.
+    is a problem; an idle one (lag 0) is not. Records held back on purpose (a partial file
+    waiting for ``flush.size`` or a time rotation) count for neither.
 
     >>> r = StatusReport("j", "s3://b", "k:9092", 0.0, [PartitionStatus("t", 0, committed=5,
     ...                  kafka_end=105, last_commit=1000.0)])
@@ -177,7 +195,7 @@ def assess(
     now = time.time() if now is None else now
     found: list[Issue] = []
     for p in report.partitions:
-        lag = p.lag
+        lag = p.late
         if max_lag is not None and lag is not None and lag > max_lag:
             found.append(
                 Issue(WARNING, f"{p.topic}-{p.partition}: lag {lag} records > --max-lag {max_lag}")
@@ -230,6 +248,7 @@ def job_status(
             report.issues.append(Issue(PROBLEM, f"archive {report.archive}: {exc}"))
         if kafka:
             _read_kafka(report, job)
+            _mark_held(report, job)
         report.partitions.sort(key=lambda p: (p.topic, p.partition))
         topics = sorted({p.topic for p in report.partitions} | set(job.topics))
         if partition_directories is None:
@@ -361,6 +380,20 @@ def _read_kafka(report: StatusReport, job: ExportConfig) -> None:
     for (topic, part), (low, high) in found.items():
         p = _partition(report, topic, part)
         p.kafka_start, p.kafka_end = low, high
+
+
+def _mark_held(report: StatusReport, job: ExportConfig) -> None:
+    """Each partition's records a running export holds back on purpose: below a full
+    ``flush.size`` file past the committed offset (all of its lag without ``flush.size``)."""
+    from blockgz.sink.kafka.holding import holding, rules_of
+
+    rules = rules_of(job.sink)
+    if not holding(job.source.hold_mode, rules, once=False):
+        return
+    report.held_for = rules.waiting_for()
+    for p in report.partitions:
+        if p.lag:
+            p.held = p.lag % rules.flush_size if rules.flush_size else p.lag
 
 
 def _job_partitions(

@@ -11,7 +11,6 @@ from click.testing import CliRunner
 
 from blockgz.cli import main
 from blockgz.errors import ConfigError
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.status import (
     PROBLEM,
     WARNING,
@@ -21,6 +20,7 @@ from blockgz.sink.export.status import (
     assess,
     job_status,
 )
+from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.times import format_duration, parse_duration
 
 
@@ -99,7 +99,8 @@ def test_json_shape():
     doc = json.loads(report.to_json())
     assert set(doc) == {
         "job", "archive", "brokers", "checked_at", "status", "exit_code", "manifests",
-        "records", "last_commit", "partitions", "open_uploads", "uncommitted", "issues",
+        "records", "held", "held_for", "last_commit", "partitions", "open_uploads",
+        "uncommitted", "issues",
     }  # fmt: skip
     assert doc["status"] == "warning" and doc["exit_code"] == 1
     assert doc["last_commit"] == "1970-01-01T00:00:00Z"
@@ -107,7 +108,7 @@ def test_json_shape():
         {
             "topic": "t", "partition": 0, "first_offset": 0, "last_offset": 89,
             "committed": 90, "kafka_start": 0, "kafka_end": 100, "dead_letters": 2,
-            "lag": 10, "last_commit": "1970-01-01T00:00:00Z",
+            "held": 0, "lag": 10, "last_commit": "1970-01-01T00:00:00Z",
         }
     ]  # fmt: skip
     assert doc["issues"] == [{"level": "warning", "message": "t-0: lag 10 records > --max-lag 5"}]
