@@ -29,7 +29,7 @@ next batch starts from a fresh load.
 
 Example (needs pyiceberg, so not a doctest)::
 
-    table = ArchiveTable.from_options(sink_options)   # None without blockgz.iceberg.table
+    table = ArchiveTable.from_options(sink_options, sink_config)  # None: no iceberg.table
     table.complete()                                   # on start: catch up with the manifests
     table.commit(manifest_key)                         # after each batch's manifest
 """
@@ -48,7 +48,6 @@ from blockgz.archive.layout import Layout
 from blockgz.archive.partition_offsets import offsets_doc
 from blockgz.commits.manifests import Manifest, Manifests
 from blockgz.errors import ConfigError, IcebergCommitError, MissingDependencyError
-from blockgz.options import as_options
 from blockgz.sink.iceberg.settings import IcebergSettings, check_parquet, file_url
 from blockgz.sink.iceberg.spec import KAFKA_TIMESTAMP, SpecField, kafka_timestamp_column
 from blockgz.sink.partitioning.settings import PartitionerSettings
@@ -106,16 +105,14 @@ class ArchiveTable:
     _table: Any = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any], config=None) -> ArchiveTable | None:
-        """The table the sink's options name (``config``: their
-        :class:`~blockgz.sink.write.config.SinkConfig`, when the caller has it), or ``None``
-        when they name none."""
-        from blockgz.sink.write.config import SinkConfig
-
+    def from_options(cls, options: Mapping[str, Any], config) -> ArchiveTable | None:
+        """The table the sink's options name, over the archive their ``config`` (a
+        :class:`~blockgz.sink.write.config.SinkConfig`) writes, or ``None`` when they name
+        none. The caller has the config: the table sits below the sink's writer."""
         settings = IcebergSettings.from_options(options)
         if settings is None:
             return None
-        return cls.of(settings, config or SinkConfig.from_options(as_options(options)))
+        return cls.of(settings, config)
 
     @classmethod
     def of(cls, settings: IcebergSettings, config) -> ArchiveTable:

@@ -57,7 +57,7 @@ class Archive:
         self.config = SinkConfig.from_options(self.options)
         self.store, self.prefix = self.config.make_store()
         self.log = self.config.manifest_log()
-        self.table = ArchiveTable.from_options(self.options)
+        self.table = ArchiveTable.from_options(self.options, self.config)
         self.expected: list[tuple[int, int]] = []  # (partition, offset) of every record
 
     def batch(self, batch_id, start: int, count: int, *, partitions=(0, 1), **kw) -> str:
@@ -150,7 +150,7 @@ def test_the_restart_completes_what_the_crash_left(tmp_path):
 
 def test_without_a_table_setting_there_is_no_iceberg_step(tmp_path):
     opts = {k: v for k, v in options(tmp_path).items() if k != "blockgz.iceberg.table"}
-    assert ArchiveTable.from_options(opts) is None
+    assert ArchiveTable.from_options(opts, SinkConfig.from_options(opts)) is None
     assert catch_up(opts, SinkConfig.from_options(opts)) == []
     assert not (tmp_path / "catalog").exists()
 
@@ -314,7 +314,7 @@ def test_a_failed_iceberg_commit_is_logged_and_the_next_batch_completes_it(tmp_p
         assert commit_to_table(archive.table, first) == []
     (tmp_path / "catalog").unlink()
     assert "the next batch or a restart adds its files" in caplog.text
-    fresh = ArchiveTable.from_options(archive.options)
+    fresh = ArchiveTable.from_options(archive.options, archive.config)
     second = archive.batch(1, 2, 2)
     assert commit_to_table(fresh, second) == [first, second]
     archive.table = fresh
@@ -374,7 +374,7 @@ def test_a_conflicting_commit_loads_the_table_again_and_retries(tmp_path, monkey
     # Another job commits to the same table: the kept table is behind the catalog now.
     other = Archive(tmp_path / "other", name="other")
     other.options["blockgz.iceberg.catalog.uri"] = archive.options["blockgz.iceberg.catalog.uri"]
-    other.table = ArchiveTable.from_options(other.options)
+    other.table = ArchiveTable.from_options(other.options, other.config)
     other.table.commit(other.batch(0, 100, 2, partitions=(0,)))
     real, failures = table_module._append, []
 
