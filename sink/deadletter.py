@@ -230,7 +230,7 @@ class KafkaDeadLetters(DeadLetters):
         self.producer = Producer(config)
 
     def send(self, record: KafkaRecord, error: BaseException, stage: str = "TASK_PUT") -> None:
-        headers = list(record.headers or [])
+        headers: list[tuple[str, str | bytes | None]] = list(record.headers or [])
         if self.settings.context_headers:
             context = error_context(record, error, stage, self.connector)
             headers += [(k, v.encode()) for k, v in context.items()]

@@ -54,22 +54,54 @@ VALUE = "value"
 class FormatSettings(Protocol):
     """The sink settings a format reads (``blockgz.sink.write.config.SinkConfig`` has them all)."""
 
-    compression: str
-    compression_level: int
-    block_size: int
-    block_records: int | None
-    bytearray_extension: str
-    bytearray_framing: str
-    json_envelope: bool
-    unwrap_payload: bool
-    json_decimal_format: str
-    avro_codec: str
-    avro_index: bool
-    parquet_codec: str
-    parquet_block_size: int
-    connect_meta_data: bool
-    null_behavior: str
-    store_keys: bool
+    # Read-only (properties): a frozen dataclass such as SinkConfig qualifies.
+    @property
+    def compression(self) -> str: ...
+
+    @property
+    def compression_level(self) -> int: ...
+
+    @property
+    def block_size(self) -> int: ...
+
+    @property
+    def block_records(self) -> int | None: ...
+
+    @property
+    def bytearray_extension(self) -> str: ...
+
+    @property
+    def bytearray_framing(self) -> str: ...
+
+    @property
+    def json_envelope(self) -> bool: ...
+
+    @property
+    def unwrap_payload(self) -> bool: ...
+
+    @property
+    def json_decimal_format(self) -> str: ...
+
+    @property
+    def avro_codec(self) -> str: ...
+
+    @property
+    def avro_index(self) -> bool: ...
+
+    @property
+    def parquet_codec(self) -> str: ...
+
+    @property
+    def parquet_block_size(self) -> int: ...
+
+    @property
+    def connect_meta_data(self) -> bool: ...
+
+    @property
+    def null_behavior(self) -> str: ...
+
+    @property
+    def store_keys(self) -> bool: ...
 
     @property
     def framing(self) -> Framing: ...

@@ -158,7 +158,7 @@ class ExportMetrics:
         """The metric names this exporter defines, as they appear in the exposition (counters
         with ``_total``, histograms with ``_bucket``, ``_sum`` and ``_count``)."""
         suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count")}
-        found = set()
+        found: set[str] = set()
         for family in self.registry.collect():
             found.update(family.name + s for s in suffixes.get(family.type, ("",)))
         return frozenset(found)

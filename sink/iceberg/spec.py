@@ -92,7 +92,8 @@ def partition_plan(settings: PartitionerSettings, choice: str) -> tuple[SpecFiel
 
 
 def _time_field(settings: PartitionerSettings) -> SpecField:
-    duration = {HourlySettings: HOUR_MS, DailySettings: DAY_MS}.get(type(settings))
+    fixed: dict[type[PartitionerSettings], int] = {HourlySettings: HOUR_MS, DailySettings: DAY_MS}
+    duration = fixed.get(type(settings))
     if isinstance(settings, TimeBasedSettings):
         duration = settings.duration_ms
     extractor = settings.extractor.lower().rsplit("$", 1)[-1].removesuffix("timestampextractor")

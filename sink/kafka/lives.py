@@ -125,7 +125,7 @@ def check_commit(
 
     started = {str(t): str(i) for t, i in json.loads(options.get(IDS_OPTION) or "{}").items()}
     expected = {**_previous_ids(manifests, batch_id), **started}
-    client_config = {
+    client_config: dict[str, str | int | float | bool] = {
         key[len(KAFKA_PREFIX) :]: value
         for key, value in options.items()
         if key.startswith(KAFKA_PREFIX)

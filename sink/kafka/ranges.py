@@ -29,12 +29,19 @@ _CONSUME_WAIT_S = 0.2  # one consume() call; the poll timeout bounds the whole w
 
 
 class OffsetRange(Protocol):
-    """The offsets ``[start, end)`` of one topic-partition."""
+    """The offsets ``[start, end)`` of one topic-partition (read-only: frozen ranges qualify)."""
 
-    topic: str
-    partition: int
-    start: int
-    end: int
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def start(self) -> int: ...
+
+    @property
+    def end(self) -> int: ...
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from blockgz.sink.partitioning.partitioners import (
     Partitioner,
     TimeBasedPartitioner,
     _field_list,
+    _FixedTimePartitioner,
 )
 from blockgz.sink.partitioning.timestamps import _EXTRACTOR_ALIASES as _EXTRACTOR_NAMES
 from blockgz.sink.partitioning.timestamps import CONFLUENT_PARTITIONERS, build_extractor
@@ -294,7 +295,7 @@ class _FixedTimeSettings(PartitionerSettings):
     required = ("locale", "timezone")
     time_based = True
     #: The partitioner class it builds.
-    partitioner: ClassVar[type[Partitioner]]
+    partitioner: ClassVar[type[_FixedTimePartitioner]]
 
     def build(self) -> Partitioner:
         return self.partitioner(self.locale, self.timezone, self._extractor(), **self._common())

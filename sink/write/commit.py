@@ -31,7 +31,7 @@ except ImportError:  # pragma: no cover - the [spark] extra is not installed
 
 
 @dataclass
-class TaskCommitMessage(WriterCommitMessage):  # type: ignore[misc]
+class TaskCommitMessage(WriterCommitMessage):
     """What one write task made: its files and, per topic-partition, the next offset after it."""
 
     files: list[WrittenFile] = field(default_factory=list)

@@ -259,9 +259,7 @@ class Companions:
         done = []
         for role, writer in self.writers.items():
             written = writer.close()
-            done.append(
-                WrittenFile(**{**written.to_dict(), "role": role})  # type: ignore[arg-type]
-            )
+            done.append(WrittenFile(**{**written.to_dict(), "role": role}))
         return done
 
     def abort(self) -> None:

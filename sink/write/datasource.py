@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pyspark.sql.datasource import (
@@ -71,7 +71,7 @@ def _check_schema(schema, config: SinkConfig) -> None:
 
 
 class _Writer:
-    def __init__(self, options: dict[str, str], schema):
+    def __init__(self, options: Mapping[str, str], schema):
         self.config = SinkConfig.from_options(options)
         # Set by ``blockgz export``: the driver's AWS credentials, set in each task's worker.
         self.credentials = {CREDENTIALS_OPTION: str(options.get(CREDENTIALS_OPTION, "") or "")}

@@ -79,7 +79,8 @@ class OpenFiles:
     def commit(self, encoded: str) -> None:
         """Close the file of ``encoded`` and the files beside it; tag and report them."""
         writer = self.open.pop(encoded)
-        done = self._labelled(writer.close())
+        closed = writer.close()
+        done = None if closed is None else self._labelled(closed)
         if done is not None:
             self.written.append(done)
         if writer.companions:  # the keys and headers files, after their value file
@@ -105,12 +106,12 @@ class OpenFiles:
         if self.on_file is not None:
             self.on_file(done)
 
-    def _labelled(self, done: WrittenFile | None) -> WrittenFile | None:
+    def _labelled(self, done: WrittenFile) -> WrittenFile:
         """``done`` with the converter its role's records went through."""
-        if done is None or not self.converters:
+        if not self.converters:
             return done
         label = self.converters.get(done.role)
-        return done if label is None or done is None else replace(done, converter=label)
+        return done if label is None else replace(done, converter=label)
 
     def commit_all(self, reason: str | None = None, offset: int | None = None) -> None:
         """Commit every open file; ``reason`` (what changed at ``offset``) is logged, as

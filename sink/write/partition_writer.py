@@ -35,7 +35,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -52,15 +52,19 @@ from blockgz.sink.write.config import SinkConfig
 from blockgz.sink.write.encoders import encoder_for
 from blockgz.sink.write.object_writer import NoValueFile
 from blockgz.sink.write.open_files import OpenFiles
-from blockgz.sink.write.stages import NullRoute, Placement, Rotator, Route, Run, append, append_run
+from blockgz.sink.write.stages import (
+    NullRoute,
+    OpenFile,
+    Placement,
+    Rotator,
+    Route,
+    Run,
+    append,
+    append_run,
+)
 from blockgz.sink.write.transforming import TransformedRecord
 from blockgz.store.base import ObjectStore
 from blockgz.written.files import WrittenFile
-
-if TYPE_CHECKING:
-    from blockgz.formats.avro.writer import AvroObjectWriter
-
-    OpenFile = ObjectWriter | AvroObjectWriter | NoValueFile
 
 log = logging.getLogger("blockgz.sink")
 
@@ -263,7 +267,10 @@ class TopicPartitionWriter:
         encoded = default_partition(self.partition)
         count, start = len(values), 0
         while start < count:
+            # Runs are taken only where values are stored as they are (_takes_runs): by a
+            # framed format's ObjectWriter, which takes framed records.
             writer = self.files.get(encoded) or self._open(encoded, int(offsets[start]))
+            assert isinstance(writer, ObjectWriter), "runs go to framed formats' writers only"
             stop = self.rotator.run_stop(writer, run, start, count)
             append_run(writer, run, start, stop)
             self.rotator.after(self.files, encoded, writer)
@@ -323,7 +330,7 @@ class TopicPartitionWriter:
         if encoded == cfg.tombstone_partition and cfg.keeps_tombstone_keys_only:
             writer = NoValueFile(self.key_for(encoded, offset), self.topic, self.partition, encoded)
             return self.files.add(encoded, writer)
-        writer = cfg.format_for().open_writer(
+        opened = cfg.format_for().open_writer(
             self.store,
             self.key_for(encoded, offset),
             cfg,
@@ -332,7 +339,9 @@ class TopicPartitionWriter:
             partition=self.partition,
             encoded_partition=encoded,
         )
-        return self.files.add(encoded, writer)
+        # Format.open_writer names only the writers' common base; each format's writer
+        # (ObjectWriter, AvroObjectWriter, ParquetObjectWriter) writes records.
+        return self.files.add(encoded, cast(OpenFile, opened))
 
     # -- the end of a micro-batch -------------------------------------------------------------
     def close(self) -> list[WrittenFile]:

@@ -181,16 +181,29 @@ class OpenFile(Protocol):
     """What the append and rotate stages use of an open object writer."""
 
     key: str
-    records: int
-    uncompressed_size: int
     first_timestamp: int | None
     companions: Any
 
-    def write(self, data: bytes | None, offset: int, timestamp: int | None = None) -> None: ...
+    @property
+    def records(self) -> int: ...
 
-    def write_framed(self, data: Any, ends: Any, offsets: Any, timestamps: Any = None) -> None: ...
+    @property
+    def uncompressed_size(self) -> int: ...
+
+    # data: the encoded record's bytes; None only for a NoValueFile (a tombstone kept as its
+    # key only), so each writer types it as it takes it.
+    def write(self, data: Any, offset: int, timestamp: int | None = None) -> None: ...
 
     def note_times(self, low: int, high: int) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+class RunFile(OpenFile, Protocol):
+    """An open writer that also takes runs of framed records (a framed format's
+    :class:`~blockgz.formats.output.ObjectWriter`)."""
+
+    def write_framed(self, data: Any, ends: Any, offsets: Any, timestamps: Any = None) -> None: ...
 
 
 def append(writer: OpenFile, record: KafkaRecord, data: bytes | None) -> None:
@@ -226,7 +239,7 @@ class Run:
         return int(self.ends[start - 1]) if start else 0
 
 
-def append_run(writer: OpenFile, run: Run, start: int, stop: int) -> None:
+def append_run(writer: RunFile, run: Run, start: int, stop: int) -> None:
     """Records ``[start, stop)`` of ``run`` into ``writer`` and the files beside it."""
     base = run.base(start)
     stamps = None if run.timestamps is None else run.timestamps[start:stop]

@@ -130,7 +130,7 @@ def run_companions(batch, config: SinkConfig) -> tuple[Any, Any]:
 
     names = batch.schema.names
     wanted = (("key", config.store_keys), ("headers", config.store_headers))
-    columns = []
+    columns: list[Any] = []  # an Arrow column, or None where not kept
     for name, kept in wanted:
         if not kept:
             columns.append(None)
@@ -229,15 +229,17 @@ class WriteTask:
             return False
         target = (plan.topic, run[1])
         self._check_route(target, run)
-        writer = self.writer_for(*target)
-        if not writer.writes_runs:
+        writer = self.writers.get(target)
+        if writer is not None and not writer.writes_runs:
             return False
         values = None
         if plan.kernels:
+            # Before the writer is made: if all of them go to the dead-letter queue, none is.
             values = transformer.transform_json_values(plan, run_values(batch)[0], batch)
             if values is None:
                 return False
-        if not self._write_runs(writer, batch, values):
+        writer = writer or self.writer_for(*target)
+        if not (writer.writes_runs and self._write_runs(writer, batch, values)):
             return False
         import pyarrow.compute as pc
 
@@ -286,7 +288,7 @@ class WriteTask:
         """
         values, offsets = run_values(batch)
         checked = transformed is not None  # serialised by orjson: valid, one line each
-        if checked:
+        if transformed is not None:
             values = transformed
         keys, headers = run_companions(batch, self.config)
         stamps, kinds = run_timestamps(batch), run_timestamp_types(batch)
