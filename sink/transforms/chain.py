@@ -125,10 +125,13 @@ class Chain:
 
     def _compile(self, topic: str) -> FusedPlan | None:
         kernels = []
+        assumes_value = False  # a predicate answered for a non-null value
         for step in self.steps:
             applies = step.applies_to_topic(topic)
             if applies is None:
                 return None
+            predicate = step.predicate
+            assumes_value |= predicate is not None and not getattr(predicate, "topic_only", False)
             if not applies:
                 continue
             transform = step.transform
@@ -141,6 +144,11 @@ class Chain:
             if make is None:
                 return None
             kernels.append(make(topic))
+        if assumes_value and not kernels:
+            # Only a kernel refuses a value that is no map (JSON null is a tombstone to the
+            # chain), sending its record through the chain: without one, the answer may be
+            # wrong.
+            return None
         return FusedPlan(topic, tuple(kernels))
 
     def apply(self, record: Record) -> Record | None:

@@ -11,7 +11,8 @@ loop, with no :class:`~blockgz.sink.transforms.record.Record` per record.
 A chain fuses when each of its steps, for the topic, is
 
 * skipped or run for every record: no predicate, ``TopicNameMatches`` (its answer is the
-  topic's), or ``RecordIsTombstone`` (a fused value is never null: its answer is no);
+  topic's), or ``RecordIsTombstone`` in a chain with a kernel (a kernel takes only maps, so
+  the answer for a record the fused way finishes is no);
 * a router that reads and writes only the topic (``topic_only``), or a transform with a
   ``value_kernel`` (the ``$Value`` side of ``InsertField`` and ``ReplaceField``).
 

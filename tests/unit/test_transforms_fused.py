@@ -160,3 +160,24 @@ def test_whole_batches_write_the_objects_record_by_record_writes(tmp_path, extra
     first = next(f for f in whole.files if f.role == "value")
     line = (tmp_path / "whole" / first.key).read_bytes().splitlines()[0]
     assert orjson.loads(line) == {"user_id": "u0", "n": 0, "nested": {"user": 1}, "dc": "eu-1"}
+
+
+def test_a_tombstone_predicate_compiles_only_with_a_kernel():
+    """JSON null is a tombstone to the chain: only a kernel (which takes maps only) sends such
+    a record back to the chain, so a chain of routers under RecordIsTombstone does not fuse."""
+    tombstones = {
+        "transforms.route.predicate": "tomb",
+        "predicates": "tomb",
+        "predicates.tomb.type": P + "RecordIsTombstone",
+    }
+    assert build_chain({**THREE, **tombstones, "transforms": "route"}).fused("orders-eu") is None
+    assert build_chain({**THREE, **tombstones}).fused("orders-eu").topic == "orders-eu"
+
+
+def test_a_batch_the_chain_rejects_whole_goes_to_the_dead_letter_queue(tmp_path):
+    records = [KafkaRecord("orders-eu", 0, n, 5, None, b"[%d]" % n) for n in range(3)]
+    options = {"path": str(tmp_path), **THREE, "errors.tolerance": "all"}
+    config = SinkConfig.from_options({**options, "blockgz.deadletterqueue.store": "true"})
+    message = write_task(config, iter(arrow_batches(records)))
+    assert message.dead_letters == {"orders-eu": {0: 3}} and message.files == []
+    assert message.next_offsets == {"orders-eu": {0: 3}}
