@@ -2,17 +2,20 @@
 
 A declaration (:class:`OptionDef`) says an option's name, type, default, documentation, allowed
 values and range, who owns it (:data:`OWNERS`) and whose name it is (:data:`ORIGINS`). Each
-owning module fills the one registry, :data:`OPTIONS`, when it is imported; from it come the
-routing of an export's options between the Kafka source and the sink, the "did you mean" of an
-unknown name, the refused and warned lists, the README's option tables and ``blockgz options``.
-Values are read through the declaration (:meth:`OptionDef.read`), so the type, default and
-validator are written once.
+owning module keeps its declarations in one module-level :class:`OptionSet` (a constant:
+nothing is registered when a module is imported). The sets are collected where they are used,
+as Connect composes ``ConfigDef``s: every one in one visible tuple,
+:data:`blockgz.cli.option_sets.ALL_OPTION_SETS` (``blockgz options``, the docs' reference),
+the export's in :data:`blockgz.sink.jobconfig.settings_names.EXPORT_OPTION_SETS` (the routing
+of its options, the "did you mean" of an unknown name, the refused and warned lists) and the
+readers' in :data:`blockgz.reader.reading.read_options.READER_OPTION_SETS`. An
+:class:`OptionRegistry` built from such a tuple answers the lookups. Values are read through
+the declaration (:meth:`OptionDef.read`), so the type, default and validator are written once.
 
 >>> prefetch = OptionDef("prefetch", "int", 2, "blocks fetched ahead", "reader", low=0)
 >>> prefetch.read({"prefetch": " 4 "}), prefetch.read({})
 (4, 2)
->>> registry = OptionRegistry()
->>> _ = registry.declare(prefetch)
+>>> registry = OptionRegistry(OptionSet(prefetch))
 >>> registry.suggest("prefech")
 'prefetch'
 >>> registry.check({"prefech": "4"}, ("reader",), "open_archive")  # doctest: +ELLIPSIS
@@ -194,18 +197,21 @@ def _order(d: OptionDef) -> tuple[int, str]:
 
 
 class OptionRegistry:
-    """The declared options, by owner and name (a name may have one declaration per owner)."""
+    """The declarations of a tuple of :class:`OptionSet` (any iterables of declarations), by
+    owner and name (a name may have one declaration per owner), for lookups."""
 
-    def __init__(self) -> None:
+    def __init__(self, *sets: Mapping[str, OptionDef] | Iterable[OptionDef]) -> None:
         self._defs: dict[tuple[str, str], OptionDef] = {}
         self._sorted: list[OptionDef] | None = None
         #: Each name's declarations in :meth:`__iter__`'s order, built on the first lookup.
         self._by_name: dict[str, tuple[OptionDef, ...]] | None = None
         self._names: dict[tuple, frozenset[str]] = {}
+        for option_set in sets:
+            self.declare(*(option_set.values() if isinstance(option_set, Mapping) else option_set))
 
     def declare(self, *defs: OptionDef) -> tuple[OptionDef, ...]:
         """Add ``defs``; declaring the same owner and name again with other content is an error
-        (a module imported twice declares the same thing again, which is fine)."""
+        (the same declaration again, from a set given twice, is fine)."""
         for d in defs:
             key = (d.owner, d.name)
             if key in self._defs and self._defs[key] != d:
@@ -224,8 +230,7 @@ class OptionRegistry:
     def get(self, name: str, owner: str | None = None) -> OptionDef | None:
         """The declaration of ``name`` (of ``owner``, or the first owner that declares it).
 
-        >>> registry = OptionRegistry()
-        >>> _ = registry.declare(OptionDef("n", "int", 1, "", "store"))
+        >>> registry = OptionRegistry([OptionDef("n", "int", 1, "", "store")])
         >>> registry.get("n").owner, registry.get("n", "reader")
         ('store', None)
         >>> _ = registry.declare(OptionDef("n", "int", 2, "", "job"))  # declared later, found
@@ -245,8 +250,7 @@ class OptionRegistry:
     def read(self, options: Mapping[str, Any], name: str, owner: str | None = None) -> Any:
         """The typed value of ``name`` (as its declaration of ``owner`` says) in ``options``.
 
-        >>> registry = OptionRegistry()
-        >>> _ = registry.declare(OptionDef("parts", "int", 2, "how many", "store", low=1))
+        >>> registry = OptionRegistry([OptionDef("parts", "int", 2, "how many", "store", low=1)])
         >>> registry.read({"parts": "3"}, "parts"), registry.read({}, "parts")
         (3, 2)
         """
@@ -341,9 +345,7 @@ class OptionRegistry:
         if errors:
             raise ConfigError(f"{where}: " + "; ".join(errors))
         if unknown:
-            log.warning(
-                "%s: ignoring settings blockgz does not read: %s", where, ", ".join(unknown)
-            )
+            log.warning("%s: ignoring settings it does not read: %s", where, ", ".join(unknown))
         return unknown
 
 
@@ -379,16 +381,25 @@ def table_rows(defs: Iterable[OptionDef]) -> list[tuple[str, ...]]:
     ]
 
 
-#: The one registry: each owner's module declares its options here when it is imported.
-OPTIONS = OptionRegistry()
-declare = OPTIONS.declare
-
-
 # -- undeclared reads: found while the tests run ---------------------------------------------
-#: Set by the test suite: every read of an option by blockgz's own code (``blockgz``, ``sink``,
-#: ``reader``) whose name no module declared is recorded in :data:`UNDECLARED_READS`.
+#: Set by the test suite (:func:`track_reads_against`): every read of an option by blockgz's own
+#: code (``blockgz``, ``sink``, ``reader``) whose name no declaration of :data:`TRACKED` covers
+#: is recorded in :data:`UNDECLARED_READS`.
 track_reads = False
+#: The declarations reads are checked against: every option set (the test suite gives it
+#: :data:`blockgz.cli.option_sets.ALL_OPTIONS`).
+TRACKED = OptionRegistry()
 UNDECLARED_READS: set[tuple[str, str]] = set()
+
+
+def track_reads_against(registry: OptionRegistry) -> None:
+    """Record, from now on, each read by product code of an option ``registry`` does not
+    declare (or declares with another type, default or range): the test suite's check."""
+    global track_reads, TRACKED
+    TRACKED = registry
+    track_reads = True
+
+
 _PRODUCT = ("blockgz", "sink", "reader")
 _SELF = ("blockgz.options", "blockgz.option_defs")
 
@@ -416,10 +427,10 @@ def note_read(
         fold = str.lower if ignore_case else str
         if any(
             fold(p).startswith(fold(name)) or fold(name).startswith(fold(p))
-            for p in OPTIONS.prefixes()
+            for p in TRACKED.prefixes()
         ):
             return
-    elif OPTIONS.declared(name, ignore_case=ignore_case):
+    elif TRACKED.declared(name, ignore_case=ignore_case):
         if how is not None and not _agrees(name, how, ignore_case):
             UNDECLARED_READS.add((module, f"{name} read as {dict(how)}, not as declared"))
         return
@@ -429,7 +440,7 @@ def note_read(
 def _agrees(name: str, how: Mapping[str, Any], ignore_case: bool) -> bool:
     """Whether some declaration of ``name`` has the type, default and range of ``how``."""
     fold = str.lower if ignore_case else str
-    for d in OPTIONS:
+    for d in TRACKED:
         if d.prefix or fold(d.name) != fold(name) or d.kind != how["kind"]:
             continue
         declared: dict[str, Any] = {"kind": d.kind, "default": d.default}
@@ -448,15 +459,21 @@ def _agrees(name: str, how: Mapping[str, Any], ignore_case: bool) -> bool:
 
 
 class OptionSet(Mapping[str, OptionDef]):
-    """The options one module declares, by name, read through their declarations.
+    """The options one module declares, by name, read through their declarations: a
+    module-level constant, collected with the others in the tuples of sets (see the module's
+    docstring); making one registers nothing.
 
-    >>> group = OptionSet(OptionDef("x.size", "size", 1024, "", "store"), registry=OptionRegistry())
+    >>> group = OptionSet(OptionDef("x.size", "size", 1024, "", "store"))
     >>> group.read({"x.size": "2KiB"}, "x.size"), list(group)
     (2048, ['x.size'])
     """
 
-    def __init__(self, *defs: OptionDef, registry: OptionRegistry | None = None):
-        self._defs = {d.name: d for d in (registry or OPTIONS).declare(*defs)}
+    def __init__(self, *defs: OptionDef):
+        self._defs: dict[str, OptionDef] = {}
+        for d in defs:
+            if d.name in self._defs:
+                raise ValueError(f"option {d.name} is declared twice in one set")
+            self._defs[d.name] = d
 
     def __getitem__(self, name: str) -> OptionDef:
         return self._defs[name]

@@ -57,17 +57,10 @@ class ReferenceError(Exception):
 
 # -- options ---------------------------------------------------------------------------------
 def declared_options() -> list:
-    """Every declared option, after the modules that declare them are imported."""
-    import blockgz.cli  # noqa: F401  (the commands, and through them the declarations)
-    from blockgz.option_defs import OPTIONS
+    """Every declared option: the sets of ``blockgz.cli.option_sets.ALL_OPTION_SETS``."""
+    from blockgz.cli.option_sets import ALL_OPTIONS
 
-    try:
-        from blockgz.cli.options import load_declarations
-    except ImportError:  # the declarations are collected without it
-        load_declarations = None
-    if load_declarations is not None:
-        load_declarations()
-    return sorted(OPTIONS, key=lambda d: d.name)
+    return sorted(ALL_OPTIONS, key=lambda d: d.name)
 
 
 def _links(text: str, name: str) -> str:

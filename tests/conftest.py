@@ -32,15 +32,13 @@ def pytest_configure(config) -> None:
     # start them ~2 s sooner each (measured: session + first job 11.6 s -> 9.7 s). Production
     # runs keep the JVM's defaults.
     os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:+UseSerialGC -XX:TieredStopAtLevel=1")
-    # Every option blockgz's code reads must be declared (blockgz.option_defs): reads of
-    # undeclared names are recorded while the tests run, and fail the test that made them.
-    # Every declaring module is loaded first, so that a test running alone sees the whole
-    # registry, as the full run does.
+    # Every option blockgz's code reads must be declared (blockgz.option_defs): reads of names
+    # no set of ALL_OPTION_SETS declares are recorded while the tests run, and fail the test
+    # that made them.
     from blockgz import option_defs
-    from blockgz.cli.options import load_declarations
+    from blockgz.cli.option_sets import ALL_OPTIONS
 
-    load_declarations()
-    option_defs.track_reads = True
+    option_defs.track_reads_against(ALL_OPTIONS)
 
 
 @pytest.fixture(autouse=True)

@@ -6,7 +6,6 @@ README.md`` rewrites them; a test fails when they are stale).
 
 from __future__ import annotations
 
-import importlib
 import re
 import textwrap
 from pathlib import Path
@@ -14,40 +13,19 @@ from pathlib import Path
 import click
 
 from blockgz.cli.app import fail_cleanly, main
+from blockgz.option_defs import OWNERS
 
-#: The modules that declare options (importing them fills :data:`blockgz.option_defs.OPTIONS`).
-DECLARING_MODULES = (
-    "blockgz.store",
-    "blockgz.archive.layout",
-    "blockgz.blocks.framing",
-    "blockgz.commits.manifests",
-    "blockgz.registry",
-    "blockgz.sink.jobconfig.settings_names",
-    "blockgz.reader.reading.read_options",
-    "blockgz.reader.restore.send",
-    "blockgz.reader.spark.archive_source",  # needs pyspark (the [spark] extra)
-)
 #: The README's tables: one per owner, between ``<!-- options:OWNER -->`` and
 #: ``<!-- /options:OWNER -->``.
 _TABLE = re.compile(r"(<!-- options:(\w+) -->\n)(.*?)(<!-- /options:\2 -->)", re.S)
 
 
-def load_declarations() -> None:
-    """Import every module that declares options (a missing optional library skips one)."""
-    for name in DECLARING_MODULES:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            if name != DECLARING_MODULES[-1]:
-                raise
-
-
 def owner_table(owner: str) -> str:
     """The Markdown table of ``owner``'s options (the ones users set, in name order)."""
-    from blockgz.option_defs import OPTIONS, markdown_table
+    from blockgz.cli.option_sets import ALL_OPTIONS
+    from blockgz.option_defs import markdown_table
 
-    load_declarations()
-    chosen = [d for d in OPTIONS if d.owner == owner and d.status == "read" and not d.internal]
+    chosen = [d for d in ALL_OPTIONS if d.owner == owner and d.status == "read" and not d.internal]
     return markdown_table(sorted(chosen, key=lambda d: d.name))
 
 
@@ -61,7 +39,7 @@ def readme_with_tables(text: str) -> str:
     "--owner",
     "owners",
     multiple=True,
-    type=click.Choice(["job", "source", "sink", "store", "registry", "reader", "replay"]),
+    type=click.Choice(list(OWNERS)),
     help="Only the options of this owner (repeatable).",
 )
 @click.option("--markdown", is_flag=True, help="Markdown tables, one per owner, as in README.md.")
@@ -87,16 +65,16 @@ def options_command(owners, markdown, show_all, readme, names) -> None:
       blockgz options --all --owner sink     # with Confluent's refused and warned options
       blockgz options --readme README.md     # make the README's tables again
     """
-    from blockgz.option_defs import OPTIONS, OWNERS, table_rows
+    from blockgz.cli.option_sets import ALL_OPTIONS
+    from blockgz.option_defs import table_rows
 
     if readme is not None:
         readme.write_text(readme_with_tables(readme.read_text(encoding="utf-8")), "utf-8")
         click.echo(f"{readme}: option tables rewritten")
         return
-    load_declarations()
     chosen = [
         d
-        for d in OPTIONS
+        for d in ALL_OPTIONS
         if (not owners or d.owner in owners)
         and (show_all or (d.status == "read" and not d.internal))
         and (not names or any(n.lower() in d.name.lower() for n in names))

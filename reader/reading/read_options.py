@@ -3,10 +3,11 @@ names.
 
 A reader takes the archive's options: the S3 settings (:data:`blockgz.store.settings.
 STORE_OPTIONS`), the key layout (:data:`blockgz.archive.layout.KEY_OPTIONS`), the bytearray framing
-(:data:`blockgz.blocks.framing.FRAMING_OPTIONS`), the schema registry's and its own, below. A
-name close to a declared one is an error with a "did you mean", as in the export; a name no
-part of blockgz declares is named in one warning; an export's whole config is accepted (its
-sink options mean nothing to a reader, and are ignored).
+(:data:`blockgz.blocks.framing.FRAMING_OPTIONS`), the schema registry's and its own, below: the
+option sets of :data:`READER_OPTION_SETS`, which a reader of more options extends (the Spark
+reader, the restore). A name close to one of them is an error with a "did you mean", as in the
+export; the names they do not declare are named in one warning and ignored (an export's config
+may be given whole: its sink's and source's options mean nothing to a reader).
 
 >>> ARCHIVE_OPTIONS.read({"prefetch": "4"}, "prefetch")
 4
@@ -22,8 +23,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import blockgz.registry  # noqa: F401  (declares the registry's options, which readers take)
-from blockgz.option_defs import OPTIONS, OptionDef, OptionSet
+from blockgz.archive.layout import KEY_OPTIONS
+from blockgz.archive.reader_layout import READER_LAYOUT_OPTIONS
+from blockgz.blocks.framing import FRAMING_OPTIONS
+from blockgz.commits.manifests import JOB_NAME_OPTIONS
+from blockgz.option_defs import OptionDef, OptionRegistry, OptionSet
+from blockgz.registry import REGISTRY_OPTIONS
+from blockgz.store import TARGET_OPTIONS
+from blockgz.store.settings import STORE_OPTIONS
 
 
 def _reader(name: str, kind: Any, default: Any, doc: str, **more: Any) -> OptionDef:
@@ -62,13 +69,31 @@ ARCHIVE_OPTIONS = OptionSet(
 )
 
 
+#: The option sets every reader takes: the archive's location, keys and framing, the job's
+#: name, the schema registry's, and :data:`ARCHIVE_OPTIONS`.
+READER_OPTION_SETS: tuple[OptionSet, ...] = (
+    STORE_OPTIONS,
+    TARGET_OPTIONS,
+    KEY_OPTIONS,
+    READER_LAYOUT_OPTIONS,
+    FRAMING_OPTIONS,
+    JOB_NAME_OPTIONS,
+    REGISTRY_OPTIONS,
+    ARCHIVE_OPTIONS,
+)
+READER_OPTIONS = OptionRegistry(*READER_OPTION_SETS)
+
+
 def check_reader_options(
     options: Mapping[str, Any] | Iterable[str],
     where: str,
     *,
     owners: tuple[str, ...] = ("reader",),
+    more: tuple[OptionSet, ...] = (),
     ignore_case: bool = False,
 ) -> list[str]:
-    """Raise :class:`~blockgz.errors.ConfigError` for names that look like typos of declared
-    ones; return (and warn of) the names no part of blockgz declares."""
-    return OPTIONS.check(options, owners, where, ignore_case=ignore_case)
+    """Raise :class:`~blockgz.errors.ConfigError` for names that look like typos of the names
+    :data:`READER_OPTION_SETS` and ``more`` declare; return (and warn of) the names they do not
+    declare."""
+    known = OptionRegistry(*READER_OPTION_SETS, *more) if more else READER_OPTIONS
+    return known.check(options, owners, where, ignore_case=ignore_case)

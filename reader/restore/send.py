@@ -82,7 +82,7 @@ def restore_options(
     ...
     blockgz.errors.ConfigError: replay: prefech: not a setting blockgz knows; did you mean ...?
     """
-    check_reader_options(options, command, owners=("reader", "replay"))
+    check_reader_options(options, command, owners=("reader", "replay"), more=(SEND_OPTIONS,))
     producer = {k[len("kafka.") :]: str(v) for k, v in options.items() if k.startswith("kafka.")}
     archive = {k: str(v) for k, v in options.items() if not k.startswith("kafka.")}
     return archive, librdkafka_settings(producer)

@@ -51,12 +51,12 @@ from pyspark.sql.datasource import (
 )
 
 from blockgz.errors import ConfigError
-from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import as_options
 from blockgz.reader.reading.archive import open_archive
 from blockgz.reader.reading.read_options import ARCHIVE_OPTIONS, check_reader_options
-from blockgz.reader.spark.scan_plan import DEFAULT_SPLIT_BYTES, ScanFilter, Split, plan_scan
+from blockgz.reader.spark.scan_plan import ScanFilter, Split, plan_scan
 from blockgz.reader.spark.scan_read import split_batches
+from blockgz.reader.spark.spark_options import SPARK_READ_OPTIONS
 from blockgz.runtime.gc_control import settle as settle_heap
 
 if TYPE_CHECKING:
@@ -66,57 +66,6 @@ if TYPE_CHECKING:
 KAFKA_COLUMNS = (
     "key BINARY, value {value}, topic STRING, partition INT, offset BIGINT, "
     "timestamp TIMESTAMP, timestampType INT, headers ARRAY<STRUCT<key: STRING, value: BINARY>>"
-)
-VALUE_FORMATS = ("binary", "json", "avro")
-
-
-def _spark(name: str, kind: Any, default: Any, doc: str, **more: Any) -> OptionDef:
-    return OptionDef(name, kind, default, doc, "reader", **more)
-
-
-#: Options of ``spark.read.format("blockgz")`` (the archive's own come on top).
-SPARK_READ_OPTIONS = OptionSet(
-    _spark("path", "text", "", 'the archive: `.load("s3://bucket/prefix")` or a directory'),
-    _spark("topics", "text", "", "the topics read, a comma list (default: all)"),
-    _spark("topics.regex", "text", "", "a regex of the topics read"),
-    _spark(
-        "blockgz.split.size",
-        "size",
-        DEFAULT_SPLIT_BYTES,
-        "compressed bytes per task (bytes, or with a unit: `32MiB`)",
-        low=1,
-        shown="`64MiB`",
-    ),
-    _spark(
-        "value.schema",
-        "text",
-        "",
-        'a DDL field list such as `"id BIGINT, name STRING"`: values are parsed as JSON '
-        "into a struct of it instead of returned as bytes",
-    ),
-    _spark(
-        "value.format",
-        "choice",
-        "binary",
-        "`binary`; `json` with `value.schema`; `avro`: values in the type of the newest "
-        "writer schema (or, with `schema.registry.url`, the registry's)",
-        allowed=VALUE_FORMATS,
-    ),
-    _spark(
-        "value.subject",
-        "text",
-        "",
-        "the registry subject of wire-format Avro values",
-        shown="`<topic>-value`",
-    ),
-    _spark(
-        "value.converter.",
-        "text",
-        "",
-        "the connector's registry settings (`value.converter.schema.registry.url`, ...)",
-        origin="connect",
-        prefix=True,
-    ),
 )
 
 
@@ -347,7 +296,12 @@ class ArchiveReadSource:
 
     def schema(self) -> str:
         # Spark lower-cases a data source's option names.
-        check_reader_options(self.options, 'spark.read.format("blockgz")', ignore_case=True)
+        check_reader_options(
+            self.options,
+            'spark.read.format("blockgz")',
+            more=(SPARK_READ_OPTIONS,),
+            ignore_case=True,
+        )
         # PySpark pickles the source after schema() and calls reader() on that copy, so the
         # decoder travels with it: the registry's newest schema is asked for once per load and
         # the DataFrame's type and the decoding cannot disagree.

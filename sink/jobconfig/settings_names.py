@@ -10,7 +10,8 @@ mean"; anything else is named in the one warning.
 
 Every list here is produced from the options' declarations (:mod:`blockgz.option_defs`): the
 source's, the sink's, the store's and the job's own options are declared where they are read,
-and Confluent's refused and warned options and Connect's framework keys below.
+and Confluent's refused and warned options and Connect's framework keys below; the option sets
+an export's config may hold are collected in :data:`EXPORT_OPTION_SETS`.
 
 >>> check_keys(["flush.szie", "tasks.max"])
 Traceback (most recent call last):
@@ -29,16 +30,25 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from blockgz.archive.layout import KEY_OPTIONS
+from blockgz.archive.reader_layout import READER_LAYOUT_OPTIONS
+from blockgz.blocks.framing import FRAMING_OPTIONS
+from blockgz.commits.manifests import JOB_NAME_OPTIONS
 from blockgz.errors import ConfigError
-from blockgz.option_defs import OPTIONS, TYPO_CUTOFF, NotDone, OptionDef, OptionSet
+from blockgz.option_defs import TYPO_CUTOFF, NotDone, OptionDef, OptionRegistry, OptionSet
 from blockgz.options import Options, as_options
 from blockgz.registry import REGISTRY_OPTIONS
-from blockgz.sink.iceberg import settings as _iceberg  # noqa: F401  (declares blockgz.iceberg.*)
-from blockgz.sink.jobconfig import job_options as _job_options  # noqa: F401  (declares the job's options)
-from blockgz.sink.kafka import options as _source_options  # noqa: F401  (declares the source's)
+from blockgz.sink.convert.converters import CONVERTER_OPTIONS
+from blockgz.sink.deadletter import DEAD_LETTER_OPTIONS
+from blockgz.sink.iceberg.settings import ICEBERG_OPTIONS
+from blockgz.sink.jobconfig.job_options import JOB_OPTIONS as JOB_OPTION_SET
 from blockgz.sink.kafka.client_names import kafka_name_problem
-from blockgz.sink.write import config as _sink_config  # noqa: F401  (declares the sink's)
+from blockgz.sink.kafka.options import SOURCE_OPTIONS as SOURCE_OPTION_SET
+from blockgz.sink.partitioning.settings import PARTITIONING_OPTIONS
+from blockgz.sink.write.options import SINK_OPTIONS
+from blockgz.store import TARGET_OPTIONS
 from blockgz.store.settings import OPTION_NAMES as S3_OPTION_NAMES
+from blockgz.store.settings import STORE_OPTIONS
 
 __all__ = ["TYPO_CUTOFF", "NotDone", "check_keys", "describe_ignored"]
 
@@ -195,43 +205,72 @@ CONNECT_OPTIONS = OptionSet(
 )
 
 
+#: Every option set an export's config may hold: the sets of the parts it runs (the store, the
+#: archive's keys, the Kafka source, the sink and what the sink runs, the job) and the names of
+#: others (Confluent's refused and warned options, Connect's framework keys). The lookups below
+#: go through them (:data:`EXPORT_OPTIONS`); :data:`blockgz.cli.option_sets.ALL_OPTION_SETS`
+#: holds them with the readers'.
+EXPORT_OPTION_SETS: tuple[OptionSet, ...] = (
+    STORE_OPTIONS,
+    TARGET_OPTIONS,
+    KEY_OPTIONS,
+    READER_LAYOUT_OPTIONS,
+    FRAMING_OPTIONS,
+    JOB_NAME_OPTIONS,
+    REGISTRY_OPTIONS,
+    SOURCE_OPTION_SET,
+    SINK_OPTIONS,
+    PARTITIONING_OPTIONS,
+    CONVERTER_OPTIONS,
+    DEAD_LETTER_OPTIONS,
+    ICEBERG_OPTIONS,
+    JOB_OPTION_SET,
+    REFUSED_OPTIONS,
+    WARNED_OPTIONS,
+    CONNECT_OPTIONS,
+)
+EXPORT_OPTIONS = OptionRegistry(*EXPORT_OPTION_SETS)
+
+
 def source_options() -> frozenset[str]:
     """The options :func:`~blockgz.sink.jobconfig.config.split_options` gives the Kafka source."""
-    return frozenset(d.name for d in OPTIONS if d.owner == "source" and not d.prefix)
+    return frozenset(d.name for d in EXPORT_OPTIONS if d.owner == "source" and not d.prefix)
 
 
 def job_options() -> frozenset[str]:
     """The export job's own options (given neither to the source nor to the sink)."""
-    return frozenset(d.name for d in OPTIONS if d.owner == "job" and not d.prefix)
+    return frozenset(d.name for d in EXPORT_OPTIONS if d.owner == "job" and not d.prefix)
 
 
 #: Options of the Kafka source that may appear in the job's config file.
 SOURCE_OPTIONS = source_options()
 JOB_OPTIONS = job_options()
 REFUSED: dict[str, NotDone] = {
-    d.name: d.not_done for d in OPTIONS.select(EXPORT_OWNERS, ["refused"]) if d.not_done
+    d.name: d.not_done for d in EXPORT_OPTIONS.select(EXPORT_OWNERS, ["refused"]) if d.not_done
 }
 WARNED: dict[str, NotDone] = {
-    d.name: d.not_done for d in OPTIONS.select(EXPORT_OWNERS, ["warned"]) if d.not_done
+    d.name: d.not_done for d in EXPORT_OPTIONS.select(EXPORT_OWNERS, ["warned"]) if d.not_done
 }
 #: Every option of Confluent's S3 sink: the tables of its connector, storage and partitioner
 #: configs (kafka-connect-storage-cloud 12.x), with the Connect error settings it documents. Each
 #: is in exactly one of :data:`HONOURED`, :data:`REFUSED` and :data:`WARNED`.
 CONFLUENT_S3_OPTIONS = frozenset(
-    d.name for d in OPTIONS.select(EXPORT_OWNERS) if d.origin == "confluent"
+    d.name for d in EXPORT_OPTIONS.select(EXPORT_OWNERS) if d.origin == "confluent"
 )
 #: Kafka Connect's own connector settings, accepted as they are.
-CONNECT_FRAMEWORK = frozenset(d.name for d in OPTIONS if d.origin == "connect" and not d.prefix)
+CONNECT_FRAMEWORK = frozenset(
+    d.name for d in EXPORT_OPTIONS if d.origin == "connect" and not d.prefix
+)
 #: Prefixes whose keys belong to someone else (Kafka, Spark, converters, transforms, hooks).
-ACCEPTED_PREFIXES = OPTIONS.prefixes(EXPORT_OWNERS)
+ACCEPTED_PREFIXES = EXPORT_OPTIONS.prefixes(EXPORT_OWNERS)
 #: What some part of the export reads.
-READ = OPTIONS.names(EXPORT_OWNERS, statuses=["read"])
+READ = EXPORT_OPTIONS.names(EXPORT_OWNERS, statuses=["read"])
 #: Confluent options blockgz reads and does what they say.
 HONOURED = CONFLUENT_S3_OPTIONS - REFUSED.keys() - WARNED.keys()
 #: Accepted without a word: Connect's framework, and what is harmless here. Confluent's own
 #: options are never silent: each is read, refused or warned of.
-SILENT = OPTIONS.names(EXPORT_OWNERS, statuses=["accepted"]) - CONFLUENT_S3_OPTIONS
-KNOWN = OPTIONS.names(EXPORT_OWNERS) | CONFLUENT_S3_OPTIONS
+SILENT = EXPORT_OPTIONS.names(EXPORT_OWNERS, statuses=["accepted"]) - CONFLUENT_S3_OPTIONS
+KNOWN = EXPORT_OPTIONS.names(EXPORT_OWNERS) | CONFLUENT_S3_OPTIONS
 
 
 def check_keys(keys: Iterable[str] | Mapping[str, Any]) -> list[str]:
@@ -258,7 +297,7 @@ def check_keys(keys: Iterable[str] | Mapping[str, Any]) -> list[str]:
             errors.append(f"{key}: not a setting of the converter; did you mean {close}?")
         elif key.startswith(ACCEPTED_PREFIXES):
             continue
-        elif close := OPTIONS.suggest(key, KNOWN):
+        elif close := EXPORT_OPTIONS.suggest(key, KNOWN):
             errors.append(f"{key}: not a setting blockgz knows; did you mean {close}?")
     errors += [f"{k}: {r.reason}" for k, r in sorted(REFUSED.items()) if r.applies(k, opts)]
     if errors:
@@ -305,7 +344,7 @@ def converter_slip(key: str) -> str | None:
         if key.startswith(family):
             pool = {family + name for name in CONVERTER_SETTINGS}
             pool |= {name for name in KNOWN if name.startswith(family)}
-            return None if key in pool else OPTIONS.suggest(key, pool)
+            return None if key in pool else EXPORT_OPTIONS.suggest(key, pool)
     return None
 
 

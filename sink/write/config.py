@@ -26,10 +26,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from blockgz.archive.layout import Layout
+from blockgz.archive.layout import KEY_OPTIONS, Layout
 from blockgz.blocks.codecs.gzip_members import Compression
 from blockgz.blocks.framing import (
     FRAMING_OPTION,
+    FRAMING_OPTIONS,
     Framing,
     LengthPrefixed,
     Separated,
@@ -43,12 +44,16 @@ from blockgz.formats.base import HEADERS, KEYS, TIMESTAMPS, VALUE, Format
 from blockgz.formats.by_name import FORMATS, check_companion_role
 from blockgz.formats.compression import COMPRESSIONS, CompressionType
 from blockgz.formats.json.json_format import ENVELOPE_OPTION
-from blockgz.option_defs import OPTIONS
+from blockgz.option_defs import OptionRegistry
 from blockgz.options import Options, as_options
 from blockgz.sink.convert.converters import JSON, ConverterSettings
 from blockgz.sink.deadletter import DeadLetterSettings
 from blockgz.sink.iceberg.spec import check_table_settings
-from blockgz.sink.partitioning.settings import DefaultSettings, PartitionerSettings
+from blockgz.sink.partitioning.settings import (
+    PARTITIONING_OPTIONS,
+    DefaultSettings,
+    PartitionerSettings,
+)
 from blockgz.sink.partitioning.zones import parse_timezone
 from blockgz.sink.write.options import (
     INPUT_PREFIX,
@@ -71,9 +76,14 @@ def _separator(options: Options) -> bytes:
     return framing.separator if isinstance(framing, Separated) else b"\n"
 
 
+#: The option sets :func:`_read` looks names up in: the sink's, its key layout's, its
+#: bytearray framing's, its partitioner's.
+_READ_FROM = OptionRegistry(SINK_OPTIONS, KEY_OPTIONS, FRAMING_OPTIONS, PARTITIONING_OPTIONS)
+
+
 def _read(opts: Options, name: str) -> Any:
     """``name``'s value as its declaration says (type, default, allowed values)."""
-    return OPTIONS.read(opts, name)
+    return _READ_FROM.read(opts, name)
 
 
 def _companion_settings(opts: Options) -> dict[str, Any]:

@@ -11,9 +11,10 @@ from click.testing import CliRunner
 
 from blockgz import option_defs
 from blockgz.cli import main
-from blockgz.cli.options import load_declarations, readme_with_tables
+from blockgz.cli.option_sets import ALL_OPTIONS
+from blockgz.cli.options import readme_with_tables
 from blockgz.errors import ConfigError
-from blockgz.option_defs import OPTIONS, OptionDef, OptionRegistry
+from blockgz.option_defs import OptionDef, OptionRegistry
 from blockgz.options import Options
 from blockgz.reader import open_archive
 from blockgz.reader.restore.send import restore_options
@@ -128,7 +129,7 @@ def test_group_id_prefix_reaches_the_source_and_nothing_is_warned(caplog):
 
 
 def test_every_option_the_source_declares_is_routed_to_it():
-    declared = {d.name for d in OPTIONS if d.owner == "source" and not d.prefix}
+    declared = {d.name for d in ALL_OPTIONS if d.owner == "source" and not d.prefix}
     declared -= {"subscribe", "subscribePattern", "assign"}  # the topics are named by `topics`
     source, sink, _ = split_options(Options(job(**dict.fromkeys(declared, "1"))))
     assert declared <= source.keys()
@@ -152,8 +153,7 @@ def test_a_typo_of_any_declared_export_option_is_caught():
 
 
 def test_every_declared_default_passes_its_own_validation():
-    load_declarations()
-    for d in OPTIONS:
+    for d in ALL_OPTIONS:
         if d.kind == "choice":
             assert d.default in d.allowed, d.name
         if d.kind == "int" and d.default is not None and d.low is not None:
@@ -172,7 +172,7 @@ def test_a_name_is_declared_once_per_owner():
 
 
 def test_a_declaration_reads_its_type_default_and_range():
-    retries = OPTIONS.get("s3.part.retries", "store")
+    retries = ALL_OPTIONS.get("s3.part.retries", "store")
     assert retries.read({}) == 3 and retries.read({"s3.part.retries": "7"}) == 7
     with pytest.raises(ConfigError, match=r"s3.part.retries: 101 is out of range; allowed: 1..100"):
         retries.read({"s3.part.retries": "101"})
@@ -187,13 +187,20 @@ def test_open_archive_refuses_typos_naming_the_key_and_a_suggestion(tmp_path):
     assert "topics.dri: not a setting blockgz knows; did you mean topics.dir?" in message
 
 
-def test_open_archive_takes_an_export_config_and_warns_of_unknown_names(tmp_path, caplog):
+def test_open_archive_takes_an_export_config_and_warns_of_what_it_does_not_read(
+    tmp_path, caplog
+):
+    # A reader knows the option sets below it (READER_OPTION_SETS), whatever else the process
+    # imported: the export's own options are ignored with one warning, as unknown names are.
     options = {**job(), "prefetch": "4", "s3.region": "eu-west-1", "my.own.setting": "1"}
     options.pop("s3.bucket.name")
     with caplog.at_level(logging.WARNING), open_archive(str(tmp_path), options) as archive:
         assert archive.prefetch == 4
     warned = [r.getMessage() for r in caplog.records if "does not read" in r.getMessage()]
-    assert warned == ["open_archive: ignoring settings blockgz does not read: my.own.setting"]
+    assert warned == [
+        "open_archive: ignoring settings it does not read: "
+        "flush.size, kafka.bootstrap.servers, my.own.setting, topics"
+    ]
 
 
 def test_the_spark_reader_refuses_typos_in_lower_cased_names(tmp_path):
