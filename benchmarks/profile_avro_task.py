@@ -79,7 +79,7 @@ def main() -> None:
     parser.add_argument("--top", type=int, default=25)
     args = parser.parse_args()
 
-    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.config import SinkSettings
     from blockgz.sink.write.task import write_task
 
     with LocalSchemaRegistry() as registry:
@@ -87,7 +87,7 @@ def main() -> None:
         batches = _batches(values)
 
         def config():
-            return SinkConfig.from_options(
+            return SinkSettings.from_options(
                 {
                     "path": tempfile.mkdtemp(prefix="blockgz-profile-"),
                     "value.converter": "io.confluent.connect.avro.AvroConverter",

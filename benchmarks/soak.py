@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> str:
     from blockgz.local_servers.seaweed import SeaweedS3
     from blockgz.local_servers.spark_cluster import LocalSparkCluster
     from blockgz.reader import open_archive
-    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.config import SinkSettings
     from blockgz.store import open_store
     from testkit.s3 import s3_options
 
@@ -179,7 +179,7 @@ def run(args: argparse.Namespace) -> str:
         config = write_config(work / "soak.properties", kafka, s3, bucket, args.flush_size)
         options = s3_options(s3.endpoint_url)
         store, prefix = open_store(f"s3://{bucket}", options)
-        sink_config = SinkConfig.from_options({"s3.bucket.name": bucket, "name": "soak"})
+        sink_config = SinkSettings.from_options({"s3.bucket.name": bucket, "name": "soak"})
 
         producer = Producer(kafka, args.partitions, args.rate)
         feeder = threading.Thread(target=producer.run, name="soak-producer", daemon=True)

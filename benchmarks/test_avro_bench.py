@@ -118,9 +118,9 @@ def quiet_machine(report) -> None:
 
 # -- 1. export ------------------------------------------------------------------------------------
 def avro_job(kafka, s3, registry, bucket: str, codec: str):
-    from blockgz.sink.jobconfig.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportSettings
 
-    return ExportConfig.from_mapping(
+    return ExportSettings.from_mapping(
         {
             "name": "bench-avro-export",
             "topics": TOPIC,

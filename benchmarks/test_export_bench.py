@@ -179,9 +179,9 @@ def job_config(kafka, s3, bucket: str, topic: str, plan: str = "rows"):
     """The export job of cases S and A: JSON values, block-GZIP, default partitioner, no
     flush.size (so one object per partition per micro-batch). ``plan``: ``rows`` (A),
     ``tasks`` (A': the sink tasks read Kafka) or ``spark`` (S: Spark's Kafka source)."""
-    from blockgz.sink.jobconfig.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportSettings
 
-    return ExportConfig.from_mapping(
+    return ExportSettings.from_mapping(
         {
             "blockgz.tasks.read.kafka": "true" if plan == "tasks" else "false",
             "blockgz.spark.kafka.jars": eb.SPARK_KAFKA_JARS if plan == "spark" else "none",

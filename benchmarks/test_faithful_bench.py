@@ -27,7 +27,7 @@ import pytest
 from benchmarks import report as rp
 from benchmarks import support
 from blockgz.sink.records import kafka_arrow_schema
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 
 RECORDS = max(10_000, int(1_000_000 * support.SCALE))
@@ -103,7 +103,7 @@ def test_write_task(benchmark, batches, tmp_path, case):
         "flush.size": "200000",
         **CASES[case],
     }
-    config = SinkConfig.from_options(options)
+    config = SinkSettings.from_options(options)
     times: list[float] = []
 
     def run():

@@ -69,11 +69,11 @@ def spark():
 
 
 def _job(kafka, s3, registry, bucket: str, fmt: str):
-    from blockgz.sink.jobconfig.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportSettings
 
     s3.client().create_bucket(Bucket=bucket)
     codec = {"avro": {"avro.codec": "snappy"}, "parquet": {"parquet.codec": "snappy"}}[fmt]
-    return ExportConfig.from_mapping(
+    return ExportSettings.from_mapping(
         {
             "name": f"bench-{fmt}-export",
             "topics": TOPIC,

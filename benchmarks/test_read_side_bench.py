@@ -401,7 +401,7 @@ def archived_records(root) -> list:
     """:data:`REPLAY_RECORDS` lines of the corpus as the records of ``src``-0, archived (block
     GZIP, 50,000 records an object) under the folder ``root``."""
     from blockgz.sink.records import KafkaRecord
-    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.config import SinkSettings
     from blockgz.sink.write.task import write_task
     from testkit.batches import arrow_batches
 
@@ -413,7 +413,7 @@ def archived_records(root) -> list:
         KafkaRecord("src", 0, n, stamp + n // 1000, None, v, timestamp_type=0)
         for n, v in enumerate(lines)
     ]
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {"path": str(root), "flush.size": "50000", "s3.compression.type": "blockgzip"}
     )
     write_task(config, iter(arrow_batches(records)))

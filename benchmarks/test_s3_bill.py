@@ -199,10 +199,10 @@ class Workload:
 
 def export(spark, kafka, work: Workload, checkpoint: Path, **extra: str) -> None:
     """``run_export(once=True)`` of the topic into the workload's bucket, ``extra`` settings."""
-    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.job import run_export
+    from blockgz.sink.jobconfig.config import ExportSettings
 
-    job = ExportConfig.from_mapping(
+    job = ExportSettings.from_mapping(
         {
             "name": JOB,
             "topics": work.topic,

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from blockgz.sink.records import KafkaRecord
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from testkit.batches import arrow_batches
 
@@ -49,7 +49,7 @@ def measure(batches: list, options: dict[str, str]) -> tuple[float, dict[str, in
     best, root = float("inf"), ""
     for _ in range(3):
         root = tempfile.mkdtemp()
-        config = SinkConfig.from_options({"path": root, "flush.size": "100000", **options})
+        config = SinkSettings.from_options({"path": root, "flush.size": "100000", **options})
         started = time.process_time()
         write_task(config, iter(batches))
         best = min(best, time.process_time() - started)

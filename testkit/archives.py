@@ -97,11 +97,11 @@ def export_batches(
     """``batches`` micro-batches through the real write task into ``path`` (a directory or
     ``s3://`` URL, S3 settings in ``extra``), a manifest each, compacted every ``every``."""
     from blockgz.sink.write.commit import write_manifest
-    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.config import SinkSettings
     from blockgz.sink.write.task import write_task
     from testkit.batches import arrow_batches
 
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {
             "path": path,
             "name": "job",
@@ -133,11 +133,11 @@ def export_batches(
 
 def write_once(records: list[KafkaRecord], options: dict[str, Any]) -> None:
     """``records`` through one real write task with the sink ``options`` (no manifest)."""
-    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.config import SinkSettings
     from blockgz.sink.write.task import write_task
     from testkit.batches import arrow_batches
 
-    write_task(SinkConfig.from_options(options), iter(arrow_batches(records)))
+    write_task(SinkSettings.from_options(options), iter(arrow_batches(records)))
 
 
 def seconds_archive(

@@ -40,14 +40,14 @@ def main(path: str) -> None:
     from blockgz.archive.partition_offsets import merge_offsets
     from blockgz.sink.iceberg.table import catch_up
     from blockgz.sink.write.commit import TaskCommitMessage
-    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.config import SinkSettings
     from blockgz.sink.write.datasource import BlockGzStreamWriter
     from testkit.iceberg import ensure_parquet_format
 
     ensure_parquet_format()
     plan = json.loads(Path(path).read_text())
     options = plan["options"]
-    catch_up(options, SinkConfig.from_options(options))  # as blockgz export does on start
+    catch_up(options, SinkSettings.from_options(options))  # as blockgz export does on start
     schema = StructType.fromJson(
         {
             "type": "struct",

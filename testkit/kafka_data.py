@@ -12,7 +12,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from blockgz.archive.layout import Layout, parse_archive_key
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.store.base import ObjectStore
 from blockgz.written.sidecars import is_sidecar
 
@@ -167,7 +167,7 @@ def read_parquet(data: bytes) -> list[dict]:
     return docs
 
 
-def manifest_keys_of(store: ObjectStore, prefix: str, config: SinkConfig) -> set[str]:
+def manifest_keys_of(store: ObjectStore, prefix: str, config: SinkSettings) -> set[str]:
     """Data and index keys listed by the job's manifests."""
     keys = set()
     for f in config.manifest_log(store, prefix).committed_files():

@@ -14,12 +14,12 @@ from collections import Counter
 
 from blockgz.errors import ExportFailed
 from blockgz.reader import open_archive
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
+from blockgz.sink.jobconfig.config import ExportSettings
 from testkit.s3 import s3_options
 
 
-def export_while(spark, job: ExportConfig, checkpoint, steps) -> BaseException | None:
+def export_while(spark, job: ExportSettings, checkpoint, steps) -> BaseException | None:
     """Run the export here (Spark starts queries from the thread that owns the session) while
     ``steps(stop_event, alive)`` runs in a thread; ``steps`` sets the event when it is done.
     Returns the export's error, if it failed; a failing step fails the test."""
@@ -53,7 +53,7 @@ def export_while(spark, job: ExportConfig, checkpoint, steps) -> BaseException |
     return error
 
 
-def committed(job: ExportConfig, topic: str) -> dict[int, int]:
+def committed(job: ExportSettings, topic: str) -> dict[int, int]:
     return job.sink.manifest_log().committed_offsets().get(topic, {})
 
 

@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 
 from blockgz.local_servers import fake_aws_env
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.store import open_store
 from testkit.kafka_data import manifest_keys_of
 from testkit.s3 import s3_options
@@ -83,7 +83,7 @@ class ServiceExport:
     ) -> None:
         """Until the job's first manifest is in the bucket (read with ``store``'s options,
         default ``s3_server``'s)."""
-        config = SinkConfig.from_options({"s3.bucket.name": bucket, "name": "service-test"})
+        config = SinkSettings.from_options({"s3.bucket.name": bucket, "name": "service-test"})
         options = s3_options(s3_server.endpoint_url) if store is None else store
         store, prefix = open_store(f"s3://{bucket}", options)
         deadline = time.monotonic() + timeout_s

@@ -84,14 +84,14 @@ def audit(target, topics, deep, repair, brokers, no_kafka, options, output, thre
       blockgz audit s3-sink.json --no-kafka --output json | jq '.jobs[0].findings'
     """
     from blockgz.errors import ConfigError
-    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.status import archive_jobs
+    from blockgz.sink.jobconfig.config import ExportSettings
 
     overrides = collect_options(None, options)
     if brokers:
         overrides["kafka.bootstrap.servers"] = brokers
     if Path(target).is_file():
-        jobs = [ExportConfig.from_file(target, overrides)]
+        jobs = [ExportSettings.from_file(target, overrides)]
         ask_kafka = not no_kafka
     elif "://" in target or Path(target).is_dir():
         found = overrides.get("kafka.bootstrap.servers")

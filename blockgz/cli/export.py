@@ -72,7 +72,7 @@ def export(config, checkpoint, once, master, options, print_submit, verbose) -> 
       blockgz export s3-sink.properties --master spark://10.0.0.5:7077 --once
       blockgz export s3-sink.properties --master yarn --print-submit
     """
-    from blockgz.sink.jobconfig.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportSettings
     from blockgz.sink.export.job import run_export
     from blockgz.sink.export.progress import ProgressView
 
@@ -83,7 +83,7 @@ def export(config, checkpoint, once, master, options, print_submit, verbose) -> 
         passed += [arg for option in options for arg in ("-O", option)]
         click.echo(shell_line(submit_command(config, master=master, export_args=passed)))
         return
-    job = ExportConfig.from_file(config, collect_options(None, options))
+    job = ExportSettings.from_file(config, collect_options(None, options))
     checkpoint = checkpoint or job.checkpoint_dir or str(Path("checkpoints") / job.name)
     logging.getLogger("blockgz").setLevel(logging.DEBUG if State.debug else logging.INFO)
     log_file = None if (verbose or State.debug) else Path(checkpoint) / "blockgz-export.log"

@@ -113,8 +113,8 @@ def run_quickstart(
     from blockgz.local_servers import LocalSchemaRegistry, MotoS3
     from blockgz.local_servers.seaweed import SeaweedS3
     from blockgz.reader import open_archive
-    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.job import run_export
+    from blockgz.sink.jobconfig.config import ExportSettings
 
     console = console or Console()
     started = time.monotonic()
@@ -127,7 +127,7 @@ def run_quickstart(
 
     def export(config_path: Path, checkpoint: Path) -> None:
         result = run_export(
-            ExportConfig.from_file(config_path),
+            ExportSettings.from_file(config_path),
             checkpoint=checkpoint,
             once=True,
             master=master,
@@ -232,7 +232,7 @@ def run_quickstart(
                 f"--topic {TOPIC} --partition 0 --offset {seek_offset} --count 1 "
                 f"s3://{BUCKET}`):",
             )
-            options = ExportConfig.from_file(blockgz_path).sink_options
+            options = ExportSettings.from_file(blockgz_path).sink_options
             with open_archive(f"s3://{BUCKET}", options) as archive:
                 for record in archive.seek(TOPIC, 0, seek_offset, count=1):
                     console.print(f"   offset {record.offset}: {record.value.decode()}")

@@ -81,11 +81,11 @@ def status(target, bootstrap_servers, options, output, max_lag, max_commit_age, 
     """
     from blockgz.errors import ConfigError
     from blockgz.sink.export.status import Issue, archive_jobs, job_status
-    from blockgz.sink.jobconfig.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportSettings
 
     overrides = collect_options(None, options)
     if Path(target).is_file():
-        jobs = [ExportConfig.from_file(target, overrides)]
+        jobs = [ExportSettings.from_file(target, overrides)]
     elif "://" in target or Path(target).is_dir():
         brokers = bootstrap_servers or overrides.get("kafka.bootstrap.servers")
         if not brokers and not no_kafka:

@@ -52,9 +52,10 @@ VALUE = "value"
 
 
 class FormatSettings(Protocol):
-    """The sink settings a format reads (``blockgz.sink.write.config.SinkConfig`` has them all)."""
+    """The sink settings a format reads (``blockgz.sink.write.config.SinkSettings`` has them
+    all)."""
 
-    # Read-only (properties): a frozen dataclass such as SinkConfig qualifies.
+    # Read-only (properties): a frozen dataclass such as SinkSettings qualifies.
     @property
     def compression(self) -> str: ...
 

@@ -14,7 +14,7 @@ import logging
 import time
 from typing import Any
 
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 
 #: How long one answer may take.
 TIMEOUT_S = 10.0
@@ -23,7 +23,7 @@ TIMEOUT_S = 10.0
 class BrokerFacts:
     """The audit's questions, asked of the brokers of ``job``."""
 
-    def __init__(self, job: ExportConfig, *, timeout_s: float = TIMEOUT_S):
+    def __init__(self, job: ExportSettings, *, timeout_s: float = TIMEOUT_S):
         self.brokers = job.source.bootstrap_servers
         self.timeout_s = timeout_s
         self._config = job.source.consumer_config()

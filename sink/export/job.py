@@ -10,7 +10,7 @@ then follow it (:func:`follow`) until it drains (``once``), is stopped (a signal
 
 Example (starts Spark, so not a doctest)::
 
-    job = ExportConfig.from_file("s3-sink.properties")
+    job = ExportSettings.from_file("s3-sink.properties")
     result = run_export(job, checkpoint="/var/lib/blockgz/s3-sink", once=True)
     print(result.batches, result.files)
 """
@@ -33,7 +33,6 @@ from blockgz.commits.writer_lease import Lease
 from blockgz.errors import BlockGzError, ExportFailed
 from blockgz.sink.executor_env import credentials_option
 from blockgz.sink.export.checkpoint import check_checkpoint, checkpoint_epoch, checkpoint_failure
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.events import event, formatter_for
 from blockgz.sink.export.kafka_clients import DriverClients
 from blockgz.sink.export.lease import stop_on_lost_lease, take_lease
@@ -42,6 +41,7 @@ from blockgz.sink.export.start import abort_left_uploads, starting_offsets
 from blockgz.sink.export.topic_checks import check_topics, commit_check_options
 from blockgz.sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
 from blockgz.sink.iceberg.table import catch_up
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.sink.write.options import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
 
 log = logging.getLogger("blockgz.export")
@@ -51,7 +51,7 @@ RANGE_READER = "blockgz.sink.kafka.ranges:read_range_rows"
 
 
 def run_export(
-    job: ExportConfig,
+    job: ExportSettings,
     *,
     checkpoint: str | Path,
     once: bool = False,
@@ -120,7 +120,7 @@ def run_export(
 
 
 def _run_query(
-    job: ExportConfig,
+    job: ExportSettings,
     checkpoint: Path,
     epoch: str,
     options: dict[str, str],
@@ -203,7 +203,7 @@ class _Py4jAfterStop(logging.Filter):
 
 def _query_until_stopped(
     spark,
-    job: ExportConfig,
+    job: ExportSettings,
     options: dict[str, str],
     *,
     result: ExportResult,
@@ -319,7 +319,7 @@ def _log_records_to(path: str | Path | None, log_format: str = "text") -> Iterat
 # -- the query ----------------------------------------------------------------------------------
 def start_query(
     spark,
-    job: ExportConfig,
+    job: ExportSettings,
     source_options: Mapping[str, str],
     *,
     checkpoint: Path,
@@ -385,7 +385,7 @@ def start_query(
     return writer.start()
 
 
-def sink_query_options(job: ExportConfig, epoch: str) -> dict[str, str]:
+def sink_query_options(job: ExportSettings, epoch: str) -> dict[str, str]:
     """The sink's options as the query passes them: the job's, plus this checkpoint's epoch."""
     return {**job.sink_options, "blockgz.epoch": epoch}
 
@@ -423,7 +423,7 @@ def default_master() -> str | None:
     return f"local[{default_threads()},3]"
 
 
-def spark_conf_with_connector(job: ExportConfig) -> dict[str, str]:
+def spark_conf_with_connector(job: ExportSettings) -> dict[str, str]:
     """The job's Spark settings, with Spark's Kafka connector on ``spark.jars`` when
     ``blockgz.spark.kafka.jars`` asks for it (:mod:`blockgz.sink.spark_kafka`)."""
     from blockgz.sink.spark_kafka import OPTION, connector_jars, with_jars
@@ -516,7 +516,7 @@ def _chain_text(exc: BaseException, depth: int = 8) -> str:
     return "\n".join(parts)
 
 
-def warn_if_not_exactly_once(job: ExportConfig) -> list[str]:
+def warn_if_not_exactly_once(job: ExportSettings) -> list[str]:
     """Log (and return) the settings that make keys depend on the wall clock."""
     reasons = []
     if not job.sink.partitioner().deterministic:
@@ -553,4 +553,4 @@ def _install_handlers(stop: threading.Event, result: ExportResult):
     return restore
 
 
-__all__ = ["ExportConfig", "ExportFailed", "ExportResult", "PartitionProgress", "run_export"]
+__all__ = ["ExportSettings", "ExportFailed", "ExportResult", "PartitionProgress", "run_export"]

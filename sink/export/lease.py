@@ -9,12 +9,12 @@ from pathlib import Path
 
 from blockgz.commits.writer_lease import Lease, lease_key
 from blockgz.errors import LeaseLostError
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 
 log = logging.getLogger("blockgz.export")
 
 
-def take_lease(job: ExportConfig, checkpoint: Path) -> Lease:
+def take_lease(job: ExportSettings, checkpoint: Path) -> Lease:
     """Take the job's lease (:mod:`blockgz.commits.writer_lease`) or raise :class:`LeaseHeldError`
     naming
     its holder."""

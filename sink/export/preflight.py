@@ -27,7 +27,7 @@ from blockgz.kafka.access import (
     principal,
     quiet_admin,
 )
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 
 if TYPE_CHECKING:
     from blockgz.sink.export.kafka_clients import DriverClients
@@ -38,7 +38,7 @@ log = logging.getLogger("blockgz.export")
 KAFKA_TIMEOUT_S = 5.0
 
 
-def preflight(job: ExportConfig, *, once: bool, clients: DriverClients | None = None) -> None:
+def preflight(job: ExportSettings, *, once: bool, clients: DriverClients | None = None) -> None:
     """Raise :class:`PreflightError` naming the setting, what was tried and what came back
     (Kafka asked with ``clients``' admin client when given: the run's shared one)."""
     check_store(job)
@@ -47,7 +47,7 @@ def preflight(job: ExportConfig, *, once: bool, clients: DriverClients | None = 
     ensure_dead_letter_topic(job)
 
 
-def check_other_jobs(job: ExportConfig) -> None:
+def check_other_jobs(job: ExportSettings) -> None:
     """Refuse, in one line, when another job's manifests under the same prefix and key layout
     commit offsets of topics this job archives: two jobs would each write every record, and
     readers of the layout would see both. ``blockgz.share.topics=true`` allows it.
@@ -64,11 +64,11 @@ def check_other_jobs(job: ExportConfig) -> None:
     >>> log = ManifestLog(LocalStore(root), "", Layout(), "a")
     >>> _ = log.write(0, files=[], offsets={"t": {0: 5}})
     >>> job = {"name": "b", "topics": "t", "kafka.bootstrap.servers": "k:9092", "path": root}
-    >>> check_other_jobs(ExportConfig.from_mapping(job))  # doctest: +ELLIPSIS
+    >>> check_other_jobs(ExportSettings.from_mapping(job))  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     blockgz.errors.PreflightError: name=b: job 'a' already archives t under topics/ ...
-    >>> check_other_jobs(ExportConfig.from_mapping({**job, "blockgz.share.topics": "true"}))
+    >>> check_other_jobs(ExportSettings.from_mapping({**job, "blockgz.share.topics": "true"}))
     """
     from blockgz.commits.manifest_log import ManifestLog
     from blockgz.commits.manifests import find_exports
@@ -108,7 +108,7 @@ def _same_keys(a, b) -> bool:
     )
 
 
-def _archives(job: ExportConfig, topic: str, partitions) -> bool:
+def _archives(job: ExportSettings, topic: str, partitions) -> bool:
     """Whether ``job`` reads any of ``partitions`` of ``topic`` (all of a named topic or one
     matching its regex; the assigned ones under ``assign``)."""
     source = job.source
@@ -119,7 +119,7 @@ def _archives(job: ExportConfig, topic: str, partitions) -> bool:
     return re.fullmatch(source.pattern or "", topic) is not None
 
 
-def ensure_dead_letter_topic(job: ExportConfig) -> None:
+def ensure_dead_letter_topic(job: ExportSettings) -> None:
     """Create ``errors.deadletterqueue.topic.name`` when missing, as Kafka Connect does
     (one partition, ``errors.deadletterqueue.topic.replication.factor`` replicas)."""
     settings = job.sink.dead_letters
@@ -164,7 +164,7 @@ def _create_dead_letter_topic(admin: QuietAdmin, settings, name: str, who: str) 
     log.info("created the dead-letter topic %s", settings.topic)
 
 
-def check_registry(job: ExportConfig) -> None:
+def check_registry(job: ExportSettings) -> None:
     """An AvroConverter's registry answers ``GET /config`` (reachable, credentials accepted)."""
     settings = job.sink.value_converter.registry
     if settings is None:
@@ -187,7 +187,7 @@ def check_registry(job: ExportConfig) -> None:
         ) from exc
 
 
-def check_store(job: ExportConfig) -> None:
+def check_store(job: ExportSettings) -> None:
     """Write and delete a small object where the job writes its manifests; on S3, probe each
     permission the export needs (:mod:`blockgz.store.permissions`) and name the one refused."""
     from blockgz.store.s3 import S3Store
@@ -246,7 +246,7 @@ def _tls_setting(settings, exc: Exception) -> str | None:
     return f"store.url={settings.endpoint_url}" if settings.endpoint_url else None
 
 
-def check_kafka(job: ExportConfig, *, once: bool, admin: QuietAdmin | None = None) -> None:
+def check_kafka(job: ExportSettings, *, once: bool, admin: QuietAdmin | None = None) -> None:
     """The brokers answer a metadata request, the job's topics exist, and the job's principal
     may READ them."""
     admin = admin or quiet_admin(job.source.client_config())
@@ -288,7 +288,7 @@ def check_kafka(job: ExportConfig, *, once: bool, admin: QuietAdmin | None = Non
         )
 
 
-def reads(job: ExportConfig, topic: str) -> bool:
+def reads(job: ExportSettings, topic: str) -> bool:
     """Whether the job reads ``topic`` (named, assigned, or matching its regex)."""
     source = job.source
     if source.strategy == "subscribe":
@@ -302,7 +302,7 @@ def _secured(admin: QuietAdmin) -> bool:
     return str(admin.config.get("security.protocol", "PLAINTEXT")).upper() != "PLAINTEXT"
 
 
-def kafka_topics(job: ExportConfig, admin: QuietAdmin | None = None) -> dict[str, list[int]]:
+def kafka_topics(job: ExportSettings, admin: QuietAdmin | None = None) -> dict[str, list[int]]:
     """Topic name -> partitions (those the principal may see), from one metadata request with
     a short deadline; a :class:`PreflightError` in one line when no broker answers, naming
     the setting to fix when the brokers refused the connection (credentials, mechanism, CA,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from blockgz.archive.partition_offsets import EARLIEST, Offsets
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 
 if TYPE_CHECKING:
     from blockgz.sink.export.kafka_clients import DriverClients
@@ -25,7 +25,7 @@ class StartPlan(NamedTuple):
 
 
 def starting_offsets(
-    job: ExportConfig,
+    job: ExportSettings,
     *,
     fresh: bool,
     checkpoint: Path | str = "the checkpoint",
@@ -41,7 +41,7 @@ def starting_offsets(
     ``clients``' admin client when given (the run's shared one), else with one made here.
 
     >>> import tempfile
-    >>> job = ExportConfig.from_mapping({"name": "j", "topics": "t", "path": tempfile.mkdtemp(),
+    >>> job = ExportSettings.from_mapping({"name": "j", "topics": "t", "path": tempfile.mkdtemp(),
     ...                                  "kafka.bootstrap.servers": "k:9092"})
     >>> starting_offsets(job, fresh=True, checkpoint="/c").where
     'fresh checkpoint /c and no manifests of job j in the archive: from startingOffsets=earliest'
@@ -84,7 +84,7 @@ def _fallback_offset(given: str, topic: str, partition: int) -> int:
 
 
 def resume_from_manifests(
-    job: ExportConfig, partitions: list[tuple[str, int]], *, fallback: str = "earliest"
+    job: ExportSettings, partitions: list[tuple[str, int]], *, fallback: str = "earliest"
 ) -> tuple[str, str]:
     """``startingOffsets`` JSON from the manifests (the committed offset, or ``fallback``'s
     for partitions they do not name: ``startingOffsets``' earliest, latest or JSON), and what
@@ -122,7 +122,7 @@ def resume_from_manifests(
 
 
 def abort_left_uploads(
-    job: ExportConfig, *, started_before: float, clients: DriverClients | None = None
+    job: ExportSettings, *, started_before: float, clients: DriverClients | None = None
 ) -> list[str]:
     """Abort multipart uploads a killed run of this job left behind: under the directories of
     the topics it exports and under its own job directory (manifests, catalog, dead letters).
@@ -148,7 +148,7 @@ def abort_left_uploads(
 
 
 def kafka_partitions(
-    job: ExportConfig, clients: DriverClients | None = None
+    job: ExportSettings, clients: DriverClients | None = None
 ) -> list[tuple[str, int]]:
     """The partitions of the job's topics, from the broker's metadata (asked with ``clients``'
     admin client when given, else with one made for it)."""

@@ -16,8 +16,8 @@ one metadata request and one watermark request per partition, one multipart list
 topic, and listings of each partition from its committed offset on.
 
 >>> import tempfile
->>> from blockgz.sink.jobconfig.config import ExportConfig
->>> job = ExportConfig.from_mapping({"name": "j", "topics": "t", "path": tempfile.mkdtemp(),
+>>> from blockgz.sink.jobconfig.config import ExportSettings
+>>> job = ExportSettings.from_mapping({"name": "j", "topics": "t", "path": tempfile.mkdtemp(),
 ...                                  "kafka.bootstrap.servers": "k:9092"})
 >>> _ = job.sink.manifest_log().write(0, files=[], offsets={"t": {0: 10}})
 >>> report = job_status(job, kafka=False)
@@ -41,7 +41,7 @@ from blockgz.errors import (
     NewerVersionError,
     StoreAccessDeniedError,
 )
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.times import format_duration
 
 log = logging.getLogger("blockgz.status")
@@ -222,7 +222,7 @@ def assess(
 
 
 def job_status(
-    job: ExportConfig,
+    job: ExportSettings,
     *,
     kafka: bool = True,
     max_lag: int | None = None,
@@ -313,7 +313,7 @@ def _read_archive(report: StatusReport, manifests):
     return view
 
 
-def _read_lives(report: StatusReport, manifests, view, job: ExportConfig | None) -> None:
+def _read_lives(report: StatusReport, manifests, view, job: ExportSettings | None) -> None:
     """A topic's lives: two in the archive already (the audit's ``topic_lives``), or a topic
     recreated in Kafka since the archive recorded it (``job`` given: the brokers are asked),
     which the export refuses to archive beside the old life; each a problem."""
@@ -353,7 +353,7 @@ def _read_lives(report: StatusReport, manifests, view, job: ExportConfig | None)
         )
 
 
-def _read_kafka(report: StatusReport, job: ExportConfig) -> None:
+def _read_kafka(report: StatusReport, job: ExportSettings) -> None:
     """The job's partitions and their watermarks; an unreachable broker is a problem."""
     from blockgz.errors import PreflightError
     from blockgz.sink.export.preflight import KAFKA_TIMEOUT_S, kafka_topics
@@ -382,7 +382,7 @@ def _read_kafka(report: StatusReport, job: ExportConfig) -> None:
         p.kafka_start, p.kafka_end = low, high
 
 
-def _mark_held(report: StatusReport, job: ExportConfig) -> None:
+def _mark_held(report: StatusReport, job: ExportSettings) -> None:
     """Each partition's records a running export holds back on purpose: below a full
     ``flush.size`` file past the committed offset (all of its lag without ``flush.size``)."""
     from blockgz.sink.kafka.holding import holding, rules_of
@@ -397,7 +397,7 @@ def _mark_held(report: StatusReport, job: ExportConfig) -> None:
 
 
 def _job_partitions(
-    job: ExportConfig, topics: dict[str, list[int]], archived: Iterable[tuple[str, int]]
+    job: ExportSettings, topics: dict[str, list[int]], archived: Iterable[tuple[str, int]]
 ) -> list[tuple[str, int]]:
     """The partitions the job reads (of its named topics, its regex's or its assignment) that
     Kafka has, plus those the archive committed that Kafka still has."""
@@ -449,7 +449,7 @@ def _read_leftovers(
 
 def archive_jobs(
     url: str, options: dict[str, str], *, bootstrap_servers: str
-) -> list[ExportConfig]:
+) -> list[ExportSettings]:
     """The export jobs whose manifests sit under the archive ``url``, each as a config that
     reads the topics it committed from ``bootstrap_servers`` (``options``: S3 and ``kafka.*``
     settings by their Confluent names).
@@ -478,7 +478,7 @@ def archive_jobs(
             committed = ManifestLog(store, prefix, export.layout, export.name).committed_offsets()
             topics = ",".join(sorted(committed))
             jobs.append(
-                ExportConfig.from_mapping(
+                ExportSettings.from_mapping(
                     {
                         **options,
                         **export.layout.to_dict(),

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from blockgz.errors import PreflightError
 from blockgz.kafka.access import TopicFacts, describe_topics, grant_hint, principal
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.sink.kafka.lives import (
     COMMIT_CHECK,
     DESCRIBE_TIMEOUT_S,
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("blockgz.export")
 
 
-def check_topics(job: ExportConfig, clients: DriverClients, *, once: bool) -> dict[str, str]:
+def check_topics(job: ExportSettings, clients: DriverClients, *, once: bool) -> dict[str, str]:
     """Refuse a topic the job cannot read (:class:`PreflightError`) or one recreated since the
     archive recorded it (:class:`~blockgz.errors.TopicRecreatedError`); return the topic ids
     the run holds to."""
@@ -53,12 +53,12 @@ def check_topics(job: ExportConfig, clients: DriverClients, *, once: bool) -> di
 
 
 def unreadable(
-    job: ExportConfig, facts: Mapping[str, TopicFacts], who: str, *, once: bool
+    job: ExportSettings, facts: Mapping[str, TopicFacts], who: str, *, once: bool
 ) -> str | None:
     """The one line refusing the first topic ``who`` may not DESCRIBE or READ (or, with
     ``once``, a named topic that does not exist), or ``None``.
 
-    >>> job = ExportConfig.from_mapping({"name": "j", "topics": "a,b", "path": "/tmp/x",
+    >>> job = ExportSettings.from_mapping({"name": "j", "topics": "a,b", "path": "/tmp/x",
     ...                                  "kafka.bootstrap.servers": "k:9092"})
     >>> facts = {"a": TopicFacts("id", frozenset({"READ"})), "b": TopicFacts("i2", frozenset())}
     >>> unreadable(job, facts, "User:u", once=True)  # doctest: +ELLIPSIS

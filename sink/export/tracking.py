@@ -21,7 +21,7 @@ from blockgz.sink.export.events import event
 from blockgz.sink.export.kafka_clients import DriverClients
 from blockgz.sink.export.record_times import RecordTimes
 from blockgz.sink.export.snapshots import Snapshotter
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.sink.jobconfig.job_options import parse_groups
 
 log = logging.getLogger("blockgz.export")
@@ -83,7 +83,7 @@ class ProgressTracker:
 
     def __init__(
         self,
-        job: ExportConfig,
+        job: ExportSettings,
         epoch: str,
         result: ExportResult,
         observer: BatchObserver | None = None,
@@ -221,7 +221,7 @@ class ProgressTracker:
 
 
 def snapshotter_for(
-    job: ExportConfig, store, prefix: str, clients: DriverClients | None = None
+    job: ExportSettings, store, prefix: str, clients: DriverClients | None = None
 ) -> Snapshotter | None:
     """The job's :class:`~blockgz.sink.export.snapshots.Snapshotter` (``None``: turned off)."""
     if job.snapshot_interval_s is None:
@@ -240,7 +240,7 @@ class Watermarks:
     high ones at most every ``period_s``."""
 
     def __init__(
-        self, job: ExportConfig, period_s: float = 2.0, *, clients: DriverClients | None = None
+        self, job: ExportSettings, period_s: float = 2.0, *, clients: DriverClients | None = None
     ):
         self.job = job
         self.period_s = period_s

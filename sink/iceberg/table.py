@@ -107,7 +107,7 @@ class ArchiveTable:
     @classmethod
     def from_options(cls, options: Mapping[str, Any], config) -> ArchiveTable | None:
         """The table the sink's options name, over the archive their ``config`` (a
-        :class:`~blockgz.sink.write.config.SinkConfig`) writes, or ``None`` when they name
+        :class:`~blockgz.sink.write.config.SinkSettings`) writes, or ``None`` when they name
         none. The caller has the config: the table sits below the sink's writer."""
         settings = IcebergSettings.from_options(options)
         if settings is None:

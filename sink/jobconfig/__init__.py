@@ -4,7 +4,7 @@ Below :mod:`blockgz.sink.export` (which runs the job) and above the parts whose 
 routes (the Kafka source, the sink's writer, the store):
 
 * :mod:`blockgz.sink.jobconfig.config`: the config file (Connect ``.properties`` or JSON), split
-  into source, sink and Spark settings (:class:`~blockgz.sink.jobconfig.config.ExportConfig`);
+  into source, sink and Spark settings (:class:`~blockgz.sink.jobconfig.config.ExportSettings`);
 * :mod:`blockgz.sink.jobconfig.job_options`: the job's own options (neither the source's nor the
   sink's), declared;
 * :mod:`blockgz.sink.jobconfig.settings_names`: which keys are settings, Confluent's refused and

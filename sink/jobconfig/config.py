@@ -5,7 +5,7 @@ A user brings the config of their Confluent S3 sink connector. ``topics``/``topi
 source options (``startingOffsets``, ``maxOffsetsPerTrigger``, ...) may sit in the same file,
 ``spark.*`` keys configure the SparkSession, and everything else is the sink's.
 
->>> job = ExportConfig.from_mapping({
+>>> job = ExportSettings.from_mapping({
 ...     "name": "s3-sink", "topics": "s3_topic", "kafka.bootstrap.servers": "127.0.0.1:9092",
 ...     "s3.bucket.name": "quickstart", "flush.size": "3",
 ...     "format.class": "io.confluent.connect.s3.format.json.JsonFormat"})
@@ -40,9 +40,9 @@ from blockgz.sink.jobconfig.settings_names import (
     job_options,
     source_options,
 )
-from blockgz.sink.kafka.options import SourceConfig, parse_options
+from blockgz.sink.kafka.options import SourceSettings, parse_options
 from blockgz.sink.spark_kafka import parse as parse_spark_kafka_jars
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.options import SINK_OPTIONS
 
 log = logging.getLogger("blockgz.export")
@@ -153,7 +153,7 @@ def _json_value(value) -> str:
 
 
 @dataclass(frozen=True)
-class ExportConfig:
+class ExportSettings:
     """The validated job: source options, sink config, Spark settings and the trigger."""
 
     name: str
@@ -161,9 +161,9 @@ class ExportConfig:
     source_options: dict[str, str]
     #: The same, validated and typed (``startingOffsets=s3`` reads as ``earliest`` here; the
     #: job resolves it from the manifests, see :attr:`resume_from_manifests`).
-    source: SourceConfig
-    sink: SinkConfig
-    #: The sink's options as Spark gets them (the data source builds its own SinkConfig).
+    source: SourceSettings
+    sink: SinkSettings
+    #: The sink's options as Spark gets them (the data source builds its own SinkSettings).
     sink_options: dict[str, str] = field(default_factory=dict)
     spark_conf: dict[str, str] = field(default_factory=dict)
     trigger_interval: str = DEFAULT_TRIGGER
@@ -205,7 +205,7 @@ class ExportConfig:
     snapshot_groups: str = ".*"
 
     @classmethod
-    def from_mapping(cls, options: Mapping[str, str]) -> ExportConfig:
+    def from_mapping(cls, options: Mapping[str, str]) -> ExportSettings:
         """Split and validate; raises :class:`ConfigError` naming the key and allowed values."""
         # A pasted Connect config's security settings (a worker's sasl.jaas.config,
         # consumer.override.*) are the source's kafka.* ones.
@@ -213,7 +213,7 @@ class ExportConfig:
         unknown = check_keys(opts)  # a likely typo is an error, before anything else
         source, sink, spark = split_options(opts)
         sink = pin_catalog(sink)  # the sink's commit runs in a worker with another cwd
-        sink_config = SinkConfig.from_options(sink)
+        sink_config = SinkSettings.from_options(sink)
         asked_s3 = source.get("startingOffsets", "").lower() == "s3"
         read = JOB_OPTIONS.read
         resume = read(opts, "blockgz.resume")
@@ -256,7 +256,7 @@ class ExportConfig:
     @classmethod
     def from_file(
         cls, path: str | Path, overrides: Mapping[str, str] | None = None
-    ) -> ExportConfig:
+    ) -> ExportSettings:
         """Load a config file, apply ``overrides`` (``-O key=value``), validate."""
         options = load_config_file(path)
         options.update(overrides or {})

@@ -214,7 +214,7 @@ def held_counts(
 
 
 def rules_of(sink: Any) -> HoldRules:
-    """The rules of a :class:`~blockgz.sink.write.config.SinkConfig` (what ``blockgz export``
+    """The rules of a :class:`~blockgz.sink.write.config.SinkSettings` (what ``blockgz export``
     gives its source as ``blockgz.hold.rules``). ``rotate.interval.ms`` counts wall-clock time
     only under a time-based partitioner whose extractor is ``Wallclock``; otherwise the
     write path counts the record's time, which the source reads as its Kafka timestamp."""

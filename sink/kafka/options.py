@@ -173,7 +173,7 @@ SOURCE_OPTIONS = OptionSet(
 
 
 @dataclass(frozen=True)
-class SourceConfig:
+class SourceSettings:
     """The validated options of one ``blockgz-kafka`` source (picklable, no clients)."""
 
     bootstrap_servers: str
@@ -228,8 +228,8 @@ class SourceConfig:
         return config
 
 
-def parse_options(options: Mapping[str, str]) -> SourceConfig:
-    """Validate the source's options (case-insensitive names) into a :class:`SourceConfig`.
+def parse_options(options: Mapping[str, str]) -> SourceSettings:
+    """Validate the source's options (case-insensitive names) into a :class:`SourceSettings`.
 
     >>> parse_options({"kafka.bootstrap.servers": "b:9092", "subscribe": "a, b"}).topics
     ('a', 'b')
@@ -248,7 +248,7 @@ def parse_options(options: Mapping[str, str]) -> SourceConfig:
     strategy, topics, pattern, assigned = _parse_strategy(opts)
     read = SOURCE_OPTIONS.read
     starting = parse_starting_offsets(read(opts, "startingOffsets"))
-    return SourceConfig(
+    return SourceSettings(
         bootstrap_servers=bootstrap,
         strategy=strategy,
         topics=topics,

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from blockgz.errors import SourceError
 from blockgz.sink.kafka.offsets import check_range_start, report_data_loss, tp_name
-from blockgz.sink.kafka.options import SourceConfig, TopicPartition, parse_options
+from blockgz.sink.kafka.options import SourceSettings, TopicPartition, parse_options
 from blockgz.sink.records import kafka_arrow_schema
 
 log = logging.getLogger("blockgz.kafka_source")
@@ -55,7 +55,7 @@ class Range:
 
 
 @contextlib.contextmanager
-def kafka_errors(config: SourceConfig, what: str) -> Iterator[None]:
+def kafka_errors(config: SourceSettings, what: str) -> Iterator[None]:
     """Turn confluent-kafka's exceptions into :class:`SourceError` naming the brokers."""
     from confluent_kafka import KafkaException
 
@@ -77,7 +77,7 @@ _TRANSIENT = (
 )
 
 
-def asking_again(config: SourceConfig, what: str, ask: Any) -> Any:
+def asking_again(config: SourceSettings, what: str, ask: Any) -> Any:
     """``ask()``, asked again while Kafka answers with a transient error (a broker restarting:
     librdkafka fails a metadata or offsets request at once when no broker is up), with backoff
     up to ``kafkaConsumer.pollTimeoutMs``; then, or on any other error, a :class:`SourceError`.
@@ -113,7 +113,7 @@ def asking_again(config: SourceConfig, what: str, ask: Any) -> Any:
             delay = min(delay * 2, 2.0)
 
 
-def new_consumer(config: SourceConfig) -> Any:
+def new_consumer(config: SourceSettings) -> Any:
     """A confluent-kafka Consumer for ``config`` (assign-only; never commits)."""
     from confluent_kafka import Consumer
 
@@ -187,7 +187,7 @@ class _BatchBuilder:
         return pa.RecordBatch.from_arrays(arrays, schema=fields)
 
 
-def read_range(config: SourceConfig, part: OffsetRange) -> Iterator[Any]:
+def read_range(config: SourceSettings, part: OffsetRange) -> Iterator[Any]:
     """The records ``[part.start, part.end)`` of one partition as Arrow batches, in order."""
     consumer = new_consumer(config)
     try:
@@ -196,7 +196,7 @@ def read_range(config: SourceConfig, part: OffsetRange) -> Iterator[Any]:
         consumer.close()
 
 
-def _read_range(consumer: Any, config: SourceConfig, part: OffsetRange) -> Iterator[Any]:
+def _read_range(consumer: Any, config: SourceSettings, part: OffsetRange) -> Iterator[Any]:
     from confluent_kafka import KafkaError
     from confluent_kafka import TopicPartition as KafkaTP
 
@@ -261,7 +261,7 @@ def _read_range(consumer: Any, config: SourceConfig, part: OffsetRange) -> Itera
         yield builder.flush()
 
 
-def _seek(consumer: Any, config: SourceConfig, part: OffsetRange, offset: int) -> int:
+def _seek(consumer: Any, config: SourceSettings, part: OffsetRange, offset: int) -> int:
     """Assign the consumer at ``offset``, or past offsets Kafka no longer has; return it."""
     from confluent_kafka import TopicPartition as KafkaTP
 
@@ -286,7 +286,7 @@ def _check_end(tp: TopicPartition, high: int, end: int, fail_on_data_loss: bool)
 
 
 def _check_stall(
-    config: SourceConfig,
+    config: SourceSettings,
     tp: TopicPartition,
     position: int,
     part: OffsetRange,

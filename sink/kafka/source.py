@@ -77,7 +77,7 @@ from blockgz.sink.kafka.options import (
     LATEST,
     SOURCE_NAME,
     Offsets,
-    SourceConfig,
+    SourceSettings,
     TopicPartition,
     parse_options,
 )
@@ -94,7 +94,7 @@ RANGE_COLUMNS = ("topic", "partition", "startOffset", "endOffset")
 # -- talking to Kafka -------------------------------------------------------------------------
 
 
-def current_partitions(consumer: Any, config: SourceConfig) -> list[TopicPartition]:
+def current_partitions(consumer: Any, config: SourceSettings) -> list[TopicPartition]:
     """The partitions the source reads now, from fresh metadata."""
     metadata = asking_again(
         config, "cannot get topic metadata", lambda: consumer.list_topics(timeout=config.timeout_s)
@@ -115,7 +115,7 @@ def current_partitions(consumer: Any, config: SourceConfig) -> list[TopicPartiti
 
 
 def query_offsets(
-    consumer: Any, config: SourceConfig, partitions: Sequence[TopicPartition], which: int
+    consumer: Any, config: SourceSettings, partitions: Sequence[TopicPartition], which: int
 ) -> Offsets:
     """The earliest (``which=-2``) or latest (-1) offset of each partition, in one request.
 
@@ -175,7 +175,7 @@ class KafkaInputPartition(InputPartition):
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Plans micro-batches on the driver; :meth:`read` runs on executors on a pickled copy."""
 
-    def __init__(self, config: SourceConfig) -> None:
+    def __init__(self, config: SourceSettings) -> None:
         self.config = config
         self._consumer: Any = None  # driver only; never pickled
         self._admin: Any = None  # driver only (the topic ids); never pickled

@@ -5,8 +5,8 @@ offset after what it wrote). The driver's ``commit`` folds them into the batch m
 (:class:`blockgz.commits.manifest_log.ManifestLog`); its ``abort`` deletes what the tasks wrote.
 
 >>> import tempfile
->>> from blockgz.sink.write.config import SinkConfig
->>> cfg = SinkConfig.from_options({"path": tempfile.mkdtemp()})
+>>> from blockgz.sink.write.config import SinkSettings
+>>> cfg = SinkSettings.from_options({"path": tempfile.mkdtemp()})
 >>> msg = TaskCommitMessage(files=[], next_offsets={"t": {0: 10, 1: 4}})
 >>> write_manifest(cfg.manifest_log(), 0, [msg])
 '_blockgz/blockgz/manifests/00000000000000000000.json'

@@ -22,8 +22,8 @@ key schema change).
 >>> import tempfile
 >>> from blockgz.store import LocalStore
 >>> from blockgz.sink.records import KafkaRecord
->>> from blockgz.sink.write.config import SinkConfig
->>> cfg = SinkConfig.from_options({"path": tempfile.mkdtemp(), "store.kafka.keys": "true",
+>>> from blockgz.sink.write.config import SinkSettings
+>>> cfg = SinkSettings.from_options({"path": tempfile.mkdtemp(), "store.kafka.keys": "true",
 ...                                "keys.format.class": "json",
 ...                                "s3.compression.type": "none"})
 >>> files = Companions.open(cfg, cfg.make_store()[0], "t/t+0+0000000000.json", "t", 0, "p")
@@ -43,7 +43,7 @@ from blockgz.archive.timestamps_keys import timestamps_key
 from blockgz.formats.base import HEADERS, KEYS, TIMESTAMPS, Format
 from blockgz.sink.convert.schemas import BYTES_SCHEMA, ValueSchema
 from blockgz.sink.records import KafkaRecord
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.store.base import ObjectStore
 from blockgz.written.files import WrittenFile
 
@@ -88,7 +88,7 @@ def companion_key(value_key: str, value_extension: str, role: str, extension: st
 class Companions:
     """The keys and/or headers files of one value file."""
 
-    def __init__(self, config: SinkConfig, writers: dict[str, Any], key_converter=None):
+    def __init__(self, config: SinkSettings, writers: dict[str, Any], key_converter=None):
         self.config = config
         self.writers = writers
         self.key_converter = key_converter
@@ -104,7 +104,7 @@ class Companions:
     @classmethod
     def open(
         cls,
-        config: SinkConfig,
+        config: SinkSettings,
         store: ObjectStore,
         value_key: str,
         topic: str,

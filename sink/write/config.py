@@ -1,19 +1,19 @@
 """The sink's settings under Confluent's S3-sink option names, validated before any data moves.
 
 Options arrive as strings (Spark options, a ``.properties`` file, a Connect JSON config).
-:meth:`SinkConfig.from_options` checks them all and raises :class:`ConfigError` naming the key
+:meth:`SinkSettings.from_options` checks them all and raises :class:`ConfigError` naming the key
 and the allowed values, so a bad config fails before Spark starts, not on the first record.
 What it returns is typed all the way down: nothing later reads the options again. The sink's
 own options are declared in :mod:`blockgz.sink.write.options`.
 
->>> cfg = SinkConfig.from_options({
+>>> cfg = SinkSettings.from_options({
 ...     "s3.bucket.name": "quickstart",
 ...     "format.class": "io.confluent.connect.s3.format.json.JsonFormat",
 ...     "flush.size": "3",
 ... })
 >>> cfg.format, cfg.compression, cfg.flush_size, cfg.target_url
 ('json', 'none', 3, 's3://quickstart')
->>> SinkConfig.from_options({"s3.bucket.name": "b", "s3.compression.type": "lz4"})
+>>> SinkSettings.from_options({"s3.bucket.name": "b", "s3.compression.type": "lz4"})
 Traceback (most recent call last):
 ...
 blockgz.errors.ConfigError: s3.compression.type: 'lz4' is not allowed; allowed: none, gzip, ...
@@ -222,7 +222,7 @@ def _transform_settings(options: Mapping[str, Any]) -> dict[str, str]:
     return found
 
 
-def _check_combinations(config: SinkConfig, opts: Options) -> None:
+def _check_combinations(config: SinkSettings, opts: Options) -> None:
     """Settings that are fine alone but not together."""
     fmt = config.format_for()
     if config.json_envelope:
@@ -253,7 +253,7 @@ def _only_for(fmt: Format, option: str) -> None:
 
 
 @dataclass(frozen=True)
-class SinkConfig:
+class SinkSettings:
     """Every sink setting, typed. Build with :meth:`from_options`."""
 
     target: StoreTarget
@@ -309,7 +309,7 @@ class SinkConfig:
     transforms: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> SinkConfig:
+    def from_options(cls, options: Mapping[str, Any]) -> SinkSettings:
         """Validate Confluent-named options; unknown keys are for the caller to report."""
         opts = as_options(options)
         layout = Layout.from_options(opts)
@@ -343,9 +343,9 @@ class SinkConfig:
 
         ``timestamp`` is always read: each file's manifest entry keeps its time range.
 
-        >>> SinkConfig.from_options({"path": "/tmp/x"}).columns_read()
+        >>> SinkSettings.from_options({"path": "/tmp/x"}).columns_read()
         ('value', 'topic', 'partition', 'offset', 'timestamp', 'timestampType')
-        >>> SinkConfig.from_options({"path": "/tmp/x", "store.kafka.timestamps": "false"}
+        >>> SinkSettings.from_options({"path": "/tmp/x", "store.kafka.timestamps": "false"}
         ...                         ).columns_read()
         ('value', 'topic', 'partition', 'offset', 'timestamp')
         """
@@ -369,7 +369,7 @@ class SinkConfig:
         """The format of the ``role`` files: the values' (``format.class``), or the ``keys``
         / ``headers`` / ``timestamps`` companions' (``keys.format.class`` ...).
 
-        >>> cfg = SinkConfig.from_options({"path": "/tmp/x", "keys.format.class": "json"})
+        >>> cfg = SinkSettings.from_options({"path": "/tmp/x", "keys.format.class": "json"})
         >>> cfg.format_for().name, cfg.format_for("keys").name, cfg.format_for("headers").name
         ('json', 'json', 'avro')
         """
@@ -421,7 +421,7 @@ class SinkConfig:
         """The extension of a file in format ``fmt`` (values, keys or headers), compressed
         as the value files are (Avro compresses inside).
 
-        >>> SinkConfig.from_options({"path": "/tmp/x", "s3.compression.type": "gzip"}
+        >>> SinkSettings.from_options({"path": "/tmp/x", "s3.compression.type": "gzip"}
         ...                         ).extension_of("bytearray")
         '.bin.gz'
         """

@@ -41,7 +41,7 @@ from blockgz.sink.iceberg.settings import IcebergSettings
 from blockgz.sink.iceberg.table import ArchiveTable, commit_to_table
 from blockgz.sink.plugins import import_named
 from blockgz.sink.write.commit import TaskCommitMessage, write_manifest
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.hooks import load_listener
 from blockgz.sink.write.options import (
     COMMIT_CHECK,
@@ -57,7 +57,7 @@ log = logging.getLogger("blockgz.sink")
 REQUIRED_COLUMNS = ("value", "topic", "partition", "offset")
 
 
-def _check_schema(schema, config: SinkConfig) -> None:
+def _check_schema(schema, config: SinkSettings) -> None:
     if config.input_reader:
         return  # the input reader turns whatever the rows are into Kafka records
     names = set(schema.fieldNames())
@@ -72,7 +72,7 @@ def _check_schema(schema, config: SinkConfig) -> None:
 
 class _Writer:
     def __init__(self, options: Mapping[str, str], schema):
-        self.config = SinkConfig.from_options(options)
+        self.config = SinkSettings.from_options(options)
         # Set by ``blockgz export``: the driver's AWS credentials, set in each task's worker.
         self.credentials = {CREDENTIALS_OPTION: str(options.get(CREDENTIALS_OPTION, "") or "")}
         self.iceberg_settings = IcebergSettings.from_options(options)

@@ -32,15 +32,16 @@ from typing import TYPE_CHECKING
 from blockgz.formats.base import RecordEncoder
 
 if TYPE_CHECKING:
-    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.config import SinkSettings
 
 
-def encoder_for(config: SinkConfig) -> RecordEncoder:
+def encoder_for(config: SinkSettings) -> RecordEncoder:
     """The encoder of a sink config: its format's (``format.class``, with the envelope and
     payload settings).
 
-    >>> from blockgz.sink.write.config import SinkConfig
-    >>> type(encoder_for(SinkConfig.from_options({"path": "/tmp/x", "format.class": "bytearray"})))
+    >>> from blockgz.sink.write.config import SinkSettings
+    >>> settings = SinkSettings.from_options({"path": "/tmp/x", "format.class": "bytearray"})
+    >>> type(encoder_for(settings))
     <class 'blockgz.formats.bytearray.bytearray_format.ByteArrayEncoder'>
     """
     return config.format_for().encoder(config)

@@ -1,6 +1,6 @@
 """The sink's options: what each one is called, its type, default and documentation.
 
-Declared once here (:mod:`blockgz.option_defs`); :class:`~blockgz.sink.write.config.SinkConfig`
+Declared once here (:mod:`blockgz.option_defs`); :class:`~blockgz.sink.write.config.SinkSettings`
 reads them into typed settings, and the export's routing, "did you mean", ``blockgz options``
 and the README's tables come from them.
 """

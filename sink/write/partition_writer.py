@@ -13,9 +13,9 @@ Everything but the wall-clock parts is a pure function of the records, so a repl
 produces the same keys and the same bytes (the README's "Exactly once" says why that matters).
 
 >>> import tempfile
->>> from blockgz.sink.write.config import SinkConfig
+>>> from blockgz.sink.write.config import SinkSettings
 >>> from blockgz.sink.records import KafkaRecord
->>> cfg = SinkConfig.from_options({"path": tempfile.mkdtemp(), "flush.size": "3"})
+>>> cfg = SinkSettings.from_options({"path": tempfile.mkdtemp(), "flush.size": "3"})
 >>> w = TopicPartitionWriter("s3_topic", 0, cfg, cfg.make_store()[0])
 >>> for n in range(7):
 ...     w.write(KafkaRecord("s3_topic", 0, n, 0, None, b'{"n": %d}' % n))
@@ -48,7 +48,7 @@ from blockgz.sink.convert.schemas import ValueSchema
 from blockgz.sink.deadletter import DeadLetters, log_bad_record
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.companions import Companions
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.encoders import encoder_for
 from blockgz.sink.write.object_writer import NoValueFile
 from blockgz.sink.write.open_files import OpenFiles
@@ -76,7 +76,7 @@ class TopicPartitionWriter:
         self,
         topic: str,
         partition: int,
-        config: SinkConfig,
+        config: SinkSettings,
         store: ObjectStore,
         prefix: str = "",
         *,

@@ -77,7 +77,7 @@ class RotationRules:
 
     @classmethod
     def of(cls, config: Any) -> RotationRules:
-        """The rules of a :class:`~blockgz.sink.write.config.SinkConfig` (its settings of the
+        """The rules of a :class:`~blockgz.sink.write.config.SinkSettings` (its settings of the
         same names)."""
         return cls(**{f.name: getattr(config, f.name) for f in fields(cls)})
 

@@ -68,8 +68,8 @@ class NullRoute:
 
     @classmethod
     def of(cls, config: Any, *, dead_letters: bool) -> NullRoute:
-        """The route of a :class:`~blockgz.sink.write.config.SinkConfig` (``dead_letters``: the task
-        has a dead-letter queue)."""
+        """The route of a :class:`~blockgz.sink.write.config.SinkSettings` (``dead_letters``: the
+        task has a dead-letter queue)."""
         return cls(
             config.null_behavior,
             config.tombstone_partition,
@@ -124,7 +124,7 @@ class Placement:
 
     @classmethod
     def of(cls, config: Any, partitioner: Any) -> Placement:
-        """The placement of a :class:`~blockgz.sink.write.config.SinkConfig`."""
+        """The placement of a :class:`~blockgz.sink.write.config.SinkSettings`."""
         return cls(
             partitioner,
             affix=config.schema_affix,
@@ -305,7 +305,7 @@ class Rotator:
 
     @classmethod
     def of(cls, config: Any, partitioner: Any, clock: Callable[[], float] = time.time) -> Rotator:
-        """The rotation of a :class:`~blockgz.sink.write.config.SinkConfig`."""
+        """The rotation of a :class:`~blockgz.sink.write.config.SinkSettings`."""
         interval = config.rotate_schedule_interval_ms
         return cls(
             RotationRules.of(config),

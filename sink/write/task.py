@@ -22,7 +22,7 @@ from blockgz.sink.deadletter import (
 )
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.commit import TaskCommitMessage
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.hooks import TaskInfo, load_input_reader, load_listener
 from blockgz.sink.write.partition_writer import TopicPartitionWriter
 from blockgz.sink.write.transforming import RecordTransformer, StageError
@@ -121,7 +121,7 @@ def run_timestamp_types(batch) -> Any:
     return pc.fill_null(batch.column("timestampType"), -1).to_numpy(zero_copy_only=False)
 
 
-def run_companions(batch, config: SinkConfig) -> tuple[Any, Any]:
+def run_companions(batch, config: SinkSettings) -> tuple[Any, Any]:
     """The batch's key and headers columns (Arrow) when files beside the values keep them,
     else ``None``; a column the batch lacks is all nulls."""
     import pyarrow as pa
@@ -157,7 +157,7 @@ def task_identity() -> tuple[int | None, int]:
 class WriteTask:
     """The writers of one task attempt, one per topic-partition, sharing one partitioner."""
 
-    def __init__(self, config: SinkConfig):
+    def __init__(self, config: SinkSettings):
         self.config = config
         self.store, self.prefix = config.make_store()
         self.writers: dict[tuple[str, int], TopicPartitionWriter] = {}
@@ -362,7 +362,7 @@ class WriteTask:
             self.dead_letters.abort()
 
 
-def dead_letter_queue(config: SinkConfig, store, prefix: str) -> DeadLetters | None:
+def dead_letter_queue(config: SinkSettings, store, prefix: str) -> DeadLetters | None:
     """This task's dead-letter queue under ``errors.tolerance=all`` (else ``None``).
 
     The Kafka queue cannot take a record back, so a task of a batch whose manifest already
@@ -381,7 +381,7 @@ def dead_letter_queue(config: SinkConfig, store, prefix: str) -> DeadLetters | N
     return KafkaDeadLetters(settings, connector=config.name)
 
 
-def write_task(config: SinkConfig, batches: Iterator[Any]) -> TaskCommitMessage:
+def write_task(config: SinkSettings, batches: Iterator[Any]) -> TaskCommitMessage:
     """Write every record of one task; on failure nothing this attempt wrote stays behind."""
     requests_before = REQUESTS.snapshot()
     task = WriteTask(config)

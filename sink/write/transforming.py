@@ -13,8 +13,8 @@ Connect (converter → transforms → the connector's ``put``).
 * A router's topic is the topic of the objects, their keys and manifest entries; the offsets
   committed stay those of the topic-partition read.
 
->>> from blockgz.sink.write.config import SinkConfig
->>> cfg = SinkConfig.from_options({"path": "/tmp/x", "transforms": "r",
+>>> from blockgz.sink.write.config import SinkSettings
+>>> cfg = SinkSettings.from_options({"path": "/tmp/x", "transforms": "r",
 ...     "transforms.r.type": "org.apache.kafka.connect.transforms.RegexRouter",
 ...     "transforms.r.regex": "a", "transforms.r.replacement": "b"})
 >>> out = RecordTransformer.of(cfg).apply(KafkaRecord("a", 0, 5, 0, None, b'{"x": 1}'))
@@ -40,7 +40,7 @@ from blockgz.sink.transforms.fused import FusedPlan, run_all
 _CHUNK = 1024
 
 if TYPE_CHECKING:
-    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.config import SinkSettings
 
 
 @dataclass(slots=True)
@@ -61,7 +61,7 @@ class StageError(BadRecordError):
 class RecordTransformer:
     """Runs a sink config's chain on :class:`KafkaRecord` objects."""
 
-    def __init__(self, chain: Chain, config: SinkConfig):
+    def __init__(self, chain: Chain, config: SinkSettings):
         self.chain = chain
         self.converter = config.value_converter.build() if config.decodes_values else None
         self.raw_bytes = self.converter is None and config.format_for().stores_value_bytes
@@ -69,7 +69,7 @@ class RecordTransformer:
         self._schemas: dict[str, dict[str, Any]] = {}
 
     @classmethod
-    def of(cls, config: SinkConfig) -> RecordTransformer | None:
+    def of(cls, config: SinkSettings) -> RecordTransformer | None:
         """The transformer of ``config`` (``None`` without ``transforms``)."""
         chain = build_chain(config.transforms)
         return cls(chain, config) if chain else None

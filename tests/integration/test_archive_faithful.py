@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from blockgz.cli import main
 from blockgz.reader import open_archive
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
+from blockgz.sink.jobconfig.config import ExportSettings
 from testkit.connect_orders import CONNECT_JSON, T0, order
 from testkit.s3 import s3_options
 
@@ -42,8 +42,8 @@ def produce_orders(bootstrap: str, topic: str, first: int, count: int) -> None:
     assert producer.flush(30) == 0, "records left unsent"
 
 
-def export_job(kafka, seaweed_s3, bucket: str, topic: str, **extra: str) -> ExportConfig:
-    return ExportConfig.from_mapping(
+def export_job(kafka, seaweed_s3, bucket: str, topic: str, **extra: str) -> ExportSettings:
+    return ExportSettings.from_mapping(
         {
             "name": "faithful",
             "topics": topic,

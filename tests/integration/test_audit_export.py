@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from blockgz.cli import main
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
+from blockgz.sink.jobconfig.config import ExportSettings
 from testkit.s3 import s3_options
 from tests.integration.test_real_broker import _transactional_history, settled_end_offsets
 
@@ -43,7 +43,7 @@ def test_gaps_of_transactions_are_explained_by_the_broker(
     }
     config = tmp_path / "job.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-    run_export(ExportConfig.from_file(str(config)), checkpoint=tmp_path / "ckpt", once=True,
+    run_export(ExportSettings.from_file(str(config)), checkpoint=tmp_path / "ckpt", once=True,
                spark=spark, install_signal_handlers=False)  # fmt: skip
 
     code, job = audit(str(config), "--deep")

@@ -25,7 +25,7 @@ from blockgz.cli import main
 from blockgz.errors import ArchiveIntegrityError, MissingCommitError
 from blockgz.reader import open_archive
 from blockgz.sink.export.job import run_export
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.store import open_store
 from blockgz.written.sidecars import sidecar_key
 from testkit.s3 import s3_options
@@ -83,7 +83,7 @@ def exported(spark, kafka, s3_server, bucket, tmp_path) -> Exported:
             kafka.produce(topic, records, partition=p)
     options = s3_options(s3_server.endpoint_url)
     name = f"whole-{run}"
-    job = ExportConfig.from_mapping(
+    job = ExportSettings.from_mapping(
         {
             "name": name,
             "topics": ",".join(topics),

@@ -14,8 +14,8 @@ import time
 import pytest
 
 from blockgz.reader import open_archive
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import ExportFailed, run_export
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.store import open_store
 from testkit.avro_data import V1, V2, avro_value_for, produce_avro, produce_avro_numbered
 from testkit.kafka_data import manifest_keys_of, read_exported
@@ -34,8 +34,8 @@ def any_registry(request):
     return request.getfixturevalue("registry" if request.param == "stand-in" else "apicurio")
 
 
-def avro_job(kafka, s3_server, registry, bucket, topic, **options) -> ExportConfig:
-    return ExportConfig.from_mapping(
+def avro_job(kafka, s3_server, registry, bucket, topic, **options) -> ExportSettings:
+    return ExportSettings.from_mapping(
         {
             "name": "avro-export",
             "topics": topic,

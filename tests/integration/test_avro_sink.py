@@ -21,7 +21,7 @@ from blockgz.archive.layout import Layout, parse_archive_key
 from blockgz.errors import BadRecordError, RegistryError
 from blockgz.objects.indexed import IndexedReader
 from blockgz.sink.records import KafkaRecord
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from testkit.avro_data import V1, V2, V3_INCOMPATIBLE, avro_value_for
 from testkit.batches import arrow_batches
@@ -75,7 +75,7 @@ def avro_options(registry, root: Path, **extra: str) -> dict[str, str]:
 
 
 def write(options: dict[str, str], records: list[KafkaRecord], sizes=None):
-    config = SinkConfig.from_options(options)
+    config = SinkSettings.from_options(options)
     return write_task(config, iter(arrow_batches(records, sizes))).files
 
 

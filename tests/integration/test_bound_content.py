@@ -28,7 +28,7 @@ from blockgz.cli import main
 from blockgz.errors import ArchiveIntegrityError
 from blockgz.reader import open_archive
 from blockgz.sink.export.job import run_export
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.store import open_store
 from blockgz.written.sidecars import sidecar_key
 from testkit.s3 import s3_options
@@ -74,7 +74,7 @@ def exported(spark, kafka, seaweed_s3, weed_bucket, tmp_path):
     }
     config = tmp_path / "job.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
-    run_export(ExportConfig.from_file(str(config)), checkpoint=tmp_path / "ckpt", once=True,
+    run_export(ExportSettings.from_file(str(config)), checkpoint=tmp_path / "ckpt", once=True,
                spark=spark, install_signal_handlers=False)  # fmt: skip
     url = f"s3://{weed_bucket}"
     store, _ = open_store(url, options)

@@ -116,8 +116,8 @@ def test_nothing_found_names_the_prefix_listed_and_topics_dir(weed_proxy, weed_b
 def test_a_killed_runs_multipart_uploads_are_aborted_at_start(seaweed_s3, weed_bucket):
     import time
 
-    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.start import abort_left_uploads
+    from blockgz.sink.jobconfig.config import ExportSettings
 
     client = seaweed_s3.client()
     left = [
@@ -127,7 +127,7 @@ def test_a_killed_runs_multipart_uploads_are_aborted_at_start(seaweed_s3, weed_b
     ]
     for key in left:
         client.create_multipart_upload(Bucket=weed_bucket, Key=key)
-    job = ExportConfig.from_mapping(
+    job = ExportSettings.from_mapping(
         {
             "name": "job",
             "topics": "mine",

@@ -13,8 +13,8 @@ import orjson
 import pytest
 
 from blockgz.sink.convert.connect_json import avro_datum_from_connect, avro_schema_from_connect
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.store import open_store
 from testkit import debezium
 from testkit.s3 import s3_options
@@ -24,8 +24,8 @@ pytestmark = pytest.mark.slow
 EVENTS = [debezium.create_event(1005), debezium.update_event(1004), debezium.create_event(1006)]
 
 
-def _job(kafka, s3_server, bucket, topic, **options) -> ExportConfig:
-    return ExportConfig.from_mapping(
+def _job(kafka, s3_server, bucket, topic, **options) -> ExportSettings:
+    return ExportSettings.from_mapping(
         {
             "name": f"dbz-{topic[-12:]}",
             "topics": topic,
@@ -37,7 +37,7 @@ def _job(kafka, s3_server, bucket, topic, **options) -> ExportConfig:
     )
 
 
-def _export(spark, job: ExportConfig, checkpoint) -> None:
+def _export(spark, job: ExportSettings, checkpoint) -> None:
     result = run_export(
         job, checkpoint=checkpoint, once=True, spark=spark, install_signal_handlers=False
     )

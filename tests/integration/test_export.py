@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import ExportFailed, run_export
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.store import open_store
 from testkit.faults import fault_options
 from testkit.kafka_data import (
@@ -34,8 +34,8 @@ def topic_for(request) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", request.node.name)[:60]
 
 
-def job_for(kafka, s3_server, bucket, topic, **options) -> ExportConfig:
-    return ExportConfig.from_mapping(
+def job_for(kafka, s3_server, bucket, topic, **options) -> ExportSettings:
+    return ExportSettings.from_mapping(
         {
             "name": "test-export",
             "topics": topic,

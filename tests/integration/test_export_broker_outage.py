@@ -15,7 +15,7 @@ import uuid
 import pytest
 
 from blockgz.local_servers.kafka import LocalKafka
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 from testkit.running_export import archived_offsets, committed, export_while, wait_until
 from testkit.s3 import s3_options
 from testkit.tcp_proxy import TcpProxy
@@ -44,7 +44,7 @@ def test_a_broker_outage_mid_export_loses_and_repeats_nothing(
     topic = "outage_" + uuid.uuid4().hex[:8]
     kafka.create_topic(topic, partitions=PARTITIONS)
     kafka.produce_bulk(topic, PER_PARTITION - 1, PARTITIONS)  # + a sentinel each: exact
-    job = ExportConfig.from_mapping(
+    job = ExportSettings.from_mapping(
         {
             "name": "broker-outage",
             "kafka.bootstrap.servers": f"127.0.0.1:{proxy.port}",

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from blockgz.local_servers import fake_aws_env
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 from testkit.running_export import archived_offsets, committed, wait_until
 from testkit.s3 import s3_options
 
@@ -157,7 +157,7 @@ def test_the_checkpoint_fills_up_while_the_export_runs(
     }
     config = tmp_path / "job.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in options.items()))
-    job = ExportConfig.from_mapping(options)
+    job = ExportSettings.from_mapping(options)
     env = {**os.environ, **fake_aws_env()}
 
     def export(checkpoint: Path, *flags: str) -> list[str]:

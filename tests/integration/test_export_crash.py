@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from blockgz.local_servers import fake_aws_env
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.store import open_store
 from testkit.faults import fault_options
 from testkit.kafka_data import manifest_keys_of, produce_numbered, read_exported
@@ -151,7 +151,7 @@ def check_exactly_once(s3_server, bucket, config_path: Path) -> None:
     store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     exported = read_exported(store, prefix)
     exported.assert_exactly_once(PARTITIONS, PER_PARTITION)
-    sink_config = SinkConfig.from_options({"s3.bucket.name": bucket, "name": options["name"]})
+    sink_config = SinkSettings.from_options({"s3.bucket.name": bucket, "name": options["name"]})
     listed = manifest_keys_of(store, prefix, sink_config)
     assert exported.written == listed, "objects outside the manifests"
 
@@ -160,7 +160,7 @@ def orphans(s3_server, bucket) -> set[str]:
     store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     exported = read_exported(store, prefix)
     listed = manifest_keys_of(
-        store, prefix, SinkConfig.from_options({"s3.bucket.name": bucket, "name": "crash-test"})
+        store, prefix, SinkSettings.from_options({"s3.bucket.name": bucket, "name": "crash-test"})
     )
     return set(exported.objects) - listed
 
@@ -264,7 +264,7 @@ def test_sigterm_stops_a_running_export_cleanly(crash_setup, kafka, s3_server, b
         **{"blockgz.trigger.interval": "1 second"},
     )
     run = ExportProcess(config, tmp_path / "ckpt", tmp_path / "export.log", once=False)
-    sink_config = SinkConfig.from_options({"s3.bucket.name": bucket, "name": "crash-test"})
+    sink_config = SinkSettings.from_options({"s3.bucket.name": bucket, "name": "crash-test"})
     store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     deadline = time.monotonic() + 120
     while not manifest_keys_of(store, prefix, sink_config):  # the first batch committed
@@ -333,7 +333,7 @@ def dead_letter_crash(
         sent[
             (int(headers["__connect.errors.partition"]), int(headers["__connect.errors.offset"]))
         ] += 1
-    log = SinkConfig.from_options({"s3.bucket.name": bucket, "name": "crash-test"}).manifest_log(
+    log = SinkSettings.from_options({"s3.bucket.name": bucket, "name": "crash-test"}).manifest_log(
         store, prefix
     )
     manifest_keys = log.keys()

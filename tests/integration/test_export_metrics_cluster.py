@@ -27,7 +27,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from blockgz.local_servers import fake_aws_env
 from blockgz.local_servers.ports import free_ports
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.store import open_store
 from testkit.kafka_data import HOUR_MS, T0, produce_numbered, read_exported
 from testkit.s3 import s3_options
@@ -194,7 +194,7 @@ def test_figures_hold_on_the_cluster_through_an_s3_fault_and_a_restart(
     # -- against the archive -------------------------------------------------------------------
     store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     read_exported(store, prefix).assert_exactly_once(PARTITIONS, FIRST + SECOND)
-    log = SinkConfig.from_options({"s3.bucket.name": bucket, "name": "metrics-cluster"})
+    log = SinkSettings.from_options({"s3.bucket.name": bucket, "name": "metrics-cluster"})
     manifests = log.manifest_log(store, prefix)
     run2_files = [f for f in manifests.committed_files() if f.first_offset >= FIRST]
     # Counters count what this process saw: the second run's records and objects only.

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from blockgz.local_servers import fake_aws_env
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.store import open_store
 from testkit.kafka_data import manifest_keys_of, read_exported
 from testkit.s3 import s3_options
@@ -89,7 +89,7 @@ def test_throttling_resets_and_a_failed_complete_leave_exactly_once_and_no_uploa
     exported = read_exported(store, prefix)
     exported.assert_exactly_once(PARTITIONS, PER_PARTITION)
     listed = manifest_keys_of(
-        store, prefix, SinkConfig.from_options({"s3.bucket.name": bucket, "name": "s3-faults"})
+        store, prefix, SinkSettings.from_options({"s3.bucket.name": bucket, "name": "s3-faults"})
     )
     assert exported.written == listed, "objects outside the manifests"
     uploads = s3_server.client().list_multipart_uploads(Bucket=bucket).get("Uploads", [])

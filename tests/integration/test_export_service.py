@@ -15,7 +15,7 @@ import signal
 
 import pytest
 
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.store import open_store
 from testkit.kafka_data import produce_numbered, read_exported
 from testkit.s3 import s3_options
@@ -65,7 +65,7 @@ def test_a_stop_signal_ends_the_export_cleanly_and_a_restart_loses_nothing(
     assert len(said) <= 3, printed[-3000:]
     # It counts what the manifests committed, even when Spark went before reporting it.
     store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
-    job = SinkConfig.from_options({"s3.bucket.name": bucket, "name": "service-test"})
+    job = SinkSettings.from_options({"s3.bucket.name": bucket, "name": "service-test"})
     committed = job.manifest_log(store, prefix).committed_offsets().get(topic, {})
     assert sum(committed.values()) > 0
     assert lines[-1].startswith(f"stopped: {sum(committed.values())} records"), lines[-1]

@@ -17,7 +17,7 @@ import uuid
 import pytest
 
 from blockgz.errors import ExportFailed
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 from testkit.running_export import archived_offsets, committed, export_while, wait_until
 from testkit.s3 import s3_options
 
@@ -26,8 +26,8 @@ pytestmark = pytest.mark.slow
 PER_PARTITION = 30
 
 
-def job_config(kafka, s3_server, bucket: str, **topics: str) -> ExportConfig:
-    return ExportConfig.from_mapping(
+def job_config(kafka, s3_server, bucket: str, **topics: str) -> ExportSettings:
+    return ExportSettings.from_mapping(
         {
             "name": "topics-change",
             "kafka.bootstrap.servers": kafka.bootstrap_servers,

@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.store import open_store
 from testkit.deadletters import produce_mixed, read_topic
 from testkit.kafka_data import read_exported
@@ -22,8 +22,8 @@ from testkit.s3 import s3_options
 pytestmark = pytest.mark.slow
 
 
-def dead_letter_job(kafka, s3_server, bucket, topic, **extra) -> ExportConfig:
-    return ExportConfig.from_mapping(
+def dead_letter_job(kafka, s3_server, bucket, topic, **extra) -> ExportSettings:
+    return ExportSettings.from_mapping(
         {
             "name": "dlq-export",
             "topics": topic,
@@ -95,7 +95,7 @@ def test_keys_and_headers_files_through_the_export(spark, kafka, s3_server, buck
         for i in range(20)
     ]
     kafka.produce(topic, rows, partition=0)
-    job = ExportConfig.from_mapping(
+    job = ExportSettings.from_mapping(
         {
             "name": "keys-headers",
             "topics": topic,

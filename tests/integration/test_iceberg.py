@@ -32,7 +32,7 @@ from testkit.s3 import s3_options
 pytest.importorskip("pyiceberg", reason="pyiceberg is in the [iceberg] extra")
 
 from blockgz.sink.iceberg.table import ArchiveTable
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 
 pytestmark = pytest.mark.integration
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,7 +64,7 @@ def sink_options(s3_server, bucket, tmp_path, **more) -> dict[str, str]:
     }
 
 
-def write_batch(config: SinkConfig, store, prefix, start: int, count: int):
+def write_batch(config: SinkSettings, store, prefix, start: int, count: int):
     """One object per partition, offsets start..start+count-1: (files, end offsets)."""
     files = [write_parquet(store, prefix, "orders", p, start, count) for p in PARTITIONS]
     return files, {"orders": {p: start + count for p in PARTITIONS}}
@@ -78,7 +78,7 @@ def scanned(table: ArchiveTable) -> list[tuple[int, int]]:
 
 def test_batches_in_s3_become_iceberg_commits_read_back_from_s3(s3_server, bucket, tmp_path):
     options = sink_options(s3_server, bucket, tmp_path)
-    config = SinkConfig.from_options(options)
+    config = SinkSettings.from_options(options)
     store, prefix = config.make_store()
     log = config.manifest_log()
     table = ArchiveTable.from_options(options, config)
@@ -113,7 +113,7 @@ def test_sigkill_between_the_manifest_and_the_iceberg_commit_then_restart(
     SIGKILLed before batch 1's Iceberg commit. The restart adds batch 1 on start, Spark's
     replay of batch 1 is recognised, batch 2 follows: every file in the table once."""
     options = sink_options(s3_server, bucket, tmp_path)
-    config = SinkConfig.from_options(options)
+    config = SinkSettings.from_options(options)
     store, prefix = config.make_store()
     batches = [(b, *write_batch(config, store, prefix, b * 10, 10)) for b in range(3)]
     marker = tmp_path / "paused"
@@ -249,7 +249,7 @@ def local_table(tmp_path):
         "blockgz.iceberg.catalog.uri": f"sqlite:///{tmp_path}/catalog.db",
         **hourly,
     }
-    config = SinkConfig.from_options(options)
+    config = SinkSettings.from_options(options)
     store, prefix = config.make_store()
     log = config.manifest_log()
     table = ArchiveTable.from_options(options, config)
@@ -325,7 +325,7 @@ def test_spark_4_1_reads_the_table_on_s3_through_its_catalog(
     from blockgz.local_servers.moto_s3 import ACCESS_KEY, REGION, SECRET_KEY
 
     options = sink_options(s3_server, bucket, tmp_path)
-    config = SinkConfig.from_options(options)
+    config = SinkSettings.from_options(options)
     store, prefix = config.make_store()
     table = ArchiveTable.from_options(options, config)
     for batch in range(2):
@@ -367,8 +367,8 @@ def test_the_parquet_export_keeps_the_iceberg_table(
     pytest.importorskip(
         "blockgz.formats.parquet.parquet_format", reason="the Parquet format is not here yet"
     )
-    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.job import run_export
+    from blockgz.sink.jobconfig.config import ExportSettings
     from testkit.avro_data import produce_avro_numbered
     from testkit.kafka_data import read_exported
 
@@ -376,7 +376,7 @@ def test_the_parquet_export_keeps_the_iceberg_table(
     topic = "iceberg_export"
     kafka.create_topic(topic, partitions=2)
     produce_avro_numbered(kafka.bootstrap_servers, registry.url, topic, 2, 9)
-    job = ExportConfig.from_mapping(
+    job = ExportSettings.from_mapping(
         {
             "name": "iceberg-export",
             "topics": topic,
@@ -465,7 +465,7 @@ def test_sigkill_of_the_export_between_the_two_commits_then_restart(
     run = ExportProcess(crashing, tmp_path / "ckpt", tmp_path / "export.log")
     run.wait_for(marker, timeout_s=420)  # two batches of Spark Python workers, on a busy box
     run.kill()
-    sink = SinkConfig.from_options(options)
+    sink = SinkSettings.from_options(options)
     table = ArchiveTable.from_options(options, sink)
     assert sink.manifest_log().keys()[-1].endswith("-00000000000000000001.json")
     assert [b["blockgz.batch"] for b in table.committed_batches()] == ["0"]

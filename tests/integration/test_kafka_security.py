@@ -123,11 +123,11 @@ def test_a_host_name_the_certificate_does_not_hold(secured_kafka, topic, tmp_pat
         tmp_path, settings, "ssl.endpoint.identification.algorithm=https",
         "not for 127.0.0.1", "localhost",
     )  # fmt: skip
-    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.preflight import check_kafka
+    from blockgz.sink.jobconfig.config import ExportSettings
 
     unchecked = {**settings, "ssl.endpoint.identification.algorithm": ""}
-    job = ExportConfig.from_mapping({"name": "n", "path": str(tmp_path / "b"), **unchecked})
+    job = ExportSettings.from_mapping({"name": "n", "path": str(tmp_path / "b"), **unchecked})
     check_kafka(job, once=True)  # connects, sees the topic, may READ it
 
 
@@ -180,8 +180,8 @@ def test_the_dead_letter_topic_is_created_with_create_and_written_with_write(
     secured_kafka, topic, tmp_path
 ):
     """The ACLs docs/security.md lists for a dead-letter topic the preflight creates pass it."""
-    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.preflight import ensure_dead_letter_topic
+    from blockgz.sink.jobconfig.config import ExportSettings
 
     dead = unique("dlq")
     secured_kafka.add_user("dlqowner", "pw", read=[topic], write=[dead], create=[dead])
@@ -193,7 +193,7 @@ def test_the_dead_letter_topic_is_created_with_create_and_written_with_write(
             "errors.deadletterqueue.topic.replication.factor": "1",
         },
     )  # fmt: skip
-    ensure_dead_letter_topic(ExportConfig.from_mapping({"path": str(tmp_path), **settings}))
+    ensure_dead_letter_topic(ExportSettings.from_mapping({"path": str(tmp_path), **settings}))
     assert dead in secured_kafka.admin().list_topics(timeout=10).topics
 
 
@@ -223,8 +223,8 @@ def test_a_least_privileged_export_and_replay_over_sasl_ssl(spark, secured_kafka
     its settings are a pasted Connect config with a PKCS12 truststore and host-name checks on.
     The archive holds exactly the good records, the dead-letter topic the bad ones; a replay
     by another principal (WRITE and READ on its target) restores the archive there."""
-    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.job import run_export
+    from blockgz.sink.jobconfig.config import ExportSettings
     from blockgz.store import LocalStore
     from testkit.deadletters import produce_mixed
     from testkit.kafka_data import read_exported
@@ -250,7 +250,7 @@ def test_a_least_privileged_export_and_replay_over_sasl_ssl(spark, secured_kafka
             "ssl.endpoint.identification.algorithm": "https",
         },
     )  # fmt: skip
-    job = ExportConfig.from_mapping(settings)
+    job = ExportSettings.from_mapping(settings)
     result = run_export(
         job, checkpoint=tmp_path / "ckpt", once=True, spark=spark, install_signal_handlers=False
     )

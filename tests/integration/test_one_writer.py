@@ -29,9 +29,9 @@ from blockgz.commits.manifest_log import ManifestLog
 from blockgz.commits.writer_lease import Holder, Lease
 from blockgz.errors import LeaseHeldError, PreconditionFailedError, PreflightError
 from blockgz.local_servers import fake_aws_env
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.preflight import check_other_jobs
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.jobconfig.config import ExportSettings
+from blockgz.sink.write.config import SinkSettings
 from blockgz.store import open_store
 from testkit.kafka_data import manifest_keys_of, produce_numbered
 from testkit.s3 import s3_options
@@ -110,7 +110,7 @@ def test_a_new_checkpoint_resumes_where_the_archive_committed(kafka, s3_server, 
     ExportProcess(again, tmp_path / "ckpt3", tmp_path / "export3.log").finish()
     assert set(keys_of(s3_server, bucket)) == before
     # blockgz.resume=checkpoint-only starts at startingOffsets: refused by no one, documented.
-    assert ExportConfig.from_file(again, {"blockgz.resume": "checkpoint-only"}).resume == (
+    assert ExportSettings.from_file(again, {"blockgz.resume": "checkpoint-only"}).resume == (
         "checkpoint-only"
     )
 
@@ -123,7 +123,7 @@ def keys_of(s3_server, bucket) -> list[str]:
 def assert_no_overlaps(s3_server, bucket) -> None:
     """No two committed objects of a partition hold a common offset."""
     store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
-    log = SinkConfig.from_options({"s3.bucket.name": bucket, "name": "crash-test"}).manifest_log(
+    log = SinkSettings.from_options({"s3.bucket.name": bucket, "name": "crash-test"}).manifest_log(
         store, prefix
     )
     spans: dict[tuple[str, int], list[tuple[int, int]]] = {}
@@ -176,7 +176,7 @@ def test_two_exports_of_one_job_race_on_the_cluster(
         assert str(winner.checkpoint.resolve()) in lines[0] and "pid" in lines[0], lines[0]
         assert "Traceback" not in loser.log.read_text()
         # The winner drains the topic, then stops cleanly on SIGTERM.
-        sink_config = SinkConfig.from_options({"s3.bucket.name": bucket, "name": "crash-test"})
+        sink_config = SinkSettings.from_options({"s3.bucket.name": bucket, "name": "crash-test"})
         store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
         log = sink_config.manifest_log(store, prefix)
         want = {p: PER_PARTITION for p in range(PARTITIONS)}
@@ -244,14 +244,14 @@ def test_another_job_archiving_the_same_topics_is_refused(kafka, s3_server, buck
         **s3_options(s3_server.endpoint_url),
     }
     with pytest.raises(PreflightError) as caught:
-        check_other_jobs(ExportConfig.from_mapping(base))
+        check_other_jobs(ExportSettings.from_mapping(base))
     message = str(caught.value)
     assert "\n" not in message
     assert "'first-job'" in message and topic in message and "name=first-job" in message
     assert "blockgz.share.topics=true" in message
-    check_other_jobs(ExportConfig.from_mapping({**base, "blockgz.share.topics": "true"}))
-    check_other_jobs(ExportConfig.from_mapping({**base, "topics.dir": "elsewhere"}))
-    check_other_jobs(ExportConfig.from_mapping({**base, "name": "first-job"}))
+    check_other_jobs(ExportSettings.from_mapping({**base, "blockgz.share.topics": "true"}))
+    check_other_jobs(ExportSettings.from_mapping({**base, "topics.dir": "elsewhere"}))
+    check_other_jobs(ExportSettings.from_mapping({**base, "name": "first-job"}))
     # The CLI says it in one line and exits non-zero before Spark starts.
     config = tmp_path / "job.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in base.items()))
@@ -265,7 +265,7 @@ def test_another_job_archiving_the_same_topics_is_refused(kafka, s3_server, buck
     assert proc.returncode != 0 and "already archives" in proc.stderr, proc.stderr
     assert not (tmp_path / "ckpt" / "offsets").exists()
     shutil.rmtree(tmp_path / "ckpt", ignore_errors=True)
-    assert manifest_keys_of(store, prefix, SinkConfig.from_options(base)) == set()
+    assert manifest_keys_of(store, prefix, SinkSettings.from_options(base)) == set()
 
 
 # -- an export paused past its lease's expiry stops before its next commit ---------------------
@@ -295,7 +295,7 @@ def test_a_writer_paused_past_its_expiry_stops_before_its_next_commit(
         },
     )
     store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
-    log = SinkConfig.from_options({"s3.bucket.name": bucket, "name": "crash-test"}).manifest_log(
+    log = SinkSettings.from_options({"s3.bucket.name": bucket, "name": "crash-test"}).manifest_log(
         store, prefix
     )
     first = ExportProcess(config, tmp_path / "ckptA", tmp_path / "exportA.log", once=False)

@@ -141,15 +141,15 @@ def test_a_deep_audit_reads_each_row_group_once_and_finds_a_flipped_byte(
 
 @pytest.mark.slow
 def test_the_parquet_export_end_to_end(spark, kafka, s3_server, registry, bucket, tmp_path):
-    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.job import run_export
+    from blockgz.sink.jobconfig.config import ExportSettings
     from testkit.avro_data import avro_value_for, produce_avro_numbered
     from testkit.kafka_data import manifest_keys_of, read_exported
 
     topic = "parquet_export"
     kafka.create_topic(topic, partitions=2)
     produce_avro_numbered(kafka.bootstrap_servers, registry.url, topic, 2, 9)
-    job = ExportConfig.from_mapping(
+    job = ExportSettings.from_mapping(
         {
             "name": "parquet-export",
             "topics": topic,

@@ -15,7 +15,7 @@ import pytest
 
 from blockgz.errors import ExportFailed
 from blockgz.reader import open_archive
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 from testkit.running_export import archived_offsets, committed, export_while, wait_until
 from testkit.s3 import s3_options
 
@@ -25,8 +25,8 @@ from testkit.s3 import s3_options
 pytestmark = [pytest.mark.slow, pytest.mark.broker]
 
 
-def job_config(kafka, s3_server, bucket: str, **options: str) -> ExportConfig:
-    return ExportConfig.from_mapping(
+def job_config(kafka, s3_server, bucket: str, **options: str) -> ExportSettings:
+    return ExportSettings.from_mapping(
         {
             "name": "real-broker",
             "kafka.bootstrap.servers": kafka.bootstrap_servers,

@@ -20,7 +20,7 @@ from blockgz.cli import main
 from blockgz.reader.restore.markers import MARKER
 from blockgz.reader.restore.partitioner import kafka_partition
 from blockgz.sink.records import KafkaRecord
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from testkit.batches import arrow_batches
 
@@ -40,7 +40,7 @@ def archive_of(root, topic: str, partitions: int, count: int) -> list[KafkaRecor
                 KafkaRecord(topic, p, offset, T0 + n, key, b'{"n":%d,"p":%d}' % (n, p), headers)
             )
             offset += 1 if n % 5 else 3
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {
             "path": str(root),
             "flush.size": "50",
@@ -125,7 +125,7 @@ def test_what_the_archive_did_not_keep_is_said_not_guessed(kafka, tmp_path, capl
     kind and in its summary that timestamps, keys and headers were not kept (an envelope
     archive, as in the other tests here, says nothing of the kind)."""
     records = [KafkaRecord("bare", 0, n, T0 + n, b"k", b'{"n":%d}' % n, None) for n in range(6)]
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {"path": str(tmp_path), "flush.size": "3", "store.kafka.timestamps": "false"}
     )  # values only, as exports wrote them before timestamps were kept by default
     write_task(config, iter(arrow_batches(records)))

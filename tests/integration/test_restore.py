@@ -24,7 +24,7 @@ from blockgz.commits.cluster_snapshots import ClusterSnapshot, Snapshots, TopicS
 from blockgz.reader.restore.markers import MARKER
 from blockgz.reader.restore.positions import position_group
 from blockgz.sink.records import KafkaRecord
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from blockgz.store import LocalStore
 from testkit.batches import arrow_batches
@@ -45,7 +45,7 @@ def archive_of(root, topic: str, partitions: int, count: int) -> list[KafkaRecor
             value = b'{"topic":"%s","p":%d,"n":%d}' % (topic.encode(), p, n)
             records.append(KafkaRecord(topic, p, offset, T0 + 10 * n, b"k%d" % n, value, headers))
             offset += 1 if n % 5 else 3
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {"path": str(root), "flush.size": "25", "s3.compression.type": "blockgzip",
          "format.json.envelope": "true"}
     )  # fmt: skip

@@ -8,7 +8,7 @@ import uuid
 
 from blockgz.commits.cluster_snapshots import TopicState
 from blockgz.sink.records import KafkaRecord
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from testkit.batches import arrow_batches
 from tests.integration.test_restore import EXACT, T0, read_all, run, snapshot
@@ -21,7 +21,7 @@ def _archive_with_a_big_record(root, topic: str) -> list[KafkaRecord]:
     values = [b'{"n":%d}' % n for n in range(7)]
     values[3] = b'"' + b"x" * BIG + b'"'
     records = [KafkaRecord(topic, 0, n, T0 + n, b"k%d" % n, v) for n, v in enumerate(values)]
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {"path": str(root), "s3.compression.type": "blockgzip", "format.json.envelope": "true"}
     )
     write_task(config, iter(arrow_batches(records)))

@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from blockgz.cli import main
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
+from blockgz.sink.jobconfig.config import ExportSettings
 from testkit.s3 import s3_options
 from tests.integration.test_restore import read_all
 
@@ -42,7 +42,7 @@ def source_records(partition: int, count: int) -> list[tuple[bytes, bytes | None
 
 def export(spark, kafka, seaweed_s3, bucket: str, topic: str, tmp_path, **extra: str) -> None:
     """Archive ``topic`` once (the export's own snapshot records its configs)."""
-    job = ExportConfig.from_mapping(
+    job = ExportSettings.from_mapping(
         {
             "name": f"whole-{topic}",
             "topics": topic,

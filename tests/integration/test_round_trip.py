@@ -26,8 +26,8 @@ from blockgz.reader import open_archive
 from blockgz.reader.restore.markers import MARKER
 from blockgz.reader.restore.send import SendSettings, send_records
 from blockgz.registry import RegistrySettings
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
+from blockgz.sink.jobconfig.config import ExportSettings
 from testkit.s3 import s3_options
 
 pytestmark = pytest.mark.slow
@@ -135,7 +135,7 @@ def round_trip(spark, kafka, s3_server, bucket, tmp_path, partitions, options, *
     kafka.create_topic(target, len(partitions))
     produce(kafka, source, partitions, serialize)
     rows = [row for part in partitions for row in part]
-    job = ExportConfig.from_mapping(
+    job = ExportSettings.from_mapping(
         {
             "name": f"round-trip-{n}",
             "topics": source,

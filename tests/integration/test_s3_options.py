@@ -163,12 +163,12 @@ def test_assume_role_through_moto_sts(moto_s3, monkeypatch):
 def test_the_sink_tags_each_committed_object_with_its_offsets(s3_server, bucket):
     """``s3.object.tagging=true`` through a write task: every data object, as Confluent."""
     from blockgz.sink.records import KafkaRecord
-    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.config import SinkSettings
     from blockgz.sink.write.task import write_task
     from testkit.batches import arrow_batches
 
     records = [KafkaRecord("t", 0, n, 0, None, b'{"n": %d}' % n) for n in range(5, 12)]
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {
             "s3.bucket.name": bucket,
             **s3_options(s3_server.endpoint_url),

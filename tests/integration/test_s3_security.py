@@ -110,10 +110,10 @@ def test_an_untrusted_certificate_fails_the_preflight_in_one_line(
 
 
 def preflight_store(bucket: str, options: dict[str, str], **extra: str) -> None:
-    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.preflight import check_store
+    from blockgz.sink.jobconfig.config import ExportSettings
 
-    check_store(ExportConfig.from_mapping(job_options(bucket, options, **extra)))
+    check_store(ExportSettings.from_mapping(job_options(bucket, options, **extra)))
 
 
 def test_the_documented_permissions_pass_the_preflight_and_leave_nothing(secure_s3, secure_bucket):
@@ -177,11 +177,11 @@ def test_read_only_keys_read_but_cannot_write(tmp_path, secure_s3, secure_bucket
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [expected[o] for o in range(50)]
 
-    from blockgz.sink.jobconfig.config import ExportConfig
     from blockgz.sink.export.status import job_status
+    from blockgz.sink.jobconfig.config import ExportSettings
 
     report = job_status(
-        ExportConfig.from_mapping(job_options(secure_bucket, reader_options)), kafka=False
+        ExportSettings.from_mapping(job_options(secure_bucket, reader_options)), kafka=False
     )
     assert [(i.level, i.message) for i in report.issues] == [
         (1, "open multipart uploads not listed: no s3:ListBucketMultipartUploads")

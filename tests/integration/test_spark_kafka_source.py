@@ -19,7 +19,7 @@ import pytest
 
 from blockgz.errors import JarResolutionError
 from blockgz.local_servers import fake_aws_env
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.store import open_store
 from testkit.kafka_data import manifest_keys_of, produce_numbered, read_exported, value_for
 from testkit.s3 import s3_options
@@ -80,7 +80,7 @@ def test_export_once_reads_with_spark_kafka_source(connector, kafka, s3_server, 
     for docs in exported.objects.values():  # record by record: each value as produced
         for doc in docs:
             assert doc == value_for(doc["p"], doc["i"])
-    sink_config = SinkConfig.from_options({"s3.bucket.name": bucket, "name": options["name"]})
+    sink_config = SinkSettings.from_options({"s3.bucket.name": bucket, "name": options["name"]})
     listed = manifest_keys_of(store, prefix, sink_config)
     assert exported.written == listed, "objects outside the manifests"
 

@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from blockgz.cli import main
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
+from blockgz.sink.jobconfig.config import ExportSettings
 from testkit.kafka_data import produce_numbered
 from testkit.s3 import s3_options
 
@@ -55,7 +55,7 @@ def test_status_of_an_export(spark, kafka, s3_server, bucket, tmp_path):
         **s3_options(s3_server.endpoint_url),
     }
     config = write_config(tmp_path / "job.properties", **settings)
-    job = ExportConfig.from_file(config)
+    job = ExportSettings.from_file(config)
     run_export(job, checkpoint=tmp_path / "ckpt", once=True, spark=spark,
                install_signal_handlers=False)  # fmt: skip
 

@@ -25,7 +25,7 @@ from blockgz.cli import main
 from blockgz.errors import ExportFailed
 from blockgz.kafka.access import describe_topics
 from blockgz.reader import open_archive
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.sink.kafka.lives import recorded_topic_ids
 from testkit.cli import assert_one_line_failure, export_once
 from testkit.faults import fault_options, release
@@ -153,7 +153,7 @@ def test_a_rerun_refuses_the_new_life_of_a_recreated_topic(
 
     # Where two lives meet (a stand-in: a batch of the same job recording the new life's id),
     # audit and status name the topic and both ids.
-    log = ExportConfig.from_mapping(options).sink.manifest_log()
+    log = ExportSettings.from_mapping(options).sink.manifest_log()
     old_id = recorded_topic_ids(log)[topic]
     new_id = describe_topics(kafka.admin(), [topic], timeout_s=15)[topic].topic_id
     assert new_id and new_id != old_id
@@ -169,8 +169,8 @@ def test_a_rerun_refuses_the_new_life_of_a_recreated_topic(
     assert code == 2 and any(f"record 2 lives of topic {topic}" in p for p in problems), problems
 
 
-def running_job(kafka, s3_server, bucket: str, topic: str, fault: str) -> ExportConfig:
-    return ExportConfig.from_mapping(
+def running_job(kafka, s3_server, bucket: str, topic: str, fault: str) -> ExportSettings:
+    return ExportSettings.from_mapping(
         {
             **job_options(kafka, s3_server, bucket, topic),
             "blockgz.trigger.interval": "1 second",

@@ -17,8 +17,8 @@ from click.testing import CliRunner
 
 from blockgz.cli import main
 from blockgz.reader.reading.archive import open_archive
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import run_export
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.store import open_store
 from testkit.cli import assert_one_line_failure, export_once
 from testkit.s3 import s3_options
@@ -65,7 +65,7 @@ def test_a_chain_inserts_the_field_and_routes_the_topic_folder(
     topic, routed = f"smt_{suffix}", f"archived_{suffix}"
     kafka.create_topic(topic, partitions=1)
     kafka.produce(topic, [json.dumps({"n": n}).encode() for n in range(RECORDS)])
-    job = ExportConfig.from_mapping(pasted_config(kafka, s3_server, bucket, topic))
+    job = ExportSettings.from_mapping(pasted_config(kafka, s3_server, bucket, topic))
     run_export(
         job, checkpoint=tmp_path / "ckpt", once=True, spark=spark, install_signal_handlers=False
     )

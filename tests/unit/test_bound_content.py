@@ -220,13 +220,13 @@ def test_an_object_read_whole_is_checked_at_its_end(tmp_path):
     from blockgz.errors import ArchiveIntegrityError
     from blockgz.reader import open_archive
     from blockgz.sink.write.commit import write_manifest
-    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.config import SinkSettings
     from blockgz.sink.write.task import write_task
     from testkit.archives import input_records
     from testkit.batches import arrow_batches
 
     records = [r for r in input_records(30) if r.partition == 0]
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {"path": str(tmp_path), "name": "job", "s3.compression.type": "none"}  # read whole
     )
     write_manifest(config.manifest_log(), 0, [write_task(config, iter(arrow_batches(records)))])

@@ -20,7 +20,7 @@ from blockgz.errors import BadRecordError, ConfigError
 from blockgz.objects.indexed import IndexedReader
 from blockgz.objects.stream import stream_records
 from blockgz.sink.records import KafkaRecord
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from blockgz.store import LocalStore
 from testkit.batches import arrow_batches
@@ -50,7 +50,7 @@ def test_any_bytes_round_trip(tmp_path, compression):
         **({"s3.compression.block.size": "2KiB"} if compression == "blockgzip" else {}),
     }
     batches = iter(arrow_batches(records(values)))
-    files = write_task(SinkConfig.from_options(options), batches).files
+    files = write_task(SinkSettings.from_options(options), batches).files
     assert [f.records for f in files if f.role == "value"] == [120, 80]
     store = LocalStore(tmp_path)
     got = []
@@ -71,7 +71,7 @@ def test_any_bytes_round_trip(tmp_path, compression):
 def test_the_separator_default_still_refuses_a_newline_and_says_what_to_do(tmp_path):
     options = {"path": str(tmp_path), "format.class": "bytearray"}
     with pytest.raises(BadRecordError) as info:
-        write_task(SinkConfig.from_options(options), iter(arrow_batches(records([b"a\nb"]))))
+        write_task(SinkSettings.from_options(options), iter(arrow_batches(records([b"a\nb"]))))
     assert "t-0@10" in str(info.value)
     assert "format.bytearray.framing=length-prefixed" in str(info.value)
 
@@ -86,7 +86,7 @@ def test_the_separator_default_still_refuses_a_newline_and_says_what_to_do(tmp_p
 )
 def test_framing_config_is_checked(tmp_path, options, words):
     with pytest.raises(ConfigError) as info:
-        SinkConfig.from_options({"path": str(tmp_path), **options})
+        SinkSettings.from_options({"path": str(tmp_path), **options})
     for word in words:
         assert word in str(info.value)
 
@@ -94,7 +94,7 @@ def test_framing_config_is_checked(tmp_path, options, words):
 def test_cat_and_seek_print_binary_values_as_base64(tmp_path):
     values = binary_values(20)
     options = {"path": str(tmp_path), **LENGTH}
-    files = write_task(SinkConfig.from_options(options), iter(arrow_batches(records(values))))
+    files = write_task(SinkSettings.from_options(options), iter(arrow_batches(records(values))))
     path = tmp_path / files.files[0].key
     runner = CliRunner()
     result = runner.invoke(

@@ -18,7 +18,7 @@ from botocore.stub import Stubber
 
 from blockgz.blocks.checksum import block_crc32
 from blockgz.errors import ConfigError, StoreError
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.sink.jobconfig.settings_names import (
     CONFLUENT_S3_OPTIONS,
     HONOURED,
@@ -115,7 +115,7 @@ def test_refused_options_fail_at_startup_naming_the_option_and_the_reason(name):
     refusal = REFUSED[name]
     assert refusal.example, name
     with pytest.raises(ConfigError) as raised:
-        ExportConfig.from_mapping(job_options(**refusal.example))
+        ExportSettings.from_mapping(job_options(**refusal.example))
     message = str(raised.value)
     assert f"{name}: " in message
     assert refusal.reason in message
@@ -137,7 +137,7 @@ def test_refused_options_pass_with_values_blockgz_follows(options):
 def test_warned_options_share_one_warning_line(caplog):
     every = {k: v for refusal in WARNED.values() for k, v in refusal.example.items()}
     with caplog.at_level(logging.WARNING, logger="blockgz.export"):
-        ExportConfig.from_mapping(job_options(**every))
+        ExportSettings.from_mapping(job_options(**every))
     lines = [r.getMessage() for r in caplog.records if "does not read" in r.getMessage()]
     assert len(lines) == 1, lines
     for name in WARNED:

@@ -30,7 +30,7 @@ from blockgz.sink.convert.evolution import SchemaPolicy
 from blockgz.sink.convert.schemas import ValueSchema
 from blockgz.sink.convert.schemas_by_id import RegistrySettings
 from blockgz.sink.records import KafkaRecord
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 
 V1 = {"type": "record", "name": "user", "fields": [{"name": "id", "type": "long"}]}
 V2 = {
@@ -356,13 +356,13 @@ def test_converter_settings_read_connect_names():
 )
 def test_converter_and_format_combinations_are_checked(tmp_path, options, words):
     with pytest.raises(ConfigError) as info:
-        SinkConfig.from_options({"path": str(tmp_path), **options})
+        SinkSettings.from_options({"path": str(tmp_path), **options})
     for word in words:
         assert word in str(info.value)
 
 
 def test_avro_config_reads_codec_and_block_size(tmp_path):
-    cfg = SinkConfig.from_options(
+    cfg = SinkSettings.from_options(
         {
             "path": str(tmp_path),
             "format.class": "io.confluent.connect.s3.format.avro.AvroFormat",

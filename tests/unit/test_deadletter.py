@@ -15,7 +15,7 @@ import pytest
 from blockgz.errors import BadRecordError, ConfigError
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.commit import write_manifest
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from blockgz.store import LocalStore
 from testkit.batches import arrow_batches
@@ -42,7 +42,7 @@ def mixed_records(n: int, bad_share: float, seed: int = 3) -> tuple[list[KafkaRe
 
 
 def run(tmp_path, records, **options):
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {
             "path": str(tmp_path),
             "partitioner.class": "field",
@@ -160,7 +160,7 @@ def test_avro_files_left_empty_by_a_bad_first_record_are_dropped(tmp_path):
         KafkaRecord("t", 0, n, 0, None, b"abc") for n in range(1, 4)
     ]
     records[0] = KafkaRecord("t", 0, 0, 0, None, b"\xff\xfe")  # not UTF-8
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {
             "path": str(tmp_path),
             "format.class": "avro",
@@ -188,7 +188,7 @@ def test_avro_files_left_empty_by_a_bad_first_record_are_dropped(tmp_path):
 )
 def test_dead_letter_config_is_checked(tmp_path, options, words):
     with pytest.raises(ConfigError) as info:
-        SinkConfig.from_options({"path": str(tmp_path), **options})
+        SinkSettings.from_options({"path": str(tmp_path), **options})
     for word in words:
         assert word in str(info.value)
 
@@ -217,10 +217,10 @@ def test_the_batch_path_around_bad_records_writes_what_the_record_path_writes(tm
     )
     # A: batches holding both partitions (record by record).
     mixed = [r for pair in zip(*per_partition, strict=True) for r in pair]
-    config = SinkConfig.from_options({"path": str(tmp_path / "a"), **options})
+    config = SinkSettings.from_options({"path": str(tmp_path / "a"), **options})
     write_task(config, iter(arrow_batches(mixed, [40] * 30)))
     # B: one partition per batch (the batch path, split around the bad records).
-    config = SinkConfig.from_options({"path": str(tmp_path / "b"), **options})
+    config = SinkSettings.from_options({"path": str(tmp_path / "b"), **options})
     batches = arrow_batches(per_partition[0], [70] * 10) + arrow_batches(
         per_partition[1], [70] * 10
     )

@@ -10,11 +10,11 @@ import confluent_kafka
 import pytest
 
 from blockgz.sink.export import kafka_clients
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.kafka_clients import DriverClients
 from blockgz.sink.export.metrics import ExportMetrics
 from blockgz.sink.export.start import kafka_partitions
 from blockgz.sink.export.tracking import ExportResult, ProgressTracker
+from blockgz.sink.jobconfig.config import ExportSettings
 
 
 class FakeConsumer:
@@ -63,8 +63,8 @@ def fakes(monkeypatch):
     monkeypatch.setattr(kafka_clients, "quiet_admin", FakeAdmin)
 
 
-def job(tmp_path) -> ExportConfig:
-    return ExportConfig.from_mapping(
+def job(tmp_path) -> ExportSettings:
+    return ExportSettings.from_mapping(
         {"name": "s3-sink", "topics": "t", "kafka.bootstrap.servers": "127.0.0.1:9",
          "path": str(tmp_path), "blockgz.snapshot.interval": "60s"}
     )  # fmt: skip

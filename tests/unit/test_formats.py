@@ -25,7 +25,7 @@ from blockgz.formats.compression import COMPRESSIONS
 from blockgz.reader import open_archive
 from blockgz.reader.reading.companion_entries import with_entries
 from blockgz.sink.records import KafkaRecord, kafka_arrow_schema
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -100,7 +100,7 @@ def test_lookups_take_names_and_class_names_and_list_the_allowed_ones():
     with pytest.raises(ConfigError, match=r"^keys.format.class: 'csv' is not allowed; allowed: "):
         FORMATS.get("csv", option="keys.format.class")
     with pytest.raises(ConfigError, match="allowed: none, gzip, blockgzip, zstd, blockzstd"):
-        SinkConfig.from_options({"path": "/tmp/x", "s3.compression.type": "lz4"})
+        SinkSettings.from_options({"path": "/tmp/x", "s3.compression.type": "lz4"})
 
 
 def test_a_name_is_registered_once():
@@ -110,15 +110,15 @@ def test_a_name_is_registered_once():
 
 def test_what_a_format_can_hold_is_its_own_attribute():
     with pytest.raises(ConfigError, match=r"headers.format.class=bytearray is not allowed"):
-        SinkConfig.from_options({"path": "/tmp/x", "headers.format.class": "bytearray"})
+        SinkSettings.from_options({"path": "/tmp/x", "headers.format.class": "bytearray"})
     with pytest.raises(
         ConfigError, match=r"format.json.envelope only applies to format.class=json"
     ):
-        SinkConfig.from_options(
+        SinkSettings.from_options(
             {"path": "/tmp/x", "format.class": "bytearray", "format.json.envelope": "true"}
         )
     assert (
-        SinkConfig.from_options(
+        SinkSettings.from_options(
             {"path": "/tmp/x", "format.class": "avro", "value.converter": "string"}
         ).extension
         == ".avro"
@@ -179,7 +179,7 @@ def kafka_batch(records: list[KafkaRecord]) -> pa.RecordBatch:
 @pytest.mark.parametrize("compression", ["none", "blockgzip"])
 def test_a_format_registered_in_a_test_is_written_and_read_back(tmp_path, hex_format, compression):
     records = [KafkaRecord("t", 0, 10 + i, 1000, b"k%d" % i, b"\x00\n%d" % i) for i in range(7)]
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {
             "path": str(tmp_path),
             "format.class": "com.example.HexFormat",

@@ -8,7 +8,7 @@ pa = pytest.importorskip("pyarrow")
 
 from blockgz.errors import ConfigError  # noqa: E402
 from blockgz.sink.records import kafka_arrow_schema  # noqa: E402
-from blockgz.sink.write.config import SinkConfig  # noqa: E402
+from blockgz.sink.write.config import SinkSettings  # noqa: E402
 from blockgz.sink.write.hooks import WriteListener, load_input_reader, load_listener  # noqa: E402
 from blockgz.sink.write.task import write_task  # noqa: E402
 
@@ -48,7 +48,7 @@ def twice(options, batches):
 
 def test_the_listener_hears_each_finished_object_with_its_options(tmp_path):
     HEARD.clear()
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {
             "path": str(tmp_path),
             "flush.size": "2",
@@ -71,7 +71,7 @@ class ObjectCounter(WriteListener):
 
 def test_objects_done_counts_value_objects_not_the_files_beside_them(tmp_path):
     HEARD.clear()
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {
             "path": str(tmp_path),
             "flush.size": "2",
@@ -86,7 +86,7 @@ def test_objects_done_counts_value_objects_not_the_files_beside_them(tmp_path):
 
 
 def test_the_input_reader_turns_input_rows_into_records(tmp_path):
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {"path": str(tmp_path), "blockgz.input.reader": f"{__name__}:twice"}
     )
     message = write_task(config, iter([batch([0, 1])]))

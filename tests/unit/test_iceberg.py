@@ -23,7 +23,7 @@ from blockgz.sink.iceberg.table import (  # noqa: E402  (needs pyiceberg)
     catch_up,
     commit_to_table,
 )
-from blockgz.sink.write.config import SinkConfig  # noqa: E402
+from blockgz.sink.write.config import SinkSettings  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -54,7 +54,7 @@ class Archive:
 
     def __init__(self, tmp_path, **more):
         self.options = options(tmp_path, **more)
-        self.config = SinkConfig.from_options(self.options)
+        self.config = SinkSettings.from_options(self.options)
         self.store, self.prefix = self.config.make_store()
         self.log = self.config.manifest_log()
         self.table = ArchiveTable.from_options(self.options, self.config)
@@ -150,8 +150,8 @@ def test_the_restart_completes_what_the_crash_left(tmp_path):
 
 def test_without_a_table_setting_there_is_no_iceberg_step(tmp_path):
     opts = {k: v for k, v in options(tmp_path).items() if k != "blockgz.iceberg.table"}
-    assert ArchiveTable.from_options(opts, SinkConfig.from_options(opts)) is None
-    assert catch_up(opts, SinkConfig.from_options(opts)) == []
+    assert ArchiveTable.from_options(opts, SinkSettings.from_options(opts)) is None
+    assert catch_up(opts, SinkSettings.from_options(opts)) == []
     assert not (tmp_path / "catalog").exists()
 
 
@@ -247,7 +247,7 @@ def test_unpartitioned_when_asked_or_for_the_default_partitioner(tmp_path):
 def test_a_partitioner_iceberg_cannot_follow_is_refused_with_the_choices(tmp_path, more, words):
     refused = r"allowed: .*blockgz\.iceberg\.partition\.spec=none"
     with pytest.raises(ConfigError, match=refused) as e:
-        SinkConfig.from_options(options(tmp_path, **{**HOURLY, **more}))
+        SinkSettings.from_options(options(tmp_path, **{**HOURLY, **more}))
     assert words in str(e.value)
     assert not (tmp_path / "catalog").exists(), "refused before any catalog is touched"
 
@@ -269,7 +269,7 @@ def test_a_refused_setting_is_one_line_from_the_export_command(tmp_path):
 
 def test_the_settings_are_checked_at_the_boundary(tmp_path):
     with pytest.raises(ConfigError, match=r"needs Parquet objects .* writes \.json objects"):
-        SinkConfig.from_options({**options(tmp_path), "format.class": "json"})
+        SinkSettings.from_options({**options(tmp_path), "format.class": "json"})
     with pytest.raises(ConfigError, match="allowed: sqlite:///<file>"):
         IcebergSettings.from_options({**options(tmp_path), "blockgz.iceberg.catalog.uri": "x:y"})
     with pytest.raises(ConfigError, match="allowed: a table name without dots"):

@@ -11,7 +11,7 @@ from blockgz.commits.catalog import Catalog
 from blockgz.errors import CorruptManifestError, OffsetOrderError
 from blockgz.reader import open_archive
 from blockgz.sink.records import KafkaRecord
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from blockgz.store import LocalStore
 from testkit.archives import HOUR, LAYOUTS, T0, export_batches
@@ -54,8 +54,8 @@ def late_batch(first: int, partitions: int = 2) -> list[KafkaRecord]:
     ]
 
 
-def config_for(root: Path) -> SinkConfig:
-    return SinkConfig.from_options(
+def config_for(root: Path) -> SinkSettings:
+    return SinkSettings.from_options(
         {"path": str(root), "name": "job", "s3.compression.type": "blockgzip", **LAYOUTS["hourly"],
          "blockgz.catalog.every": "4"}
     )  # fmt: skip
@@ -134,7 +134,7 @@ def test_a_restart_with_the_default_partitioner_still_finds_an_hourly_batchs_obj
     says its run recorded intents, so they are used rather than the partition directories."""
     export_batches(str(tmp_path), history(1), "hourly", batches=2, every=1000)
     uncommitted = write_task(config_for(tmp_path), iter(arrow_batches(late_batch(200, 1))))
-    restart = SinkConfig.from_options({"path": str(tmp_path), "name": "job"})
+    restart = SinkSettings.from_options({"path": str(tmp_path), "name": "job"})
     assert not restart.records_intents
 
     removed = restart.manifest_log().remove_uncommitted(

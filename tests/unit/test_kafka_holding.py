@@ -113,13 +113,13 @@ def test_the_source_reads_its_hold_options():
 
 
 def test_rules_follow_the_sinks_settings_and_its_extractor():
-    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.config import SinkSettings
 
-    sink = SinkConfig.from_options(
+    sink = SinkSettings.from_options(
         {"path": "/tmp/x", "flush.size": "7", "rotate.interval.ms": "9000"}
     )
     assert rules_of(sink) == HoldRules(flush_size=7, rotate_interval_ms=9000)
-    timed = SinkConfig.from_options(
+    timed = SinkSettings.from_options(
         {
             "path": "/tmp/x",
             "rotate.interval.ms": "9000",

@@ -210,9 +210,9 @@ def test_librdkafka_names_pass_unchanged():
 
 # -- Connect configs: top level, consumer.override., producer.override. -------------------------
 def test_a_pasted_connect_config_reaches_the_source_and_the_dead_letter_producer():
-    from blockgz.sink.jobconfig.config import ExportConfig
+    from blockgz.sink.jobconfig.config import ExportSettings
 
-    job = ExportConfig.from_mapping(
+    job = ExportSettings.from_mapping(
         {
             "name": "secured",
             "topics": "orders",

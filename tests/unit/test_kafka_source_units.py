@@ -26,7 +26,7 @@ from blockgz.sink.records import kafka_arrow_schema  # noqa: E402
 BASE = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 
 
-def config(**options: str) -> kopt.SourceConfig:
+def config(**options: str) -> kopt.SourceSettings:
     return kopt.parse_options({**BASE, **options})
 
 

@@ -17,7 +17,7 @@ from blockgz.errors import BadRecordError, ConfigError
 from blockgz.formats.base import text_or_base64
 from blockgz.reader import open_archive
 from blockgz.sink.records import KafkaRecord, kafka_arrow_schema
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 
 
@@ -50,7 +50,7 @@ def batch_of(recs: list[KafkaRecord]) -> pa.RecordBatch:
 
 
 def write(tmp_path, recs, **options):
-    config = SinkConfig.from_options({"path": str(tmp_path), "flush.size": "5", **options})
+    config = SinkSettings.from_options({"path": str(tmp_path), "flush.size": "5", **options})
     return write_task(config, iter([batch_of(recs)]))
 
 
@@ -138,7 +138,7 @@ def test_avro_keys_from_a_key_converter_start_a_file_when_their_schema_changes(t
 
 def test_headers_cannot_be_bytearray(tmp_path):
     with pytest.raises(ConfigError, match=r"headers\.format\.class=bytearray is not allowed"):
-        SinkConfig.from_options(
+        SinkSettings.from_options(
             {
                 "path": str(tmp_path),
                 "store.kafka.headers": "true",
@@ -151,7 +151,7 @@ def test_manifests_count_records_once_with_companions(tmp_path):
     from blockgz.sink.write.commit import write_manifest
 
     recs = records(6)
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {"path": str(tmp_path), "store.kafka.keys": "true", "keys.format.class": "json"}
     )
     message = write_task(config, iter([batch_of(recs)]))

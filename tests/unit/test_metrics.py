@@ -17,7 +17,7 @@ from blockgz.commits.manifests import Manifest
 from blockgz.errors import ConfigError
 from blockgz.sink.export.metrics import ExportMetrics, serve_metrics
 from blockgz.sink.export.tracking import ExportResult, ProgressTracker
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.written.files import WrittenFile
 from testkit.tools import require_tool
 
@@ -102,7 +102,7 @@ def test_two_exports_in_one_process_keep_their_own_registries():
 
 
 def test_the_tracker_tells_its_observer_each_counted_batch_and_the_end_offsets():
-    job = ExportConfig.from_mapping(
+    job = ExportSettings.from_mapping(
         {"name": "s3-sink", "topics": "t", "kafka.bootstrap.servers": "127.0.0.1:9",
          "s3.bucket.name": "archive", "blockgz.snapshot.interval": "off"}
     )  # fmt: skip
@@ -175,7 +175,7 @@ def test_the_endpoint_serves_the_registry_and_closes_with_the_block(caplog):
 
 
 def test_off_by_default_and_a_taken_port_is_a_config_error():
-    assert ExportConfig.from_mapping(
+    assert ExportSettings.from_mapping(
         {"name": "j", "topics": "t", "kafka.bootstrap.servers": "b:9092", "s3.bucket.name": "b"}
     ).metrics_port == -1  # fmt: skip
     with serve_metrics("j", "127.0.0.1", -1) as m:
@@ -261,7 +261,7 @@ def test_promtool_accepts_the_alert_rules_and_their_unit_tests_pass():
 def test_an_idle_trigger_under_the_next_batch_id_does_not_hide_that_batch():
     """Spark reports an idle trigger with the id of the batch to come; that batch's own
     report, when it runs, is still counted (issue 41: ``batches_total`` stayed 1)."""
-    job = ExportConfig.from_mapping(
+    job = ExportSettings.from_mapping(
         {"name": "s3-sink", "topics": "t", "kafka.bootstrap.servers": "127.0.0.1:9",
          "s3.bucket.name": "archive", "blockgz.snapshot.interval": "off"}
     )  # fmt: skip

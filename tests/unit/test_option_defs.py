@@ -18,7 +18,7 @@ from blockgz.option_defs import OptionDef, OptionRegistry
 from blockgz.options import Options
 from blockgz.reader import open_archive
 from blockgz.reader.restore.send import restore_options
-from blockgz.sink.jobconfig.config import ExportConfig, split_options
+from blockgz.sink.jobconfig.config import ExportSettings, split_options
 from blockgz.sink.jobconfig.settings_names import CONFLUENT_S3_OPTIONS, KNOWN, READ, check_keys
 
 #: Confluent's S3 sink options (kafka-connect-storage-cloud 12.x: its connector, storage and
@@ -121,7 +121,7 @@ def job(**extra: str) -> dict[str, str]:
 # -- the named bug: groupIdPrefix -------------------------------------------------------------
 def test_group_id_prefix_reaches_the_source_and_nothing_is_warned(caplog):
     with caplog.at_level(logging.WARNING):
-        config = ExportConfig.from_mapping(job(groupIdPrefix="archiver"))
+        config = ExportSettings.from_mapping(job(groupIdPrefix="archiver"))
     assert config.source_options["groupIdPrefix"] == "archiver"
     assert config.source.group_id_prefix == "archiver"
     assert "groupIdPrefix" not in config.sink_options

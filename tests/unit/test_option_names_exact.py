@@ -10,7 +10,7 @@ import time
 import pytest
 
 from blockgz.errors import ConfigError
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.sink.jobconfig.settings_names import case_slip, check_keys
 from blockgz.sink.kafka.client_names import is_client_name, kafka_name_problem, librdkafka_names
 
@@ -47,7 +47,7 @@ def test_a_slip_is_an_error_naming_the_setting_meant(key, meant):
 
 def test_the_export_config_refuses_a_capitalised_key_instead_of_running_without_it():
     with pytest.raises(ConfigError, match=r"Flush\.Size: .*did you mean flush\.size\?"):
-        ExportConfig.from_mapping({**BASE, "Flush.Size": "3"})
+        ExportSettings.from_mapping({**BASE, "Flush.Size": "3"})
 
 
 def test_a_kafka_name_no_client_knows_is_an_error_even_with_no_close_name():

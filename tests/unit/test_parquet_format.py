@@ -24,7 +24,7 @@ from blockgz.formats.parquet.writer import ParquetObjectWriter
 from blockgz.reader import open_archive
 from blockgz.sink.convert.schemas import ValueSchema
 from blockgz.sink.records import KafkaRecord
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.partition_writer import TopicPartitionWriter
 from blockgz.store import LocalStore
 from testkit.connect_orders import CONNECT_JSON
@@ -53,7 +53,7 @@ def connect_value(n: int, schema: dict = CONNECT_SCHEMA) -> bytes:
 
 
 def write(tmp_path: Path, offsets, *, schema_of=lambda n: CONNECT_SCHEMA, **options):
-    cfg = SinkConfig.from_options({"path": str(tmp_path), **PARQUET, **options})
+    cfg = SinkSettings.from_options({"path": str(tmp_path), **PARQUET, **options})
     store, prefix = cfg.make_store()
     writer = TopicPartitionWriter("t", 0, cfg, store, prefix)
     for n in offsets:
@@ -163,7 +163,7 @@ def test_backward_compatibility_keeps_one_file_and_projects(tmp_path):
 def test_bad_settings_are_refused_naming_the_allowed(tmp_path, options, words):
     merged = {"path": str(tmp_path), **PARQUET, **options}
     with pytest.raises(ConfigError) as caught:
-        SinkConfig.from_options({k: v for k, v in merged.items() if v is not None})
+        SinkSettings.from_options({k: v for k, v in merged.items() if v is not None})
     for word in words:
         assert word in str(caught.value)
 

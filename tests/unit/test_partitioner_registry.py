@@ -27,7 +27,7 @@ from blockgz.sink.partitioning.settings import (
     PartitionerSettings,
     TimeBasedSettings,
 )
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 TIME = {"locale": "en", "timezone": "UTC"}
@@ -100,12 +100,12 @@ def test_partition_directories_is_said_by_each_class_and_not_inherited():
 def test_a_custom_partitioner_gets_intents_unless_it_says_otherwise(tmp_path):
     def config(cls):
         spec = f"{__name__}:{cls.__name__}"
-        return SinkConfig.from_options({"path": str(tmp_path), "partitioner.class": spec})
+        return SinkSettings.from_options({"path": str(tmp_path), "partitioner.class": spec})
 
     assert type(config(ByKey).partitioning) is CustomSettings
     assert config(ByKey).records_intents
     assert not config(Mirrors).records_intents
-    assert not SinkConfig.from_options({"path": str(tmp_path)}).records_intents
+    assert not SinkSettings.from_options({"path": str(tmp_path)}).records_intents
 
 
 def test_no_code_asks_a_partitioners_type():

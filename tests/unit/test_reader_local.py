@@ -93,7 +93,7 @@ def test_envelope_records_come_back_with_key_headers_and_timestamp(tmp_path):
     """An export with format.json.envelope=true: the reader gives back what Kafka held."""
     from blockgz.reader import open_archive
     from blockgz.sink.records import KafkaRecord
-    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.config import SinkSettings
     from blockgz.sink.write.task import write_task
     from testkit.batches import arrow_batches
 
@@ -103,7 +103,7 @@ def test_envelope_records_come_back_with_key_headers_and_timestamp(tmp_path):
     ]
     records[1].headers = [("h", b"v"), ("bin", b"\x00\xff")]
     batch = arrow_batches(records)[0]  # with headers, as Spark's includeHeaders gives
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {"path": str(tmp_path), "format.json.envelope": "true", "s3.compression.type": "blockgzip"}
     )
     write_task(config, iter([batch]))
@@ -139,7 +139,7 @@ def test_a_custom_bytearray_extension_is_read_from_the_manifests_or_when_told(tm
     """format.bytearray.extension=.dat: the manifests record it; without them, say it."""
     from blockgz.sink.records import KafkaRecord
     from blockgz.sink.write.commit import write_manifest
-    from blockgz.sink.write.config import SinkConfig
+    from blockgz.sink.write.config import SinkSettings
     from blockgz.sink.write.task import write_task
     from testkit.archives import write_once
     from testkit.batches import arrow_batches
@@ -147,7 +147,7 @@ def test_a_custom_bytearray_extension_is_read_from_the_manifests_or_when_told(tm
     records = [KafkaRecord("t", 0, n, 1000 + n, None, b"v%d" % n) for n in range(10)]
     options = {"name": "job", "format.class": "bytearray", "format.bytearray.extension": ".dat",
                "s3.compression.type": "blockgzip", "flush.size": "5"}  # fmt: skip
-    config = SinkConfig.from_options({**options, "path": str(tmp_path / "m")})
+    config = SinkSettings.from_options({**options, "path": str(tmp_path / "m")})
     write_manifest(config.manifest_log(), 0, [write_task(config, iter(arrow_batches(records)))])
     wanted = [b"v%d" % n for n in range(3, 10)]
     with open_archive(str(tmp_path / "m")) as archive:

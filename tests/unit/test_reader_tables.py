@@ -7,7 +7,7 @@ import pytest
 from blockgz.errors import ConfigError
 from blockgz.reader import open_archive
 from blockgz.sink.records import KafkaRecord
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from testkit import archives
 from testkit.archives import export_batches, input_records
@@ -25,7 +25,7 @@ def envelope_archive(root, count: int = 40) -> list[KafkaRecord]:
             records.append(
                 KafkaRecord("ev", p, 10 + n * 2, T0 + n * 1000, b"k%d" % n, value, headers)
             )
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {
             "path": str(root),
             "flush.size": "9",

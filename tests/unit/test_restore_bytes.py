@@ -14,7 +14,7 @@ from blockgz.reader.restore.value_bytes import KafkaBytes
 from blockgz.registry import RegistrySettings
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.commit import write_manifest
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from testkit.batches import arrow_batches
 
@@ -72,12 +72,12 @@ EXACT = [
 
 
 def archive(root, options: dict, records: list[KafkaRecord], *, batch_path: bool) -> None:
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {"path": str(root), "flush.size": "3", "store.kafka.keys": "true",
          "store.kafka.headers": "true", "store.kafka.timestamps": "true", **options}
     )  # fmt: skip
     if "keys.format.class" not in options and options.get("format.class") == "bytearray":
-        config = SinkConfig.from_options(
+        config = SinkSettings.from_options(
             {"path": str(root), "flush.size": "3", "store.kafka.keys": "true",
              "store.kafka.headers": "true", "store.kafka.timestamps": "true",
              "keys.format.class": "json", **options}
@@ -86,7 +86,7 @@ def archive(root, options: dict, records: list[KafkaRecord], *, batch_path: bool
     committed(config, write_task(config, iter(batches)))
 
 
-def committed(config: SinkConfig, message) -> None:
+def committed(config: SinkSettings, message) -> None:
     """The batch's manifest, as the export commits it: it records each file's converter."""
     write_manifest(config.manifest_log(), 0, [message])
 
@@ -145,7 +145,7 @@ def test_timestamps_are_kept_in_the_values_format_by_default(tmp_path):
     archive."""
     records = records_of(JSON_TEXT, KEYS)
     options = {"s3.compression.type": "blockgzip"}
-    config = SinkConfig.from_options({"path": str(tmp_path), **options})
+    config = SinkSettings.from_options({"path": str(tmp_path), **options})
     write_task(config, iter(arrow_batches(records)))
     names = sorted(p.name for p in tmp_path.rglob("*t+0+*") if not p.name.endswith(".index.json"))
     assert names == [".t+0+0000000000.timestamps.json.gz", "t+0+0000000000.json.gz"]
@@ -160,7 +160,7 @@ def test_timestamps_are_kept_in_the_values_format_by_default(tmp_path):
 
 def test_an_archive_without_timestamps_files_reads_as_before(tmp_path):
     records = records_of(JSON_TEXT, KEYS)
-    config = SinkConfig.from_options({"path": str(tmp_path), "store.kafka.timestamps": "false"})
+    config = SinkSettings.from_options({"path": str(tmp_path), "store.kafka.timestamps": "false"})
     write_task(config, iter(arrow_batches(records)))
     assert not list(tmp_path.rglob("*.timestamps.*"))
     with open_archive(str(tmp_path)) as archive:
@@ -171,7 +171,7 @@ def test_an_archive_without_timestamps_files_reads_as_before(tmp_path):
 def test_tables_carry_the_timestamp_type(tmp_path):
     records = records_of(JSON_TEXT, KEYS)
     options = {"path": str(tmp_path), "store.kafka.timestamps": "true"}
-    write_task(SinkConfig.from_options(options), iter(arrow_batches(records)))
+    write_task(SinkSettings.from_options(options), iter(arrow_batches(records)))
     with open_archive(str(tmp_path)) as archive:
         table = archive.read_arrow("t", 0, start=0, end=4)
     assert table.column("timestampType").to_pylist() == [0, 1, 0, 1]

@@ -22,7 +22,7 @@ from blockgz.reader.restore.planning import (
     select_topics,
 )
 from blockgz.sink.records import KafkaRecord
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from blockgz.store import LocalStore
 from testkit.batches import arrow_batches
@@ -40,7 +40,7 @@ def archive_of(root, topic: str, partitions: int, count: int, *, gap: int = 5) -
                 KafkaRecord(topic, p, offset, T0 + n * 10, b"k%d" % n, b'{"n":%d}' % n, None)
             )
             offset += 1 if n % gap else 3
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {"path": str(root), "flush.size": "40", "format.json.envelope": "true",
          "s3.compression.type": "blockgzip"}
     )  # fmt: skip

@@ -21,7 +21,7 @@ from blockgz.reader.restore.tombstones import (
 )
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.commit import write_manifest
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from testkit.batches import arrow_batches
 
@@ -41,7 +41,7 @@ def archive(root, *, keys: bool, manifest: bool) -> None:
                "s3.compression.type": "blockgzip", "behavior.on.null.values": "write"}  # fmt: skip
     if keys:
         options["store.kafka.keys"] = "true"
-    config = SinkConfig.from_options(options)
+    config = SinkSettings.from_options(options)
     message = write_task(config, iter(arrow_batches(records())))
     if manifest:
         write_manifest(config.manifest_log(), 0, [message])

@@ -12,7 +12,7 @@ from blockgz.reader import open_archive
 from blockgz.reader.restore.value_bytes import AvroToWire, KafkaBytes
 from blockgz.registry import RegistrySettings
 from blockgz.sink.records import KafkaRecord
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from testkit.batches import arrow_batches
 
@@ -21,7 +21,7 @@ NOWHERE = RegistrySettings(url="http://127.0.0.1:9")
 
 
 def avro_archive(root, records) -> None:
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {
             "path": str(root),
             "format.class": "io.confluent.connect.s3.format.avro.AvroFormat",

@@ -17,7 +17,7 @@ from blockgz.reader import open_archive
 from blockgz.reader.spark.scan_plan import IntRange, ScanFilter, plan_scan
 from blockgz.reader.spark.scan_read import split_batches
 from blockgz.sink.records import KafkaRecord
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from blockgz.store import LocalStore
 from testkit import archives
@@ -99,7 +99,7 @@ def test_large_objects_are_read_by_many_splits_of_whole_blocks(tmp_path):
 
 
 def test_plain_gzip_objects_are_read_whole(tmp_path):
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {"path": str(tmp_path), "flush.size": "25", "s3.compression.type": "gzip"}
     )
     records = [KafkaRecord("g", 0, n, 0, None, b'{"n":%d}' % n) for n in range(100)]
@@ -122,7 +122,7 @@ def test_envelopes_and_companions_fill_key_headers_and_timestamp(tmp_path):
         {"store.kafka.keys": "true", "store.kafka.headers": "true"},
     ):
         root = tmp_path / str(len(options))
-        config = SinkConfig.from_options(
+        config = SinkSettings.from_options(
             {"path": str(root), "flush.size": "10", "s3.compression.type": "blockgzip", **options}
         )
         write_task(config, iter(arrow_batches(records)))
@@ -141,7 +141,7 @@ def test_envelopes_and_companions_fill_key_headers_and_timestamp(tmp_path):
 def test_values_parse_into_a_given_struct(tmp_path):
     store = LocalStore(tmp_path)
     rng = random.Random(3)
-    config = SinkConfig.from_options({"path": str(tmp_path), "s3.compression.type": "blockgzip"})
+    config = SinkSettings.from_options({"path": str(tmp_path), "s3.compression.type": "blockgzip"})
     records = [
         KafkaRecord(
             "j", 0, n, 0, None, b'{"n": %d, "s": "x%d", "extra": %d}' % (n, n, rng.random())

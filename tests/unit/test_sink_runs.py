@@ -15,7 +15,7 @@ import pytest
 
 from blockgz.errors import BadRecordError, OffsetOrderError
 from blockgz.sink.records import KafkaRecord
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.partition_writer import TopicPartitionWriter
 from blockgz.sink.write.task import single_partition_run, write_task
 from testkit.batches import arrow_batches
@@ -30,7 +30,7 @@ def tree(root: Path) -> dict[str, bytes]:
 
 
 def one_at_a_time(root: Path, records: list[KafkaRecord], options: dict[str, str]):
-    config = SinkConfig.from_options({"path": str(root), **options})
+    config = SinkSettings.from_options({"path": str(root), **options})
     store, prefix = config.make_store()
     writers: dict[tuple[str, int], TopicPartitionWriter] = {}
     for record in records:
@@ -42,7 +42,7 @@ def one_at_a_time(root: Path, records: list[KafkaRecord], options: dict[str, str
 
 
 def in_batches(root: Path, records: list[KafkaRecord], options: dict[str, str], sizes: list[int]):
-    config = SinkConfig.from_options({"path": str(root), **options})
+    config = SinkSettings.from_options({"path": str(root), **options})
     return write_task(config, iter(arrow_batches(records, sizes))).files
 
 

@@ -14,10 +14,10 @@ import pytest
 
 from blockgz.blocks.index import BlockIndex
 from blockgz.errors import BadRecordError, ConfigError, OffsetOrderError
-from blockgz.sink.jobconfig.config import ExportConfig, load_config_file, parse_properties
+from blockgz.sink.jobconfig.config import ExportSettings, load_config_file, parse_properties
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.commit import TaskCommitMessage, write_manifest
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.partition_writer import TopicPartitionWriter
 from blockgz.sink.write.rotation import next_scheduled_rotation
 
@@ -33,7 +33,7 @@ def rec(offset: int, value: bytes | None = None, *, ts: int | None = None, key=N
 def make(tmp_path: Path, **options):
     """A sink config; these tests are about the value files, so the timestamps files written
     beside them by default are left out (tests/unit/test_restore_bytes.py has theirs)."""
-    cfg = SinkConfig.from_options(
+    cfg = SinkSettings.from_options(
         {"path": str(tmp_path), "store.kafka.timestamps": "false", **options}
     )
     store, prefix = cfg.make_store()
@@ -86,14 +86,14 @@ def read_lines(tmp_path: Path, key: str) -> list[bytes]:
 )
 def test_bad_config_names_the_key_and_allowed_values(tmp_path, options, words):
     with pytest.raises(ConfigError) as info:
-        SinkConfig.from_options({"path": str(tmp_path), **options})
+        SinkSettings.from_options({"path": str(tmp_path), **options})
     for word in words:
         assert word in str(info.value)
 
 
 def test_a_target_is_required():
     with pytest.raises(ConfigError, match=r"s3\.bucket\.name is required"):
-        SinkConfig.from_options({"flush.size": "3"})
+        SinkSettings.from_options({"flush.size": "3"})
 
 
 def test_confluent_class_names_and_extensions(tmp_path):
@@ -105,11 +105,11 @@ def test_confluent_class_names_and_extensions(tmp_path):
         ("bytearray", "gzip"): ".bin.gz",
     }
     for (fmt, comp), ext in cases.items():
-        cfg = SinkConfig.from_options(
+        cfg = SinkSettings.from_options(
             {"path": str(tmp_path), "format.class": fmt, "s3.compression.type": comp}
         )
         assert cfg.extension == ext
-    cfg = SinkConfig.from_options(
+    cfg = SinkSettings.from_options(
         {"path": str(tmp_path), "format.class": "bytearray", "format.bytearray.extension": ".dat"}
     )
     assert cfg.extension == ".dat"
@@ -330,8 +330,8 @@ def test_manifest_is_idempotent_and_resume_uses_the_highest_offsets(tmp_path):
 
 
 def test_epochs_keep_the_manifests_of_two_checkpoints_apart(tmp_path):
-    a = SinkConfig.from_options({"path": str(tmp_path), "blockgz.epoch": "20261122T0000Z"})
-    b = SinkConfig.from_options({"path": str(tmp_path), "blockgz.epoch": "20261123T0000Z"})
+    a = SinkSettings.from_options({"path": str(tmp_path), "blockgz.epoch": "20261122T0000Z"})
+    b = SinkSettings.from_options({"path": str(tmp_path), "blockgz.epoch": "20261123T0000Z"})
     store, prefix = a.make_store()
     ka = write_manifest(
         a.manifest_log(store, prefix), 0, [TaskCommitMessage(next_offsets={"t": {0: 5}})]
@@ -378,7 +378,7 @@ flush.size=3
 def test_quickstart_properties_load(tmp_path):
     path = tmp_path / "s3-sink.properties"
     path.write_text(QUICKSTART)
-    job = ExportConfig.from_file(path)
+    job = ExportSettings.from_file(path)
     assert job.name == "s3-sink"
     assert job.source_options == {
         "kafka.bootstrap.servers": "127.0.0.1:9092",
@@ -396,7 +396,7 @@ def test_connect_json_config_loads(tmp_path):
     props = parse_properties(QUICKSTART)
     path.write_text(json.dumps({"name": "from-json", "config": {**props, "name": "from-json"}}))
     assert load_config_file(path)["flush.size"] == "3"
-    job = ExportConfig.from_file(path, {"flush.size": "10", "startingOffsets": "s3"})
+    job = ExportSettings.from_file(path, {"flush.size": "10", "startingOffsets": "s3"})
     assert job.name == "from-json" and job.sink.flush_size == 10
     assert job.source_options["startingOffsets"] == "s3"
 
@@ -415,7 +415,7 @@ def test_job_config_errors(remove, add, words):
     props.pop(remove, None)
     props.update(add)
     with pytest.raises(ConfigError) as info:
-        ExportConfig.from_mapping(props)
+        ExportSettings.from_mapping(props)
     for word in words:
         assert word in str(info.value)
 
@@ -430,7 +430,7 @@ def test_confluent_configs_keep_working_as_pasted(tmp_path):
         + "partitioner.class=io.confluent.connect.storage.partitioner.DailyPartitioner\n"
         + "locale=en-US\ntimezone=PST\ntimestamp.extractor=Record\n"
     )
-    job = ExportConfig.from_file(path)
+    job = ExportSettings.from_file(path)
     assert job.sink.partitioning.timezone == "PST"
     record = KafkaRecord("t", 0, 0, 1_795_305_600_000, None, b"{}")  # 2026-11-22T00:00Z
     assert job.sink.partitioner().encode_partition(record) == "year=2026/month=11/day=21"
@@ -495,7 +495,9 @@ def test_schema_name_affix_in_the_path(tmp_path):
         )
         assert [f.key for f in files] == [expected]
     with pytest.raises(ConfigError, match="values need a schema"):
-        SinkConfig.from_options({"path": str(tmp_path), "s3.schema.partition.affix.type": "PREFIX"})
+        SinkSettings.from_options(
+            {"path": str(tmp_path), "s3.schema.partition.affix.type": "PREFIX"}
+        )
 
 
 @pytest.mark.parametrize(
@@ -512,4 +514,4 @@ def test_the_json_envelope_reads_headers_from_kafka(add, headers):
     source for headers without includeHeaders=true also being set."""
     props = parse_properties(QUICKSTART)
     props.update(add)
-    assert ExportConfig.from_mapping(props).source_options.get("includeHeaders") == headers
+    assert ExportSettings.from_mapping(props).source_options.get("includeHeaders") == headers

@@ -5,21 +5,21 @@ from __future__ import annotations
 import pytest
 
 from blockgz.errors import ConfigError
-from blockgz.sink.jobconfig.config import ExportConfig
 from blockgz.sink.export.job import spark_conf_with_connector
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.sink.spark_kafka import connector_jars, missing_from_spark
 
 BASE = {"topics": "t", "kafka.bootstrap.servers": "b:9092", "s3.bucket.name": "x"}
 
 
 def test_default_adds_no_jar():
-    job = ExportConfig.from_mapping({**BASE, "spark.jars": "/given.jar"})
+    job = ExportSettings.from_mapping({**BASE, "spark.jars": "/given.jar"})
     assert job.spark_kafka_jars == "none"
     assert spark_conf_with_connector(job)["spark.jars"] == "/given.jar"
 
 
 def test_the_option_is_a_job_option_not_a_sink_one():
-    job = ExportConfig.from_mapping({**BASE, "blockgz.spark.kafka.jars": " AUTO "})
+    job = ExportSettings.from_mapping({**BASE, "blockgz.spark.kafka.jars": " AUTO "})
     assert job.spark_kafka_jars == "auto"
     assert "blockgz.spark.kafka.jars" not in job.sink_options
     assert "blockgz.spark.kafka.jars" not in job.spark_conf
@@ -32,7 +32,7 @@ def test_files_and_folders_are_used_as_given(tmp_path):
         (folder / name).write_text("")
     single = tmp_path / "c-3.0.jar"
     single.write_text("")
-    job = ExportConfig.from_mapping(
+    job = ExportSettings.from_mapping(
         {**BASE, "spark.jars": "/given.jar", "blockgz.spark.kafka.jars": f"{folder}, {single}"}
     )
     conf = spark_conf_with_connector(job)

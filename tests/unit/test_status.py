@@ -20,7 +20,7 @@ from blockgz.sink.export.status import (
     assess,
     job_status,
 )
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.times import format_duration, parse_duration
 
 
@@ -128,7 +128,7 @@ def local_job(tmp_path):
         f"name=j\ntopics=t\npath={tmp_path / 'archive'}\n"
         f"kafka.bootstrap.servers=127.0.0.1:{closed_port()}\n"
     )
-    job = ExportConfig.from_file(config)
+    job = ExportSettings.from_file(config)
     job.sink.manifest_log().write(0, files=[], offsets={"t": {0: 10}}, dead_letters={"t": {0: 2}})
     job.sink.manifest_log().write(1, files=[], offsets={"t": {0: 25, 1: 4}})
     return config, job

@@ -11,15 +11,15 @@ from blockgz.sink.export.status import (
     _mark_held,
     assess,
 )
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 
 
 def report_of(*partitions: PartitionStatus) -> StatusReport:
     return StatusReport("j", "s3://b", "k:9092", 10_000.0, list(partitions))
 
 
-def job_of(tmp_path, **options: str) -> ExportConfig:
-    return ExportConfig.from_mapping(
+def job_of(tmp_path, **options: str) -> ExportSettings:
+    return ExportSettings.from_mapping(
         {"name": "j", "topics": "t", "path": str(tmp_path), "kafka.bootstrap.servers": "k:9092"}
         | options
     )

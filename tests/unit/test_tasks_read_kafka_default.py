@@ -7,7 +7,7 @@ import logging
 from blockgz.commits.manifests import Manifest
 from blockgz.sink.export.job import range_reading_options
 from blockgz.sink.export.tracking import ExportResult, ProgressTracker
-from blockgz.sink.jobconfig.config import ExportConfig
+from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.written.files import WrittenFile
 
 BASE = {
@@ -20,8 +20,8 @@ BASE = {
 
 
 def test_the_sink_tasks_read_kafka_unless_the_job_opts_out():
-    assert ExportConfig.from_mapping(BASE).tasks_read_kafka is True
-    opted_out = ExportConfig.from_mapping({**BASE, "blockgz.tasks.read.kafka": "false"})
+    assert ExportSettings.from_mapping(BASE).tasks_read_kafka is True
+    opted_out = ExportSettings.from_mapping({**BASE, "blockgz.tasks.read.kafka": "false"})
     assert opted_out.tasks_read_kafka is False
 
 
@@ -47,7 +47,7 @@ def test_the_batch_line_and_the_result_count_records_when_spark_rows_are_ranges(
     """With tasks reading Kafka, Spark's ``numInputRows`` is the number of offset ranges (here
     1); the log line, its event and the result count the records the batch consumed (written
     plus dead-lettered: 1,234 + 2)."""
-    tracker = ProgressTracker(ExportConfig.from_mapping(BASE), "e", ExportResult())
+    tracker = ProgressTracker(ExportSettings.from_mapping(BASE), "e", ExportResult())
     tracker.manifests.read_batch = {0: _manifest(0, 1234, dead=2)}.get
     tracker.watermarks.refresh = lambda partitions, now=False: {}
     with caplog.at_level(logging.INFO, logger="blockgz.export"):

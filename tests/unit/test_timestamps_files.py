@@ -20,7 +20,7 @@ from blockgz.reader.reading.archive import Archive
 from blockgz.reader.reading.strays import is_stray
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.commit import write_manifest
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from blockgz.store import LocalStore
 from testkit.batches import arrow_batches
@@ -36,9 +36,9 @@ def records(n: int = 40) -> list[KafkaRecord]:
     ]
 
 
-def export(path, recs=None, **options) -> SinkConfig:
+def export(path, recs=None, **options) -> SinkSettings:
     """One committed batch of ``recs`` (blockgzip, blocks of 4 records, files of 20)."""
-    config = SinkConfig.from_options(
+    config = SinkSettings.from_options(
         {
             "path": str(path),
             "flush.size": "20",

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.transforms import build_chain
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from blockgz.sink.write.transforming import RecordTransformer
 from testkit.batches import arrow_batches
@@ -80,7 +80,7 @@ json_values = st.recursive(
 
 
 def transformer(options: dict[str, str]) -> RecordTransformer:
-    found = RecordTransformer.of(SinkConfig.from_options({"path": "/tmp/unused", **options}))
+    found = RecordTransformer.of(SinkSettings.from_options({"path": "/tmp/unused", **options}))
     assert found is not None
     return found
 
@@ -148,7 +148,7 @@ def test_whole_batches_write_the_objects_record_by_record_writes(tmp_path, extra
     options = {"flush.size": "7", **extra, **THREE}
     runs = {}
     for name, more in (("whole", {}), ("single", BY_RECORD)):
-        config = SinkConfig.from_options({"path": str(tmp_path / name), **options, **more})
+        config = SinkSettings.from_options({"path": str(tmp_path / name), **options, **more})
         runs[name] = write_task(config, iter(arrow_batches(records, [12])))
     whole, single = runs["whole"], runs["single"]
     assert [f.key for f in whole.files] == [f.key for f in single.files]
@@ -177,7 +177,7 @@ def test_a_tombstone_predicate_compiles_only_with_a_kernel():
 def test_a_batch_the_chain_rejects_whole_goes_to_the_dead_letter_queue(tmp_path):
     records = [KafkaRecord("orders-eu", 0, n, 5, None, b"[%d]" % n) for n in range(3)]
     options = {"path": str(tmp_path), **THREE, "errors.tolerance": "all"}
-    config = SinkConfig.from_options({**options, "blockgz.deadletterqueue.store": "true"})
+    config = SinkSettings.from_options({**options, "blockgz.deadletterqueue.store": "true"})
     message = write_task(config, iter(arrow_batches(records)))
     assert message.dead_letters == {"orders-eu": {0: 3}} and message.files == []
     assert message.next_offsets == {"orders-eu": {0: 3}}

@@ -9,7 +9,7 @@ import pytest
 
 from blockgz.errors import BadRecordError, ConfigError
 from blockgz.sink.records import KafkaRecord
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from blockgz.store import LocalStore
 from testkit.batches import arrow_batches
@@ -27,7 +27,7 @@ CHAIN = {
 
 
 def run(tmp_path, records, **options):
-    config = SinkConfig.from_options({"path": str(tmp_path), "flush.size": "10", **options})
+    config = SinkSettings.from_options({"path": str(tmp_path), "flush.size": "10", **options})
     return write_task(config, iter(arrow_batches(records, [7])))
 
 
@@ -105,7 +105,7 @@ def test_two_topics_routed_to_one_topic_partition_are_refused(tmp_path):
 
 def test_a_transform_blockgz_does_not_run_is_refused_with_the_sink_config():
     with pytest.raises(ConfigError, match=r"com.acme.X: blockgz does not run this transform"):
-        SinkConfig.from_options({"path": "/tmp/x", "transforms": "a",
+        SinkSettings.from_options({"path": "/tmp/x", "transforms": "a",
                                  "transforms.a.type": "com.acme.X"})  # fmt: skip
 
 

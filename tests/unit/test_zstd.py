@@ -30,7 +30,7 @@ from blockgz.reader import open_archive
 from blockgz.reader.audit.verify import check_topic
 from blockgz.reader.spark.scan_plan import ScanFilter, plan_scan
 from blockgz.reader.spark.scan_read import split_batches
-from blockgz.sink.write.config import SinkConfig
+from blockgz.sink.write.config import SinkSettings
 from blockgz.store import LocalStore
 from blockgz.written.upload import BlockGzipUpload
 from testkit.archives import export_batches, input_records
@@ -178,7 +178,7 @@ def test_cli_cat_seek_verify_and_index_on_a_blockzstd_object(tmp_path):
 # -- plain zstd ---------------------------------------------------------------------------------
 def test_plain_zstd_object_is_one_frame_and_streams_back(tmp_path):
     store = LocalStore(tmp_path)
-    codec = SinkConfig.from_options(
+    codec = SinkSettings.from_options(
         {"path": "/x", "s3.compression.type": "zstd"}
     ).compression_settings()
     assert codec == Compression("zstd", 3)
@@ -197,7 +197,7 @@ def test_plain_zstd_object_is_one_frame_and_streams_back(tmp_path):
 def test_levels_map_to_zstd_levels_and_wrong_ones_are_refused():
     def level(kind, value):
         opts = {"path": "/x", "s3.compression.type": kind, "s3.compression.level": value}
-        return SinkConfig.from_options(opts).compression_settings()
+        return SinkSettings.from_options(opts).compression_settings()
 
     assert level("blockzstd", "-1") == Compression("zstd", 1)
     assert level("blockzstd", "19") == Compression("zstd", 19)
