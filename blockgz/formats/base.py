@@ -314,7 +314,9 @@ class Format(ABC):
             return entry.encode()
         return entry
 
-    def int_pair_block(self, data: bytes, count: int) -> tuple[list[int], list[int]] | None:
+    def int_pair_block(
+        self, data: bytes | bytearray, count: int
+    ) -> tuple[list[int], list[int]] | None:
         """A block of ``count`` entries that are all pairs of ints (a timestamps file's), its
         uncompressed bytes ``data`` parsed at once into the first and the second numbers of
         each; ``None``: decode it entry by entry (this format has no faster way).

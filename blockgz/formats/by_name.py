@@ -33,9 +33,14 @@ class ObjectName(Protocol):
     """What :func:`format_of` reads of an object (a
     :class:`blockgz.archive.object_ref.ObjectRef`; the formats do not import it, it asks them)."""
 
-    key: str
-    extension: str
-    bytearray_extension: str
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def extension(self) -> str: ...
+
+    @property
+    def bytearray_extension(self) -> str: ...
 
 
 #: ``format.class`` (and ``keys.format.class``, ``headers.format.class``).

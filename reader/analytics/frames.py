@@ -8,12 +8,18 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 from collections.abc import Iterable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from blockgz.blocks.decode import Record
 from blockgz.errors import ConfigError, OffsetNotFoundError
 from blockgz.times import epoch_ms
 from blockgz.written.files import times_overlap
+
+if TYPE_CHECKING:
+    from blockgz.archive.layout import KeyLayout
+    from blockgz.archive.object_ref import ObjectRef
+    from blockgz.reader.reading.locate import ObjectLocator
+    from blockgz.store import ObjectStore
 
 #: A time: ISO-8601 text, a ``datetime`` (naive: UTC) or epoch ms (see :mod:`blockgz.times`).
 Time = int | str | dt.datetime
@@ -23,6 +29,39 @@ _PAST_ANY_OFFSET = 2**63 - 1
 
 class ArchiveAnalytics:
     """Topics, partitions and records of an archive, and its ranges as tables."""
+
+    if TYPE_CHECKING:  # what Archive, the one class this mixes into, gives it
+        locator: ObjectLocator
+
+        @property
+        def store(self) -> ObjectStore: ...
+
+        @property
+        def prefix(self) -> str: ...
+
+        @property
+        def layout(self) -> KeyLayout: ...
+
+        def objects(self, topic: str, partition: int) -> list[ObjectRef]: ...
+
+        def seek_objects(
+            self, topic: str, partition: int, offset: int
+        ) -> tuple[list[ObjectRef], int]: ...
+
+        def nothing_found(self, topic: str | None = None, partition: int | None = None) -> Any: ...
+
+        def avro_schema(self, ref: ObjectRef) -> str: ...
+
+        def seek_blocks(
+            self,
+            topic: str,
+            partition: int,
+            offset: int,
+            count: int | None = None,
+            *,
+            times: tuple[int | None, int | None] | None = None,
+            timestamps: bool = False,
+        ) -> Iterator[list[Record]]: ...
 
     def topics(self) -> list[str]:
         """The topics the archive holds (from the catalog and the topics directory)."""
@@ -81,8 +120,9 @@ class ArchiveAnalytics:
         ...     list(archive.records("t", [], from_time="2025-11-20T01:00:00Z"))
         []
         """
-        window = {"start": start, "end": end, "from_time": from_time, "to_time": to_time}
-        blocks = self.record_blocks(topic, partitions, **window)  # a bad time raises here
+        blocks = self.record_blocks(  # a bad time raises here
+            topic, partitions, start=start, end=end, from_time=from_time, to_time=to_time
+        )
         return ((partition, record) for partition, block in blocks for record in block)
 
     def record_blocks(
@@ -122,7 +162,8 @@ class ArchiveAnalytics:
                 if window is None:
                     continue
                 begin = max(begin, window[0])
-                stop = window[1] if stop is None else min(stop, window[1])
+                if window[1] is not None:  # None: some object's time range is unknown
+                    stop = window[1] if stop is None else min(stop, window[1])
                 stamps = (from_time, None if to_time is None else to_time - 1)
             try:
                 blocks = self.seek_blocks(topic, partition, begin, times=stamps, timestamps=True)
@@ -131,8 +172,8 @@ class ArchiveAnalytics:
                 continue
             for block in itertools.chain([head], blocks):
                 ended = stop is not None and block[-1].offset >= stop
-                if ended:
-                    block = [r for r in block if r.offset < stop]  # type: ignore[operator]
+                if stop is not None and ended:
+                    block = [r for r in block if r.offset < stop]
                 if timed:
                     block = _stamped_within(block, from_time, to_time, f"{topic}/{partition}")
                 if block:
@@ -149,21 +190,25 @@ class ArchiveAnalytics:
         from_time = epoch_ms(from_time, name="from_time")
         to_time = epoch_ms(to_time, name="to_time")
         refs = self.objects(topic, partition)
-        known = all(
-            r.min_timestamp is not None
+        # (first, last, min time, max time) of each object whose range and times are known
+        known = [
+            (r.start_offset, r.last_offset, r.min_timestamp, r.max_timestamp)
+            for r in refs
+            if r.min_timestamp is not None
             and r.max_timestamp is not None
             and r.last_offset is not None
-            for r in refs
-        )
-        if not known:
+        ]
+        if len(known) < len(refs):
             return 0, None
         high = None if to_time is None else to_time - 1
         inside = [
-            r for r in refs if times_overlap(r.min_timestamp, r.max_timestamp, from_time, high)
+            (first, last)
+            for first, last, low, top in known
+            if times_overlap(low, top, from_time, high)
         ]
         if not inside:
             return None
-        return min(r.start_offset for r in inside), max(r.last_offset for r in inside) + 1  # type: ignore[type-var, operator]
+        return min(first for first, _ in inside), max(last for _, last in inside) + 1
 
     def first_offset(self, topic: str, partition: int) -> int:
         """The partition's first archived offset (from the catalog or one listing)."""

@@ -198,7 +198,7 @@ def _audit_topic(
         summary.first_offset = min((o.file.first_offset for o in values), default=None)
         gaps = GapCheck(topic, partition, kafka, dead.get(partition, 0), unasked=unasked_gaps)
         held = [o.span for o in mine if o.ref.partition == partition and o.span]
-        _check_coverage(ctx, summary, values, gaps, held)  # type: ignore[arg-type]
+        _check_coverage(ctx, summary, values, gaps, held)
         summary.gaps_explained = gaps.explained
         _check_overlaps(ctx, topic, partition, values)
         if ctx.deep:

@@ -36,6 +36,7 @@ from concurrent.futures import Executor
 from blockgz.blocks.avro.block_read import avro_block_bytes, header_problems, read_avro_header
 from blockgz.blocks.checksum import block_crc32
 from blockgz.blocks.decode import inflate_chunk
+from blockgz.blocks.framing import Separated
 from blockgz.blocks.index import BlockIndex, Chunk
 from blockgz.blocks.plan import BlockRead, fetched, merge_ranges, prefetched
 from blockgz.errors import BlockGzError
@@ -107,12 +108,10 @@ def block_problem(
         return text.partition("): ")[2] or text
     if chunk.num_records:
         framing = index.framing
-        terminated = getattr(framing, "separator", None)
-        count = (
-            framing.count_terminated(data)  # type: ignore[attr-defined]  # numpy, GIL released
-            if terminated is not None and data.endswith(terminated)
-            else framing.count(data)
-        )
+        if isinstance(framing, Separated) and data.endswith(framing.separator):
+            count = framing.count_terminated(data)  # numpy, GIL released
+        else:
+            count = framing.count(data)
         if count != chunk.num_records:
             return f"holds {count} records, the index says {chunk.num_records}"
     return None

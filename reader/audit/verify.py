@@ -175,8 +175,8 @@ def check_object(
         if report.ok:
             check.lines.append(f"{url}: ok, {report.blocks} blocks, {report.records} records")
         else:
-            for problem in report.problems:
-                check.problem(f"bad: {problem}", 2)
+            for bad in report.problems:
+                check.problem(f"bad: {bad}", 2)
             check.problem(f"{url}: {len(report.problems)} problem(s) in {report.blocks} blocks", 2)
         return
     indexable = ref is None or ref.seekable

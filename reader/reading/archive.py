@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -417,7 +417,7 @@ class Archive(ArchiveAnalytics):
                     return
             covered = index.last_offset
 
-    def _fetch(self, job: tuple[ObjectRef, Span | None]) -> list[Iterable[Record]]:
+    def _fetch(self, job: tuple[ObjectRef, Span | None]) -> Sequence[Iterable[Record]]:
         """The records of each block of the job's span (one ranged GET), with the entries of
         the keys and headers files beside them; no span: the object streamed (lazily)."""
         ref, span = job

@@ -11,6 +11,7 @@ b'\\x00\\x01'
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -135,7 +136,7 @@ def joined(
     keys, headers, stamps = found.get("keys"), found.get("headers"), found.get("timestamps")
     added = frozenset(_HOLDS[role] for role in found)
     holds_of: dict[frozenset[str], frozenset[str]] = {}
-    out = []
+    out: list[Record] = []
     append, new = out.append, tuple.__new__
     # The record built here directly (what Record.kept does, without a call per record): a
     # restore reads millions, and the call and its keywords were half of this loop's time.
@@ -173,7 +174,7 @@ def joined_columns(
     found = {c.role: column for c, column in zip(companions, columns, strict=True)}
     keys, headers, stamps = found.get("keys"), found.get("headers"), found.get("timestamps")
     holds = frozenset(_HOLDS[role] for role in found)
-    out = []
+    out: list[Record] = []
     append, new = out.append, tuple.__new__
     if keys is None and headers is None and stamps is not None:  # what an export keeps
         # No "key" and "headers" in the record's dict: Record's class attributes give None
@@ -196,7 +197,7 @@ def joined_columns(
     return out
 
 
-def stamp_block(companion: ObjectRef, data: bytes, count: int) -> list[Any] | None:
+def stamp_block(companion: ObjectRef, data: bytes | bytearray, count: int) -> list[Any] | None:
     """The ``(ms, type)`` pairs of a whole block of a timestamps file, its uncompressed bytes
     ``data`` parsed at once (:meth:`~blockgz.formats.base.Format.int_pair_block`); ``None``
     when its format cannot (JSON lines of ``[int,int]`` can): then it is decoded entry by
@@ -209,6 +210,8 @@ def stamp_block(companion: ObjectRef, data: bytes, count: int) -> list[Any] | No
     pairs = format_of(companion).int_pair_block(data, count)
     if pairs is None:
         return None
+    ms: Sequence[int | None]
+    kinds: Sequence[int | None]
     ms, kinds = pairs
     if ms and min(ms) < 0:  # Kafka's -1, "none", as None
         ms = [None if m < 0 else m for m in ms]

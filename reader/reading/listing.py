@@ -66,13 +66,15 @@ def list_objects(
     out = []
     for n, (ref, index) in enumerate(zip(refs, indexes, strict=True)):
         following = refs[n + 1] if n + 1 < len(refs) else None
-        same_partition = following is not None and (following.topic, following.partition) == (
+        if index:
+            last = index.last_offset
+        elif following is not None and (following.topic, following.partition) == (
             ref.topic,
             ref.partition,
-        )
-        last = (
-            index.last_offset if index else (following.start_offset - 1 if same_partition else None)
-        )
+        ):
+            last = following.start_offset - 1
+        else:
+            last = None
         out.append(
             ObjectSummary(
                 ref.key,

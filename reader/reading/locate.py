@@ -157,13 +157,13 @@ class ObjectLocator:
         if not topics:
             return False
         store, parts = self.store, [p for p in self.prefix.split("/") if p]
-        local_root = isinstance(store, LocalStore) and not parts
-        if local_root:  # a directory path: its own name and its parents' are the parts
-            parts = [p.name for p in (store.root, *store.root.parents[:1])][::-1]
+        local_root = store.root if isinstance(store, LocalStore) and not parts else None
+        if local_root is not None:  # a directory path: its own name and its parents' are the parts
+            parts = [p.name for p in (local_root, *local_root.parents[:1])][::-1]
         for depth in (1, 2):
             if len(parts) >= depth and parts[-depth] == topics:
-                if local_root:
-                    self.store = LocalStore(store.root.parents[depth - 1])
+                if local_root is not None:
+                    self.store = LocalStore(local_root.parents[depth - 1])
                     self.prefix = ""
                 else:
                     kept = parts[:-depth]

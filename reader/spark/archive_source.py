@@ -36,7 +36,7 @@ Example (needs Spark, so not a doctest)::
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import (
@@ -79,7 +79,7 @@ READ_OPTIONS = tuple(name for name in SPARK_READ_OPTIONS if not name.endswith(".
 
 
 def archive_schema(
-    options: dict[str, str],
+    options: Mapping[str, str],
     wire: WireAvroValues | None = None,
     avro_schema: str | None = None,
 ) -> str:
@@ -108,7 +108,7 @@ def archive_schema(
     return KAFKA_COLUMNS.format(value="BINARY")
 
 
-def avro_reader_schema(options: dict[str, str], wire: WireAvroValues | None) -> str | None:
+def avro_reader_schema(options: Mapping[str, str], wire: WireAvroValues | None) -> str | None:
     """The Avro schema (JSON text) every Avro value is read into, or ``None`` when values are
     not read as Avro (no ``value.format=avro``, or a ``value.schema`` of its own): the
     registry's newest of the subject with a registry (``wire``), else the newest writer schema
@@ -121,7 +121,7 @@ def avro_reader_schema(options: dict[str, str], wire: WireAvroValues | None) -> 
     return wire.reader_schema if wire is not None else newest_avro_schema(options)
 
 
-def wire_avro_values(options: dict[str, str]) -> WireAvroValues | None:
+def wire_avro_values(options: Mapping[str, str]) -> WireAvroValues | None:
     """With ``value.format=avro`` and a registry (``schema.registry.url``, or the connector's
     ``value.converter.schema.registry.url``): values in Confluent's wire format, decoded into
     the newest schema of ``value.subject`` (default ``<topic>-value``)."""
@@ -140,7 +140,7 @@ def wire_avro_values(options: dict[str, str]) -> WireAvroValues | None:
     return WireAvroValues.for_subject(settings, wire_subject(options, topics))
 
 
-def _archive_topics(options: dict[str, str]) -> list[str]:
+def _archive_topics(options: Mapping[str, str]) -> list[str]:
     """The topics the read covers (all of the archive's, or those ``topics.regex`` matches)."""
     import re
 
@@ -151,7 +151,7 @@ def _archive_topics(options: dict[str, str]) -> list[str]:
     return [t for t in found if not pattern or re.fullmatch(pattern, t)]
 
 
-def newest_avro_schema(options: dict[str, str]) -> str:
+def newest_avro_schema(options: Mapping[str, str]) -> str:
     """The newest writer schema (JSON text) of the ``.avro`` objects of the topics read: the
     reader schema of ``value.format=avro`` without a registry.
 
@@ -227,7 +227,7 @@ class ArchiveReader(DataSourceReader):
 
     def __init__(
         self,
-        options: dict[str, str],
+        options: Mapping[str, str],
         schema: Any,
         wire: WireAvroValues | None = None,
         avro_schema: str | None = None,
@@ -275,7 +275,8 @@ class ArchiveReader(DataSourceReader):
             )
         return [SplitPartition(s) for s in splits] or [SplitPartition(Split(()))]
 
-    def read(self, partition: SplitPartition) -> Iterator[Any]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        assert isinstance(partition, SplitPartition)  # what partitions() made
         # collections skip the worker's long-lived objects (blockgz.runtime.gc_control)
         settle_heap()
         with self._archive() as archive:
@@ -292,7 +293,7 @@ class ArchiveReader(DataSourceReader):
 class ArchiveReadSource:
     """What ``format("blockgz")`` adds for reading (mixed into the sink's data source)."""
 
-    options: dict[str, str]
+    options: MutableMapping[str, str]  # set by DataSource, which this mixes into
 
     def schema(self) -> str:
         # Spark lower-cases a data source's option names.
@@ -327,16 +328,16 @@ def narrowed(scan: ScanFilter, condition: Any) -> ScanFilter:
     if column == "topic":
         if isinstance(condition, EqualTo) and isinstance(value, str):
             return scan.with_topics([value])
-        if isinstance(condition, In) and all(isinstance(v, str) for v in value):
-            return scan.with_topics(value)
+        if isinstance(condition, In) and all(isinstance(v, str) for v in condition.value):
+            return scan.with_topics(condition.value)
         return scan
     if column == "timestamp":
         return _narrowed_in_time(scan, condition, value)
     if column not in ("partition", "offset"):
         return scan
     if isinstance(condition, In):
-        if all(isinstance(v, int) for v in value):
-            return scan.with_range(column, points=value)
+        if all(isinstance(v, int) for v in condition.value):
+            return scan.with_range(column, points=condition.value)
         return scan
     if not isinstance(value, int) or isinstance(value, bool):
         return scan

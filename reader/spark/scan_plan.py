@@ -356,7 +356,9 @@ def _cut(piece: Piece, split_bytes: int) -> list[Piece]:
     """A piece whose blocks exceed ``split_bytes`` as several pieces of whole blocks."""
     if piece.whole or piece.compressed_bytes <= split_bytes:
         return [piece]
-    parts, chunk_run, size = [], [], 0
+    parts: list[Piece] = []
+    chunk_run: list[tuple[int, Chunk]] = []
+    size = 0
     for item in piece.chunks:
         if chunk_run and size + item[1].byte_length > split_bytes:
             parts.append(replace(piece, chunks=tuple(chunk_run), prefetched=b""))

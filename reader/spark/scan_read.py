@@ -143,7 +143,7 @@ def _block_batches(
 def _block_batch(
     piece: Piece,
     chunk: Chunk,
-    data: bytes,
+    data: bytes | bytearray,
     offsets: IntRange,
     value_type: Any,
     stamps: BlockTimestamps | None = None,
@@ -175,10 +175,12 @@ def _block_batch(
             [None, pa.py_buffer(value_offsets.astype(np.int32)), pa.py_buffer(kept)],
         )
     record_offsets = np.asarray(chunk.record_offsets(), np.int64)
-    kept = {} if stamps is None else stamps.columns(record_offsets)
-    if kept is None:
+    stamp_columns = {} if stamps is None else stamps.columns(record_offsets)
+    if stamp_columns is None:
         return None  # an offset without its entry: the record reader names it
-    batch = kafka_batch(piece.topic, piece.partition, values, record_offsets, value_type, **kept)
+    batch = kafka_batch(
+        piece.topic, piece.partition, values, record_offsets, value_type, **stamp_columns
+    )
     return _filtered(batch, record_offsets, offsets)
 
 
@@ -196,7 +198,9 @@ def _filtered(batch, record_offsets: np.ndarray, offsets: IntRange):
 
 
 # -- the record reader's path ------------------------------------------------------------------
-def _block_records(archive: Archive, piece: Piece, number: int, chunk: Chunk, data: bytes):
+def _block_records(
+    archive: Archive, piece: Piece, number: int, chunk: Chunk, data: bytes | bytearray
+):
     """The block's records (envelopes unwrapped), from its bytes."""
     values, total = piece.framing.slice(data, 0, None)
     if total != chunk.num_records:

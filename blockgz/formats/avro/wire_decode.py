@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from blockgz.errors import BadRecordError, ConfigError
@@ -95,7 +96,7 @@ class WireAvroValues:
         return found
 
 
-def wire_subject(options: dict[str, str], topics: list[str]) -> str:
+def wire_subject(options: Mapping[str, str], topics: list[str]) -> str:
     """The subject whose newest schema shapes the values: ``value.subject``, else
     ``<topic>-value`` of the one topic read (Confluent's ``TopicNameStrategy``)."""
     subject = (options.get("value.subject") or "").strip()

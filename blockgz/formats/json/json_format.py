@@ -108,7 +108,9 @@ class JsonFormat(Format):
         doc = stdlib_json.loads(entry)  # as readers always did (numbers beyond 64 bits too)
         return doc if isinstance(doc, list) else from_text(doc)
 
-    def int_pair_block(self, data: bytes, count: int) -> tuple[list[int], list[int]] | None:
+    def int_pair_block(
+        self, data: bytes | bytearray, count: int
+    ) -> tuple[list[int], list[int]] | None:
         """JSON lines of ``[int,int]`` parsed at once (:func:`int_pair_lines`)."""
         return int_pair_lines(data, count)
 
@@ -157,7 +159,7 @@ def _int_pairs(entries: list[Any]) -> list[list[int]] | None:
     return None if pairs is None else [[ms, kind] for ms, kind in zip(*pairs, strict=True)]
 
 
-def int_pair_lines(data: bytes, count: int) -> tuple[list[int], list[int]] | None:
+def int_pair_lines(data: bytes | bytearray, count: int) -> tuple[list[int], list[int]] | None:
     """``count`` lines of ``[int,int]`` (a block of a ``.timestamps`` file, ``[ms,type]`` a
     line) parsed at once into their first and their second numbers, as JSON reads them; ``None``
     when some line is anything else (then each line is decoded alone).

@@ -42,7 +42,7 @@ from blockgz.errors import BadRecordError
 _NULL_LINE = re.compile(rb"^[ \t\r]*null[ \t\r]*$", re.MULTILINE)
 
 
-def parse_json_lines(lines: bytes, value_type: Any, *, source: str = "") -> Any:
+def parse_json_lines(lines: bytes | bytearray, value_type: Any, *, source: str = "") -> Any:
     """One struct of ``value_type`` per non-blank line of ``lines`` (a ``pyarrow.StructArray``).
 
     Raises :class:`~blockgz.errors.BadRecordError` naming ``source`` when a value does not
@@ -57,7 +57,7 @@ def parse_json_lines(lines: bytes, value_type: Any, *, source: str = "") -> Any:
     return _arrow_parsed(lines, value_type, source)
 
 
-def _arrow_parsed(lines: bytes, value_type: Any, source: str) -> Any:
+def _arrow_parsed(lines: bytes | bytearray, value_type: Any, source: str) -> Any:
     import pyarrow as pa
     import pyarrow.json as pj
 
