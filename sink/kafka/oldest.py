@@ -37,7 +37,11 @@ def first_record_times(
     found: dict[TopicPartition, int] = {}
     if not wanted:
         return found
-    consumer.assign([KafkaPartition(t, p, off) for (t, p), off in wanted.items()])
+    assigned = [KafkaPartition(t, p, off) for (t, p), off in wanted.items()]
+    consumer.assign(assigned)
+    # librdkafka keeps a partition paused across unassign/assign: an earlier call's pause
+    # would leave this one waiting out its deadline with nothing fetched.
+    consumer.resume(assigned)
     missing = set(wanted)
     deadline = time.monotonic() + timeout_s
     try:

@@ -1,0 +1,41 @@
+"""The timestamps held partial files are planned with (issue 44), read from Apache Kafka:
+the first record's time at an offset and the first offset at a time, asked again and again on
+one consumer as a running export's driver does."""
+
+from __future__ import annotations
+
+import uuid
+
+from blockgz.sink.kafka.oldest import HoldClock
+from blockgz.sink.kafka.options import parse_options
+from blockgz.sink.kafka.ranges import new_consumer
+
+BASE = 1_795_305_600_000
+
+
+def test_first_times_and_time_cuts_follow_the_partial_file(kafka):
+    from confluent_kafka import Producer
+
+    topic = "hold_clock_" + uuid.uuid4().hex[:8]
+    kafka.create_topic(topic, partitions=2)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 0})
+    for p in range(2):
+        for i in range(300):  # one record a 100 ms: 10 s in 100 records
+            producer.produce(topic, b"v", partition=p, timestamp=BASE + i * 100)
+    assert producer.flush(30) == 0
+    config = parse_options({"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": topic})
+    consumer = new_consumer(config)
+    try:
+        clock = HoldClock(consumer)
+        tps = [(topic, 0), (topic, 1)]
+        for start in (0, 100, 200, 250):  # the partial file moves on, batch after batch
+            offsets = dict.fromkeys(tps, start)
+            firsts = clock.first_times(offsets)
+            assert firsts == dict.fromkeys(tps, BASE + start * 100), start
+            due = {tp: ms + 10_000 for tp, ms in firsts.items()}
+            cuts = clock.time_cuts(offsets, due)
+            want = start + 100 if start + 100 < 300 else None
+            assert cuts == ({} if want is None else dict.fromkeys(tps, want)), start
+            clock.forget(offsets)
+    finally:
+        consumer.close()
