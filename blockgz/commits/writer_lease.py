@@ -295,7 +295,7 @@ class Lease:
                 self.store.url(self.key),
                 previous.describe(),
                 reason,
-                # an event of the export's JSON log (blockgz.sink.export.events)
+                # an event of the export's JSON log (blockgz.sink.jobconfig.events)
                 extra={"event": {"kind": "lease", "from": previous.describe(), "reason": reason}},
             )
         log.debug(

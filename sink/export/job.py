@@ -33,7 +33,6 @@ from blockgz.commits.writer_lease import Lease
 from blockgz.errors import BlockGzError, ExportFailed
 from blockgz.sink.executor_env import credentials_option
 from blockgz.sink.export.checkpoint import check_checkpoint, checkpoint_epoch, checkpoint_failure
-from blockgz.sink.export.events import event, formatter_for
 from blockgz.sink.export.kafka_clients import DriverClients
 from blockgz.sink.export.lease import stop_on_lost_lease, take_lease
 from blockgz.sink.export.metrics import ExportMetrics, serve_metrics
@@ -42,6 +41,7 @@ from blockgz.sink.export.topic_checks import check_topics, commit_check_options
 from blockgz.sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
 from blockgz.sink.iceberg.table import catch_up
 from blockgz.sink.jobconfig.config import ExportSettings
+from blockgz.sink.jobconfig.events import event, formatter_for
 from blockgz.sink.write.options import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
 
 log = logging.getLogger("blockgz.export")
@@ -287,7 +287,7 @@ class _LogFile(logging.FileHandler):
 @contextlib.contextmanager
 def _log_records_to(path: str | Path | None, log_format: str = "text") -> Iterator[None]:
     """While the block runs, also write every log record (INFO and up) to ``path``, as text or
-    JSON lines (:mod:`blockgz.sink.export.events`); an error that ends the block is logged
+    JSON lines (:mod:`blockgz.sink.jobconfig.events`); an error that ends the block is logged
     there as a ``failure`` event."""
     if path is None:
         yield
@@ -553,4 +553,4 @@ def _install_handlers(stop: threading.Event, result: ExportResult):
     return restore
 
 
-__all__ = ["ExportSettings", "ExportFailed", "ExportResult", "PartitionProgress", "run_export"]
+__all__ = ["ExportFailed", "ExportResult", "ExportSettings", "PartitionProgress", "run_export"]

@@ -24,7 +24,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 
 from blockgz.commits.manifests import Manifest
 from blockgz.errors import ConfigError
-from blockgz.sink.export.events import event
+from blockgz.sink.jobconfig.events import event
 from blockgz.store.request_stats import OUTCOMES, REQUESTS, RETRIES
 
 log = logging.getLogger("blockgz.export")

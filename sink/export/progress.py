@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from blockgz.sink.export.events import event
 from blockgz.sink.export.tracking import ExportResult
+from blockgz.sink.jobconfig.events import event
 
 log = logging.getLogger("blockgz.export")
 

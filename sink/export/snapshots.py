@@ -31,8 +31,8 @@ from typing import Any
 
 from blockgz.archive.partition_offsets import Offsets
 from blockgz.commits.cluster_snapshots import ClusterSnapshot, Snapshots, TopicState
-from blockgz.sink.export.events import event
 from blockgz.sink.export.kafka_clients import DriverClients
+from blockgz.sink.jobconfig.events import event
 
 log = logging.getLogger("blockgz.export")
 

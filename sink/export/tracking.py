@@ -17,11 +17,11 @@ from blockgz.archive.partition_offsets import merge_offsets
 from blockgz.archive.timestamps_keys import TIMESTAMPS
 from blockgz.commits.cluster_snapshots import Snapshots
 from blockgz.commits.manifests import Manifest
-from blockgz.sink.export.events import event
 from blockgz.sink.export.kafka_clients import DriverClients
 from blockgz.sink.export.record_times import RecordTimes
 from blockgz.sink.export.snapshots import Snapshotter
 from blockgz.sink.jobconfig.config import ExportSettings
+from blockgz.sink.jobconfig.events import event
 from blockgz.sink.jobconfig.job_options import parse_groups
 
 log = logging.getLogger("blockgz.export")

@@ -9,4 +9,6 @@ routes (the Kafka source, the sink's writer, the store):
   sink's), declared;
 * :mod:`blockgz.sink.jobconfig.settings_names`: which keys are settings, Confluent's refused and
   warned options, and what a mistyped key was meant to be.
+* :mod:`blockgz.sink.jobconfig.events`: the job's log as ``blockgz.log.format`` asks, text or
+  JSON lines with events.
 """

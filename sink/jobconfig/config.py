@@ -191,7 +191,7 @@ class ExportSettings:
     #: (:mod:`blockgz.sink.spark_kafka`); ``none`` adds no jar.
     spark_kafka_jars: str = "none"
     #: ``blockgz.log.format``: the job's log file as ``text`` or ``json`` lines
-    #: (:mod:`blockgz.sink.export.events`).
+    #: (:mod:`blockgz.sink.jobconfig.events`).
     log_format: str = "text"
     #: ``blockgz.metrics.port``: the driver's Prometheus endpoint
     #: (:mod:`blockgz.sink.export.metrics`); ``-1``: none, ``0``: a port the OS picks.

@@ -18,7 +18,7 @@ from blockgz.times import parse_duration
 DEFAULT_TRIGGER = "5 seconds"
 #: ``blockgz.resume``'s values: where a fresh checkpoint starts.
 RESUME_CHOICES = ("archive", "checkpoint-only")
-#: ``blockgz.log.format``'s values (:mod:`blockgz.sink.export.events`).
+#: ``blockgz.log.format``'s values (:mod:`blockgz.sink.jobconfig.events`).
 LOG_FORMATS = ("text", "json")
 
 

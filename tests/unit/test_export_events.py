@@ -1,4 +1,4 @@
-"""The export log's JSON lines (blockgz.sink.export.events)."""
+"""The export log's JSON lines (blockgz.sink.jobconfig.events)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from blockgz.sink.export.events import JsonLinesFormatter, event, formatter_for
+from blockgz.sink.jobconfig.events import JsonLinesFormatter, event, formatter_for
 
 
 def _record(msg: str, *args, **extra) -> logging.LogRecord:
