@@ -413,6 +413,52 @@ def export_without_timestamps(spark, kafka, s3, proxy, work: Workload, tmp: Path
     return phase
 
 
+RUNNING = "running export (steady state)"
+RUNNING_S = 60.0  # how long the running export is counted, once its first batch committed
+TRICKLE_S = 0.5  # a record produced every half second: every micro-batch has data
+MONTH_S = 30 * 86_400
+
+
+def running_export(spark, kafka, s3, proxy: FaultProxy, work: Workload, tmp: Path) -> Phase:
+    """A running export (the default trigger) of a trickle, counted for :data:`RUNNING_S`
+    seconds once its first batch committed: what a live job asks per batch and per minute."""
+    from blockgz.sink.jobconfig.config import ExportSettings
+    from testkit.running_export import committed, export_while, wait_until
+
+    topic, bucket = f"{work.topic}_live", f"{work.bucket}-live"
+    kafka.create_topic(topic, partitions=1)
+    s3.client().create_bucket(Bucket=bucket)
+    job = ExportSettings.from_mapping(
+        {"name": f"{JOB}-live", "topics": topic, "kafka.bootstrap.servers": kafka.bootstrap_servers,
+         "s3.bucket.name": bucket, "flush.size": str(FLUSH_SIZE),
+         "s3.compression.type": "blockgzip", **work.options}
+    )  # fmt: skip
+    window: dict[str, Any] = {}
+
+    def steps(_stop, alive) -> None:
+        sent = 0
+
+        def send() -> None:
+            nonlocal sent
+            kafka.produce(topic, [work.values[0][sent % PER_PARTITION]], partition=0)
+            sent += 1
+
+        send()
+        wait_until(lambda: committed(job, topic), alive, "the first batch committed", 120)
+        proxy.clear_log()
+        started = time.monotonic()
+        while time.monotonic() - started < RUNNING_S:
+            assert alive(), "the export ended early"
+            send()
+            time.sleep(TRICKLE_S)  # the workload's pace, not synchronisation
+        window["calls"] = calls_of(proxy.requests)
+        window["seconds"] = time.monotonic() - started
+
+    error = export_while(spark, job, tmp / "ckpt-live", steps)
+    assert error is None, error
+    return Phase(RUNNING, window["calls"], window["seconds"])
+
+
 def measure(benchmark, spark, kafka, s3, proxy: FaultProxy, tmp: Path) -> Bill:
     run = uuid.uuid4().hex[:8]
     topic, bucket = f"bill_{run}", f"bill-{run}"
@@ -437,6 +483,7 @@ def measure(benchmark, spark, kafka, s3, proxy: FaultProxy, tmp: Path) -> Bill:
     phases["seek warm"] = warm_seeks(work, proxy, offsets)
     phases["audit"] = on_wire(proxy, "audit", lambda: audit(work, deep=False))
     phases["audit --deep"] = on_wire(proxy, "audit --deep", lambda: audit(work, deep=True))
+    phases[RUNNING] = running_export(spark, kafka, s3, proxy, work, tmp)
     held = stored(s3, bucket)
     batches = held.keys_by_role["manifest"]
     return Bill(work, phases, held, confluent_model(values), batches)
@@ -541,6 +588,42 @@ def _stored_rows(bill: Bill) -> list[list[str]]:
     return rows
 
 
+def _running_lines(bill: Bill) -> list[str]:
+    """What a live job asks per minute and per batch, and its price per month."""
+    phase = bill.phases[RUNNING]
+    minutes = phase.seconds / 60
+    batches = phase.kinds()["PutObject · manifest"]
+    own = [c for c in phase.calls if role_of(c) not in PER_OBJECT]
+    files = [c for c in phase.calls if role_of(c) in PER_OBJECT]
+    kinds = Counter(f"{c.operation} · {role_of(c)}" for c in own)
+    rows = [[kind, f"{n / minutes:.1f}", f"{n / max(1, batches):.2f}"]
+            for kind, n in sorted(kinds.items())]  # fmt: skip
+    month = MONTH_S / phase.seconds
+    data_objects = sum(
+        1 for c in files if c.operation == "PutObject" and role_of(c) == "data object"
+    )
+    confluent_files = MONTH_S / (FLUSH_SIZE * TRICKLE_S)  # a file per flush.size records
+    confluent_usd = confluent_files * 3 * PRICES[TIER_PUT]
+    return [
+        f"## A running export's own requests ({phase.seconds:.0f} s of steady state)",
+        "",
+        f"One partition, a record every {TRICKLE_S:g} s, the default trigger (5 s), counted "
+        f"once the first batch committed: {batches} batches in {minutes:.1f} min.",
+        "",
+        *rp.table(["operation · what it touched", "per minute", "per batch"], rows),
+        "",
+        f"The job's own requests (everything above: manifests, lease renewals and checks, "
+        f"snapshots, catalog, listings) cost **{_usd(dollars(by_tier(own)) * month)} a month** "
+        "per job at this pace, whatever the volume; Confluent's sink makes no S3 request "
+        "besides its file uploads (offsets live in Kafka). The batches' files cost "
+        f"{_usd(dollars(by_tier(files)) * month)} a month more "
+        f"({data_objects / minutes:.1f} data objects a minute, each with what comes along: "
+        f"the small-files problem of issue 44); Confluent would write "
+        f"{confluent_files:,.0f} files a month here ({_usd(confluent_usd)}).",
+        "",
+    ]
+
+
 def render(bill: Bill) -> str:
     work, export_phase = bill.work, bill.phases["export"]
     data_objects = bill.store.keys_by_role["data object"]
@@ -596,6 +679,7 @@ def render(bill: Bill) -> str:
         f"(Confluent: {sum(bill.confluent.upload_calls().values()) / bill.confluent.files:.0f} "
         f"per file); {export_phase.seconds:.1f} s.",
         "",
+        *_running_lines(bill),
         "## What the bucket holds after the export",
         "",
         *rp.table(["role", "keys", "bytes"], _stored_rows(bill)),
@@ -650,6 +734,7 @@ def test_s3_bill(benchmark, request, spark, kafka, s3, proxy, tmp_path):
     export = bill.phases["export"].kinds()
     puts = export["PutObject · data object"] + export["CompleteMultipartUpload · data object"]
     assert puts == held.keys_by_role["data object"], export
+    assert bill.phases[RUNNING].kinds()["PutObject · manifest"] >= 2
     benchmark.extra_info.update(
         {
             "records": bill.work.records,
