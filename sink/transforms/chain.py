@@ -153,16 +153,17 @@ class Chain:
 
     def apply(self, record: Record) -> Record | None:
         """Run every step; ``None`` when a step drops the record."""
-        current: Record | None = record
+        current = record
         for step in self.steps:
             if not step.applies(current):
                 continue
             try:
-                current = step.transform(current)
+                after = step.transform(current)
             except Rejected as exc:
                 raise BadRecordError(f"transform {step.name}: {exc}") from None
-            if current is None:
+            if after is None:
                 return None
+            current = after
         return current
 
 

@@ -34,6 +34,7 @@ from blockgz.sink.transforms.options import TransformOptions
 from blockgz.sink.transforms.record import (
     Header,
     Record,
+    Rejected,
     copy_basics,
     field_schema,
     find_field,
@@ -52,6 +53,7 @@ class FieldRef:
 
     def __init__(self, spec: str, prefix: str):
         struct, dot, name = spec.partition(".")
+        self.struct: str | None  # None: a field of the envelope itself
         if dot:
             self.struct, self.name = struct, name
             self.new_name = prefix + struct + "_" + name
@@ -141,6 +143,8 @@ def extract_new_record_state(opts: TransformOptions) -> Any:
                 )
             row_field = "before"
         row_spec = find_field(schema, row_field)
+        if row_spec is None:  # a delete (no "after") of an envelope without "before"
+            raise Rejected(f"the change event's schema has no {row_field!r} field")
         row_schema, row = field_schema(row_spec), dict(value.get(row_field) or {})
         fields = list(row_schema.get("fields", ()))
         if rewrite:  # before the add.fields, as Debezium 3.6.1 orders them

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
@@ -50,7 +51,7 @@ def _spec(name: str | None) -> tuple[str, bool] | None:
 
 def insert_field(opts: TransformOptions, side: Side) -> Any:
     """Insert the topic, partition, offset, timestamp and/or a static string."""
-    wanted = [
+    wanted: list[tuple[tuple[str, bool] | None, dict[str, Any], Callable[[Record], Any]]] = [
         (_spec(opts.text("topic.field", "")), {"type": "string"}, lambda r: r.topic),
         (_spec(opts.text("partition.field", "")), {"type": "int32"}, lambda r: r.partition),
         (_spec(opts.text("offset.field", "")), {"type": "int64"}, lambda r: r.offset),

@@ -93,7 +93,7 @@ def run_all(
     if len(kernels) == 1:
         (only,) = kernels
         return list(map(only, values, [partition] * len(values), offsets, timestamps))
-    out = []
+    out: list[Any] = []
     append = out.append
     for value, offset, timestamp in zip(values, offsets, timestamps, strict=True):
         for kernel in kernels:

@@ -245,20 +245,20 @@ def cast(opts: TransformOptions, side: Side) -> Any:
         fields = []
         out = {}
         for spec in schema["fields"]:
-            target = casts.get(spec["field"])
-            if target is None:
+            cast_to = casts.get(spec["field"])
+            if cast_to is None:
                 fields.append(spec)
                 out[spec["field"]] = data.get(spec["field"])
                 continue
             new_spec = {
-                "type": target,
+                "type": cast_to,
                 "optional": bool(spec.get("optional")),
                 "field": spec["field"],
             }
             if "default" in spec and spec["default"] is not None:
-                new_spec["default"] = _cast_typed(spec["default"], spec, target)
+                new_spec["default"] = _cast_typed(spec["default"], spec, cast_to)
             fields.append(new_spec)
-            out[spec["field"]] = _cast_typed(data.get(spec["field"]), spec, target)
+            out[spec["field"]] = _cast_typed(data.get(spec["field"]), spec, cast_to)
         return side.set(record, copy_basics(schema, fields), out)
 
     return apply

@@ -210,14 +210,15 @@ def _map(tokens: _Tokens) -> Typed:
 def _common(previous: dict[str, Any] | None, latest: Typed | None) -> dict[str, Any] | None:
     """The schema shared by the elements so far: numbers widen; ``_MIXED`` (for good) once
     two elements share none; ``None`` while every element is null."""
-    if latest is None or previous is _MIXED:
+    schema = None if latest is None else latest[1]  # an element's schema is None when null
+    if schema is None or previous is _MIXED:
         return previous
-    if previous is None or previous["type"] == latest[1]["type"]:
-        return previous or latest[1]
-    old, new = _WIDTH.get(previous["type"]), _WIDTH.get(latest[1]["type"])
+    if previous is None or previous["type"] == schema["type"]:
+        return previous or schema
+    old, new = _WIDTH.get(previous["type"]), _WIDTH.get(schema["type"])
     if old is None or new is None:
         return _MIXED
-    return latest[1] if new > old else previous
+    return schema if new > old else previous
 
 
 def _align(value: Any, schema: dict[str, Any]) -> Any:

@@ -25,6 +25,7 @@ Connect (converter → transforms → the connector's ``put``).
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -92,6 +93,8 @@ class RecordTransformer:
             return values
         count = len(values)
         partition = batch.column("partition")[0].as_py()
+        offsets: Sequence[int | None]
+        stamps: Sequence[int | None]
         offsets = stamps = [None] * count
         if plan.uses_record:
             offsets, stamps = _offsets_and_stamps(batch)
