@@ -31,6 +31,7 @@ import logging
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from types import FrameType
 from typing import Any, Literal
 
 import blockgz.options as _options
@@ -137,6 +138,7 @@ class OptionDef:
             raise ValueError(f"{self.name}: its default is declared, not given by the reader")
         name = self.name
         default = self.default if default is ... else default
+        value: Any  # of the kind's type
         if self.kind == "text":
             value = opts.text(name, default or "")
         elif self.kind == "raw":
@@ -417,7 +419,7 @@ def note_read(
     :data:`track_reads`."""
     if not track_reads:
         return
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__", "") in _SELF:
         frame = frame.f_back
     module = frame.f_globals.get("__name__", "") if frame is not None else ""

@@ -357,7 +357,7 @@ def _tombstones_cell(part, json_null: str | None) -> str:
     """The plan's tombstones column: keys-only ones, and nulls kept as values as counted."""
     text = f"{part.tombstones:,}"
     if part.kept_nulls:
-        what = {"tombstone": "as tombstones", "value": "as values"}.get(json_null, "unclear")
+        what = {"tombstone": "as tombstones", "value": "as values"}.get(json_null or "", "unclear")
         text += f" + {part.kept_nulls:,} kept nulls ({what})"
     return text
 

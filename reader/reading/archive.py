@@ -139,7 +139,7 @@ class Archive(ArchiveAnalytics):
         if prefetch < 0:
             raise ConfigError(f"prefetch must be 0 or more, got {prefetch}")
         #: Finds the objects (and owns the store, prefix and layout it found them with).
-        self.locator = ObjectLocator(
+        self.locator: ObjectLocator = ObjectLocator(
             store,
             prefix,
             layout=layout,

@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from blockgz.errors import RestoreError
 
@@ -139,13 +139,17 @@ def restored_records(
                         f"stalled at offset {position} of {high}; run the restore again"
                     )
                 for message in messages:
-                    if message.error() is not None:
+                    at = message.offset()
+                    if message.error() is not None or at is None:
                         continue
-                    position, quiet_since = message.offset() + 1, time.monotonic()
-                    for name, value in message.headers() or ():
-                        if name == MARKER and value.startswith(prefix):
+                    position, quiet_since = at + 1, time.monotonic()
+                    # A consumed message's headers are (name, bytes or None) pairs; the stubs'
+                    # type also allows the dict a producer may be given.
+                    headers = cast(list[tuple[str, bytes | None]], message.headers() or [])
+                    for name, value in headers:
+                        if name == MARKER and value is not None and value.startswith(prefix):
                             _, part, offset = value.decode().rsplit("/", 2)
-                            ours.append(Restored(message.offset(), int(part), int(offset)))
+                            ours.append(Restored(at, int(part), int(offset)))
                             break
             found[partition] = ours
     finally:

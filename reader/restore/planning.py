@@ -507,7 +507,7 @@ def _time_range(archive, refs, count: WindowCount, window: Window) -> tuple[int 
         highs = [c.max_timestamp for c in chunks]
     if not holding or None in lows or None in highs:
         return None, None
-    low, high = min(lows), max(highs)  # type: ignore[type-var]
+    low, high = min(lows), max(highs)
     if window.from_time is not None:
         low = max(low, window.from_time)
     if window.to_time is not None:

@@ -78,8 +78,9 @@ def produce_block(
 
 def _refused(topic: str, partition: int, offset: int, value, key, exc: Exception) -> str:
     """One line for a record the producer refused to take."""
-    error = exc.args[0] if exc.args else exc
-    text = error.str() if callable(getattr(error, "str", None)) else str(error)
+    error = exc.args[0] if exc.args else exc  # a KafkaError says why in its str()
+    reason = getattr(error, "str", None)
+    text = reason() if callable(reason) else str(error)
     size = len(value or b"") + len(key or b"")
     return (
         f"{topic}[{partition}]: the record of offset {offset} ({size} bytes) was refused by the "

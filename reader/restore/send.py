@@ -307,6 +307,7 @@ def _send_partition(
     for _, block in _blocks(job.archive, settings, source, job.tombstones):
         _note_not_kept(block[0], job.result, settings.topic, source)
         keys = job.restored.keys(source, block)  # the bytes Kafka held (None: as read)
+        routes: Iterable[int]  # each record's target partition
         if settings.by_key:
             unsent, routes, keys = _due_by_key(block, keys, targets, last_delivered)
         else:

@@ -261,7 +261,7 @@ class KafkaBytes:
         if not found:
             return None
         at = max(bisect.bisect_right(self._starts[partition], block[0].offset) - 1, 0)
-        origin = found[at][which]
+        origin = found[at][1] if which == 1 else found[at][2]
         if origin in ("avro", "registry-or-plain"):
             assert self.wire is not None
             encode = self.wire if which == 1 else self.wire.keys
