@@ -281,7 +281,7 @@ class _LogFile(logging.FileHandler):
         try:
             super().close()  # its last flush can fail the same way
         except OSError:
-            self.stream = None  # type: ignore[assignment]
+            self.stream = None
 
 
 @contextlib.contextmanager
