@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from blockgz.blocks.decode import Record
 from blockgz.errors import ConfigError, OffsetNotFoundError
@@ -18,7 +18,6 @@ from blockgz.written.files import times_overlap
 if TYPE_CHECKING:
     from blockgz.archive.layout import KeyLayout
     from blockgz.archive.object_ref import ObjectRef
-    from blockgz.reader.reading.locate import ObjectLocator
     from blockgz.store import ObjectStore
 
 #: A time: ISO-8601 text, a ``datetime`` (naive: UTC) or epoch ms (see :mod:`blockgz.times`).
@@ -27,11 +26,30 @@ Time = int | str | dt.datetime
 _PAST_ANY_OFFSET = 2**63 - 1
 
 
+class _Partitions(Protocol):
+    """What analytics asks of an archive's catalogs (a
+    :class:`~blockgz.reader.reading.catalog_source.CatalogSource`)."""
+
+    def partitions(self) -> set[tuple[str, int]]: ...
+
+
+class _Locator(Protocol):
+    """What analytics asks of an archive's locator (the
+    :class:`~blockgz.reader.reading.locate.ObjectLocator` of ``Archive``, a layer up: named
+    here by what it does, so analytics does not import the reading package)."""
+
+    def catalog_source(self) -> _Partitions | None: ...
+
+    def relocate(self) -> bool: ...
+
+    def learn_layout(self) -> bool: ...
+
+
 class ArchiveAnalytics:
     """Topics, partitions and records of an archive, and its ranges as tables."""
 
     if TYPE_CHECKING:  # what Archive, the one class this mixes into, gives it
-        locator: ObjectLocator
+        locator: _Locator
 
         @property
         def store(self) -> ObjectStore: ...
