@@ -12,14 +12,17 @@ asked (counted there, not by blockgz's own counters):
 2. **restore**: ``blockgz restore`` of the topic into a new one on the same broker;
 3. **seek**: :data:`COLD_SEEKS` ``blockgz seek --count 1`` commands (each opens the archive, as
    a user's command does) and :data:`WARM_SEEKS` seeks on one open archive (a service's reader);
-4. **audit**: ``blockgz audit`` and ``blockgz audit --deep`` of the archive URL.
+4. **audit**: ``blockgz audit`` and ``blockgz audit --deep`` of the archive URL;
+5. **running export**: a live job (default trigger) of a trickle, counted for :data:`RUNNING_S`
+   seconds: its requests per batch and per minute, priced per month.
 
 Each request is named by its S3 operation (:mod:`testkit.s3_requests`) and by what it touched
 (data object, sidecar, timestamps file, manifest, catalog, lease, snapshot...), then priced at
 AWS's S3 Standard list prices (:data:`PRICES`, us-east-1, as of :data:`PRICES_AS_OF`).
 
 Confluent's S3 sink is not run: its requests on the same workload are computed from its
-documented behaviour (``reference/confluent-s3-sink.md`` §3.1): the same records rotated by the
+behaviour (``S3OutputStream``/``MultipartUpload`` in kafka-connect-storage-cloud: every file is a
+multipart upload, even a one-record one): the same records rotated by the
 same ``flush.size`` (a file per ``flush.size`` records per partition), each file one multipart
 upload (CreateMultipartUpload, one UploadPart per ``s3.part.size`` of gzip output, Complete),
 no sidecars, no manifests; its files' sizes are the gzip (level 6, Java's default) of their
