@@ -89,14 +89,9 @@ def run_all(
     offsets: Sequence[int | None],
     timestamps: Sequence[int | None],
 ) -> list[Any]:
-    """The ``kernels`` on each of ``values`` (the caller's to change), in one tight loop."""
-    if len(kernels) == 1:
-        (only,) = kernels
-        return list(map(only, values, [partition] * len(values), offsets, timestamps))
-    out: list[Any] = []
-    append = out.append
-    for value, offset, timestamp in zip(values, offsets, timestamps, strict=True):
-        for kernel in kernels:
-            value = kernel(value, partition, offset, timestamp)
-        append(value)
-    return out
+    """The ``kernels`` on each of ``values`` (the caller's to change): one ``map`` per kernel,
+    so the loop itself runs in C."""
+    partitions = [partition] * len(values)
+    for kernel in kernels:
+        values = list(map(kernel, values, partitions, offsets, timestamps))
+    return list(values)
