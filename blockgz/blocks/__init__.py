@@ -7,5 +7,6 @@ Along the data path: :mod:`~blockgz.blocks.framing` (how records sit in a block)
 (the ``.index.json`` sidecar). Back: :mod:`~blockgz.blocks.plan` (which blocks a read needs,
 and the merged byte ranges that fetch them), :mod:`~blockgz.blocks.decode` (a block's bytes to
 records) and :mod:`~blockgz.blocks.rebuild` (an index for any multi-member gzip). Nothing here
-touches a store or a file name; :mod:`blockgz.objects` does.
+touches a store or a file name: :mod:`blockgz.written` writes objects into a store,
+:mod:`blockgz.objects` reads them back.
 """

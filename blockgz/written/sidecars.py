@@ -1,8 +1,9 @@
 """Where a data object's ``.index.json`` sidecar lives, and back: names only (the
 compression suffixes come from :mod:`blockgz.blocks.codecs.families`).
 
-The objects layer (:mod:`blockgz.objects`) writes and finds sidecars through these, so it does
-not depend on the key layout (:mod:`blockgz.archive.layout`).
+The upload (:mod:`blockgz.written.upload`) writes sidecars and the readers of objects
+(:mod:`blockgz.objects`) find them through these, below the key layout
+(:mod:`blockgz.archive.layout`), which uses them too.
 """
 
 from __future__ import annotations
