@@ -187,9 +187,7 @@ def test_open_archive_refuses_typos_naming_the_key_and_a_suggestion(tmp_path):
     assert "topics.dri: not a setting blockgz knows; did you mean topics.dir?" in message
 
 
-def test_open_archive_takes_an_export_config_and_warns_of_what_it_does_not_read(
-    tmp_path, caplog
-):
+def test_open_archive_takes_an_export_config_and_warns_of_what_it_does_not_read(tmp_path, caplog):
     # A reader knows the option sets below it (READER_OPTION_SETS), whatever else the process
     # imported: the export's own options are ignored with one warning, as unknown names are.
     options = {**job(), "prefetch": "4", "s3.region": "eu-west-1", "my.own.setting": "1"}
