@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import signal
+import threading
 from pathlib import Path
 
 import click
@@ -55,9 +57,9 @@ def export(config, checkpoint, once, master, options, print_submit, verbose) -> 
     blockgz-export.log in the checkpoint directory (blockgz-export.jvm.log beside it with
     blockgz.log.format=json); a failure prints one line.
     Ctrl-C, SIGINT or SIGTERM, to this process or its whole process group (systemd, a
-    container runtime), stops cleanly with exit code 0: the running micro-batch is replayed
-    on restart. Exit code 1: the export failed (one line), or a second Ctrl-C aborted the
-    wait for Spark.
+    container runtime), stops cleanly with exit code 0, from the first moment on (while it
+    starts, it stops before Spark does): the running micro-batch is replayed on restart.
+    Exit code 1: the export failed (one line), or a second Ctrl-C aborted the wait (one line).
 
     A new (or lost) checkpoint resumes from what the archive's manifests committed, as a
     Connect sink resumes from its consumer offsets (blockgz.resume=checkpoint-only: from
@@ -72,9 +74,50 @@ def export(config, checkpoint, once, master, options, print_submit, verbose) -> 
       blockgz export s3-sink.properties --master spark://10.0.0.5:7077 --once
       blockgz export s3-sink.properties --master yarn --print-submit
     """
-    from blockgz.sink.jobconfig.config import ExportSettings
+    with _EarlyStop() as stop:  # first: a stop signal while it starts ends it cleanly too
+        try:
+            _export(config, checkpoint, once, master, options, print_submit, verbose, stop)
+        except KeyboardInterrupt:  # a second signal: stop waiting
+            click.echo("aborted: a second stop signal; a batch in flight is replayed", err=True)
+            raise SystemExit(1) from None
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class _EarlyStop:
+    """SIGINT and SIGTERM handlers for the export's first moments (reading the config,
+    preflight, the lease, before the job installs its own): a stop is recorded in
+    :attr:`event`, which the job checks before it starts Spark and follows afterwards; a
+    second one aborts the wait (``KeyboardInterrupt``). The default handlers would die with
+    a traceback (SIGINT) or without a word (SIGTERM)."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.signalled = False
+        self.previous: dict[int, object] = {}
+
+    def __enter__(self) -> _EarlyStop:
+        if threading.current_thread() is threading.main_thread():
+            self.previous = {s: signal.signal(s, self._handler) for s in _STOP_SIGNALS}
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self.previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]
+
+    def _handler(self, signum: int, frame: object) -> None:
+        if self.signalled:
+            raise KeyboardInterrupt
+        self.signalled = True
+        self.event.set()
+
+
+def _export(config, checkpoint, once, master, options, print_submit, verbose, stop) -> None:
+    """The export command's work, with ``stop`` (:class:`_EarlyStop`) in place."""
     from blockgz.sink.export.job import run_export
     from blockgz.sink.export.progress import ProgressView
+    from blockgz.sink.jobconfig.config import ExportSettings
 
     if print_submit:
         from blockgz.cli.submit import shell_line, submit_command
@@ -102,12 +145,13 @@ def export(config, checkpoint, once, master, options, print_submit, verbose) -> 
                 master=master,
                 on_progress=view.update,
                 log_file=log_file,
+                stop_event=stop.event,
             )
         except ExportFailed as exc:
             if log_file is None:
                 raise
             raise ExportFailed(f"{exc} (Spark's account: {log_file})") from exc
-    how = "stopped" if result.stopped_by_signal else "done"
+    how = "stopped" if result.stopped_by_signal or stop.signalled else "done"
     click.echo(
         f"{how}: {result.records:,} records, {result.batches} batches, {result.files:,} objects",
         err=True,

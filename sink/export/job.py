@@ -74,6 +74,8 @@ def run_export(
     checkpoint = Path(checkpoint)
     # One admin client and one consumer serve every question the driver asks Kafka.
     check_checkpoint(checkpoint)  # local and cheap: before anything touches S3 or Kafka
+    if stop_event is not None and stop_event.is_set():  # stopped while starting: see below
+        return ExportResult()
     with (
         _log_records_to(log_file, job.log_format),
         serve_metrics(job.name, job.metrics_host, job.metrics_port) as metrics,
@@ -142,6 +144,8 @@ def _run_query(
     from blockgz.sink.session import make_active, register_data_sources, spark_session
 
     result = ExportResult(metrics_url=metrics.url if metrics is not None else None)
+    if stop.is_set():  # a signal while it started (``blockgz export`` handles them first)
+        return result  # nothing started, nothing to stop: no JVM
     # Before the JVM starts: a stop asked for while it starts stops the query at once.
     restore = _install_handlers(stop, result) if install_signal_handlers else None
     again = None
