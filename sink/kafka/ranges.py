@@ -216,18 +216,8 @@ def _read_range(consumer: Any, config: SourceSettings, part: OffsetRange) -> Ite
         # Records up to the first error event, within [position, part.end): the broker sends
         # whole record batches, so the first ones may lie before the position.
         clean = next((n for n, m in enumerate(messages) if m.error() is not None), len(messages))
-        offsets = [m.offset() for m in messages[:clean]]
-        low, high = bisect_left(offsets, position), bisect_left(offsets, part.end)
-        while low < high:
-            take = min(high, low + BATCH_ROWS - len(builder))
-            builder.add(messages[low:take])
-            low = take
-            if len(builder) >= BATCH_ROWS:
-                yield builder.flush()
-        if high > 0 and offsets[high - 1] >= position:
-            position = offsets[high - 1] + 1
-        if high < clean:  # past the end of the range
-            position = part.end
+        full, position = _add_in_range(builder, messages[:clean], position, part.end)
+        yield from full
         for message in messages[clean:]:
             if position >= part.end:
                 break
@@ -259,6 +249,28 @@ def _read_range(consumer: Any, config: SourceSettings, part: OffsetRange) -> Ite
                 raise SourceError(f"cannot read {where}: {error}")
     if len(builder):
         yield builder.flush()
+
+
+def _add_in_range(
+    builder: _BatchBuilder, messages: list[Any], position: int, end: int
+) -> tuple[list[Any], int]:
+    """Add the records of ``messages`` (in offset order, no error event among them) that lie in
+    ``[position, end)`` to ``builder``; return the batches that filled up and the position
+    after them (``end`` when a record lies past it)."""
+    offsets = [m.offset() for m in messages]
+    low, high = bisect_left(offsets, position), bisect_left(offsets, end)
+    full = []
+    while low < high:
+        take = min(high, low + BATCH_ROWS - len(builder))
+        builder.add(messages[low:take])
+        low = take
+        if len(builder) >= BATCH_ROWS:
+            full.append(builder.flush())
+    if high > 0 and offsets[high - 1] >= position:
+        position = offsets[high - 1] + 1
+    if high < len(messages):  # past the end of the range
+        position = end
+    return full, position
 
 
 def _seek(consumer: Any, config: SourceSettings, part: OffsetRange, offset: int) -> int:

@@ -213,30 +213,42 @@ def _reads(reader: Any, writer: Any, rnames: dict[str, Any], wnames: dict[str, A
     rkind, wkind = _kind(reader), _kind(writer)
     if wkind in _PROMOTIONS and rkind in _PROMOTIONS[wkind]:
         return True
-    if rkind != wkind:
-        return False
-    if rkind == "record":
-        written = {}
-        for field in writer["fields"]:
-            for name in [field["name"], *field.get("aliases", [])]:
-                written[name] = field
-        for field in reader["fields"]:
-            names = [field["name"], *field.get("aliases", [])]
-            found = next((written[n] for n in names if n in written), None)
-            if found is None:
-                if "default" not in field:
-                    return False
-            elif not _reads(field["type"], found["type"], rnames, wnames):
-                return False
-        return True
-    if rkind == "enum":
+    return rkind == wkind and _reads_kind(rkind, reader, writer, rnames, wnames)
+
+
+def _reads_kind(
+    kind: str, reader: Any, writer: Any, rnames: dict[str, Any], wnames: dict[str, Any]
+) -> bool:
+    """:func:`_reads` of two schemas of one ``kind``: records field by field, arrays and maps
+    by what they hold, enums by their symbols, fixed by their size; anything else reads."""
+    if kind == "record":
+        return _reads_record(reader, writer, rnames, wnames)
+    if kind == "enum":
         return "default" in reader or set(writer["symbols"]) <= set(reader["symbols"])
-    if rkind == "fixed":
+    if kind == "fixed":
         return reader.get("size") == writer.get("size")
-    if rkind == "array":
+    if kind == "array":
         return _reads(reader["items"], writer["items"], rnames, wnames)
-    if rkind == "map":
+    if kind == "map":
         return _reads(reader["values"], writer["values"], rnames, wnames)
+    return True
+
+
+def _reads_record(reader: Any, writer: Any, rnames: dict[str, Any], wnames: dict[str, Any]) -> bool:
+    """Whether every field of the ``reader`` record reads from the ``writer`` field of its name
+    or an alias, or has a default when the writer has none."""
+    written = {}
+    for field in writer["fields"]:
+        for name in [field["name"], *field.get("aliases", [])]:
+            written[name] = field
+    for field in reader["fields"]:
+        names = [field["name"], *field.get("aliases", [])]
+        found = next((written[n] for n in names if n in written), None)
+        if found is None:
+            if "default" not in field:
+                return False
+        elif not _reads(field["type"], found["type"], rnames, wnames):
+            return False
     return True
 
 
