@@ -62,7 +62,13 @@ from pyspark.sql.streaming.datasource import (
 
 from blockgz.errors import SourceError, TopicRecreatedError
 from blockgz.runtime.gc_control import settle as settle_heap
-from blockgz.sink.kafka.holding import HoldRules, Remainder, holding, plan_partition
+from blockgz.sink.kafka.holding import (
+    HoldRules,
+    Remainder,
+    held_counts,
+    holding,
+    plan_partition,
+)
 from blockgz.sink.kafka.offsets import (
     cap_rows,
     manifest_start,
@@ -89,6 +95,8 @@ log = logging.getLogger("blockgz.kafka_source")
 #: The rows of ``blockgz.emit=ranges``: one per task, the offsets ``[startOffset, endOffset)``.
 RANGE_SCHEMA_DDL = "topic STRING, partition INT, startOffset BIGINT, endOffset BIGINT"
 RANGE_COLUMNS = ("topic", "partition", "startOffset", "endOffset")
+#: With held partial files, at most this many files closed by time per partition and batch.
+MAX_TIME_CUTS = 8
 
 
 # -- talking to Kafka -------------------------------------------------------------------------
@@ -263,40 +271,57 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _hold(self, begin: Offsets, end: Offsets, rules: HoldRules) -> Offsets:
         """``end`` cut back so each partition's batch ends where one of its files closes
-        (:func:`~blockgz.sink.kafka.holding.plan_partition`); records past it stay in Kafka."""
+        (:func:`~blockgz.sink.kafka.holding.plan_partition`); records past it stay in Kafka.
+        A partition whose partial file closed by time is planned again from that cut (up to
+        :data:`MAX_TIME_CUTS` files a batch), so a backlog is read in few batches."""
         from blockgz.sink.kafka.oldest import HoldClock
 
-        parts = {tp: Remainder(begin[tp], stop) for tp, stop in end.items() if tp in begin}
+        if self._clock is None:
+            self._clock = HoldClock(self.consumer, timeout_s=min(2.0, self.config.timeout_s))
+        todo = {tp: Remainder(begin[tp], stop) for tp, stop in end.items() if tp in begin}
+        self._clock.forget(todo)
+        planned = dict(end)
+        for _ in range(MAX_TIME_CUTS):
+            cuts = self._plan_remainders(todo, rules, planned)
+            todo = {tp: Remainder(cut, todo[tp].latest) for tp, cut in cuts.items()}
+            if not todo:
+                break
+        self.held = held_counts(begin, end, planned)
+        if self.held:
+            log.info(
+                "held: %d records of %d partitions waiting for %s",
+                sum(self.held.values()),
+                len(self.held),
+                rules.waiting_for(),
+            )
+        return planned
+
+    def _plan_remainders(
+        self, parts: dict[TopicPartition, Remainder], rules: HoldRules, planned: Offsets
+    ) -> Offsets:
+        """Plan ``parts`` into ``planned``; return the partitions whose partial file a
+        ``rotate.interval.ms`` cut closed with records after it (at that cut)."""
         partial = {
             tp: part.full_end(rules.flush_size)
             for tp, part in parts.items()
             if part.full_end(rules.flush_size) < part.latest
         }
-        if self._clock is None:
-            self._clock = HoldClock(self.consumer, timeout_s=min(2.0, self.config.timeout_s))
-        self._clock.forget(partial)
+        for tp in parts.keys() - partial.keys():
+            planned[tp] = parts[tp].latest
         firsts = self._clock.first_times(partial) if rules.timed else {}
         cuts: dict[TopicPartition, int] = {}
         if rules.rotate_interval_ms and not rules.wallclock:
             due = {tp: ms + rules.rotate_interval_ms for tp, ms in firsts.items()}
             cuts = self._clock.time_cuts(partial, due)
         now_ms = int(time.time() * 1000)
-        planned, held = dict(end), {}
+        again: Offsets = {}
         for tp in partial:
             planned[tp], _ = plan_partition(
                 parts[tp], rules, first_ms=firsts.get(tp), time_cut=cuts.get(tp), now_ms=now_ms
             )
-            if planned[tp] < parts[tp].latest:
-                held[tp] = parts[tp].latest - planned[tp]
-        self.held = held
-        if held:
-            log.info(
-                "held: %d records of %d partitions waiting for %s",
-                sum(held.values()),
-                len(held),
-                rules.waiting_for(),
-            )
-        return planned
+            if planned[tp] == cuts.get(tp) and planned[tp] < parts[tp].latest:
+                again[tp] = planned[tp]
+        return again
 
     def _check_lives(self) -> None:
         """Before planning a batch: each topic still has the id the run started with, or the
