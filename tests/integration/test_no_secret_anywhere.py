@@ -13,7 +13,9 @@ searched for, as text and as base64, in: what each command printed; every file u
 working directory but the config itself (the checkpoint, the job's log, Spark's event log);
 the cluster's work directory (the worker and executor logs); every object of the bucket
 (data, sidecars, manifests, catalog, snapshots, read back with the SSE-C key); and every record
-of the dead-letter topic, headers included.
+of the dead-letter topic, headers included. The other tests take the S3 keys from the
+environment only and scan the process arguments while a command runs: a running export, and a
+restore on the standalone cluster (whose executors must get the keys some other way).
 """
 
 from __future__ import annotations
@@ -258,3 +260,74 @@ def test_a_running_export_with_keys_from_its_environment_shows_them_to_no_proces
     assert any("/manifests/" in k for k in blobs), "the job's manifests"
     assert found_in(blobs, {"the S3 secret key": secret}) == []
     assert b"spark.executorEnv.AWS_SECRET_ACCESS_KEY" not in b"".join(blobs.values())
+
+
+def test_a_restore_on_the_cluster_with_keys_from_its_environment_shows_them_to_no_process(
+    kafka, secure_s3, secure_bucket, spark_cluster, tmp_path
+):
+    """``blockgz restore --master spark://…`` with the reader's keys in its environment only:
+    the cluster's executors (whose nodes have no keys) read the archive, so the keys reached
+    them, yet ``ps -ww -eo pid,ppid,args`` of the restore's whole tree (its Spark JVM) and of
+    the cluster's executors, polled while it runs, never shows the secret, and no
+    ``spark.executorEnv.AWS_*`` credential setting is anywhere in them."""
+    from tests.integration.test_restore import archive_of
+
+    access, secret = user_key("reader")  # GetObject and ListBucket only
+    topic = unique("restore-env-keys")
+    records = archive_of(tmp_path / "archive", topic, 2, 30)
+    client = secure_s3.client()
+    for path in (tmp_path / "archive").rglob("*"):
+        if path.is_file():
+            key = path.relative_to(tmp_path / "archive").as_posix()
+            client.put_object(Bucket=secure_bucket, Key=key, Body=path.read_bytes())
+    store = [f"-O{k}={v}" for k, v in secure_options(secure_s3).items() if not k.startswith("aws.")]
+    env = {**os.environ, **fake_aws_env(), "AWS_ACCESS_KEY_ID": access,
+           "AWS_SECRET_ACCESS_KEY": secret}  # fmt: skip
+    env.pop("AWS_SESSION_TOKEN", None)
+    target, output = unique("restored-env-keys"), tmp_path / "restore.txt"
+    restore = subprocess.Popen(
+        [BLOCKGZ, "restore", f"s3://{secure_bucket}", topic, "--rename", f"{topic}={target}",
+         "--bootstrap-servers", kafka.bootstrap_servers, "--master", spark_cluster.master_url,
+         *store, "-Okafka.linger.ms=0"],
+        cwd=tmp_path, env=env, stdout=output.open("wb"), stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    shown = arguments_while_running(restore, timeout_s=240)
+    printed = output.read_text()
+    assert restore.returncode == 0, printed[-3000:]
+    assert f"{topic} -> {target} (created): {len(records)} records sent" in printed, printed
+    # The restore's Spark JVM and the cluster's executors were seen while it ran.
+    assert any("SparkSubmit" in args for args in shown.values()), shown
+    assert any("CoarseGrainedExecutorBackend" in args for args in shown.values()), shown
+    assert [pid for pid, args in shown.items() if secret in args] == []
+    assert [pid for pid, args in shown.items() if "executorEnv.AWS_SECRET" in args] == []
+    assert [pid for pid, args in shown.items() if "executorEnv.AWS_ACCESS_KEY" in args] == []
+    blobs = {"the restore's output": printed.encode(), **files_under(Path(spark_cluster.work_dir))}
+    assert found_in(blobs, {"the S3 secret key": secret}) == []
+
+
+def arguments_while_running(proc: subprocess.Popen, timeout_s: float) -> dict[int, str]:
+    """Every ``(pid, args)`` seen, while ``proc`` runs, of its process tree and of Spark's
+    executors (``ps -ww -eo pid,ppid,args``, polled until it exits)."""
+    seen: dict[int, str] = {}
+    deadline = time.monotonic() + timeout_s
+    while proc.poll() is None:
+        assert time.monotonic() < deadline, f"still running after {timeout_s} s"
+        listing = subprocess.run(
+            ["ps", "-ww", "-eo", "pid,ppid,args"], capture_output=True, text=True, check=True
+        ).stdout.splitlines()[1:]
+        rows = [line.split(None, 2) for line in listing]
+        parents = {int(r[0]): int(r[1]) for r in rows if len(r) >= 2}
+        tree = {proc.pid}
+        for pid in sorted(parents):  # descendants, whatever order ps lists them in
+            chain, up = [], pid
+            while up in parents and up not in tree and up not in chain and up > 1:
+                chain.append(up)
+                up = parents[up]
+            if up in tree:
+                tree.update(chain)
+        for row in rows:
+            args = row[2] if len(row) == 3 else ""
+            if int(row[0]) in tree or "CoarseGrainedExecutorBackend" in args:
+                seen[int(row[0])] = args
+        time.sleep(0.05)  # polling ps with a deadline
+    return seen
