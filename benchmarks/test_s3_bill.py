@@ -124,6 +124,12 @@ PER_OBJECT = ("data object", "data sidecar", "timestamps file", "timestamps side
 DATA_LISTINGS = ("listing of a topic", "listing of a data folder")
 
 
+def kind_of(call: S3Call) -> str:
+    """``<operation> · <role>``, and the status when the server said no (``(404)``)."""
+    refused = f" ({call.status})" if call.status and 400 <= call.status < 500 else ""
+    return f"{call.operation} · {role_of(call)}{refused}"
+
+
 def dollars(calls_by_tier: Counter[str]) -> float:
     """The price of so many requests of each tier."""
     return sum(PRICES[tier] * n for tier, n in calls_by_tier.items())
@@ -143,8 +149,8 @@ class Phase:
         return dollars(by_tier(self.calls))
 
     def kinds(self) -> Counter[str]:
-        """``{"<operation> <role>": n}``."""
-        return Counter(f"{c.operation} · {role_of(c)}" for c in self.calls)
+        """``{"<operation> · <role>": n}``, a 4xx answer marked (a probe is billed too)."""
+        return Counter(kind_of(c) for c in self.calls)
 
 
 def on_wire(proxy: FaultProxy, name: str, fn: Callable[[], Any]) -> Phase:
@@ -598,7 +604,7 @@ def _running_lines(bill: Bill) -> list[str]:
     batches = phase.kinds()["PutObject · manifest"]
     own = [c for c in phase.calls if role_of(c) not in PER_OBJECT]
     files = [c for c in phase.calls if role_of(c) in PER_OBJECT]
-    kinds = Counter(f"{c.operation} · {role_of(c)}" for c in own)
+    kinds = Counter(kind_of(c) for c in own)
     rows = [[kind, f"{n / minutes:.1f}", f"{n / max(1, batches):.2f}"]
             for kind, n in sorted(kinds.items())]  # fmt: skip
     month = MONTH_S / phase.seconds
