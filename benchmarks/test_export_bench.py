@@ -175,10 +175,11 @@ def new_bucket(s3, name: str) -> str:
     return name
 
 
-def job_config(kafka, s3, bucket: str, topic: str, plan: str = "rows"):
+def job_config(kafka, s3, bucket: str, topic: str, plan: str = "rows", extra=None):
     """The export job of cases S and A: JSON values, block-GZIP, default partitioner, no
     flush.size (so one object per partition per micro-batch). ``plan``: ``rows`` (A),
-    ``tasks`` (A': the sink tasks read Kafka) or ``spark`` (S: Spark's Kafka source)."""
+    ``tasks`` (A': the sink tasks read Kafka) or ``spark`` (S: Spark's Kafka source);
+    ``extra``: more options (the transforms case's chain)."""
     from blockgz.sink.jobconfig.config import ExportSettings
 
     return ExportSettings.from_mapping(
@@ -193,6 +194,7 @@ def job_config(kafka, s3, bucket: str, topic: str, plan: str = "rows"):
             "format.class": "json",
             "s3.compression.type": "blockgzip",
             "maxOffsetsPerTrigger": str(eb.MAX_OFFSETS_PER_TRIGGER),
+            **(extra or {}),
         }
     )
 
@@ -427,3 +429,154 @@ def test_export_consumer_loop(
         first_message_s=min(d["first_message"] for d in done) - started,
     )
     record(benchmark, case, dataset)
+
+
+# -- Connect's transforms (issue 42) ---------------------------------------------------------------
+K = "org.apache.kafka.connect.transforms."
+#: The chain of three: a static field inserted, one field dropped and one renamed, the topic
+#: routed (the objects go under ``<topic>-routed``).
+THREE_TRANSFORMS = {
+    "transforms": "insert,replace,route",
+    "transforms.insert.type": K + "InsertField$Value",
+    "transforms.insert.static.field": "dc",
+    "transforms.insert.static.value": "eu-1",
+    "transforms.replace.type": K + "ReplaceField$Value",
+    "transforms.replace.exclude": "session",
+    "transforms.replace.renames": "user:user_id",
+    "transforms.route.type": K + "RegexRouter",
+    "transforms.route.regex": "(.*)",
+    "transforms.route.replacement": "$1-routed",
+}
+TRANSFORMS_ROUNDS = 5
+TRANSFORMS_RESULTS = Path(__file__).with_name("results") / "export-transforms.md"
+
+
+@pytest.mark.benchmark(group="export-transforms")
+def test_export_transforms(
+    benchmark, warm_spark, kafka, s3, servers, dataset, tmp_path, quiet_machine, report
+):
+    """A (the default export) without and with the chain of three, in one run: a warm-up of
+    each, then :data:`TRANSFORMS_ROUNDS` rounds of both, the order alternating; wall time and
+    the CPU of every process of the export (the broker and S3 included). The goal (issue
+    42): the chain costs at most 15 % of the export's throughput."""
+    times: dict[str, list[float]] = {"none": [], "three": []}
+    usages: dict[str, list[pu.TreeUsage]] = {"none": [], "three": []}
+    jobs: dict[str, Any] = {}
+
+    def export(case: str, i: int) -> float:
+        bucket = new_bucket(s3, f"bench-export-transforms-{case}-{i}")
+        chain = THREE_TRANSFORMS if case == "three" else None
+        job = jobs[case] = job_config(kafka, s3, bucket, dataset.topic, "tasks", chain)
+        sampler = pu.TreeSampler(servers).start()
+        with blockgz_kafka_source():
+            result, seconds = _timed(
+                lambda: run_blockgz(warm_spark, job, tmp_path / f"ckpt-{case}-{i}")
+            )
+        usages[case].append(sampler.stop())
+        assert result.records == dataset.records
+        return seconds
+
+    def one_round() -> None:
+        i = len(times["three"])
+        for case in ("none", "three") if i % 2 == 0 else ("three", "none"):
+            times[case].append(export(case, i))
+
+    benchmark.pedantic(one_round, rounds=TRANSFORMS_ROUNDS, warmup_rounds=1, iterations=1)
+    for case, topic in (("none", dataset.topic), ("three", dataset.topic + "-routed")):
+        store, prefix = jobs[case].sink.make_store()
+        try:
+            output = eb.check_s3_output(store, prefix, topic)
+            if case == "three":
+                first = next(
+                    i.key
+                    for i in store.list(prefix + "topics/")
+                    if i.key.endswith(".json.gz") and not i.key.rsplit("/", 1)[1].startswith(".")
+                )
+                _check_transformed(store.get(first))
+        finally:
+            store.close()
+        assert output.records == dataset.records and output.per_partition == dataset.watermarks
+    rounds = {case: t[-TRANSFORMS_ROUNDS:] for case, t in times.items()}
+    cpu = {case: [u.cpu_s for u in found[-TRANSFORMS_ROUNDS:]] for case, found in usages.items()}
+    others = [u.other_cores or 0.0 for found in usages.values() for u in found[-TRANSFORMS_ROUNDS:]]
+    text = _transforms_report(rounds, cpu, others, dataset)
+    benchmark.extra_info.update(
+        {f"{case}_s": [round(s, 3) for s in t] for case, t in rounds.items()},
+        records=dataset.records,
+    )
+    if support.MEANINGFUL:
+        TRANSFORMS_RESULTS.parent.mkdir(exist_ok=True)
+        TRANSFORMS_RESULTS.write_text(text)
+    print("\n" + text)
+
+
+def _check_transformed(data: bytes) -> None:
+    """The first record of an object of the chain: the field inserted, dropped, renamed."""
+    import orjson
+    from isal import igzip
+
+    first = orjson.loads(igzip.decompress(data).split(b"\n", 1)[0])
+    assert first["dc"] == "eu-1" and "user_id" in first
+    assert "session" not in first and "user" not in first
+
+
+def _transforms_report(
+    rounds: dict[str, list[float]],
+    cpu: dict[str, list[dict[str, float]]],
+    others: list[float],
+    data: eb.Dataset,
+) -> str:
+    """The two cases' medians, CPU per record and the throughput ratio, with the goal."""
+    import statistics
+
+    from benchmarks import report as rp
+
+    median = {case: statistics.median(t) for case, t in rounds.items()}
+    ratio = median["none"] / median["three"]  # throughput with the chain / without
+
+    def per_record(case: str, groups: tuple[str, ...] | None = None) -> float:
+        totals = [sum(v for g, v in c.items() if groups is None or g in groups) for c in cpu[case]]
+        return statistics.median(totals) / data.records * 1e6
+
+    cpu_ratio = per_record("none") / per_record("three")
+    rows = [
+        [
+            title,
+            f"{median[case]:.2f} ({', '.join(f'{s:.2f}' for s in rounds[case])})",
+            f"{data.records / median[case]:,.0f}",
+            f"{per_record(case):.1f}",
+            f"{per_record(case, ('workers',)):.1f}",
+            "1.00×" if case == "none" else f"{ratio:.2f}×",
+        ]
+        for case, title in (
+            ("none", "A. the default export, no transforms"),
+            ("three", "A with InsertField$Value, ReplaceField$Value, RegexRouter"),
+        )
+    ]
+    header = [
+        "case",
+        "wall s, median (rounds)",
+        "records/s",
+        "CPU µs/record (all)",
+        "CPU µs/record (Python workers)",
+        "throughput vs none",
+    ]
+    lines = [
+        "# blockgz export: what a chain of three Connect transforms costs (issue 42)",
+        "",
+        f"- {data.records:,} JSON records (~{data.value_bytes // data.records} B) in "
+        f"{eb.PARTITIONS} partitions, Apache Kafka → blockgz export (blockgz-kafka, sink tasks "
+        "read Kafka) → SeaweedFS, block-GZIP JSON; one SparkSession `local[2,3]`; a warm-up "
+        f"of each case, then {len(rounds['none'])} rounds of both, the order alternating. CPU: "
+        "user + system of every process of the export (driver, JVM, Python workers, broker, S3).",
+        f"- machine: {rp.machine_line()}; other processes used "
+        f"{min(others):.2f}–{max(others):.2f} cores during the rounds.",
+        "",
+        *rp.table(header, rows),
+        "",
+        f"Goal: the chain keeps ≥ 0.85× the throughput: {ratio:.2f}× by wall time "
+        f"**{rp.verdict(ratio >= 0.85)}**; by CPU per record {cpu_ratio:.2f}×.",
+    ]
+    if not support.MEANINGFUL:
+        lines.insert(1, "\n**Smoke-test scale: not meaningful.**\n")
+    return "\n".join(lines) + "\n"
