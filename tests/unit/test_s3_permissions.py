@@ -153,7 +153,9 @@ def test_aws_ca_bundle_is_forwarded_to_executors():
 
 def test_sse_c_goes_with_the_completion_of_a_multipart_upload():
     key = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
-    store, stub = stubbed_store(**{"s3.sse.customer.key": key, "s3.part.size": "5242880"})
+    # One part in flight: the stub answers calls in the order queued (part 1, then part 2).
+    options = {"s3.sse.customer.key": key, "s3.part.size": "5242880", "s3.upload.concurrency": "1"}
+    store, stub = stubbed_store(**options)
     sse = {"SSECustomerAlgorithm": "AES256", "SSECustomerKey": bytes(range(32))}
     whole = {"ChecksumAlgorithm": "CRC32", "ChecksumType": "FULL_OBJECT"}  # S3's own CRC-32
     stub.add_response(
