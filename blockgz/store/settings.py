@@ -254,6 +254,11 @@ class S3Settings:
         endpoint = _read(opts, "store.url") or None
         if endpoint and "://" not in endpoint:
             endpoint = "https://" + endpoint  # as Confluent does for a bare host
+        if endpoint and urlsplit(endpoint).scheme.lower() not in ("http", "https"):
+            raise ConfigError(
+                f"store.url={endpoint!r}: an S3 endpoint is an http:// or https:// URL "
+                "(a local directory is a target path, not store.url)"
+            )
         sse = _read(opts, "s3.ssea.name")
         customer_key = _read(opts, "s3.sse.customer.key") or None
         if customer_key and sse not in ("", "AES256"):

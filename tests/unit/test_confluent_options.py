@@ -508,3 +508,14 @@ def test_assume_role_calls_sts_with_role_session_and_external_id(no_aws):
         }
     ]
     assert creds.method == "assume-role"
+
+
+@pytest.mark.parametrize("url", ["file:///tmp/archive", "s3://bucket", "ftp://host"])
+def test_a_store_url_that_is_not_http_is_one_line_naming_it(url):
+    with pytest.raises(ConfigError, match=r"store\.url=.*http:// or https://"):
+        S3Settings.from_options({"s3.bucket.name": "b", "store.url": url})
+
+
+def test_a_bare_host_store_url_becomes_https():
+    settings = S3Settings.from_options({"s3.bucket.name": "b", "store.url": "minio.local:9000"})
+    assert settings.endpoint_url == "https://minio.local:9000"
