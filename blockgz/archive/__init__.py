@@ -2,8 +2,7 @@
 
 Its modules import one way, each only those listed before it:
 
-* :mod:`~blockgz.archive.timestamps_keys` (where a value file's record timestamps live),
-  :mod:`~blockgz.archive.written` (the old name of :mod:`blockgz.written.files`) and
+* :mod:`~blockgz.archive.timestamps_keys` (where a value file's record timestamps live) and
   :mod:`~blockgz.archive.object_ref` (one data object, as its key names it), which import
   nothing of the archive;
 * :mod:`~blockgz.archive.job_keys`, :mod:`~blockgz.archive.layout` (the one place keys are

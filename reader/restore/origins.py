@@ -1,7 +1,7 @@
 """What each archived value and key was in Kafka, from the converter its file records.
 
 The export records in each file's manifest entry which converter its entries went through
-(:attr:`blockgz.archive.written.WrittenFile.converter`): the stored entry and the converter
+(:attr:`blockgz.written.files.WrittenFile.converter`): the stored entry and the converter
 together say what bytes the topic held. :func:`origin_of` turns (format, converter) into one of
 
 * ``raw``: the entry is the bytes as they were (a bytearray file; JSON text kept as it came;

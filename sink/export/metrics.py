@@ -44,7 +44,7 @@ class ExportMetrics:
     (:meth:`end_offsets`); :meth:`serve` exposes it over HTTP.
 
     >>> from prometheus_client import generate_latest
-    >>> from blockgz.archive.written import WrittenFile
+    >>> from blockgz.written.files import WrittenFile
     >>> m = ExportMetrics("s3-sink")
     >>> f = WrittenFile("k", "t", 0, "partition=0", 0, 9, 10, 321, 900)
     >>> manifest = Manifest("s3-sink", "e", "0", offsets={"t": {0: 10}}, files=(f,))

@@ -160,7 +160,7 @@ def test_the_cycle_check_sees_a_cycle_held_apart_by_a_function_level_import(tmp_
         (
             "blockgz.archive",
             [
-                "timestamps_keys", "written", "object_ref", "job_keys", "layout",
+                "timestamps_keys", "object_ref", "job_keys", "layout",
                 "deviantart", "reader_layout", "partition_offsets", "versions",
             ],
         ),
