@@ -255,3 +255,47 @@ def test_the_workload_writes_the_files_confluents_rules_give(
     print(f"workload: {len(found.objects)} objects; Confluent's rules: {expected} ({ratio:.2f}x)")
     assert len(found.objects) <= 1.1 * expected, (len(found.objects), expected)
     assert max(found.offsets().values()) == 1
+
+
+@pytest.mark.crash
+def test_a_killed_export_with_held_records_loses_and_duplicates_nothing(
+    kafka, s3_server, bucket, tmp_path
+):
+    """``blockgz export`` processes SIGKILLed while records are held, then restarted from
+    their checkpoint: the held records are read after the restart, once."""
+    import signal
+
+    from testkit.kafka_data import produce_numbered
+    from testkit.service_export import ServiceExport, service_config
+
+    topic = "held_killed_" + uuid.uuid4().hex[:8]
+    kafka.create_topic(topic, partitions=2)
+    extra = {"flush.size": str(FLUSH), "blockgz.hold.partial.files": "true"}
+    config = service_config(tmp_path / "job.properties", kafka, s3_server, bucket, topic, **extra)
+    reading = job_config(kafka, s3_server, bucket, topic, name="service-test")
+    checkpoint = tmp_path / "ckpt"
+
+    def until(export: ServiceExport, offsets: dict[int, int]) -> None:
+        deadline = time.monotonic() + 180
+        while committed(reading, topic) != offsets:
+            assert export.proc.poll() is None, export.output.read_text()[-3000:]
+            assert time.monotonic() < deadline, f"not committed: {offsets}"
+            time.sleep(0.2)  # polling S3 with a deadline
+
+    produce_numbered(kafka.bootstrap_servers, topic, 2, 25)
+    first = ServiceExport(config, checkpoint, tmp_path / "first.log")
+    try:
+        until(first, {0: 20, 1: 20})
+        first.signal(signal.SIGKILL, to="tree")  # 5 records per partition held
+    finally:
+        first.kill()
+    produce_numbered(kafka.bootstrap_servers, topic, 2, 5, start=25)
+    second = ServiceExport(config, checkpoint, tmp_path / "second.log")
+    try:
+        until(second, {0: 30, 1: 30})
+        second.signal(signal.SIGKILL, to="tree")
+    finally:
+        second.kill()
+    found = exported(s3_server, bucket)
+    found.assert_exactly_once(2, 30)
+    assert sorted(len(docs) for docs in found.objects.values()) == [FLUSH] * 6
