@@ -222,7 +222,8 @@ def _query_until_stopped(
     checkpoint = Path(start["checkpoint"])  # type: ignore[arg-type]
     first_batch = next_batch(checkpoint)
     query = start_query(spark, job, options, **start)  # type: ignore[arg-type]
-    tracker = ProgressTracker(job, str(start["epoch"]), result, observer=metrics, clients=clients)
+    epoch, once = str(start["epoch"]), bool(start["once"])
+    tracker = ProgressTracker(job, epoch, result, observer=metrics, clients=clients, once=once)
     # End offsets, lag and snapshots from the start, not from this run's first batch.
     tracker.know_committed()
     try:

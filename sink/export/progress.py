@@ -38,7 +38,7 @@ def render(result: ExportResult, title: str = "") -> Table:
             f"{topic}-{part}",
             "-" if state.next_offset is None else f"{state.next_offset:,}",
             f"{state.rate:,.0f}",
-            "-" if state.lag is None else f"{state.lag:,}",
+            "-" if state.lag is None else f"{state.lag:,}" + _held(state),
             f"{state.files:,}",
         ]
         if result.dead_letters:
@@ -49,6 +49,11 @@ def render(result: ExportResult, title: str = "") -> Table:
         + (f", {result.dead_letters:,} dead letters" if result.dead_letters else "")
     )
     return table
+
+
+def _held(state) -> str:
+    """`` (held N)`` for a partition whose partial file waits on purpose (issue 44)."""
+    return f" (held {state.held:,})" if state.held else ""
 
 
 class ProgressView:
@@ -74,7 +79,7 @@ class ProgressView:
             return
         self._logged_batches = result.batches
         for (topic, part), state in sorted(result.partitions.items()):
-            lag = "" if state.lag is None else f", lag {state.lag:,}"  # left out when unknown
+            lag = "" if state.lag is None else f", lag {state.lag:,}{_held(state)}"  # if known
             dead = f", {state.dead_letters:,} dead letters" if state.dead_letters else ""
             log.info(
                 "%s-%d: next offset %s%s, %d objects%s",

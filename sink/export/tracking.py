@@ -37,12 +37,33 @@ class PartitionProgress:
     rate: float = 0.0
     #: Records sent to the dead-letter queue (``errors.tolerance=all``).
     dead_letters: int = 0
+    #: With held partial files (:mod:`blockgz.sink.kafka.holding`): ``flush.size``, or 0 when
+    #: only a time rotation holds; ``None``: the export holds nothing back.
+    hold_size: int | None = None
 
     @property
     def lag(self) -> int | None:
         if self.latest is None or self.next_offset is None:
             return None
         return max(0, self.latest - self.next_offset)
+
+    @property
+    def held(self) -> int:
+        """Records of the lag held back on purpose (the partial file past the next offset)."""
+        lag = self.lag
+        if not lag or self.hold_size is None:
+            return 0
+        return lag % self.hold_size if self.hold_size else lag
+
+
+def _hold_size(job: ExportSettings, once: bool) -> int | None:
+    """:attr:`PartitionProgress.hold_size` of ``job``'s partitions."""
+    from blockgz.sink.kafka.holding import holding, rules_of
+
+    rules = rules_of(job.sink)
+    if not holding(job.source.hold_mode, rules, once=once):
+        return None
+    return rules.flush_size or 0
 
 
 @dataclass
@@ -88,8 +109,11 @@ class ProgressTracker:
         result: ExportResult,
         observer: BatchObserver | None = None,
         clients: DriverClients | None = None,
+        *,
+        once: bool = False,
     ):
         self.result = result
+        self.hold_size = _hold_size(job, once)
         #: The Kafka clients the watermarks, record times and snapshots share (closed by
         #: :meth:`close` unless the caller gave them: then the caller closes them).
         self.clients = clients or DriverClients(job.source.client_config())
@@ -139,7 +163,8 @@ class ProgressTracker:
         unknown = any(state.latest is None for state in self.result.partitions.values())
         latest = self.watermarks.refresh(partitions, now=unknown)  # new partitions: at once
         for tp, high in latest.items():
-            self.result.partitions.setdefault(tp, PartitionProgress()).latest = high
+            state = self.result.partitions.setdefault(tp, PartitionProgress())
+            state.latest, state.hold_size = high, self.hold_size
         if self.observer is not None and latest:
             self.observer.end_offsets(latest)
             if self.record_times is not None:

@@ -58,3 +58,23 @@ def test_nothing_is_held_when_the_export_does_not_hold(tmp_path):
         report = report_of(PartitionStatus("t", 0, committed=0, kafka_end=640))
         _mark_held(report, job_of(tmp_path, **options))
         assert report.held == 0 and report.held_for == ""
+
+
+def test_progress_shows_held_records_beside_the_lag():
+    from rich.console import Console
+
+    from blockgz.sink.export.progress import render
+    from blockgz.sink.export.tracking import ExportResult, PartitionProgress
+
+    result = ExportResult(
+        partitions={
+            ("t", 0): PartitionProgress(next_offset=2000, latest=4640, hold_size=1000),
+            ("t", 1): PartitionProgress(next_offset=0, latest=5, hold_size=None),
+        }
+    )
+    assert [p.held for p in result.partitions.values()] == [640, 0]
+    assert PartitionProgress(next_offset=0, latest=7, hold_size=0).held == 7  # time rules only
+    console = Console(width=200, record=True)
+    console.print(render(result))
+    shown = console.export_text()
+    assert "2,640 (held 640)" in shown and "(held 0)" not in shown
