@@ -278,7 +278,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
         if self._clock is None:
             self._clock = HoldClock(self.consumer, timeout_s=min(2.0, self.config.timeout_s))
-        todo = {tp: Remainder(begin[tp], stop) for tp, stop in end.items() if tp in begin}
+        todo = {
+            tp: Remainder(begin[tp], stop)
+            for tp, stop in end.items()
+            if tp in begin and stop > begin[tp]  # new partitions, or offsets gone back: as is
+        }
         self._clock.forget(todo)
         planned = dict(end)
         for _ in range(MAX_TIME_CUTS):

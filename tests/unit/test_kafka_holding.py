@@ -129,3 +129,50 @@ def test_rules_follow_the_sinks_settings_and_its_extractor():
         }
     )
     assert rules_of(timed).wallclock  # the extractor defaults to Wallclock
+
+
+class _Times:
+    """Kafka's answers for one partition whose record ``i`` has timestamp ``i * 100`` ms (the
+    planning under test is pure; what Kafka answers is fixed here)."""
+
+    def __init__(self, latest: int):
+        self.latest = latest
+        self.asked: list[int] = []
+
+    def forget(self, keep):
+        pass
+
+    def first_times(self, offsets):
+        self.asked += list(offsets.values())
+        return {tp: off * 100 for tp, off in offsets.items()}
+
+    def time_cuts(self, offsets, due):
+        cuts = {tp: -(-ms // 100) for tp, ms in due.items()}  # first record at or after
+        return {tp: cut for tp, cut in cuts.items() if cut < self.latest}
+
+
+def reader_with(times: _Times, rules: HoldRules):
+    from blockgz.sink.kafka.source import KafkaStreamReader
+
+    config = parse_options({"kafka.bootstrap.servers": "b:9092", "subscribe": "t"})
+    reader = KafkaStreamReader(config)
+    reader._clock = times
+    return reader
+
+
+def test_a_backlog_closes_several_files_by_time_in_one_batch():
+    """10 records per second, rotate.interval.ms=1000: files of 10 records; 35 available
+    give three closed files in one batch and 5 held."""
+    rules = HoldRules(flush_size=1000, rotate_interval_ms=1000)
+    reader = reader_with(_Times(latest=35), rules)
+    planned = reader._hold({("t", 0): 0}, {("t", 0): 35}, rules)
+    assert planned == {("t", 0): 30} and reader.held == {("t", 0): 5}
+    assert reader._clock.asked == [0, 10, 20, 30]
+
+
+def test_partitions_without_new_records_or_gone_back_are_left_alone():
+    rules = HoldRules(flush_size=10, rotate_interval_ms=1000)
+    reader = reader_with(_Times(latest=0), rules)
+    begin = {("t", 0): 10, ("t", 1): 10}
+    assert reader._hold(begin, {("t", 0): 10, ("t", 1): 5}, rules) == {("t", 0): 10, ("t", 1): 5}
+    assert reader._clock.asked == [] and reader.held == {}
