@@ -71,12 +71,25 @@ An index without it reads as before (nothing to check).
     >>> BlockIndex.from_json(named.to_json()).object.crc32
     7
 
+A chunk written since issue 44 may also keep each record's timestamp and timestamp type
+(``"timestamps"`` with ``"timestamp_type"`` or ``"timestamp_types"``,
+:mod:`blockgz.blocks.stamps`), so the sidecar replaces the hidden timestamps file an export
+wrote beside its value object before; readers that predate the members ignore them, so the
+version stays as it was. :meth:`BlockIndex.block_stamps` decodes one block's.
+
+    >>> import numpy as np
+    >>> idx = BlockIndex([Chunk(0, 2, 0, 30, 8, min_timestamp=5, max_timestamp=9)])
+    >>> stamped = idx.with_stamps(np.array([9, 5]), np.array([0, 0]), np.array([0, 1]))
+    >>> [a.tolist() for a in BlockIndex.from_json(stamped.to_json()).block_stamps(0)]
+    [[9, 5], [0, 0]]
+
 Where the sidecar sits is :func:`blockgz.written.sidecars.sidecar_key`'s business.
 """
 
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import json
 from collections.abc import Sequence
@@ -91,6 +104,7 @@ from blockgz.blocks.avro.block_index import (
 )
 from blockgz.blocks.codecs.families import BlockCodec, block_codec
 from blockgz.blocks.framing import NEWLINE, Framing, framing_from_json
+from blockgz.blocks.stamps import BlockStamps, encode_stamps
 from blockgz.errors import CorruptIndexError, IndexMismatchError, OffsetNotFoundError
 
 INDEX_FORMAT = "blockgz-index"
@@ -130,6 +144,9 @@ class Chunk:
     #: the writer recorded it; ``None`` in older indexes. Not compared: the same block
     #: indexed by an older blockgz is the same block.
     crc32: int | None = field(default=None, compare=False)
+    #: Each record's timestamp and type, as the sidecar keeps them (:mod:`blockgz.blocks.stamps`);
+    #: ``None``: not recorded (older sidecars: a timestamps file beside the object, if any).
+    stamps: BlockStamps | None = field(default=None, compare=False)
 
     @property
     def last_record_offset(self) -> int:
@@ -176,6 +193,8 @@ class Chunk:
             out["max_timestamp"] = self.max_timestamp
         if self.crc32 is not None:
             out["crc32"] = self.crc32
+        if self.stamps is not None:
+            out.update(self.stamps.to_dict())
         return out
 
     def may_hold_times(self, low: int | None, high: int | None) -> bool:
@@ -299,6 +318,50 @@ class BlockIndex:
     @property
     def byte_length_uncompressed(self) -> int:
         return sum(c.byte_length_uncompressed for c in self.chunks)
+
+    @property
+    def keeps_stamps(self) -> bool:
+        """Whether every chunk keeps its records' timestamps (a sidecar written since issue 44;
+        an object without records keeps none to miss)."""
+        return bool(self.chunks) and all(c.stamps is not None for c in self.chunks)
+
+    def block_stamps(self, block: int, *, source: str = "index") -> tuple[Any, Any]:
+        """The ``(ms, types)`` int64 arrays (``-1``: none) the chunk ``block`` keeps for its
+        records; :class:`CorruptIndexError` when it keeps none or the wrong count."""
+        chunk = self.chunks[block]
+        if chunk.stamps is None:
+            raise CorruptIndexError(f"{source}: chunk {block} keeps no timestamps")
+        return chunk.stamps.decode(chunk.num_records, source=f"{source} chunk {block}")
+
+    def with_stamps(self, stamps: Any, kinds: Any, offsets: Any) -> BlockIndex:
+        """This index with each chunk keeping its records' timestamps and types: ``stamps``,
+        ``kinds`` and ``offsets`` (numpy int64, ``-1``: none) hold one entry per record, in
+        order; offsets that are not the index's raise :class:`IndexMismatchError`."""
+        import numpy as np
+
+        offsets = np.asarray(offsets, np.int64)
+        if len(offsets) != self.record_count or len(stamps) != len(offsets):
+            raise IndexMismatchError(
+                f"{len(stamps)} timestamps for an object of {self.record_count} records"
+            )
+        chunks, at = [], 0
+        for chunk in self.chunks:
+            end = at + chunk.num_records
+            if chunk.num_records and (
+                int(offsets[at]) != chunk.first_record_offset
+                or int(offsets[end - 1]) != chunk.last_record_offset
+            ):
+                raise IndexMismatchError(
+                    f"timestamps for offsets {int(offsets[at])}..{int(offsets[end - 1])} do not "
+                    f"line up with the block of offsets {chunk.first_record_offset}.."
+                    f"{chunk.last_record_offset}"
+                )
+            kept = None
+            if chunk.num_records:
+                kept = encode_stamps(stamps[at:end], kinds[at:end])
+            chunks.append(dataclasses.replace(chunk, stamps=kept))
+            at = end
+        return dataclasses.replace(self, chunks=chunks)
 
     @property
     def first_offset(self) -> int | None:
@@ -470,6 +533,7 @@ def _chunk_from_dict(raw: Any, pos: int, source: str, *, legacy: bool = False) -
         min_timestamp=low,
         max_timestamp=high,
         crc32=crc,
+        stamps=BlockStamps.from_dict(raw, pos, source),
     )
 
 

@@ -60,6 +60,12 @@ class OutputObject:
         #: any.
         self.companions: Any = None
 
+    @property
+    def sidecar_upload(self) -> Any:
+        """The indexed upload whose ``.index.json`` sidecar describes this object (its
+        ``keep_stamps`` has the sidecar keep the record timestamps), or ``None``: no sidecar."""
+        return None
+
     def note_times(self, low: int, high: int) -> None:
         """Records stamped ``low..high`` (epoch ms) went into the file."""
         if self.min_timestamp is None or low < self.min_timestamp:
@@ -151,6 +157,11 @@ class ObjectWriter(OutputObject):
             return
         self._upload = store.open_upload(key)
         self._deflate = compression.deflater(codec)
+
+    @property
+    def sidecar_upload(self) -> BlockGzipUpload | None:
+        """The block-GZIP upload (``None``: a plain or gzip object, no sidecar)."""
+        return self._blocks
 
     def write(self, data: bytes, offset: int, timestamp: int | None = None) -> None:
         """Append one encoded record (without separator) holding Kafka ``offset``; its

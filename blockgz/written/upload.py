@@ -53,6 +53,14 @@ class IndexedUpload:
     #: After :meth:`close`: the size and CRC-32 of the sidecar's bytes (``None``: no sidecar).
     index_size: int | None = None
     index_crc32: int | None = None
+    #: Gives the timestamps, types and offsets the sidecar is to keep (:meth:`keep_stamps`).
+    _stamps: Callable[[], tuple[Any, Any, Any]] | None = None
+
+    def keep_stamps(self, stamps_of: Callable[[], tuple[Any, Any, Any]]) -> None:
+        """Have the sidecar keep each record's timestamp and type: ``stamps_of()``, asked at
+        :meth:`close`, gives numpy int64 arrays ``(ms, types, offsets)``, one entry per record
+        in order, ``-1``: none (:meth:`BlockIndex.with_stamps`)."""
+        self._stamps = stamps_of
 
     def _open_upload(self, store: ObjectStore, key: str, make_writer: Callable[[Upload], Any]):
         self.store = store
@@ -98,6 +106,8 @@ class IndexedUpload:
         index = replace(index, object=self._named_object(index))
         if self.indexed:
             try:
+                if self._stamps is not None:
+                    index = index.with_stamps(*self._stamps())
                 self.index_size, self.index_crc32 = put_sidecar(self.store, self.key, index)
             except BaseException:
                 self.store.delete(self.key)  # data without its index must not stay behind

@@ -84,6 +84,46 @@ def check_blocks(
             problems.append(
                 (read.chunk, f"block {read.block} (bytes {_bytes(read.chunk)}): {problem}")
             )
+    return problems + stamp_problems(index, key)
+
+
+def stamp_problems(index: BlockIndex, key: str) -> list[tuple[Chunk | None, str]]:
+    """The chunks whose kept timestamps (issue 44, :mod:`blockgz.blocks.stamps`) do not hold
+    one entry per record of the block, or fall outside its ``min/max_timestamp``; a chunk
+    that keeps none (older sidecars) has nothing to check.
+
+    >>> import numpy as np
+    >>> from dataclasses import replace
+    >>> idx = BlockIndex([Chunk(0, 2, 0, 9, 9, min_timestamp=5, max_timestamp=6)])
+    >>> idx = idx.with_stamps(np.array([5, 6]), np.array([0, 0]), np.array([0, 1]))
+    >>> stamp_problems(idx, "k")
+    []
+    >>> bad = BlockIndex([replace(idx.chunks[0], num_records=3)])
+    >>> stamp_problems(bad, "k")[0][1]
+    'block 0: k chunk 0: a chunk of 3 records keeps 2 timestamps and 3 timestamp types'
+    """
+    problems: list[tuple[Chunk | None, str]] = []
+    for block, chunk in enumerate(index.chunks):
+        if chunk.stamps is None:
+            continue
+        try:
+            stamps, _ = index.block_stamps(block, source=key)
+        except BlockGzError as exc:
+            problems.append((chunk, f"block {block}: {exc}"))
+            continue
+        kept = stamps[stamps >= 0]
+        if (
+            chunk.min_timestamp is not None
+            and kept.size
+            and (int(kept.min()) != chunk.min_timestamp or int(kept.max()) != chunk.max_timestamp)
+        ):
+            problems.append(
+                (
+                    chunk,
+                    f"block {block}: its timestamps run {int(kept.min())}..{int(kept.max())}, "
+                    f"the chunk says {chunk.min_timestamp}..{chunk.max_timestamp}",
+                )
+            )
     return problems
 
 

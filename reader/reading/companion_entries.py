@@ -37,18 +37,58 @@ def with_companions(refs: list[ObjectRef]) -> list[ObjectRef]:
     ]
 
 
+#: The extension of the stand-in companion that says "the timestamps the value object's own
+#: ``.index.json`` sidecar keeps" (issue 44, :mod:`blockgz.blocks.stamps`): no object of its own.
+SIDECAR_STAMPS = "timestamps.index.json"
+
+
 def companions_for(ref: ObjectRef, timestamps: bool) -> ObjectRef:
     """``ref``, without its timestamps companion unless ``timestamps``: readers fetch that
-    file only when the record timestamps are wanted (a time window, a restore).
+    file only when the record timestamps are wanted (a time window, a restore). Wanted, an
+    indexed value object without a timestamps file gets the stand-in companion
+    :data:`SIDECAR_STAMPS`: its sidecar's timestamps, where it keeps them (else none).
 
     >>> stamps = ObjectRef(".t+0+0000000007.timestamps.json", "t", 0, 7, "timestamps.json")
     >>> ref = ObjectRef("t+0+0000000007.json", "t", 0, 7, "json", companions=(stamps,))
     >>> companions_for(ref, False).companions, companions_for(ref, True) is ref
     ((), True)
+    >>> new = ObjectRef("t+0+0000000007.json.gz", "t", 0, 7, "json.gz", has_index=True)
+    >>> [c.extension for c in companions_for(new, True).companions]
+    ['timestamps.index.json']
     """
-    if timestamps or not any(c.role == "timestamps" for c in ref.companions):
+    has_file = any(c.role == "timestamps" for c in ref.companions)
+    if timestamps:
+        if has_file or not ref.has_index or ref.role != "value" or ref.indexes_itself:
+            return ref
+        stand_in = ObjectRef(
+            ref.index_key or ref.key, ref.topic, ref.partition, ref.start_offset, SIDECAR_STAMPS
+        )
+        return replace(ref, companions=(*ref.companions, stand_in))
+    if not has_file:
         return ref
     return replace(ref, companions=tuple(c for c in ref.companions if c.role != "timestamps"))
+
+
+def is_sidecar_stamps(companion: ObjectRef) -> bool:
+    """Whether ``companion`` is the stand-in for the timestamps a sidecar keeps."""
+    return companion.extension == SIDECAR_STAMPS
+
+
+def stamp_pairs(stamps: Any, kinds: Any) -> list[tuple[int | None, int | None]]:
+    """int64 arrays of timestamps and types (``-1``: none) as ``(ms, type)`` pairs, ``None``
+    for none.
+
+    >>> import numpy as np
+    >>> stamp_pairs(np.array([5, -1]), np.array([0, -1]))
+    [(5, 0), (None, None)]
+    """
+    ms: list[Any] = stamps.tolist()
+    types: list[Any] = kinds.tolist()
+    if ms and min(ms) < 0:
+        ms = [None if m < 0 else m for m in ms]
+    if types and min(types) < 0:
+        types = [None if k < 0 else k for k in types]
+    return list(zip(ms, types, strict=True))
 
 
 #: What each companion role keeps of a record (:attr:`Record.holds`).
@@ -254,15 +294,18 @@ def decoded_entry(fmt: str, entry: Any) -> Any:
 
 
 __all__ = [
+    "SIDECAR_STAMPS",
     "block_with_entries",
     "check_entries",
     "companions_for",
     "decoded_column",
     "decoded_entry",
     "from_text",
+    "is_sidecar_stamps",
     "joined",
     "joined_columns",
     "stamp_block",
+    "stamp_pairs",
     "timestamp_entry",
     "with_companions",
     "with_entries",

@@ -34,12 +34,17 @@ from blockgz.objects.indexed import IndexedReader, object_ranges
 from blockgz.reader.reading.companion_entries import (
     check_entries,
     decoded_column,
+    is_sidecar_stamps,
     joined,
     joined_columns,
     stamp_block,
+    stamp_pairs,
     with_entries,
 )
 from blockgz.store import ObjectStore
+
+#: What :func:`joined` takes for a timestamps column (only its role is looked at).
+_STAMPS = ObjectRef("", "", 0, 0, "timestamps.index.json")
 
 #: Decoded companion blocks kept (a block is at most the export's block size uncompressed;
 #: a few cover the value blocks the read pool has in flight).
@@ -73,8 +78,8 @@ class CompanionReader:
         for them (:func:`~blockgz.reader.reading.companion_entries.joined_columns`)."""
         if not offsets:
             return []
-        columns = self._columns(ref, offsets[0], len(offsets))
-        return joined_columns(offsets, values, ref.companions, columns)
+        companions, columns = self._columns(ref, offsets[0], len(offsets))
+        return joined_columns(offsets, values, companions, columns)
 
     def joined_records(self, ref: ObjectRef, records: list[Record]) -> list[Record]:
         """The records of a block its format decodes itself (Parquet), with the entries
@@ -83,21 +88,60 @@ class CompanionReader:
         (:func:`~blockgz.reader.reading.companion_entries.joined`)."""
         if not records:
             return []
-        columns = self._columns(ref, records[0].offset, len(records))
-        return joined(records, ref.companions, columns)
+        companions, columns = self._columns(ref, records[0].offset, len(records))
+        return joined(records, companions, columns)
 
-    def _columns(self, ref: ObjectRef, offset: int, count: int) -> list[list[Any]]:
-        """Each companion's decoded entries for ``count`` records from ``offset`` of the
-        value object ``ref``."""
-        columns = []
+    def _columns(
+        self, ref: ObjectRef, offset: int, count: int
+    ) -> tuple[tuple[ObjectRef, ...], list[list[Any]]]:
+        """The companions that keep entries for ``count`` records from ``offset`` of the value
+        object ``ref``, and each one's decoded entries (a sidecar that keeps no timestamps
+        is left out: they were not recorded)."""
+        companions, columns = [], []
         for companion in ref.companions:
-            if companion.has_index:
+            if is_sidecar_stamps(companion):
+                kept = self._sidecar_stamps(ref, offset, count)
+                if kept is None:
+                    continue
+                column = kept
+            elif companion.has_index:
                 column = self.entries(companion, offset, count)
             else:  # its offsets are not known: its entries line up with ref's records
                 column = self.entries_at(companion, self._position(ref, offset), count)
             check_entries(companion, len(column), count)
+            companions.append(companion)
             columns.append(column)
-        return columns
+        return tuple(companions), columns
+
+    def _sidecar_stamps(self, ref: ObjectRef, offset: int, count: int) -> list[Any] | None:
+        """The ``(ms, type)`` pairs ``ref``'s sidecar keeps for ``count`` records from
+        ``offset``; ``None`` when it keeps none (written before issue 44)."""
+        index = self._index_of(ref)
+        if not index.keeps_stamps:
+            return None
+        found: list[Any] = []
+        block = index.locate(offset)
+        position = index.chunks[block].position_of(offset)
+        while len(found) < count and block < len(index.chunks):
+            pairs = self._stamps_of_block(ref, index, block)
+            found.extend(pairs[position : position + count - len(found)])
+            block, position = block + 1, 0
+        return found
+
+    def _stamps_of_block(self, ref: ObjectRef, index: BlockIndex, block: int) -> list[Any]:
+        """One chunk's kept timestamps as pairs, decoded once while recently used."""
+        key = (ref.key + "#stamps", ref.size, block)
+        with self._lock:
+            kept = self._blocks.get(key)
+            if kept is not None:
+                self._blocks.move_to_end(key)
+                return kept
+        pairs = stamp_pairs(*index.block_stamps(block, source=ref.index_key or ref.key))
+        with self._lock:
+            self._blocks[key] = pairs
+            while len(self._blocks) > self._kept_blocks:
+                self._blocks.popitem(last=False)
+        return pairs
 
     def _position(self, ref: ObjectRef, offset: int) -> int:
         """How many records the indexed value object ``ref`` holds before ``offset``."""
@@ -109,9 +153,24 @@ class CompanionReader:
     def streamed(self, ref: ObjectRef, records: Iterable[Record]) -> Iterator[Record]:
         """``records`` (``ref`` read whole, lazily) joined with its companions read whole."""
         assert self._stream_of is not None, "streaming needs stream_of"
-        streams = [self._stream_of(c) for c in ref.companions]
-        for record, *entries in zip(records, *streams, strict=False):
-            yield with_entries(record, ref.companions, [e.value for e in entries])
+        companions = tuple(c for c in ref.companions if not is_sidecar_stamps(c))
+        stamps = self._all_sidecar_stamps(ref) if len(companions) < len(ref.companions) else None
+        streams = [self._stream_of(c) for c in companions]
+        for n, (record, *entries) in enumerate(zip(records, *streams, strict=False)):
+            joined_record = with_entries(record, companions, [e.value for e in entries])
+            if stamps is not None:
+                joined_record = joined([joined_record], (_STAMPS,), [[stamps[n]]])[0]
+            yield joined_record
+
+    def _all_sidecar_stamps(self, ref: ObjectRef) -> list[Any] | None:
+        """Every record's ``(ms, type)`` as ``ref``'s sidecar keeps them (``None``: none)."""
+        index = self._index_of(ref)
+        if not index.keeps_stamps:
+            return None
+        pairs: list[Any] = []
+        for block in range(len(index.chunks)):
+            pairs.extend(self._stamps_of_block(ref, index, block))
+        return pairs
 
     def entries(self, ref: ObjectRef, offset: int, count: int) -> list[Any]:
         """The entries of the indexed companion ``ref`` for ``count`` records from

@@ -94,6 +94,8 @@ def _block_path(archive: Archive, piece: Piece, offsets: IntRange, value_type: A
         if stamps is None:  # not [ms,type] lines: the record reader reads it
             yield from _record_path(archive, piece, offsets, value_type)
             return
+    elif not piece.ref.companions:  # the sidecar's (issue 44), when it keeps them
+        stamps = BlockTimestamps.from_chunks([chunk for _, chunk in piece.chunks], piece.ref.key)
     reads = [BlockRead(number, chunk) for number, chunk in piece.chunks]
     # Spans of a few MiB, the next one fetched while this one is inflated and parsed: on S3
     # the task then waits for its first span only, not for the whole split.

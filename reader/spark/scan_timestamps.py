@@ -1,5 +1,7 @@
-"""A scan's record timestamps from the hidden timestamps file beside the values, read without a
-Python object per record (the Spark reader's block path).
+"""A scan's record timestamps from the value object's sidecar (issue 44:
+:meth:`BlockTimestamps.from_chunks`, no request) or, in archives written before, the hidden
+timestamps file beside the values, read without a Python object per record (the Spark
+reader's block path).
 
 A JSON timestamps file (``[ms,type]`` lines, block-compressed and indexed: what the export
 writes beside JSON and bytearray values, :mod:`blockgz.archive.timestamps_keys`) is fetched
@@ -28,6 +30,7 @@ import numpy as np
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.blocks.codecs.families import block_codec
 from blockgz.blocks.decode import Record, inflate_chunk
+from blockgz.blocks.index import Chunk
 from blockgz.blocks.plan import BlockRead, fetched, merge_ranges
 from blockgz.formats.by_name import format_of_extension
 from blockgz.formats.json.json_format import int_pair_lines
@@ -56,6 +59,28 @@ class BlockTimestamps:
     offsets: np.ndarray
     stamps: np.ndarray
     kinds: np.ndarray
+
+    @classmethod
+    def from_chunks(cls, chunks: list[Chunk], source: str = "index") -> BlockTimestamps | None:
+        """The entries the chunks of a sidecar keep (issue 44, :mod:`blockgz.blocks.stamps`):
+        no request; ``None`` when one of them keeps none (an older sidecar).
+
+        >>> from blockgz.blocks.index import BlockIndex
+        >>> idx = BlockIndex([Chunk(4, 2, 0, 9, 9)])
+        >>> idx = idx.with_stamps(np.array([7, -1]), np.array([1, -1]), np.array([4, 5]))
+        >>> BlockTimestamps.from_chunks(list(idx.chunks)).lookup(np.array([5]))
+        (array([-1]), array([-1]))
+        """
+        if not chunks or any(c.stamps is None for c in chunks):
+            return None
+        offsets, stamps, kinds = [], [], []
+        for chunk in chunks:
+            assert chunk.stamps is not None
+            ms, types = chunk.stamps.decode(chunk.num_records, source=source)
+            offsets.append(np.asarray(chunk.record_offsets(), np.int64))
+            stamps.append(ms)
+            kinds.append(types)
+        return cls(np.concatenate(offsets), np.concatenate(stamps), np.concatenate(kinds))
 
     @classmethod
     def load(

@@ -19,7 +19,7 @@ produces the same keys and the same bytes (the README's "Exactly once" says why 
 >>> w = TopicPartitionWriter("s3_topic", 0, cfg, cfg.make_store()[0])
 >>> for n in range(7):
 ...     w.write(KafkaRecord("s3_topic", 0, n, 0, None, b'{"n": %d}' % n))
->>> for f in w.close():  # each value file, and the hidden file of its record timestamps
+>>> for f in w.close():  # each value file (a plain one: with the hidden file of its timestamps)
 ...     print(f.key.rsplit("/", 1)[1], f.role)
 s3_topic+0+0000000000.json value
 .s3_topic+0+0000000000.timestamps.json timestamps
@@ -27,6 +27,16 @@ s3_topic+0+0000000003.json value
 .s3_topic+0+0000000003.timestamps.json timestamps
 s3_topic+0+0000000006.json value
 .s3_topic+0+0000000006.timestamps.json timestamps
+
+A block-GZIP value file keeps its timestamps in its ``.index.json`` sidecar instead:
+
+>>> cfg = SinkSettings.from_options({"path": tempfile.mkdtemp(), "flush.size": "3",
+...                                  "s3.compression.type": "blockgzip"})
+>>> w = TopicPartitionWriter("s3_topic", 0, cfg, cfg.make_store()[0])
+>>> for n in range(4):
+...     w.write(KafkaRecord("s3_topic", 0, n, 1700000000000 + n, None, b'{"n": %d}' % n))
+>>> [f.key.rsplit("/", 1)[1] for f in w.close()]
+['s3_topic+0+0000000000.json.gz', 's3_topic+0+0000000003.json.gz']
 """
 
 from __future__ import annotations
@@ -313,6 +323,7 @@ class TopicPartitionWriter:
                     encoded,
                     first=record,
                     key_converter=self.key_converter,
+                    sidecar=getattr(writer, "sidecar_upload", None),
                 )
             except BaseException:
                 writer.abort()

@@ -123,11 +123,11 @@ def test_query_engines_count_exactly_the_records(spark, tmp_path):
          "value.converter": "org.apache.kafka.connect.json.JsonConverter"},
     )  # fmt: skip
     topic = json_root / "topics" / "orders"
-    sidecars = sorted(topic.rglob("*.index.json"))  # the objects' and the timestamps files'
-    assert len(sidecars) == 12 and all(p.name.startswith(".") for p in sidecars)
-    # The record timestamps are kept by default, beside each object, in a hidden file.
-    stamps = [p for p in topic.rglob("*.timestamps.json.gz")]
-    assert len(stamps) == 6 and all(p.name.startswith(".") for p in stamps)
+    sidecars = sorted(topic.rglob("*.index.json"))  # one per object
+    assert len(sidecars) == 6 and all(p.name.startswith(".") for p in sidecars)
+    # The record timestamps are kept by default, in each object's sidecar (issue 44).
+    assert not list(topic.rglob("*.timestamps.*"))
+    assert all('"timestamps":' in p.read_text() for p in sidecars)
 
     frame = spark.read.json(str(topic))
     assert frame.count() == len(records)
@@ -140,8 +140,7 @@ def test_query_engines_count_exactly_the_records(spark, tmp_path):
 
     avro_topic = avro_root / "topics" / "orders"
     assert all(p.name.startswith(".") for p in avro_topic.rglob("*.index.json"))
-    stamps = list(avro_topic.rglob("*.timestamps.avro"))
-    assert len(stamps) == 6 and all(p.name.startswith(".") for p in stamps)
+    assert not list(avro_topic.rglob("*.timestamps.*"))  # in the sidecars
     # Spark's own Avro reader; this pyspark ships it in spark-sql without the short name "avro".
     avro = spark.read.format("org.apache.spark.sql.avro.AvroFileFormat").load(str(avro_topic))
     assert avro.count() == len(records)
@@ -192,12 +191,10 @@ def test_verify_scan_finds_an_object_that_does_not_read_whole(seaweed_s3, weed_b
 
 def test_the_sidecar_is_hidden_from_glob_as_from_the_engines(tmp_path):
     """The rule the engines share: a leading dot hides a file (as for glob and the shell): the
-    index sidecars and the record timestamps file."""
+    index sidecars (which keep the record timestamps too)."""
     write_once(orders(1, 10), {"path": str(tmp_path), "s3.compression.type": "blockgzip"})
     folder = Path(tmp_path, PARTITION)
     assert [Path(p).name for p in glob(f"{folder}/*")] == ["orders+0+0000000000.json.gz"]
     assert sorted(Path(p).name for p in glob(f"{folder}/.*")) == [
-        "..orders+0+0000000000.timestamps.json.index.json",  # the timestamps file's sidecar
-        ".orders+0+0000000000.json.index.json",
-        ".orders+0+0000000000.timestamps.json.gz",  # the record timestamps, kept by default
+        ".orders+0+0000000000.json.index.json",  # with the record timestamps, kept by default
     ]

@@ -173,13 +173,12 @@ def test_a_deleted_manifest_is_one_line_readers_refuse_and_repair_recommits(expo
 
 
 # -- 10. verify --topic ---------------------------------------------------------------------------
-def test_verify_names_a_deleted_object_a_companion_and_every_bad_sidecar(exported):
+def test_verify_names_a_deleted_object_and_every_bad_sidecar(exported):
     orders, _ = exported.topics
     store = exported.store
     store.delete(exported.key(orders, 0, 10))
-    stamps = f"topics/{orders}/partition=1/.{orders}+1+0000000020.timestamps.json.gz"
-    assert stamps in {info.key for info in store.list(f"topics/{orders}/partition=1/")}
-    store.delete(stamps)
+    listed = [info.key for info in store.list(f"topics/{orders}/partition=1/")]
+    assert not [k for k in listed if ".timestamps." in k]  # kept in the sidecars (issue 44)
     tampered = [exported.key(orders, 1, 30), exported.key(orders, 1, 50)]
     for key in tampered:  # a changed time range: records of a window would be skipped
         doc = json.loads(store.get(sidecar_key(key)))
@@ -189,9 +188,8 @@ def test_verify_names_a_deleted_object_a_companion_and_every_bad_sidecar(exporte
     result = exported.cli("verify", "--topic", orders)
     assert result.exit_code == 2, result.output
     damage = _damage_lines(result.stderr)
-    assert len(damage) == 4, result.stderr
+    assert len(damage) == 3, result.stderr
     assert any(exported.key(orders, 0, 10) in x and "it is gone" in x for x in damage)
-    assert any(stamps in x and "it is gone" in x for x in damage)
     for key in tampered:
         assert any(key in x and "its sidecar" in x for x in damage)
 

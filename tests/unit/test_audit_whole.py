@@ -207,10 +207,11 @@ def _verify(store: LocalStore) -> tuple[int, list[str]]:
 
 
 def test_verify_names_a_deleted_object_every_bad_sidecar_and_a_companion(tmp_path):
-    store, log = _archive(tmp_path / "a", **{"store.kafka.timestamps": "true"})
+    store, log = _archive(tmp_path / "a", **{"store.kafka.keys": "true"})
     assert _verify(store)[0] == 0
-    stamps = [f.key for f in log.committed_files() if f.role == "timestamps"]
-    assert len(stamps) == 18  # one beside each value object
+    stamps = [f.key for f in log.committed_files() if f.role == "keys"]
+    assert len(stamps) == 18  # one beside each value object (timestamps: in its sidecar)
+    assert not [f for f in log.committed_files() if f.role == "timestamps"]
     store.delete(_key(7))
     store.delete(stamps[-1])
     for start in (14, 40):  # two sidecars that are not the committed ones

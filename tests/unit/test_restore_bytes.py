@@ -140,15 +140,15 @@ def test_what_cannot_come_back_is_refused_in_one_line(tmp_path, options, missing
 
 
 def test_timestamps_are_kept_in_the_values_format_by_default(tmp_path):
-    """By default (``store.kafka.timestamps=true``) the export writes a hidden timestamps file
-    (JSON beside JSON values, compressed as they are) and a time window works on a plain JSON
+    """By default (``store.kafka.timestamps=true``) the export keeps the timestamps in the value
+    object's sidecar (issue 44: no file of their own) and a time window works on a plain JSON
     archive."""
     records = records_of(JSON_TEXT, KEYS)
     options = {"s3.compression.type": "blockgzip"}
     config = SinkSettings.from_options({"path": str(tmp_path), **options})
     write_task(config, iter(arrow_batches(records)))
     names = sorted(p.name for p in tmp_path.rglob("*t+0+*") if not p.name.endswith(".index.json"))
-    assert names == [".t+0+0000000000.timestamps.json.gz", "t+0+0000000000.json.gz"]
+    assert names == ["t+0+0000000000.json.gz"]
     assert [p.name for p in tmp_path.rglob("t+0+*.json.gz")] == ["t+0+0000000000.json.gz"]
     with open_archive(str(tmp_path)) as archive:
         window = list(archive.records("t", [0], from_time=1_700_000_000_007,

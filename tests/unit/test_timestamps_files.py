@@ -1,5 +1,9 @@
 """The hidden timestamps file beside each value file (``store.kafka.timestamps``, on by default).
 
+Since issue 44 a value file with a sidecar keeps its timestamps there instead
+(tests/unit/test_sidecar_stamps.py); these tests write archives the way blockgz did before
+(``STAMPS_IN_SIDECAR`` off), which must keep reading.
+
 Its name starts with ``.`` so query engines reading a topic's folder skip it; readers fetch it
 only when timestamps are wanted (a time window, ``records()``, replay/restore, ``--output json``),
 and archives written before it was hidden (a visible ``…timestamps.<ext>``) still read.
@@ -19,6 +23,7 @@ from blockgz.reader import open_archive
 from blockgz.reader.reading.archive import Archive
 from blockgz.reader.reading.strays import is_stray
 from blockgz.sink.records import KafkaRecord
+from blockgz.sink.write import companions
 from blockgz.sink.write.commit import write_manifest
 from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
@@ -27,6 +32,12 @@ from testkit.batches import arrow_batches
 from testkit.kafka_data import read_exported
 
 T0 = 1_700_000_000_000
+
+
+@pytest.fixture(autouse=True)
+def old_writer(monkeypatch):
+    """Archives written as before issue 44: a timestamps file beside each value file."""
+    monkeypatch.setattr(companions, "STAMPS_IN_SIDECAR", False)
 
 
 def records(n: int = 40) -> list[KafkaRecord]:

@@ -111,6 +111,11 @@ class AvroObjectWriter(OutputObject):
         self._upload.write_encoded(data, ends, offsets)
         self._count(int(offsets[0]), int(offsets[-1]), len(ends))
 
+    @property
+    def sidecar_upload(self) -> Any:
+        """The Avro upload when it writes a sidecar, else ``None``."""
+        return self._upload if self._upload.indexed else None
+
     def close(self) -> WrittenFile:
         """Finish the object (then its sidecar) and describe it. Leaves nothing on failure."""
         self._upload.close()
