@@ -76,6 +76,15 @@ class ExportMetrics:
             _PART,
             registry=r,
         )
+        self.held_records = Gauge(
+            "blockgz_held_records",
+            "Records of the lag held back on purpose: the partial file waiting for flush.size "
+            "or a time rotation (alert on blockgz_lag_records - blockgz_held_records)",
+            _PART,
+            registry=r,
+        )
+        #: ``flush.size`` when the export holds partial files back (0: a time rotation only).
+        self._hold_size: int | None = None
         self.lag_seconds = Gauge(
             "blockgz_lag_seconds",
             "Age of the oldest record not yet archived (now minus its Kafka timestamp); "
@@ -237,11 +246,23 @@ class ExportMetrics:
         for tp in times:
             self._lag(tp, now=now)
 
+    def holding(self, hold_size: int | None) -> None:
+        """Whether the export holds partial files back: ``flush.size`` (0: a time rotation
+        only) or ``None`` (:mod:`blockgz.sink.kafka.holding`)."""
+        self._hold_size = hold_size
+
+    def _held(self, lag: int) -> int:
+        """The part of ``lag`` held back on purpose (the partial file past the committed one)."""
+        if self._hold_size is None:
+            return 0
+        return lag % self._hold_size if self._hold_size else lag
+
     def _lag(self, tp: TopicPartition, *, now: float | None = None) -> None:
         if tp in self._committed and tp in self._ends:
             lag = max(0, self._ends[tp] - self._committed[tp])
             labels = (self.job, tp[0], str(tp[1]))
             self.lag_records.labels(*labels).set(lag)
+            self.held_records.labels(*labels).set(self._held(lag))
             if lag == 0:
                 self.lag_seconds.labels(*labels).set(0)
             elif tp in self._oldest:

@@ -94,6 +94,8 @@ class BatchObserver(Protocol):
 
     def committed(self, offsets: dict[str, dict[int, int]]) -> None: ...
 
+    def holding(self, hold_size: int | None) -> None: ...
+
 
 class ProgressTracker:
     """Turns Spark's progress reports and the batch manifests into an :class:`ExportResult`.
@@ -114,6 +116,8 @@ class ProgressTracker:
     ):
         self.result = result
         self.hold_size = _hold_size(job, once)
+        if observer is not None:
+            observer.holding(self.hold_size)
         #: The Kafka clients the watermarks, record times and snapshots share (closed by
         #: :meth:`close` unless the caller gave them: then the caller closes them).
         self.clients = clients or DriverClients(job.source.client_config())

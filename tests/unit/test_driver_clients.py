@@ -42,6 +42,9 @@ class FakeConsumer:
     def pause(self, partitions):
         pass
 
+    def resume(self, partitions):
+        pass
+
     def unassign(self):
         pass
 

@@ -78,3 +78,17 @@ def test_progress_shows_held_records_beside_the_lag():
     console.print(render(result))
     shown = console.export_text()
     assert "2,640 (held 640)" in shown and "(held 0)" not in shown
+
+
+def test_metrics_show_held_records_beside_the_lag():
+    from prometheus_client import generate_latest
+
+    from blockgz.sink.export.metrics import ExportMetrics
+
+    metrics = ExportMetrics("j")
+    metrics.holding(1000)
+    metrics.committed({"t": {0: 2000}})
+    metrics.end_offsets({("t", 0): 4640})
+    text = generate_latest(metrics.registry).decode()
+    assert 'blockgz_lag_records{job="j",partition="0",topic="t"} 2640.0' in text
+    assert 'blockgz_held_records{job="j",partition="0",topic="t"} 640.0' in text
