@@ -10,12 +10,14 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable
 from decimal import Decimal
 from typing import Any
 
 import orjson
 
+from blockgz.sink.transforms.fused import dump_all, split_list
 from blockgz.sink.transforms.options import TransformOptions
 from blockgz.sink.transforms.record import (
     VALUE,
@@ -225,31 +227,47 @@ def _replace_kernel(exclude: set[str], include: set[str], renames: dict[str, str
 
 
 def _renamed_json(renames: dict[str, str]) -> Any:
-    """``dump(value) -> bytes``: ``orjson.dumps`` of ``value`` with ``renames`` applied.
+    """``serialise(maps) -> list[bytes]``: the JSON of each map with ``renames`` applied, as
+    ``orjson.dumps`` writes the renamed map.
 
-    With one field to rename (``renames`` holds one), whose new name the map does not hold,
-    the JSON of the renamed map is the map's JSON with that one key replaced (orjson writes
-    ``{``, then ``"key":value`` pairs joined by ``,``, then ``}``). The key's bytes
-    ``"old":`` are replaced when they occur once in the whole text: they occur at least once
-    (the key), and text inside a string or a nested key cannot be confused with them once
-    they occur only once. Anything else is serialised from the rebuilt map."""
+    orjson writes a map as ``{``, its ``"key":value`` pairs joined by ``,`` and ``}``, so
+    with one field to rename the JSON of a renamed map is the map's JSON with the key's bytes
+    ``"old":`` replaced by ``"new":`` — when the map does not hold the new name, and the old
+    key's bytes occur only once (text in a string or a nested key can hold them too). The
+    maps are serialised as one list, where each map holding the key holds its bytes at least
+    once; when they occur exactly as many times as maps hold the key (and cannot overlap
+    themselves: every occurrence counts) and no map holds the new name, each occurrence is a
+    key to rename, replaced in one pass. Anything else is serialised from rebuilt maps."""
     dumps = orjson.dumps
     if len(renames) != 1:
 
-        def rebuilt(value: dict[str, Any]) -> bytes:
-            return dumps({renames.get(k, k): v for k, v in value.items()})
+        def rebuilt(values: list[Any]) -> list[bytes]:
+            return dump_all([{renames.get(k, k): v for k, v in m.items()} for m in values])
 
         return rebuilt
     ((old_name, new_name),) = renames.items()
     old, new = dumps(old_name) + b":", dumps(new_name) + b":"
+    overlaps = any(old[k:] == old[: len(old) - k] for k in range(1, len(old)))
 
-    def renamed(value: dict[str, Any]) -> bytes:
-        data = dumps(value)
-        if old_name not in value:
-            return data
-        if new_name not in value and data.count(old) == 1:
-            return data.replace(old, new, 1)
-        return dumps({new_name if k == old_name else k: v for k, v in value.items()})
+    def renamed(values: list[Any]) -> list[bytes]:
+        data = dumps(values)
+        names = [old_name] * len(values)
+        having = sum(map(operator.contains, values, names))
+        found = None
+        if not having:
+            found = split_list(data)
+        elif not overlaps and not any(map(operator.contains, values, [new_name] * len(values))):
+            pieces = data.split(old)
+            if len(pieces) == having + 1:
+                found = split_list(new.join(pieces))
+        if found is not None:
+            return found
+        return dump_all(
+            [
+                {new_name if k == old_name else k: v for k, v in m.items()} if old_name in m else m
+                for m in values
+            ]
+        )
 
     return renamed
 

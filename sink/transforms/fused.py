@@ -45,6 +45,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import orjson
 
 #: A compiled value transform: ``(value, partition, offset, timestamp) -> value``.
@@ -72,14 +73,38 @@ class FusedPlan:
             value = kernel(value, partition, offset, timestamp)
         return value
 
-    def serialising(self) -> tuple[tuple[Kernel, ...], Callable[[Any], bytes]]:
-        """The kernels and the serialiser (``orjson.dumps``) for when only each value's JSON
-        is wanted: a last kernel with a ``dumped = (kernel, dump)`` form leaves its last step
-        (a rename) to the serialiser, which does it on the bytes."""
+    def serialising(self) -> tuple[tuple[Kernel, ...], Serialiser]:
+        """The kernels and the serialiser (:func:`dump_all`) for when only each value's JSON
+        is wanted: a last kernel with a ``dumped = (kernel, serialiser)`` form leaves its last
+        step (a rename) to the serialiser, which does it on the bytes."""
         dumped = getattr(self.kernels[-1], "dumped", None) if self.kernels else None
         if dumped is None:
-            return self.kernels, orjson.dumps
+            return self.kernels, dump_all
         return (*self.kernels[:-1], dumped[0]), dumped[1]
+
+
+#: Values to their JSON, each as ``orjson.dumps`` writes it.
+Serialiser = Callable[[list[Any]], list[bytes]]
+_ELEMENTS = msgspec.json.Decoder(list[msgspec.Raw])
+
+
+def dump_all(values: list[Any]) -> list[bytes]:
+    """``[orjson.dumps(v) for v in values]``, at a third of the cost: one ``orjson.dumps`` of
+    the list, cut into its elements (:func:`split_list`). orjson gives each result of a
+    ``dumps`` a 1 KiB buffer, and thousands of them alive at once cost more in fresh memory
+    than the serialising itself."""
+    found = split_list(orjson.dumps(values))
+    return [orjson.dumps(v) for v in values] if found is None else found
+
+
+def split_list(data: bytes) -> list[bytes] | None:
+    """The elements' JSON of a JSON list that orjson wrote (it writes a list as its
+    elements' JSON joined by ``,``): msgspec finds each element's bytes without building
+    it; ``None`` when it cannot (nested deeper than msgspec goes)."""
+    try:
+        return list(map(bytes, _ELEMENTS.decode(data)))
+    except (msgspec.DecodeError, RecursionError):
+        return None
 
 
 def run_all(

@@ -37,7 +37,8 @@ from blockgz.sink.transforms import Chain, Header, Record, build_chain
 from blockgz.sink.transforms.avro_bridge import avro_value, connect_schema, connect_value
 from blockgz.sink.transforms.fused import FusedPlan, run_all
 
-#: Values parsed and serialised at a time by :meth:`RecordTransformer.transform_json_values`.
+#: Values parsed and serialised at a time by :meth:`RecordTransformer.transform_json_values`
+#: (a few hundred KiB, so the maps made for one chunk are freed before the next).
 _CHUNK = 1024
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ class RecordTransformer:
         offsets = stamps = [None] * count
         if plan.uses_record:
             offsets, stamps = _offsets_and_stamps(batch)
-        kernels, dumps = plan.serialising()  # parsed values need no ``default``
+        kernels, serialise = plan.serialising()  # parsed values need no ``default``
         loads = orjson.loads
         out: list[bytes] = []
         try:
@@ -106,7 +107,7 @@ class RecordTransformer:
                 stop = start + _CHUNK
                 parsed = list(map(loads, values[start:stop]))
                 done = run_all(kernels, parsed, partition, offsets[start:stop], stamps[start:stop])
-                out.extend(_compact(list(map(dumps, done))))
+                out.extend(serialise(done))
         except (BadRecordError, TypeError, ValueError):
             return None
         return out
@@ -270,20 +271,6 @@ def _offsets_and_stamps(batch: Any) -> tuple[list[int], list[int | None]]:
         return offsets, [None] * len(offsets)
     micros = pc.cast(batch.column("timestamp"), pa.int64()).to_pylist()
     return offsets, [None if t is None else t // 1000 for t in micros]
-
-
-def _compact(data: list[bytes]) -> list[bytes]:
-    """``data`` copied into one buffer's slices: orjson's results each hold a 1 KiB
-    allocation, and 50,000 of them kept for a batch cost more in fresh memory than the
-    serialising itself."""
-    joined = b"".join(data)
-    out = []
-    start = 0
-    for item in data:
-        stop = start + len(item)
-        out.append(joined[start:stop])
-        start = stop
-    return out
 
 
 def _headers(original: KafkaRecord, record: Record) -> list[tuple[str, bytes | None]] | None:
