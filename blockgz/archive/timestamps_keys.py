@@ -1,7 +1,10 @@
 """Where a value file's record timestamps live, and back: names only.
 
-The export keeps each record's Kafka timestamp and type in a companion file beside its value
-file (``store.kafka.timestamps``, on by default; see :mod:`blockgz.sink.write.companions`). Its
+The export keeps each record's Kafka timestamp and type (``store.kafka.timestamps``, on by
+default; see :mod:`blockgz.sink.write.companions`) in the value file's ``.index.json`` sidecar
+where it has one (since issue 44: :mod:`blockgz.blocks.stamps`), else in a companion file
+beside it, whose keys this module names; archives written before have one beside every value
+file. Its
 name is the value file's, with a leading ``.`` (hidden from Spark/Hadoop, DuckDB, Hive, Athena,
 Trino and ``glob``, as the index sidecars are: :mod:`blockgz.written.sidecars`), the value
 extension replaced by ``.timestamps.<ext>``::

@@ -26,7 +26,8 @@ class WrittenFile:
     index_key: str | None = None
     #: ``value``, or ``keys`` / ``headers`` / ``timestamps`` for the files beside a value file
     #: (``store.kafka.keys``, ``store.kafka.headers``, ``store.kafka.timestamps``: a hidden
-    #: name, :mod:`blockgz.archive.timestamps_keys`), one entry per value record.
+    #: name, :mod:`blockgz.archive.timestamps_keys`; none beside a value file with a sidecar,
+    #: which keeps the timestamps itself), one entry per value record.
     role: str = "value"
     #: The smallest and largest Kafka record timestamp in the file (epoch ms), when the
     #: records had timestamps: readers skip files outside a time window without opening them.
