@@ -45,6 +45,7 @@ from blockgz.commits.manifests import Manifests, find_exports
 from blockgz.errors import BlockGzError, UnknownFormatError
 from blockgz.formats.by_name import format_of, stream_decoder_of
 from blockgz.objects.indexed import IndexedReader, VerifyReport
+from blockgz.reader.audit.deep import stamp_problems
 from blockgz.reader.audit.findings import NOTE
 from blockgz.reader.reading.archive import Archive, ObjectSummary
 from blockgz.reader.reading.strays import stray_line
@@ -172,6 +173,7 @@ def check_object(
             return
         with IndexedReader.open_object(archive.store, row.key, index) as obj:
             report = (check_indexed or IndexedReader.verify)(obj)
+        report.problems.extend(problem for _, problem in stamp_problems(index, url))
         if report.ok:
             check.lines.append(f"{url}: ok, {report.blocks} blocks, {report.records} records")
         else:

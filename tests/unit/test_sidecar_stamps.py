@@ -202,3 +202,22 @@ def test_a_deep_check_finds_timestamps_that_do_not_match_the_block(tmp_path):
     index = BlockIndex.from_json(json.dumps(doc))
     problems = check_blocks(store, "topics/t/partition=0/t+0+0000000000.json.gz", index)
     assert len(problems) == 1 and "block 1:" in problems[0][1], problems
+
+
+def test_verify_of_an_archive_without_manifests_names_a_sidecar_with_wrong_timestamps(tmp_path):
+    from blockgz.reader.audit.verify import check_topic
+
+    config = SinkSettings.from_options(
+        {"path": str(tmp_path), "flush.size": "20", "s3.compression.type": "blockgzip",
+         "s3.compression.block.records": "4"}
+    )  # fmt: skip
+    write_task(config, iter(arrow_batches(records())))  # no manifest: verify reads the listing
+    assert check_topic(Archive(LocalStore(tmp_path)), "t").problems == []
+    sidecar = next(tmp_path.rglob(".t+0+0000000020.json.index.json"))
+    doc = json.loads(sidecar.read_text())
+    doc["chunks"][2]["timestamps"] = doc["chunks"][2]["timestamps"][:-2]  # a record short
+    sidecar.write_text(json.dumps(doc))
+    check = check_topic(Archive(LocalStore(tmp_path)), "t")
+    assert check.level == 2, check.problems
+    assert any("t+0+0000000020.json.gz chunk 2: a chunk of 4 records keeps 2 timestamps" in p
+               for p in check.problems), check.problems  # fmt: skip
