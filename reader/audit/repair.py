@@ -6,7 +6,9 @@ Safe:
   object (:func:`blockgz.blocks.rebuild.scan_members`: its gzip members, with checksums), when
   the rebuilt index agrees with what the manifest committed (first and last offset, records):
   an object whose offsets have gaps cannot be re-indexed from its bytes alone (only the lost
-  index recorded where the gaps were), and an Avro object's index is not rebuilt;
+  index recorded where the gaps were), and an Avro object's index is not rebuilt. The record
+  timestamps a sidecar kept (issue 44) are not in the object: where no timestamps file sits
+  beside it, the repair's line says they now read as not recorded;
 * an object no manifest committed (and its sidecar) is removed when that loses nothing: from
   the committed offset on (what a restart of the export removes too), or below it when its
   index shows that committed objects hold every offset it holds (a second writer's copy);
@@ -28,6 +30,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -38,6 +41,9 @@ from blockgz.errors import BlockGzError, ObjectNotFoundError
 from blockgz.reader.audit.findings import AuditReport, Finding
 from blockgz.store.base import ObjectStore
 from blockgz.written.sidecars import sidecar_key
+
+#: A data object's name up to its start offset (``<topic>+<partition>+<start>``).
+_STEM = re.compile(r"^(.*\+\d+\+\d+)\.")
 
 
 @dataclass(frozen=True)
@@ -138,12 +144,35 @@ def _carry_out(store: ObjectStore, plan: Plan, report: AuditReport) -> str:
             f"records), the manifest committed {wanted[0]}..{wanted[1]} ({wanted[2]} records); "
             "its gaps were recorded only in the index: re-export these offsets to index them"
         )
+    lost = _stamps_lost(store, plan)
     store.put(plan.sidecar, plan.sidecar_json(index, data))
     report.repaired.append(f"rebuilt {store.url(plan.sidecar)}")
     for key in plan.remove:
         store.delete(key)
         report.repaired.append(f"removed {store.url(key)}")
-    return f"repaired: rebuilt {plan.sidecar} from the object ({len(index.chunks)} blocks)"
+    text = f"repaired: rebuilt {plan.sidecar} from the object ({len(index.chunks)} blocks)"
+    if lost:
+        text += "; the record timestamps its sidecar kept are not in the object: not recorded now"
+    return text
+
+
+def _stamps_lost(store: ObjectStore, plan: RebuildSidecar) -> bool:
+    """Whether rebuilding ``plan``'s sidecar loses record timestamps: no timestamps file sits
+    beside the object (hidden or visible name), and the sidecar it replaces kept them or is
+    gone or unreadable (then nothing tells, and a blockgz since issue 44 kept them there)."""
+    directory, _, name = plan.data_key.rpartition("/")
+    stem = _STEM.match(name)
+    if stem is None:
+        return False
+    folder = f"{directory}/" if directory else ""
+    for prefix in (f"{folder}.{stem[1]}.timestamps.", f"{folder}{stem[1]}.timestamps."):
+        if next(iter(store.list(prefix, limit=1)), None) is not None:
+            return False
+    try:
+        doc = json.loads(store.get(plan.sidecar))
+        return any("timestamps" in chunk for chunk in doc["chunks"])
+    except (ObjectNotFoundError, ValueError, TypeError, KeyError):
+        return True
 
 
 def _cannot(finding: Finding) -> str:

@@ -221,3 +221,24 @@ def test_verify_of_an_archive_without_manifests_names_a_sidecar_with_wrong_times
     assert check.level == 2, check.problems
     assert any("t+0+0000000020.json.gz chunk 2: a chunk of 4 records keeps 2 timestamps" in p
                for p in check.problems), check.problems  # fmt: skip
+
+
+@pytest.mark.parametrize("kept_in", ["sidecar", "file"])
+def test_repair_of_a_lost_sidecar_says_when_its_timestamps_are_lost(tmp_path, monkeypatch, kept_in):
+    from blockgz.reader.audit.auditor import audit_job
+
+    monkeypatch.setattr(companions, "STAMPS_IN_SIDECAR", kept_in == "sidecar")
+    config = SinkSettings.from_options(
+        {"path": str(tmp_path), "flush.size": "20", "s3.compression.type": "blockgzip"}
+    )
+    write_manifest(config.manifest_log(), 0, [write_task(config, iter(arrow_batches(records())))])
+    next(tmp_path.rglob(".t+0+0000000020.json.index.json")).unlink()
+    repaired = audit_job(config.manifest_log(), do_repair=True)
+    (finding,) = repaired.findings
+    assert finding.repair.startswith("repaired: rebuilt"), finding.repair
+    lost = "the record timestamps its sidecar kept are not in the object" in finding.repair
+    assert lost == (kept_in == "sidecar")
+    with open_archive(str(tmp_path)) as archive:
+        got = [r for _, r in archive.records("t", [0], start=20)]
+    assert [r.offset for r in got] == list(range(20, 40))
+    assert {r.timestamp is None for r in got} == {kept_in == "sidecar"}  # never a wrong one
