@@ -350,8 +350,15 @@ def start_query(
     )
     tasks_read_kafka = source == "blockgz-kafka" and job.tasks_read_kafka
     if source == "kafka":  # the Java client's setting names
+        from blockgz.sink.kafka.holding import holding, rules_of
         from blockgz.sink.spark_kafka import source_options as java_source_options
 
+        if holding(job.source.hold_mode, rules_of(job.sink), once=once):
+            log.warning(
+                "Spark's Kafka source reads all it may each batch: partial files are not held "
+                "back (blockgz.hold.partial.files needs the blockgz Kafka source), so every "
+                "batch closes its files"
+            )
         source_options = java_source_options(source_options)
     if source == "blockgz-kafka" and topic_ids:  # it checks them before planning each batch
         from blockgz.sink.kafka.options import TOPIC_IDS
