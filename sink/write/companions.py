@@ -114,6 +114,10 @@ class Companions:
         #: Runs of ``(ms, types, offsets)`` kept for the value file's sidecar, or ``None``
         #: when the timestamps go to a file of their own (or are not kept).
         self._sidecar_stamps: list[tuple[Any, Any, Any]] | None = None
+        #: Whether each record's timestamp is kept (a file, or the sidecar), and whether any
+        #: entry is (set again by :meth:`open` when the sidecar keeps them).
+        self._keeps_stamps = TIMESTAMPS in writers
+        self._active = bool(writers)
 
     @property
     def stamps_in_sidecar(self) -> bool:
@@ -178,15 +182,12 @@ class Companions:
         companions._decoded = decoded
         if in_sidecar:
             companions._sidecar_stamps = []
+            companions._keeps_stamps = companions._active = True
             sidecar.keep_stamps(companions.kept_stamps)
         return companions
 
-    def __bool__(self) -> bool:
-        return bool(self.writers) or self.stamps_in_sidecar
-
-    @property
-    def _keeps_stamps(self) -> bool:
-        return TIMESTAMPS in self.writers or self.stamps_in_sidecar
+    def __bool__(self) -> bool:  # asked twice per record: an attribute, not a property
+        return self._active
 
     def kept_stamps(self) -> tuple[Any, Any, Any]:
         """The ``(ms, types, offsets)`` int64 arrays of every record written, for the value
