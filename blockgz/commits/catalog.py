@@ -49,9 +49,10 @@ from typing import Any
 
 from blockgz.archive.partition_offsets import Offsets, merge_offsets, offsets_doc
 from blockgz.archive.versions import check_major
+from blockgz.commits.head import rooted_head, write_head
 from blockgz.commits.intents import expire_intents
 from blockgz.commits.manifests import Manifest, Manifests, fold_lives
-from blockgz.errors import CorruptManifestError, ObjectNotFoundError
+from blockgz.errors import BlockGzError, CorruptManifestError, ObjectNotFoundError
 from blockgz.store.base import ObjectInfo
 from blockgz.written.files import WrittenFile
 
@@ -270,6 +271,7 @@ class Catalog:
         self.layout = manifests.layout
         self.roots_prefix = self.layout.catalog_roots_prefix(manifests.prefix, manifests.name)
         self.segments_prefix = self.layout.catalog_segments_prefix(manifests.prefix, manifests.name)
+        self._segments: dict[str, list[WrittenFile]] = {}  # read by key (read_segments)
 
     # -- reading ------------------------------------------------------------------------------
     def root_keys(self) -> list[str]:
@@ -295,11 +297,16 @@ class Catalog:
         return CatalogView(self, root, tail, listed)
 
     def read_segments(self, keys: list[str]) -> list[list[WrittenFile]]:
-        """The files of each segment, read in parallel, in order."""
-        if len(keys) <= 1:
-            return [self._read_segment(k) for k in keys]
-        with ThreadPoolExecutor(min(_READ_THREADS, len(keys))) as pool:
-            return list(pool.map(self._read_segment, keys))
+        """The files of each segment, read in parallel, in order; a segment read once is not
+        read again (a segment key is written once: a new root writes new keys)."""
+        wanted = [k for k in dict.fromkeys(keys) if k not in self._segments]
+        if len(wanted) <= 1:
+            read = [self._read_segment(k) for k in wanted]
+        else:
+            with ThreadPoolExecutor(min(_READ_THREADS, len(wanted))) as pool:
+                read = list(pool.map(self._read_segment, wanted))
+        self._segments.update(zip(wanted, read, strict=True))
+        return [self._segments[k] for k in keys]
 
     def _read_segment(self, key: str) -> list[WrittenFile]:
         try:
@@ -322,7 +329,12 @@ class Catalog:
         manifests = list(self.log.manifests(keys))
         seq = root.seq + 1 if root else 0
         new = self._folded(root, manifests, keys[-1], seq)
-        self.store.put(self._root_key(seq), gzip.compress(new.to_json(), mtime=0))
+        root_json = new.to_json()
+        self.store.put(self._root_key(seq), gzip.compress(root_json, mtime=0))
+        try:  # the head names the new root; one that stays behind is caught up by readers
+            write_head(self.log, rooted_head(self._root_key(seq), root_json, keys[-1]))
+        except (BlockGzError, OSError) as exc:
+            log.warning("catalog of %s: head not updated to root %d (%s)", self.log.name, seq, exc)
         log.info(
             "catalog of %s: root %d folds %d more manifests (%d in all), through %s",
             self.log.name,

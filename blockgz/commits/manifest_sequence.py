@@ -69,9 +69,14 @@ def missing_manifests(
 def check_commits(view: CatalogView, manifests: Manifests) -> None:
     """Raise :class:`~blockgz.errors.MissingCommitError` naming a manifest missing from the
     catalog view's tail (the manifests after its root, already listed: no request)."""
-    m = manifests
     after = view.root.through if view.root is not None else ""
-    keys = [info.key for info in view.tail_listed]
+    check_sequence([info.key for info in view.tail_listed], manifests, after=after)
+
+
+def check_sequence(keys: Sequence[str], manifests: Manifests, *, after: str = "") -> None:
+    """Raise :class:`~blockgz.errors.MissingCommitError` naming a manifest missing from
+    ``keys`` (sorted; those after the key ``after``, whose epoch's sequence they take up)."""
+    m = manifests
     missing = missing_manifests(keys, m.layout, m.prefix, m.name, after=after)
     if not missing:
         return

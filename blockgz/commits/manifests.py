@@ -34,6 +34,7 @@ from dataclasses import KW_ONLY, dataclass, field
 from blockgz.archive.layout import DEFAULT_MANIFEST_DIR, Layout
 from blockgz.archive.partition_offsets import Offsets, merge_offsets, offsets_doc
 from blockgz.archive.versions import check_major
+from blockgz.commits.head import add_to_head
 from blockgz.errors import CorruptManifestError, ObjectNotFoundError
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import Options
@@ -205,7 +206,9 @@ class Manifests:
             dict(topic_ids or {}),
         )
         key = self.key(batch_id)
-        self.store.put(key, manifest.to_json())
+        body = manifest.to_json()
+        self.store.put(key, body)
+        add_to_head(self, key, body)  # after the commit: what a reader GETs instead of listing
         return key
 
     # -- reading ------------------------------------------------------------------------------

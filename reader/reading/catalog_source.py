@@ -15,48 +15,176 @@ of another ``topics.dir`` is another archive: its catalog never adds objects to 
 from __future__ import annotations
 
 import heapq
+import logging
 from collections.abc import Callable, Iterator
-from dataclasses import replace
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
-from blockgz.archive.layout import Layout, parse_archive_key
+from blockgz.archive.layout import DEFAULT_MANIFEST_DIR, Layout, parse_archive_key
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.blocks.decode import Record
-from blockgz.commits.catalog import Catalog, CatalogView
-from blockgz.commits.manifest_sequence import check_commits
-from blockgz.commits.manifests import ExportFound, Manifests, find_exports
+from blockgz.commits.catalog import Catalog, CatalogRoot, CatalogView
+from blockgz.commits.head import CatalogHead, read_head
+from blockgz.commits.manifest_sequence import check_commits, check_sequence
+from blockgz.commits.manifests import ExportFound, Manifests
+from blockgz.errors import CorruptManifestError, ObjectNotFoundError
+from blockgz.options import Options
 from blockgz.store import ObjectStore
 from blockgz.written.files import WrittenFile
+
+log = logging.getLogger("blockgz.reader")
+_FIND_THREADS = 8
+
+
+@dataclass
+class JobCatalog:
+    """One export's committed state as a reader found it: from the job's head (one GET, maybe
+    behind the newest manifest: ``behind`` is the head's ``through``) or by listing."""
+
+    export: ExportFound
+    log: Manifests
+    view: CatalogView
+    #: The newest manifest key the view holds when it came from a head (``None``: listed, so
+    #: nothing newer was there when it was read).
+    behind: str | None = None
+
+    def covers(self, topic: str, partition: int, offset: int | None) -> bool:
+        """Whether the view surely holds every committed file of the topic-partition that
+        ``offset`` (``None``: the whole partition) needs: listed, or the head reaches past it."""
+        if self.behind is None:
+            return True
+        end = self.view.offsets.get(topic, {}).get(partition)
+        return offset is not None and end is not None and offset < end
+
+    def catch_up(self) -> None:
+        """Add the manifests committed after the head (1 LIST, 1 GET each), checking that
+        their sequence takes up the head's without a hole."""
+        if self.behind is None:
+            return
+        listed = self.log.listed(after=self.behind)
+        check_sequence([i.key for i in listed], self.log, after=self.behind)
+        v = self.view
+        tail = v.tail + list(self.log.manifests([i.key for i in listed]))
+        self.view = CatalogView(v.catalog, v.root, tail, v.tail_listed + listed)
+        self.behind = None
+
+
+def find_jobs(
+    store: ObjectStore, prefix: str, manifest_dir: str = DEFAULT_MANIFEST_DIR, job: str = ""
+) -> list[JobCatalog]:
+    """The exports under ``prefix``, each with its committed state, in one pass.
+
+    ``job`` named: that job alone, from its head (1 GET), which is trusted as the record of
+    what it names. Else every job directory (1 LIST), each from its head and the listing of
+    the manifests after the head's root (1 GET, 1 LIST: a manifest deleted from the sequence
+    is noticed, and one newer than the head is found). A job without a head is read by
+    listing its catalog roots and manifests, as before heads."""
+    keys = Layout(manifest_dir=manifest_dir)
+    if job:
+        names = [job]
+    else:
+        names = [keys.job_of_directory(d) for d in store.list_prefixes(keys.exports_prefix(prefix))]
+    found = [Manifests(store, prefix, keys, name) for name in names]
+
+    def one(manifests: Manifests) -> JobCatalog | None:
+        return _job_catalog(manifests, listed=not job)
+
+    if len(found) <= 1:
+        jobs = [one(m) for m in found]
+    else:
+        with ThreadPoolExecutor(min(_FIND_THREADS, len(found))) as pool:
+            jobs = list(pool.map(one, found))
+    return [j for j in jobs if j is not None]
+
+
+def _job_catalog(manifests: Manifests, *, listed: bool) -> JobCatalog | None:
+    """The job's committed state (``None``: it has no manifest); ``listed``: the manifests
+    after the head's root are listed (see :func:`find_jobs`)."""
+    catalog = Catalog(manifests)
+    view, behind = _head_view(catalog, listed=listed)
+    if view is None:
+        view = catalog.view()
+        check_commits(view, manifests)  # a deleted manifest
+    if view.layout is None:
+        return None
+    layout = Layout.from_options(Options(view.layout))
+    found = ExportFound(manifests.prefix, manifests.name, layout)
+    return JobCatalog(found, manifests, view, behind)
+
+
+def _head_view(catalog: Catalog, *, listed: bool) -> tuple[CatalogView | None, str | None]:
+    """The view the job's head gives (its root, and the manifests after it: inline or read by
+    key) and how far it surely reaches (``None``: it was listed, so all the way);
+    ``(None, None)`` without a usable head: none (an archive older than heads), or one naming
+    an object that is gone or unreadable; the listing answers then."""
+    m = catalog.log
+    try:
+        head = read_head(m)
+        if head is None:
+            return None, None
+        root = _head_root(catalog, head)
+        if not listed:
+            check_sequence(head.tail_keys, m, after=head.root_through)
+            return CatalogView(catalog, root, head.manifests(m)), head.through
+        after = m.listed(after=head.root_through)
+        keys = [info.key for info in after]
+        check_sequence(keys, m, after=head.root_through)  # a deleted manifest
+        return CatalogView(catalog, root, head.manifests(m, keys), after), None
+    except (ObjectNotFoundError, CorruptManifestError) as exc:
+        log.warning("catalog head of %s not used (%s); listing its manifests instead", m.name, exc)
+        return None, None
+
+
+def _head_root(catalog: Catalog, head: CatalogHead) -> CatalogRoot | None:
+    """The root the head names: inline, or read by key (1 GET)."""
+    if head.root_json is not None:
+        return CatalogRoot.from_json(head.root_json, source=catalog.store.url(head.root_key))
+    return catalog._read_root(head.root_key) if head.root_key else None
 
 
 class CatalogSource:
     """The committed objects of every export under a prefix, per topic-partition."""
 
-    def __init__(self, store: ObjectStore, prefix: str, exports: list[ExportFound]):
-        self.exports = exports
+    def __init__(self, store: ObjectStore, prefix: str, jobs: list[JobCatalog]):
+        self.jobs = jobs
+        self.exports = [j.export for j in jobs]
         self._prefix = prefix
-        self._views: list[tuple[Layout, CatalogView]] = [
-            (e.layout, Catalog(Manifests(store, prefix, e.layout, e.name)).view()) for e in exports
-        ]
-        for e, (_, view) in zip(exports, self._views, strict=True):  # a deleted manifest
-            check_commits(view, Manifests(store, prefix, e.layout, e.name))
 
     @classmethod
     def find(
-        cls, store: ObjectStore, prefix: str, layout: Layout | None = None
+        cls, store: ObjectStore, prefix: str, layout: Layout | None = None, job: str = ""
     ) -> CatalogSource | None:
-        """The catalogs of the exports under ``prefix`` whose keys have ``layout``'s scope
-        (every export when ``layout`` is ``None``); ``None`` when there is none."""
-        exports = [
-            e for e in find_exports(store, prefix) if layout is None or layout.same_scope(e.layout)
+        """The catalogs of the exports under ``prefix`` (``job`` alone when named) whose keys
+        have ``layout``'s scope (every export when ``layout`` is ``None``); ``None`` when there
+        is none."""
+        manifest_dir = layout.manifest_dir if layout is not None else DEFAULT_MANIFEST_DIR
+        jobs = [
+            j
+            for j in find_jobs(store, prefix, manifest_dir, job)
+            if layout is None or layout.same_scope(j.export.layout)
         ]
-        return cls(store, prefix, exports) if exports else None
+        return cls(store, prefix, jobs) if jobs else None
+
+    @property
+    def _views(self) -> list[tuple[Layout, CatalogView]]:
+        return [(j.export.layout, j.view) for j in self.jobs]
+
+    def _caught_up(self, topic: str | None = None, partition: int = -1, offset: int | None = None):
+        """Catch up the jobs whose head may miss what is asked (every job: ``topic`` None)."""
+        for j in self.jobs:
+            if topic is None or not j.covers(topic, partition, offset):
+                j.catch_up()
 
     def partitions(self) -> set[tuple[str, int]]:
         """Every topic-partition an export committed something for."""
+        self._caught_up()
         return {tp for _, view in self._views for tp in view.partitions()}
 
     def has(self, topic: str, partition: int) -> bool:
+        if any(partition in view.offsets.get(topic, {}) for _, view in self._views):
+            return True
+        self._caught_up()
         return any(partition in view.offsets.get(topic, {}) for _, view in self._views)
 
     def first_offset(self, topic: str, partition: int) -> int | None:
@@ -67,6 +195,7 @@ class CatalogSource:
     def refs(self, topic: str, partition: int, from_offset: int | None = None) -> list[ObjectRef]:
         """The topic-partition's value objects (with their keys/headers objects), by first
         offset; with ``from_offset``, only those holding it or a later offset."""
+        self._caught_up(topic, partition, from_offset)
         refs: dict[str, ObjectRef] = {}
         for layout, view in self._views:
             files = view.files(topic, partition, from_offset=from_offset)
@@ -79,6 +208,7 @@ class CatalogSource:
         """The topic-partition's committed keys files with no value object beside them (the
         tombstones of ``behavior.on.null.values=write`` with ``store.kafka.keys``), each as a
         ref with the files beside it (keys, headers, timestamps) as its companions."""
+        self._caught_up(topic, partition)
         refs: dict[str, ObjectRef] = {}
         for layout, view in self._views:
             root = layout.topics_root(self._prefix)

@@ -25,7 +25,6 @@ recorded (``topics.dir=bgz``) is adopted once when the default finds nothing.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
 from blockgz.archive.layout import KeyLayout, Layout, parse_archive_key
@@ -56,8 +55,11 @@ class ObjectLocator:
         use_catalog: bool = True,
         committed_only: bool = False,
         layout_given: Iterable[str] | None = None,
+        job: str = "",
     ):
         self.store = store
+        #: The export job whose catalog is read (``name``); ``""``: every job under the prefix.
+        self.job = job
         self.prefix = prefix
         #: ``None`` given: the default layout, or the one the manifests under the prefix
         #: recorded when the default finds nothing (an export with ``topics.dir=bgz``).
@@ -87,14 +89,9 @@ class ObjectLocator:
         if key in self.objects:
             refs = self.objects[key]
             return refs, refs[0].start_offset if refs else None
-        listing = self._listing_ahead(topic, partition)
         source = self.committed_source(topic, partition)
-        if listing is not None and source is not None:
-            listing.exception()  # not needed after all; waited for, so no request outlives us
         if source is None:
-            refs, complete = (
-                listing.result() if listing is not None else self.list_partition(topic, partition)
-            )
+            refs, complete = self.list_partition(topic, partition)
             if not (complete and refs):
                 source = self.catalog_source()
             if source is None or not source.has(topic, partition):
@@ -109,21 +106,6 @@ class ObjectLocator:
         if from_offset is None:
             self.objects[key] = found
         return found, source.first_offset(topic, partition)
-
-    def _listing_ahead(self, topic: str, partition: int) -> Future | None:
-        """The partition's first listing page, started on a thread when a committed read is
-        about to look for the exports' catalogs first: the two requests do not depend on each
-        other, so on S3 their round trips overlap instead of adding up (``None``: no catalog
-        lookup is coming, the listing is made when needed)."""
-        if not (self.committed_only and self.use_catalog and self.layout.has_exports):
-            return None
-        if self._catalog is not _UNSET:
-            return None
-        pool = ThreadPoolExecutor(1, thread_name_prefix="blockgz-list")
-        try:
-            return pool.submit(self.list_partition, topic, partition)
-        finally:
-            pool.shutdown(wait=False)
 
     def list_partition(self, topic: str, partition: int) -> tuple[list[ObjectRef], bool]:
         """The partition prefix's first listing page: ``(refs, whether that was all)``."""
@@ -143,7 +125,12 @@ class ObjectLocator:
         if self._catalog is _UNSET:
             found = None
             if self.layout.has_exports and self.use_catalog:
-                found = CatalogSource.find(self.store, self.prefix, self.layout)  # type: ignore[arg-type]
+                found = CatalogSource.find(
+                    self.store,
+                    self.prefix,
+                    self.layout,  # type: ignore[arg-type]
+                    job=self.job,
+                )
             self._catalog = found
         return self._catalog  # type: ignore[return-value]
 
