@@ -22,7 +22,8 @@ JSON_OUTPUT_HELP = (
     "kept). Its value is the JSON value itself where the object's format is JSON (.json, "
     ".json.gz: a JSON-format archive; a value that does not parse stays a string), the decoded "
     "record for Avro, else the stored text as a string, or value_base64 when it is not UTF-8. "
-    "The record timestamps kept beside the values are fetched for json output only. The output "
+    "The record timestamps are read for json output only (from the sidecar, or from the "
+    "timestamps file older archives keep beside the values). The output "
     "is strict JSON: a number is printed as archived (1e999 stays 1e999), a decoded NaN or "
     'infinite double is the string "NaN", "Infinity" or "-Infinity".'
 )
@@ -168,7 +169,8 @@ def seek(
     if scan:
         options["scan.unindexed"] = "true"
     with _archive(target, topic, partition, options) as archive:
-        # --output json prints timestamps: only then is the hidden timestamps file fetched
+        # --output json prints timestamps: only then are they read (the sidecar's, or the
+        # hidden timestamps file of an older archive)
         stamps = output == "json"
         records = archive.seek(topic, partition, offset, count, timestamps=stamps)  # may raise
         refs, _ = archive.seek_objects(topic, partition, offset)
