@@ -242,3 +242,18 @@ def test_repair_of_a_lost_sidecar_says_when_its_timestamps_are_lost(tmp_path, mo
         got = [r for _, r in archive.records("t", [0], start=20)]
     assert [r.offset for r in got] == list(range(20, 40))
     assert {r.timestamp is None for r in got} == {kept_in == "sidecar"}  # never a wrong one
+
+
+def test_keys_files_and_sidecar_timestamps_come_back_together(tmp_path):
+    recs = records()
+    for r in recs:
+        r.key = b"user-%d" % r.offset
+    files = export(tmp_path, recs, **{"store.kafka.keys": "true", "keys.format.class": "json"})
+    assert sorted({f.role for f in files}) == ["keys", "value"]  # what Confluent writes, no more
+    with open_archive(str(tmp_path)) as archive:
+        got = [r for _, r in archive.records("t", [0])]
+        seek = list(archive.seek("t", 0, 22, count=2, timestamps=True))
+    assert [(r.key, r.timestamp, r.timestamp_type) for r in got] == [
+        (r.key, r.timestamp_ms, r.timestamp_type) for r in recs
+    ]
+    assert [(r.key, r.timestamp) for r in seek] == [(r.key, r.timestamp_ms) for r in recs[22:24]]
