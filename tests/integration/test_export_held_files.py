@@ -299,3 +299,21 @@ def test_a_killed_export_with_held_records_loses_and_duplicates_nothing(
     found = exported(s3_server, bucket)
     found.assert_exactly_once(2, 30)
     assert sorted(len(docs) for docs in found.objects.values()) == [FLUSH] * 6
+
+
+def test_a_once_run_holds_only_when_asked_and_ends(spark, kafka, s3_server, bucket, tmp_path):
+    """``--once`` drains everything by default (auto); with ``true`` it archives the whole
+    files, holds the rest and still ends."""
+    from blockgz.sink.export.job import run_export
+
+    topic = "held_once_" + uuid.uuid4().hex[:8]
+    kafka.create_topic(topic, partitions=2)
+    produce(kafka, topic, 2, 0, [now_ms()] * 25)
+    held = job_config(kafka, s3_server, bucket, topic, **{"blockgz.hold.partial.files": "true"})
+    once = {"checkpoint": tmp_path / "a", "once": True, "install_signal_handlers": False}
+    run_export(held, spark=spark, **once)
+    assert committed(held, topic) == {0: 20, 1: 20}
+    drained = job_config(kafka, s3_server, bucket, topic, **{"rotate.interval.ms": "60000"})
+    run_export(drained, spark=spark, **once)
+    assert committed(drained, topic) == {0: 25, 1: 25}
+    exported(s3_server, bucket).assert_exactly_once(2, 25)
