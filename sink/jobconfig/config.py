@@ -42,6 +42,7 @@ from blockgz.sink.jobconfig.settings_names import (
 )
 from blockgz.sink.kafka.options import SourceSettings, parse_options
 from blockgz.sink.spark_kafka import parse as parse_spark_kafka_jars
+from blockgz.sink.transforms.chain import reads_headers
 from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.options import SINK_OPTIONS
 
@@ -318,7 +319,7 @@ def split_options(opts: Options) -> tuple[dict[str, str], dict[str, str], dict[s
         opts.text("errors.tolerance").lower() == "all"
         or SINK_OPTIONS.read(opts, "store.kafka.headers")
         or SINK_OPTIONS.read(opts, "format.json.envelope")  # it keeps key, headers, timestamp
-        or opts.text("transforms").strip()  # transforms and predicates may read headers
+        or reads_headers(opts)  # a transform or predicate that reads or writes headers
     ):
         source.setdefault("includeHeaders", "true")  # headers are archived or dead-lettered
     if not source.get("kafka.bootstrap.servers"):

@@ -167,6 +167,29 @@ class Chain:
         return current
 
 
+#: The transforms and predicates that neither read nor write a record's headers.
+HEADER_BLIND = {
+    *(
+        f"{KAFKA}{name}{side}"
+        for name in ("InsertField", "ReplaceField", "MaskField", "Cast", "ExtractField",
+                     "Flatten", "HoistField", "TimestampConverter", "SetSchemaMetadata")
+        for side in ("$Key", "$Value")
+    ),
+    *(KAFKA + name for name in ("ValueToKey", "RegexRouter", "TimestampRouter", "Filter")),
+    *(KAFKA + "predicates." + name for name in ("TopicNameMatches", "RecordIsTombstone")),
+}  # fmt: skip
+
+
+def reads_headers(config: Mapping[str, Any]) -> bool:
+    """Whether the chain of ``config`` may read or write headers (the Kafka source then has
+    to read them): one of its transforms or predicates is not in :data:`HEADER_BLIND`."""
+    for family in ("transforms", "predicates"):
+        for name in _names(config, family):
+            if _subkeys(config, f"{family}.{name}.").get("type") not in HEADER_BLIND:
+                return True
+    return False
+
+
 def _topic_record(topic: str) -> Record:
     """A record with only a topic, for routers and predicates that read nothing else."""
     return Record(topic, None, None, None, None, None, None)

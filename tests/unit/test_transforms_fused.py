@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.transforms import build_chain
+from blockgz.sink.transforms.chain import reads_headers
 from blockgz.sink.write.config import SinkSettings
 from blockgz.sink.write.task import write_task
 from blockgz.sink.write.transforming import RecordTransformer
@@ -181,3 +182,11 @@ def test_a_batch_the_chain_rejects_whole_goes_to_the_dead_letter_queue(tmp_path)
     message = write_task(config, iter(arrow_batches(records)))
     assert message.dead_letters == {"orders-eu": {0: 3}} and message.files == []
     assert message.next_offsets == {"orders-eu": {0: 3}}
+
+
+def test_only_a_chain_that_touches_headers_has_the_source_read_them():
+    assert not reads_headers({}) and not reads_headers(THREE)
+    assert not reads_headers(CHAINS["predicates"])  # TopicNameMatches, RecordIsTombstone
+    assert reads_headers({**THREE, **BY_RECORD})  # HasHeaderKey
+    assert reads_headers({**THREE, "transforms.route.type": K + "DropHeaders"})
+    assert reads_headers({**THREE, "transforms.route.type": "io.debezium.transforms.X"})
