@@ -26,12 +26,17 @@ TopicPartition = tuple[str, int]
 
 
 def first_record_times(
-    consumer: Any, wanted: Mapping[TopicPartition, int], timeout_s: float
+    consumer: Any,
+    wanted: Mapping[TopicPartition, int],
+    timeout_s: float,
+    gone: set[TopicPartition] | None = None,
 ) -> dict[TopicPartition, int]:
     """The Kafka timestamp (ms) of the first record at or after each offset in ``wanted``
     (compaction and transaction markers leave gaps), for the partitions read within
-    ``timeout_s``; records without a timestamp are left out. ``consumer`` is assigned for the
-    call and unassigned after it."""
+    ``timeout_s``; records without a timestamp are left out. Partitions whose offset Kafka no
+    longer has (retention) are added to ``gone``. ``consumer`` is assigned for the call and
+    unassigned after it."""
+    from confluent_kafka import KafkaError
     from confluent_kafka import TopicPartition as KafkaPartition
 
     found: dict[TopicPartition, int] = {}
@@ -47,9 +52,13 @@ def first_record_times(
     try:
         while missing and time.monotonic() < deadline:
             for message in consumer.consume(num_messages=500, timeout=0.2):
-                if message.error() is not None:
-                    continue
                 tp = (message.topic(), message.partition())
+                if message.error() is not None:
+                    if message.error().code() == KafkaError._AUTO_OFFSET_RESET and tp in missing:
+                        missing.discard(tp)  # out of range: deleted before it was read
+                        if gone is not None:
+                            gone.add(tp)
+                    continue
                 if tp in missing and message.offset() >= wanted[tp]:
                     kind, ms = message.timestamp()
                     if kind != 0 and ms >= 0:  # 0: TIMESTAMP_NOT_AVAILABLE
@@ -85,13 +94,17 @@ class HoldClock:
         self.timeout_s = timeout_s
         self._times: dict[TopicPartition, tuple[int, int]] = {}  # tp -> (offset, ms)
         self._cuts: dict[TopicPartition, tuple[int, int]] = {}  # tp -> (offset, cut)
+        #: Partitions the last :meth:`first_times` found no longer holding their offset.
+        self.gone: set[TopicPartition] = set()
 
     def first_times(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         """The timestamp (ms) of the first record at or after each offset that could be read
         in time (cached until the offset moves)."""
         wanted = {tp: o for tp, o in offsets.items() if self._times.get(tp, (-1,))[0] != o}
+        self.gone = set()
         try:
-            for tp, ms in first_record_times(self.consumer, wanted, self.timeout_s).items():
+            found = first_record_times(self.consumer, wanted, self.timeout_s, self.gone)
+            for tp, ms in found.items():
                 self._times[tp] = (wanted[tp], ms)
         except Exception:  # not known this batch: the partition stays held, asked again next
             log.warning("could not read the first records' timestamps", exc_info=True)

@@ -320,6 +320,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         now_ms = int(time.time() * 1000)
         again: Offsets = {}
         for tp in partial:
+            if tp in self._clock.gone:  # its offset was deleted: the range's read reports it
+                planned[tp] = parts[tp].latest
+                continue
             planned[tp], _ = plan_partition(
                 parts[tp], rules, first_ms=firsts.get(tp), time_cut=cuts.get(tp), now_ms=now_ms
             )

@@ -135,9 +135,10 @@ class _Times:
     """Kafka's answers for one partition whose record ``i`` has timestamp ``i * 100`` ms (the
     planning under test is pure; what Kafka answers is fixed here)."""
 
-    def __init__(self, latest: int):
+    def __init__(self, latest: int, gone: tuple = ()):
         self.latest = latest
         self.asked: list[int] = []
+        self.gone = set(gone)  # partitions whose offset retention deleted
 
     def forget(self, keep):
         pass
@@ -176,3 +177,10 @@ def test_partitions_without_new_records_or_gone_back_are_left_alone():
     begin = {("t", 0): 10, ("t", 1): 10}
     assert reader._hold(begin, {("t", 0): 10, ("t", 1): 5}, rules) == {("t", 0): 10, ("t", 1): 5}
     assert reader._clock.asked == [] and reader.held == {}
+
+
+def test_a_partial_file_whose_records_retention_deleted_is_read_to_report_the_loss():
+    """Held forever, the loss would never show: the range's read reports it (failOnDataLoss)."""
+    rules = HoldRules(flush_size=10, rotate_interval_ms=1000)
+    reader = reader_with(_Times(latest=5, gone=[("t", 0)]), rules)
+    assert reader._hold({("t", 0): 0}, {("t", 0): 5}, rules) == {("t", 0): 5}
