@@ -4,6 +4,7 @@ Its modules import one way, each only those listed before it:
 
 * :mod:`~blockgz.commits.cluster_snapshots` (the source cluster's topics and consumer groups,
   for a restore);
+* :mod:`~blockgz.commits.head` (what is committed, in one GET: rewritten at each manifest);
 * :mod:`~blockgz.commits.manifests` (one per committed batch), :mod:`~blockgz.commits.intents`
   (the directories a task is about to write), :mod:`~blockgz.commits.catalog` (the manifests,
   compacted), :mod:`~blockgz.commits.manifest_sequence` (a manifest missing from the

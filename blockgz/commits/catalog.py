@@ -17,7 +17,9 @@ Reading the catalog (:meth:`Catalog.view`) costs, however long the history:
   or field partitioner spread that offset's neighbours over overlapping segments).
 
 Without any root (archives written before the catalog existed, or a job younger than one
-interval), the view is the manifests themselves, as before.
+interval), the view is the manifests themselves, as before. A reader that has the job's head
+(:mod:`blockgz.commits.head`) skips the LIST of the roots and the GETs of the manifests: the
+head names the root and holds the manifests after it.
 
 >>> import tempfile
 >>> from blockgz.archive.layout import Layout

@@ -50,6 +50,9 @@ HEAD_NAME = "head.json"
 #: Manifests and a root are kept inline in the head while it stays under this many bytes.
 INLINE_BYTES = 256 * 1024
 _READ_THREADS = 8
+#: A head is built from at most this many manifests after the newest root (the first write
+#: of a job whose archive has no head); a job with more (compaction off) keeps none.
+BUILD_LIMIT = 1000
 
 
 @dataclass(frozen=True)
@@ -177,10 +180,9 @@ def add_to_head(manifests: Manifests, key: str, body: bytes) -> None:
     logged, not raised: the manifest is the commit, and a head that is behind is caught up
     by its readers."""
     try:
-        head = read_head(manifests)
-        if head is None:
-            head = _built(manifests)
-        write_head(manifests, head.with_manifest(key, body))
+        head = read_head(manifests) or _built(manifests)
+        if head is not None:
+            write_head(manifests, head.with_manifest(key, body))
     except (BlockGzError, OSError) as exc:
         log.warning(
             "catalog head of %s not updated after %s (%s); readers list the manifests after "
@@ -191,9 +193,9 @@ def add_to_head(manifests: Manifests, key: str, body: bytes) -> None:
         )
 
 
-def _built(manifests: Manifests) -> CatalogHead:
+def _built(manifests: Manifests) -> CatalogHead | None:
     """A head of what is committed now, built from the catalog (the first write of a job, or
-    of a job written before heads existed)."""
+    of a job written before heads existed); ``None`` past :data:`BUILD_LIMIT` manifests."""
     from blockgz.commits.catalog import Catalog
 
     catalog = Catalog(manifests)
@@ -201,8 +203,13 @@ def _built(manifests: Manifests) -> CatalogHead:
     root_key = keys[-1] if keys else ""
     root_json = gzip.decompress(manifests.store.get(root_key)) if root_key else None
     through = str(json.loads(root_json)["through"]) if root_json else ""
-    listed = manifests.keys(after=through)
-    bodies = [manifests.store.get(k) for k in listed]
+    prefix = manifests.layout.manifest_prefix(manifests.prefix, manifests.name)
+    page = manifests.store.list(prefix, start_after=through, limit=BUILD_LIMIT + 1)
+    listed = sorted(i.key for i in page if manifests.layout.parse_manifest_key(i.key))
+    if len(listed) > BUILD_LIMIT:  # compaction off and a long history: no head, readers list
+        return None
+    with ThreadPoolExecutor(_READ_THREADS) as pool:
+        bodies = list(pool.map(manifests.store.get, listed))
     tail = tuple(zip(listed, bodies, strict=True))
     return CatalogHead(listed[-1] if listed else through, root_key, root_json, tail, through)
 

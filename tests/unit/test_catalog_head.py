@@ -1,0 +1,82 @@
+"""The catalog head (:mod:`blockgz.commits.head`): written at every manifest, it says what the
+catalog view says, in one document."""
+
+from __future__ import annotations
+
+import pytest
+
+from blockgz.archive.layout import Layout
+from blockgz.commits import head as heads
+from blockgz.commits.catalog import Catalog
+from blockgz.commits.head import head_key, read_head
+from blockgz.commits.manifests import Manifests
+from blockgz.store import LocalStore
+from blockgz.written.files import WrittenFile
+
+
+def _file(batch: int, records: int = 10) -> WrittenFile:
+    start = batch * records
+    key = f"topics/t/partition=0/t+0+{start:010d}.json"
+    return WrittenFile(key, "t", 0, "partition=0", start, start + records - 1, records, 100, 100)
+
+
+@pytest.fixture
+def log(tmp_path) -> Manifests:
+    return Manifests(LocalStore(tmp_path), "", Layout(), "job")
+
+
+def _write(log: Manifests, batch: int) -> str:
+    return log.write(batch, files=[_file(batch)], offsets={"t": {0: batch * 10 + 10}})
+
+
+def _same(log: Manifests) -> None:
+    """The head's root and manifests say what the catalog view (by listing) says."""
+    head, view = read_head(log), Catalog(log).view()
+    assert head is not None and head.through == log.keys()[-1]
+    assert head.tail_keys == [i.key for i in view.tail_listed]
+    assert [m.to_json() for m in head.manifests(log)] == [m.to_json() for m in view.tail]
+    root_key = Catalog(log).root_keys()[-1] if view.root else ""
+    assert head.root_key == root_key
+    assert head.root_through == (view.root.through if view.root else "")
+
+
+def test_the_head_follows_every_manifest_and_each_compaction(log):
+    for batch in range(5):
+        _write(log, batch)
+        _same(log)
+    Catalog(log).compact()
+    _same(log)
+    assert read_head(log).tail == () and read_head(log).root_json is not None  # root inline
+    _write(log, 5)
+    _write(log, 5)  # a replayed batch: the same key once
+    _same(log)
+
+
+def test_a_job_without_a_head_gets_one_that_holds_its_whole_history(log):
+    for batch in range(3):
+        _write(log, batch)
+    Catalog(log).compact()
+    _write(log, 3)
+    log.store.delete(head_key(log))  # as written before heads existed
+    _write(log, 4)
+    _same(log)
+    assert len(read_head(log).tail) == 2  # the two manifests after the root
+
+
+def test_manifests_beyond_the_inline_budget_are_named_and_read(log, monkeypatch):
+    monkeypatch.setattr(heads, "INLINE_BYTES", 1500)
+    for batch in range(4):
+        _write(log, batch)
+    head = read_head(log)
+    named = [key for key, body in head.tail if body is None]
+    assert named and len(named) < len(head.tail)  # the oldest inline, the rest by key
+    _same(log)
+
+
+def test_a_head_is_not_built_from_a_history_longer_than_the_limit(log, monkeypatch):
+    monkeypatch.setattr(heads, "BUILD_LIMIT", 2)
+    for batch in range(3):
+        _write(log, batch)
+    log.store.delete(head_key(log))
+    _write(log, 3)  # 4 manifests, no root: readers list them
+    assert read_head(log) is None
