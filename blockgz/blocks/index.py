@@ -333,6 +333,28 @@ class BlockIndex:
             raise CorruptIndexError(f"{source}: chunk {block} keeps no timestamps")
         return chunk.stamps.decode(chunk.num_records, source=f"{source} chunk {block}")
 
+    def stamps_from(self, other: BlockIndex) -> BlockIndex | None:
+        """This index with the timestamps ``other`` (an older index of the same object) keeps,
+        when its chunks are these blocks (same offsets and records each); ``None`` otherwise.
+
+        >>> import numpy as np
+        >>> old = BlockIndex([Chunk(0, 2, 0, 9, 9)])
+        >>> old = old.with_stamps(np.array([5, 6]), np.array([0, 0]), np.array([0, 1]))
+        >>> BlockIndex([Chunk(0, 2, 0, 9, 9)]).stamps_from(old).keeps_stamps
+        True
+        >>> BlockIndex([Chunk(0, 1, 0, 4, 4), Chunk(1, 1, 4, 5, 5)]).stamps_from(old) is None
+        True
+        """
+        if not other.keeps_stamps or [
+            (c.first_record_offset, c.num_records, c.offset_deltas) for c in self.chunks
+        ] != [(c.first_record_offset, c.num_records, c.offset_deltas) for c in other.chunks]:
+            return None
+        chunks = [
+            dataclasses.replace(c, stamps=o.stamps)
+            for c, o in zip(self.chunks, other.chunks, strict=True)
+        ]
+        return dataclasses.replace(self, chunks=chunks)
+
     def with_stamps(self, stamps: Any, kinds: Any, offsets: Any) -> BlockIndex:
         """This index with each chunk keeping its records' timestamps and types: ``stamps``,
         ``kinds`` and ``offsets`` (numpy int64, ``-1``: none) hold one entry per record, in

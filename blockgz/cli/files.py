@@ -125,5 +125,27 @@ def index(file, first_offset) -> None:
     ):
         built = scan_members(stream, first_offset=first_offset, on_progress=adv)
     store, key = split_object_url(file)
+    built, note = _with_kept_stamps(store, key, built)
     path = store.url(publish_index(store, key, built))
-    click.echo(f"{path}: {built.record_count} records in {len(built.chunks)} blocks", err=True)
+    click.echo(
+        f"{path}: {built.record_count} records in {len(built.chunks)} blocks{note}", err=True
+    )
+
+
+def _with_kept_stamps(store, key: str, built):
+    """``built`` with the record timestamps the sidecar it replaces kept (issue 44), when its
+    blocks are the same; else ``built`` and a note that they were not carried over."""
+    from blockgz.blocks.index import BlockIndex
+    from blockgz.errors import BlockGzError
+    from blockgz.written.sidecars import sidecar_key
+
+    try:
+        old = BlockIndex.from_json(store.get(sidecar_key(key)))
+    except (BlockGzError, OSError):  # none, or unreadable: nothing to carry over
+        return built, ""
+    if not old.keeps_stamps:
+        return built, ""
+    kept = built.stamps_from(old)
+    if kept is None:
+        return built, " (the old sidecar's record timestamps were not kept: its blocks differ)"
+    return kept, " (record timestamps kept from the old sidecar)"

@@ -257,3 +257,20 @@ def test_keys_files_and_sidecar_timestamps_come_back_together(tmp_path):
         (r.key, r.timestamp_ms, r.timestamp_type) for r in recs
     ]
     assert [(r.key, r.timestamp) for r in seek] == [(r.key, r.timestamp_ms) for r in recs[22:24]]
+
+
+def test_blockgz_index_keeps_the_timestamps_of_the_sidecar_it_replaces(tmp_path):
+    from click.testing import CliRunner
+
+    from blockgz.cli import main
+
+    recs = records()
+    export(tmp_path, recs)
+    data = next(tmp_path.rglob("t+0+0000000020.json.gz"))
+    result = CliRunner().invoke(main, ["index", "--first-offset", "20", str(data)])
+    assert result.exit_code == 0, result.output
+    assert "record timestamps kept from the old sidecar" in result.stderr
+    index = BlockIndex.from_json(data.with_name(".t+0+0000000020.json.index.json").read_text())
+    assert index.keeps_stamps and "object" not in json.loads(index.to_json())  # rebuilt
+    stamps = [t for n in range(len(index.chunks)) for t in index.block_stamps(n)[0].tolist()]
+    assert stamps == [r.timestamp_ms for r in recs[20:]]
