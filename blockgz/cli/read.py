@@ -148,6 +148,8 @@ def seek(
     starts at the next offset that exists.
     -O layout=deviantart reads a prefix written by DeviantArt's kafka-connect-s3
     (<prefix>/<yyyy-MM-dd>/<topic>-<partition>-<offset>.gz); ls, cat and verify take it too.
+    -O name=<job> reads that export job's catalog head alone (3 requests for a seek, instead of
+    listing the jobs and their newest manifests).
 
     \b
     Examples:
@@ -157,6 +159,7 @@ def seek(
       blockgz seek --stats --offset 7 --count 1 --topic orders --partition 3 s3://bucket/exports
       blockgz seek --endpoint-url http://127.0.0.1:9000 --offset 5 --topic t --partition 0 s3://b
       blockgz seek -O layout=deviantart --offset 5 --topic t --partition 0 s3://bucket/prefix
+      blockgz seek -O name=s3-sink --offset 7 --count 1 --topic orders --partition 3 s3://b/ex
     """
     options = collect_options(endpoint_url, options)
     if topic is None and partition is None:

@@ -28,7 +28,7 @@ from blockgz.commits.catalog import Catalog, CatalogRoot, CatalogView
 from blockgz.commits.head import CatalogHead, read_head
 from blockgz.commits.manifest_sequence import check_commits, check_sequence
 from blockgz.commits.manifests import ExportFound, Manifests
-from blockgz.errors import CorruptManifestError, ObjectNotFoundError
+from blockgz.errors import ConfigError, CorruptManifestError, ObjectNotFoundError
 from blockgz.options import Options
 from blockgz.store import ObjectStore
 from blockgz.written.files import WrittenFile
@@ -143,6 +143,17 @@ def _head_root(catalog: Catalog, head: CatalogHead) -> CatalogRoot | None:
     return catalog._read_root(head.root_key) if head.root_key else None
 
 
+def _no_such_job(store: ObjectStore, prefix: str, manifest_dir: str, job: str) -> ConfigError:
+    """The error for a job name (``name``) that no export under the prefix has."""
+    where = Layout(manifest_dir=manifest_dir).exports_prefix(prefix)
+    names = [Layout.job_of_directory(d) for d in store.list_prefixes(where)]
+    there = f"the jobs there: {', '.join(names)}" if names else "there is none"
+    return ConfigError(
+        f"name={job}: no export job of that name has committed under {store.url(where)} "
+        f"({there}); give the export's name, or leave name out to read every job"
+    )
+
+
 class CatalogSource:
     """The committed objects of every export under a prefix, per topic-partition."""
 
@@ -159,11 +170,10 @@ class CatalogSource:
         have ``layout``'s scope (every export when ``layout`` is ``None``); ``None`` when there
         is none."""
         manifest_dir = layout.manifest_dir if layout is not None else DEFAULT_MANIFEST_DIR
-        jobs = [
-            j
-            for j in find_jobs(store, prefix, manifest_dir, job)
-            if layout is None or layout.same_scope(j.export.layout)
-        ]
+        found = find_jobs(store, prefix, manifest_dir, job)
+        if job and not found:
+            raise _no_such_job(store, prefix, manifest_dir, job)
+        jobs = [j for j in found if layout is None or layout.same_scope(j.export.layout)]
         return cls(store, prefix, jobs) if jobs else None
 
     @property

@@ -128,3 +128,15 @@ def test_an_archive_without_a_head_is_read_by_listing(archive, weed_proxy):
     calls = _seek(weed_proxy, url, options, 42, *NAMED)
     assert calls["GetObject head (404)"] == 1 and calls["ListObjects manifests"] == 1, calls
     assert calls["GetObject manifest"] == 3, calls  # every manifest: there is no root
+
+
+def test_a_job_name_no_export_has_is_a_one_line_error_naming_the_jobs(archive):
+    from blockgz.cli import main
+
+    url, options, _ = archive
+    flags = [a for k, v in {**options, "name": "jbo"}.items() for a in ("-O", f"{k}={v}")]
+    args = ["seek", url, "--topic", "ev", "--partition", "0", "--offset", "3", *flags]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code != 0 and result.stdout == "", result.output
+    assert "name=jbo: no export job of that name" in result.output
+    assert "the jobs there: job" in result.output and "Traceback" not in result.output
