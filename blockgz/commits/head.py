@@ -176,11 +176,14 @@ def write_head(manifests: Manifests, head: CatalogHead) -> None:
 
 def add_to_head(manifests: Manifests, key: str, body: bytes) -> None:
     """After the manifest ``key`` (bytes ``body``) was written: the head with it (1 GET and
-    1 PUT; where there is no head yet, it is built from the catalog first). A failure is
+    1 PUT; where there is no head yet, or the head does not end with the batch before, it is
+    built from the catalog first). A failure is
     logged, not raised: the manifest is the commit, and a head that is behind is caught up
     by its readers."""
     try:
-        head = read_head(manifests) or _built(manifests)
+        head = read_head(manifests)
+        if head is None or not _follows(manifests, head, key):
+            head = _built(manifests)  # none yet, behind (it missed a manifest), a new epoch
         if head is not None:
             write_head(manifests, head.with_manifest(key, body))
     except (BlockGzError, OSError) as exc:
@@ -191,6 +194,19 @@ def add_to_head(manifests: Manifests, key: str, body: bytes) -> None:
             key.rsplit("/", 1)[-1],
             exc,
         )
+
+
+def _follows(manifests: Manifests, head: CatalogHead, key: str) -> bool:
+    """Whether ``key`` can join ``head`` as it is: the batch right after its newest manifest
+    in the same epoch, or one it already covers (a replay, a repair); a head that missed a
+    manifest would otherwise name a hole that is not there."""
+    if key <= head.through:
+        return True
+    parse = manifests.layout.parse_manifest_key
+    new, last = parse(key), parse(head.through)
+    if new is None or last is None or new[0] != last[0]:
+        return False
+    return isinstance(new[1], int) and isinstance(last[1], int) and new[1] == last[1] + 1
 
 
 def _built(manifests: Manifests) -> CatalogHead | None:

@@ -41,7 +41,7 @@ from blockgz.objects.indexed import IndexedReader, load_index, object_ranges
 from blockgz.objects.stream import stream_records
 from blockgz.options import as_options
 from blockgz.reader.analytics.frames import ArchiveAnalytics
-from blockgz.reader.reading.catalog_source import overlapping
+from blockgz.reader.reading.catalog_source import TO_THE_END, overlapping
 from blockgz.reader.reading.companion_entries import companions_for
 from blockgz.reader.reading.companion_reader import CompanionReader
 from blockgz.reader.reading.listing import ObjectSummary, list_objects
@@ -189,9 +189,12 @@ class Archive(ArchiveAnalytics):
         """The partition's data objects by start offset (see :meth:`seek_objects`)."""
         return self.locator.locate(topic, partition, None)[0]
 
-    def seek_objects(self, topic: str, partition: int, offset: int) -> tuple[list[ObjectRef], int]:
-        """The objects a seek from ``offset`` reads, and the partition's first archived offset
-        (``offset`` itself when nothing is archived).
+    def seek_objects(
+        self, topic: str, partition: int, offset: int, *, upto: int | None = None
+    ) -> tuple[list[ObjectRef], int]:
+        """The objects a seek from ``offset`` (up to the offset ``upto``, ``TO_THE_END``: all)
+        reads, and the partition's first archived offset (``offset`` itself when nothing is
+        archived).
 
         One listing page of the partition's prefix answers for most archives. When it finds
         nothing (a time or field partitioner spreads a partition over many directories) or
@@ -199,7 +202,7 @@ class Archive(ArchiveAnalytics):
         ``offset``: the cost stays bounded however many objects the partition has (see
         :mod:`blockgz.commits.catalog`).
         """
-        refs, first = self.locator.locate(topic, partition, offset)
+        refs, first = self.locator.locate(topic, partition, offset, upto=upto)
         return refs, offset if first is None else first
 
     def nothing_found(self, topic: str | None = None, partition: int | None = None):
@@ -314,7 +317,8 @@ class Archive(ArchiveAnalytics):
         ``timestamps=True``, see :meth:`seek`).
         """
         timestamps = timestamps or times is not None
-        refs, first_archived = self.seek_objects(topic, partition, offset)
+        upto = TO_THE_END if count is None else offset + count - 1  # at least: gaps in offsets
+        refs, first_archived = self.seek_objects(topic, partition, offset, upto=upto)
         where = f"{topic}/{partition} under {self.store.url(self.prefix)}"
         if not refs and first_archived == offset:
             raise self.nothing_found(topic, partition)

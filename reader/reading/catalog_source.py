@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import heapq
 import logging
+import sys
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
@@ -35,6 +36,8 @@ from blockgz.written.files import WrittenFile
 
 log = logging.getLogger("blockgz.reader")
 _FIND_THREADS = 8
+#: ``upto`` of a read that goes on to the partition's end (:meth:`CatalogSource.refs`).
+TO_THE_END = sys.maxsize
 
 
 @dataclass
@@ -50,8 +53,8 @@ class JobCatalog:
     behind: str | None = None
 
     def covers(self, topic: str, partition: int, offset: int | None) -> bool:
-        """Whether the view surely holds every committed file of the topic-partition that
-        ``offset`` (``None``: the whole partition) needs: listed, or the head reaches past it."""
+        """Whether the view surely holds every committed file of the topic-partition up to
+        ``offset`` (``None``: the whole partition): listed, or the head reaches past it."""
         if self.behind is None:
             return True
         end = self.view.offsets.get(topic, {}).get(partition)
@@ -202,10 +205,15 @@ class CatalogSource:
         firsts = [view.first_offset(topic, partition) for _, view in self._views]
         return min((f for f in firsts if f is not None), default=None)
 
-    def refs(self, topic: str, partition: int, from_offset: int | None = None) -> list[ObjectRef]:
+    def refs(
+        self, topic: str, partition: int, from_offset: int | None = None, *, upto: int | None = None
+    ) -> list[ObjectRef]:
         """The topic-partition's value objects (with their keys/headers objects), by first
-        offset; with ``from_offset``, only those holding it or a later offset."""
-        self._caught_up(topic, partition, from_offset)
+        offset; with ``from_offset``, only those holding it or a later offset. ``upto``: the
+        last offset the caller needs (:data:`TO_THE_END`: every one; default ``from_offset``):
+        a head that may not reach it is caught up first."""
+        needed = from_offset if upto is None or from_offset is None else max(upto, from_offset)
+        self._caught_up(topic, partition, needed)
         refs: dict[str, ObjectRef] = {}
         for layout, view in self._views:
             files = view.files(topic, partition, from_offset=from_offset)

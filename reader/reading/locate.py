@@ -81,10 +81,12 @@ class ObjectLocator:
         self.strays: dict[str, None] = {}
 
     def locate(
-        self, topic: str, partition: int, from_offset: int | None
+        self, topic: str, partition: int, from_offset: int | None, *, upto: int | None = None
     ) -> tuple[list[ObjectRef], int | None]:
         """``(objects holding from_offset or later, first archived offset)``; every object
-        (kept for later calls) when ``from_offset`` is ``None``."""
+        (kept for later calls) when ``from_offset`` is ``None``. ``upto``: the last offset the
+        caller reads (``TO_THE_END``: all; default ``from_offset``), which a catalog head that
+        may be behind the manifests must reach (:mod:`blockgz.commits.head`)."""
         key = (topic, partition)
         if key in self.objects:
             refs = self.objects[key]
@@ -96,13 +98,13 @@ class ObjectLocator:
                 source = self.catalog_source()
             if source is None or not source.has(topic, partition):
                 if not refs and (self.relocate() or self.learn_layout()):
-                    return self.locate(topic, partition, from_offset)
+                    return self.locate(topic, partition, from_offset, upto=upto)
                 if not complete:  # more than a page and no catalog: every page
                     prefix = self.layout.partition_prefix(self.prefix, topic, partition)
                     refs = self.parse_listing(prefix, topic, partition)
                 self.objects[key] = refs
                 return refs, refs[0].start_offset if refs else None
-        found = source.refs(topic, partition, from_offset=from_offset)
+        found = source.refs(topic, partition, from_offset=from_offset, upto=upto)
         if from_offset is None:
             self.objects[key] = found
         return found, source.first_offset(topic, partition)

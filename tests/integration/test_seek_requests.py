@@ -113,6 +113,8 @@ def test_a_head_behind_the_manifests_is_caught_up_and_a_gap_after_it_is_refused(
     assert _seek(weed_proxy, url, options, 10, *NAMED) == THREE  # inside the head
     past = _seek(weed_proxy, url, options, 50, *NAMED)  # past it: the manifests after it
     assert past == {"ListObjects manifests": 1, "GetObject manifest": 1, **THREE}, past
+    with open_archive(url, {**options, "name": "job"}) as reader:  # to the end: through it
+        assert [r.offset for r in reader.seek("ev", 0, 35)] == list(range(35, RECORDS))
 
     store.delete(keys[1])  # a hole after a head that stops at the first batch
     write_head(log, CatalogHead(keys[0], tail=((keys[0], bodies[0]),)))

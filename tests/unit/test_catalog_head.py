@@ -80,3 +80,20 @@ def test_a_head_is_not_built_from_a_history_longer_than_the_limit(log, monkeypat
     log.store.delete(head_key(log))
     _write(log, 3)  # 4 manifests, no root: readers list them
     assert read_head(log) is None
+
+
+def test_a_head_that_missed_a_manifest_is_rebuilt_not_extended_with_a_hole(log, monkeypatch):
+    _write(log, 0)
+    with monkeypatch.context() as m:  # batch 1's head write fails (a process killed, a 503)
+        m.setattr(heads, "write_head", _fail)
+        _write(log, 1)
+    assert read_head(log).through == log.key(0)
+    _write(log, 2)
+    _same(log)  # batches 0, 1 and 2
+    log.write("batch-ab12", files=[], offsets={})  # a one-off batch write: no sequence
+    _write(log, 3)
+    _same(log)
+
+
+def _fail(*_: object) -> None:
+    raise OSError("no head this time")
