@@ -15,6 +15,13 @@ the head, or a head write that failed): a reader that needs what lies past it (a
 the head's end, a whole partition) lists the manifests after ``through``, as without a head.
 An archive without a head (written before heads existed) is read by listing, as before.
 
+Readers of :mod:`blockgz.reader.reading.catalog_source` use it two ways: told the job's name,
+they trust the head as the record of the manifests it names (3 requests for a cold seek; a
+manifest deleted after its head was written goes unnoticed there, its records still read from
+the head's copy: ``blockgz audit`` names the hole); not told, they also list the manifests
+after the head's root, so a manifest missing from the sequence stays a
+:class:`~blockgz.errors.MissingCommitError` and a newer one is read.
+
 >>> import tempfile
 >>> from blockgz.archive.layout import Layout
 >>> from blockgz.commits.manifests import Manifests
