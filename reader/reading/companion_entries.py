@@ -57,8 +57,8 @@ def companions_for(ref: ObjectRef, timestamps: bool) -> ObjectRef:
     ['timestamps.index.json']
     """
     has_file = any(c.role == "timestamps" for c in ref.companions)
-    if timestamps:
-        if has_file or not ref.has_index or ref.role != "value" or ref.indexes_itself:
+    if timestamps:  # a keys file is read as values where no value file is (keys-only tombstones)
+        if has_file or not ref.has_index or ref.role not in ("value", "keys") or ref.indexes_itself:
             return ref
         stand_in = ObjectRef(
             ref.index_key or ref.key, ref.topic, ref.partition, ref.start_offset, SIDECAR_STAMPS

@@ -137,17 +137,20 @@ class Companions:
         first: KafkaRecord | None = None,
         key_converter=None,
         sidecar: Any = None,
+        keys_only: bool = False,
     ) -> Companions:
         """The companions a value file at ``value_key`` needs (none: an empty set);
         an Avro keys file takes the schema of the ``first`` record's key. ``sidecar``: the
         value file's indexed upload (``OutputObject.sidecar_upload``), whose sidecar then
-        keeps the timestamps instead of a timestamps file."""
+        keeps the timestamps instead of a timestamps file; ``keys_only``: no value file is
+        written (tombstones kept as keys), so the keys file's sidecar keeps them, if it has
+        one."""
         decoded = None
         if first is not None and config.store_keys:
             decoded = (first, decode_key(key_converter, first))
         key_schema = decoded[1][0] if decoded is not None else None
         writers: dict[str, Any] = {}
-        in_sidecar = config.store_timestamps and sidecar is not None and STAMPS_IN_SIDECAR
+        in_sidecar = False
         roles = [
             (role, fmt)
             for role, fmt, wanted in (
@@ -155,9 +158,14 @@ class Companions:
                 (HEADERS, config.format_for(HEADERS), config.store_headers),
                 (TIMESTAMPS, config.format_for(TIMESTAMPS), config.store_timestamps),
             )
-            if wanted and not (role == TIMESTAMPS and in_sidecar)
+            if wanted
         ]
-        for role, fmt in roles:
+        for role, fmt in roles:  # the keys file first: its sidecar may keep the timestamps
+            if role == TIMESTAMPS and keys_only and sidecar is None:
+                sidecar = getattr(writers.get(KEYS), "sidecar_upload", None)
+            if role == TIMESTAMPS and sidecar is not None and STAMPS_IN_SIDECAR:
+                in_sidecar = True
+                continue
             extension = config.extension_of(fmt)
             key = (
                 timestamps_key(value_key, config.extension, extension)

@@ -324,6 +324,7 @@ class TopicPartitionWriter:
                     first=record,
                     key_converter=self.key_converter,
                     sidecar=getattr(writer, "sidecar_upload", None),
+                    keys_only=isinstance(writer, NoValueFile),
                 )
             except BaseException:
                 writer.abort()

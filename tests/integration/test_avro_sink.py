@@ -113,7 +113,7 @@ def test_avro_to_avro_every_codec_reads_back_with_fastavro(registry, topic, tmp_
         registry, tmp_path, **{"format.class": "avro", "avro.codec": codec, "flush.size": "10"}
     )
     written = write(options, records)
-    assert {f.role for f in written} == {"value", "timestamps"}  # timestamps kept by default
+    assert {f.role for f in written} == {"value"}  # timestamps kept by default, in the sidecars
     files = [f for f in written if f.role == "value"]
     assert [f.records for f in files] == [10, 10, 5]
     objects = avro_objects(tmp_path)
@@ -139,7 +139,7 @@ def test_same_records_give_the_same_bytes(registry, topic, tmp_path):
         write(avro_options(registry, tmp_path / run, **{"format.class": "avro"}), records)
     a = {p.relative_to(tmp_path / "a"): p.read_bytes() for p in (tmp_path / "a").rglob("*.*")}
     b = {p.relative_to(tmp_path / "b"): p.read_bytes() for p in (tmp_path / "b").rglob("*.*")}
-    assert a == b and len(a) == 4  # data and sidecar, the timestamps file and its sidecar
+    assert a == b and len(a) == 2  # data and sidecar (which keeps the record timestamps)
 
 
 def test_avro_to_json_as_confluents_json_format(registry, topic, tmp_path):

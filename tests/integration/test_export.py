@@ -114,9 +114,9 @@ def test_batches_resume_from_the_checkpoint_exactly_once(
     exported.assert_exactly_once(3, 60)
     data_keys = set(exported.objects)
     assert manifest_keys_of(store, prefix, job.sink) == exported.written
-    # a sidecar for each value object and for the hidden timestamps file beside it
-    assert len(exported.companions) == len(data_keys)
-    assert len(exported.indexes) == len(data_keys) + len(exported.companions)
+    # one sidecar for each value object, which keeps the record timestamps (issue 44)
+    assert len(exported.companions) == 0
+    assert len(exported.indexes) == len(data_keys)
     for key, docs in exported.objects.items():
         p, first_offset = re.search(r"\+(\d+)\+(\d{10})\.json\.gz$", key).groups()
         assert docs[0]["i"] == int(first_offset) and docs[0]["p"] == int(p)
@@ -139,9 +139,9 @@ def test_zstd_exports_are_zstd_files_read_back_by_offset(
     exported.assert_exactly_once(2, 25)
     assert all(key.endswith(".json.zst") for key in exported.objects)
     indexed = compression == "blockzstd"
-    assert len(exported.companions) == len(exported.objects)  # the hidden timestamps files
-    files = len(exported.objects) + len(exported.companions)
-    assert len(exported.indexes) == (files if indexed else 0)
+    # the record timestamps: in the sidecars when indexed, else a hidden file beside each object
+    assert len(exported.companions) == (0 if indexed else len(exported.objects))
+    assert len(exported.indexes) == (len(exported.objects) if indexed else 0)
     url = f"s3://{bucket}"
     with open_archive(url, {**s3_options(s3_server.endpoint_url), "scan.unindexed": "true"}) as a:
         got = [json.loads(r.value) for r in a.seek(topic, 1, 17, count=3)]
@@ -285,10 +285,11 @@ def test_every_format_compression_partitioner(
         offsets = [d["i"] for d in docs]
         assert offsets == sorted(offsets) and len(docs) <= 4
         assert name == f"{topic}+{partitions.pop()}+{offsets[0]:010d}{ext}"
-    # one hidden timestamps file beside each value object (kept by default), indexed as it is
-    assert len(exported.companions) == len(exported.objects)
-    indexed = len(exported.objects) + len(exported.companions)
-    assert len(exported.indexes) == (indexed if compression == "blockgzip" else 0)
+    # the record timestamps (kept by default): in each sidecar when indexed, else a hidden file
+    # beside each value object
+    indexed = compression == "blockgzip"
+    assert len(exported.companions) == (0 if indexed else len(exported.objects))
+    assert len(exported.indexes) == (len(exported.objects) if indexed else 0)
 
 
 # -- bad input ------------------------------------------------------------------------------

@@ -274,3 +274,21 @@ def test_blockgz_index_keeps_the_timestamps_of_the_sidecar_it_replaces(tmp_path)
     assert index.keeps_stamps and "object" not in json.loads(index.to_json())  # rebuilt
     stamps = [t for n in range(len(index.chunks)) for t in index.block_stamps(n)[0].tolist()]
     assert stamps == [r.timestamp_ms for r in recs[20:]]
+
+
+def test_keys_only_tombstones_keep_their_timestamps_in_the_keys_files_sidecar(tmp_path):
+    from blockgz.reader.reading.window_counts import Window
+    from blockgz.reader.restore.tombstones import kept_tombstones, tombstone_records
+
+    recs = records(0, 12, untimed=False)
+    for r in recs:
+        r.key, r.value = b"k%d" % r.offset, None if r.offset % 4 == 3 else r.value
+    export(tmp_path, recs, **{"store.kafka.keys": "true", "behavior.on.null.values": "write"})
+    names = sorted(p.name for p in tmp_path.joinpath("topics/t/tombstone").iterdir())
+    assert names == [".t+0+0000000003.keys.avro.index.json", "t+0+0000000003.keys.avro"]
+    with open_archive(str(tmp_path)) as archive:
+        kept = kept_tombstones(archive, "t", 0)
+        dead = list(tombstone_records(archive, kept.keys_only, Window()))
+    assert [(r.offset, r.key, r.timestamp) for r in dead] == [
+        (n, b"k%d" % n, T0 + 3 * n) for n in (3, 7, 11)
+    ]
