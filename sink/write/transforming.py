@@ -12,6 +12,11 @@ Connect (converter → transforms → the connector's ``put``).
   written the same way.
 * A router's topic is the topic of the objects, their keys and manifest entries; the offsets
   committed stay those of the topic-partition read.
+* A chain that compiles for the topic (:meth:`Chain.fused
+  <blockgz.sink.transforms.chain.Chain.fused>`) runs on schemaless map values without Connect
+  records: per record in :meth:`RecordTransformer.apply`, and over a whole batch of plain JSON
+  values in :meth:`RecordTransformer.transform_json_values` (the write task's batch path). Both
+  give the bytes the chain's records give; a value they cannot take goes through the chain.
 
 >>> from blockgz.sink.write.config import SinkSettings
 >>> cfg = SinkSettings.from_options({"path": "/tmp/x", "transforms": "r",
