@@ -45,8 +45,8 @@ The API (stable; the differential tests against the Java transforms call it):
 from __future__ import annotations
 
 from blockgz.sink.transforms.chain import Chain, build_chain, transform_classes
-from blockgz.sink.transforms.connect_json import from_connect_json, to_connect_json
-from blockgz.sink.transforms.record import Header, Record
+from blockgz.sink.transforms.connect.json_converter import from_connect_json, to_connect_json
+from blockgz.sink.transforms.connect.record import Header, Record
 
 __all__ = [
     "Chain",

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from blockgz.errors import BadRecordError
+from blockgz.sink.transforms.connect.record import Record, Rejected
 from blockgz.sink.transforms.debezium import TRANSFORMS as DEBEZIUM_TRANSFORMS
 from blockgz.sink.transforms.fields import TRANSFORMS as FIELD_TRANSFORMS
 from blockgz.sink.transforms.fused import FusedPlan
@@ -22,7 +23,6 @@ from blockgz.sink.transforms.headers import TRANSFORMS as HEADER_TRANSFORMS
 from blockgz.sink.transforms.misc import TRANSFORMS as MISC_TRANSFORMS
 from blockgz.sink.transforms.options import TransformOptions
 from blockgz.sink.transforms.predicates import PREDICATES, Predicate
-from blockgz.sink.transforms.record import Record, Rejected
 from blockgz.sink.transforms.routers import TRANSFORMS as ROUTER_TRANSFORMS
 from blockgz.sink.transforms.structure import TRANSFORMS as STRUCTURE_TRANSFORMS
 from blockgz.sink.transforms.timestamps import TRANSFORMS as TIMESTAMP_TRANSFORMS

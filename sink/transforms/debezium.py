@@ -14,7 +14,7 @@ schemaless values) passes unchanged, as in Debezium. Options:
   ``table``), ``add.fields.prefix`` (``__``), ``add.headers``, ``add.headers.prefix`` (``__``).
 
 >>> from blockgz.sink.transforms.options import TransformOptions
->>> from blockgz.sink.transforms.record import Record
+>>> from blockgz.sink.transforms.connect.record import Record
 >>> row = {"type": "struct", "optional": True, "name": "db.t.Value",
 ...        "fields": [{"field": "id", "type": "int32", "optional": False}]}
 >>> env = {"type": "struct", "name": "db.t.Envelope", "optional": False, "fields": [
@@ -30,8 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from blockgz.sink.transforms.options import TransformOptions
-from blockgz.sink.transforms.record import (
+from blockgz.sink.transforms.connect.record import (
     Header,
     Record,
     Rejected,
@@ -40,6 +39,7 @@ from blockgz.sink.transforms.record import (
     find_field,
     is_struct,
 )
+from blockgz.sink.transforms.options import TransformOptions
 
 MODES = ("drop", "tombstone", "rewrite", "rewrite-with-tombstone", "delete-to-tombstone")
 #: Options of Debezium 1.x/2.x, replaced by ``delete.tombstone.handling.mode``.

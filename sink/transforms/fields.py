@@ -2,7 +2,7 @@
 ``HoistField``, ``ValueToKey`` (each ``$Key``/``$Value`` where Connect has both).
 
 >>> from blockgz.sink.transforms.options import TransformOptions
->>> from blockgz.sink.transforms.record import Record
+>>> from blockgz.sink.transforms.connect.record import Record
 >>> t = TRANSFORMS["ReplaceField$Value"](TransformOptions("t", {"renames": "a:b"}))
 >>> t(Record("t", 0, None, None, {"a": 1, "c": 2}, None, None)).value
 {'b': 1, 'c': 2}
@@ -17,9 +17,7 @@ from typing import Any
 
 import orjson
 
-from blockgz.sink.transforms.fused import dump_all, split_list
-from blockgz.sink.transforms.options import TransformOptions
-from blockgz.sink.transforms.record import (
+from blockgz.sink.transforms.connect.record import (
     VALUE,
     Record,
     Rejected,
@@ -32,6 +30,8 @@ from blockgz.sink.transforms.record import (
     require_struct,
     sided,
 )
+from blockgz.sink.transforms.fused import dump_all, split_list
+from blockgz.sink.transforms.options import TransformOptions
 
 TIMESTAMP_SCHEMA = {
     "type": "int64",

@@ -6,7 +6,7 @@ transform such as ``InsertField$Value`` or ``ReplaceField$Value`` does the same 
 schemaless map. :meth:`Chain.fused <blockgz.sink.transforms.chain.Chain.fused>` works that out
 once per topic and returns a :class:`FusedPlan`: the topic the records end in and the value
 kernels to run, in order. The write path then runs the kernels on each parsed value in a tight
-loop, with no :class:`~blockgz.sink.transforms.record.Record` per record.
+loop, with no :class:`~blockgz.sink.transforms.connect.record.Record` per record.
 
 A chain fuses when each of its steps, for the topic, is
 
@@ -23,8 +23,8 @@ then every record goes through :meth:`~blockgz.sink.transforms.chain.Chain.apply
 A kernel is ``kernel(value, partition, offset, timestamp) -> value``: it takes a schemaless,
 non-null value that it may change in place (the caller owns it: freshly parsed, or a copy) and
 returns the transformed value, as a new object or the same one changed. It raises
-:class:`~blockgz.sink.transforms.record.Rejected` where the transform would reject the record;
-a caller then runs the record through the chain, which names the transform in its error.
+:class:`~blockgz.sink.transforms.connect.record.Rejected` where the transform would reject
+the record; a caller then runs the record through the chain, which names the transform in its error.
 A kernel that reads neither the offset nor the timestamp says so with ``reads_record = False``
 (its caller may then pass ``None`` for both).
 

@@ -1,7 +1,7 @@
 """Connect's header transforms: ``InsertHeader``, ``DropHeaders``, ``HeaderFrom$Key/$Value``.
 
 >>> from blockgz.sink.transforms.options import TransformOptions
->>> from blockgz.sink.transforms.record import Record
+>>> from blockgz.sink.transforms.connect.record import Record
 >>> t = TRANSFORMS["InsertHeader"](TransformOptions("t", {"header": "h", "value.literal": "42"}))
 >>> t(Record("t", 0, None, None, 1, None, None)).headers
 (Header(key='h', value=42, schema={'type': 'int8', 'optional': False}),)
@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from blockgz.sink.transforms.options import TransformOptions
-from blockgz.sink.transforms.record import (
+from blockgz.sink.transforms.connect.record import (
     Header,
     Record,
     Rejected,
@@ -24,7 +23,8 @@ from blockgz.sink.transforms.record import (
     require_struct,
     sided,
 )
-from blockgz.sink.transforms.values_parse import parse_string
+from blockgz.sink.transforms.connect.values_parse import parse_string
+from blockgz.sink.transforms.options import TransformOptions
 
 
 def insert_header(opts: TransformOptions) -> Any:

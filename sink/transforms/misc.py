@@ -2,7 +2,7 @@
 ``SetSchemaMetadata`` (``schema.name``, ``schema.version`` of the key or value schema).
 
 >>> from blockgz.sink.transforms.options import TransformOptions
->>> from blockgz.sink.transforms.record import Record
+>>> from blockgz.sink.transforms.connect.record import Record
 >>> TRANSFORMS["Filter"](TransformOptions("t", {}))(Record("t", 0, None, None, 1, None, None))
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from blockgz.sink.transforms.connect.record import Record, Rejected, Side, sided
 from blockgz.sink.transforms.options import TransformOptions
-from blockgz.sink.transforms.record import Record, Rejected, Side, sided
 
 
 def filter_all(opts: TransformOptions) -> Any:

@@ -1,6 +1,6 @@
 """Connect's predicates: ``TopicNameMatches``, ``HasHeaderKey``, ``RecordIsTombstone``.
 
->>> from blockgz.sink.transforms.record import Record
+>>> from blockgz.sink.transforms.connect.record import Record
 >>> p = topic_name_matches(TransformOptions("predicates.p", {"pattern": "a.*"}))
 >>> p(Record("abc", 0, None, None, 1, None, None)), p(Record("xabc", 0, None, None, 1, None, None))
 (True, False)
@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from blockgz.sink.transforms.connect.record import Record
 from blockgz.sink.transforms.options import TransformOptions
-from blockgz.sink.transforms.record import Record
 
 #: A predicate: whether a record matches.
 Predicate = Callable[[Record], bool]

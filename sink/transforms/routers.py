@@ -1,7 +1,7 @@
 """Connect's routers: ``RegexRouter`` and ``TimestampRouter`` change the record's topic.
 
 >>> from blockgz.sink.transforms.options import TransformOptions
->>> from blockgz.sink.transforms.record import Record
+>>> from blockgz.sink.transforms.connect.record import Record
 >>> r = TRANSFORMS["TimestampRouter"](TransformOptions("t", {}))
 >>> r(Record("t", 0, None, None, 1, None, 1_700_000_000_000)).topic
 't-20231114'
@@ -12,9 +12,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from blockgz.sink.transforms.javadate import JavaDateFormat
+from blockgz.sink.transforms.connect.javadate import JavaDateFormat
+from blockgz.sink.transforms.connect.record import Record, Rejected
 from blockgz.sink.transforms.options import TransformOptions
-from blockgz.sink.transforms.record import Record, Rejected
 
 
 def java_replacement(text: str) -> str:

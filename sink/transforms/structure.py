@@ -1,7 +1,7 @@
 """Connect's structure transforms: ``Flatten`` and ``Cast`` (``$Key``/``$Value``).
 
 >>> from blockgz.sink.transforms.options import TransformOptions
->>> from blockgz.sink.transforms.record import Record
+>>> from blockgz.sink.transforms.connect.record import Record
 >>> flat = TRANSFORMS["Flatten$Value"](TransformOptions("t", {"delimiter": "_"}))
 >>> flat(Record("t", 0, None, None, {"a": {"b": 1}, "c": [1]}, None, None)).value
 {'a_b': 1, 'c': [1]}
@@ -19,8 +19,7 @@ import struct
 from decimal import Decimal
 from typing import Any
 
-from blockgz.sink.transforms.options import TransformOptions
-from blockgz.sink.transforms.record import (
+from blockgz.sink.transforms.connect.record import (
     Record,
     Rejected,
     Side,
@@ -31,6 +30,7 @@ from blockgz.sink.transforms.record import (
     require_struct,
     sided,
 )
+from blockgz.sink.transforms.options import TransformOptions
 
 
 def flatten(opts: TransformOptions, side: Side) -> Any:

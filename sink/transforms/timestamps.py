@@ -6,7 +6,7 @@ With a schema, ``Timestamp``/``Time`` values are epoch milliseconds and ``Date``
 (Connect's JSON payloads); schemaless, they are UTC :class:`datetime.datetime` objects.
 
 >>> from blockgz.sink.transforms.options import TransformOptions
->>> from blockgz.sink.transforms.record import Record
+>>> from blockgz.sink.transforms.connect.record import Record
 >>> t = TRANSFORMS["TimestampConverter$Value"](TransformOptions("t", {
 ...     "field": "at", "target.type": "string", "format": "yyyy-MM-dd"}))
 >>> t(Record("t", 0, None, None, {"at": 86_400_000}, None, None)).value
@@ -18,9 +18,8 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from blockgz.sink.transforms.javadate import JavaDateFormat
-from blockgz.sink.transforms.options import TransformOptions
-from blockgz.sink.transforms.record import (
+from blockgz.sink.transforms.connect.javadate import JavaDateFormat
+from blockgz.sink.transforms.connect.record import (
     Record,
     Rejected,
     Side,
@@ -30,6 +29,7 @@ from blockgz.sink.transforms.record import (
     require_struct,
     sided,
 )
+from blockgz.sink.transforms.options import TransformOptions
 
 TARGETS = ("string", "unix", "Date", "Time", "Timestamp")
 PRECISIONS = {"seconds": 1, "milliseconds": 1_000, "microseconds": 1_000_000, "nanoseconds": 10**9}

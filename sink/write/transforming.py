@@ -39,7 +39,7 @@ import orjson
 from blockgz.errors import BadRecordError
 from blockgz.sink.records import KafkaRecord
 from blockgz.sink.transforms import Chain, Header, Record, build_chain
-from blockgz.sink.transforms.avro_bridge import avro_value, connect_schema, connect_value
+from blockgz.sink.transforms.connect.avro_bridge import avro_value, connect_schema, connect_value
 from blockgz.sink.transforms.fused import FusedPlan, run_all
 
 #: Values parsed and serialised at a time by :meth:`RecordTransformer.transform_json_values`

@@ -26,7 +26,7 @@ import orjson
 
 from blockgz.sink.convert.connect_json import avro_datum_from_connect, avro_schema_from_connect
 from blockgz.sink.convert.schemas import ValueSchema
-from blockgz.sink.transforms.connect_json import to_connect_json
+from blockgz.sink.transforms.connect.json_converter import to_connect_json
 
 _PRIMITIVES = {
     "int": "int32",

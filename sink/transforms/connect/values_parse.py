@@ -23,7 +23,7 @@ import struct
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from blockgz.sink.transforms.javadate import from_julian_fields
+from blockgz.sink.transforms.connect.javadate import from_julian_fields
 
 _DELIMITERS = ':,{}[]"'
 _JAVA_SPACE = "".join(chr(i) for i in range(33))  # String.trim() strips chars <= ' '
