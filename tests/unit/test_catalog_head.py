@@ -97,3 +97,18 @@ def test_a_head_that_missed_a_manifest_is_rebuilt_not_extended_with_a_hole(log, 
 
 def _fail(*_: object) -> None:
     raise OSError("no head this time")
+
+
+@pytest.mark.parametrize("options", [{}, {"name": "job"}], ids=["every job", "named"])
+def test_a_corrupt_head_is_passed_over_for_the_listing(tmp_path, options, caplog):
+    from blockgz.reader import open_archive
+    from testkit.archives import export_batches, input_records
+
+    records = [r for r in input_records(40, partitions=1)]
+    config = export_batches(str(tmp_path), records, "default", batches=3, every=100)
+    log = config.manifest_log()
+    log.store.put(head_key(log), b"{not json")
+    with open_archive(str(tmp_path), options) as reader:
+        got = [(r.offset, r.value) for r in reader.seek("ev", 0, records[10].offset)]
+    assert got == [(r.offset, r.value) for r in records[10:]]
+    assert "catalog head of job not used" in caplog.text
