@@ -39,9 +39,9 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from blockgz.archive.versions import check_major
@@ -49,6 +49,7 @@ from blockgz.errors import BlockGzError, CorruptManifestError, ObjectNotFoundErr
 
 if TYPE_CHECKING:
     from blockgz.commits.manifests import Manifest, Manifests
+    from blockgz.store.base import ObjectInfo
 
 log = logging.getLogger("blockgz.catalog")
 
@@ -74,6 +75,9 @@ class CatalogHead:
     tail: tuple[tuple[str, bytes | None], ...] = ()
     #: The newest manifest key the root folded (``""``: no root).
     root_through: str = ""
+    #: Each tail manifest's size as written, so a reader that lists them can tell a manifest
+    #: rewritten since (another size) and read it rather than the head's copy.
+    sizes: Mapping[str, int] = field(default_factory=dict)
 
     @property
     def tail_keys(self) -> list[str]:
@@ -94,6 +98,8 @@ class CatalogHead:
             size = 0
         for key, body in self.tail:
             entry: dict[str, Any] = {"key": key}
+            if key in self.sizes:
+                entry["size"] = self.sizes[key]
             if body is not None and size + len(body) <= INLINE_BYTES:
                 entry["manifest"] = json.loads(body)
                 size += len(body)
@@ -116,17 +122,27 @@ class CatalogHead:
                     (str(e["key"]), None if "manifest" not in e else _compact(e["manifest"]))
                     for e in doc["tail"]
                 ),
+                sizes={str(e["key"]): int(e["size"]) for e in doc["tail"] if "size" in e},
             )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise CorruptManifestError(f"{source}: not a blockgz catalog head ({exc})") from exc
 
-    def manifests(self, manifests: Manifests, keys: list[str] | None = None) -> list[Manifest]:
-        """The tail's manifests (or those of ``keys``): those inline parsed, the others read
-        (in parallel)."""
+    def manifests(
+        self, manifests: Manifests, listed: Sequence[ObjectInfo] | None = None
+    ) -> list[Manifest]:
+        """The tail's manifests (or the ``listed`` ones): those inline parsed, the others read
+        (in parallel); a listed manifest whose size is not the one the head recorded was
+        rewritten since, and is read."""
         from blockgz.commits.manifests import Manifest
 
         inline = dict(self.tail)
-        entries = list(self.tail) if keys is None else [(k, inline.get(k)) for k in keys]
+        if listed is None:
+            entries = list(self.tail)
+        else:
+            entries = [
+                (i.key, inline.get(i.key) if self.sizes.get(i.key) == i.size else None)
+                for i in listed
+            ]
 
         def one(entry: tuple[str, bytes | None]) -> Manifest:
             key, body = entry
@@ -152,6 +168,7 @@ class CatalogHead:
             self.root_json,
             tuple(sorted(tail.items())),
             self.root_through,
+            {**self.sizes, key: len(body)},
         )
 
 
@@ -234,7 +251,8 @@ def _built(manifests: Manifests) -> CatalogHead | None:
     with ThreadPoolExecutor(_READ_THREADS) as pool:
         bodies = list(pool.map(manifests.store.get, listed))
     tail = tuple(zip(listed, bodies, strict=True))
-    return CatalogHead(listed[-1] if listed else through, root_key, root_json, tail, through)
+    sizes = {key: len(body) for key, body in tail}
+    return CatalogHead(listed[-1] if listed else through, root_key, root_json, tail, through, sizes)
 
 
 def _compact(doc: Mapping[str, Any]) -> bytes:

@@ -131,9 +131,8 @@ def _head_view(catalog: Catalog, *, listed: bool) -> tuple[CatalogView | None, s
             check_sequence(head.tail_keys, m, after=head.root_through)
             return CatalogView(catalog, root, head.manifests(m)), head.through
         after = m.listed(after=head.root_through)
-        keys = [info.key for info in after]
-        check_sequence(keys, m, after=head.root_through)  # a deleted manifest
-        return CatalogView(catalog, root, head.manifests(m, keys), after), None
+        check_sequence([info.key for info in after], m, after=head.root_through)  # one deleted
+        return CatalogView(catalog, root, head.manifests(m, after), after), None
     except (ObjectNotFoundError, CorruptManifestError) as exc:
         log.warning("catalog head of %s not used (%s); listing its manifests instead", m.name, exc)
         return None, None

@@ -112,3 +112,15 @@ def test_a_corrupt_head_is_passed_over_for_the_listing(tmp_path, options, caplog
         got = [(r.offset, r.value) for r in reader.seek("ev", 0, records[10].offset)]
     assert got == [(r.offset, r.value) for r in records[10:]]
     assert "catalog head of job not used" in caplog.text
+
+
+def test_a_manifest_rewritten_since_the_head_is_read_by_a_reader_that_lists(log):
+    from blockgz.commits.manifests import Manifest
+
+    for batch in range(2):
+        _write(log, batch)
+    fewer = Manifest("job", "", "1", {"t": {0: 20}}, (), layout=Layout().to_dict())
+    log.store.put(log.key(1), fewer.to_json())  # rewritten behind the head's back
+    head, listed = read_head(log), log.listed()
+    assert [len(m.files) for m in head.manifests(log, listed)] == [1, 0]  # the store's bytes
+    assert [len(m.files) for m in head.manifests(log)] == [1, 1]  # the head's own copy
