@@ -24,9 +24,9 @@ after the head's root, so a manifest missing from the sequence stays a
 
 >>> import tempfile
 >>> from blockgz.archive.layout import Layout
->>> from blockgz.commits.manifests import Manifests
+>>> from blockgz.commits.manifest_log import ManifestLog
 >>> from blockgz.store import LocalStore
->>> log = Manifests(LocalStore(tempfile.mkdtemp()), "", Layout(), "job")
+>>> log = ManifestLog(LocalStore(tempfile.mkdtemp()), "", Layout(), "job")
 >>> _ = log.write(0, files=[], offsets={"t": {0: 5}})
 >>> _ = log.write(1, files=[], offsets={"t": {0: 9}})
 >>> head = read_head(log)
@@ -236,10 +236,9 @@ def _follows(manifests: Manifests, head: CatalogHead, key: str) -> bool:
 def _built(manifests: Manifests) -> CatalogHead | None:
     """A head of what is committed now, built from the catalog (the first write of a job, or
     of a job written before heads existed); ``None`` past :data:`BUILD_LIMIT` manifests."""
-    from blockgz.commits.catalog import Catalog
-
-    catalog = Catalog(manifests)
-    keys = catalog.root_keys()
+    layout = manifests.layout
+    roots = manifests.store.list(layout.catalog_roots_prefix(manifests.prefix, manifests.name))
+    keys = sorted(info.key for info in roots if layout.is_catalog_root(info.key))
     root_key = keys[-1] if keys else ""
     root_json = gzip.decompress(manifests.store.get(root_key)) if root_key else None
     through = str(json.loads(root_json)["through"]) if root_json else ""

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from blockgz.archive.layout import Layout
 from blockgz.archive.partition_offsets import EARLIEST, Offsets
 from blockgz.commits.catalog import Catalog
+from blockgz.commits.head import add_to_head
 from blockgz.commits.manifests import JOB_NAME_OPTIONS, Manifests
 from blockgz.commits.recovery import remove_uncommitted
 from blockgz.options import Options
@@ -45,6 +46,11 @@ class ManifestLog(Manifests):
             JOB_NAME_OPTIONS.read(options, "name"),
             epoch=JOB_NAME_OPTIONS.read(options, "blockgz.epoch"),
         )
+
+    def committed(self, key: str, body: bytes) -> None:
+        """After each manifest: the catalog head with it (what a reader GETs instead of
+        listing; :func:`blockgz.commits.head.add_to_head`)."""
+        add_to_head(self, key, body)
 
     def committed_offsets(self) -> Offsets:
         """Per topic-partition, the next offset after everything any manifest committed

@@ -34,7 +34,6 @@ from dataclasses import KW_ONLY, dataclass, field
 from blockgz.archive.layout import DEFAULT_MANIFEST_DIR, Layout
 from blockgz.archive.partition_offsets import Offsets, merge_offsets, offsets_doc
 from blockgz.archive.versions import check_major
-from blockgz.commits.head import add_to_head
 from blockgz.errors import CorruptManifestError, ObjectNotFoundError
 from blockgz.option_defs import OptionDef, OptionSet
 from blockgz.options import Options
@@ -208,8 +207,12 @@ class Manifests:
         key = self.key(batch_id)
         body = manifest.to_json()
         self.store.put(key, body)
-        add_to_head(self, key, body)  # after the commit: what a reader GETs instead of listing
+        self.committed(key, body)
         return key
+
+    def committed(self, key: str, body: bytes) -> None:
+        """Called after the manifest ``key`` was written; :class:`~blockgz.commits.manifest_log.
+        ManifestLog` (what an export and a repair write through) keeps the catalog head."""
 
     # -- reading ------------------------------------------------------------------------------
     def keys(self, *, after: str = "") -> list[str]:

@@ -27,6 +27,7 @@ from blockgz.archive.object_ref import ObjectRef
 from blockgz.blocks.checksum import block_crc32
 from blockgz.blocks.index import BlockIndex
 from blockgz.commits.catalog import Catalog
+from blockgz.commits.manifest_log import ManifestLog
 from blockgz.commits.manifests import Manifests
 from blockgz.errors import BlockGzError
 from blockgz.reader.audit.findings import AuditReport
@@ -183,5 +184,5 @@ class Recommit:
         for f in files:
             parts = offsets.setdefault(f.topic, {})
             parts[f.partition] = max(parts.get(f.partition, 0), f.last_offset + 1)
-        log = Manifests(m.store, m.prefix, m.layout, m.name, epoch=epoch)
+        log = ManifestLog(m.store, m.prefix, m.layout, m.name, epoch=epoch)
         log.write(batch, files=files, offsets=offsets)

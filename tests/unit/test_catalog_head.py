@@ -9,7 +9,7 @@ from blockgz.archive.layout import Layout
 from blockgz.commits import head as heads
 from blockgz.commits.catalog import Catalog
 from blockgz.commits.head import head_key, read_head
-from blockgz.commits.manifests import Manifests
+from blockgz.commits.manifest_log import ManifestLog
 from blockgz.store import LocalStore
 from blockgz.written.files import WrittenFile
 
@@ -21,15 +21,15 @@ def _file(batch: int, records: int = 10) -> WrittenFile:
 
 
 @pytest.fixture
-def log(tmp_path) -> Manifests:
-    return Manifests(LocalStore(tmp_path), "", Layout(), "job")
+def log(tmp_path) -> ManifestLog:
+    return ManifestLog(LocalStore(tmp_path), "", Layout(), "job")
 
 
-def _write(log: Manifests, batch: int) -> str:
+def _write(log: ManifestLog, batch: int) -> str:
     return log.write(batch, files=[_file(batch)], offsets={"t": {0: batch * 10 + 10}})
 
 
-def _same(log: Manifests) -> None:
+def _same(log: ManifestLog) -> None:
     """The head's root and manifests say what the catalog view (by listing) says."""
     head, view = read_head(log), Catalog(log).view()
     assert head is not None and head.through == log.keys()[-1]

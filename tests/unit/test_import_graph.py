@@ -167,7 +167,7 @@ def test_the_cycle_check_sees_a_cycle_held_apart_by_a_function_level_import(tmp_
         (
             "blockgz.commits",
             [
-                "cluster_snapshots", "manifests", "intents", "catalog", "manifest_sequence",
+                "cluster_snapshots", "manifests", "intents", "head", "catalog", "manifest_sequence",
                 "recovery", "manifest_log", "writer_lease",
             ],
         ),
