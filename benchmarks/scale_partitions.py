@@ -1,0 +1,375 @@
+"""One export over many partitions (issue #44, "Thousands of partitions"): what grows with N.
+
+For each N (``--partitions 100,1000,10000``) this makes N/100 topics of 100 partitions on a
+loopback Apache Kafka 4 (the tests' :class:`ApacheKafka`), ``RECORDS`` records per partition,
+and runs ``blockgz export --once`` of them into SeaweedFS (the tests' :class:`SeaweedS3`) as a
+subprocess, sampling its process tree with psutil. It reports:
+
+* batch planning per batch: Spark's ``latestOffset`` + ``queryPlanning`` + ``getBatch`` from the
+  export's ``batch`` events (``blockgz.log.format=json``), and the batch's whole time;
+* peak RSS of the Python driver, the driver JVM and the Python workers (local mode: executors
+  live in the driver JVM);
+* the bytes of the job's manifests and of its catalog under ``_blockgz/<job>/``;
+* the snapshot's time (the ``snapshot`` event);
+* the wall time of ``blockgz status`` and ``blockgz audit`` of the job's config afterwards.
+
+Run: ``.venv/bin/python -m benchmarks.scale_partitions --partitions 100,1000``. Not a test:
+``make test`` never runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from blockgz.local_servers import fake_aws_env
+from blockgz.local_servers.apache_kafka import ApacheKafka
+from blockgz.local_servers.seaweed import SeaweedS3
+from blockgz.store import open_store
+from testkit.s3 import s3_options
+
+BLOCKGZ = str(Path(sys.executable).with_name("blockgz"))
+PER_TOPIC = 100
+RECORDS = 3
+CREATE_CHUNK = 20  # topics per CreateTopics request
+PLANNING = ("latestOffset", "queryPlanning", "getBatch")
+MiB = 1024 * 1024
+
+
+@dataclass
+class Peaks:
+    """Peak RSS (bytes) per role in the export's process tree, sampled every 0.2 s."""
+
+    driver_python: int = 0
+    driver_jvm: int = 0
+    workers: int = 0
+    tree: int = 0
+    worker_count: int = 0
+
+
+@dataclass
+class Result:
+    """What one N measured."""
+
+    partitions: int
+    setup_s: float = 0.0
+    export_s: float = 0.0
+    exit_code: int = 0
+    batches: list[dict[str, int]] = field(default_factory=list)
+    snapshot_ms: list[int] = field(default_factory=list)
+    peaks: Peaks = field(default_factory=Peaks)
+    manifest_bytes: int = 0
+    manifests: int = 0
+    catalog_bytes: int = 0
+    catalog_objects: int = 0
+    status_s: float = 0.0
+    status_code: int = 0
+    audit_s: float = 0.0
+    audit_code: int = 0
+
+
+def make_topics(kafka: ApacheKafka, prefix: str, partitions: int) -> list[str]:
+    """``partitions / PER_TOPIC`` topics created in chunks, each with ``RECORDS`` records per
+    partition; waits until every partition's high watermark says so."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import NewTopic
+
+    count = max(1, partitions // PER_TOPIC)
+    topics = [f"{prefix}-{n:04d}" for n in range(count)]
+    admin = kafka.admin()
+    for start in range(0, count, CREATE_CHUNK):
+        chunk = topics[start : start + CREATE_CHUNK]
+        futures = admin.create_topics(
+            [NewTopic(t, PER_TOPIC, 1) for t in chunk], request_timeout=120
+        )
+        for future in futures.values():
+            future.result(timeout=120)
+    _wait_led(kafka, topics)
+    producer = Producer(kafka.client_config({"linger.ms": 20}))
+    for topic in topics:
+        for partition in range(PER_TOPIC):
+            for i in range(RECORDS):
+                value = b'{"p":%d,"i":%d}' % (partition, i)
+                _produce(producer, topic, value, partition)
+    if producer.flush(300):
+        raise TimeoutError("records left undelivered")
+    return topics
+
+
+def _produce(producer: Any, topic: str, value: bytes, partition: int) -> None:
+    """One record, polling while librdkafka's queue is full."""
+    while True:
+        try:
+            producer.produce(topic, value, partition=partition)
+            return
+        except BufferError:
+            producer.poll(0.1)
+
+
+def _wait_led(kafka: ApacheKafka, topics: list[str], timeout_s: float = 600.0) -> None:
+    """Until every partition of ``topics`` has a leader in fresh metadata."""
+    deadline = time.monotonic() + timeout_s
+    wanted = set(topics)
+    while True:
+        metadata = kafka.admin().list_topics(timeout=60)
+        led = sum(
+            1
+            for name in wanted
+            if (meta := metadata.topics.get(name)) is not None
+            and meta.error is None
+            and len(meta.partitions) == PER_TOPIC
+            and all(p.leader >= 0 and p.error is None for p in meta.partitions.values())
+        )
+        if led == len(wanted):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{led}/{len(wanted)} topics led after {timeout_s:.0f} s")
+        time.sleep(0.5)  # polling the broker's metadata with a deadline
+
+
+def _role(proc: psutil.Process) -> str:
+    """``jvm``, ``worker`` or ``python`` for a process of the export's tree."""
+    try:
+        cmd = " ".join(proc.cmdline())
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return "gone"
+    if "java" in proc.name() or "/java" in cmd:
+        return "jvm"
+    if "pyspark.daemon" in cmd or "pyspark.worker" in cmd or "pyspark/daemon" in cmd:
+        return "worker"
+    return "python"
+
+
+def sample_tree(pid: int, peaks: Peaks, stop: threading.Event) -> None:
+    """Record the peak RSS per role of ``pid``'s tree until ``stop``."""
+    try:
+        root = psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return
+    while not stop.is_set():
+        sums = {"jvm": 0, "worker": 0, "python": 0}
+        workers = 0
+        try:
+            procs = [root, *root.children(recursive=True)]
+        except psutil.NoSuchProcess:
+            return
+        for proc in procs:
+            try:
+                rss = proc.memory_info().rss
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                continue
+            role = "python" if proc.pid == pid else _role(proc)
+            if role in sums:
+                sums[role] += rss
+                workers += role == "worker"
+        peaks.driver_python = max(peaks.driver_python, sums["python"])
+        peaks.driver_jvm = max(peaks.driver_jvm, sums["jvm"])
+        peaks.workers = max(peaks.workers, sums["worker"])
+        peaks.tree = max(peaks.tree, sum(sums.values()))
+        peaks.worker_count = max(peaks.worker_count, workers)
+        stop.wait(0.2)
+
+
+def job_options(kafka: ApacheKafka, s3: SeaweedS3, bucket: str, prefix: str) -> dict[str, str]:
+    """The export's config: every topic of this N by regex, JSON log lines."""
+    return {
+        "name": "scale",
+        "topics.regex": f"{prefix}-.*",
+        "kafka.bootstrap.servers": kafka.bootstrap_servers,
+        "s3.bucket.name": bucket,
+        **s3_options(s3.endpoint_url),
+        "blockgz.log.format": "json",
+    }
+
+
+def run_export(workdir: Path, result: Result) -> list[str]:
+    """``blockgz export --once`` with its tree sampled; returns its output lines."""
+    config = workdir / "job.properties"
+    started = time.monotonic()
+    with (workdir / "out.log").open("w") as out:
+        proc = subprocess.Popen(
+            [BLOCKGZ, "export", str(config), "--once", "--checkpoint", str(workdir / "ckpt")],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            env={**os.environ, **fake_aws_env()},
+        )
+        stop = threading.Event()
+        sampler = threading.Thread(target=sample_tree, args=(proc.pid, result.peaks, stop))
+        sampler.start()
+        try:
+            result.exit_code = proc.wait(timeout=3600)
+        finally:
+            stop.set()
+            sampler.join()
+    result.export_s = time.monotonic() - started
+    lines = (workdir / "out.log").read_text().splitlines()
+    for path in workdir.rglob("*.log"):
+        if path.name != "out.log":
+            lines += path.read_text(errors="replace").splitlines()
+    return lines
+
+
+def parse_events(lines: list[str], result: Result) -> None:
+    """The ``batch`` and ``snapshot`` events of the export's JSON log lines."""
+    seen: set[int] = set()
+    for line in lines:
+        start = line.find("{")
+        if start < 0:
+            continue
+        try:
+            record = json.loads(line[start:])
+        except ValueError:
+            continue
+        event = record.get("event") if isinstance(record, dict) else None
+        if not isinstance(event, dict):
+            continue
+        if event.get("kind") == "batch" and event.get("batch") not in seen:
+            seen.add(event["batch"])
+            result.batches.append(dict(event.get("duration_ms") or {}))
+        elif event.get("kind") == "snapshot":
+            result.snapshot_ms.append(int(event.get("ms", 0)))
+
+
+def measure_store(s3: SeaweedS3, bucket: str, result: Result) -> None:
+    """Bytes of the job's manifests and catalog objects."""
+    store, _ = open_store(f"s3://{bucket}", s3_options(s3.endpoint_url))
+    for info in store.list("_blockgz/"):
+        if "/manifests/" in info.key:
+            result.manifest_bytes += info.size
+            result.manifests += 1
+        elif "catalog" in info.key:
+            result.catalog_bytes += info.size
+            result.catalog_objects += 1
+
+
+def timed_cli(workdir: Path, *args: str) -> tuple[float, int]:
+    """Wall time and exit code of ``blockgz <args> job.properties``."""
+    started = time.monotonic()
+    proc = subprocess.run(
+        [BLOCKGZ, *args, str(workdir / "job.properties")],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        cwd=workdir,
+        env={**os.environ, **fake_aws_env()},
+    )
+    (workdir / f"{args[0]}.out").write_text(proc.stdout + proc.stderr)
+    return time.monotonic() - started, proc.returncode
+
+
+def measure(kafka: ApacheKafka, s3: SeaweedS3, partitions: int, root: Path) -> Result:
+    """Topics, export, store sizes, status and audit for one N."""
+    result = Result(partitions)
+    run = uuid.uuid4().hex[:6]
+    prefix, bucket = f"scale{partitions}-{run}", f"scale{partitions}-{run}"
+    workdir = root / str(partitions)
+    workdir.mkdir(parents=True)
+    started = time.monotonic()
+    make_topics(kafka, prefix, partitions)
+    s3.client().create_bucket(Bucket=bucket)
+    result.setup_s = time.monotonic() - started
+    options = job_options(kafka, s3, bucket, prefix)
+    (workdir / "job.properties").write_text("".join(f"{k}={v}\n" for k, v in options.items()))
+    parse_events(run_export(workdir, result), result)
+    measure_store(s3, bucket, result)
+    result.status_s, result.status_code = timed_cli(workdir, "status")
+    result.audit_s, result.audit_code = timed_cli(workdir, "audit")
+    return result
+
+
+def planning_ms(durations: dict[str, int]) -> int:
+    """A batch's planning: Spark's ``latestOffset`` + ``queryPlanning`` + ``getBatch``."""
+    return sum(int(durations.get(name, 0)) for name in PLANNING)
+
+
+def row(result: Result) -> dict[str, Any]:
+    """The table's numbers for one N."""
+    data = [b for b in result.batches if b.get("addBatch")] or result.batches
+    plans = [planning_ms(b) for b in data]
+    return {
+        "partitions": result.partitions,
+        "batches": len(result.batches),
+        "planning_ms_max": max(plans, default=0),
+        "latestOffset_ms": max((b.get("latestOffset", 0) for b in data), default=0),
+        "trigger_ms_max": max((b.get("triggerExecution", 0) for b in data), default=0),
+        "addBatch_ms_max": max((b.get("addBatch", 0) for b in data), default=0),
+        "python_mib": result.peaks.driver_python / MiB,
+        "jvm_mib": result.peaks.driver_jvm / MiB,
+        "workers_mib": result.peaks.workers / MiB,
+        "tree_mib": result.peaks.tree / MiB,
+        "manifest_kib": result.manifest_bytes / 1024,
+        "manifests": result.manifests,
+        "catalog_kib": result.catalog_bytes / 1024,
+        "snapshot_ms": max(result.snapshot_ms, default=-1),
+        "export_s": result.export_s,
+        "status_s": result.status_s,
+        "audit_s": result.audit_s,
+        "codes": f"{result.exit_code}/{result.status_code}/{result.audit_code}",
+        "setup_s": result.setup_s,
+    }
+
+
+def render(rows: list[dict[str, Any]]) -> str:
+    """A markdown table, one column per N, with the growth from the first N."""
+    labels = [
+        ("batches", "batches (`--once`)", "{:,}"),
+        ("planning_ms_max", "planning per batch (latestOffset+queryPlanning+getBatch), ms", "{:,}"),
+        ("latestOffset_ms", "  of which latestOffset, ms", "{:,}"),
+        ("addBatch_ms_max", "addBatch (the write), ms", "{:,}"),
+        ("trigger_ms_max", "whole batch (triggerExecution), ms", "{:,}"),
+        ("python_mib", "driver Python peak RSS, MiB", "{:,.0f}"),
+        ("jvm_mib", "driver JVM (+ local executors) peak RSS, MiB", "{:,.0f}"),
+        ("workers_mib", "Python workers peak RSS (sum), MiB", "{:,.0f}"),
+        ("tree_mib", "whole export tree peak RSS, MiB", "{:,.0f}"),
+        ("manifest_kib", "manifests, KiB", "{:,.1f}"),
+        ("manifests", "manifest objects", "{:,}"),
+        ("catalog_kib", "catalog, KiB", "{:,.1f}"),
+        ("snapshot_ms", "snapshot, ms", "{:,}"),
+        ("export_s", "`blockgz export --once` wall, s", "{:,.1f}"),
+        ("status_s", "`blockgz status` wall, s", "{:,.1f}"),
+        ("audit_s", "`blockgz audit` wall, s", "{:,.1f}"),
+        ("codes", "exit codes export/status/audit", "{}"),
+    ]
+    head = "| measure | " + " | ".join(f"{r['partitions']:,}" for r in rows) + " |"
+    lines = [head, "|---" * (len(rows) + 1) + "|"]
+    for key, label, fmt in labels:
+        cells = [fmt.format(r[key]) for r in rows]
+        if len(rows) > 1 and isinstance(rows[0][key], (int, float)) and rows[0][key]:
+            cells[-1] += " (" + " → ".join(f"{r[key] / rows[0][key]:.1f}×" for r in rows[1:]) + ")"
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    """Start Kafka and SeaweedFS once, measure each N, print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--partitions", default="100,1000")
+    parser.add_argument("--heap", default="2g", help="the broker's JVM heap")
+    args = parser.parse_args()
+    counts = [int(n) for n in args.partitions.split(",")]
+    rows: list[dict[str, Any]] = []
+    root = Path(tempfile.mkdtemp(prefix="scale-partitions-"))
+    with ApacheKafka(heap=args.heap) as kafka, SeaweedS3() as s3:
+        for n in counts:
+            result = measure(kafka, s3, n, root)
+            rows.append(row(result))
+            print(json.dumps(rows[-1]), flush=True)
+    print(render(rows))
+    print(f"logs: {root}")
+
+
+if __name__ == "__main__":
+    main()
