@@ -46,6 +46,7 @@ RECORDS = 3
 CREATE_CHUNK = 20  # topics per CreateTopics request
 PLANNING = ("latestOffset", "queryPlanning", "getBatch")
 MiB = 1024 * 1024
+JOB = "scale"
 
 
 @dataclass
@@ -72,8 +73,10 @@ class Result:
     peaks: Peaks = field(default_factory=Peaks)
     manifest_bytes: int = 0
     manifests: int = 0
+    head_bytes: int = 0
     catalog_bytes: int = 0
     catalog_objects: int = 0
+    compact_s: float = 0.0
     status_s: float = 0.0
     status_code: int = 0
     audit_s: float = 0.0
@@ -185,7 +188,7 @@ def sample_tree(pid: int, peaks: Peaks, stop: threading.Event) -> None:
 def job_options(kafka: ApacheKafka, s3: SeaweedS3, bucket: str, prefix: str) -> dict[str, str]:
     """The export's config: every topic of this N by regex, JSON log lines."""
     return {
-        "name": "scale",
+        "name": JOB,
         "topics.regex": f"{prefix}-.*",
         "kafka.bootstrap.servers": kafka.bootstrap_servers,
         "s3.bucket.name": bucket,
@@ -244,13 +247,25 @@ def parse_events(lines: list[str], result: Result) -> None:
 
 
 def measure_store(s3: SeaweedS3, bucket: str, result: Result) -> None:
-    """Bytes of the job's manifests and catalog objects."""
-    store, _ = open_store(f"s3://{bucket}", s3_options(s3.endpoint_url))
+    """Bytes of the job's manifests and catalog head as the export left them, then of the
+    catalog root and segments a compaction of them writes (what ``blockgz.catalog.every``
+    batches would; one ``--once`` batch makes none)."""
+    from blockgz.archive.layout import Layout
+    from blockgz.commits.catalog import Catalog
+    from blockgz.commits.manifests import Manifests
+
+    store, prefix = open_store(f"s3://{bucket}", s3_options(s3.endpoint_url))
     for info in store.list("_blockgz/"):
         if "/manifests/" in info.key:
             result.manifest_bytes += info.size
             result.manifests += 1
-        elif "catalog" in info.key:
+        elif info.key.endswith("catalog/head.json"):
+            result.head_bytes += info.size
+    started = time.monotonic()
+    Catalog(Manifests(store, prefix, Layout(), JOB)).compact()
+    result.compact_s = time.monotonic() - started
+    for info in store.list("_blockgz/"):
+        if "/catalog/" in info.key and not info.key.endswith("head.json"):
             result.catalog_bytes += info.size
             result.catalog_objects += 1
 
@@ -284,9 +299,9 @@ def measure(kafka: ApacheKafka, s3: SeaweedS3, partitions: int, root: Path) -> R
     options = job_options(kafka, s3, bucket, prefix)
     (workdir / "job.properties").write_text("".join(f"{k}={v}\n" for k, v in options.items()))
     parse_events(run_export(workdir, result), result)
-    measure_store(s3, bucket, result)
     result.status_s, result.status_code = timed_cli(workdir, "status")
     result.audit_s, result.audit_code = timed_cli(workdir, "audit")
+    measure_store(s3, bucket, result)
     return result
 
 
@@ -312,7 +327,11 @@ def row(result: Result) -> dict[str, Any]:
         "tree_mib": result.peaks.tree / MiB,
         "manifest_kib": result.manifest_bytes / 1024,
         "manifests": result.manifests,
+        "head_kib": result.head_bytes / 1024,
         "catalog_kib": result.catalog_bytes / 1024,
+        "catalog_objects": result.catalog_objects,
+        "compact_s": result.compact_s,
+        "workers": result.peaks.worker_count,
         "snapshot_ms": max(result.snapshot_ms, default=-1),
         "export_s": result.export_s,
         "status_s": result.status_s,
@@ -333,10 +352,14 @@ def render(rows: list[dict[str, Any]]) -> str:
         ("python_mib", "driver Python peak RSS, MiB", "{:,.0f}"),
         ("jvm_mib", "driver JVM (+ local executors) peak RSS, MiB", "{:,.0f}"),
         ("workers_mib", "Python workers peak RSS (sum), MiB", "{:,.0f}"),
+        ("workers", "Python worker processes (peak)", "{:,}"),
         ("tree_mib", "whole export tree peak RSS, MiB", "{:,.0f}"),
         ("manifest_kib", "manifests, KiB", "{:,.1f}"),
         ("manifests", "manifest objects", "{:,}"),
-        ("catalog_kib", "catalog, KiB", "{:,.1f}"),
+        ("head_kib", "catalog head after the export, KiB", "{:,.1f}"),
+        ("catalog_kib", "catalog root + segments after one compaction, KiB", "{:,.1f}"),
+        ("catalog_objects", "catalog objects (root + segments)", "{:,}"),
+        ("compact_s", "that compaction's wall, s", "{:,.1f}"),
         ("snapshot_ms", "snapshot, ms", "{:,}"),
         ("export_s", "`blockgz export --once` wall, s", "{:,.1f}"),
         ("status_s", "`blockgz status` wall, s", "{:,.1f}"),
