@@ -27,6 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import IO, TYPE_CHECKING, Any, ClassVar, Protocol
 
 from blockgz.blocks.framing import NEWLINE, Framing
+from blockgz.errors import ConfigError
 
 if TYPE_CHECKING:
     from blockgz.formats.compression import CompressionType
@@ -336,6 +337,18 @@ class Format(ABC):
         """
         decode = self.decode_entry
         return [decode(e) for e in entries]
+
+
+def require_schema_values(settings: Any, format_name: str) -> None:
+    """Refuse a schema format (Avro, Parquet) whose values come without a schema, naming the
+    converters that give one."""
+    if not settings.value_converter.has_schema:
+        raise ConfigError(
+            f"format.class={format_name} needs values with a schema; set value.converter to "
+            "io.confluent.connect.avro.AvroConverter (with "
+            "value.converter.schema.registry.url), org.apache.kafka.connect.json."
+            "JsonConverter (schemas.enable=true), StringConverter or ByteArrayConverter"
+        )
 
 
 def text_or_base64(data: bytes | None) -> Any:

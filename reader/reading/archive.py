@@ -287,11 +287,12 @@ class Archive(ArchiveAnalytics):
         next one that exists. Offsets before the first or after the last archived record
         raise :class:`~blockgz.errors.OffsetNotFoundError`.
 
-        The record timestamps an export keeps in a hidden file beside each value file
-        (``store.kafka.timestamps``) are fetched only when asked for: with ``timestamps=True``
-        each record's ``timestamp``/``timestamp_type`` are filled from it (one more ranged
-        GET per block read); without, they are ``None`` unless the value file keeps them
-        itself (an envelope, Parquet). :meth:`records` (and replay, restore, the Spark
+        The record timestamps an export keeps (``store.kafka.timestamps``: in the value file's
+        sidecar, or in an older archive a hidden file beside it) are filled in only when asked
+        for: with ``timestamps=True`` each record's ``timestamp``/``timestamp_type`` come from
+        the sidecar already read (an older archive's file costs one more ranged GET per block);
+        without, they are ``None`` unless the value file keeps them itself (an envelope,
+        Parquet). :meth:`records` (and replay, restore, the Spark
         reader) always ask for them.
         """
         blocks = self.seek_blocks(topic, partition, offset, count, timestamps=timestamps)

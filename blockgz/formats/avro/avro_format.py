@@ -33,6 +33,7 @@ from blockgz.formats.base import (
     FormatSettings,
     RecordEncoder,
     StreamDecoder,
+    require_schema_values,
 )
 
 if TYPE_CHECKING:
@@ -54,13 +55,7 @@ class AvroFormat(Format):
     companion_roles = frozenset({KEYS, HEADERS, TIMESTAMPS})
 
     def check(self, settings: Any, options: Any) -> None:
-        if not settings.value_converter.has_schema:
-            raise ConfigError(
-                "format.class=avro needs values with a schema; set value.converter to "
-                "io.confluent.connect.avro.AvroConverter (with "
-                "value.converter.schema.registry.url), org.apache.kafka.connect.json."
-                "JsonConverter (schemas.enable=true), StringConverter or ByteArrayConverter"
-            )
+        require_schema_values(settings, "avro")
         if settings.compression_type.compresses:
             raise ConfigError(
                 f"s3.compression.type={settings.compression} cannot be used with "

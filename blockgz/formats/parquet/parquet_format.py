@@ -43,7 +43,13 @@ from typing import TYPE_CHECKING, Any
 
 from blockgz.blocks.index import BlockIndex
 from blockgz.errors import ConfigError, MissingDependencyError
-from blockgz.formats.base import Format, FormatSettings, RecordEncoder, StreamDecoder
+from blockgz.formats.base import (
+    Format,
+    FormatSettings,
+    RecordEncoder,
+    StreamDecoder,
+    require_schema_values,
+)
 
 if TYPE_CHECKING:
     from blockgz.formats.output import OutputObject
@@ -102,13 +108,7 @@ class ParquetFormat(Format):
         return tuple(ext.lstrip(".") for ext in PARQUET_EXTENSIONS.values())
 
     def check(self, settings: Any, options: Any) -> None:
-        if not settings.value_converter.has_schema:
-            raise ConfigError(
-                "format.class=parquet needs values with a schema; set value.converter to "
-                "io.confluent.connect.avro.AvroConverter (with "
-                "value.converter.schema.registry.url), org.apache.kafka.connect.json."
-                "JsonConverter (schemas.enable=true), StringConverter or ByteArrayConverter"
-            )
+        require_schema_values(settings, "parquet")
         if settings.compression_type.compresses:
             raise ConfigError(
                 f"s3.compression.type={settings.compression} cannot be used with "
