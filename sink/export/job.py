@@ -23,10 +23,9 @@ import logging
 import os
 import re
 import signal
-import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from blockgz.commits.writer_lease import Lease
@@ -41,7 +40,7 @@ from blockgz.sink.export.topic_checks import check_topics, commit_check_options
 from blockgz.sink.export.tracking import ExportResult, PartitionProgress, ProgressTracker
 from blockgz.sink.iceberg.table import catch_up
 from blockgz.sink.jobconfig.config import ExportSettings
-from blockgz.sink.jobconfig.events import event, formatter_for
+from blockgz.sink.jobconfig.events import event, jvm_output, log_records_to
 from blockgz.sink.write.options import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
 
 log = logging.getLogger("blockgz.export")
@@ -77,7 +76,7 @@ def run_export(
     if stop_event is not None and stop_event.is_set():  # stopped while starting: see below
         return ExportResult()
     with (
-        _log_records_to(log_file, job.log_format),
+        log_records_to(log_file, job.log_format),
         serve_metrics(job.name, job.metrics_host, job.metrics_port) as metrics,
         contextlib.closing(DriverClients(job.source.client_config())) as clients,
     ):
@@ -257,68 +256,6 @@ def _stopped_with_the_jvm(exc: BaseException) -> None:
         "will be replayed on restart"
     )
     log.debug("the query ended with: %s", exc, exc_info=exc)
-
-
-def jvm_output(log_file: str | Path | None, log_format: str = "text") -> Path | None:
-    """Where the JVM's and Spark's Python workers' output goes: the job's log file, or with
-    ``blockgz.log.format=json`` a file of its own beside it (``<stem>.jvm.log``), so the JSON
-    log holds JSON lines only.
-
-    >>> jvm_output("/c/blockgz-export.log", "json").name, jvm_output("/c/x.log").name
-    ('blockgz-export.jvm.log', 'x.log')
-    """
-    if log_file is None:
-        return None
-    path = Path(log_file)
-    return path.with_name(f"{path.stem}.jvm.log") if log_format == "json" else path
-
-
-class _LogFile(logging.FileHandler):
-    """The job's log file, which may sit on a disk that fills up (the checkpoint's): a record
-    it cannot write is dropped there, not reported with a traceback on the terminal."""
-
-    def handleError(self, record: logging.LogRecord) -> None:
-        if isinstance(sys.exc_info()[1], OSError):
-            return
-        super().handleError(record)
-
-    def close(self) -> None:
-        try:
-            super().close()  # its last flush can fail the same way
-        except OSError:
-            self.stream = None
-
-
-@contextlib.contextmanager
-def _log_records_to(path: str | Path | None, log_format: str = "text") -> Iterator[None]:
-    """While the block runs, also write every log record (INFO and up) to ``path``, as text or
-    JSON lines (:mod:`blockgz.sink.jobconfig.events`); an error that ends the block is logged
-    there as a ``failure`` event."""
-    if path is None:
-        yield
-        return
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    handler = _LogFile(path)
-    handler.setLevel(logging.INFO)
-    handler.setFormatter(formatter_for(log_format))
-    root, ours = logging.getLogger(), logging.getLogger("blockgz")
-    level = ours.level
-    if ours.getEffectiveLevel() > logging.INFO:
-        ours.setLevel(logging.INFO)  # the file gets blockgz's INFO records whoever calls
-    root.addHandler(handler)
-    try:
-        yield
-    except Exception as exc:  # into the file only: the terminal gets the caller's one line
-        failure = log.makeRecord(
-            log.name, logging.ERROR, __file__, 0, "export failed: %s", (exc,), None,
-            extra=event("failure", error=str(exc)),
-        )  # fmt: skip
-        handler.handle(failure)
-        raise
-    finally:
-        root.removeHandler(handler)
-        ours.setLevel(level)
-        handler.close()
 
 
 # -- the query ----------------------------------------------------------------------------------

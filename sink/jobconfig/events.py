@@ -1,4 +1,5 @@
-"""The export's log as events: text lines for people, or JSON lines for a log shipper.
+"""The export's log as events: text lines for people, or JSON lines for a log shipper, and the
+log file they go to (:func:`log_records_to`; the JVM's output beside it: :func:`jvm_output`).
 
 ``blockgz.log.format=json`` writes the job's log file as one JSON object per line. Every line
 has ``time`` (UTC, ISO 8601), ``level``, ``logger`` and ``message`` (the text line's words);
@@ -23,9 +24,13 @@ the lines a shipper acts on also carry ``event``, a kind and its fields:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import sys
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -64,3 +69,69 @@ def formatter_for(log_format: str) -> logging.Formatter:
 
 
 _FORMATTERS = {"text": lambda: logging.Formatter(TEXT_FORMAT), "json": JsonLinesFormatter}
+
+
+#: The logger the export's own records go to (its ``failure`` event too).
+_EXPORT_LOG = logging.getLogger("blockgz.export")
+
+
+def jvm_output(log_file: str | Path | None, log_format: str = "text") -> Path | None:
+    """Where the JVM's and Spark's Python workers' output goes: the job's log file, or with
+    ``blockgz.log.format=json`` a file of its own beside it (``<stem>.jvm.log``), so the JSON
+    log holds JSON lines only.
+
+    >>> jvm_output("/c/blockgz-export.log", "json").name, jvm_output("/c/x.log").name
+    ('blockgz-export.jvm.log', 'x.log')
+    """
+    if log_file is None:
+        return None
+    path = Path(log_file)
+    return path.with_name(f"{path.stem}.jvm.log") if log_format == "json" else path
+
+
+class _LogFile(logging.FileHandler):
+    """The job's log file, which may sit on a disk that fills up (the checkpoint's): a record
+    it cannot write is dropped there, not reported with a traceback on the terminal."""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handleError(record)
+
+    def close(self) -> None:
+        try:
+            super().close()  # its last flush can fail the same way
+        except OSError:
+            self.stream = None
+
+
+@contextlib.contextmanager
+def log_records_to(path: str | Path | None, log_format: str = "text") -> Iterator[None]:
+    """While the block runs, also write every log record (INFO and up) to ``path``, as text or
+    JSON lines (:func:`formatter_for`); an error that ends the block is logged
+    there as a ``failure`` event."""
+    if path is None:
+        yield
+        return
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    handler = _LogFile(path)
+    handler.setLevel(logging.INFO)
+    handler.setFormatter(formatter_for(log_format))
+    root, ours = logging.getLogger(), logging.getLogger("blockgz")
+    level = ours.level
+    if ours.getEffectiveLevel() > logging.INFO:
+        ours.setLevel(logging.INFO)  # the file gets blockgz's INFO records whoever calls
+    root.addHandler(handler)
+    try:
+        yield
+    except Exception as exc:  # into the file only: the terminal gets the caller's one line
+        failure = _EXPORT_LOG.makeRecord(
+            _EXPORT_LOG.name, logging.ERROR, __file__, 0, "export failed: %s", (exc,), None,
+            extra=event("failure", error=str(exc)),
+        )  # fmt: skip
+        handler.handle(failure)
+        raise
+    finally:
+        root.removeHandler(handler)
+        ours.setLevel(level)
+        handler.close()

@@ -7,14 +7,14 @@ import os
 
 import pytest
 
-from blockgz.sink.export.job import _log_records_to
+from blockgz.sink.jobconfig.events import log_records_to
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 def test_a_full_log_disk_drops_records_without_a_traceback(capsys):
     log = logging.getLogger("blockgz.test-full-disk")
     log.setLevel(logging.INFO)
-    with _log_records_to("/dev/full"):  # every write: ENOSPC
+    with log_records_to("/dev/full"):  # every write: ENOSPC
         log.info("t-0: 3 files, next offset 42")
     captured = capsys.readouterr()
     assert "Logging error" not in captured.err
@@ -24,7 +24,7 @@ def test_a_full_log_disk_drops_records_without_a_traceback(capsys):
 def test_the_log_file_gets_info_records(tmp_path):
     log = logging.getLogger("blockgz.test-log-file")
     log.setLevel(logging.INFO)
-    with _log_records_to(tmp_path / "export.log"):
+    with log_records_to(tmp_path / "export.log"):
         log.info("t-0: 3 files, next offset 42")
     assert "t-0: 3 files, next offset 42" in (tmp_path / "export.log").read_text()
 
