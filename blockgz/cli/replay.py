@@ -1,7 +1,7 @@
 """``blockgz replay``: the deprecated one-topic alias of ``blockgz restore`` (kept for scripts).
 
 Its arguments map onto the restore's send loop (:func:`blockgz.reader.restore.send.send_records`,
-on Spark :func:`~blockgz.reader.restore.send.send_on_spark`): one topic into an existing one,
+on Spark :func:`~blockgz.reader.restore.spark_send.send_on_spark`): one topic into an existing one,
 with the ``blockgz.replay`` header, and no consumer groups.
 """
 
@@ -73,12 +73,8 @@ def replay(
     from rich.console import Console
 
     from blockgz.reader import open_archive
-    from blockgz.reader.restore.send import (
-        SendSettings,
-        restore_options,
-        send_on_spark,
-        send_records,
-    )
+    from blockgz.reader.restore.send import SendSettings, restore_options, send_records
+    from blockgz.reader.restore.spark_send import send_on_spark
 
     archive_options, producer = restore_options(collect_options(endpoint_url, options), "replay")
     settings = SendSettings(

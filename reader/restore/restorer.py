@@ -37,7 +37,8 @@ from blockgz.reader.restore.positions import (
     fence,
     read_positions,
 )
-from blockgz.reader.restore.send import SendResult, SendSettings, send_on_spark, send_records
+from blockgz.reader.restore.send import SendResult, SendSettings, send_records
+from blockgz.reader.restore.spark_send import send_on_spark
 from blockgz.reader.restore.target_topics import (
     TargetTopic,
     ensure_topics,
@@ -339,7 +340,7 @@ def restore_on_spark(
 ) -> RestoreResult:
     """:func:`restore` as a Spark job: topics are created, partitions claimed and groups set by
     the driver; each archived topic-partition is one task (its records must go in order,
-    :func:`~blockgz.reader.restore.send.send_on_spark`), which resumes as a local restore
+    :func:`~blockgz.reader.restore.spark_send.send_on_spark`), which resumes as a local restore
     does, so a task Spark retries sends only what is missing. ``task_env``: environment
     variables each task sets (see there)."""
     started = time.monotonic()

@@ -229,7 +229,8 @@ def test_refusals_say_why(kafka, tmp_path, args, words):
 
 
 def test_a_spark_replay_runs_one_task_per_partition(spark, kafka, tmp_path):
-    from blockgz.reader.restore.send import SendSettings, send_on_spark
+    from blockgz.reader.restore.send import SendSettings
+    from blockgz.reader.restore.spark_send import send_on_spark
 
     records = archive_of(tmp_path, "sparky", 3, 60)
     kafka.create_topic("sparky-out", partitions=3)
