@@ -29,7 +29,8 @@ def test_restore_vs_producer_loop(tmp_path, kafka):
     from confluent_kafka import Producer
 
     from blockgz.reader import open_archive
-    from blockgz.reader.restore.planning import Rename, RestoreRequest, plan_restore
+    from blockgz.reader.restore.planning import plan_restore
+    from blockgz.reader.restore.request import Rename, RestoreRequest
     from blockgz.reader.restore.restorer import RestoreSettings, restore
 
     records = archived_records(tmp_path)

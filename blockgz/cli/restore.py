@@ -159,12 +159,12 @@ def restore(
     from rich.console import Console
 
     from blockgz.reader import open_archive
-    from blockgz.reader.restore.planning import (
+    from blockgz.reader.restore.planning import plan_restore
+    from blockgz.reader.restore.request import (
         Rename,
         RestoreRequest,
         parse_offset_window,
         parse_partition,
-        plan_restore,
     )
     from blockgz.reader.restore.send import restore_options
 

@@ -348,7 +348,8 @@ def test_an_archive_written_under_a_time_partitioner(kafka, tmp_path):
 @pytest.mark.slow
 def test_a_spark_restore_runs_one_task_per_partition_of_every_topic(spark, kafka, tmp_path):
     from blockgz.reader import open_archive
-    from blockgz.reader.restore.planning import Rename, RestoreRequest, plan_restore
+    from blockgz.reader.restore.planning import plan_restore
+    from blockgz.reader.restore.request import Rename, RestoreRequest
     from blockgz.reader.restore.restorer import RestoreSettings, restore_on_spark
 
     run_id = uuid.uuid4().hex[:6]

@@ -14,11 +14,11 @@ from blockgz.commits.cluster_snapshots import ClusterSnapshot, Snapshots, TopicS
 from blockgz.errors import ConfigError
 from blockgz.reader import open_archive
 from blockgz.reader.reading.window_counts import Window, count_window
-from blockgz.reader.restore.planning import (
+from blockgz.reader.restore.planning import plan_restore
+from blockgz.reader.restore.request import (
     Rename,
     RestoreRequest,
     parse_offset_window,
-    plan_restore,
     select_topics,
 )
 from blockgz.sink.records import KafkaRecord

@@ -10,8 +10,9 @@ import pytest
 from blockgz.blocks.decode import Record
 from blockgz.reader import open_archive
 from blockgz.reader.reading.window_counts import Window
-from blockgz.reader.restore.planning import RestoreRequest, plan_restore
+from blockgz.reader.restore.planning import plan_restore
 from blockgz.reader.restore.positions import Position
+from blockgz.reader.restore.request import RestoreRequest
 from blockgz.reader.restore.tombstones import (
     kept_null_offsets,
     kept_tombstones,

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from blockgz.cli import main
 from blockgz.errors import ConfigError
-from blockgz.reader.restore.planning import RestoreRequest
+from blockgz.reader.restore.request import RestoreRequest
 from blockgz.reader.restore.send import SendSettings
 
 
