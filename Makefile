@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml setup.py | cksum | cut -d' ' -f1)
 
 .PHONY: demo demo-format test test-broker test-crash bench lint format prereqs clean docs typecheck
-.PHONY: bench-avro bench-export bench-export-once bench-read soak
+.PHONY: bench-avro bench-export bench-export-once bench-read soak bench-latency
 
 prereqs:
 	@PYTHON=$(PYTHON) scripts/check-prereqs
@@ -86,6 +86,12 @@ soak: $(STAMP)
 
 bench-avro: $(STAMP)
 	$(BIN)/python -m pytest benchmarks/test_avro_bench.py -p no:cacheprovider --benchmark-only --benchmark-columns=median,rounds
+
+# Produce-to-readable latency of a running export (issue 44): p50/p99/max per configuration
+# (default trigger, held files), low and high traffic, a few minutes each
+# (benchmarks/results/latency.md).
+bench-latency: $(STAMP)
+	PYTHONPATH=. $(BIN)/python -m benchmarks.latency
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
