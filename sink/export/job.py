@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from blockgz.commits.writer_lease import Lease
-from blockgz.errors import BlockGzError, ExportFailed
+from blockgz.errors import BlockGzError, ConfigError, ExportFailed
 from blockgz.sink.executor_env import credentials_option
 from blockgz.sink.export.checkpoint import check_checkpoint, checkpoint_epoch, checkpoint_failure
 from blockgz.sink.export.kafka_clients import DriverClients
@@ -287,15 +287,9 @@ def start_query(
     )
     tasks_read_kafka = source == "blockgz-kafka" and job.tasks_read_kafka
     if source == "kafka":  # the Java client's setting names
-        from blockgz.sink.kafka.holding import holding, rules_of
         from blockgz.sink.spark_kafka import source_options as java_source_options
 
-        if holding(job.source.hold_mode, rules_of(job.sink), once=once):
-            log.warning(
-                "Spark's Kafka source reads all it may each batch: partial files are not held "
-                "back (blockgz.hold.partial.files needs the blockgz Kafka source), so every "
-                "batch closes its files"
-            )
+        source_options = {**source_options, **spark_holding(job, source_options, once=once)}
         source_options = java_source_options(source_options)
     if source == "blockgz-kafka" and topic_ids:  # it checks them before planning each batch
         from blockgz.sink.kafka.options import TOPIC_IDS
@@ -332,6 +326,43 @@ def start_query(
     else:
         writer = writer.trigger(processingTime=job.trigger_interval)
     return writer.start()
+
+
+def spark_holding(
+    job: ExportSettings, source_options: Mapping[str, str], *, once: bool
+) -> dict[str, str]:
+    """With held partial files (``blockgz.hold.partial.files``) and Spark's Kafka source: its
+    ``minOffsetsPerTrigger``/``maxTriggerDelay`` from the sink's rotation, those the job did
+    not set (:func:`~blockgz.sink.kafka.holding.spark_trigger_options`). Spark waits by the
+    total over all partitions, so a batch's files still end partial; logged once."""
+    from blockgz.sink.export.start import kafka_partitions
+    from blockgz.sink.kafka.holding import holding, rules_of, spark_trigger_options
+
+    rules = rules_of(job.sink)
+    if not holding(job.source.hold_mode, rules, once=once):
+        return {}
+    if job.source.strategy == "assign":
+        count = len(job.source.assigned)
+    else:
+        count = len(kafka_partitions(job))
+    found = spark_trigger_options(rules, count, source_options, _trigger_ms(job))
+    log.info(
+        "Spark's Kafka source cannot hold a partition's partial file; a batch waits for %s "
+        "(over %d partitions) instead, so each batch still closes its files",
+        " or ".join(f"{k}={v}" for k, v in found.items()) or "the job's own trigger limits",
+        count,
+    )
+    return found
+
+
+def _trigger_ms(job: ExportSettings) -> int:
+    """``blockgz.trigger.interval`` in ms (0 where it is not a plain duration)."""
+    from blockgz.times import parse_duration
+
+    try:
+        return int(parse_duration(job.trigger_interval) * 1000)
+    except ConfigError:
+        return 0
 
 
 def sink_query_options(job: ExportSettings, epoch: str) -> dict[str, str]:

@@ -227,3 +227,65 @@ def rules_of(sink: Any) -> HoldRules:
         timezone=sink.timezone,
         wallclock=wallclock,
     )
+
+
+#: Spark's Kafka source's options that stand in for holding (Spark 3.3+): a trigger waits until
+#: ``minOffsetsPerTrigger`` new offsets (summed over all partitions) are there or
+#: ``maxTriggerDelay`` has passed since the last batch.
+SPARK_MIN_OFFSETS = "minOffsetsPerTrigger"
+SPARK_MAX_DELAY = "maxTriggerDelay"
+#: ``minOffsetsPerTrigger`` without ``flush.size``: never reached, so only time starts a batch.
+NEVER = 2**63 - 1
+
+
+def trigger_delay_ms(rules: HoldRules, trigger_ms: int = 0) -> int | None:
+    """How long Spark's source may wait between batches: the shorter time rotation less one
+    trigger interval (at least half the rotation). Spark starts a batch at the first trigger
+    after the delay, so a batch spans up to a trigger more than the delay; a batch spanning a
+    little more than ``rotate.interval.ms`` of record time would end in two files.
+
+    >>> trigger_delay_ms(HoldRules(rotate_interval_ms=60_000, rotate_schedule_interval_ms=9_000))
+    9000
+    >>> trigger_delay_ms(HoldRules(rotate_interval_ms=20_000), 5_000)
+    15000
+    >>> trigger_delay_ms(HoldRules(rotate_interval_ms=4_000), 5_000)
+    2000
+    >>> trigger_delay_ms(HoldRules(flush_size=5)) is None
+    True
+    """
+    times = [t for t in (rules.rotate_interval_ms, rules.rotate_schedule_interval_ms) if t]
+    if not times:
+        return None
+    shortest = min(times)
+    return max(shortest - trigger_ms, shortest // 2)
+
+
+def spark_trigger_options(
+    rules: HoldRules, partitions: int, given: Mapping[str, str], trigger_ms: int = 0
+) -> dict[str, str]:
+    """Spark's Kafka source's nearest thing to held files, for the options the job did not set
+    (``given``, case-insensitive as Spark reads them): ``minOffsetsPerTrigger`` =
+    ``flush.size`` x ``partitions`` (no more than a given ``maxOffsetsPerTrigger``; never
+    reached without ``flush.size``) and ``maxTriggerDelay`` = :func:`trigger_delay_ms` (Spark's
+    15 minutes without a time rotation). Both count per trigger over all partitions, not per
+    partition.
+
+    >>> spark_trigger_options(HoldRules(flush_size=1000, rotate_interval_ms=20_000), 20, {})
+    {'minOffsetsPerTrigger': '20000', 'maxTriggerDelay': '20000ms'}
+    >>> spark_trigger_options(HoldRules(rotate_interval_ms=5), 3, {"MAXOFFSETSPERTRIGGER": "99"})
+    {'minOffsetsPerTrigger': '99', 'maxTriggerDelay': '5ms'}
+    >>> spark_trigger_options(HoldRules(flush_size=10), 4, {"minOffsetsPerTrigger": "7"})
+    {}
+    """
+    named = {k.lower(): v for k, v in given.items()}
+    found: dict[str, str] = {}
+    if SPARK_MIN_OFFSETS.lower() not in named:
+        least = rules.flush_size * max(1, partitions) if rules.flush_size else NEVER
+        cap = named.get("maxoffsetspertrigger", "").strip()
+        if cap.isdigit() and int(cap) > 0:
+            least = min(least, int(cap))
+        found[SPARK_MIN_OFFSETS] = str(least)
+    delay = trigger_delay_ms(rules, trigger_ms)
+    if delay and SPARK_MAX_DELAY.lower() not in named:
+        found[SPARK_MAX_DELAY] = f"{delay}ms"
+    return found

@@ -12,6 +12,7 @@ from blockgz.sink.kafka.holding import (
     holding,
     plan_partition,
     rules_of,
+    spark_trigger_options,
 )
 from blockgz.sink.kafka.offsets import cap_rows
 from blockgz.sink.kafka.options import parse_options
@@ -184,3 +185,27 @@ def test_a_partial_file_whose_records_retention_deleted_is_read_to_report_the_lo
     rules = HoldRules(flush_size=10, rotate_interval_ms=1000)
     reader = reader_with(_Times(latest=5, gone=[("t", 0)]), rules)
     assert reader._hold({("t", 0): 0}, {("t", 0): 5}, rules) == {("t", 0): 5}
+
+
+def test_spark_trigger_options_map_the_rotation_onto_sparks_trigger_limits():
+    """Spark's Kafka source: a trigger waits for flush.size x partitions new offsets or the
+    shorter time rotation; what the job set itself is kept (Spark reads options ignoring case)."""
+    rules = HoldRules(flush_size=1000, rotate_interval_ms=20_000)
+    assert spark_trigger_options(rules, 20, {}) == {
+        "minOffsetsPerTrigger": "20000",
+        "maxTriggerDelay": "20000ms",
+    }
+    scheduled = HoldRules(rotate_interval_ms=MINUTE, rotate_schedule_interval_ms=10_000)
+    found = spark_trigger_options(scheduled, 5, {})
+    assert found["maxTriggerDelay"] == "10000ms"
+    assert int(found["minOffsetsPerTrigger"]) == 2**63 - 1  # no flush.size: only time
+    assert spark_trigger_options(rules, 20, {"maxoffsetspertrigger": "500"}) == {
+        "minOffsetsPerTrigger": "500",  # never more than one batch may read
+        "maxTriggerDelay": "20000ms",
+    }
+    given = {"MinOffsetsPerTrigger": "7", "maxTriggerDelay": "1m"}
+    assert spark_trigger_options(rules, 20, given) == {}
+    assert spark_trigger_options(HoldRules(flush_size=10), 0, {}) == {"minOffsetsPerTrigger": "10"}
+    # Spark starts a batch at the first trigger after the delay: one trigger off, so that a
+    # batch spans at most the rotation's record time and ends in one file
+    assert spark_trigger_options(rules, 20, {}, trigger_ms=5_000)["maxTriggerDelay"] == "15000ms"
