@@ -184,6 +184,18 @@ class CatalogView:
         self.offsets: Offsets = merge_offsets({}, root.offsets) if root else {}
         for manifest in tail:
             merge_offsets(self.offsets, manifest.offsets)
+        self._tail_files: dict[tuple[str, int], list[WrittenFile]] | None = None
+
+    def tail_files(self, topic: str, partition: int) -> list[WrittenFile]:
+        """The tail's files of one topic-partition, in manifest order (indexed on first use:
+        one pass over the tail for all partitions, not one per partition)."""
+        if self._tail_files is None:
+            by_partition: dict[tuple[str, int], list[WrittenFile]] = {}
+            for manifest in self.tail:
+                for f in manifest.files:
+                    by_partition.setdefault((f.topic, f.partition), []).append(f)
+            self._tail_files = by_partition
+        return self._tail_files.get((topic, partition), [])
 
     @property
     def dead_letters(self) -> Offsets:
@@ -237,10 +249,8 @@ class CatalogView:
         """``(first, last)`` offsets of the partition's segments and of its newer files."""
         for s in self.root.segments.get(topic, {}).get(partition, []) if self.root else []:
             yield s.first_offset, s.last_offset
-        for manifest in self.tail:
-            for f in manifest.files:
-                if (f.topic, f.partition) == (topic, partition):
-                    yield f.first_offset, f.last_offset
+        for f in self.tail_files(topic, partition):
+            yield f.first_offset, f.last_offset
 
     def files(
         self, topic: str, partition: int, *, from_offset: int | None = None
@@ -255,8 +265,7 @@ class CatalogView:
                 refs = [s for s in refs if s.last_offset >= from_offset]
             for files in self.catalog.read_segments([s.key for s in refs]):
                 found.extend(files)
-        for manifest in self.tail:
-            found.extend(f for f in manifest.files if (f.topic, f.partition) == (topic, partition))
+        found.extend(self.tail_files(topic, partition))
         if from_offset is not None:
             found = [f for f in found if f.last_offset >= from_offset]
         # A replayed batch lists the same files again: keep one of each.

@@ -60,7 +60,7 @@ damage: t-0 offsets 0..9 topics/t/partition=0/t+0+0000000000.json.gz: a manifest
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from blockgz.archive.layout import parse_archive_key
@@ -112,6 +112,9 @@ __all__ = ["DEFAULT_THREADS", "JOB_CHECKS", "audit_job"]
 #: (:meth:`AuditContext.add`; a new kind goes into :data:`~blockgz.reader.audit.findings.KINDS`).
 #: The deleted-manifest check runs apart (its orphans are counted per topic).
 JOB_CHECKS: list[Callable[[AuditContext, CatalogView], None]] = [check_topic_lives]
+#: Committed files whose sidecars (and HEADs) are fetched on one pool, at least: partitions
+#: are grouped up to this many (:func:`_groups`).
+_GROUP_OBJECTS = 256
 
 
 def audit_job(
@@ -187,22 +190,13 @@ def _audit_topic(
         else []
     )
     dead = view.dead_letters.get(topic, {})
-    for partition in partitions:
-        summary = PartitionSummary(topic, partition, committed=view.offsets[topic][partition])
-        ctx.report.partitions.append(summary)
-        objects = _check_objects(ctx, files[partition], listed)
-        values = [o for o in objects if o.file.role == "value"]
-        summary.objects = len(objects)
-        summary.records = sum(o.file.records for o in values)
-        summary.bytes = sum(o.file.size for o in objects)
-        summary.first_offset = min((o.file.first_offset for o in values), default=None)
-        gaps = GapCheck(topic, partition, kafka, dead.get(partition, 0), unasked=unasked_gaps)
-        held = [o.span for o in mine if o.ref.partition == partition and o.span]
-        _check_coverage(ctx, summary, values, gaps, held)
-        summary.gaps_explained = gaps.explained
-        _check_overlaps(ctx, topic, partition, values)
-        if ctx.deep:
-            _check_deep(ctx, objects)
+    for group in _groups(partitions, files):
+        found = {p: [AuditedObject(f, listed.get(f.key)) for f in files[p]] for p in group}
+        loaded = _fetch(ctx, [o for p in group for o in found[p]], listed)
+        for partition in group:
+            _audit_partition(ctx, view, topic, partition, found[partition], loaded,
+                             GapCheck(topic, partition, kafka, dead.get(partition, 0),
+                                      unasked=unasked_gaps), mine)  # fmt: skip
     offsets = {p: view.offsets[topic][p] for p in partitions}
     spans = {
         p: [(f.first_offset, f.last_offset) for f in files[p] if f.role == "value"]
@@ -211,6 +205,49 @@ def _audit_topic(
     named = {k for o in mine for k in o.stored_keys()}
     check_strays(ctx, topic, offsets, spans, listed, committed | elsewhere | named)
     return mine
+
+
+def _groups(partitions: list[int], files: dict[int, list[WrittenFile]]) -> Iterator[list[int]]:
+    """The partitions in order, in groups of at least :data:`_GROUP_OBJECTS` committed files
+    (or what is left): a group's sidecars and HEADs are fetched on one pool, so that many
+    partitions of one object each are fetched side by side, while memory stays bounded."""
+    group: list[int] = []
+    count = 0
+    for partition in partitions:
+        group.append(partition)
+        count += len(files[partition])
+        if count >= _GROUP_OBJECTS:
+            yield group
+            group, count = [], 0
+    if group:
+        yield group
+
+
+def _audit_partition(
+    ctx: AuditContext,
+    view: CatalogView,
+    topic: str,
+    partition: int,
+    objects: list[AuditedObject],
+    loaded: dict[int, str | None],
+    gaps: GapCheck,
+    mine: list[Orphan],
+) -> None:
+    """One partition's committed files (fetched already: ``loaded``), offsets and overlaps."""
+    summary = PartitionSummary(topic, partition, committed=view.offsets[topic][partition])
+    ctx.report.partitions.append(summary)
+    _check_objects(ctx, objects, loaded)
+    values = [o for o in objects if o.file.role == "value"]
+    summary.objects = len(objects)
+    summary.records = sum(o.file.records for o in values)
+    summary.bytes = sum(o.file.size for o in objects)
+    summary.first_offset = min((o.file.first_offset for o in values), default=None)
+    held = [o.span for o in mine if o.ref.partition == partition and o.span]
+    _check_coverage(ctx, summary, values, gaps, held)
+    summary.gaps_explained = gaps.explained
+    _check_overlaps(ctx, topic, partition, values)
+    if ctx.deep:
+        _check_deep(ctx, objects)
 
 
 def _recommit_plan(
@@ -247,22 +284,41 @@ def _committed_files(
     return sorted(mine.values(), key=lambda f: (f.first_offset, f.key))
 
 
-def _check_objects(
-    ctx: AuditContext, files: list[WrittenFile], listed: dict[str, ObjectInfo]
-) -> list[AuditedObject]:
-    objects = [AuditedObject(f, listed.get(f.key)) for f in files]
-    for obj in objects:
-        _check_present(ctx, obj)
+def _fetch(
+    ctx: AuditContext, objects: list[AuditedObject], listed: dict[str, ObjectInfo]
+) -> dict[int, str | None]:
+    """Each listed object's sidecar (a GET) and, where the server keeps CRC-32s, the intact
+    ones' stored CRC-32 (a HEAD; not with ``deep``), all on one pool of ``ctx.threads``;
+    returns the problem loading each sidecar by ``id`` of its object. While it is not known
+    whether the server keeps CRC-32s, one HEAD asks first: a server that keeps none costs one
+    HEAD, not one per object."""
     todo = [o for o in objects if o.info is not None]
+    for obj in todo:
+        obj.intact = _size_problem(obj.file, obj.info) is None  # type: ignore[arg-type]
+    asked = [] if ctx.deep else [o for o in todo if o.intact and o.file.crc32 is not None]
+    if asked and ctx.server_crc is None:
+        _ask_stored_crc(ctx, asked.pop(0))
+    if not ctx.server_crc:
+        asked = []
     with ThreadPoolExecutor(ctx.threads) as pool:  # HEADs and sidecar GETs side by side
-        heads = [pool.submit(_ask_stored_crc, ctx, o) for o in todo if not ctx.deep]
+        heads = [pool.submit(_ask_stored_crc, ctx, o) for o in asked]
         found = list(pool.map(lambda o: _load_sidecar(ctx.store, o, listed), todo))
         for head in heads:
             head.result()
-    for obj, problem in zip(todo, found, strict=True):
-        _check_stored_crc(ctx, obj)
-        _check_sidecar(ctx, obj, problem)
-    return objects
+    return {id(o): problem for o, problem in zip(todo, found, strict=True)}
+
+
+def _check_objects(
+    ctx: AuditContext, objects: list[AuditedObject], loaded: dict[int, str | None]
+) -> None:
+    """One partition's committed files: present at their size, their CRC-32s and sidecars
+    (fetched by :func:`_fetch`)."""
+    for obj in objects:
+        _check_present(ctx, obj)
+    for obj in objects:
+        if obj.info is not None:
+            _check_stored_crc(ctx, obj)
+            _check_sidecar(ctx, obj, loaded[id(obj)])
 
 
 def _ask_stored_crc(ctx: AuditContext, obj: AuditedObject) -> None:
@@ -288,13 +344,20 @@ def _check_present(ctx: AuditContext, obj: AuditedObject) -> None:
         what = f"a manifest committed it ({f.records} records, {f.size} bytes) but it is gone"
         ctx.add(file_finding(DAMAGE, "missing_object", f, what))
         return
-    if f.size >= 0 and info.size != f.size:
-        kind = "truncated_object" if info.size < f.size else "resized_object"
-        why = "truncated" if info.size < f.size else "rewritten since it was committed?"
-        what = f"is {info.size} bytes, the manifest committed {f.size} ({why})"
-        ctx.add(file_finding(DAMAGE, kind, f, what))
+    problem = _size_problem(f, info)
+    if problem is not None:
+        ctx.add(file_finding(DAMAGE, *problem))
         return
     obj.intact = True
+
+
+def _size_problem(f: WrittenFile, info: ObjectInfo) -> tuple[str, WrittenFile, str] | None:
+    """The finding's kind, file and line when the listed size is not the committed one."""
+    if f.size < 0 or info.size == f.size:
+        return None
+    kind = "truncated_object" if info.size < f.size else "resized_object"
+    why = "truncated" if info.size < f.size else "rewritten since it was committed?"
+    return kind, f, f"is {info.size} bytes, the manifest committed {f.size} ({why})"
 
 
 def _load_sidecar(

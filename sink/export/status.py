@@ -265,13 +265,20 @@ def job_status(
     return report
 
 
-def _partition(report: StatusReport, topic: str, part: int) -> PartitionStatus:
-    for p in report.partitions:
-        if (p.topic, p.partition) == (topic, part):
-            return p
-    p = PartitionStatus(topic, part)
-    report.partitions.append(p)
+def _partition(
+    report: StatusReport, topic: str, part: int, known: dict[tuple[str, int], PartitionStatus]
+) -> PartitionStatus:
+    """The report's row of ``topic``-``part``, added if new (``known``: the rows by key, kept
+    up to date here, so that N partitions cost N lookups, not N² comparisons)."""
+    p = known.get((topic, part))
+    if p is None:
+        p = known[(topic, part)] = PartitionStatus(topic, part)
+        report.partitions.append(p)
     return p
+
+
+def _rows(report: StatusReport) -> dict[tuple[str, int], PartitionStatus]:
+    return {(p.topic, p.partition): p for p in report.partitions}
 
 
 def _read_archive(report: StatusReport, manifests):
@@ -302,9 +309,9 @@ def _read_archive(report: StatusReport, manifests):
                 if nxt > running.setdefault(topic, {}).get(part, -1):
                     running[topic][part] = nxt
                     committed_at[(topic, part)] = when
-    dead = view.dead_letters
+    dead, known = view.dead_letters, _rows(report)
     for topic, part in view.partitions():
-        p = _partition(report, topic, part)
+        p = _partition(report, topic, part, known)
         p.committed = view.offsets[topic][part]
         p.first_offset = view.first_offset(topic, part)
         p.last_offset = view.last_offset(topic, part)
@@ -377,8 +384,9 @@ def _read_kafka(report: StatusReport, job: ExportSettings) -> None:
         return
     finally:
         watermarks.close()
+    known = _rows(report)
     for (topic, part), (low, high) in found.items():
-        p = _partition(report, topic, part)
+        p = _partition(report, topic, part, known)
         p.kafka_start, p.kafka_end = low, high
 
 
