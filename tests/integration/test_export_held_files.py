@@ -183,6 +183,26 @@ def confluent_cuts(stamps: list[int], flush_size: int, interval_ms: int) -> list
     return cuts
 
 
+def trickle(kafka, topic: str, stamps: dict[int, list[int]], rate: int, seconds: float) -> None:
+    """``rate`` records a second over the partitions of ``stamps`` for ``seconds``, one record
+    per partition per tick stamped with the wall clock; each timestamp is appended to its
+    partition's list (values ``{"p", "i"}``, ``i`` counting on from the list's length)."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 5})
+    tick_s = len(stamps) / rate
+    begin = time.monotonic()
+    for tick in range(int(seconds / tick_s)):
+        stamp = now_ms()
+        for p, times in stamps.items():
+            value = json.dumps({"p": p, "i": len(times)}).encode()
+            producer.produce(topic, value, partition=p, timestamp=stamp)
+            times.append(stamp)
+        producer.poll(0)
+        time.sleep(max(0.0, begin + (tick + 1) * tick_s - time.monotonic()))  # the rate
+    assert producer.flush(30) == 0
+
+
 #: The issue's workload (100 partitions, 200 records/s, 120 s, rotate.interval.ms=60000),
 #: scaled: 20 partitions, 200 records/s in all for 20 s, flush.size=1000 and
 #: rotate.interval.ms=5000 (a partition gets ~50 records per interval: files close by time).
@@ -225,20 +245,7 @@ def test_the_workload_writes_the_files_confluents_rules_give(
     stamps: dict[int, list[int]] = {p: [] for p in range(parts)}
 
     def steps(stop, alive) -> None:
-        from confluent_kafka import Producer
-
-        producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 5})
-        tick_s = parts / rate  # one record per partition per tick
-        begin = time.monotonic()
-        for tick in range(int(seconds / tick_s)):
-            stamp = now_ms()
-            for p in range(parts):
-                value = json.dumps({"p": p, "i": len(stamps[p])}).encode()
-                producer.produce(topic, value, partition=p, timestamp=stamp)
-                stamps[p].append(stamp)
-            producer.poll(0)
-            time.sleep(max(0.0, begin + (tick + 1) * tick_s - time.monotonic()))  # the rate
-        assert producer.flush(30) == 0
+        trickle(kafka, topic, stamps, rate, seconds)
         # every closed file committed: each partition up to its open file's first record
         ends = {p: confluent_cuts(stamps[p], 1000, interval)[-1] for p in range(parts)}
         if MODE == "false":  # measuring the per-batch files: everything gets written
@@ -317,3 +324,90 @@ def test_a_once_run_holds_only_when_asked_and_ends(spark, kafka, s3_server, buck
     run_export(drained, spark=spark, **once)
     assert committed(drained, topic) == {0: 25, 1: 25}
     exported(s3_server, bucket).assert_exactly_once(2, 25)
+
+
+#: The workload read by Spark's own Kafka source (``partitions,rate,seconds,interval_ms``;
+#: ``BLOCKGZ_HELD_SPARK_WORKLOAD=20,200,60,20000`` is the issue-like measurement).
+SPARK_WORKLOAD = dict(
+    zip(
+        ("partitions", "rate", "seconds", "interval_ms"),
+        map(int, os.environ.get("BLOCKGZ_HELD_SPARK_WORKLOAD", "10,100,24,8000").split(",")),
+        strict=True,
+    )
+)
+
+
+@pytest.fixture(scope="module")
+def connector():
+    from blockgz.errors import JarResolutionError
+    from blockgz.sink.spark_kafka import connector_jars
+
+    try:
+        return connector_jars("4.2.0")
+    except JarResolutionError as exc:
+        pytest.skip(f"Spark's Kafka connector is not available: {exc}")
+
+
+@pytest.mark.crash
+def test_sparks_kafka_source_waits_for_the_rotation_between_batches(
+    connector, kafka, s3_server, bucket, tmp_path
+):
+    """Spark's source cannot hold a partition's partial file, but a running export sets its
+    ``minOffsetsPerTrigger`` (flush.size x partitions) and ``maxTriggerDelay``
+    (rotate.interval.ms less a trigger): under a 1 s trigger, a batch (and so a file per
+    partition) comes about once an interval, not once a trigger.
+
+    Two priming records per partition, each committed before the next is sent, start Spark's
+    delay clock (its first batch never waits, and a slow first batch lets the second start at
+    once); then the trickle gets at most one file per partition per delay, plus one for the
+    batch that catches the trickle's end."""
+    import math
+    import signal
+
+    from testkit.service_export import ServiceExport, service_config
+
+    parts, rate, seconds = (SPARK_WORKLOAD[k] for k in ("partitions", "rate", "seconds"))
+    interval = SPARK_WORKLOAD["interval_ms"]
+    topic = "held_spark_" + uuid.uuid4().hex[:8]
+    kafka.create_topic(topic, partitions=parts)
+    extra = {
+        "flush.size": "1000",
+        "rotate.interval.ms": str(interval),
+        "maxOffsetsPerTrigger": "1000000",
+        "blockgz.spark.kafka.jars": "4.2.0",
+    }
+    config = service_config(tmp_path / "job.properties", kafka, s3_server, bucket, topic, **extra)
+    reading = job_config(kafka, s3_server, bucket, topic, name="service-test")
+    export = ServiceExport(config, tmp_path / "ckpt", tmp_path / "export.out")
+    stamps: dict[int, list[int]] = {p: [] for p in range(parts)}
+    try:
+        alive = lambda: export.proc.poll() is None  # noqa: E731
+        for n in (1, 2):  # the priming records: a batch each
+            stamp = now_ms()
+            produce(kafka, topic, parts, n - 1, [stamp])
+            for times in stamps.values():
+                times.append(stamp)
+            want = dict.fromkeys(range(parts), n)
+            wait_until(lambda: committed(reading, topic) == want, alive, f"priming {n}", 150)  # noqa: B023
+        trickle(kafka, topic, stamps, rate, seconds)
+        ends = {p: len(stamps[p]) for p in range(parts)}
+        last = interval / 1000 + 60
+        wait_until(lambda: committed(reading, topic) == ends, alive, "the trickle", last)
+        export.signal(signal.SIGTERM)
+        assert export.wait(90) == 0, export.output.read_text()[-3000:]
+    finally:
+        export.kill()
+    job_log = (tmp_path / "ckpt" / "blockgz-export.log").read_text()
+    assert "reading Kafka with the Spark Kafka source" in job_log
+    delay = interval - 1000
+    assert f"minOffsetsPerTrigger={1000 * parts} or maxTriggerDelay={delay}ms" in job_log
+    found = exported(s3_server, bucket)
+    found.assert_exactly_once(parts, ends[0])
+    trickled = [k for k in found.objects if int(k.rsplit("+", 1)[1].split(".")[0]) >= 2]
+    bound = parts * (math.ceil(seconds * 1000 / delay) + 1)
+    rule = sum(len(confluent_cuts(stamps[p][2:], 1000, interval)) + 1 for p in range(parts))
+    print(
+        f"Spark's source: {len(trickled)} objects for the trickle; bound {bound}; Confluent's "
+        f"rule {rule} (open files included); one per trigger ~{parts * seconds}"
+    )
+    assert len(trickled) <= bound, (len(trickled), bound)
