@@ -1,6 +1,6 @@
 """The timestamps holding needs, read from Kafka on the driver: the first record at or after an
-offset (one fetch per partition), and the first offset at or after a time (one
-``offsets_for_times`` request for all partitions).
+offset (one fetch per partition), and the first offset at or after a time (``offsets_for_times``
+requests of :data:`OFFSETS_CHUNK` partitions).
 
 :func:`first_record_times` is shared with the export's lag-in-seconds figure
 (:mod:`blockgz.sink.export.record_times`). :class:`HoldClock` caches both answers per partition
@@ -17,12 +17,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 log = logging.getLogger("blockgz.kafka_source")
 
 TopicPartition = tuple[str, int]
+#: Partitions per ListOffsets request. librdkafka's work on one request grows with the square
+#: of its partitions (measured: 7 ms of CPU for 1,000, 500 ms for 10,000, and seconds of wall
+#: time on a loaded broker), so thousands of partitions are asked in chunks of this many.
+OFFSETS_CHUNK = 500
 
 
 def first_record_times(
@@ -51,6 +55,7 @@ def first_record_times(
     deadline = time.monotonic() + timeout_s
     try:
         while missing and time.monotonic() < deadline:
+            done: list[TopicPartition] = []
             for message in consumer.consume(num_messages=500, timeout=0.2):
                 tp = (message.topic(), message.partition())
                 if message.error() is not None:
@@ -64,9 +69,21 @@ def first_record_times(
                     if kind != 0 and ms >= 0:  # 0: TIMESTAMP_NOT_AVAILABLE
                         found[tp] = ms
                     missing.discard(tp)
-                    consumer.pause([KafkaPartition(*tp)])
+                    done.append(tp)
+            if done:  # one call per round: each pause costs as much as the assignment is long
+                consumer.pause([KafkaPartition(*tp) for tp in done])
     finally:
         consumer.unassign()
+    return found
+
+
+def offsets_for_times(consumer: Any, asked: Sequence[Any], timeout_s: float) -> list[Any]:
+    """``consumer.offsets_for_times(asked)`` (Kafka's ListOffsets: by time, or -2/-1 for the
+    earliest/latest offset), one request per :data:`OFFSETS_CHUNK` partitions; each request
+    waits at most ``timeout_s``."""
+    found: list[Any] = []
+    for at in range(0, len(asked), OFFSETS_CHUNK):
+        found += consumer.offsets_for_times(list(asked[at : at + OFFSETS_CHUNK]), timeout=timeout_s)
     return found
 
 
@@ -80,7 +97,7 @@ def offsets_at_times(
     if not times:
         return {}
     asked = [KafkaPartition(t, p, ms) for (t, p), ms in times.items()]
-    answers = consumer.offsets_for_times(asked, timeout=timeout_s)
+    answers = offsets_for_times(consumer, asked, timeout_s)
     return {
         (tp.topic, tp.partition): tp.offset for tp in answers if tp.error is None and tp.offset >= 0
     }

@@ -36,6 +36,10 @@ FETCH_QUEUE_BACKOFF_MS = 10
 
 STRATEGIES = ("subscribe", "subscribePattern", "assign")
 EMIT_MODES = ("records", "ranges")
+#: How many topic-partitions' offset ranges one Spark task may read, and the size (offsets)
+#: from which a range gets a task of its own.
+RANGES_PER_TASK = "blockgz.ranges.per.task"
+GROUP_RECORDS = 10_000
 #: Set by ``blockgz export``: the topic ids the run holds to (:mod:`blockgz.sink.kafka.lives`).
 TOPIC_IDS = "blockgz.topic.ids"
 #: librdkafka settings the source owns (Spark rejects the same ones on its Kafka source).
@@ -122,9 +126,20 @@ SOURCE_OPTIONS = OptionSet(
         "blockgz.emit",
         "choice",
         "records",
-        "`ranges`: one offset-range row per task (what `blockgz export` uses with "
+        "`ranges`: one offset-range row per topic-partition (what `blockgz export` uses with "
         "`blockgz.tasks.read.kafka`)",
         allowed=EMIT_MODES,
+        origin="blockgz",
+    ),
+    _source(
+        RANGES_PER_TASK,
+        "int",
+        32,
+        "at most this many topic-partitions' offset ranges in one Spark task: ranges of fewer "
+        f"than {GROUP_RECORDS:,} offsets are packed together in partition order (a task per "
+        "topic-partition costs tens of milliseconds each at thousands of partitions); `1`: a "
+        "task per topic-partition, as Spark's Kafka source plans",
+        low=1,
         origin="blockgz",
     ),
     _source(
@@ -192,7 +207,8 @@ class SourceSettings:
     # (its target, key layout and job name; see
     # blockgz.commits.manifest_log.ManifestLog.from_options).
     manifest_options: Mapping[str, str] = field(default_factory=dict)
-    emit_ranges: bool = False  # blockgz.emit=ranges: one offset-range row per task
+    emit_ranges: bool = False  # blockgz.emit=ranges: one offset-range row per range
+    ranges_per_task: int = 32  # blockgz.ranges.per.task
     #: blockgz.topic.ids: the topic ids the run holds to (blockgz.sink.kafka.lives).
     topic_ids: Mapping[str, str] = field(default_factory=dict)
     #: blockgz.hold.partial.files (auto, true, false) and the rules it plans with
@@ -263,6 +279,7 @@ def parse_options(options: Mapping[str, str]) -> SourceSettings:
         kafka=_kafka_settings(opts),
         manifest_options=_manifest_options(opts) if starting == "s3" else {},
         emit_ranges=read(opts, "blockgz.emit") == "ranges",
+        ranges_per_task=read(opts, RANGES_PER_TASK),
         topic_ids=_topic_ids(read(opts, TOPIC_IDS)),
         hold_mode=read(opts, "blockgz.hold.partial.files"),
         hold_rules=HoldRules.from_json(read(opts, HOLD_RULES)),

@@ -18,10 +18,12 @@ can switch between the two by changing only the format name:
 Offsets are ``{"topic": {"partition": next offset}}`` with topics and partitions always in the
 same order, because Spark compares offsets as JSON strings. Partitions that appear later (new
 topics matching the pattern, added partitions) start at their earliest offset. Each Spark task
-reads one topic-partition range with its own consumer, created inside ``read()``.
+reads the offset ranges of up to ``blockgz.ranges.per.task`` topic-partitions (small ranges
+packed together in partition order; a range of 10,000 offsets or more is a task alone), one
+after the other, each with its own consumer created inside ``read()``.
 
 With ``blockgz.emit=ranges`` (what ``blockgz export`` uses with ``blockgz.tasks.read.kafka``)
-each task gives one row, ``topic, partition, startOffset, endOffset``, instead of the records:
+each range gives one row, ``topic, partition, startOffset, endOffset``, instead of the records:
 the ``blockgz`` sink then reads that range from Kafka itself (its input reader is
 :func:`blockgz.sink.kafka.ranges.read_range_rows`), so records never cross the JVM. Spark still
 plans, logs and replays the ranges, so exactly-once is unchanged.
@@ -48,7 +50,8 @@ import contextlib
 import logging
 import re
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -78,8 +81,10 @@ from blockgz.sink.kafka.offsets import (
     resolve_start,
     tp_names,
 )
+from blockgz.sink.kafka.oldest import offsets_for_times
 from blockgz.sink.kafka.options import (
     EARLIEST,
+    GROUP_RECORDS,
     LATEST,
     SOURCE_NAME,
     Offsets,
@@ -87,7 +92,7 @@ from blockgz.sink.kafka.options import (
     TopicPartition,
     parse_options,
 )
-from blockgz.sink.kafka.ranges import asking_again, new_consumer, read_range
+from blockgz.sink.kafka.ranges import Range, asking_again, new_consumer, read_range
 from blockgz.sink.records import kafka_schema_ddl
 
 log = logging.getLogger("blockgz.kafka_source")
@@ -107,25 +112,28 @@ def current_partitions(consumer: Any, config: SourceSettings) -> list[TopicParti
     metadata = asking_again(
         config, "cannot get topic metadata", lambda: consumer.list_topics(timeout=config.timeout_s)
     )
-    existing = {
-        (name, partition)
-        for name, topic in metadata.topics.items()
-        if topic.error is None
-        for partition in topic.partitions
-    }
+    topics = {name: topic for name, topic in metadata.topics.items() if topic.error is None}
     if config.strategy == "assign":
-        return sorted(tp for tp in config.assigned if tp in existing)
+        return sorted(tp for tp in config.assigned if tp[1] in _partitions_of(topics, tp[0]))
     if config.strategy == "subscribe":
-        wanted = set(config.topics)
-        return sorted(tp for tp in existing if tp[0] in wanted)
-    pattern = re.compile(config.pattern or "")
-    return sorted(tp for tp in existing if not tp[0].startswith("__") and pattern.fullmatch(tp[0]))
+        names: Iterable[str] = set(config.topics)
+    else:  # the pattern is matched once per topic, not per partition
+        pattern = re.compile(config.pattern or "")
+        names = [n for n in topics if not n.startswith("__") and pattern.fullmatch(n)]
+    return sorted((name, p) for name in names for p in _partitions_of(topics, name))
+
+
+def _partitions_of(topics: Mapping[str, Any], name: str) -> Mapping[int, Any]:
+    """The partitions of topic ``name`` in metadata ``topics`` (none when it is absent)."""
+    topic = topics.get(name)
+    return topic.partitions if topic is not None else {}
 
 
 def query_offsets(
     consumer: Any, config: SourceSettings, partitions: Sequence[TopicPartition], which: int
 ) -> Offsets:
-    """The earliest (``which=-2``) or latest (-1) offset of each partition, in one request.
+    """The earliest (``which=-2``) or latest (-1) offset of each partition, in one request
+    per :data:`~blockgz.sink.kafka.oldest.OFFSETS_CHUNK` partitions.
 
     "Latest" is the high watermark, or the last stable offset under read_committed.
     """
@@ -137,7 +145,7 @@ def query_offsets(
     found = asking_again(
         config,
         "cannot list offsets",
-        lambda: consumer.offsets_for_times(wanted, timeout=config.timeout_s),
+        lambda: offsets_for_times(consumer, wanted, config.timeout_s),
     )
     offsets: Offsets = {}
     for tp in found:
@@ -172,12 +180,53 @@ class KafkaDataSource(DataSource):
 
 @dataclass(frozen=True)
 class KafkaInputPartition(InputPartition):
-    """One Spark task: the offsets ``[start, end)`` of one topic-partition."""
+    """The offsets ``[start, end)`` of one topic-partition (a Spark task alone)."""
 
     topic: str
     partition: int
     start: int
     end: int
+
+
+@dataclass(frozen=True)
+class KafkaRangeGroup(InputPartition):
+    """One Spark task: the offset ranges of several topic-partitions, read one after the other."""
+
+    ranges: tuple[Range, ...]
+
+
+def group_ranges(
+    ranges: Sequence[Range], per_task: int, records: int = GROUP_RECORDS
+) -> list[tuple[Range, ...]]:
+    """``ranges`` packed in order into tasks of at most ``per_task`` ranges and ``records``
+    offsets; a range of ``records`` offsets or more is a task alone. A pure function of the
+    ranges, so a replayed batch gets the same tasks.
+
+    >>> sizes = [Range("t", p, 0, n) for p, n in enumerate([5, 5, 5, 20, 5])]
+    >>> [[r.partition for r in group] for group in group_ranges(sizes, 2, records=12)]
+    [[0, 1], [2], [3], [4]]
+    """
+    groups: list[tuple[Range, ...]] = []
+    current: list[Range] = []
+    size = 0
+    for part in ranges:
+        length = part.end - part.start
+        if current and (len(current) >= per_task or size + length > records):
+            groups.append(tuple(current))
+            current, size = [], 0
+        current.append(part)
+        size += length
+    if current:
+        groups.append(tuple(current))
+    return groups
+
+
+def _task(group: tuple[Range, ...]) -> InputPartition:
+    """One Spark task of :meth:`KafkaStreamReader.partitions`."""
+    if len(group) > 1:
+        return KafkaRangeGroup(group)
+    only = group[0]
+    return KafkaInputPartition(only.topic, only.partition, only.start, only.end)
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -190,6 +239,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: Offsets | None = None  # Trigger.AvailableNow's frozen end
         self._latest: Offsets = {}
         self._clock: Any = None  # driver only: held partitions' timestamps (HoldClock)
+        self._pool: Any = None  # driver only: asks the live topic ids beside the offsets
+        self._initial: dict | None = None  # the query's first offsets, once known
         #: Per partition, the records the last planned batch held back on purpose.
         self.held: Offsets = {}
 
@@ -198,6 +249,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         state["_consumer"] = None
         state["_admin"] = None
         state["_clock"] = None
+        state["_pool"] = None
         return state
 
     @property
@@ -207,6 +259,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._consumer
 
     def initialOffset(self) -> dict:
+        """Where the query starts. Asked once: Spark asks again when it plans the first batch
+        (``getBatch``), and the answer must not move (nor cost the broker twice)."""
+        if self._initial is None:
+            self._initial = self._initial_offset()
+        return self._initial
+
+    def _initial_offset(self) -> dict:
         partitions = current_partitions(self.consumer, self.config)
         if self.config.strategy == "assign" and len(partitions) < len(self.config.assigned):
             missing = sorted(set(self.config.assigned) - set(partitions))
@@ -242,11 +301,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         else:
             raise SourceError(f"the {SOURCE_NAME} source does not support the read limit {limit}")
         begin = offsets_from_json(start)
-        self._check_lives()
+        lives = self._ask_lives()  # answered while the offsets are asked
         partitions = current_partitions(self.consumer, self.config)
         latest = query_offsets(self.consumer, self.config, partitions, LATEST)
         new = [tp for tp in partitions if tp not in begin]
         earliest_new = query_offsets(self.consumer, self.config, new, EARLIEST)
+        self._check_lives(lives)  # before plan_end: a recreated topic is not data loss
         self._latest = latest
         end = plan_end(
             begin,
@@ -330,21 +390,29 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 again[tp] = planned[tp]
         return again
 
-    def _check_lives(self) -> None:
-        """Before planning a batch: each topic still has the id the run started with, or the
-        query stops (:class:`~blockgz.errors.TopicRecreatedError`; a topic recreated under its
-        name must not be read as the old one's continuation)."""
+    def _ask_lives(self) -> Future[dict[str, str | None]] | None:
+        """The live ids of the run's topics, asked on a thread (``None``: the run holds to no
+        ids), so the broker's answer costs no time beside the offsets' requests."""
         if not self.config.topic_ids:
-            return
+            return None
         from confluent_kafka.admin import AdminClient
 
-        from blockgz.sink.kafka.lives import changed_life, live_topic_ids, source_refusal
+        from blockgz.sink.kafka.lives import live_topic_ids
 
         if self._admin is None:
             self._admin = AdminClient(self.config.client_config())
-        changed = changed_life(
-            self.config.topic_ids, live_topic_ids(self._admin, self.config.topic_ids)
-        )
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="blockgz-lives")
+        return self._pool.submit(live_topic_ids, self._admin, self.config.topic_ids)
+
+    def _check_lives(self, lives: Future[dict[str, str | None]] | None) -> None:
+        """Before planning a batch: each topic still has the id the run started with, or the
+        query stops (:class:`~blockgz.errors.TopicRecreatedError`; a topic recreated under its
+        name must not be read as the old one's continuation)."""
+        if lives is None:
+            return
+        from blockgz.sink.kafka.lives import changed_life, source_refusal
+
+        changed = changed_life(self.config.topic_ids, lives.result())
         if changed is not None:
             raise TopicRecreatedError(source_refusal(*changed))
 
@@ -352,25 +420,35 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return offsets_to_json(self._latest) if self._latest else None
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
+        """The batch's tasks: the non-empty ranges in partition order, small ones grouped
+        (:func:`group_ranges`, ``blockgz.ranges.per.task``)."""
         begin, until = offsets_from_json(start), offsets_from_json(end)
-        return [
-            KafkaInputPartition(topic, partition, begin[(topic, partition)], stop)
+        ranges = [
+            Range(topic, partition, begin[(topic, partition)], stop)
             for (topic, partition), stop in sorted(until.items())
             if (topic, partition) in begin and begin[(topic, partition)] < stop
         ]
+        return [_task(group) for group in group_ranges(ranges, self.config.ranges_per_task)]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
-        assert isinstance(partition, KafkaInputPartition)
+        if isinstance(partition, KafkaRangeGroup):
+            ranges: tuple[Any, ...] = partition.ranges
+        else:
+            assert isinstance(partition, KafkaInputPartition)
+            ranges = (partition,)
         # collections skip the worker's long-lived objects (blockgz.runtime.gc_control)
         settle_heap()
         if self.config.emit_ranges:
-            return iter([(partition.topic, partition.partition, partition.start, partition.end)])
-        return read_range(self.config, partition)
+            return iter([(r.topic, r.partition, r.start, r.end) for r in ranges])
+        return (batch for part in ranges for batch in read_range(self.config, part))
 
     def commit(self, end: dict) -> None:
         """Nothing to do: Spark's checkpoint holds the offsets, Kafka is not told."""
 
     def stop(self) -> None:
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
         consumer, self._consumer = self._consumer, None
         if consumer is not None:
             with contextlib.suppress(Exception):

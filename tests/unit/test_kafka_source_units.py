@@ -289,6 +289,7 @@ class FakeConsumer:
     log: list[FakeMessage] = field(default_factory=list)  # what the broker returns, in order
     assigned: list[Any] = field(default_factory=list)
     asked: list[int] = field(default_factory=list)
+    listed: list[int] = field(default_factory=list)  # partitions per offsets_for_times request
     closed: bool = False
 
     def list_topics(self, timeout: float) -> Any:
@@ -300,6 +301,7 @@ class FakeConsumer:
 
     def offsets_for_times(self, tps: list[Any], timeout: float) -> list[Any]:
         source = {-2: self.earliest, -1: self.latest}
+        self.listed.append(len(tps))
         return [
             confluent_kafka.TopicPartition(
                 tp.topic, tp.partition, source[tp.offset][tp.topic, tp.partition]
@@ -353,12 +355,54 @@ def test_reader_plans_batches_with_stable_offset_json(fake):
     again = r.latestOffset(everything, ReadMaxRows(60))
     assert json.dumps(again) == json.dumps(everything)  # no data: start, byte for byte
     assert r.partitions(everything, everything) == []
-    parts = r.partitions(start, first)
-    assert [(p.topic, p.partition, p.start, p.end) for p in parts] == [
+    (task,) = r.partitions(start, first)  # two small ranges: one task
+    assert isinstance(task, ks.KafkaRangeGroup)
+    assert [(p.topic, p.partition, p.start, p.end) for p in task.ranges] == [
         ("t", 0, 0, 50),
         ("t", 1, 0, 10),
     ]
-    assert pickle.loads(pickle.dumps(parts[0])) == parts[0]
+    assert pickle.loads(pickle.dumps(task)) == task
+    apart = reader(**{"blockgz.ranges.per.task": "1"}).partitions(start, first)
+    assert apart == [ks.KafkaInputPartition("t", 0, 0, 50), ks.KafkaInputPartition("t", 1, 0, 10)]
+
+
+def test_group_ranges_packs_small_ranges_in_order_and_leaves_big_ones_alone():
+    ranges = [kranges.Range("t", p, 0, n) for p, n in enumerate([3, 3, 3, 3, 3, 10_000, 3, 3])]
+    groups = ks.group_ranges(ranges, per_task=2)
+    assert [[r.partition for r in g] for g in groups] == [[0, 1], [2, 3], [4], [5], [6, 7]]
+    assert [r for g in groups for r in g] == ranges  # every range once, in order
+    assert [len(g) for g in ks.group_ranges(ranges, per_task=32)] == [5, 1, 2]
+    assert [len(g) for g in ks.group_ranges(ranges, per_task=1)] == [1] * 8
+    assert ks.group_ranges([], per_task=4) == []
+
+
+def test_thousands_of_partitions_are_asked_in_chunks_and_the_start_once(fake):
+    from blockgz.sink.kafka.oldest import OFFSETS_CHUNK
+
+    fake.earliest = {("t", p): 0 for p in range(1_200)}
+    fake.latest = {("t", p): 3 for p in range(1_200)}
+    r = reader(startingOffsets="earliest")
+    start = r.initialOffset()
+    assert fake.listed == [OFFSETS_CHUNK, OFFSETS_CHUNK, 200] * 2  # earliest, latest
+    fake.earliest = {tp: 1 for tp in fake.earliest}  # retention moved on meanwhile
+    assert r.initialOffset() == start  # Spark asks again for the first batch: same answer
+    assert fake.listed == [OFFSETS_CHUNK, OFFSETS_CHUNK, 200] * 2
+    end = r.latestOffset(start, ReadAllAvailable())
+    assert koff.offsets_from_json(end) == fake.latest
+    tasks = r.partitions(start, end)
+    assert [len(t.ranges) for t in tasks] == [32] * 37 + [16]
+    assert sum((len(t.ranges) for t in tasks), 0) == 1_200
+
+
+def test_a_task_of_several_ranges_reads_them_in_order(fake):
+    fake.log = [FakeMessage(n) for n in range(5)] + [FakeMessage(n) for n in range(3)]
+    fake.latest = {("t", 0): 5, ("t", 1): 3}
+    task = ks.KafkaRangeGroup((kranges.Range("t", 0, 0, 5), kranges.Range("t", 1, 0, 3)))
+    table = read_all(reader(), task)
+    assert table.column("partition").to_pylist() == [0] * 5 + [1] * 3
+    assert table.column("offset").to_pylist() == [0, 1, 2, 3, 4, 0, 1, 2]
+    rows = list(reader(**{"blockgz.emit": "ranges"}).read(task))
+    assert rows == [("t", 0, 0, 5), ("t", 1, 0, 3)]
 
 
 def test_trigger_available_now_freezes_the_target(fake):
@@ -387,7 +431,7 @@ def test_assign_needs_existing_partitions(fake):
         r.initialOffset()
 
 
-def read_all(r: ks.KafkaStreamReader, partition: ks.KafkaInputPartition) -> Any:
+def read_all(r: ks.KafkaStreamReader, partition: Any) -> Any:
     batches = list(r.read(partition))
     return pa.Table.from_batches(batches, schema=kafka_arrow_schema(r.config.include_headers))
 
