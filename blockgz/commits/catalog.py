@@ -197,6 +197,14 @@ class CatalogView:
             self._tail_files = by_partition
         return self._tail_files.get((topic, partition), [])
 
+    def tail_file_count(self, topic: str) -> int:
+        """How many files the tail's manifests name for ``topic`` (replays counted again)."""
+        return sum(len(self.tail_files(t, p)) for t, p in self._tail_keys() if t == topic)
+
+    def _tail_keys(self) -> list[tuple[str, int]]:
+        self.tail_files("", 0)  # builds the index
+        return list(self._tail_files or {})
+
     @property
     def dead_letters(self) -> Offsets:
         """Records sent to the dead-letter queue, per topic and partition, in all batches."""

@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 from blockgz.archive.layout import parse_archive_key
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.archive.partition_offsets import Offsets
-from blockgz.commits.catalog import Catalog
+from blockgz.commits.catalog import Catalog, CatalogView
 from blockgz.commits.intents import intended_directories
 from blockgz.commits.manifests import Manifests
 from blockgz.errors import ObjectNotFoundError
@@ -35,6 +36,10 @@ from blockgz.store.base import ObjectInfo
 from blockgz.written.sidecars import data_key_for, hidden_key, is_sidecar, sidecar_key
 
 log = logging.getLogger("blockgz.manifests")
+
+#: Partition listings at once (:func:`find_uncommitted`), and the keys of one LIST page.
+_LIST_THREADS = 8
+_PAGE = 1000
 
 
 def remove_uncommitted(
@@ -66,10 +71,16 @@ def remove_uncommitted(
 
 
 def find_uncommitted(
-    manifests: Manifests, offsets: Offsets, *, partition_directories: bool = False
+    manifests: Manifests,
+    offsets: Offsets,
+    *,
+    partition_directories: bool = False,
+    view: CatalogView | None = None,
+    threads: int = _LIST_THREADS,
 ) -> list[ObjectInfo]:
     """The objects (and listed sidecars) of the given topic-partitions that start at or after
-    ``offsets``: no manifest committed them. Nothing is deleted.
+    ``offsets``: no manifest committed them. Nothing is deleted. ``view``: the job's catalog
+    view, when the caller has read it already.
 
     What is listed does not grow with the history:
 
@@ -77,7 +88,10 @@ def find_uncommitted(
       the batch that died ran with the same settings): the intents from the committed offset
       on, then only the directories they name, each from the committed offset on;
     * ``partition_directories`` (the default partitioner: one directory per partition): each
-      partition's directory, from its committed offset on (S3 ``StartAfter``);
+      partition's directory, from its committed offset on (S3 ``StartAfter``; ``threads``
+      listings at once) — or, when the topic's committed files are fewer than two listings
+      per partition would be pages of, the topic's prefix once, keeping only what those
+      listings would list (many partitions with a short history: 20 pages, not 20,000 LISTs);
     * otherwise (archives written before intents): the topic's whole prefix.
 
     >>> import tempfile
@@ -91,8 +105,11 @@ def find_uncommitted(
     """
     store, layout = manifests.store, manifests.layout
     found: dict[str, ObjectInfo] = {}
-    by_intents = bool(offsets) and Catalog(manifests).view().intents
+    if offsets and view is None:
+        view = Catalog(manifests).view()
+    by_intents = view is not None and view.intents
     for topic, parts in offsets.items():
+        listings: Sequence[Iterable[ObjectInfo]]
         if by_intents:
             listings = [
                 _listed_from(manifests, topic, p, nxt, directory=d)
@@ -100,7 +117,14 @@ def find_uncommitted(
                 for d in sorted(_intended(manifests, topic, p, nxt))
             ]
         elif partition_directories:
-            listings = [_listed_from(manifests, topic, p, nxt) for p, nxt in sorted(parts.items())]
+            ranges = [
+                r for p, nxt in sorted(parts.items()) for r in _ranges(manifests, topic, p, nxt)
+            ]
+            if _one_listing_cheaper(view, topic, parts):
+                whole = store.list(layout.topic_prefix(manifests.prefix, topic))
+                listings = _within(whole, manifests, ranges)
+            else:
+                listings = _listed_at_once(manifests, ranges, threads)
         else:
             listings = [store.list(layout.topic_prefix(manifests.prefix, topic))]
         for listing in listings:
@@ -111,6 +135,77 @@ def find_uncommitted(
                 if ref.start_offset >= parts[ref.partition]:
                     found.setdefault(info.key, info)
     return list(found.values())
+
+
+def _one_listing_cheaper(view: CatalogView | None, topic: str, parts: dict[int, int]) -> bool:
+    """Whether the topic's prefix listed once costs fewer LISTs than two per partition: its
+    committed files (each counted twice, for a sidecar or companion beside it, plus the
+    uncommitted ones that may wait) fit in fewer pages."""
+    if view is None:
+        return False
+    segments = view.root.segments.get(topic, {}) if view.root else {}
+    files = sum(s.files for refs in segments.values() for s in refs)
+    files += view.tail_file_count(topic)
+    pages = (2 * files) // _PAGE + 1
+    return pages < 2 * len(parts)
+
+
+def _ranges(
+    manifests: Manifests, topic: str, partition: int, next_offset: int, *, directory: str = ""
+) -> list[tuple[str, str]]:
+    """The ``(prefix, start_after)`` listings of the partition's directory (or of
+    ``directory``, a key prefix ending with the delimiter) that hold the objects of
+    ``topic``/``partition`` starting at ``next_offset`` or later."""
+    layout = manifests.layout
+    prefix = layout.partition_prefix(manifests.prefix, topic, partition)
+    if directory:  # other partitions' objects share it: list only this one's names
+        prefix = directory + layout.file_name_prefix(topic, partition)
+    # The hidden timestamps files (.<topic>+<partition>+<start>.timestamps.<ext>) sort before
+    # the objects: listed apart, from the same offset on.
+    where = layout.directory_of(prefix)
+    hidden = hidden_key(where + layout.file_name_prefix(topic, partition))
+    start_after = hidden_after = ""
+    # Zero-padded start offsets sort as numbers (while they fit the padding: a batch
+    # crossing into one more digit is listed whole); "/" sorts after any extension's ".".
+    if next_offset > 0 and len(str(next_offset)) < layout.offset_pad_width:
+        name = layout.file_name(topic, partition, next_offset - 1, "")
+        start_after = f"{where}{name}/"
+        hidden_after = f"{hidden_key(where + name)}/"
+    return [(prefix, start_after), (hidden, hidden_after)]
+
+
+def _within(
+    listing: Iterable[ObjectInfo], manifests: Manifests, ranges: list[tuple[str, str]]
+) -> list[list[ObjectInfo]]:
+    """What each of ``ranges`` (``(prefix, start_after)``, :func:`_ranges`) would list, taken
+    from ``listing`` (the topic's prefix): the same answer, in the same order, from one
+    listing."""
+    layout = manifests.layout
+    by_directory: dict[str, list[tuple[int, str, str]]] = {}
+    for n, (prefix, after) in enumerate(ranges):
+        by_directory.setdefault(layout.directory_of(prefix), []).append((n, prefix, after))
+    found: list[list[ObjectInfo]] = [[] for _ in ranges]
+    for info in listing:
+        for n, prefix, after in by_directory.get(layout.directory_of(info.key), ()):
+            if info.key.startswith(prefix) and info.key > after:
+                found[n].append(info)
+                break
+    return found
+
+
+def _listed_at_once(
+    manifests: Manifests, ranges: list[tuple[str, str]], threads: int
+) -> list[list[ObjectInfo]]:
+    """Each ``(prefix, start_after)`` listed, ``threads`` at once, in order."""
+    store = manifests.store
+
+    def listed(where: tuple[str, str]) -> list[ObjectInfo]:
+        return list(store.list(where[0], start_after=where[1]))
+
+    if len(ranges) <= 2:
+        return [listed(r) for r in ranges]
+    with ThreadPoolExecutor(min(threads, len(ranges))) as pool:
+        return list(pool.map(listed, ranges))
 
 
 def _intended(manifests: Manifests, topic: str, partition: int, next_offset: int) -> set[str]:
@@ -130,25 +225,8 @@ def _listed_from(
 ) -> Iterator[ObjectInfo]:
     """The objects of the partition's directory (or of ``directory``, a key prefix ending
     with the delimiter) from those of ``topic``/``partition`` starting at ``next_offset`` on."""
-    layout = manifests.layout
-    prefix = layout.partition_prefix(manifests.prefix, topic, partition)
-    if directory:  # other partitions' objects share it: list only this one's names
-        prefix = directory + layout.file_name_prefix(topic, partition)
-    # The hidden timestamps files (.<topic>+<partition>+<start>.timestamps.<ext>) sort before
-    # the objects: listed apart, from the same offset on.
-    where = layout.directory_of(prefix)
-    hidden = hidden_key(where + layout.file_name_prefix(topic, partition))
-    start_after = hidden_after = ""
-    # Zero-padded start offsets sort as numbers (while they fit the padding: a batch
-    # crossing into one more digit is listed whole); "/" sorts after any extension's ".".
-    if next_offset > 0 and len(str(next_offset)) < layout.offset_pad_width:
-        name = layout.file_name(topic, partition, next_offset - 1, "")
-        start_after = f"{where}{name}/"
-        hidden_after = f"{hidden_key(where + name)}/"
-    listings = (
-        manifests.store.list(prefix, start_after=start_after),
-        manifests.store.list(hidden, start_after=hidden_after),
-    )
+    ranges = _ranges(manifests, topic, partition, next_offset, directory=directory)
+    listings = (manifests.store.list(prefix, start_after=after) for prefix, after in ranges)
     return itertools.chain.from_iterable(listings)
 
 

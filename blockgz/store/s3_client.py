@@ -9,6 +9,7 @@ True
 
 from __future__ import annotations
 
+import datetime
 import os
 import threading
 from typing import Any
@@ -134,6 +135,27 @@ def assume_role_credentials(settings: S3Settings, base):
 _CLIENTS: dict[tuple[int, S3Settings], Any] = {}
 
 
+def parse_time(value: Any) -> datetime.datetime:
+    """A time in an S3 answer as an aware ``datetime``: a LIST's ISO 8601 ``LastModified``
+    (``2026-12-05T06:39:14.000Z``) by the standard library, anything else (a HEAD's HTTP date)
+    by botocore's own parser, which takes ~1 ms each through dateutil: 20 s of a listing of
+    20,000 keys.
+
+    >>> parse_time("2026-12-05T06:39:14.123Z").timestamp()
+    1796452754.123
+    >>> parse_time("Sat, 05 Dec 2026 06:39:14 GMT").timestamp()
+    1796452754.0
+    """
+    if isinstance(value, str) and value.endswith("Z") and "T" in value:
+        try:
+            return datetime.datetime.fromisoformat(value[:-1]).replace(tzinfo=datetime.UTC)
+        except ValueError:
+            pass
+    from botocore.utils import parse_timestamp
+
+    return parse_timestamp(value)
+
+
 def make_client(settings: S3Settings):
     """The boto3 S3 client for ``settings``, made once per process and shared.
 
@@ -175,6 +197,8 @@ def _new_client(settings: S3Settings):
     # verify=None its AWS_CA_BUNDLE and the config file's ca_bundle.
     session = _session(settings)
     with _SESSIONS_LOCK:  # a Session is not thread-safe while it creates clients
+        parsers = session._session.get_component("response_parser_factory")
+        parsers.set_parser_defaults(timestamp_parser=parse_time)
         client = session.client(
             "s3", endpoint_url=settings.endpoint_url, verify=settings.ca_bundle, config=config
         )

@@ -239,6 +239,7 @@ def job_status(
     store, prefix = job.sink.make_store()
     try:
         manifests = job.sink.manifest_log(store, prefix)
+        view = None  # the catalog, read once (an unreadable one is read again, and said)
         try:
             view = _read_archive(report, manifests)
             _read_lives(report, manifests, view, job if kafka else None)
@@ -254,7 +255,7 @@ def job_status(
         if partition_directories is None:
             partition_directories = job.sink.partitioner().partition_directories
         try:
-            _read_leftovers(report, manifests, topics, partition_directories)
+            _read_leftovers(report, manifests, topics, partition_directories, view)
         except (CorruptManifestError, NewerVersionError) as exc:
             report.issues.append(Issue(PROBLEM, f"corrupt manifest or catalog: {exc}"))
         except (BlockGzError, OSError) as exc:
@@ -427,7 +428,7 @@ def _job_partitions(
 
 
 def _read_leftovers(
-    report: StatusReport, manifests, topics: list[str], partition_directories: bool
+    report: StatusReport, manifests, topics: list[str], partition_directories: bool, view=None
 ) -> None:
     """Open multipart uploads under the job's prefixes, and objects no manifest committed."""
     from blockgz.commits.recovery import find_uncommitted
@@ -448,7 +449,9 @@ def _read_leftovers(
     offsets: dict[str, dict[int, int]] = {}
     for p in report.partitions:
         offsets.setdefault(p.topic, {})[p.partition] = p.committed or 0
-    found = find_uncommitted(manifests, offsets, partition_directories=partition_directories)
+    found = find_uncommitted(
+        manifests, offsets, partition_directories=partition_directories, view=view
+    )
     report.uncommitted = [
         {"key": i.key, "size": i.size, "modified": _iso(i.modified)}
         for i in sorted(found, key=lambda i: i.key)

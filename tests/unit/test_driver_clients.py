@@ -27,6 +27,13 @@ class FakeConsumer:
     def get_watermark_offsets(self, tp, timeout, cached):
         return 0, 9
 
+    def offsets_for_times(self, partitions, timeout):  # -2: the log start, -1: the end
+        return [
+            SimpleNamespace(topic=p.topic, partition=p.partition, error=None,
+                            offset=0 if p.offset == -2 else 9)
+            for p in partitions
+        ]  # fmt: skip
+
     def assign(self, partitions):
         self.assigned = {(p.topic, p.partition): p.offset for p in partitions}
 
