@@ -95,7 +95,7 @@ def key_role(key: str) -> str:
         name = parts[2] if len(parts) > 2 else ""
         if name.startswith("preflight-"):
             return "preflight probe"  # the export's start checks write, read and delete one
-        if key.endswith("/catalog/head.json"):
+        if key.endswith(("/catalog/head.json", "_blockgz/heads.json")):
             return "catalog head"  # what is committed, in one GET (blockgz.commits.head)
         known = {"manifests": "manifest", "catalog": "catalog", "lease.json": "lease",
                  "snapshots": "snapshot"}  # fmt: skip

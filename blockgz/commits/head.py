@@ -1,26 +1,38 @@
-"""The catalog's head: one small document per job that says, in one GET, what is committed.
+"""The catalog's heads: one small document per archive prefix that says, in one GET, which
+export jobs commit there and what each committed.
 
 Reading the catalog (:mod:`blockgz.commits.catalog`) costs a LIST of the roots and a LIST of
-the manifests after the newest one; finding the job costs a LIST more. A cold seek is a few
+the manifests after the newest one; finding the jobs costs a LIST more. A cold seek is a few
 requests for the data and all of those for the commit log. So every manifest write also
-rewrites ``_blockgz/<job>/catalog/head.json``: the newest root's key (and the root itself,
-when small), the manifests after it (each inline, while the head stays under
-:data:`INLINE_BYTES`; else by key) and ``through``, the newest manifest key it covers (the
-manifest sequence's last number, where a reader takes the gap check up). A reader GETs it
-instead of listing.
+rewrites the job's entry (its *head*) in ``<prefix>_blockgz/heads.json`` (:class:`Heads`): the
+newest root's key (and the root itself, when small), the manifests after it (each inline,
+while the head stays under :data:`INLINE_BYTES`; else by key) and ``through``, the newest
+manifest key it covers (the manifest sequence's last number, where a reader takes the gap
+check up). A reader GETs it instead of listing.
+
+Several jobs under one prefix share the document: each writes it with a conditional PUT
+(``If-Match`` the version it read, ``If-None-Match`` to create) and, refused, reads it again
+and re-applies its own entry, so no job's entry is lost to another's write. A job is named in
+it before its first manifest (:func:`register`), so a reader that takes the jobs from it
+misses none; the document's first writer names every job directory already there (with no
+head: those are read by listing). A process keeps the version it last wrote, so a running
+export's head costs one PUT per batch, the GET only when another writer moved it on.
 
 What a head says is committed was committed: it is written after the manifest it adds, and
 names only manifests and roots. It may be behind (a process killed between the manifest and
 the head, or a head write that failed): a reader that needs what lies past it (an offset past
-the head's end, a whole partition) lists the manifests after ``through``, as without a head.
-An archive without a head (written before heads existed) is read by listing, as before.
+the head's end, a partition the head does not name, a read to a partition's end) lists the
+manifests after the head's root, as without a head, and a manifest the head names that is no
+longer listed, or a hole in the sequence, is a :class:`~blockgz.errors.MissingCommitError`.
+An archive without the document (written before it existed) is read by listing, as before.
 
-Readers of :mod:`blockgz.reader.reading.catalog_source` use it two ways: told the job's name,
-they trust the head as the record of the manifests it names (3 requests for a cold seek; a
-manifest deleted after its head was written goes unnoticed there, its records still read from
-the head's copy: ``blockgz audit`` names the hole); not told, they also list the manifests
-after the head's root, so a manifest missing from the sequence stays a
-:class:`~blockgz.errors.MissingCommitError` and a newer one is read.
+Readers (:mod:`blockgz.reader.reading.catalog_source`) trust a head as the record of the
+manifests it names, with the job named or not: a cold seek inside it is 3 requests (the
+document, the sidecar, the ranged GET). A manifest deleted after its head was written goes
+unnoticed by such a seek, its records still read from the head's copy (checked against the
+objects as before); a read to the partition's end and ``blockgz audit`` name the hole. Not
+noticed either: a job directory that a blockgz version without this document starts writing
+after the document exists (mixed versions on one prefix); ``-O name=<job>`` reads it.
 
 >>> import tempfile
 >>> from blockgz.archive.layout import Layout
@@ -39,22 +51,31 @@ from __future__ import annotations
 import gzip
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from blockgz.archive.versions import check_major
-from blockgz.errors import BlockGzError, CorruptManifestError, ObjectNotFoundError
+from blockgz.errors import (
+    BlockGzError,
+    CorruptManifestError,
+    ObjectNotFoundError,
+    PreconditionFailedError,
+    StoreError,
+)
 
 if TYPE_CHECKING:
+    from blockgz.archive.job_keys import JobKeys
     from blockgz.commits.manifests import Manifest, Manifests
-    from blockgz.store.base import ObjectInfo
+    from blockgz.store.base import ObjectInfo, ObjectStore
 
 log = logging.getLogger("blockgz.catalog")
 
 HEAD_VERSION = 1
-HEAD_NAME = "head.json"
+HEADS_VERSION = 1
+#: The heads document's name, in the manifest directory beside the job directories.
+HEADS_NAME = "heads.json"
 #: Manifests and a root are kept inline in the head while it stays under this many bytes.
 INLINE_BYTES = 256 * 1024
 _READ_THREADS = 8
@@ -84,6 +105,10 @@ class CatalogHead:
         return [key for key, _ in self.tail]
 
     def to_json(self) -> bytes:
+        return _compact(self.to_doc())
+
+    def to_doc(self) -> dict[str, Any]:
+        """The head as a JSON document (inside :class:`Heads`)."""
         doc: dict[str, Any] = {
             "version": HEAD_VERSION,
             "through": self.through,
@@ -104,13 +129,20 @@ class CatalogHead:
                 entry["manifest"] = json.loads(body)
                 size += len(body)
             doc["tail"].append(entry)
-        return json.dumps(doc, sort_keys=True, separators=(",", ":")).encode()
+        return doc
 
     @classmethod
     def from_json(cls, data: bytes, *, source: str) -> CatalogHead:
         """Read a head; a newer major version is refused (:mod:`blockgz.archive.versions`)."""
         try:
-            doc = json.loads(data)
+            return cls.from_doc(json.loads(data), source=source)
+        except ValueError as exc:
+            raise CorruptManifestError(f"{source}: not a blockgz catalog head ({exc})") from exc
+
+    @classmethod
+    def from_doc(cls, doc: Any, *, source: str) -> CatalogHead:
+        """:meth:`from_json` of a parsed document."""
+        try:
             check_major(doc, HEAD_VERSION, what="catalog head", source=source)
             root = doc.get("root_inline")
             return cls(
@@ -172,20 +204,72 @@ class CatalogHead:
         )
 
 
+@dataclass(frozen=True)
+class Heads:
+    """The heads document of an archive prefix, ``<prefix><manifest dir>/heads.json``: every
+    export job that commits under the prefix, each with its head (``None``: registered, but
+    its readers list its manifests: a history too long to build a head from, or a job found
+    there when the document was first written). One GET tells a reader both which jobs there
+    are and what each committed; every job writes its own entry with conditional puts
+    (``If-Match``), so two jobs writing to one prefix never lose each other's."""
+
+    jobs: Mapping[str, CatalogHead | None]
+    #: The version tag it was read or written with (``None``: not in the store).
+    tag: str | None = None
+
+    def to_json(self) -> bytes:
+        jobs = {name: None if h is None else h.to_doc() for name, h in self.jobs.items()}
+        return _compact({"version": HEADS_VERSION, "jobs": jobs})
+
+    @classmethod
+    def from_json(cls, data: bytes, *, source: str, tag: str | None = None) -> Heads:
+        """Read a heads document; a newer major version is refused."""
+        try:
+            doc = json.loads(data)
+            check_major(doc, HEADS_VERSION, what="catalog heads", source=source)
+            jobs = {
+                str(name): None if h is None else CatalogHead.from_doc(h, source=source)
+                for name, h in doc["jobs"].items()
+            }
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise CorruptManifestError(f"{source}: not a blockgz heads document ({exc})") from exc
+        return cls(jobs, tag)
+
+    def with_job(self, name: str, head: CatalogHead | None) -> Heads:
+        return Heads({**self.jobs, name: head}, self.tag)
+
+
+#: Versions of the heads document seen or written by this process, by its URL: a job's next
+#: write is one conditional PUT against it (no GET), re-read when another writer moved it on.
+_SEEN: dict[str, Heads] = {}
+#: Conditional writes tried before a head update gives up (other jobs keep writing).
+_TRIES = 8
+
+
+def heads_key(store_prefix: str, layout: JobKeys) -> str:
+    """``<prefix><manifest dir>/heads.json``."""
+    return layout.exports_prefix(store_prefix) + HEADS_NAME
+
+
 def head_key(manifests: Manifests) -> str:
-    """``<prefix><manifest dir>/<job>/catalog/head.json``."""
-    m = manifests
-    return m.layout.catalog_prefix(m.prefix, m.name) + HEAD_NAME
+    """Where the job's head is kept: the prefix's heads document (:class:`Heads`)."""
+    return heads_key(manifests.prefix, manifests.layout)
+
+
+def read_heads(store: ObjectStore, store_prefix: str, layout: JobKeys) -> Heads | None:
+    """The prefix's heads document, or ``None`` when it has none (1 GET)."""
+    key = heads_key(store_prefix, layout)
+    try:
+        data, tag = store.get_versioned(key)
+    except ObjectNotFoundError:
+        return None
+    return Heads.from_json(data, source=store.url(key), tag=tag)
 
 
 def read_head(manifests: Manifests) -> CatalogHead | None:
     """The job's head, or ``None`` when it has none (1 GET)."""
-    key = head_key(manifests)
-    try:
-        data = manifests.store.get(key)
-    except ObjectNotFoundError:
-        return None
-    return CatalogHead.from_json(data, source=manifests.store.url(key))
+    heads = read_heads(manifests.store, manifests.prefix, manifests.layout)
+    return None if heads is None else heads.jobs.get(manifests.name)
 
 
 def rooted_head(root_key: str, root_json: bytes, through: str) -> CatalogHead:
@@ -194,22 +278,32 @@ def rooted_head(root_key: str, root_json: bytes, through: str) -> CatalogHead:
     return CatalogHead(through, root_key, root_json, (), through)
 
 
-def write_head(manifests: Manifests, head: CatalogHead) -> None:
-    manifests.store.put(head_key(manifests), head.to_json())
+def write_head(manifests: Manifests, head: CatalogHead | None) -> None:
+    """Make ``head`` the job's entry in the heads document (whatever it held)."""
+    _update(manifests, lambda _: head)
+
+
+def register(manifests: Manifests) -> None:
+    """Name the job in the heads document before its first manifest (1 GET; 1 PUT the first
+    time): a reader that trusts the document to name every job never misses it. Raises
+    when the document cannot be written (the job must not commit unseen)."""
+    _update(manifests, lambda head: head, known=True)
 
 
 def add_to_head(manifests: Manifests, key: str, body: bytes) -> None:
-    """After the manifest ``key`` (bytes ``body``) was written: the head with it (1 GET and
-    1 PUT; where there is no head yet, or the head does not end with the batch before, it is
-    built from the catalog first). A failure is
-    logged, not raised: the manifest is the commit, and a head that is behind is caught up
-    by its readers."""
-    try:
-        head = read_head(manifests)
+    """After the manifest ``key`` (bytes ``body``) was written: the head with it (1 PUT, the
+    GET before it only when this process has not seen the document's current version; where
+    there is no head yet, or the head does not end with the batch before, it is built from
+    the catalog first). A failure is logged, not raised: the manifest is the commit, and a
+    head that is behind is caught up by its readers."""
+
+    def added(head: CatalogHead | None) -> CatalogHead | None:
         if head is None or not _follows(manifests, head, key):
             head = _built(manifests)  # none yet, behind (it missed a manifest), a new epoch
-        if head is not None:
-            write_head(manifests, head.with_manifest(key, body))
+        return None if head is None else head.with_manifest(key, body)
+
+    try:
+        _update(manifests, added)
     except (BlockGzError, OSError) as exc:
         log.warning(
             "catalog head of %s not updated after %s (%s); readers list the manifests after "
@@ -218,6 +312,61 @@ def add_to_head(manifests: Manifests, key: str, body: bytes) -> None:
             key.rsplit("/", 1)[-1],
             exc,
         )
+
+
+def _update(
+    manifests: Manifests,
+    change: Callable[[CatalogHead | None], CatalogHead | None],
+    *,
+    known: bool = False,
+) -> None:
+    """Write ``change(the job's head)`` into the heads document with a conditional PUT,
+    re-reading it and applying ``change`` again when another writer got there first.
+    ``known``: nothing is written when the job is already named and its head unchanged."""
+    m = manifests
+    url = m.store.url(head_key(m))
+    heads = _SEEN.get(url)
+    for _ in range(_TRIES):
+        if heads is None:
+            heads = _current(m)
+        head = change(heads.jobs.get(m.name))
+        if known and m.name in heads.jobs and head is heads.jobs[m.name]:
+            _SEEN[url] = heads
+            return
+        new = heads.with_job(m.name, head)
+        try:
+            _SEEN[url] = Heads(new.jobs, _put(m, new))
+            return
+        except PreconditionFailedError:
+            _SEEN.pop(url, None)
+            heads = None  # another job (or this one's compaction) wrote it: read it again
+    raise StoreError(f"{url}: still changing after {_TRIES} conditional writes")
+
+
+def _current(manifests: Manifests) -> Heads:
+    """The heads document as stored; where there is none (or it is unreadable), one naming
+    every job directory under the prefix (1 LIST), each to be read by listing until it
+    writes its own head."""
+    m = manifests
+    try:
+        found = read_heads(m.store, m.prefix, m.layout)
+        if found is not None:
+            return found
+        tag = None
+    except CorruptManifestError as exc:
+        log.warning("%s; it is written again", exc)
+        tag = m.store.get_versioned(head_key(m))[1]
+    where = m.layout.exports_prefix(m.prefix)
+    names = [m.layout.job_of_directory(d) for d in m.store.list_prefixes(where)]
+    return Heads(dict.fromkeys(names), tag)
+
+
+def _put(manifests: Manifests, heads: Heads) -> str:
+    """One conditional PUT of the document: created, or replacing the version ``heads.tag``."""
+    key, data = head_key(manifests), heads.to_json()
+    if heads.tag is None:
+        return manifests.store.put_if(key, data, if_none_match=True)
+    return manifests.store.put_if(key, data, if_match=heads.tag)
 
 
 def _follows(manifests: Manifests, head: CatalogHead, key: str) -> bool:

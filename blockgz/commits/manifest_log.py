@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from blockgz.archive.layout import Layout
 from blockgz.archive.partition_offsets import EARLIEST, Offsets
 from blockgz.commits.catalog import Catalog
-from blockgz.commits.head import add_to_head
+from blockgz.commits.head import add_to_head, register
 from blockgz.commits.manifests import JOB_NAME_OPTIONS, Manifests
 from blockgz.commits.recovery import remove_uncommitted
 from blockgz.options import Options
@@ -46,6 +46,12 @@ class ManifestLog(Manifests):
             JOB_NAME_OPTIONS.read(options, "name"),
             epoch=JOB_NAME_OPTIONS.read(options, "blockgz.epoch"),
         )
+
+    def committing(self) -> None:
+        """Before each manifest: the job named in the prefix's heads document, so a reader
+        that takes the jobs from it finds this one (:func:`blockgz.commits.head.register`:
+        no request once this process has seen it there)."""
+        register(self)
 
     def committed(self, key: str, body: bytes) -> None:
         """After each manifest: the catalog head with it (what a reader GETs instead of

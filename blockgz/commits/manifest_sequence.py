@@ -77,7 +77,18 @@ def check_sequence(keys: Sequence[str], manifests: Manifests, *, after: str = ""
     """Raise :class:`~blockgz.errors.MissingCommitError` naming a manifest missing from
     ``keys`` (sorted; those after the key ``after``, whose epoch's sequence they take up)."""
     m = manifests
-    missing = missing_manifests(keys, m.layout, m.prefix, m.name, after=after)
+    _refuse(missing_manifests(keys, m.layout, m.prefix, m.name, after=after), m)
+
+
+def check_present(expected: Sequence[str], keys: Sequence[str], manifests: Manifests) -> None:
+    """Raise :class:`~blockgz.errors.MissingCommitError` naming a manifest of ``expected``
+    (those a catalog head names) absent from ``keys`` (those listed)."""
+    listed = set(keys)
+    _refuse([key for key in expected if key not in listed], manifests)
+
+
+def _refuse(missing: Sequence[str], m: Manifests) -> None:
+    """The :class:`~blockgz.errors.MissingCommitError` of the ``missing`` manifests, if any."""
     if not missing:
         return
     url = m.store.url(missing[0])

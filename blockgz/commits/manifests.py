@@ -206,9 +206,14 @@ class Manifests:
         )
         key = self.key(batch_id)
         body = manifest.to_json()
+        self.committing()
         self.store.put(key, body)
         self.committed(key, body)
         return key
+
+    def committing(self) -> None:
+        """Called before a manifest is written; :class:`~blockgz.commits.manifest_log.
+        ManifestLog` names the job in the prefix's heads document there."""
 
     def committed(self, key: str, body: bytes) -> None:
         """Called after the manifest ``key`` was written; :class:`~blockgz.commits.manifest_log.

@@ -26,8 +26,8 @@ from blockgz.archive.layout import DEFAULT_MANIFEST_DIR, Layout, parse_archive_k
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.blocks.decode import Record
 from blockgz.commits.catalog import Catalog, CatalogRoot, CatalogView
-from blockgz.commits.head import CatalogHead, read_head
-from blockgz.commits.manifest_sequence import check_commits, check_sequence
+from blockgz.commits.head import CatalogHead, Heads, read_heads
+from blockgz.commits.manifest_sequence import check_commits, check_present, check_sequence
 from blockgz.commits.manifests import ExportFound, Manifests
 from blockgz.errors import ConfigError, CorruptManifestError, ObjectNotFoundError
 from blockgz.options import Options
@@ -51,6 +51,8 @@ class JobCatalog:
     #: The newest manifest key the view holds when it came from a head (``None``: listed, so
     #: nothing newer was there when it was read).
     behind: str | None = None
+    #: The manifests the head named after its root (checked against the listing on catch-up).
+    head_keys: tuple[str, ...] = ()
 
     def covers(self, topic: str, partition: int, offset: int | None) -> bool:
         """Whether the view surely holds every committed file of the topic-partition up to
@@ -61,15 +63,20 @@ class JobCatalog:
         return offset is not None and end is not None and offset < end
 
     def catch_up(self) -> None:
-        """Add the manifests committed after the head (1 LIST, 1 GET each), checking that
-        their sequence takes up the head's without a hole."""
+        """Add the manifests committed after the head (1 LIST of those after its root, 1 GET
+        each new one), checking the sequence: a manifest the head names that is gone, or a hole
+        anywhere after the root, is a :class:`~blockgz.errors.MissingCommitError`."""
         if self.behind is None:
             return
-        listed = self.log.listed(after=self.behind)
-        check_sequence([i.key for i in listed], self.log, after=self.behind)
         v = self.view
-        tail = v.tail + list(self.log.manifests([i.key for i in listed]))
-        self.view = CatalogView(v.catalog, v.root, tail, v.tail_listed + listed)
+        after = v.root.through if v.root is not None else ""
+        listed = self.log.listed(after=after)
+        keys = [i.key for i in listed]
+        check_sequence(keys, self.log, after=after)
+        check_present(self.head_keys, keys, self.log)
+        newer = [i for i in listed if i.key > self.behind]
+        tail = v.tail + list(self.log.manifests([i.key for i in newer]))
+        self.view = CatalogView(v.catalog, v.root, tail, listed)
         self.behind = None
 
 
@@ -78,20 +85,30 @@ def find_jobs(
 ) -> list[JobCatalog]:
     """The exports under ``prefix``, each with its committed state, in one pass.
 
-    ``job`` named: that job alone, from its head (1 GET), which is trusted as the record of
-    what it names. Else every job directory (1 LIST), each from its head and the listing of
-    the manifests after the head's root (1 GET, 1 LIST: a manifest deleted from the sequence
-    is noticed, and one newer than the head is found). A job without a head is read by
-    listing its catalog roots and manifests, as before heads."""
+    The prefix's heads document (:class:`~blockgz.commits.head.Heads`, 1 GET) names its jobs
+    and holds each one's head, trusted as the record of the manifests it names (``job``
+    named: that job alone). An offset past a head's end, or a read to a partition's end,
+    lists the job's manifests after its root (:meth:`JobCatalog.catch_up`: a newer manifest
+    is read, a deleted one is a missing commit). Without a heads document (an archive
+    written before it) every job directory is listed (1 LIST) and read by listing its
+    manifests (a job named: its manifests alone); so is a job the document names without a
+    head, and a corrupt document is passed over with a warning."""
     keys = Layout(manifest_dir=manifest_dir)
+    try:
+        heads = read_heads(store, prefix, keys)
+    except CorruptManifestError as exc:
+        log.warning("catalog heads not used (%s); the jobs are listed instead", exc)
+        heads = None
     if job:
         names = [job]
+    elif heads is not None:
+        names = sorted(heads.jobs)
     else:
         names = [keys.job_of_directory(d) for d in store.list_prefixes(keys.exports_prefix(prefix))]
     found = [Manifests(store, prefix, keys, name) for name in names]
 
     def one(manifests: Manifests) -> JobCatalog | None:
-        return _job_catalog(manifests, listed=not job)
+        return _job_catalog(manifests, heads)
 
     if len(found) <= 1:
         jobs = [one(m) for m in found]
@@ -101,11 +118,12 @@ def find_jobs(
     return [j for j in jobs if j is not None]
 
 
-def _job_catalog(manifests: Manifests, *, listed: bool) -> JobCatalog | None:
-    """The job's committed state (``None``: it has no manifest); ``listed``: the manifests
-    after the head's root are listed (see :func:`find_jobs`)."""
+def _job_catalog(manifests: Manifests, heads: Heads | None) -> JobCatalog | None:
+    """The job's committed state (``None``: it has no manifest): from its head in ``heads``,
+    else by listing (see :func:`find_jobs`)."""
     catalog = Catalog(manifests)
-    view, behind = _head_view(catalog, listed=listed)
+    head = None if heads is None else heads.jobs.get(manifests.name)
+    view = None if head is None else _head_view(catalog, head)
     if view is None:
         view = catalog.view()
         check_commits(view, manifests)  # a deleted manifest
@@ -113,29 +131,23 @@ def _job_catalog(manifests: Manifests, *, listed: bool) -> JobCatalog | None:
         return None
     layout = Layout.from_options(Options(view.layout))
     found = ExportFound(manifests.prefix, manifests.name, layout)
-    return JobCatalog(found, manifests, view, behind)
+    if head is None or view.tail_listed:
+        return JobCatalog(found, manifests, view)
+    return JobCatalog(found, manifests, view, head.through, tuple(head.tail_keys))
 
 
-def _head_view(catalog: Catalog, *, listed: bool) -> tuple[CatalogView | None, str | None]:
+def _head_view(catalog: Catalog, head: CatalogHead) -> CatalogView | None:
     """The view the job's head gives (its root, and the manifests after it: inline or read by
-    key) and how far it surely reaches (``None``: it was listed, so all the way);
-    ``(None, None)`` without a usable head: none (an archive older than heads), or one naming
-    an object that is gone or unreadable; the listing answers then."""
+    key); ``None`` when the head names an object that is gone or unreadable (the listing
+    answers then, after a warning)."""
     m = catalog.log
     try:
-        head = read_head(m)
-        if head is None:
-            return None, None
         root = _head_root(catalog, head)
-        if not listed:
-            check_sequence(head.tail_keys, m, after=head.root_through)
-            return CatalogView(catalog, root, head.manifests(m)), head.through
-        after = m.listed(after=head.root_through)
-        check_sequence([info.key for info in after], m, after=head.root_through)  # one deleted
-        return CatalogView(catalog, root, head.manifests(m, after), after), None
+        check_sequence(head.tail_keys, m, after=head.root_through)
+        return CatalogView(catalog, root, head.manifests(m))
     except (ObjectNotFoundError, CorruptManifestError) as exc:
         log.warning("catalog head of %s not used (%s); listing its manifests instead", m.name, exc)
-        return None, None
+        return None
 
 
 def _head_root(catalog: Catalog, head: CatalogHead) -> CatalogRoot | None:

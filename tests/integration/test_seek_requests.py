@@ -3,11 +3,10 @@ requests").
 
 An archive written by the real write task and commit (:func:`testkit.archives.export_batches`)
 on SeaweedFS, behind the logging proxy; each seek is a fresh ``blockgz seek --count 1`` command.
-With the job named (``-O name=job``) the catalog is its head, one GET, trusted as the record of
-the manifests it names; without, the job directories are listed, and so are each job's
-manifests after its catalog root (a deleted one is a missing commit, a newer one is found), whose
-contents the head holds. A head that is behind the manifests, or missing, costs listings, never
-a wrong record, and a manifest missing after the head is still a missing commit.
+The prefix's heads document (``_blockgz/heads.json``) names the jobs and holds each one's head:
+one GET, trusted as the record of the manifests it names, whether the job is named
+(``-O name=job``) or not. A head that is behind the manifests, or missing, costs listings,
+never a wrong record, and a manifest missing after the head is still a missing commit.
 """
 
 from __future__ import annotations
@@ -70,7 +69,7 @@ def _kind(call: S3Call) -> str:
             if key.endswith("_blockgz/")
             else key
         )
-    elif key.endswith("head.json"):
+    elif key.endswith(("/head.json", "/heads.json")):
         what = "head"
     elif "/manifests/" in key:
         what = "manifest"
@@ -87,12 +86,23 @@ def test_a_cold_seek_of_a_named_job_is_three_requests(archive, weed_proxy):
         assert _seek(weed_proxy, url, options, offset, *NAMED) == THREE
 
 
-def test_without_the_job_name_the_jobs_and_the_manifests_after_the_root_are_listed(
-    archive, weed_proxy
-):
+def test_a_cold_seek_without_the_job_name_is_three_requests_too(archive, weed_proxy):
     url, options, _ = archive
-    lists = {"ListObjects jobs": 1, "ListObjects manifests": 1}  # the manifests: inline in the head
-    assert _seek(weed_proxy, url, options, 42) == {**lists, **THREE}
+    for offset in (0, 42):  # the prefix's heads document names the job and holds its head
+        assert _seek(weed_proxy, url, options, offset) == THREE
+
+
+def test_a_second_job_under_the_prefix_is_named_by_the_heads_document(archive, weed_proxy):
+    url, options, _ = archive
+    other = [KafkaRecord("other", 0, n, 1_700_000_000_000 + n, None, b'{"o":%d}' % n)
+             for n in range(10)]  # fmt: skip
+    export_batches(url, other, "default", batches=2, every=100, name="job2", **options)
+    # Both heads in one GET; the other job's head names no ev-0, and a head may be behind its
+    # manifests, so that job's manifests after its head are listed (none: nothing is read).
+    assert _seek(weed_proxy, url, options, 42) == {"ListObjects manifests": 1, **THREE}
+    assert _seek(weed_proxy, url, options, 42, *NAMED) == THREE
+    with open_archive(url, options) as reader:
+        assert next(reader.seek("other", 0, 7, count=1)).value == b'{"o":7}'
 
 
 def test_a_compacted_catalog_adds_the_segment_that_holds_the_offset(weed_proxy, weed_bucket):

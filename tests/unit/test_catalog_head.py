@@ -8,8 +8,9 @@ import pytest
 from blockgz.archive.layout import Layout
 from blockgz.commits import head as heads
 from blockgz.commits.catalog import Catalog
-from blockgz.commits.head import head_key, read_head
+from blockgz.commits.head import head_key, read_head, read_heads
 from blockgz.commits.manifest_log import ManifestLog
+from blockgz.reader.reading.catalog_source import find_jobs
 from blockgz.store import LocalStore
 from blockgz.written.files import WrittenFile
 
@@ -85,7 +86,7 @@ def test_a_head_is_not_built_from_a_history_longer_than_the_limit(log, monkeypat
 def test_a_head_that_missed_a_manifest_is_rebuilt_not_extended_with_a_hole(log, monkeypatch):
     _write(log, 0)
     with monkeypatch.context() as m:  # batch 1's head write fails (a process killed, a 503)
-        m.setattr(heads, "write_head", _fail)
+        m.setattr(heads, "_put", _fail)
         _write(log, 1)
     assert read_head(log).through == log.key(0)
     _write(log, 2)
@@ -111,7 +112,7 @@ def test_a_corrupt_head_is_passed_over_for_the_listing(tmp_path, options, caplog
     with open_archive(str(tmp_path), options) as reader:
         got = [(r.offset, r.value) for r in reader.seek("ev", 0, records[10].offset)]
     assert got == [(r.offset, r.value) for r in records[10:]]
-    assert "catalog head of job not used" in caplog.text
+    assert "catalog heads not used" in caplog.text
 
 
 def test_a_manifest_rewritten_since_the_head_is_read_by_a_reader_that_lists(log):
@@ -124,3 +125,38 @@ def test_a_manifest_rewritten_since_the_head_is_read_by_a_reader_that_lists(log)
     head, listed = read_head(log), log.listed()
     assert [len(m.files) for m in head.manifests(log, listed)] == [1, 0]  # the store's bytes
     assert [len(m.files) for m in head.manifests(log)] == [1, 1]  # the head's own copy
+
+
+# -- the prefix's heads document: every job, each with its head -----------------------------------
+def test_two_jobs_writing_in_turn_keep_both_heads(log, monkeypatch):
+    other = ManifestLog(log.store, "", Layout(), "job2")
+    seen: dict[str, dict] = {"job": {}, "job2": {}}  # two processes: each its own versions
+    for batch in range(3):  # each write finds the version its process last saw replaced
+        for job in (log, other):
+            monkeypatch.setattr(heads, "_SEEN", seen[job.name])
+            _write(job, batch)
+    document = read_heads(log.store, "", Layout())
+    assert sorted(document.jobs) == ["job", "job2"]
+    _same(log)
+    _same(other)
+    assert [j.export.name for j in find_jobs(log.store, "")] == ["job", "job2"]
+
+
+def test_the_heads_document_names_the_jobs_it_finds_there(log):
+    from blockgz.commits.manifests import Manifests
+
+    older = Manifests(log.store, "", Layout(), "older")  # written by a version without heads
+    older.write(0, files=[_file(0)], offsets={"t": {0: 10}})
+    _write(log, 0)
+    document = read_heads(log.store, "", Layout())
+    assert document.jobs["older"] is None and document.jobs["job"] is not None  # older: by listing
+    found = {j.export.name: j for j in find_jobs(log.store, "")}
+    assert sorted(found) == ["job", "older"]
+    assert found["older"].behind is None and found["job"].behind == log.key(0)
+
+
+def test_a_job_is_named_in_the_heads_document_before_its_first_manifest(log, monkeypatch):
+    monkeypatch.setattr(heads, "_put", _fail)
+    with pytest.raises(OSError, match="no head this time"):
+        _write(log, 0)
+    assert log.keys() == []  # not committed unseen by the readers that trust the document
