@@ -150,6 +150,9 @@ def main() -> None:
                     usage = sampler.stop()
                     if exact_cpu is not None:
                         usage.set_cpu("loop", exact_cpu)  # each loop process's own rusage
+                        # The session's JVM and Python workers idle beside the loop, which
+                        # does not use them: their background CPU is not the loop's.
+                        usage.cpu_s["jvm"] = usage.cpu_s["workers"] = 0.0
                     assert count == topic.records, f"{case}: {count:,} of {topic.records:,}"
                     cpu = dict(usage.cpu_s)
                     label = "warm-up" if r == 0 else f"round {r}"

@@ -7,7 +7,7 @@
 >>> table["blockgz"].cpu_us_per_record, round(speed_ratio(table, "blockgz", "json"), 2)
 (5000.0, 1.33)
 >>> [row[-1] for row in target_rows(table)]
-['**PASS**', '**PASS**']
+['**PASS**', '**PASS**', 'FAIL', '**PASS**']
 """
 
 from __future__ import annotations
@@ -28,6 +28,10 @@ TITLES = {
 #: The cases held to the targets, and the targets: speed ≥ need × the reference case's.
 TARGETS = (("json", 1.0), ("loop", 0.6))
 GATED = ("blockgz", "spark")
+#: Issue 44's goals: (case, reference, need): the default path's speed ≥ 1.5× the
+#: hand-written pipeline's; CPU per record of both blockgz paths ≤ 1.1× the loop's.
+SPEED_GOALS = (("blockgz", "json", 1.5),)
+CPU_GOALS = (("blockgz", "loop", 1.1), ("spark", "loop", 1.1))
 GROUPS = ("driver", "jvm", "workers", "loop", "kafka", "s3")
 
 
@@ -122,6 +126,18 @@ def target_rows(table: dict[str, CaseSummary]) -> list[list[str]]:
                 rows.append(
                     [case, reference, f"{x:.2f}×", f"≥ {need:g}×", verdict],
                 )
+    for case, reference, need in SPEED_GOALS:
+        if case in table and reference in table:
+            x = speed_ratio(table, case, reference)
+            verdict = "**PASS**" if x >= need else "FAIL"
+            rows.append([case, reference, f"{x:.2f}×", f"≥ {need:g}× (issue 44)", verdict])
+    for case, reference, most in CPU_GOALS:
+        if case in table and reference in table:
+            x = table[case].cpu_us_per_record / table[reference].cpu_us_per_record
+            verdict = "**PASS**" if x <= most else "FAIL"
+            rows.append(
+                [case, reference, f"CPU/record {x:.2f}×", f"≤ {most:g}× (issue 44)", verdict]
+            )
     return rows
 
 
@@ -142,7 +158,7 @@ def render(table: dict[str, CaseSummary], rounds: int, warmup: str) -> str:
         "of the case (" + " / ".join(GROUPS) + ")."
     )
     case_header = ["case", "wall s (rounds)", "records/s", "CPU µs/record", "vs H", "vs C"]
-    target_header = ["case", "vs", "speed ratio", "target", "verdict"]
+    target_header = ["case", "vs", "ratio", "target", "verdict"]
     return "\n".join(
         [
             head,

@@ -23,15 +23,26 @@ def test_medians_cpu_per_record_and_the_verdicts():
     table = er.summarize(runs)
     assert table["json"].wall_s == 8.0 and table["blockgz"].wall_s == 6.0
     assert table["blockgz"].cpu_us_per_record == 8.0
-    verdicts = {(r[0], r[1]): r[-1] for r in er.target_rows(table)}
+    verdicts = {(r[0], r[1], r[3]): r[-1] for r in er.target_rows(table)}
     assert verdicts == {
-        ("blockgz", "json"): "**PASS**",  # 8.0 / 6.0 = 1.33 ≥ 1.0
-        ("blockgz", "loop"): "FAIL",  # 3.2 / 6.0 = 0.53 < 0.6
-        ("spark", "json"): "FAIL",  # 8.0 / 8.5 = 0.94 < 1.0
-        ("spark", "loop"): "FAIL",
+        ("blockgz", "json", "≥ 1×"): "**PASS**",  # 8.0 / 6.0 = 1.33 ≥ 1.0
+        ("blockgz", "loop", "≥ 0.6×"): "FAIL",  # 3.2 / 6.0 = 0.53 < 0.6
+        ("spark", "json", "≥ 1×"): "FAIL",  # 8.0 / 8.5 = 0.94 < 1.0
+        ("spark", "loop", "≥ 0.6×"): "FAIL",
+        # issue 44: speed ≥ 1.5× H (1.33× fails); CPU per record ≤ 1.1× the loop's
+        ("blockgz", "json", "≥ 1.5× (issue 44)"): "FAIL",
+        ("blockgz", "loop", "≤ 1.1× (issue 44)"): "FAIL",  # 8 / 6 µs = 1.33×
+        ("spark", "loop", "≤ 1.1× (issue 44)"): "FAIL",  # 10 / 6 µs
     }
     text = er.render(table, rounds=3, warmup="full")
     assert "1,000,000 records" in text and "| blockgz | loop | 0.53× | ≥ 0.6× | FAIL |" in text
+    assert "| blockgz | loop | CPU/record 1.33× | ≤ 1.1× (issue 44) | FAIL |" in text
+
+
+def test_cpu_goal_passes_within_a_tenth_of_the_loop():
+    table = er.summarize([*_runs("blockgz", [5.0], 6.5), *_runs("loop", [3.0], 6.0)])
+    rows = [r for r in er.target_rows(table) if r[3] == "≤ 1.1× (issue 44)"]
+    assert rows == [["blockgz", "loop", "CPU/record 1.08×", "≤ 1.1× (issue 44)", "**PASS**"]]
 
 
 def test_a_reference_that_did_not_run_gives_no_verdict():
