@@ -1,0 +1,88 @@
+"""The hold clock's Kafka lookups at thousands of partitions, against a fake consumer: asked in
+chunks, since librdkafka's cost per request, pause or assignment grows with its size."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+confluent_kafka = pytest.importorskip("confluent_kafka")
+
+from blockgz.sink.kafka import oldest  # noqa: E402
+
+
+@dataclass
+class Message:
+    tp: tuple[str, int]
+    at: int
+
+    def topic(self) -> str:
+        return self.tp[0]
+
+    def partition(self) -> int:
+        return self.tp[1]
+
+    def offset(self) -> int:
+        return self.at
+
+    def error(self) -> Any:
+        return None
+
+    def timestamp(self) -> tuple[int, int]:
+        return 1, 1_000 + self.at
+
+
+@dataclass
+class ChunkConsumer:
+    """Gives each assigned partition's record at its assigned offset, up to 500 per consume."""
+
+    assigned: list[int] = field(default_factory=list)  # partitions per assign()
+    paused: list[int] = field(default_factory=list)  # partitions per pause()
+    listed: list[int] = field(default_factory=list)  # partitions per offsets_for_times()
+    _queue: list[Message] = field(default_factory=list)
+
+    def assign(self, tps: list[Any]) -> None:
+        self.assigned.append(len(tps))
+        self._queue = [Message((tp.topic, tp.partition), tp.offset) for tp in tps]
+
+    def resume(self, tps: list[Any]) -> None:
+        pass
+
+    def pause(self, tps: list[Any]) -> None:
+        self.paused.append(len(tps))
+
+    def unassign(self) -> None:
+        self._queue = []
+
+    def consume(self, num_messages: int, timeout: float) -> list[Message]:
+        batch, self._queue = self._queue[:num_messages], self._queue[num_messages:]
+        return batch
+
+    def offsets_for_times(self, tps: list[Any], timeout: float) -> list[Any]:
+        self.listed.append(len(tps))
+        return [confluent_kafka.TopicPartition(tp.topic, tp.partition, 7) for tp in tps]
+
+
+def test_first_record_times_of_thousands_of_partitions_assigns_them_in_chunks():
+    consumer = ChunkConsumer()
+    wanted = {("t", p): p for p in range(1_200)}
+    found = oldest.first_record_times(consumer, wanted, timeout_s=30)
+    assert found == {tp: 1_000 + offset for tp, offset in wanted.items()}
+    chunk = oldest.OFFSETS_CHUNK
+    assert consumer.assigned == [chunk, chunk, 1_200 - 2 * chunk]
+    assert max(consumer.paused) <= chunk and sum(consumer.paused) == 1_200
+
+
+def test_first_record_times_stops_at_its_deadline_between_chunks():
+    consumer = ChunkConsumer()
+    assert oldest.first_record_times(consumer, {("t", p): 0 for p in range(900)}, 0.0) == {}
+    assert consumer.assigned == []  # nothing asked once the time is up
+
+
+def test_offsets_by_time_are_asked_in_chunks():
+    consumer = ChunkConsumer()
+    cuts = oldest.offsets_at_times(consumer, {("t", p): 5 for p in range(1_001)}, 2.0)
+    assert consumer.listed == [oldest.OFFSETS_CHUNK, oldest.OFFSETS_CHUNK, 1]
+    assert len(cuts) == 1_001 and set(cuts.values()) == {7}
