@@ -13,7 +13,7 @@ import contextlib
 import logging
 import time
 from bisect import bisect_left
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -26,6 +26,9 @@ log = logging.getLogger("blockgz.kafka_source")
 
 BATCH_ROWS = 10_000  # rows per Arrow batch handed to Spark
 _CONSUME_WAIT_S = 0.2  # one consume() call; the poll timeout bounds the whole wait
+#: Ranges of at most this many offsets in all are read together, with one consumer (issue 44).
+#: At most ``BATCH_ROWS``: each range's records go to Spark as one Arrow batch.
+TOGETHER_OFFSETS = BATCH_ROWS
 
 
 class OffsetRange(Protocol):
@@ -123,14 +126,57 @@ def new_consumer(config: SourceSettings) -> Any:
 
 def read_range_rows(options: Mapping[str, str], batches: Iterator[Any]) -> Iterator[Any]:
     """The sink's input reader for offset-range rows (``topic, partition, startOffset,
-    endOffset``): each range read from Kafka, as Arrow batches of Kafka rows. ``options`` are
-    the source's (``kafka.bootstrap.servers``, ...)."""
+    endOffset``): each range read from Kafka, as Arrow batches of Kafka rows, each batch of one
+    topic-partition (:func:`read_ranges`). ``options`` are the source's
+    (``kafka.bootstrap.servers``, ...)."""
     config = parse_options(options)
+    parts: list[Range] = []
     for batch in batches:
         for row in batch.to_pylist():
             part = Range(row["topic"], row["partition"], row["startOffset"], row["endOffset"])
             log.info("%s-%d: reading [%d, %d)", part.topic, part.partition, part.start, part.end)
-            yield from read_range(config, part)
+            parts.append(part)
+    yield from read_ranges(config, parts)
+
+
+def read_ranges(config: SourceSettings, parts: Sequence[OffsetRange]) -> Iterator[Any]:
+    """The records of each range of ``parts`` as Arrow batches, each of one topic-partition and
+    in offset order. Small ranges (:func:`together`) are read with one consumer assigned to all
+    of them at once, so a task of many small ranges costs one consumer and a few fetches
+    instead of a consumer, an offsets lookup and a fetch per range; a bigger range is read
+    alone (:func:`read_range`)."""
+    for group in together(parts):
+        if len(group) == 1:
+            yield from read_range(config, group[0])
+        else:
+            yield from read_together(config, group)
+
+
+def together(
+    parts: Sequence[OffsetRange], offsets: int = TOGETHER_OFFSETS
+) -> list[list[OffsetRange]]:
+    """``parts`` in order, packed into groups read with one consumer: at most ``offsets``
+    offsets a group, each topic-partition once; a range of more offsets is a group alone.
+
+    >>> sizes = [Range("t", p, 0, n) for p, n in enumerate([5, 5, 5, 20, 5])]
+    >>> [[r.partition for r in group] for group in together(sizes, offsets=12)]
+    [[0, 1], [2], [3], [4]]
+    """
+    groups: list[list[OffsetRange]] = []
+    current: list[OffsetRange] = []
+    seen: set[TopicPartition] = set()
+    size = 0
+    for part in parts:
+        length, tp = part.end - part.start, (part.topic, part.partition)
+        if current and (size + length > offsets or tp in seen):
+            groups.append(current)
+            current, seen, size = [], set(), 0
+        current.append(part)
+        seen.add(tp)
+        size += length
+    if current:
+        groups.append(current)
+    return groups
 
 
 class _BatchBuilder:
@@ -249,6 +295,120 @@ def _read_range(consumer: Any, config: SourceSettings, part: OffsetRange) -> Ite
                 raise SourceError(f"cannot read {where}: {error}")
     if len(builder):
         yield builder.flush()
+
+
+@dataclass
+class _Reading:
+    """One range of a group read together: its records so far and the next offset wanted."""
+
+    part: OffsetRange
+    builder: _BatchBuilder
+    position: int
+
+    @property
+    def done(self) -> bool:
+        return self.position >= self.part.end
+
+
+def read_together(config: SourceSettings, group: Sequence[OffsetRange]) -> Iterator[Any]:
+    """The records of several small ranges (of different topic-partitions), read with one
+    consumer assigned to all of them at once; one Arrow batch per range that has records,
+    yielded as the range completes."""
+    consumer = new_consumer(config)
+    try:
+        yield from _read_assigned(consumer, config, group)
+    finally:
+        consumer.close()
+
+
+def _read_assigned(
+    consumer: Any, config: SourceSettings, group: Sequence[OffsetRange]
+) -> Iterator[Any]:
+    """:func:`read_together` on ``consumer``. A range whose offsets Kafka no longer has (the
+    consumer's offset-reset error) is read alone afterwards, from where it got to
+    (:func:`read_range` checks for data loss and seeks past it)."""
+    from confluent_kafka import TopicPartition as KafkaTP
+
+    reading = {
+        (p.topic, p.partition): _Reading(
+            p, _BatchBuilder(p.topic, p.partition, config.include_headers), p.start
+        )
+        for p in group
+    }
+    again: list[OffsetRange] = []
+    with kafka_errors(config, f"cannot assign {len(group)} partitions"):
+        consumer.assign([KafkaTP(p.topic, p.partition, p.start) for p in group])
+    last_progress = time.monotonic()
+    while reading:
+        wanted = min(sum(r.part.end - r.position for r in reading.values()), BATCH_ROWS)
+        with kafka_errors(config, f"cannot read {len(reading)} partitions"):
+            messages = consumer.consume(num_messages=wanted, timeout=_CONSUME_WAIT_S)
+        before = sum(r.position for r in reading.values())
+        if messages:
+            _route(messages, reading, config, again)
+        else:  # gaps (compaction, transaction markers), or a slow broker
+            _advance_positions(consumer, reading)
+        if sum(r.position for r in reading.values()) > before:
+            last_progress = time.monotonic()
+        for tp in [tp for tp, r in reading.items() if r.done]:
+            builder = reading.pop(tp).builder
+            if len(builder):
+                yield builder.flush()
+        if reading:
+            first = next(iter(reading.values()))
+            tp = (first.part.topic, first.part.partition)
+            _check_stall(config, tp, first.position, first.part, last_progress)
+    for part in again:  # rare: a consumer of its own, nothing else assigned
+        yield from read_range(config, part)
+
+
+def _advance_positions(consumer: Any, reading: dict[TopicPartition, _Reading]) -> None:
+    """Move each range's position to its consumer position (past gaps no record fills)."""
+    from confluent_kafka import TopicPartition as KafkaTP
+
+    positions = consumer.position([KafkaTP(topic, part) for topic, part in reading])
+    for tp in positions:
+        state = reading[(tp.topic, tp.partition)]
+        state.position = max(state.position, min(tp.offset, state.part.end))
+
+
+def _route(
+    messages: list[Any],
+    reading: dict[TopicPartition, _Reading],
+    config: SourceSettings,
+    again: list[OffsetRange],
+) -> None:
+    """Add each record of ``messages`` that lies in its range to that range's batch; end
+    ranges at records past them, at the end of their partition, or (into ``again``) where
+    Kafka no longer has their offsets; anything else is a :class:`SourceError`."""
+    from confluent_kafka import KafkaError
+
+    for message in messages:
+        error = message.error()
+        state = reading.get((message.topic(), message.partition()))
+        if error is None:
+            if state is not None and not state.done:
+                offset = message.offset()
+                if state.position <= offset < state.part.end:
+                    state.builder.add([message])
+                    state.position = offset + 1
+                elif offset >= state.part.end:
+                    state.position = state.part.end
+        elif error.code() == KafkaError._PARTITION_EOF:
+            if state is not None and not state.done:
+                tp = (state.part.topic, state.part.partition)
+                _check_end(tp, message.offset(), state.part.end, config.fail_on_data_loss)
+                state.position = state.part.end
+        elif error.code() == KafkaError.GROUP_AUTHORIZATION_FAILED:
+            continue  # the never-used group's coordinator lookup (see _read_range)
+        elif error.code() == KafkaError._AUTO_OFFSET_RESET:
+            if state is not None and not state.done:  # else the range is read whole already
+                part = state.part
+                again.append(Range(part.topic, part.partition, state.position, part.end))
+                state.position = part.end
+        else:
+            where = f"{message.topic()}-{message.partition()} at {config.bootstrap_servers}"
+            raise SourceError(f"cannot read {where}: {error}")
 
 
 def _add_in_range(
