@@ -68,6 +68,7 @@ class Result:
     setup_s: float = 0.0
     export_s: float = 0.0
     exit_code: int = 0
+    load: tuple[float, float] = (0.0, 0.0)  # 1-minute load average before and after the export
     batches: list[dict[str, int]] = field(default_factory=list)
     snapshot_ms: list[int] = field(default_factory=list)
     peaks: Peaks = field(default_factory=Peaks)
@@ -285,8 +286,11 @@ def timed_cli(workdir: Path, *args: str) -> tuple[float, int]:
     return time.monotonic() - started, proc.returncode
 
 
-def measure(kafka: ApacheKafka, s3: SeaweedS3, partitions: int, root: Path) -> Result:
-    """Topics, export, store sizes, status and audit for one N."""
+def measure(
+    kafka: ApacheKafka, s3: SeaweedS3, partitions: int, root: Path, *, export_only: bool = False
+) -> Result:
+    """Topics, export, store sizes, status and audit for one N (``export_only``: the export's
+    figures alone)."""
     result = Result(partitions)
     run = uuid.uuid4().hex[:6]
     prefix, bucket = f"scale{partitions}-{run}", f"scale{partitions}-{run}"
@@ -298,7 +302,11 @@ def measure(kafka: ApacheKafka, s3: SeaweedS3, partitions: int, root: Path) -> R
     result.setup_s = time.monotonic() - started
     options = job_options(kafka, s3, bucket, prefix)
     (workdir / "job.properties").write_text("".join(f"{k}={v}\n" for k, v in options.items()))
+    before = os.getloadavg()[0]
     parse_events(run_export(workdir, result), result)
+    result.load = (before, os.getloadavg()[0])
+    if export_only:
+        return result
     result.status_s, result.status_code = timed_cli(workdir, "status")
     result.audit_s, result.audit_code = timed_cli(workdir, "audit")
     measure_store(s3, bucket, result)
@@ -319,6 +327,8 @@ def row(result: Result) -> dict[str, Any]:
         "batches": len(result.batches),
         "planning_ms_max": max(plans, default=0),
         "latestOffset_ms": max((b.get("latestOffset", 0) for b in data), default=0),
+        "getBatch_ms": max((b.get("getBatch", 0) for b in data), default=0),
+        "queryPlanning_ms": max((b.get("queryPlanning", 0) for b in data), default=0),
         "trigger_ms_max": max((b.get("triggerExecution", 0) for b in data), default=0),
         "addBatch_ms_max": max((b.get("addBatch", 0) for b in data), default=0),
         "python_mib": result.peaks.driver_python / MiB,
@@ -337,6 +347,7 @@ def row(result: Result) -> dict[str, Any]:
         "status_s": result.status_s,
         "audit_s": result.audit_s,
         "codes": f"{result.exit_code}/{result.status_code}/{result.audit_code}",
+        "load": "{:.1f} / {:.1f}".format(*result.load),
         "setup_s": result.setup_s,
     }
 
@@ -347,6 +358,8 @@ def render(rows: list[dict[str, Any]]) -> str:
         ("batches", "batches (`--once`)", "{:,}"),
         ("planning_ms_max", "planning per batch (latestOffset+queryPlanning+getBatch), ms", "{:,}"),
         ("latestOffset_ms", "  of which latestOffset, ms", "{:,}"),
+        ("getBatch_ms", "  of which getBatch, ms", "{:,}"),
+        ("queryPlanning_ms", "  of which queryPlanning, ms", "{:,}"),
         ("addBatch_ms_max", "addBatch (the write), ms", "{:,}"),
         ("trigger_ms_max", "whole batch (triggerExecution), ms", "{:,}"),
         ("python_mib", "driver Python peak RSS, MiB", "{:,.0f}"),
@@ -365,6 +378,7 @@ def render(rows: list[dict[str, Any]]) -> str:
         ("status_s", "`blockgz status` wall, s", "{:,.1f}"),
         ("audit_s", "`blockgz audit` wall, s", "{:,.1f}"),
         ("codes", "exit codes export/status/audit", "{}"),
+        ("load", "load average (1 min) before / after the export", "{}"),
     ]
     head = "| measure | " + " | ".join(f"{r['partitions']:,}" for r in rows) + " |"
     lines = [head, "|---" * (len(rows) + 1) + "|"]
@@ -381,13 +395,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--partitions", default="100,1000")
     parser.add_argument("--heap", default="2g", help="the broker's JVM heap")
+    parser.add_argument(
+        "--export-only",
+        action="store_true",
+        help="measure the export alone (no status, audit, store sizes or compaction)",
+    )
     args = parser.parse_args()
     counts = [int(n) for n in args.partitions.split(",")]
     rows: list[dict[str, Any]] = []
     root = Path(tempfile.mkdtemp(prefix="scale-partitions-"))
     with ApacheKafka(heap=args.heap) as kafka, SeaweedS3() as s3:
         for n in counts:
-            result = measure(kafka, s3, n, root)
+            result = measure(kafka, s3, n, root, export_only=args.export_only)
             rows.append(row(result))
             print(json.dumps(rows[-1]), flush=True)
     print(render(rows))
