@@ -331,16 +331,17 @@ def start_query(
 def spark_holding(
     job: ExportSettings, source_options: Mapping[str, str], *, once: bool
 ) -> dict[str, str]:
-    """With held partial files (``blockgz.hold.partial.files``) and Spark's Kafka source: its
-    ``minOffsetsPerTrigger``/``maxTriggerDelay`` from the sink's rotation, those the job did
-    not set (:func:`~blockgz.sink.kafka.holding.spark_trigger_options`). Spark waits by the
-    total over all partitions, so a batch's files still end partial; logged once."""
+    """With held partial files (``blockgz.hold.partial.files``) in a running export reading
+    Spark's Kafka source: its ``minOffsetsPerTrigger``/``maxTriggerDelay`` from the sink's
+    rotation, those the job did not set
+    (:func:`~blockgz.sink.kafka.holding.spark_trigger_options`). Spark waits by the total over
+    all partitions, so a batch's files still end partial; logged once."""
     from blockgz.sink.export.start import kafka_partitions
     from blockgz.sink.kafka.holding import holding, rules_of, spark_trigger_options
 
     rules = rules_of(job.sink)
-    if not holding(job.source.hold_mode, rules, once=once):
-        return {}
+    if once or not holding(job.source.hold_mode, rules, once=False):
+        return {}  # a --once run's batches must not wait (Spark may delay them too)
     if job.source.strategy == "assign":
         count = len(job.source.assigned)
     else:

@@ -326,12 +326,12 @@ def test_a_once_run_holds_only_when_asked_and_ends(spark, kafka, s3_server, buck
     exported(s3_server, bucket).assert_exactly_once(2, 25)
 
 
-#: The workload read by Spark's own Kafka source (``partitions,rate,seconds,interval_ms``;
-#: ``BLOCKGZ_HELD_SPARK_WORKLOAD=20,200,60,20000`` is the issue-like measurement).
+#: The workload read by Spark's own Kafka source (``partitions,rate,seconds,interval_ms,
+#: trigger_s``; ``BLOCKGZ_HELD_SPARK_WORKLOAD=20,200,60,20000,5`` is the issue-like measurement).
 SPARK_WORKLOAD = dict(
     zip(
-        ("partitions", "rate", "seconds", "interval_ms"),
-        map(int, os.environ.get("BLOCKGZ_HELD_SPARK_WORKLOAD", "10,100,24,8000").split(",")),
+        ("partitions", "rate", "seconds", "interval_ms", "trigger_s"),
+        map(int, os.environ.get("BLOCKGZ_HELD_SPARK_WORKLOAD", "10,100,24,8000,1").split(",")),
         strict=True,
     )
 )
@@ -367,7 +367,7 @@ def test_sparks_kafka_source_waits_for_the_rotation_between_batches(
     from testkit.service_export import ServiceExport, service_config
 
     parts, rate, seconds = (SPARK_WORKLOAD[k] for k in ("partitions", "rate", "seconds"))
-    interval = SPARK_WORKLOAD["interval_ms"]
+    interval, trigger_s = SPARK_WORKLOAD["interval_ms"], SPARK_WORKLOAD["trigger_s"]
     topic = "held_spark_" + uuid.uuid4().hex[:8]
     kafka.create_topic(topic, partitions=parts)
     extra = {
@@ -375,6 +375,7 @@ def test_sparks_kafka_source_waits_for_the_rotation_between_batches(
         "rotate.interval.ms": str(interval),
         "maxOffsetsPerTrigger": "1000000",
         "blockgz.spark.kafka.jars": "4.2.0",
+        "blockgz.trigger.interval": f"{trigger_s} seconds",
     }
     config = service_config(tmp_path / "job.properties", kafka, s3_server, bucket, topic, **extra)
     reading = job_config(kafka, s3_server, bucket, topic, name="service-test")
@@ -399,7 +400,7 @@ def test_sparks_kafka_source_waits_for_the_rotation_between_batches(
         export.kill()
     job_log = (tmp_path / "ckpt" / "blockgz-export.log").read_text()
     assert "reading Kafka with the Spark Kafka source" in job_log
-    delay = interval - 1000
+    delay = max(interval - trigger_s * 1000, interval // 2)
     assert f"minOffsetsPerTrigger={1000 * parts} or maxTriggerDelay={delay}ms" in job_log
     found = exported(s3_server, bucket)
     found.assert_exactly_once(parts, ends[0])
@@ -408,6 +409,6 @@ def test_sparks_kafka_source_waits_for_the_rotation_between_batches(
     rule = sum(len(confluent_cuts(stamps[p][2:], 1000, interval)) + 1 for p in range(parts))
     print(
         f"Spark's source: {len(trickled)} objects for the trickle; bound {bound}; Confluent's "
-        f"rule {rule} (open files included); one per trigger ~{parts * seconds}"
+        f"rule {rule} (open files included); one per trigger ~{parts * seconds // trigger_s}"
     )
     assert len(trickled) <= bound, (len(trickled), bound)

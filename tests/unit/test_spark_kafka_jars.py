@@ -57,3 +57,24 @@ def test_jars_pyspark_ships_are_left_out(tmp_path):
     names = ["scala-library-2.13.99.jar", "kafka-clients-3.9.2.jar", "slf4j-api-9.9.9.jar"]
     jars = [tmp_path / n for n in names]
     assert [j.name for j in missing_from_spark(jars)] == ["kafka-clients-3.9.2.jar"]
+
+
+def test_a_running_held_export_sets_sparks_trigger_limits_and_a_once_run_does_not():
+    """Held files with Spark's Kafka source: minOffsetsPerTrigger over the assigned
+    partitions and maxTriggerDelay one trigger short of rotate.interval.ms (issue 44)."""
+    from blockgz.sink.export.job import spark_holding
+
+    job = ExportSettings.from_mapping(
+        {
+            **{k: v for k, v in BASE.items() if k != "topics"},
+            "assign": '{"t": [0, 1, 2]}',
+            "flush.size": "100",
+            "rotate.interval.ms": "60000",
+            "blockgz.trigger.interval": "5 seconds",
+        }
+    )
+    found = spark_holding(job, job.source_options, once=False)
+    assert found == {"minOffsetsPerTrigger": "300", "maxTriggerDelay": "55000ms"}
+    assert spark_holding(job, job.source_options, once=True) == {}
+    given = {**job.source_options, "maxTriggerDelay": "2m"}
+    assert spark_holding(job, given, once=False) == {"minOffsetsPerTrigger": "300"}
