@@ -272,6 +272,17 @@ def read_head(manifests: Manifests) -> CatalogHead | None:
     return None if heads is None else heads.jobs.get(manifests.name)
 
 
+def recent_manifest(manifests: Manifests, key: str) -> Manifest | None:
+    """The manifest ``key`` as this process last wrote it into the job's head (no request;
+    ``None`` when not at hand: another process wrote it, or a compaction folded it)."""
+    from blockgz.commits.manifests import Manifest
+
+    heads = _SEEN.get(manifests.store.url(head_key(manifests)))
+    head = None if heads is None else heads.jobs.get(manifests.name)
+    body = None if head is None else dict(head.tail).get(key)
+    return None if body is None else Manifest.from_json(body, source=manifests.store.url(key))
+
+
 def rooted_head(root_key: str, root_json: bytes, through: str) -> CatalogHead:
     """The head right after a compaction: the new root (folded through ``through``), no
     manifest after it."""

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from blockgz.commits.catalog import Catalog
+from blockgz.commits.head import recent_manifest
 from blockgz.commits.manifests import Manifests
 from blockgz.errors import ObjectNotFoundError, TopicRecreatedError
 
@@ -121,8 +122,6 @@ def check_commit(
     topics and of the batch's ``topics`` against those the run started with and the previous
     batch recorded. A different id refuses (:class:`TopicRecreatedError`, and the batch is
     aborted); the ids to record in the manifest are returned."""
-    from confluent_kafka.admin import AdminClient
-
     started = {str(t): str(i) for t, i in json.loads(options.get(IDS_OPTION) or "{}").items()}
     expected = {**_previous_ids(manifests, batch_id), **started}
     client_config: dict[str, str | int | float | bool] = {
@@ -130,7 +129,7 @@ def check_commit(
         for key, value in options.items()
         if key.startswith(KAFKA_PREFIX)
     }
-    live = live_topic_ids(AdminClient(client_config), set(started) | set(topics))
+    live = live_topic_ids(_admin(client_config), set(started) | set(topics))
     changed = changed_life(expected, live)
     if changed is not None:
         where = manifests.store.url(manifests.layout.job_prefix(manifests.prefix, manifests.name))
@@ -144,5 +143,27 @@ def _previous_ids(manifests: Manifests, batch_id: int | str) -> dict[str, str]:
         previous = int(batch_id) - 1
     except ValueError:
         return {}
-    manifest = manifests.read_batch(previous) if previous >= 0 else None
+    if previous < 0:
+        return {}
+    # This process wrote it into the job's head a batch ago, most often: no GET then.
+    manifest = recent_manifest(manifests, manifests.key(previous)) or manifests.read_batch(previous)
     return dict(manifest.topic_ids) if manifest is not None else {}
+
+
+#: The commit check's admin client for the process's life, by its Kafka client configuration
+#: (one kept: another configuration replaces it, and the old one goes with its last reference;
+#: confluent-kafka's has no close). Made per batch it cost ~13 ms of connecting and metadata.
+_ADMIN: dict[str, Any] = {}
+
+
+def _admin(client_config: Mapping[str, Any]) -> Any:
+    """The process's admin client for ``client_config`` (librdkafka's: thread-safe, it
+    reconnects by itself). Its log is off: kept between batches, it would otherwise print its
+    reconnects to a broker gone for good on stderr; a failed describe still raises."""
+    from confluent_kafka.admin import AdminClient
+
+    key = json.dumps(client_config, sort_keys=True, default=str)
+    if key not in _ADMIN:
+        _ADMIN.clear()
+        _ADMIN[key] = AdminClient({**client_config, "log_level": 0})
+    return _ADMIN[key]

@@ -86,3 +86,30 @@ def test_audit_names_an_archive_where_two_lives_meet(tmp_path):
     assert report.exit_code == 2
     (finding,) = [f for f in report.findings if f.kind == "topic_lives"]
     assert finding.topic == "t" and "(topic ids OLD, then NEW)" in finding.line()
+
+
+def test_the_previous_ids_come_from_the_head_this_process_wrote(tmp_path, monkeypatch):
+    from blockgz.commits.manifest_log import ManifestLog
+    from blockgz.sink.kafka import lives
+
+    log = ManifestLog(LocalStore(str(tmp_path)), "", Layout(), "job")
+    log.write(0, files=[], offsets={"t": {0: 5}}, topic_ids={"t": "T1"})
+    monkeypatch.setattr(log, "read_batch", _no_read)  # no GET of the batch just written
+    assert lives._previous_ids(log, 1) == {"t": "T1"}
+    other = ManifestLog(LocalStore(str(tmp_path / "other")), "", Layout(), "job")
+    Manifests(other.store, "", Layout(), "job").write(0, files=[], offsets={}, topic_ids={"t": "X"})
+    assert lives._previous_ids(other, 1) == {"t": "X"}  # not in this process's heads: read
+
+
+def _no_read(batch_id):
+    raise AssertionError(f"batch {batch_id} read again")
+
+
+def test_the_commit_check_keeps_one_admin_client_per_configuration():
+    from blockgz.sink.kafka import lives
+
+    config = {"bootstrap.servers": "127.0.0.1:9"}
+    first = lives._admin(config)
+    assert lives._admin(dict(config)) is first  # not one per batch
+    assert lives._admin({"bootstrap.servers": "127.0.0.1:10"}) is not first
+    assert len(lives._ADMIN) == 1  # the one before is let go
