@@ -10,7 +10,9 @@ object this attempt wrote is deleted before the error goes on to Spark.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from blockgz.errors import ConfigError
@@ -30,6 +32,9 @@ from blockgz.store.request_stats import REQUESTS
 from blockgz.written.files import WrittenFile
 
 log = logging.getLogger("blockgz.sink")
+
+#: Writers a task closes at once when a micro-batch ends (their PUTs overlap).
+CLOSE_THREADS = 8
 
 
 def records_of(batch) -> Iterator[KafkaRecord]:
@@ -165,6 +170,7 @@ class WriteTask:
         self._listener = load_listener(config.listener, config.listener_options)
         self._files_done = 0
         self._objects_done = 0
+        self._done_lock = threading.Lock()
         self._identity: tuple[int | None, int] | None = None
         self.dead_letters = dead_letter_queue(config, self.store, self.prefix)
         #: Connect's transforms (``None``: none configured); then the offsets read per
@@ -192,6 +198,10 @@ class WriteTask:
         return writer
 
     def _file_done(self, file: WrittenFile) -> None:
+        with self._done_lock:  # writers close on several threads (_close_writers)
+            self._count_file(file)
+
+    def _count_file(self, file: WrittenFile) -> None:
         self._files_done += 1
         self._objects_done += file.role == "value"
         if self._listener is not None:
@@ -338,8 +348,9 @@ class WriteTask:
             message.dead_letters = self.dead_letters.finish()
         for (topic, part), last in sorted(self.read_offsets.items()):
             message.next_offsets.setdefault(topic, {})[part] = last + 1  # the topics read
+        closed = self._close_writers()
         for (topic, part), writer in sorted(self.writers.items()):
-            message.files.extend(writer.close())
+            message.files.extend(closed[(topic, part)])
             message.skipped_nulls += writer.skipped_nulls
             assert writer.last_offset is not None
             if self.transformer is None:
@@ -354,6 +365,19 @@ class WriteTask:
                 f", {dead} records to the dead-letter queue" if dead else "",
             )
         return message
+
+    def _close_writers(self) -> dict[tuple[str, int], list[WrittenFile]]:
+        """Close every writer; several at once (each its data objects, then their sidecars:
+        the order within a file stays), since a task of many small topic-partitions otherwise
+        waits for two PUTs per partition one after the other (issue 44). Returns only once
+        every close has ended, so an abort never runs beside one; the first error is raised."""
+        writers = sorted(self.writers.items())
+        if len(writers) <= 1:
+            return {tp: writer.close() for tp, writer in writers}
+        threads = min(CLOSE_THREADS, len(writers))
+        with ThreadPoolExecutor(threads, thread_name_prefix="blockgz-close") as pool:
+            futures = {tp: pool.submit(writer.close) for tp, writer in writers}
+        return {tp: future.result() for tp, future in futures.items()}
 
     def abort(self) -> None:
         for writer in self.writers.values():
