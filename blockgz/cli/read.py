@@ -148,8 +148,9 @@ def seek(
     starts at the next offset that exists.
     -O layout=deviantart reads a prefix written by DeviantArt's kafka-connect-s3
     (<prefix>/<yyyy-MM-dd>/<topic>-<partition>-<offset>.gz); ls, cat and verify take it too.
-    -O name=<job> reads that export job's catalog head alone (3 requests for a seek, instead of
-    listing the jobs and their newest manifests).
+    A cold seek of an archive prefix reads the exports' catalog heads (_blockgz/heads.json,
+    one GET), the object's sidecar and one block: 3 requests. -O name=<job> reads that export
+    job's catalog alone.
 
     \b
     Examples:
