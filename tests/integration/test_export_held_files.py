@@ -216,7 +216,8 @@ WORKLOAD = dict(
 )
 
 
-#: ``BLOCKGZ_HELD_MODE=false`` measures the old per-batch files (the bound then fails).
+#: ``BLOCKGZ_HELD_MODE=false`` measures the old per-batch files (the workload test's bound then
+#: fails; the Spark-source test only prints its count).
 MODE = os.environ.get("BLOCKGZ_HELD_MODE", "auto")
 
 
@@ -376,6 +377,7 @@ def test_sparks_kafka_source_waits_for_the_rotation_between_batches(
         "maxOffsetsPerTrigger": "1000000",
         "blockgz.spark.kafka.jars": "4.2.0",
         "blockgz.trigger.interval": f"{trigger_s} seconds",
+        "blockgz.hold.partial.files": MODE,
     }
     config = service_config(tmp_path / "job.properties", kafka, s3_server, bucket, topic, **extra)
     reading = job_config(kafka, s3_server, bucket, topic, name="service-test")
@@ -401,7 +403,8 @@ def test_sparks_kafka_source_waits_for_the_rotation_between_batches(
     job_log = (tmp_path / "ckpt" / "blockgz-export.log").read_text()
     assert "reading Kafka with the Spark Kafka source" in job_log
     delay = max(interval - trigger_s * 1000, interval // 2)
-    assert f"minOffsetsPerTrigger={1000 * parts} or maxTriggerDelay={delay}ms" in job_log
+    held = f"minOffsetsPerTrigger={1000 * parts} or maxTriggerDelay={delay}ms" in job_log
+    assert held == (MODE != "false")
     found = exported(s3_server, bucket)
     found.assert_exactly_once(parts, ends[0])
     trickled = [k for k in found.objects if int(k.rsplit("+", 1)[1].split(".")[0]) >= 2]
@@ -411,4 +414,4 @@ def test_sparks_kafka_source_waits_for_the_rotation_between_batches(
         f"Spark's source: {len(trickled)} objects for the trickle; bound {bound}; Confluent's "
         f"rule {rule} (open files included); one per trigger ~{parts * seconds // trigger_s}"
     )
-    assert len(trickled) <= bound, (len(trickled), bound)
+    assert len(trickled) <= bound or MODE == "false", (len(trickled), bound)
