@@ -144,11 +144,11 @@ def _print(report) -> None:
     how = "deep audit" if report.deep else "audit"
     kafka = f", gaps checked with {report.kafka}" if report.kafka else ", no brokers asked"
     click.echo(f"{how} of job {report.job}: {report.archive}{kafka}")
+    worst: dict[tuple[str, int | None], int] = {}  # by partition: one pass over the findings
+    for f in report.findings:
+        worst[(f.topic, f.partition)] = max(f.level, worst.get((f.topic, f.partition), 0))
     for p in report.partitions:
-        mine = [
-            f.level for f in report.findings if (f.topic, f.partition) == (p.topic, p.partition)
-        ]
-        state = ("intact", "warning", "DAMAGE")[max(mine, default=0)]
+        state = ("intact", "warning", "DAMAGE")[worst.get((p.topic, p.partition), 0)]
         span = "-" if p.first_offset is None else f"{p.first_offset}..{(p.committed or 0) - 1}"
         click.echo(
             f"  {p.topic}-{p.partition}: offsets {span}, committed {p.committed}, {p.objects} "

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import click
@@ -140,12 +141,12 @@ def _print_table(report, *, shown: int = 20) -> None:
         markup=False,
         highlight=False,
     )
-    table = Table(
+    headers = (
         "topic", "partition", "first", "last", "committed", "kafka end", "lag",
         "last commit", "dead letters",
     )  # fmt: skip
-    for p in report.partitions:
-        table.add_row(
+    rows = [
+        (
             p.topic,
             str(p.partition),
             text(p.first_offset),
@@ -156,7 +157,13 @@ def _print_table(report, *, shown: int = 20) -> None:
             _ago(p.last_commit, report.checked_at),
             str(p.dead_letters),
         )
-    console.print(table)
+        for p in report.partitions
+    ]
+    if not _print_plain_table(console, headers, rows):
+        table = Table(*headers)
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
     if report.held:
         console.print(
             f"held: {report.held:,} records waiting for {report.held_for} (on purpose: "
@@ -173,3 +180,39 @@ def _print_table(report, *, shown: int = 20) -> None:
             console.print(f"  {row['key']}  ({row[what] or '?'})", markup=False, highlight=False)
         if len(rows) > shown:
             console.print(f"  ... {len(rows) - shown} more (--output json lists them)")
+
+
+def _print_plain_table(console, headers: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> bool:
+    """Print ``rows`` as rich prints a default :class:`~rich.table.Table` of them (its box,
+    one space of padding, left-justified), without its per-cell layout: rich takes ~3 ms a
+    row, 30 s for 10,000 partitions. ``False`` (nothing printed) when the table would not
+    fit the console's width, where rich wraps or crops cells, or on a terminal, where rich
+    styles the header."""
+    from rich import box
+    from rich.cells import cell_len
+
+    if console.is_terminal:
+        return False
+    widths = [cell_len(h) for h in headers]
+    for row in rows:
+        widths = [max(w, cell_len(cell)) for w, cell in zip(widths, row, strict=True)]
+    padded = [w + 2 for w in widths]
+    if sum(padded) + len(padded) + 1 > console.width:
+        return False
+    frame = box.HEAVY_HEAD.substitute(console.options, safe=True)
+
+    def line(cells: tuple[str, ...], left: str, middle: str, right: str) -> str:
+        inner = middle.join(
+            f" {cell}{' ' * (w - cell_len(cell))} " for cell, w in zip(cells, widths, strict=True)
+        )
+        return f"{left}{inner}{right}"
+
+    out = [
+        frame.get_top(padded).rstrip("\n"),
+        line(headers, frame.head_left, frame.head_vertical, frame.head_right),
+        frame.get_row(padded, "head").rstrip("\n"),
+        *(line(row, frame.mid_left, frame.mid_vertical, frame.mid_right) for row in rows),
+        frame.get_bottom(padded).rstrip("\n"),
+    ]
+    console.file.write("\n".join(out) + "\n")
+    return True

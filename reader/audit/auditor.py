@@ -300,12 +300,13 @@ def _fetch(
         _ask_stored_crc(ctx, asked.pop(0))
     if not ctx.server_crc:
         asked = []
+    indexed = [o for o in todo if _find_sidecar(o, listed)]  # the others have none to GET
     with ThreadPoolExecutor(ctx.threads) as pool:  # HEADs and sidecar GETs side by side
         heads = [pool.submit(_ask_stored_crc, ctx, o) for o in asked]
-        found = list(pool.map(lambda o: _load_sidecar(ctx.store, o, listed), todo))
+        found = list(pool.map(lambda o: _load_sidecar(ctx.store, o), indexed))
         for head in heads:
             head.result()
-    return {id(o): problem for o, problem in zip(todo, found, strict=True)}
+    return {id(o): problem for o, problem in zip(indexed, found, strict=True)}
 
 
 def _check_objects(
@@ -318,7 +319,7 @@ def _check_objects(
     for obj in objects:
         if obj.info is not None:
             _check_stored_crc(ctx, obj)
-            _check_sidecar(ctx, obj, loaded[id(obj)])
+            _check_sidecar(ctx, obj, loaded.get(id(obj)))
 
 
 def _ask_stored_crc(ctx: AuditContext, obj: AuditedObject) -> None:
@@ -360,15 +361,18 @@ def _size_problem(f: WrittenFile, info: ObjectInfo) -> tuple[str, WrittenFile, s
     return kind, f, f"is {info.size} bytes, the manifest committed {f.size} ({why})"
 
 
-def _load_sidecar(
-    store: ObjectStore, obj: AuditedObject, listed: dict[str, ObjectInfo]
-) -> str | None:
-    """Find and parse the object's sidecar; a problem loading it, or ``None``."""
+def _find_sidecar(obj: AuditedObject, listed: dict[str, ObjectInfo]) -> bool:
+    """Whether the object's sidecar is listed (its key set as ``obj.index_at``)."""
     f = obj.file
     candidates = dict.fromkeys(k for k in (f.index_key, *sidecar_keys(f.key)) if k)
     obj.index_at = next((k for k in candidates if k in listed), None)
-    if obj.index_at is None:
-        return None
+    return obj.index_at is not None
+
+
+def _load_sidecar(store: ObjectStore, obj: AuditedObject) -> str | None:
+    """Fetch and parse the object's sidecar (found by :func:`_find_sidecar`); a problem
+    loading it, or ``None``."""
+    assert obj.index_at is not None
     try:
         obj.sidecar_bytes = store.get(obj.index_at)
         obj.index = BlockIndex.from_json(obj.sidecar_bytes, source=obj.index_at)

@@ -32,7 +32,7 @@ import logging
 import re
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from blockgz.errors import (
@@ -83,6 +83,10 @@ class PartitionStatus:
     def late(self) -> int | None:
         """The lag without the records held on purpose: what alarms look at."""
         return None if self.lag is None else self.lag - self.held
+
+
+#: A row's fields, for its JSON (``asdict`` deep-copies each: 3 s for 10,000 partitions).
+_ROW_FIELDS = fields(PartitionStatus)
 
 
 @dataclass(frozen=True)
@@ -147,7 +151,7 @@ class StatusReport:
             "last_commit": _iso(self.last_commit),
             "partitions": [
                 {
-                    **{k: v for k, v in asdict(p).items() if k != "last_commit"},
+                    **{f.name: getattr(p, f.name) for f in _ROW_FIELDS if f.name != "last_commit"},
                     "lag": p.lag,
                     "last_commit": _iso(p.last_commit),
                 }
