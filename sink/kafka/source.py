@@ -18,9 +18,10 @@ can switch between the two by changing only the format name:
 Offsets are ``{"topic": {"partition": next offset}}`` with topics and partitions always in the
 same order, because Spark compares offsets as JSON strings. Partitions that appear later (new
 topics matching the pattern, added partitions) start at their earliest offset. Each Spark task
-reads the offset ranges of up to ``blockgz.ranges.per.task`` topic-partitions (small ranges
-packed together in partition order; a range of 10,000 offsets or more is a task alone), one
-after the other, each with its own consumer created inside ``read()``.
+reads the offset ranges of up to ``blockgz.ranges.per.task`` topic-partitions, one after the
+other, each with its own consumer created inside ``read()``: beyond 64 ranges in a batch, small
+ranges are packed together in partition order (a range of 10,000 offsets or more is a task
+alone).
 
 With ``blockgz.emit=ranges`` (what ``blockgz export`` uses with ``blockgz.tasks.read.kafka``)
 each range gives one row, ``topic, partition, startOffset, endOffset``, instead of the records:
@@ -102,6 +103,9 @@ RANGE_SCHEMA_DDL = "topic STRING, partition INT, startOffset BIGINT, endOffset B
 RANGE_COLUMNS = ("topic", "partition", "startOffset", "endOffset")
 #: With held partial files, at most this many files closed by time per partition and batch.
 MAX_TIME_CUTS = 8
+#: Ranges are packed into fewer tasks only beyond this many, so a batch of few partitions keeps
+#: a task each (as many as a large cluster has cores).
+MIN_TASKS = 64
 
 
 # -- talking to Kafka -------------------------------------------------------------------------
@@ -421,14 +425,16 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:
         """The batch's tasks: the non-empty ranges in partition order, small ones grouped
-        (:func:`group_ranges`, ``blockgz.ranges.per.task``)."""
+        (:func:`group_ranges`) by up to ``blockgz.ranges.per.task``, and by no more than
+        leaves :data:`MIN_TASKS` tasks."""
         begin, until = offsets_from_json(start), offsets_from_json(end)
         ranges = [
             Range(topic, partition, begin[(topic, partition)], stop)
             for (topic, partition), stop in sorted(until.items())
             if (topic, partition) in begin and begin[(topic, partition)] < stop
         ]
-        return [_task(group) for group in group_ranges(ranges, self.config.ranges_per_task)]
+        per_task = min(self.config.ranges_per_task, -(-len(ranges) // MIN_TASKS))
+        return [_task(group) for group in group_ranges(ranges, max(per_task, 1))]
 
     def read(self, partition: InputPartition) -> Iterator[Any]:
         if isinstance(partition, KafkaRangeGroup):

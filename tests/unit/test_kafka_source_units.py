@@ -123,6 +123,13 @@ def test_long_ranges_do_not_wait_out_librdkafkas_fetch_backoff():
     assert mine.consumer_config()["fetch.queue.backoff.ms"] == "500"
 
 
+def test_range_consumers_prefetch_little_past_the_range():
+    """librdkafka's 64 MiB queue read ranges 2.3-2.6x over (issue 44); a user's value wins."""
+    assert config(subscribe="t").consumer_config()["queued.max.messages.kbytes"] == 2048
+    mine = config(subscribe="t", **{"kafka.queued.max.messages.kbytes": "65536"})
+    assert mine.consumer_config()["queued.max.messages.kbytes"] == "65536"
+
+
 def test_data_source_schema_and_name():
     source = ks.KafkaDataSource({**BASE, "subscribe": "t", "includeHeaders": "true"})
     assert ks.KafkaDataSource.name() == "blockgz-kafka"
@@ -355,15 +362,9 @@ def test_reader_plans_batches_with_stable_offset_json(fake):
     again = r.latestOffset(everything, ReadMaxRows(60))
     assert json.dumps(again) == json.dumps(everything)  # no data: start, byte for byte
     assert r.partitions(everything, everything) == []
-    (task,) = r.partitions(start, first)  # two small ranges: one task
-    assert isinstance(task, ks.KafkaRangeGroup)
-    assert [(p.topic, p.partition, p.start, p.end) for p in task.ranges] == [
-        ("t", 0, 0, 50),
-        ("t", 1, 0, 10),
-    ]
-    assert pickle.loads(pickle.dumps(task)) == task
-    apart = reader(**{"blockgz.ranges.per.task": "1"}).partitions(start, first)
-    assert apart == [ks.KafkaInputPartition("t", 0, 0, 50), ks.KafkaInputPartition("t", 1, 0, 10)]
+    parts = r.partitions(start, first)  # few partitions: a task each
+    assert parts == [ks.KafkaInputPartition("t", 0, 0, 50), ks.KafkaInputPartition("t", 1, 0, 10)]
+    assert pickle.loads(pickle.dumps(parts[0])) == parts[0]
 
 
 def test_group_ranges_packs_small_ranges_in_order_and_leaves_big_ones_alone():
@@ -389,9 +390,14 @@ def test_thousands_of_partitions_are_asked_in_chunks_and_the_start_once(fake):
     assert fake.listed == [OFFSETS_CHUNK, OFFSETS_CHUNK, 200] * 2
     end = r.latestOffset(start, ReadAllAvailable())
     assert koff.offsets_from_json(end) == fake.latest
-    tasks = r.partitions(start, end)
-    assert [len(t.ranges) for t in tasks] == [32] * 37 + [16]
-    assert sum((len(t.ranges) for t in tasks), 0) == 1_200
+    tasks = r.partitions(start, end)  # packed by 19 (no fewer than ks.MIN_TASKS = 64 tasks)
+    assert [len(t.ranges) for t in tasks] == [19] * 63 + [3]
+    assert pickle.loads(pickle.dumps(tasks[0])) == tasks[0]
+    packed = reader(**{"blockgz.ranges.per.task": "8"}).partitions(start, end)
+    assert [len(t.ranges) for t in packed] == [8] * 150
+    apart = reader(**{"blockgz.ranges.per.task": "1"}).partitions(start, end)
+    assert apart[:2] == [ks.KafkaInputPartition("t", 0, 0, 3), ks.KafkaInputPartition("t", 1, 0, 3)]
+    assert len(apart) == 1_200
 
 
 def test_a_task_of_several_ranges_reads_them_in_order(fake):
