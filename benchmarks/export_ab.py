@@ -84,6 +84,19 @@ def _run_case(case, spark, kafka, s3, data: eb.Dataset, base: Path, index: int):
     return result.records, None
 
 
+IDLE_S = 5.0
+
+
+def idle_rates(servers: dict[str, int]) -> dict[str, float]:
+    """CPU seconds per second of each process group while no case runs (``IDLE_S``): the
+    broker's, the S3 server's and the session's background, which every case pays for as long
+    as it runs (a slower case pays more of it)."""
+    sampler = pu.TreeSampler(servers).start()
+    time.sleep(IDLE_S)  # the measuring window, not a wait for anything
+    usage = sampler.stop()
+    return {g: s / usage.wall_s for g, s in usage.cpu_s.items() if g != "loop"}
+
+
 def _cases(text: str, parser: argparse.ArgumentParser) -> list[str]:
     cases = [ALIASES.get(c, c) for c in text.split(",") if c]
     unknown = set(cases) - set(CASES)
@@ -138,8 +151,11 @@ def main() -> None:
             app_name="blockgz-export-ab",
             conf=with_jars(conf, connector_jars(eb.SPARK_KAFKA_JARS)),
         )
+        idle: dict[str, float] = {}
         try:
             for r in range(0 if args.warmup != "none" else 1, args.rounds + 1):
+                if r == 1:
+                    idle = idle_rates(servers)
                 order = cases[r % len(cases) :] + cases[: r % len(cases)]
                 for case in order:
                     sampler = pu.TreeSampler(servers).start()
@@ -171,6 +187,11 @@ def main() -> None:
             shutil.rmtree(base, ignore_errors=True)
     in_order = sorted(runs, key=lambda run: cases.index(run.case))  # the table in --cases order
     text = er.render(er.summarize(in_order), args.rounds, args.warmup)
+    text += (
+        f"\nIdle CPU before the counted rounds ({IDLE_S:g} s, CPU-s per s of wall): "
+        + ", ".join(f"{g} {rate:.3f}" for g, rate in idle.items())
+        + " (counted in every case for as long as it runs).\n"
+    )
     text += f"\nWall time of the whole benchmark: {time.perf_counter() - started_all:.0f} s.\n"
     print("\n" + text)
     if args.records >= 1_000_000 and set(cases) == set(CASES) and args.warmup == "full":
