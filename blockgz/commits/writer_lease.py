@@ -314,9 +314,12 @@ class Lease:
             "next commit)"
         )
 
-    def renew(self) -> Holder:
+    def renew(self, *, unless_fresh: bool = False) -> Holder:
         """Extend the lease by its time to live; raise :class:`LeaseLostError` if another
-        export has it. Safe to call from several processes of the holder at once."""
+        export has it. Safe to call from several processes of the holder at once.
+        ``unless_fresh``: a lease still ours that another process of the holder renewed within
+        the last sixth of its time to live (the sink's commit, before each manifest) is left
+        as it is: a GET, not a PUT (12.5 times its price)."""
         for _ in range(_ROUNDS):
             found = self._read()
             if found is None:
@@ -331,6 +334,9 @@ class Lease:
                     f"{current.describe()} (generation {current.generation}); stopping before "
                     "the next commit: what was committed stays, the other export continues"
                 )
+            if unless_fresh and current.expires - self.clock() > self.ttl * _FRESH:
+                self.holder = current
+                return current
             renewed = replace(current, expires=self.clock() + self.ttl)
             try:
                 self.store.put_if(self.key, renewed.to_json(), if_match=tag)
@@ -360,6 +366,11 @@ class Lease:
         return keeper
 
 
+#: The share of its time to live a lease must still have for a keeper to leave it be: renewed
+#: within the last sixth, it keeps at least half of it until the keeper's next round.
+_FRESH = 5 / 6
+
+
 class LeaseKeeper(threading.Thread):
     """Renews a lease until :meth:`stop`; calls ``on_lost`` once if it was lost."""
 
@@ -374,7 +385,7 @@ class LeaseKeeper(threading.Thread):
         interval = max(0.05, self.lease.ttl / 3)
         while not self._stop_event.wait(interval):
             try:
-                self.lease.renew()
+                self.lease.renew(unless_fresh=True)  # a commit renewed it just now: no PUT
             except LeaseLostError as exc:
                 self.lost = exc
                 self.on_lost(exc)

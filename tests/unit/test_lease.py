@@ -175,3 +175,23 @@ def test_the_sink_commits_only_while_it_holds_the_lease_and_a_fenced_abort_delet
     assert writer.config.manifest_log().committed_offsets() == {"t": {0: 1}}
     writer.abort([message], 1)
     assert store.get("topics/t/partition=0/t+0+0000000000.json") == b"{}\n"
+
+
+def test_a_keeper_leaves_a_lease_a_commit_just_renewed_and_renews_an_older_one(store):
+    clock = Clock()
+    holder = lease(store, clock)
+    holder.acquire()
+    commit = Lease.for_token(store, KEY, holder.token, ttl_ms=10_000)
+    commit.clock = clock
+    clock.now += 4
+    commit.renew()  # before a manifest: expires now + 10 s
+    tag = store.get_versioned(KEY)[1]
+    clock.now += 1  # 9 s left: fresh
+    assert holder.renew(unless_fresh=True).expires == clock.now + 9
+    assert store.get_versioned(KEY)[1] == tag  # read, not written
+    clock.now += 1  # 8 s left: renewed
+    assert holder.renew(unless_fresh=True).expires == clock.now + 10
+    assert store.get_versioned(KEY)[1] != tag
+    lease(store, clock, host="host-b").acquire(take_over=True)
+    with pytest.raises(LeaseLostError):  # taken over: lost, fresh or not
+        holder.renew(unless_fresh=True)
