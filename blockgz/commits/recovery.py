@@ -94,6 +94,8 @@ def find_uncommitted(
       listings would list (many partitions with a short history: 20 pages, not 20,000 LISTs);
     * otherwise (archives written before intents): the topic's whole prefix.
 
+    Topics are looked at side by side, ``threads`` at once.
+
     >>> import tempfile
     >>> from blockgz.archive.layout import Layout
     >>> from blockgz.store import LocalStore
@@ -103,37 +105,63 @@ def find_uncommitted(
     >>> [i.key for i in find_uncommitted(manifests, {"t": {0: 10}})]
     ['topics/t/partition=0/t+0+0000000010.json']
     """
-    store, layout = manifests.store, manifests.layout
     found: dict[str, ObjectInfo] = {}
     if offsets and view is None:
         view = Catalog(manifests).view()
-    by_intents = view is not None and view.intents
-    for topic, parts in offsets.items():
-        listings: Sequence[Iterable[ObjectInfo]]
-        if by_intents:
-            listings = [
-                _listed_from(manifests, topic, p, nxt, directory=d)
-                for p, nxt in sorted(parts.items())
-                for d in sorted(_intended(manifests, topic, p, nxt))
-            ]
-        elif partition_directories:
-            ranges = [
-                r for p, nxt in sorted(parts.items()) for r in _ranges(manifests, topic, p, nxt)
-            ]
-            if _one_listing_cheaper(view, topic, parts):
-                whole = store.list(layout.topic_prefix(manifests.prefix, topic))
-                listings = _within(whole, manifests, ranges)
-            else:
-                listings = _listed_at_once(manifests, ranges, threads)
+    topics = list(offsets.items())
+    at_once = max(1, min(threads, len(topics)))  # topics side by side, their listings too
+
+    def of_topic(item: tuple[str, dict[int, int]]) -> list[ObjectInfo]:
+        topic, parts = item
+        return _topic_uncommitted(
+            manifests, topic, parts, view, partition_directories, max(1, threads // at_once)
+        )
+
+    if at_once == 1:
+        per_topic = [of_topic(item) for item in topics]
+    else:
+        with ThreadPoolExecutor(at_once) as pool:
+            per_topic = list(pool.map(of_topic, topics))
+    for infos in per_topic:
+        for info in infos:
+            found.setdefault(info.key, info)
+    return list(found.values())
+
+
+def _topic_uncommitted(
+    manifests: Manifests,
+    topic: str,
+    parts: dict[int, int],
+    view: CatalogView | None,
+    partition_directories: bool,
+    threads: int,
+) -> list[ObjectInfo]:
+    """:func:`find_uncommitted` of one topic."""
+    store, layout = manifests.store, manifests.layout
+    listings: Sequence[Iterable[ObjectInfo]]
+    if view is not None and view.intents:
+        listings = [
+            _listed_from(manifests, topic, p, nxt, directory=d)
+            for p, nxt in sorted(parts.items())
+            for d in sorted(_intended(manifests, topic, p, nxt))
+        ]
+    elif partition_directories:
+        ranges = [r for p, nxt in sorted(parts.items()) for r in _ranges(manifests, topic, p, nxt)]
+        if _one_listing_cheaper(view, topic, parts):
+            whole = store.list(layout.topic_prefix(manifests.prefix, topic))
+            listings = _within(whole, manifests, ranges)
         else:
-            listings = [store.list(layout.topic_prefix(manifests.prefix, topic))]
-        for listing in listings:
-            for info in listing:
-                ref = parse_archive_key(layout, data_key_for(info.key))  # sidecars too
-                if ref is None or ref.topic != topic or ref.partition not in parts:
-                    continue
-                if ref.start_offset >= parts[ref.partition]:
-                    found.setdefault(info.key, info)
+            listings = _listed_at_once(manifests, ranges, threads)
+    else:
+        listings = [store.list(layout.topic_prefix(manifests.prefix, topic))]
+    found: dict[str, ObjectInfo] = {}
+    for listing in listings:
+        for info in listing:
+            ref = parse_archive_key(layout, data_key_for(info.key))  # sidecars too
+            if ref is None or ref.topic != topic or ref.partition not in parts:
+                continue
+            if ref.start_offset >= parts[ref.partition]:
+                found.setdefault(info.key, info)
     return list(found.values())
 
 
