@@ -478,6 +478,26 @@ def parse_runs(text: str) -> list[tuple[str, str]]:
     return runs
 
 
+def attempt(
+    kafka: ApacheKafka,
+    s3: SeaweedS3,
+    traffic: str,
+    config: str,
+    args: argparse.Namespace,
+    root: Path,
+) -> Result:
+    """:func:`measure`, once more (``--retries``) when the export dies, as Spark's Python
+    workers may on an overloaded machine ("Python worker failed to connect back")."""
+    for left in range(args.retries, -1, -1):
+        try:
+            return measure(kafka, s3, traffic, config, args, root)
+        except SystemExit as exc:
+            if not left:
+                raise
+            print(f"{traffic}:{config} failed, again: {exc}", file=sys.stderr)
+    raise AssertionError("unreachable")
+
+
 def main() -> None:
     """Start Kafka and SeaweedFS once, measure each configuration, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -487,6 +507,7 @@ def main() -> None:
     parser.add_argument("--drain", type=float, default=90, help="wait for the window, at most")
     parser.add_argument("--poll", type=float, default=0.25, help="catalog poll period, s")
     parser.add_argument("--confirm", type=int, default=2, help="seeks per poll that saw commits")
+    parser.add_argument("--retries", type=int, default=1, help="when an export dies")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/latency.md")
     args = parser.parse_args()
     runs = parse_runs(args.runs)
@@ -498,7 +519,7 @@ def main() -> None:
     started = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     with ApacheKafka() as kafka, SeaweedS3() as s3:
         for traffic, config in runs:
-            rows.append(row(measure(kafka, s3, traffic, config, args, root)))
+            rows.append(row(attempt(kafka, s3, traffic, config, args, root)))
             print(json.dumps(rows[-1]), flush=True)
             args.out.write_text(f"# Produce-to-readable latency ({started})\n\n{render(rows)}\n")
     print(render(rows))
