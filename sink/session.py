@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from blockgz.runtime import worker_site
+
 _LOG4J = """\
 rootLogger.level = {level}
 rootLogger.appenderRef.stderr.ref = console
@@ -49,6 +51,9 @@ logger.dagsched.level = error
 
 #: The project root, so workers can import ``sink``, ``reader`` and ``blockgz`` from a checkout.
 _PROJECT_ROOT = str(Path(__file__).resolve().parent.parent)
+#: Its ``sitecustomize`` moves Spark's zip copies of the installed pyspark and py4j behind them
+#: on each worker's path: every new worker compiled pyspark from the zip (issue 44).
+_WORKER_SITE = str(Path(worker_site.__file__).resolve().parent)
 
 
 def _log4j_file(level: str) -> str:
@@ -60,12 +65,16 @@ def _log4j_file(level: str) -> str:
 
 
 def prepare_environment() -> None:
-    """Point Spark's Python workers at this interpreter and this checkout (idempotent)."""
+    """Point Spark's Python workers at this interpreter and this checkout, and have them import
+    pyspark from the installed package rather than Spark's zip copy (:data:`_WORKER_SITE`);
+    idempotent."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if _PROJECT_ROOT not in paths:
-        os.environ["PYTHONPATH"] = os.pathsep.join([_PROJECT_ROOT, *paths])
+    for folder in (_PROJECT_ROOT, _WORKER_SITE):
+        if folder not in paths:
+            paths.insert(0, folder)
+    os.environ["PYTHONPATH"] = os.pathsep.join(paths)
 
 
 def spark_session(
