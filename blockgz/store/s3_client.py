@@ -10,6 +10,7 @@ True
 from __future__ import annotations
 
 import datetime
+import email.utils
 import os
 import threading
 from typing import Any
@@ -137,9 +138,9 @@ _CLIENTS: dict[tuple[int, S3Settings], Any] = {}
 
 def parse_time(value: Any) -> datetime.datetime:
     """A time in an S3 answer as an aware ``datetime``: a LIST's ISO 8601 ``LastModified``
-    (``2026-12-05T06:39:14.000Z``) by the standard library, anything else (a HEAD's HTTP date)
-    by botocore's own parser, which takes ~1 ms each through dateutil: 20 s of a listing of
-    20,000 keys.
+    (``2026-12-05T06:39:14.000Z``) and a header's HTTP date by the standard library, anything
+    else by botocore's own parser, which takes ~1 ms each through dateutil: 20 s of a
+    listing of 20,000 keys, a fifth of a HEAD's time.
 
     >>> parse_time("2026-12-05T06:39:14.123Z").timestamp()
     1796452754.123
@@ -150,6 +151,11 @@ def parse_time(value: Any) -> datetime.datetime:
         try:
             return datetime.datetime.fromisoformat(value[:-1]).replace(tzinfo=datetime.UTC)
         except ValueError:
+            pass
+    elif isinstance(value, str) and value.endswith(" GMT"):  # a header's (RFC 7231) date
+        try:
+            return email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
             pass
     from botocore.utils import parse_timestamp
 
