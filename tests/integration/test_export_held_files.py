@@ -391,7 +391,7 @@ def test_sparks_kafka_source_waits_for_the_rotation_between_batches(
             for times in stamps.values():
                 times.append(stamp)
             want = dict.fromkeys(range(parts), n)
-            wait_until(lambda: committed(reading, topic) == want, alive, f"priming {n}", 150)  # noqa: B023
+            wait_until(lambda: committed(reading, topic) == want, alive, f"priming {n}", 300)  # noqa: B023
         trickle(kafka, topic, stamps, rate, seconds)
         ends = {p: len(stamps[p]) for p in range(parts)}
         last = interval / 1000 + 60
