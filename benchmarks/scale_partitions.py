@@ -58,6 +58,10 @@ class Peaks:
     workers: int = 0
     tree: int = 0
     worker_count: int = 0
+    #: CPU seconds (user + system) per process of the tree, the last seen (a process that
+    #: ends between samples loses up to 0.2 s): on a loaded machine a steadier measure than
+    #: wall time.
+    cpu_s: dict[int, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -172,8 +176,10 @@ def sample_tree(pid: int, peaks: Peaks, stop: threading.Event) -> None:
         for proc in procs:
             try:
                 rss = proc.memory_info().rss
+                times = proc.cpu_times()
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
+            peaks.cpu_s[proc.pid] = times.user + times.system
             role = "python" if proc.pid == pid else _role(proc)
             if role in sums:
                 sums[role] += rss
@@ -287,10 +293,16 @@ def timed_cli(workdir: Path, *args: str) -> tuple[float, int]:
 
 
 def measure(
-    kafka: ApacheKafka, s3: SeaweedS3, partitions: int, root: Path, *, export_only: bool = False
+    kafka: ApacheKafka,
+    s3: SeaweedS3,
+    partitions: int,
+    root: Path,
+    *,
+    export_only: bool = False,
+    extra: dict[str, str] | None = None,
 ) -> Result:
     """Topics, export, store sizes, status and audit for one N (``export_only``: the export's
-    figures alone)."""
+    figures alone; ``extra``: more job options, e.g. ``blockgz.ranges.per.task=1``)."""
     result = Result(partitions)
     run = uuid.uuid4().hex[:6]
     prefix, bucket = f"scale{partitions}-{run}", f"scale{partitions}-{run}"
@@ -300,7 +312,7 @@ def measure(
     make_topics(kafka, prefix, partitions)
     s3.client().create_bucket(Bucket=bucket)
     result.setup_s = time.monotonic() - started
-    options = job_options(kafka, s3, bucket, prefix)
+    options = {**job_options(kafka, s3, bucket, prefix), **(extra or {})}
     (workdir / "job.properties").write_text("".join(f"{k}={v}\n" for k, v in options.items()))
     before = os.getloadavg()[0]
     parse_events(run_export(workdir, result), result)
@@ -335,6 +347,7 @@ def row(result: Result) -> dict[str, Any]:
         "jvm_mib": result.peaks.driver_jvm / MiB,
         "workers_mib": result.peaks.workers / MiB,
         "tree_mib": result.peaks.tree / MiB,
+        "tree_cpu_s": sum(result.peaks.cpu_s.values()),
         "manifest_kib": result.manifest_bytes / 1024,
         "manifests": result.manifests,
         "head_kib": result.head_bytes / 1024,
@@ -367,6 +380,7 @@ def render(rows: list[dict[str, Any]]) -> str:
         ("workers_mib", "Python workers peak RSS (sum), MiB", "{:,.0f}"),
         ("workers", "Python worker processes (peak)", "{:,}"),
         ("tree_mib", "whole export tree peak RSS, MiB", "{:,.0f}"),
+        ("tree_cpu_s", "whole export tree CPU (user + system), s", "{:,.1f}"),
         ("manifest_kib", "manifests, KiB", "{:,.1f}"),
         ("manifests", "manifest objects", "{:,}"),
         ("head_kib", "catalog head after the export, KiB", "{:,.1f}"),
@@ -400,13 +414,17 @@ def main() -> None:
         action="store_true",
         help="measure the export alone (no status, audit, store sizes or compaction)",
     )
+    parser.add_argument(
+        "--option", action="append", default=[], help="KEY=VALUE: one more job option"
+    )
     args = parser.parse_args()
+    extra = dict(option.split("=", 1) for option in args.option)
     counts = [int(n) for n in args.partitions.split(",")]
     rows: list[dict[str, Any]] = []
     root = Path(tempfile.mkdtemp(prefix="scale-partitions-"))
     with ApacheKafka(heap=args.heap) as kafka, SeaweedS3() as s3:
         for n in counts:
-            result = measure(kafka, s3, n, root, export_only=args.export_only)
+            result = measure(kafka, s3, n, root, export_only=args.export_only, extra=extra)
             rows.append(row(result))
             print(json.dumps(rows[-1]), flush=True)
     print(render(rows))
