@@ -3,8 +3,9 @@
 Used by the ``blockgz-kafka`` source's tasks, and by the ``blockgz`` sink's tasks when they
 read their ranges themselves (:func:`read_range_rows`, the sink's ``blockgz.input.reader``
 in ``blockgz export``): then Spark plans and replays only the ranges, and records never cross
-the JVM. Gaps (compaction, transaction markers) are skipped exactly; offsets that vanished
-before being read are data loss (``failOnDataLoss``).
+the JVM. A task's small ranges are read together, with one consumer assigned to all of them
+(:func:`read_ranges`). Gaps (compaction, transaction markers) are skipped exactly; offsets that
+vanished before being read are data loss (``failOnDataLoss``).
 """
 
 from __future__ import annotations
