@@ -296,8 +296,10 @@ def write_head(manifests: Manifests, head: CatalogHead | None) -> None:
 
 def register(manifests: Manifests) -> None:
     """Name the job in the heads document before its first manifest (1 GET; 1 PUT the first
-    time): a reader that trusts the document to name every job never misses it. Raises
-    when the document cannot be written (the job must not commit unseen)."""
+    time): a reader that trusts the document to name every job never misses it. Where there
+    is no document yet, nothing is written (readers list the job directories then; the head
+    written after the manifest creates it, naming every job directory there). Raises when
+    the document cannot be written (the job must not commit unseen)."""
     _update(manifests, lambda head: head, known=True)
 
 
@@ -341,7 +343,7 @@ def _update(
         if heads is None:
             heads = _current(m)
         head = change(heads.jobs.get(m.name))
-        if known and m.name in heads.jobs and head is heads.jobs[m.name]:
+        if known and (heads.tag is None or m.name in heads.jobs) and head is heads.jobs.get(m.name):
             _SEEN[url] = heads
             return
         new = heads.with_job(m.name, head)

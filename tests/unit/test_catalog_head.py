@@ -156,6 +156,7 @@ def test_the_heads_document_names_the_jobs_it_finds_there(log):
 
 
 def test_a_job_is_named_in_the_heads_document_before_its_first_manifest(log, monkeypatch):
+    _write(ManifestLog(log.store, "", Layout(), "job2"), 0)  # the document names job2
     monkeypatch.setattr(heads, "_put", _fail)
     with pytest.raises(OSError, match="no head this time"):
         _write(log, 0)
