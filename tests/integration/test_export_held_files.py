@@ -164,6 +164,47 @@ def test_a_stop_and_restart_with_held_records_archives_each_offset_once(
     assert sorted(len(docs) for docs in found.objects.values()) == [FLUSH] * 6
 
 
+def test_flush_size_bytes_with_a_time_rotation_leaves_one_short_file_per_window(
+    spark, kafka, s3_server, bucket, tmp_path
+):
+    """``flush.size.bytes`` is not planned for (docs/export.md, "Why not by bytes"): with a time
+    rotation the partial file is held by time, the byte bound closes files inside the batch at
+    the exact bound, and at most one object per partition per closed time window is short of
+    it. 30 records a second apart (ten minutes old: only record time closes anything),
+    ``rotate.interval.ms`` 12 s: two windows close, at offsets 12 and 24; the rest is held."""
+    bound = 90  # bytes: about five of these JSON lines
+    topic = "held_bytes_" + uuid.uuid4().hex[:8]
+    kafka.create_topic(topic, partitions=2)
+    job = ExportSettings.from_mapping(
+        {
+            "name": "held-bytes",
+            "topics": topic,
+            "kafka.bootstrap.servers": kafka.bootstrap_servers,
+            "s3.bucket.name": bucket,
+            **s3_options(s3_server.endpoint_url),
+            "flush.size.bytes": str(bound),
+            "rotate.interval.ms": "12000",
+            "blockgz.trigger.interval": "500 milliseconds",
+        }
+    )
+    assert job.sink.flush_size is None
+    base = now_ms() - 600_000
+
+    def steps(stop, alive) -> None:
+        produce(kafka, topic, 2, 0, [base + 1_000 * n for n in range(30)])
+        wait_until(lambda: committed(job, topic) == {0: 24, 1: 24}, alive, "two time windows")
+
+    assert export_while(spark, job, tmp_path / "ckpt", steps) is None
+    found = exported(s3_server, bucket)
+    assert found.offsets() == {(p, i): 1 for p in range(2) for i in range(24)}
+    files = job.sink.manifest_log().committed_values()
+    for p in range(2):
+        sizes = [f.uncompressed_size for f in files if f.partition == p]
+        assert len(sizes) >= 4, sizes  # the byte bound closed files inside the batches
+        short = [size for size in sizes if size < bound]
+        assert len(short) <= 2, sizes  # one per closed window at most
+
+
 def confluent_cuts(stamps: list[int], flush_size: int, interval_ms: int) -> list[int]:
     """Where Confluent's sink cuts one partition's files, given its records' timestamps in
     offset order: a record starts a new file when the file holds ``flush.size`` records or
