@@ -5,7 +5,10 @@ The export runs (not ``--once``) on the session's SparkSession against Apache Ka
 with a short trigger, while records arrive in small bursts across many micro-batches. Without
 holding, every batch would cut a file of one burst; with it, every object holds exactly
 ``flush.size`` records, or ends where Confluent's record-time rule closes the file, and a stop
-and restart archives every offset exactly once.
+and restart archives every offset exactly once. With Spark's own Kafka source (an export
+process with its connector on the classpath) nothing can be held: its trigger limits only make
+batches, and so files, about once a ``rotate.interval.ms``. ``flush.size.bytes`` is not planned
+for: with a time rotation, at most one file per closed window is short of it.
 """
 
 from __future__ import annotations
