@@ -84,5 +84,13 @@ def test_first_record_times_stops_at_its_deadline_between_chunks():
 def test_offsets_by_time_are_asked_in_chunks():
     consumer = ChunkConsumer()
     cuts = oldest.offsets_at_times(consumer, {("t", p): 5 for p in range(1_001)}, 2.0)
-    assert consumer.listed == [oldest.OFFSETS_CHUNK, oldest.OFFSETS_CHUNK, 1]
+    assert sorted(consumer.listed) == [1, oldest.OFFSETS_CHUNK, oldest.OFFSETS_CHUNK]
     assert len(cuts) == 1_001 and set(cuts.values()) == {7}
+
+
+def test_chunks_asked_at_once_answer_in_the_order_asked():
+    consumer = ChunkConsumer()
+    asked = [confluent_kafka.TopicPartition("t", p, -1) for p in range(2_345)]
+    answers = oldest.offsets_for_times(consumer, asked, 2.0)
+    assert [tp.partition for tp in answers] == list(range(2_345))
+    assert oldest.offsets_for_times(consumer, [], 2.0) == []

@@ -384,10 +384,10 @@ def test_thousands_of_partitions_are_asked_in_chunks_and_the_start_once(fake):
     fake.latest = {("t", p): 3 for p in range(1_200)}
     r = reader(startingOffsets="earliest")
     start = r.initialOffset()
-    assert fake.listed == [OFFSETS_CHUNK, OFFSETS_CHUNK, 200] * 2  # earliest, latest
+    assert sorted(fake.listed) == [200, 200] + [OFFSETS_CHUNK] * 4  # earliest, latest
     fake.earliest = {tp: 1 for tp in fake.earliest}  # retention moved on meanwhile
     assert r.initialOffset() == start  # Spark asks again for the first batch: same answer
-    assert fake.listed == [OFFSETS_CHUNK, OFFSETS_CHUNK, 200] * 2
+    assert len(fake.listed) == 6
     end = r.latestOffset(start, ReadAllAvailable())
     assert koff.offsets_from_json(end) == fake.latest
     tasks = r.partitions(start, end)  # packed by 19 (no fewer than ks.MIN_TASKS = 64 tasks)
