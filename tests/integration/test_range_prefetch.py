@@ -21,9 +21,9 @@ def _value(_partition: int, i: int) -> bytes:
     return b'{"i":%d,"pad":"%s"}' % (i, b"x" * 280)
 
 
-def _received(config, topic: str, end: int, extra: dict) -> tuple[list[int], int]:
-    """Read ``[0, end)`` of partition 0 with the range consumer's settings (plus ``extra``);
-    the offsets read and how many records librdkafka had fetched when the read ended."""
+def _received(config, topic: str, end: int) -> tuple[list[int], int]:
+    """Read ``[0, end)`` of partition 0 with the range consumer's settings; the offsets read
+    and how many records librdkafka had fetched when the read ended."""
     from confluent_kafka import Consumer, TopicPartition
 
     stats: list[int] = []
@@ -33,7 +33,7 @@ def _received(config, topic: str, end: int, extra: dict) -> tuple[list[int], int
         if partition is not None:
             stats.append(partition["rxmsgs"])
 
-    settings = {**config.consumer_config(), "statistics.interval.ms": 100, **extra}
+    settings = {**config.consumer_config(), "statistics.interval.ms": 100}
     consumer = Consumer({**settings, "stats_cb": on_stats})
     try:
         offsets = [
@@ -63,7 +63,7 @@ def test_a_range_read_fetches_little_past_its_end(kafka):
     config = parse_options({"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": topic})
     assert config.consumer_config()["queued.max.messages.kbytes"] == 2048
 
-    offsets, fetched = _received(config, topic, RANGE_END, {})
+    offsets, fetched = _received(config, topic, RANGE_END)
     assert offsets == list(range(RANGE_END))
     past = (2048 + 2 * 1024) * 1024 // len(_value(0, RECORDS))
     assert fetched <= RANGE_END + past, f"fetched {fetched} records for a range of {RANGE_END}"
