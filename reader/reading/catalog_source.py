@@ -76,7 +76,9 @@ class JobCatalog:
         check_present(self.head_keys, keys, self.log)
         newer = [i for i in listed if i.key > self.behind]
         tail = v.tail + list(self.log.manifests([i.key for i in newer]))
-        self.view = CatalogView(v.catalog, v.root, tail, listed)
+        named = {i.key: i for i in listed}
+        held = [named[key] for key in self.head_keys]  # the listing, one entry per tail manifest
+        self.view = CatalogView(v.catalog, v.root, tail, held + newer)
         self.behind = None
 
 
