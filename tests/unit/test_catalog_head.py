@@ -161,3 +161,23 @@ def test_a_job_is_named_in_the_heads_document_before_its_first_manifest(log, mon
     with pytest.raises(OSError, match="no head this time"):
         _write(log, 0)
     assert log.keys() == []  # not committed unseen by the readers that trust the document
+
+
+@pytest.mark.parametrize("options", [{}, {"name": "job"}], ids=["every job", "named"])
+def test_a_manifest_the_head_names_that_is_gone_is_refused_when_the_read_goes_past_it(
+    tmp_path, options
+):
+    from blockgz.errors import MissingCommitError
+    from blockgz.reader import open_archive
+    from testkit.archives import export_batches, input_records
+
+    records = list(input_records(40, partitions=1))
+    config = export_batches(str(tmp_path), records, "default", batches=3, every=100)
+    log = config.manifest_log()
+    gone = log.keys()[-1]
+    log.store.delete(gone)  # the newest: no hole in the sequence left behind it
+    with open_archive(str(tmp_path), options) as reader:
+        first = records[0].offset
+        assert next(reader.seek("ev", 0, first, count=1)).offset == first  # inside the head
+        with pytest.raises(MissingCommitError, match=gone.rsplit("/", 1)[1]):
+            list(reader.seek("ev", 0, first))  # to the partition's end: listed, checked
