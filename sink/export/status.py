@@ -12,7 +12,7 @@ into issues; :attr:`StatusReport.exit_code` into 0 (healthy), 1 (a warning: lag 
 an unreachable broker or archive, a corrupt manifest).
 
 What it costs: the catalog's reads (:meth:`~blockgz.commits.catalog.Catalog.view`), one HEAD,
-one metadata request, two watermark requests per leader and 1,000 partitions, one multipart
+one metadata request, two watermark requests per leader and 500 partitions, one multipart
 listing per topic (8 at once), and listings of each partition from its committed offset on, or
 one of the topic where that costs fewer pages
 (:func:`~blockgz.commits.recovery.find_uncommitted`).

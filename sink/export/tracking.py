@@ -263,8 +263,9 @@ def snapshotter_for(
     )  # fmt: skip
 
 
-#: Partitions asked for their watermarks in one request per leader (:meth:`Watermarks.read`).
-WATERMARK_CHUNK = 1000
+#: Partitions asked for their watermarks in one request per leader (:meth:`Watermarks.read`;
+#: librdkafka's work per ListOffsets request grows with the square of its partitions).
+WATERMARK_CHUNK = 500
 
 
 class Watermarks:
