@@ -258,3 +258,39 @@ def test_local_kafka_watermarks_stay_exact(kafka, topic):
     assert kafka.high_watermarks(topic) == {0: 5_001, 1: 5_051}
     assert kafka.partitions(topic) == [0, 1]
     kafka.create_topic(topic, partitions=2, exist_ok=True)
+
+
+def test_many_small_partitions_share_tasks_and_every_record_arrives_once(
+    spark, kafka, topic, tmp_path
+):
+    """130 partitions of 2 records: beyond MIN_TASKS (64) ranges the source packs small ranges
+    (3 a task here), and each task reads its ranges one after the other."""
+    from blockgz.sink.kafka.source import MIN_TASKS
+
+    kafka.create_topic(topic, partitions=130)
+    produce_keyed(kafka, topic, partitions=130, per_partition=2)
+    tasks: list[int] = []
+
+    def count_tasks(frame, batch_id: int) -> None:
+        tasks.append(frame.rdd.getNumPartitions())
+
+    options = source_options(kafka, subscribe=topic, startingOffsets="earliest")
+    rows, _ = run_available_now(spark, options, tmp_path / "cp")
+    assert by_position(rows).keys() == {(p, o) for p in range(130) for o in range(2)}
+    assert {bytes(r["value"]) for r in rows if r["partition"] == 129} == {
+        b'{"p":129,"n":0}',
+        b'{"p":129,"n":1}',
+    }
+    reader = spark.readStream.format("blockgz-kafka").options(
+        **{k: str(v) for k, v in options.items()}
+    )
+    query = (
+        reader.load()
+        .writeStream.foreachBatch(count_tasks)
+        .trigger(availableNow=True)
+        .option("checkpointLocation", str(tmp_path / "cp2"))
+        .start()
+    )
+    assert query.awaitTermination(QUERY_TIMEOUT_S), "the query did not finish in time"
+    per_task = -(-130 // MIN_TASKS)  # 3
+    assert tasks == [-(-130 // per_task)]  # 44 tasks, not 130
