@@ -533,3 +533,27 @@ def test_starting_offsets_s3_needs_a_sink_target():
 
     with pytest.raises(ConfigError, match=r"s3\.bucket\.name is required"):
         parse_options({"kafka.bootstrap.servers": "x:1", "subscribe": "t", "startingOffsets": "s3"})
+
+
+def test_a_recreated_topic_refuses_before_its_offsets_look_like_data_loss(fake, monkeypatch):
+    """The live ids are asked beside the offsets, and checked before the end is planned: a
+    topic recreated under its name (offsets back at 0) stops the query as a new life."""
+    from blockgz.errors import TopicRecreatedError
+    from blockgz.sink.kafka import lives
+
+    asked: list[list[str]] = []
+
+    def live_ids(client: Any, topics: Any) -> dict[str, str | None]:
+        asked.append(sorted(topics))
+        return {"t": "NEW"}
+
+    monkeypatch.setattr(lives, "live_topic_ids", live_ids)
+    r = reader(**{kopt.TOPIC_IDS: json.dumps({"t": "OLD"})})
+    went_back = {"t": {"0": 500, "1": 20}}  # partition 0's latest (100) is below its start
+    with pytest.raises(TopicRecreatedError, match="its topic id is now NEW, not OLD"):
+        r.latestOffset(went_back, ReadAllAvailable())
+    monkeypatch.setattr(lives, "live_topic_ids", lambda client, topics: {"t": "OLD"})
+    with pytest.raises(DataLossError, match="went back from 500 to 100"):
+        r.latestOffset(went_back, ReadAllAvailable())
+    assert asked == [["t"]]
+    r.stop()
