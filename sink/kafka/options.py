@@ -167,7 +167,9 @@ SOURCE_OPTIONS = OptionSet(
         "export writes files as large as Confluent's sink does; `auto`: in a running export "
         "with a time rotation set; `true`: also with `flush.size` alone (a remainder then waits "
         "for `flush.size` records, as in Confluent) and in `--once` runs; `false`: every "
-        "micro-batch closes its files",
+        "micro-batch closes its files. With Spark's Kafka source a running export that holds "
+        "sets Spark's `minOffsetsPerTrigger` and `maxTriggerDelay` from these settings instead "
+        "(totals per trigger, not per partition)",
         allowed=HOLD_MODES,
         origin="blockgz",
     ),
