@@ -255,7 +255,11 @@ class Result:
 
 
 def percentile(values: list[float], q: float) -> float:
-    """The ``q`` quantile (nearest rank) of ``values`` (0 when empty)."""
+    """The ``q`` quantile (nearest rank) of ``values`` (0 when empty).
+
+    >>> percentile([3.0, 1.0, 2.0, 4.0], 0.5), percentile(list(map(float, range(100))), 0.99)
+    (3.0, 99.0)
+    """
     if not values:
         return 0.0
     ordered = sorted(values)
@@ -385,6 +389,19 @@ def measure(
         export.kill()
     if poller.error is not None:
         raise poller.error
+    summarize(result, poller, stamps, window)
+    if not drained:
+        print(f"{run}: {result.unread} records not readable in time", file=sys.stderr)
+    for line in poller.checks.wrong[:5]:
+        print(f"{run}: wrong seek {line}", file=sys.stderr)
+    result.batch_s = batch_seconds(work / "export.log")
+    return result
+
+
+def summarize(
+    result: Result, poller: Poller, stamps: Stamps, window: list[tuple[int, int, float]]
+) -> None:
+    """Fill ``result`` with the window's latencies and the poller's counts."""
     for p, o, t in window:
         at = poller.readable_at(p, o)
         if at is None:
@@ -392,16 +409,10 @@ def measure(
         else:
             result.latencies_s.append(at - t)
     result.measured = len(window)
-    if not drained:
-        print(f"{run}: {result.unread} records not readable in time", file=sys.stderr)
     result.seeks = len(poller.checks.seek_ms)
     result.seek_ms_p50 = percentile(poller.checks.seek_ms, 0.5)
     result.wrong = len(poller.checks.wrong) + stamps.errors
-    for line in poller.checks.wrong[:5]:
-        print(f"{run}: wrong seek {line}", file=sys.stderr)
     result.poll_ms_p50 = percentile(poller.poll_ms, 0.5)
-    result.batch_s = batch_seconds(work / "export.log")
-    return result
 
 
 def batch_seconds(log: Path) -> float:
@@ -524,6 +535,9 @@ def main() -> None:
             args.out.write_text(f"# Produce-to-readable latency ({started})\n\n{render(rows)}\n")
     print(render(rows))
     print(f"logs: {root}")
+    wrong = sum(r["wrong"] for r in rows)
+    if wrong:
+        raise SystemExit(f"latency: {wrong} seeks or deliveries went wrong (see above)")
 
 
 if __name__ == "__main__":
