@@ -68,6 +68,18 @@ CONFIGS: dict[str, dict[str, dict[str, str]]] = {
         "low": {"flush.size": "1000", "rotate.interval.ms": "20000"},
         "high": {"flush.size": "1000", "rotate.interval.ms": "20000"},
     },
+    "auto-rotate-20s-trigger-1s": {
+        "low": {
+            "flush.size": "1000",
+            "rotate.interval.ms": "20000",
+            "blockgz.trigger.interval": "1 second",
+        },
+        "high": {
+            "flush.size": "1000",
+            "rotate.interval.ms": "20000",
+            "blockgz.trigger.interval": "1 second",
+        },
+    },
     "hold-true-flush": {
         "low": {"flush.size": "50", "blockgz.hold.partial.files": "true"},
         "high": {"flush.size": "1000", "blockgz.hold.partial.files": "true"},
