@@ -88,9 +88,11 @@ class OutputObject:
         crc32: int | None = None,
         index_size: int | None = None,
         index_crc32: int | None = None,
+        etag: str | None = None,
     ) -> WrittenFile:
         """The manifest entry: ``crc32`` of the stored bytes, ``index_size``/``index_crc32``
-        of the sidecar's (what the commit binds, issue 41)."""
+        of the sidecar's (what the commit binds, issue 41), ``etag`` the store gave the data
+        object (what lets an audit skip its HEAD, issue 44)."""
         assert self.first_offset is not None and self.last_offset is not None
         return WrittenFile(
             key=self.key,
@@ -108,6 +110,7 @@ class OutputObject:
             crc32=crc32,
             index_size=index_size if index_key is not None else None,
             index_crc32=index_crc32 if index_key is not None else None,
+            etag=etag,
         )
 
 
@@ -244,6 +247,7 @@ class ObjectWriter(OutputObject):
         if self._blocks is not None:
             self._blocks.close()  # data, then its sidecar; neither stays behind on failure
             size, crc32 = self._blocks.bytes_written, self._blocks.crc32
+            etag = self._blocks.etag
             index_key = self._blocks.index_key
             index_size, index_crc32 = self._blocks.index_size, self._blocks.index_crc32
         else:
@@ -256,7 +260,7 @@ class ObjectWriter(OutputObject):
             except BaseException:
                 self.abort()
                 raise
-            size, crc32 = self._upload.bytes_written, self._upload.crc32
+            size, crc32, etag = self._upload.bytes_written, self._upload.crc32, self._upload.etag
         return self._written(
             size,
             self.uncompressed_size,
@@ -264,6 +268,7 @@ class ObjectWriter(OutputObject):
             crc32=crc32,
             index_size=index_size,
             index_crc32=index_crc32,
+            etag=etag,
         )
 
     def abort(self) -> None:

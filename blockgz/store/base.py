@@ -17,6 +17,9 @@ class ObjectInfo:
     key: str
     size: int
     modified: float | None = field(default=None, compare=False)
+    #: The object's ETag (quotes removed) where the listing gives one: it changes whenever
+    #: the object is written again with other bytes (``None``: not given).
+    etag: str | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +58,10 @@ class Upload(ABC):
     def crc32(self) -> int:
         """CRC-32 (:func:`~blockgz.blocks.checksum.block_crc32`) of the bytes written so far:
         after :meth:`close`, the stored object's."""
+
+    #: After :meth:`close`: the ETag the server gave the object (quotes removed), as its
+    #: listing shows it; ``None``: none given (a local store).
+    etag: str | None = None
 
     def __enter__(self) -> Upload:
         return self
@@ -132,8 +139,8 @@ class ObjectStore(ABC):
         return counts
 
     @abstractmethod
-    def put(self, key: str, data: bytes) -> None:
-        """Write a whole object in one request."""
+    def put(self, key: str, data: bytes) -> str | None:
+        """Write a whole object in one request; return its ETag where the store gives one."""
 
     @abstractmethod
     def open_upload(self, key: str) -> Upload:

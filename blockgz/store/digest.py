@@ -1,5 +1,5 @@
 """The Content-MD5 header (``s3.send.digest``), for single PUTs and multipart parts alike, and
-S3's ``x-amz-checksum-crc32`` (the base64 of the big-endian CRC-32) both ways.
+S3's ``x-amz-checksum-crc32`` (the base64 of the big-endian CRC-32) both ways, and an answer's ETag.
 
 >>> content_md5(b"abc")
 'kAFQmDzST7DWlj99KOF/cg=='
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Mapping
+from typing import Any
 
 
 def content_md5(data) -> str:
@@ -35,3 +37,13 @@ def crc32_from_header(value: str) -> int | None:
     except ValueError:
         return None
     return int.from_bytes(raw, "big") if len(raw) == 4 else None
+
+
+def etag_of(answer: Mapping[str, Any]) -> str | None:
+    """The ETag of an S3 answer or listing entry, quotes removed; ``None``: none given.
+
+    >>> etag_of({"ETag": '"abc-2"'}), etag_of({})
+    ('abc-2', None)
+    """
+    value = str(answer.get("ETag") or "").strip('"')
+    return value or None

@@ -31,7 +31,7 @@ from concurrent.futures import Future
 from blockgz.blocks.checksum import block_crc32
 from blockgz.errors import StoreError
 from blockgz.store.base import Upload
-from blockgz.store.digest import content_md5, crc32_header
+from blockgz.store.digest import content_md5, crc32_header, etag_of
 from blockgz.store.settings import MAX_PARTS
 
 log = logging.getLogger("blockgz.store")
@@ -153,7 +153,7 @@ class MultipartUpload(Upload):
             return
         try:
             if self._upload_id is None:
-                self._store.put(self.key, bytes(self._buf))
+                self.etag = self._store.put(self.key, bytes(self._buf))
             else:
                 if self._buf or not self._futures:
                     self._submit_part(bytes(self._buf))
@@ -174,7 +174,7 @@ class MultipartUpload(Upload):
             if self._checksums
             else {}
         )
-        store.call_with_checksum(
+        answer, _ = store.call_with_checksum(
             f"CompleteMultipartUpload {store.url(self.key)}",
             lambda extra: store.client.complete_multipart_upload(
                 Bucket=store.bucket,
@@ -186,6 +186,7 @@ class MultipartUpload(Upload):
             ),
             whole,
         )
+        self.etag = etag_of(answer)
 
     def abort(self) -> None:
         """Cancel queued parts, wait for running ones, and abort the multipart upload."""

@@ -25,7 +25,7 @@ from blockgz.errors import (
     StoreError,
 )
 from blockgz.store.base import ObjectInfo, ObjectStore, Upload, UploadInfo
-from blockgz.store.digest import content_md5, crc32_from_header, crc32_header
+from blockgz.store.digest import content_md5, crc32_from_header, crc32_header, etag_of
 from blockgz.store.object_tags import OFFSET_TAGS
 from blockgz.store.retry import call_with_retries
 from blockgz.store.s3_client import make_client
@@ -103,15 +103,17 @@ class S3Store(ObjectStore):
             self._executor = None
 
     # -- the interface ------------------------------------------------------------------------
-    def put(self, key: str, data: bytes) -> None:
-        """One PutObject, with the CRC-32 of ``data`` for the server to check and keep."""
+    def put(self, key: str, data: bytes) -> str | None:
+        """One PutObject, with the CRC-32 of ``data`` for the server to check and keep;
+        returns the object's ETag (quotes removed; ``None``: the server gave none)."""
         args = {"Bucket": self.bucket, "Key": key, "Body": data, **self.settings.write_args()}
         if self.settings.send_digest:
             args["ContentMD5"] = content_md5(data)
         checksum = {"ChecksumAlgorithm": "CRC32", "ChecksumCRC32": crc32_header(block_crc32(data))}
-        self.call_with_checksum(
+        answer, _ = self.call_with_checksum(
             f"PUT {self.url(key)}", lambda extra: self.client.put_object(**args, **extra), checksum
         )
+        return etag_of(answer)
 
     def stored_crc32(self, key: str) -> int | None:
         """One HEAD asking for the object's checksum: the full-object CRC-32 the server keeps,
@@ -292,7 +294,12 @@ class S3Store(ObjectStore):
             )
             self.requests.add("lists")
             for item in page.get("Contents", []):
-                yield ObjectInfo(item["Key"], int(item["Size"]), _epoch(item.get("LastModified")))
+                yield ObjectInfo(
+                    item["Key"],
+                    int(item["Size"]),
+                    _epoch(item.get("LastModified")),
+                    etag_of(item),
+                )
             if remaining is not None:
                 remaining -= len(page.get("Contents", []))
             if not page.get("IsTruncated") or remaining == 0:

@@ -45,6 +45,11 @@ class WrittenFile:
     #: ``None``: not recorded, or no sidecar.
     index_size: int | None = None
     index_crc32: int | None = None
+    #: The ETag the store gave the file's object when the export wrote it (its PUT or
+    #: CompleteMultipartUpload, quotes removed): an audit whose listing shows the same ETag
+    #: knows the object is the version written and skips asking for its CRC-32; ``None``: not
+    #: recorded (older manifests, or a store without ETags).
+    etag: str | None = None
     #: Fields a newer blockgz wrote that this one does not know: kept, and written back.
     extra: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False, repr=False)
 
@@ -92,6 +97,7 @@ _OPTIONAL_FIELDS = (
     "crc32",
     "index_size",
     "index_crc32",
+    "etag",
 )
 
 

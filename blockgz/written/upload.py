@@ -89,6 +89,11 @@ class IndexedUpload:
         return self._upload.crc32
 
     @property
+    def etag(self) -> str | None:
+        """After :meth:`close`: the data object's ETag as the store gave it (``None``: none)."""
+        return self._upload.etag
+
+    @property
     def index(self) -> BlockIndex:
         """The index (after :meth:`close`, naming its object), published or not."""
         return self._index if self._index is not None else self.writer.index

@@ -27,7 +27,8 @@ manifest
 * the checks of the whole job in :data:`JOB_CHECKS` (two lives of a topic meeting).
 
 It costs the catalog's reads, one LIST per topic (per 1000 keys), one GET per sidecar and,
-where the server keeps CRC-32s, one HEAD per file: no object is read. ``deep=True`` also reads
+where the server keeps CRC-32s, one HEAD per file whose listed ETag is not the one its manifest
+recorded (:func:`needs_stored_crc`): no object is read. ``deep=True`` also reads
 every object once (:mod:`blockgz.reader.audit.deep`: the blocks' checksums, or their gzip CRCs
 where an index has none, and the CRC-32 of all its bytes; Parquet objects' row groups against
 their footers, :mod:`blockgz.reader.audit.parquet_check`). Findings are one line each
@@ -321,7 +322,7 @@ def _fetch(
     todo = [o for o in objects if o.info is not None]
     for obj in todo:
         obj.intact = _size_problem(obj.file, obj.info) is None  # type: ignore[arg-type]
-    asked = [] if ctx.deep else [o for o in todo if o.intact and o.file.crc32 is not None]
+    asked = [] if ctx.deep else [o for o in todo if needs_stored_crc(o)]
     if asked and ctx.server_crc is None:
         _ask_stored_crc(ctx, asked.pop(0))
     if not ctx.server_crc:
@@ -333,6 +334,25 @@ def _fetch(
         for head in heads:
             head.result()
     return {id(o): problem for o, problem in zip(indexed, found, strict=True)}
+
+
+def needs_stored_crc(obj: AuditedObject) -> bool:
+    """Whether the audit asks the server for the object's CRC-32 (a HEAD): an intact object
+    whose manifest recorded a CRC-32, unless the listing shows the very ETag the export
+    recorded (the version it wrote, so unchanged; issue 44). An ETag not recorded (older
+    manifests) or listed differently is asked as before.
+
+    >>> from blockgz.store.base import ObjectInfo
+    >>> f = WrittenFile("k", "t", 0, "", 0, 9, 10, 5, 5, crc32=7, etag="e1")
+    >>> same = AuditedObject(f, ObjectInfo("k", 5, etag="e1"), intact=True)
+    >>> moved = AuditedObject(f, ObjectInfo("k", 5, etag="e2"), intact=True)
+    >>> needs_stored_crc(same), needs_stored_crc(moved)
+    (False, True)
+    """
+    if not obj.intact or obj.file.crc32 is None:
+        return False
+    listed = obj.info.etag if obj.info is not None else None
+    return obj.file.etag is None or listed != obj.file.etag
 
 
 def _check_objects(
@@ -351,7 +371,7 @@ def _check_objects(
 def _ask_stored_crc(ctx: AuditContext, obj: AuditedObject) -> None:
     """Where the server keeps one, the object's CRC-32 (a HEAD; not with ``deep``, which reads
     every byte and says which block is bad). The first answer without one stops the asking."""
-    if obj.intact and obj.file.crc32 is not None and ctx.server_crc is not False:
+    if needs_stored_crc(obj) and ctx.server_crc is not False:
         obj.stored_crc = ctx.store.stored_crc32(obj.file.key)
         if ctx.server_crc is None:
             ctx.server_crc = obj.stored_crc is not None

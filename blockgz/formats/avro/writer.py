@@ -127,6 +127,7 @@ class AvroObjectWriter(OutputObject):
             crc32=upload.crc32,
             index_size=upload.index_size,
             index_crc32=upload.index_crc32,
+            etag=upload.etag,
         )
 
     def abort(self) -> None:

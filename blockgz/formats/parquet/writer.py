@@ -250,7 +250,11 @@ class ParquetObjectWriter(OutputObject):
             raise
         self.bytes_written = self._upload.bytes_written
         return self._written(
-            self.bytes_written, self.uncompressed_size, None, crc32=self._upload.crc32
+            self.bytes_written,
+            self.uncompressed_size,
+            None,
+            crc32=self._upload.crc32,
+            etag=self._upload.etag,
         )
 
     def abort(self) -> None:
