@@ -5,9 +5,13 @@ manifest recorded no ETag."""
 from __future__ import annotations
 
 import json
+import random
 from collections import Counter
 
+from blockgz.store import open_store
+from blockgz.store.settings import MIB
 from testkit import damage
+from testkit.s3 import s3_options
 from testkit.s3_requests import S3Call
 from tests.integration.test_audit import Bucket, _key
 
@@ -51,3 +55,16 @@ def test_manifests_without_etags_head_every_file(seaweed_s3, weed_proxy, weed_bu
     weed_proxy.clear_log()
     assert archive.audit()[0] == 0
     assert _operations(weed_proxy)["HeadObject"] == 18
+
+
+def test_a_multipart_and_a_single_put_record_the_etag_the_listing_gives(seaweed_s3, weed_bucket):
+    options = s3_options(seaweed_s3.endpoint_url, **{"s3.part.size": str(5 * MIB)})
+    store, _ = open_store(f"s3://{weed_bucket}", options)
+    payload = random.Random(2).randbytes(11 * MIB)
+    with store.open_upload("big.bin") as big, store.open_upload("small.bin") as small:
+        big.write(payload)
+        small.write(payload[:100])
+    assert big.upload_id is not None and small.upload_id is None  # multipart and one PUT
+    listed = {o.key: o.etag for o in store.list("")}
+    assert big.etag and small.etag and big.etag != small.etag
+    assert listed == {"big.bin": big.etag, "small.bin": small.etag}
