@@ -90,6 +90,7 @@ from blockgz.sink.kafka.options import (
     SOURCE_NAME,
     Offsets,
     SourceSettings,
+    StartSpec,
     TopicPartition,
     parse_options,
 )
@@ -225,6 +226,18 @@ def group_ranges(
     return groups
 
 
+def start_needs(spec: StartSpec, which: int) -> bool:
+    """Whether resolving ``startingOffsets`` ``spec`` needs the earliest (``which=-2``) or the
+    latest (-1) offsets (each costs a ListOffsets request per 500 partitions).
+
+    >>> start_needs("earliest", LATEST), start_needs({("t", 0): 5}, EARLIEST)
+    (False, True)
+    """
+    if isinstance(spec, dict):  # partitions it leaves out start at earliest
+        return which in spec.values() or (which == EARLIEST)
+    return spec == ("earliest" if which == EARLIEST else "latest")
+
+
 def _task(group: tuple[Range, ...]) -> InputPartition:
     """One Spark task of :meth:`KafkaStreamReader.partitions`."""
     if len(group) > 1:
@@ -274,11 +287,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self.config.strategy == "assign" and len(partitions) < len(self.config.assigned):
             missing = sorted(set(self.config.assigned) - set(partitions))
             raise SourceError(f"assigned partitions do not exist: {tp_names(missing)}")
-        earliest = query_offsets(self.consumer, self.config, partitions, EARLIEST)
-        latest = query_offsets(self.consumer, self.config, partitions, LATEST)
         spec = self.config.starting
         if spec == "s3":
             spec = manifest_start(self.config.manifest_options, partitions)
+        earliest, latest = (
+            query_offsets(self.consumer, self.config, partitions, which)
+            if start_needs(spec, which)
+            else {}
+            for which in (EARLIEST, LATEST)
+        )
         start = resolve_start(
             spec,
             partitions,

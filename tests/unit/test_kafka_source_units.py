@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import pickle
 from dataclasses import dataclass, field
@@ -384,10 +385,10 @@ def test_thousands_of_partitions_are_asked_in_chunks_and_the_start_once(fake):
     fake.latest = {("t", p): 3 for p in range(1_200)}
     r = reader(startingOffsets="earliest")
     start = r.initialOffset()
-    assert sorted(fake.listed) == [200, 200] + [OFFSETS_CHUNK] * 4  # earliest, latest
+    assert sorted(fake.listed) == [200, OFFSETS_CHUNK, OFFSETS_CHUNK]  # earliest only
     fake.earliest = {tp: 1 for tp in fake.earliest}  # retention moved on meanwhile
     assert r.initialOffset() == start  # Spark asks again for the first batch: same answer
-    assert len(fake.listed) == 6
+    assert len(fake.listed) == 3
     end = r.latestOffset(start, ReadAllAvailable())
     assert koff.offsets_from_json(end) == fake.latest
     tasks = r.partitions(start, end)  # packed by 19 (no fewer than ks.MIN_TASKS = 64 tasks)
@@ -557,3 +558,24 @@ def test_a_recreated_topic_refuses_before_its_offsets_look_like_data_loss(fake, 
         r.latestOffset(went_back, ReadAllAvailable())
     assert asked == [["t"]]
     r.stop()
+
+
+@pytest.mark.parametrize(
+    ("spec", "asked"),
+    [("earliest", [-2]), ("latest", [-1]), ({("t", 0): -1, ("t", 1): 7}, [-2, -1])],
+)
+def test_the_start_asks_only_the_offsets_its_spec_needs(fake, spec, asked):
+    wanted: list[int] = []
+    ask = fake.offsets_for_times
+
+    def recording(tps: list[Any], timeout: float) -> list[Any]:
+        wanted.extend({tp.offset for tp in tps})
+        return ask(tps, timeout)
+
+    fake.offsets_for_times = recording
+    r = reader()
+    r.config = dataclasses.replace(r.config, starting=spec)
+    start = r.initialOffset()
+    assert wanted == asked
+    expected = {"earliest": {"0": 0, "1": 0}, "latest": {"0": 100, "1": 20}}
+    assert start == {"t": expected[spec] if isinstance(spec, str) else {"0": 100, "1": 7}}
