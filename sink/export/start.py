@@ -157,7 +157,7 @@ def kafka_partitions(
     else:
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient(job.source.client_config())
+        admin = AdminClient(job.source.admin_config())
     meta = admin.list_topics(timeout=15)
     wanted = set(job.topics)
     regex = re.compile(job.source.pattern) if job.source.pattern else None

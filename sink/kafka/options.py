@@ -41,6 +41,26 @@ FETCH_QUEUE_BACKOFF_MS = 10
 QUEUE_KBYTES = 2048
 
 STRATEGIES = ("subscribe", "subscribePattern", "assign")
+#: librdkafka's consumer-only settings an export may carry in ``kafka.*``: left out of an admin
+#: client's configuration (:meth:`SourceSettings.admin_config`).
+CONSUMER_ONLY = frozenset(
+    {
+        "isolation.level",
+        "auto.offset.reset",
+        "enable.auto.commit",
+        "enable.partition.eof",
+        "fetch.wait.max.ms",
+        "fetch.min.bytes",
+        "fetch.max.bytes",
+        "fetch.queue.backoff.ms",
+        "max.partition.fetch.bytes",
+        "queued.min.messages",
+        "queued.max.messages.kbytes",
+        "group.id",
+        "session.timeout.ms",
+        "check.crcs",
+    }
+)
 EMIT_MODES = ("records", "ranges")
 #: How many topic-partitions' offset ranges one Spark task may read, and the size (offsets)
 #: from which a range gets a task of its own.
@@ -232,6 +252,16 @@ class SourceSettings:
     def client_config(self) -> dict[str, Any]:
         """The ``kafka.*`` settings (prefix removed) plus the brokers: any librdkafka client."""
         return {**self.kafka, "bootstrap.servers": self.bootstrap_servers}
+
+    def admin_config(self) -> dict[str, Any]:
+        """:meth:`client_config` without the consumer's own settings, which an admin client
+        (a producer handle in librdkafka) would name in a ``CONFWARN`` line on stderr.
+
+        >>> settings = SourceSettings("k:9092", "subscribe", kafka={"isolation.level": "x"})
+        >>> settings.admin_config()
+        {'bootstrap.servers': 'k:9092'}
+        """
+        return {k: v for k, v in self.client_config().items() if k not in CONSUMER_ONLY}
 
     def consumer_config(self) -> dict[str, Any]:
         """librdkafka settings of a consumer that only assigns, reads and never commits."""

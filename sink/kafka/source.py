@@ -421,7 +421,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from blockgz.sink.kafka.lives import live_topic_ids
 
         if self._admin is None:
-            self._admin = AdminClient(self.config.client_config())
+            self._admin = AdminClient(self.config.admin_config())
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="blockgz-lives")
         return self._pool.submit(live_topic_ids, self._admin, self.config.topic_ids)
