@@ -28,8 +28,8 @@ manifest
 
 It costs the catalog's reads, one LIST per topic (per 1000 keys), one GET per sidecar and,
 where the server keeps CRC-32s, one HEAD per file whose listed ETag is not the one its manifest
-recorded (:func:`needs_stored_crc`): no object is read. ``deep=True`` also reads
-every object once (:mod:`blockgz.reader.audit.deep`: the blocks' checksums, or their gzip CRCs
+recorded (:mod:`blockgz.reader.audit.object_checks`): no object is read. ``deep=True`` also
+reads every object once (:mod:`blockgz.reader.audit.deep`: the blocks' checksums, or their gzip CRCs
 where an index has none, and the CRC-32 of all its bytes; Parquet objects' row groups against
 their footers, :mod:`blockgz.reader.audit.parquet_check`). Findings are one line each
 (:mod:`blockgz.reader.audit.findings`); ``--repair`` mends what is safe
@@ -70,10 +70,9 @@ from blockgz.archive.layout import parse_archive_key
 from blockgz.archive.object_ref import ObjectRef
 from blockgz.blocks.checksum import block_crc32
 from blockgz.blocks.framing import NEWLINE
-from blockgz.blocks.index import BlockIndex
 from blockgz.commits.catalog import Catalog, CatalogView
 from blockgz.commits.manifests import Manifests
-from blockgz.errors import BlockGzError, CorruptManifestError, ObjectNotFoundError
+from blockgz.errors import CorruptManifestError, ObjectNotFoundError
 from blockgz.formats.by_name import format_indexing_itself, stream_decoder_of
 from blockgz.reader.audit.context import (
     DEFAULT_THREADS,
@@ -85,12 +84,7 @@ from blockgz.reader.audit.deep import check_blocks
 from blockgz.reader.audit.findings import DAMAGE, WARNING, AuditReport, Finding, PartitionSummary
 from blockgz.reader.audit.gaps import GapCheck, KafkaFacts, gaps_between
 from blockgz.reader.audit.integrity import (
-    IDENTITY,
     crc_problem,
-    member_problems,
-    object_member,
-    rebuilt_for,
-    sidecar_problems,
     whole_crc,
 )
 from blockgz.reader.audit.manifest_findings import (
@@ -98,16 +92,16 @@ from blockgz.reader.audit.manifest_findings import (
     find_manifest_gaps,
     report_manifest_gaps,
 )
+from blockgz.reader.audit.object_checks import check_objects, fetch_object_facts
 from blockgz.reader.audit.orphans import Orphan, Recommit, describe, find_orphans
 from blockgz.reader.audit.parquet_check import check_parquet
-from blockgz.reader.audit.repair import Plan, RebuildSidecar, Said, repair, sidecar_target
+from blockgz.reader.audit.repair import Plan, Said, repair
 from blockgz.reader.audit.stray_findings import check_strays, committed_by_other_jobs, live_lease
 from blockgz.reader.audit.topic_lives import check_topic_lives
 from blockgz.reader.reading.overlaps import find_overlaps
 from blockgz.reader.reading.whole_read import read_whole
 from blockgz.store.base import ObjectInfo, ObjectStore
 from blockgz.written.files import WrittenFile
-from blockgz.written.sidecars import sidecar_keys
 
 __all__ = ["DEFAULT_THREADS", "JOB_CHECKS", "audit_job"]
 
@@ -199,7 +193,7 @@ def _audit_topic(
     dead = view.dead_letters.get(topic, {})
     for group in _groups(partitions, files):
         found = {p: [AuditedObject(f, listed.get(f.key)) for f in files[p]] for p in group}
-        loaded = _fetch(ctx, [o for p in group for o in found[p]], listed)
+        loaded = fetch_object_facts(ctx, [o for p in group for o in found[p]], listed)
         for partition in group:
             _audit_partition(ctx, view, topic, partition, found[partition], loaded,
                              GapCheck(topic, partition, kafka, dead.get(partition, 0),
@@ -263,7 +257,7 @@ def _audit_partition(
     """One partition's committed files (fetched already: ``loaded``), offsets and overlaps."""
     summary = PartitionSummary(topic, partition, committed=view.offsets[topic][partition])
     ctx.report.partitions.append(summary)
-    _check_objects(ctx, objects, loaded)
+    check_objects(ctx, objects, loaded)
     values = [o for o in objects if o.file.role == "value"]
     summary.objects = len(objects)
     summary.records = sum(o.file.records for o in values)
@@ -290,7 +284,7 @@ def _recommit_plan(
     return Recommit(manifests, lost[0], tuple(orphans))
 
 
-# -- committed objects and their sidecars ----------------------------------------------------
+# -- committed files (their checks are in blockgz.reader.audit.object_checks) -----------------
 def _committed_files(
     ctx: AuditContext, view: CatalogView, topic: str, partition: int
 ) -> list[WrittenFile]:
@@ -311,191 +305,6 @@ def _committed_files(
     return sorted(mine.values(), key=lambda f: (f.first_offset, f.key))
 
 
-def _fetch(
-    ctx: AuditContext, objects: list[AuditedObject], listed: dict[str, ObjectInfo]
-) -> dict[int, str | None]:
-    """Each listed object's sidecar (a GET) and, where the server keeps CRC-32s, the intact
-    ones' stored CRC-32 (a HEAD; not with ``deep``), all on one pool of ``ctx.threads``;
-    returns the problem loading each sidecar by ``id`` of its object. While it is not known
-    whether the server keeps CRC-32s, one HEAD asks first: a server that keeps none costs one
-    HEAD, not one per object."""
-    todo = [o for o in objects if o.info is not None]
-    for obj in todo:
-        obj.intact = _size_problem(obj.file, obj.info) is None  # type: ignore[arg-type]
-    asked = [] if ctx.deep else [o for o in todo if needs_stored_crc(o)]
-    if asked and ctx.server_crc is None:
-        _ask_stored_crc(ctx, asked.pop(0))
-    if not ctx.server_crc:
-        asked = []
-    indexed = [o for o in todo if _find_sidecar(o, listed)]  # the others have none to GET
-    with ThreadPoolExecutor(ctx.threads) as pool:  # HEADs and sidecar GETs side by side
-        heads = [pool.submit(_ask_stored_crc, ctx, o) for o in asked]
-        found = list(pool.map(lambda o: _load_sidecar(ctx.store, o), indexed))
-        for head in heads:
-            head.result()
-    return {id(o): problem for o, problem in zip(indexed, found, strict=True)}
-
-
-def needs_stored_crc(obj: AuditedObject) -> bool:
-    """Whether the audit asks the server for the object's CRC-32 (a HEAD): an intact object
-    whose manifest recorded a CRC-32, unless the listing shows the very ETag the export
-    recorded (the version it wrote, so unchanged; issue 44). An ETag not recorded (older
-    manifests) or listed differently is asked as before.
-
-    >>> from blockgz.store.base import ObjectInfo
-    >>> f = WrittenFile("k", "t", 0, "", 0, 9, 10, 5, 5, crc32=7, etag="e1")
-    >>> same = AuditedObject(f, ObjectInfo("k", 5, etag="e1"), intact=True)
-    >>> moved = AuditedObject(f, ObjectInfo("k", 5, etag="e2"), intact=True)
-    >>> needs_stored_crc(same), needs_stored_crc(moved)
-    (False, True)
-    """
-    if not obj.intact or obj.file.crc32 is None:
-        return False
-    listed = obj.info.etag if obj.info is not None else None
-    return obj.file.etag is None or listed != obj.file.etag
-
-
-def _check_objects(
-    ctx: AuditContext, objects: list[AuditedObject], loaded: dict[int, str | None]
-) -> None:
-    """One partition's committed files: present at their size, their CRC-32s and sidecars
-    (fetched by :func:`_fetch`)."""
-    for obj in objects:
-        _check_present(ctx, obj)
-    for obj in objects:
-        if obj.info is not None:
-            _check_stored_crc(ctx, obj)
-            _check_sidecar(ctx, obj, loaded.get(id(obj)))
-
-
-def _ask_stored_crc(ctx: AuditContext, obj: AuditedObject) -> None:
-    """Where the server keeps one, the object's CRC-32 (a HEAD; not with ``deep``, which reads
-    every byte and says which block is bad). The first answer without one stops the asking."""
-    if needs_stored_crc(obj) and ctx.server_crc is not False:
-        obj.stored_crc = ctx.store.stored_crc32(obj.file.key)
-        if ctx.server_crc is None:
-            ctx.server_crc = obj.stored_crc is not None
-
-
-def _check_stored_crc(ctx: AuditContext, obj: AuditedObject) -> None:
-    """The server's CRC-32 of the object against the committed one."""
-    problem = crc_problem(obj.stored_crc, obj.file, "the server keeps")
-    if problem is not None:
-        ctx.add(file_finding(DAMAGE, "checksum_mismatch", obj.file, problem))
-        obj.intact = False
-
-
-def _check_present(ctx: AuditContext, obj: AuditedObject) -> None:
-    f, info = obj.file, obj.info
-    if info is None:
-        what = f"a manifest committed it ({f.records} records, {f.size} bytes) but it is gone"
-        ctx.add(file_finding(DAMAGE, "missing_object", f, what))
-        return
-    problem = _size_problem(f, info)
-    if problem is not None:
-        ctx.add(file_finding(DAMAGE, *problem))
-        return
-    obj.intact = True
-
-
-def _size_problem(f: WrittenFile, info: ObjectInfo) -> tuple[str, WrittenFile, str] | None:
-    """The finding's kind, file and line when the listed size is not the committed one."""
-    if f.size < 0 or info.size == f.size:
-        return None
-    kind = "truncated_object" if info.size < f.size else "resized_object"
-    why = "truncated" if info.size < f.size else "rewritten since it was committed?"
-    return kind, f, f"is {info.size} bytes, the manifest committed {f.size} ({why})"
-
-
-def _find_sidecar(obj: AuditedObject, listed: dict[str, ObjectInfo]) -> bool:
-    """Whether the object's sidecar is listed (its key set as ``obj.index_at``)."""
-    f = obj.file
-    candidates = dict.fromkeys(k for k in (f.index_key, *sidecar_keys(f.key)) if k)
-    obj.index_at = next((k for k in candidates if k in listed), None)
-    return obj.index_at is not None
-
-
-def _load_sidecar(store: ObjectStore, obj: AuditedObject) -> str | None:
-    """Fetch and parse the object's sidecar (found by :func:`_find_sidecar`); a problem
-    loading it, or ``None``."""
-    assert obj.index_at is not None
-    try:
-        obj.sidecar_bytes = store.get(obj.index_at)
-        obj.index = BlockIndex.from_json(obj.sidecar_bytes, source=obj.index_at)
-    except ObjectNotFoundError:
-        obj.index_at = None
-    except BlockGzError as exc:
-        return str(exc).removeprefix(f"{obj.index_at}: ")
-    return None
-
-
-def _check_sidecar(ctx: AuditContext, obj: AuditedObject, problem: str | None) -> None:
-    f = obj.file
-    target = sidecar_target(f.key, f.index_key)
-    rebuild = RebuildSidecar(
-        f.key, target, f.first_offset, f.last_offset, f.records,
-        tuple(k for k in (obj.index_at,) if k and k != target),
-        f.topic, f.partition, f.size, f.crc32,
-    )  # fmt: skip
-    safe = rebuild if obj.intact and _rebuildable(f) else None
-    if obj.index_at is None:
-        if f.index_key is not None:  # the writer wrote one: readers cannot seek without it
-            what = f"its sidecar {f.index_key} is missing"
-            ctx.add(file_finding(WARNING, "missing_sidecar", f, what), safe)
-        return
-    member = object_member(obj.sidecar_bytes or b"")
-    named = member_problems(f, member, IDENTITY)
-    if named:  # it says it is another object's sidecar
-        _sidecar_mismatch(ctx, obj, named, safe)
-        return
-    if problem is not None:
-        ctx.add(
-            file_finding(WARNING, "stale_sidecar", f, f"its sidecar {obj.index_at}: {problem}"),
-            safe,
-        )
-        return
-    if not obj.intact:
-        return  # the object itself is reported; its index is no longer the question
-    index, size = obj.index, obj.info.size  # type: ignore[union-attr]
-    assert index is not None
-    said = (index.first_offset, index.last_offset, index.record_count, index.byte_length)
-    truth = (f.first_offset, f.last_offset, f.records, size)
-    if said != truth:
-        what = (
-            f"its sidecar {obj.index_at} describes offsets {said[0]}..{said[1]} ({said[2]} "
-            f"records) in {said[3]} bytes, but the object is {size} bytes and the manifest "
-            f"committed offsets {truth[0]}..{truth[1]} ({truth[2]} records): stale (from an "
-            "older write of the key?)"
-        )
-        ctx.add(file_finding(WARNING, "stale_sidecar", f, what), safe)
-        return
-    committed_here = obj.index_at == f.index_key and not rebuilt_for(member, f)
-    changed = sidecar_problems(f, obj.sidecar_bytes or b"") if committed_here else []
-    changed += [] if rebuilt_for(member, f) else member_problems(f, member)
-    if changed:  # describes the object, but not as committed (a timestamp or a block changed)
-        _sidecar_mismatch(ctx, obj, changed, safe)
-        return
-    obj.index_ok = True
-
-
-def _sidecar_mismatch(
-    ctx: AuditContext, obj: AuditedObject, problems: list[str], plan: RebuildSidecar | None
-) -> None:
-    """The sidecar is not the one committed (the object it names, or its bytes' size or
-    CRC-32): damage, one line; readers that check it refuse it."""
-    what = (
-        f"its sidecar {obj.index_at} is not the one committed: it {'; '.join(problems)} "
-        "(tampered with, or swapped with another object's?)"
-    )
-    ctx.add(file_finding(DAMAGE, "sidecar_mismatch", obj.file, what), plan)
-
-
-def _rebuildable(f: WrittenFile) -> bool:
-    """Whether a rebuilt index can be exact: block-GZIP, offsets without gaps."""
-    return f.key.endswith(".gz") and f.records == f.last_offset - f.first_offset + 1
-
-
-# -- offsets --------------------------------------------------------------------------------
 def _check_coverage(
     ctx: AuditContext,
     summary: PartitionSummary,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from blockgz.reader.audit.auditor import needs_stored_crc
 from blockgz.reader.audit.context import AuditedObject
+from blockgz.reader.audit.object_checks import needs_stored_crc
 from blockgz.store.base import ObjectInfo
 from blockgz.written.files import WrittenFile
 
