@@ -62,7 +62,7 @@ def test_jars_pyspark_ships_are_left_out(tmp_path):
 def test_a_running_held_export_sets_sparks_trigger_limits_and_a_once_run_does_not():
     """Held files with Spark's Kafka source: minOffsetsPerTrigger over the assigned
     partitions and maxTriggerDelay one trigger short of rotate.interval.ms (issue 44)."""
-    from blockgz.sink.export.job import spark_holding
+    from blockgz.sink.export.query import spark_holding
 
     job = ExportSettings.from_mapping(
         {

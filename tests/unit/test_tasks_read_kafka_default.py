@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from blockgz.commits.manifests import Manifest
-from blockgz.sink.export.job import range_reading_options
+from blockgz.sink.export.query import range_reading_options
 from blockgz.sink.export.tracking import ExportResult, ProgressTracker
 from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.written.files import WrittenFile

@@ -1,0 +1,161 @@
+"""The export's streaming query, built and started: ``readStream`` from Kafka (Spark's source or
+blockgz-kafka, with held files and the topic-id checks) → ``writeStream.format("blockgz")`` with
+the sink's options (the epoch, the lease, credentials, ranges read by the tasks themselves).
+:mod:`blockgz.sink.export.job` runs it, follows it and stops it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+from blockgz.commits.writer_lease import Lease
+from blockgz.errors import ConfigError
+from blockgz.sink.executor_env import credentials_option
+from blockgz.sink.export.topic_checks import commit_check_options
+from blockgz.sink.jobconfig.config import ExportSettings
+from blockgz.sink.jobconfig.events import event
+from blockgz.sink.write.options import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
+
+log = logging.getLogger("blockgz.export")
+
+#: The sink's input reader when its tasks read their Kafka ranges themselves.
+RANGE_READER = "blockgz.sink.kafka.ranges:read_range_rows"
+
+
+def start_query(
+    spark,
+    job: ExportSettings,
+    source_options: Mapping[str, str],
+    *,
+    checkpoint: Path,
+    epoch: str,
+    once: bool,
+    lease: Lease | None = None,
+    where: str = "",
+    topic_ids: Mapping[str, str] | None = None,
+):
+    """Build ``readStream → writeStream.format("blockgz")`` and start it; log, in one line,
+    which source reads Kafka and from ``where``
+    (:func:`~blockgz.sink.export.start.starting_offsets`). With ``topic_ids`` (those
+    :func:`~blockgz.sink.export.topic_checks.check_topics` found), the sink checks before
+    each manifest that every topic is still that life and records the ids."""
+    from blockgz.sink.session import has_spark_kafka
+
+    source = "kafka" if has_spark_kafka(spark) else "blockgz-kafka"
+    log.info(
+        "reading Kafka with the %s source%s",
+        "Spark Kafka" if source == "kafka" else "blockgz",
+        f", {where}" if where else "",
+        extra=event("start", source=source, resume=where or "the checkpoint", name=job.name),
+    )
+    tasks_read_kafka = source == "blockgz-kafka" and job.tasks_read_kafka
+    if source == "kafka":  # the Java client's setting names
+        from blockgz.sink.spark_kafka import source_options as java_source_options
+
+        source_options = {**source_options, **spark_holding(job, source_options, once=once)}
+        source_options = java_source_options(source_options)
+    if source == "blockgz-kafka" and topic_ids:  # it checks them before planning each batch
+        from blockgz.sink.kafka.options import TOPIC_IDS
+
+        source_options = {**source_options, TOPIC_IDS: json.dumps(dict(topic_ids))}
+    if source == "blockgz-kafka":  # it holds partial files back by the sink's rotation
+        from blockgz.sink.kafka.holding import HOLD_RULES, rules_of
+
+        source_options = {**source_options, HOLD_RULES: rules_of(job.sink).to_json()}
+    reader = spark.readStream.format(source).options(**source_options)
+    sink_options = sink_query_options(job, epoch)
+    if job.forward_env:  # the driver's AWS credentials, for the tasks (never in Spark's conf)
+        sink_options.update(credentials_option(os.environ, job.spark_conf))
+    if lease is not None:  # the driver's commit renews it before each manifest
+        sink_options.update({LEASE_TOKEN: lease.token, LEASE_TTL: str(job.lease_ttl_ms)})
+    if topic_ids is not None:  # a topic's two lives never mix (blockgz.sink.kafka.lives)
+        sink_options.update(commit_check_options(job.source.client_config(), topic_ids))
+    if tasks_read_kafka:
+        # Spark plans and replays offset ranges; each sink task reads its range itself.
+        reader = reader.option("blockgz.emit", "ranges")
+        sink_options.update(range_reading_options(source_options))
+    frame = reader.load()
+    columns = None if tasks_read_kafka else job.sink.columns_read()
+    if columns is not None:
+        frame = frame.select(*columns)
+    writer = (
+        frame.writeStream.format("blockgz")
+        .options(**sink_options)
+        .option("checkpointLocation", str(checkpoint))
+        .queryName(_query_name(job.name))
+    )
+    if once:
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=job.trigger_interval)
+    return writer.start()
+
+
+def spark_holding(
+    job: ExportSettings, source_options: Mapping[str, str], *, once: bool
+) -> dict[str, str]:
+    """With held partial files (``blockgz.hold.partial.files``) in a running export reading
+    Spark's Kafka source: its ``minOffsetsPerTrigger``/``maxTriggerDelay`` from the sink's
+    rotation, those the job did not set
+    (:func:`~blockgz.sink.kafka.holding.spark_trigger_options`). Spark waits by the total over
+    all partitions, so a batch's files still end partial; logged once."""
+    from blockgz.sink.export.start import kafka_partitions
+    from blockgz.sink.kafka.holding import holding, rules_of, spark_trigger_options
+
+    rules = rules_of(job.sink)
+    if once or not holding(job.source.hold_mode, rules, once=False):
+        return {}  # a --once run's batches must not wait (Spark may delay them too)
+    if job.source.strategy == "assign":
+        count = len(job.source.assigned)
+    else:
+        count = len(kafka_partitions(job))
+    found = spark_trigger_options(rules, count, source_options, _trigger_ms(job))
+    log.info(
+        "Spark's Kafka source cannot hold a partition's partial file; a batch waits for %s "
+        "(over %d partitions) instead, so each batch still closes its files",
+        " or ".join(f"{k}={v}" for k, v in found.items()) or "the job's own trigger limits",
+        count,
+    )
+    return found
+
+
+def _trigger_ms(job: ExportSettings) -> int:
+    """``blockgz.trigger.interval`` in ms (0 where it is not a plain duration)."""
+    from blockgz.times import parse_duration
+
+    try:
+        return int(parse_duration(job.trigger_interval) * 1000)
+    except ConfigError:
+        return 0
+
+
+def sink_query_options(job: ExportSettings, epoch: str) -> dict[str, str]:
+    """The sink's options as the query passes them: the job's, plus this checkpoint's epoch."""
+    return {**job.sink_options, "blockgz.epoch": epoch}
+
+
+def range_reading_options(source_options: Mapping[str, str]) -> dict[str, str]:
+    """The sink options that make its tasks read their offset ranges from Kafka: the input
+    reader, and the source options it needs under ``blockgz.source.*``.
+
+    >>> range_reading_options({"kafka.bootstrap.servers": "b:9092", "subscribe": "t",
+    ...                        "startingOffsets": "earliest", "maxOffsetsPerTrigger": "9"})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'blockgz.input.reader': 'blockgz.sink.kafka.ranges:read_range_rows',
+     'blockgz.source.kafka.bootstrap.servers': 'b:9092', 'blockgz.source.subscribe': 't'}
+    """
+    planning = {"startingoffsets", "maxoffsetspertrigger", "blockgz.emit"}
+    options = {INPUT_READER: RANGE_READER}
+    for key, value in source_options.items():
+        if key.lower() not in planning:
+            options[INPUT_PREFIX + key] = value
+    return options
+
+
+def _query_name(name: str) -> str:
+    return "blockgz_" + re.sub(r"[^A-Za-z0-9_]", "_", name)
