@@ -302,6 +302,7 @@ def test_spark_connector_options_get_java_names(tmp_path):
         "kafka.ssl.truststore.type": "PEM",
         "kafka.ssl.endpoint.identification.algorithm": "",
         "kafka.fetch.max.wait.ms": "20",  # READ_DEFAULTS
+        "kafka.max.poll.records": "20000",
     }
     # and back: what Java takes, librdkafka takes too
     back = librdkafka_settings({k[6:]: v for k, v in options.items() if k.startswith("kafka.")})
