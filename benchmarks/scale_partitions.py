@@ -13,6 +13,12 @@ subprocess, sampling its process tree with psutil. It reports:
 * the snapshot's time (the ``snapshot`` event);
 * the wall time of ``blockgz status`` and ``blockgz audit`` of the job's config afterwards.
 
+With ``--running SECONDS`` the export runs without ``--once`` for that long (its default
+5-second trigger) while a producer writes to a tenth of the partitions each second, then is
+stopped with SIGTERM: the table then gives the first batch's planning and the later batches'
+median and maximum (no ``initialOffset``; with ``--option rotate.interval.ms=…`` the hold
+clock too).
+
 Run: ``.venv/bin/python -m benchmarks.scale_partitions --partitions 100,1000``. Not a test:
 ``make test`` never runs it.
 """
@@ -22,6 +28,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -204,13 +212,18 @@ def job_options(kafka: ApacheKafka, s3: SeaweedS3, bucket: str, prefix: str) -> 
     }
 
 
-def run_export(workdir: Path, result: Result) -> list[str]:
-    """``blockgz export --once`` with its tree sampled; returns its output lines."""
+def run_export(
+    workdir: Path, result: Result, *, running_s: float = 0.0, feed: Any = None
+) -> list[str]:
+    """``blockgz export --once`` with its tree sampled; returns its output lines. With
+    ``running_s``, a running export instead, stopped with SIGTERM after that long while
+    ``feed(stop_event)`` produces on a thread."""
     config = workdir / "job.properties"
     started = time.monotonic()
+    once = [] if running_s else ["--once"]
     with (workdir / "out.log").open("w") as out:
         proc = subprocess.Popen(
-            [BLOCKGZ, "export", str(config), "--once", "--checkpoint", str(workdir / "ckpt")],
+            [BLOCKGZ, "export", str(config), *once, "--checkpoint", str(workdir / "ckpt")],
             stdout=out,
             stderr=subprocess.STDOUT,
             cwd=workdir,
@@ -219,17 +232,49 @@ def run_export(workdir: Path, result: Result) -> list[str]:
         stop = threading.Event()
         sampler = threading.Thread(target=sample_tree, args=(proc.pid, result.peaks, stop))
         sampler.start()
+        feeder = threading.Thread(target=feed, args=(stop,)) if feed else None
+        if feeder:
+            feeder.start()
         try:
-            result.exit_code = proc.wait(timeout=3600)
+            if running_s:
+                try:
+                    result.exit_code = proc.wait(timeout=running_s)
+                except subprocess.TimeoutExpired:
+                    proc.send_signal(signal.SIGTERM)
+                    result.exit_code = proc.wait(timeout=600)
+            else:
+                result.exit_code = proc.wait(timeout=3600)
         finally:
             stop.set()
             sampler.join()
+            if feeder:
+                feeder.join()
     result.export_s = time.monotonic() - started
     lines = (workdir / "out.log").read_text().splitlines()
     for path in workdir.rglob("*.log"):
         if path.name != "out.log":
             lines += path.read_text(errors="replace").splitlines()
     return lines
+
+
+def feeder(kafka: ApacheKafka, topics: list[str]) -> Any:
+    """A producer for a running export: each second, one record to every tenth partition (a
+    different tenth each second), until its stop event is set."""
+
+    def feed(stop: threading.Event) -> None:
+        from confluent_kafka import Producer
+
+        producer = Producer(kafka.client_config({"linger.ms": 20}))
+        tick = 0
+        while not stop.wait(1.0):
+            for topic in topics:
+                for partition in range(tick % 10, PER_TOPIC, 10):
+                    _produce(producer, topic, b'{"live":%d}' % tick, partition)
+            producer.poll(0)
+            tick += 1
+        producer.flush(60)
+
+    return feed
 
 
 def parse_events(lines: list[str], result: Result) -> None:
@@ -300,22 +345,25 @@ def measure(
     *,
     export_only: bool = False,
     extra: dict[str, str] | None = None,
+    running_s: float = 0.0,
 ) -> Result:
     """Topics, export, store sizes, status and audit for one N (``export_only``: the export's
-    figures alone; ``extra``: more job options, e.g. ``blockgz.ranges.per.task=1``)."""
+    figures alone; ``extra``: more job options, e.g. ``blockgz.ranges.per.task=1``;
+    ``running_s``: a running export fed by :func:`feeder` for that long)."""
     result = Result(partitions)
     run = uuid.uuid4().hex[:6]
     prefix, bucket = f"scale{partitions}-{run}", f"scale{partitions}-{run}"
     workdir = root / str(partitions)
     workdir.mkdir(parents=True)
     started = time.monotonic()
-    make_topics(kafka, prefix, partitions)
+    topics = make_topics(kafka, prefix, partitions)
     s3.client().create_bucket(Bucket=bucket)
     result.setup_s = time.monotonic() - started
     options = {**job_options(kafka, s3, bucket, prefix), **(extra or {})}
     (workdir / "job.properties").write_text("".join(f"{k}={v}\n" for k, v in options.items()))
     before = os.getloadavg()[0]
-    parse_events(run_export(workdir, result), result)
+    feed = feeder(kafka, topics) if running_s else None
+    parse_events(run_export(workdir, result, running_s=running_s, feed=feed), result)
     result.load = (before, os.getloadavg()[0])
     if export_only:
         return result
@@ -334,9 +382,18 @@ def row(result: Result) -> dict[str, Any]:
     """The table's numbers for one N."""
     data = [b for b in result.batches if b.get("addBatch")] or result.batches
     plans = [planning_ms(b) for b in data]
+    later = [planning_ms(b) for b in result.batches[1:] if b.get("latestOffset") is not None]
     return {
         "partitions": result.partitions,
         "batches": len(result.batches),
+        "planning_first_ms": plans[0] if plans else 0,
+        "planning_later_median_ms": int(statistics.median(later)) if later else 0,
+        "planning_later_max_ms": max(later, default=0),
+        "latestOffset_later_median_ms": int(
+            statistics.median(b.get("latestOffset", 0) for b in result.batches[1:])
+        )
+        if later
+        else 0,
         "planning_ms_max": max(plans, default=0),
         "latestOffset_ms": max((b.get("latestOffset", 0) for b in data), default=0),
         "getBatch_ms": max((b.get("getBatch", 0) for b in data), default=0),
@@ -368,7 +425,11 @@ def row(result: Result) -> dict[str, Any]:
 def render(rows: list[dict[str, Any]]) -> str:
     """A markdown table, one column per N, with the growth from the first N."""
     labels = [
-        ("batches", "batches (`--once`)", "{:,}"),
+        ("batches", "batches", "{:,}"),
+        ("planning_first_ms", "planning of the first batch, ms", "{:,}"),
+        ("planning_later_median_ms", "planning of later batches, median, ms", "{:,}"),
+        ("planning_later_max_ms", "planning of later batches, max, ms", "{:,}"),
+        ("latestOffset_later_median_ms", "  of which latestOffset, median, ms", "{:,}"),
         ("planning_ms_max", "planning per batch (latestOffset+queryPlanning+getBatch), ms", "{:,}"),
         ("latestOffset_ms", "  of which latestOffset, ms", "{:,}"),
         ("getBatch_ms", "  of which getBatch, ms", "{:,}"),
@@ -417,6 +478,13 @@ def main() -> None:
     parser.add_argument(
         "--option", action="append", default=[], help="KEY=VALUE: one more job option"
     )
+    parser.add_argument(
+        "--running",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="a running export (no --once) for this long, fed by a producer, then SIGTERM",
+    )
     args = parser.parse_args()
     extra = dict(option.split("=", 1) for option in args.option)
     counts = [int(n) for n in args.partitions.split(",")]
@@ -424,7 +492,15 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="scale-partitions-"))
     with ApacheKafka(heap=args.heap) as kafka, SeaweedS3() as s3:
         for n in counts:
-            result = measure(kafka, s3, n, root, export_only=args.export_only, extra=extra)
+            result = measure(
+                kafka,
+                s3,
+                n,
+                root,
+                export_only=args.export_only or bool(args.running),
+                extra=extra,
+                running_s=args.running,
+            )
             rows.append(row(result))
             print(json.dumps(rows[-1]), flush=True)
     print(render(rows))
