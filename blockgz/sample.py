@@ -17,6 +17,8 @@ import uuid
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from blockgz.times import iso_ms
+
 SEED = 20240610
 _EVENT_TYPES = (
     ("page_view", 40),
@@ -68,7 +70,7 @@ def _event(rng: random.Random, n: int, base_ms: int, types: list[str], weights: 
         "event_id": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
         "event_type": event_type,
         "ts": ts,
-        "ts_iso": _iso(ts),
+        "ts_iso": iso_ms(ts),
         "user_id": f"u{user:08d}",
         "session_id": f"s{rng.getrandbits(48):012x}",
         "country": rng.choice(_COUNTRIES),
@@ -90,12 +92,6 @@ def _event(rng: random.Random, n: int, base_ms: int, types: list[str], weights: 
     elif event_type == "purchase":
         event["order_id"] = f"o-{rng.getrandbits(40):010x}"
     return event
-
-
-def _iso(ms: int) -> str:
-    import datetime as dt
-
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds")
 
 
 def events(count: int, *, seed: int = SEED, start: int = 0) -> Iterator[bytes]:

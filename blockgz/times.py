@@ -100,3 +100,25 @@ def format_duration(seconds: float) -> str:
     parts = [(days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")]
     shown = "".join(f"{n}{u}" for n, u in parts if n)
     return shown or "0s"
+
+
+def iso_ms(ms: int | None) -> str | None:
+    """Epoch milliseconds as ISO-8601 UTC with milliseconds; ``None`` stays ``None``.
+
+    >>> iso_ms(1_700_000_000_123)
+    '2023-11-14T22:13:20.123+00:00'
+    """
+    if ms is None:
+        return None
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="milliseconds")
+
+
+def iso_seconds(seconds: float | None) -> str | None:
+    """Epoch seconds as ISO-8601 UTC to the second, ``Z``-suffixed; ``None`` stays ``None``.
+
+    >>> iso_seconds(1_700_000_000.9)
+    '2023-11-14T22:13:20Z'
+    """
+    if seconds is None:
+        return None
+    return dt.datetime.fromtimestamp(int(seconds), dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -24,7 +24,8 @@ from typing import Any
 from blockgz.commits.cluster_snapshots import ClusterSnapshot, Snapshots, TopicState
 from blockgz.errors import ConfigError
 from blockgz.reader.reading.window_counts import Window, WindowCount, count_window
-from blockgz.reader.restore.request import RestoreRequest, iso_ms, select_topics
+from blockgz.reader.restore.request import RestoreRequest, select_topics
+from blockgz.times import iso_ms
 
 
 @dataclass(frozen=True)

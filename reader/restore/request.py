@@ -12,13 +12,13 @@ offset and time windows, partitions and groups, checked at the boundary.
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from blockgz.errors import ConfigError
 from blockgz.reader.reading.window_counts import Window
+from blockgz.times import iso_ms
 
 #: A Kafka topic name: what ``--rename``, ``--prefix`` and ``--suffix`` must produce.
 _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
@@ -160,10 +160,3 @@ class RestoreRequest:
     def window(self, topic: str, partition: int) -> Window:
         start, end = self.offsets.get((topic, partition), (None, None))
         return Window(start, end, self.from_time, self.to_time)
-
-
-def iso_ms(ms: int | None) -> str | None:
-    """Epoch milliseconds as an ISO-8601 UTC time; ``None`` stays ``None``."""
-    if ms is None:
-        return None
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="milliseconds")

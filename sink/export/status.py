@@ -45,7 +45,7 @@ from blockgz.errors import (
     StoreAccessDeniedError,
 )
 from blockgz.sink.jobconfig.config import ExportSettings
-from blockgz.times import format_duration
+from blockgz.times import format_duration, iso_seconds
 
 log = logging.getLogger("blockgz.status")
 
@@ -146,19 +146,19 @@ class StatusReport:
             "job": self.job,
             "archive": self.archive,
             "brokers": self.brokers,
-            "checked_at": _iso(self.checked_at),
+            "checked_at": iso_seconds(self.checked_at),
             "status": ("healthy", "warning", "problem")[self.exit_code],
             "exit_code": self.exit_code,
             "manifests": self.manifests,
             "records": self.records,
             "held": self.held,
             "held_for": self.held_for,
-            "last_commit": _iso(self.last_commit),
+            "last_commit": iso_seconds(self.last_commit),
             "partitions": [
                 {
                     **{f.name: getattr(p, f.name) for f in _ROW_FIELDS if f.name != "last_commit"},
                     "lag": p.lag,
-                    "last_commit": _iso(p.last_commit),
+                    "last_commit": iso_seconds(p.last_commit),
                 }
                 for p in self.partitions
             ],
@@ -170,12 +170,6 @@ class StatusReport:
     def to_json(self) -> str:
         """The report as JSON (times in ISO 8601 UTC)."""
         return json.dumps(self.to_dict(), indent=2)
-
-
-def _iso(seconds: float | None) -> str | None:
-    if seconds is None:
-        return None
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
 
 
 def assess(
@@ -449,7 +443,7 @@ def _read_leftovers(
         with ThreadPoolExecutor(_LIST_THREADS) as pool:
             for uploads in pool.map(store.list_uploads, prefixes):
                 report.open_uploads += [
-                    {"key": u.key, "initiated": _iso(u.initiated)} for u in uploads
+                    {"key": u.key, "initiated": iso_seconds(u.initiated)} for u in uploads
                 ]
     except StoreAccessDeniedError:  # read-only keys: the rest of the report still holds
         report.issues.append(
@@ -463,7 +457,7 @@ def _read_leftovers(
         manifests, offsets, partition_directories=partition_directories, view=view
     )
     report.uncommitted = [
-        {"key": i.key, "size": i.size, "modified": _iso(i.modified)}
+        {"key": i.key, "size": i.size, "modified": iso_seconds(i.modified)}
         for i in sorted(found, key=lambda i: i.key)
     ]
 
