@@ -129,7 +129,7 @@ def check_commit(
         for key, value in options.items()
         if key.startswith(KAFKA_PREFIX)
     }
-    live = live_topic_ids(_admin(client_config), set(started) | set(topics))
+    live = live_topic_ids(shared_admin(client_config), set(started) | set(topics))
     changed = changed_life(expected, live)
     if changed is not None:
         where = manifests.store.url(manifests.layout.job_prefix(manifests.prefix, manifests.name))
@@ -156,10 +156,11 @@ def _previous_ids(manifests: Manifests, batch_id: int | str) -> dict[str, str]:
 _ADMIN: dict[str, Any] = {}
 
 
-def _admin(client_config: Mapping[str, Any]) -> Any:
+def shared_admin(client_config: Mapping[str, Any]) -> Any:
     """The process's admin client for ``client_config`` (librdkafka's: thread-safe, it
-    reconnects by itself). Its log is off: kept between batches, it would otherwise print its
-    reconnects to a broker gone for good on stderr; a failed describe still raises."""
+    reconnects by itself), shared by the commit check and the source's planning. Its log is
+    off: kept between batches, it would otherwise print its reconnects to a broker gone for
+    good on stderr; a failed describe still raises."""
     from confluent_kafka.admin import AdminClient
 
     key = json.dumps(client_config, sort_keys=True, default=str)

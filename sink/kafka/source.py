@@ -416,12 +416,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ids), so the broker's answer costs no time beside the offsets' requests."""
         if not self.config.topic_ids:
             return None
-        from confluent_kafka.admin import AdminClient
-
-        from blockgz.sink.kafka.lives import live_topic_ids
+        from blockgz.sink.kafka.lives import live_topic_ids, shared_admin
 
         if self._admin is None:
-            self._admin = AdminClient(self.config.admin_config())
+            self._admin = shared_admin(self.config.admin_config())
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="blockgz-lives")
         return self._pool.submit(live_topic_ids, self._admin, self.config.topic_ids)

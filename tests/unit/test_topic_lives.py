@@ -109,7 +109,7 @@ def test_the_commit_check_keeps_one_admin_client_per_configuration():
     from blockgz.sink.kafka import lives
 
     config = {"bootstrap.servers": "127.0.0.1:9"}
-    first = lives._admin(config)
-    assert lives._admin(dict(config)) is first  # not one per batch
-    assert lives._admin({"bootstrap.servers": "127.0.0.1:10"}) is not first
+    first = lives.shared_admin(config)
+    assert lives.shared_admin(dict(config)) is first  # not one per batch
+    assert lives.shared_admin({"bootstrap.servers": "127.0.0.1:10"}) is not first
     assert len(lives._ADMIN) == 1  # the one before is let go
