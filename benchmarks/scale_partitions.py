@@ -14,10 +14,10 @@ subprocess, sampling its process tree with psutil. It reports:
 * the wall time of ``blockgz status`` and ``blockgz audit`` of the job's config afterwards.
 
 With ``--running SECONDS`` the export runs without ``--once`` for that long (its default
-5-second trigger) while a producer writes to a tenth of the partitions each second, then is
-stopped with SIGTERM: the table then gives the first batch's planning and the later batches'
-median and maximum (no ``initialOffset``; with ``--option rotate.interval.ms=…`` the hold
-clock too).
+5-second trigger) while, after its first batch, a producer writes to one partition of every
+topic each second, then is stopped with SIGTERM: the table then gives the first batch's
+planning and the later batches' median and maximum (no ``initialOffset``; with
+``--option rotate.interval.ms=…`` the hold clock too).
 
 Run: ``.venv/bin/python -m benchmarks.scale_partitions --partitions 100,1000``. Not a test:
 ``make test`` never runs it.
@@ -257,19 +257,24 @@ def run_export(
     return lines
 
 
-def feeder(kafka: ApacheKafka, topics: list[str]) -> Any:
-    """A producer for a running export: each second, one record to every tenth partition (a
-    different tenth each second), until its stop event is set."""
+def feeder(kafka: ApacheKafka, topics: list[str], checkpoint: Path) -> Any:
+    """A producer for a running export: once the first batch is committed (its backlog is
+    every partition), each second one record to one partition of every topic (a different one
+    each second), until its stop event is set. Later batches then plan over every partition
+    and write a few hundred."""
 
     def feed(stop: threading.Event) -> None:
         from confluent_kafka import Producer
 
+        first = checkpoint / "commits" / "0"
+        while not first.exists():
+            if stop.wait(0.5):  # polling Spark's commit log; the export may end first
+                return
         producer = Producer(kafka.client_config({"linger.ms": 20}))
         tick = 0
         while not stop.wait(1.0):
             for topic in topics:
-                for partition in range(tick % 10, PER_TOPIC, 10):
-                    _produce(producer, topic, b'{"live":%d}' % tick, partition)
+                _produce(producer, topic, b'{"live":%d}' % tick, tick % PER_TOPIC)
             producer.poll(0)
             tick += 1
         producer.flush(60)
@@ -362,7 +367,7 @@ def measure(
     options = {**job_options(kafka, s3, bucket, prefix), **(extra or {})}
     (workdir / "job.properties").write_text("".join(f"{k}={v}\n" for k, v in options.items()))
     before = os.getloadavg()[0]
-    feed = feeder(kafka, topics) if running_s else None
+    feed = feeder(kafka, topics, workdir / "ckpt") if running_s else None
     parse_events(run_export(workdir, result, running_s=running_s, feed=feed), result)
     result.load = (before, os.getloadavg()[0])
     if export_only:
