@@ -94,7 +94,13 @@ from blockgz.sink.kafka.options import (
     TopicPartition,
     parse_options,
 )
-from blockgz.sink.kafka.ranges import Range, asking_again, new_consumer, read_range
+from blockgz.sink.kafka.ranges import (
+    Range,
+    asking_again,
+    first_record_consumer,
+    new_consumer,
+    read_ranges,
+)
 from blockgz.sink.records import kafka_schema_ddl
 
 log = logging.getLogger("blockgz.kafka_source")
@@ -358,7 +364,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from blockgz.sink.kafka.oldest import HoldClock
 
         if self._clock is None:
-            self._clock = HoldClock(self.consumer, timeout_s=min(2.0, self.config.timeout_s))
+            self._clock = HoldClock(
+                self.consumer,
+                timeout_s=min(2.0, self.config.timeout_s),
+                new_consumer=lambda: first_record_consumer(self.config),
+            )
         todo = {
             tp: Remainder(begin[tp], stop)
             for tp, stop in end.items()
@@ -462,7 +472,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         settle_heap()
         if self.config.emit_ranges:
             return iter([(r.topic, r.partition, r.start, r.end) for r in ranges])
-        return (batch for part in ranges for batch in read_range(self.config, part))
+        return read_ranges(self.config, ranges)  # small ones with one consumer
 
     def commit(self, end: dict) -> None:
         """Nothing to do: Spark's checkpoint holds the offsets, Kafka is not told."""

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import uuid
 
+import pytest
+
 from blockgz.sink.kafka.oldest import HoldClock
 from blockgz.sink.kafka.options import parse_options
-from blockgz.sink.kafka.ranges import new_consumer
+from blockgz.sink.kafka.ranges import first_record_consumer, new_consumer
 
 BASE = 1_795_305_600_000
 
 
-def test_first_times_and_time_cuts_follow_the_partial_file(kafka):
+@pytest.mark.parametrize("readers", ["shared", "one per chunk"])
+def test_first_times_and_time_cuts_follow_the_partial_file(kafka, readers):
     from confluent_kafka import Producer
 
     topic = "hold_clock_" + uuid.uuid4().hex[:8]
@@ -26,7 +29,8 @@ def test_first_times_and_time_cuts_follow_the_partial_file(kafka):
     config = parse_options({"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": topic})
     consumer = new_consumer(config)
     try:
-        clock = HoldClock(consumer)
+        fresh = (lambda: first_record_consumer(config)) if readers == "one per chunk" else None
+        clock = HoldClock(consumer, new_consumer=fresh)
         tps = [(topic, 0), (topic, 1)]
         for start in (0, 100, 200, 250):  # the partial file moves on, batch after batch
             offsets = dict.fromkeys(tps, start)

@@ -138,3 +138,21 @@ def test_a_range_planned_past_its_partition_end_is_data_loss(kafka):
         (topic, 0): [(n, b"r%d" % n) for n in range(5)],
         (topic, 1): [(n, b"r%d" % n) for n in range(2, 5)],
     }
+
+
+def test_the_sources_records_mode_reads_a_packed_task_together(kafka):
+    """``blockgz.tasks.read.kafka=false``: the source's own task reads a packed group of
+    small ranges (one consumer) and gives each range's records exactly once, in order."""
+    from blockgz.sink.kafka.source import KafkaRangeGroup, KafkaStreamReader
+
+    topic = _topic(kafka, 4)
+    for p in range(4):
+        kafka.produce(topic, [b"r%d-%d" % (p, n) for n in range(12)], partition=p)
+    parts = tuple(Range(topic, p, p, 12 - p) for p in range(4))
+    assert together(parts) == [list(parts)]
+    reader = KafkaStreamReader(parse_options(_options(kafka, topic)))
+    found = _by_range(reader.read(KafkaRangeGroup(parts)))
+    assert found == {
+        (topic, r.partition): [(n, b"r%d-%d" % (r.partition, n)) for n in range(r.start, r.end)]
+        for r in parts
+    }

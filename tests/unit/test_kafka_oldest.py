@@ -56,6 +56,9 @@ class ChunkConsumer:
     def unassign(self) -> None:
         self._queue = []
 
+    def close(self) -> None:
+        self.closed = True
+
     def consume(self, num_messages: int, timeout: float) -> list[Message]:
         batch, self._queue = self._queue[:num_messages], self._queue[num_messages:]
         return batch
@@ -73,6 +76,27 @@ def test_first_record_times_of_thousands_of_partitions_assigns_them_in_chunks():
     chunk = oldest.OFFSETS_CHUNK
     assert consumer.assigned == [chunk, chunk, 1_200 - 2 * chunk]
     assert max(consumer.paused) <= chunk and sum(consumer.paused) == 1_200
+
+
+def test_each_chunk_gets_a_consumer_of_its_own_when_asked():
+    """A consumer assigned a second chunk waits 0.5-1 s for its first fetch: with
+    ``new_consumer`` every chunk is read on a fresh one, closed after it, four at a time."""
+    made: list[ChunkConsumer] = []
+
+    def new_consumer() -> ChunkConsumer:
+        made.append(ChunkConsumer())
+        return made[-1]
+
+    shared = ChunkConsumer()
+    wanted = {("t", p): p for p in range(1_234)}
+    found = oldest.first_record_times(shared, wanted, 30, new_consumer=new_consumer)
+    assert found == {tp: 1_000 + offset for tp, offset in wanted.items()}
+    assert shared.assigned == []
+    assert [c.assigned for c in made] == [[oldest.OFFSETS_CHUNK]] * 2 + [[234]]
+    assert all(getattr(c, "closed", False) for c in made)
+    none: list[ChunkConsumer] = []
+    assert oldest.first_record_times(shared, wanted, 0.0, new_consumer=none.append) == {}
+    assert none == []  # nothing made once the time is up
 
 
 def test_first_record_times_stops_at_its_deadline_between_chunks():
