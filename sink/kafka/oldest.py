@@ -174,6 +174,8 @@ class HoldClock:
         self.new_consumer = new_consumer
         self._times: dict[TopicPartition, tuple[int, int]] = {}  # tp -> (offset, ms)
         self._cuts: dict[TopicPartition, tuple[int, int]] = {}  # tp -> (offset, cut)
+        #: tp -> (offset, time, end): asked at that end, no record at or after the time.
+        self._no_cut: dict[TopicPartition, tuple[int, int, int]] = {}
         #: Partitions the last :meth:`first_times` found no longer holding their offset.
         self.gone: set[TopicPartition] = set()
 
@@ -194,21 +196,50 @@ class HoldClock:
         return {tp: k[1] for tp, k in known.items() if k is not None and k[0] == offsets[tp]}
 
     def time_cuts(
-        self, offsets: Mapping[TopicPartition, int], times: Mapping[TopicPartition, int]
+        self,
+        offsets: Mapping[TopicPartition, int],
+        times: Mapping[TopicPartition, int],
+        ends: Mapping[TopicPartition, int] | None = None,
     ) -> dict[TopicPartition, int]:
         """Per partition, the first offset whose timestamp is at least ``times[tp]``, for the
-        partial file starting at ``offsets[tp]`` (a found cut is kept until that offset moves)."""
-        wanted = {tp: ms for tp, ms in times.items() if self._cuts.get(tp, (-1,))[0] != offsets[tp]}
+        partial file starting at ``offsets[tp]`` (a found cut is kept until that offset moves).
+
+        ``ends`` are the partitions' latest offsets: a partition that had no such record when
+        asked is not asked again until its end moves (the same start and time), since a cut
+        could only be among records after that end. A held partition waiting for its time
+        then costs no request: at 10,000 held partitions, each batch asked them all.
+        """
+        wanted = {
+            tp: ms for tp, ms in times.items() if not self._cut_settled(tp, offsets[tp], ms, ends)
+        }
         try:
-            for tp, cut in offsets_at_times(self.consumer, wanted, self.timeout_s).items():
-                self._cuts[tp] = (offsets[tp], cut)
+            found = offsets_at_times(self.consumer, wanted, self.timeout_s)
         except Exception:  # as above: held one more batch
             log.warning("could not look up offsets by time", exc_info=True)
+        else:
+            for tp, ms in wanted.items():
+                if tp in found:
+                    self._cuts[tp] = (offsets[tp], found[tp])
+                    self._no_cut.pop(tp, None)
+                elif ends is not None and tp in ends:
+                    self._no_cut[tp] = (offsets[tp], ms, ends[tp])
         known = {tp: self._cuts.get(tp) for tp in times}
         return {tp: k[1] for tp, k in known.items() if k is not None and k[0] == offsets[tp]}
 
+    def _cut_settled(
+        self, tp: TopicPartition, offset: int, ms: int, ends: Mapping[TopicPartition, int] | None
+    ) -> bool:
+        """Whether ``tp``'s cut for a partial file at ``offset`` and time ``ms`` is known, or
+        known not to exist below the partition's unchanged end."""
+        if self._cuts.get(tp, (-1,))[0] == offset:
+            return True
+        return ends is not None and self._no_cut.get(tp) == (offset, ms, ends.get(tp))
+
     def forget(self, keep: Mapping[TopicPartition, int]) -> None:
         """Drop the cache of partitions no longer held."""
-        for cache in (self._times, self._cuts):
-            for tp in [tp for tp in cache if tp not in keep]:
-                del cache[tp]
+        for tp in [tp for tp in self._times if tp not in keep]:
+            del self._times[tp]
+        for tp in [tp for tp in self._cuts if tp not in keep]:
+            del self._cuts[tp]
+        for tp in [tp for tp in self._no_cut if tp not in keep]:
+            del self._no_cut[tp]

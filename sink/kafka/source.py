@@ -407,7 +407,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         cuts: dict[TopicPartition, int] = {}
         if rules.rotate_interval_ms and not rules.wallclock:
             due = {tp: ms + rules.rotate_interval_ms for tp, ms in firsts.items()}
-            cuts = self._clock.time_cuts(partial, due)
+            ends = {tp: parts[tp].latest for tp in partial}
+            cuts = self._clock.time_cuts(partial, due, ends)
         now_ms = int(time.time() * 1000)
         again: Offsets = {}
         for tp in partial:

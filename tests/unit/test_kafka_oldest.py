@@ -118,3 +118,43 @@ def test_chunks_asked_at_once_answer_in_the_order_asked():
     answers = oldest.offsets_for_times(consumer, asked, 2.0)
     assert [tp.partition for tp in answers] == list(range(2_345))
     assert oldest.offsets_for_times(consumer, [], 2.0) == []
+
+
+@dataclass
+class TimeIndex:
+    """Answers ListOffsets by time from ``records`` (partition -> [timestamps by offset])."""
+
+    records: dict[int, list[int]]
+    asked: list[int] = field(default_factory=list)  # partitions per request
+
+    def offsets_for_times(self, tps: list[Any], timeout: float) -> list[Any]:
+        self.asked.append(len(tps))
+        out = []
+        for tp in tps:
+            times = self.records[tp.partition]
+            at = next((o for o, ms in enumerate(times) if ms >= tp.offset), -1)
+            out.append(confluent_kafka.TopicPartition(tp.topic, tp.partition, at))
+        return out
+
+
+def test_a_partition_with_no_cut_is_asked_again_only_when_its_end_moves():
+    """A held partition whose time has not come has no cut below its end; until records
+    arrive after that end, asking again could only give the same answer."""
+    index = TimeIndex({0: [100, 110], 1: [100, 200]})
+    clock = oldest.HoldClock(index)
+    starts, due = {("t", 0): 0, ("t", 1): 0}, {("t", 0): 150, ("t", 1): 150}
+    ends = {("t", 0): 2, ("t", 1): 2}
+    assert clock.time_cuts(starts, due, ends) == {("t", 1): 1}
+    assert index.asked == [2]
+    assert clock.time_cuts(starts, due, ends) == {("t", 1): 1}
+    assert index.asked == [2]  # partition 0: no record since; partition 1: its cut is known
+    index.records[0].append(160)  # a record after the end: partition 0 is asked again
+    assert clock.time_cuts(starts, due, {("t", 0): 3, ("t", 1): 2}) == {("t", 0): 2, ("t", 1): 1}
+    assert index.asked == [2, 1]
+    assert clock.time_cuts(starts, {**due, ("t", 0): 170}, {("t", 0): 3, ("t", 1): 2}) == {
+        ("t", 0): 2,
+        ("t", 1): 1,
+    }  # a found cut holds while its file's start holds
+    clock.forget({})
+    clock.time_cuts(starts, due)  # no ends given: asked as before
+    assert index.asked == [2, 1, 2]
