@@ -148,7 +148,8 @@ class _Times:
         self.asked += list(offsets.values())
         return {tp: off * 100 for tp, off in offsets.items()}
 
-    def time_cuts(self, offsets, due):
+    def time_cuts(self, offsets, due, ends=None):
+        assert ends is not None and set(due) <= set(ends)  # each partition's end, for the cache
         cuts = {tp: -(-ms // 100) for tp, ms in due.items()}  # first record at or after
         return {tp: cut for tp, cut in cuts.items() if cut < self.latest}
 
