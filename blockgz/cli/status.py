@@ -81,7 +81,8 @@ def status(target, bootstrap_servers, options, output, max_lag, max_commit_age, 
           -O store.url=http://127.0.0.1:8333
     """
     from blockgz.errors import ConfigError
-    from blockgz.sink.export.status import Issue, archive_jobs, job_status
+    from blockgz.sink.export.archive_jobs import archive_jobs
+    from blockgz.sink.export.status import Issue, job_status
     from blockgz.sink.jobconfig.config import ExportSettings
 
     overrides = collect_options(None, options)

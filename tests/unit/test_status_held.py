@@ -8,9 +8,9 @@ from blockgz.sink.export.status import (
     WARNING,
     PartitionStatus,
     StatusReport,
-    _mark_held,
     assess,
 )
+from blockgz.sink.export.status_sources import mark_held
 from blockgz.sink.jobconfig.config import ExportSettings
 
 
@@ -44,7 +44,7 @@ def test_the_held_part_is_the_partial_file_past_the_committed_offset(tmp_path):
         PartitionStatus("t", 0, committed=2000, kafka_end=4640),
         PartitionStatus("t", 1, committed=5, kafka_end=5),
     )
-    _mark_held(report, job)
+    mark_held(report, job)
     assert [p.held for p in report.partitions] == [640, 0] and report.held == 640
     assert report.held_for == "a full file (flush.size=1000) or rotate.interval.ms=60000"
     assert report.to_dict()["partitions"][0]["held"] == 640
@@ -56,7 +56,7 @@ def test_nothing_is_held_when_the_export_does_not_hold(tmp_path):
         {"flush.size": "1000", "rotate.interval.ms": "1", "blockgz.hold.partial.files": "false"},
     ):
         report = report_of(PartitionStatus("t", 0, committed=0, kafka_end=640))
-        _mark_held(report, job_of(tmp_path, **options))
+        mark_held(report, job_of(tmp_path, **options))
         assert report.held == 0 and report.held_for == ""
 
 
