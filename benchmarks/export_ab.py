@@ -81,7 +81,8 @@ def _run_case(case, spark, kafka, s3, data: eb.Dataset, base: Path, index: int):
     checkpoint = base / f"ck-{case}-{index}"
     if case == "sparkarrow":  # the shared session's SQL conf, for this run only
         before = {k: spark.conf.get(k) for k in NO_BATCH_BYTES}
-        spark.conf.set(*next(iter(NO_BATCH_BYTES.items())))
+        for key, value in NO_BATCH_BYTES.items():
+            spark.conf.set(key, value)
         try:
             result = bench.run_blockgz(spark, job, checkpoint)
         finally:
