@@ -163,6 +163,7 @@ def main() -> None:
             app_name="blockgz-export-ab",
             conf=with_jars(conf, connector_jars(eb.SPARK_KAFKA_JARS)),
         )
+        jvm = pu.jvm_child()  # its JIT compiler's CPU is reported apart
         idle: dict[str, float] = {}
         try:
             for r in range(0 if args.warmup != "none" else 1, args.rounds + 1):
@@ -170,17 +171,20 @@ def main() -> None:
                     idle = idle_rates(servers)
                 order = cases[r % len(cases) :] + cases[: r % len(cases)]
                 for case in order:
+                    jit_before = pu.jit_cpu_s(jvm) if jvm else 0.0
                     sampler = pu.TreeSampler(servers).start()
                     started = time.perf_counter()
                     topic = warm if r == 0 else data
                     count, exact_cpu = _run_case(case, spark, kafka, s3, topic, base, r)
                     wall = time.perf_counter() - started
                     usage = sampler.stop()
+                    jit = pu.jit_cpu_s(jvm) - jit_before if jvm else 0.0
                     if exact_cpu is not None:
                         usage.set_cpu("loop", exact_cpu)  # each loop process's own rusage
                         # The session's JVM and Python workers idle beside the loop, which
                         # does not use them: their background CPU is not the loop's.
                         usage.cpu_s["jvm"] = usage.cpu_s["workers"] = 0.0
+                        jit = 0.0
                     assert count == topic.records, f"{case}: {count:,} of {topic.records:,}"
                     cpu = dict(usage.cpu_s)
                     label = "warm-up" if r == 0 else f"round {r}"
@@ -188,12 +192,13 @@ def main() -> None:
                         f"{label:7s} {case:7s} wall {wall:6.2f} s  cpu {sum(cpu.values()):6.2f} s"
                         f"  µs/record {sum(cpu.values()) / count * 1e6:5.1f}  "
                         + " ".join(f"{g} {s:.2f}" for g, s in cpu.items() if s)
+                        + f"  (jit {jit:.2f})"
                         + f"  other cores {usage.other_cores or 0:.2f}"
                         + f"  load {os.getloadavg()[0]:.2f}",
                         flush=True,
                     )
                     if r > 0:
-                        runs.append(er.Run(case, r, wall, cpu, count))
+                        runs.append(er.Run(case, r, wall, cpu, count, jit))
         finally:
             spark.stop()
             shutil.rmtree(base, ignore_errors=True)

@@ -10,6 +10,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import psutil
 
@@ -184,6 +185,35 @@ class TreeSampler:
         cpu["driver"] = max(0.0, cpu["driver"] - u.sampler_cpu_s)
         u.cpu_s = cpu
         return u
+
+
+#: The JVM's JIT compiler threads (``/proc/<pid>/task/<tid>/comm`` is cut at 15 characters).
+JIT_THREADS = ("C1 CompilerThre", "C2 CompilerThre")
+
+
+def jit_cpu_s(pid: int) -> float:
+    """CPU seconds the JIT compiler threads of the JVM ``pid`` have used so far (0 when it
+    is gone). Linux only: read from ``/proc``, as psutil names no threads."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK")
+    with contextlib.suppress(OSError):
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+                name = stat[stat.index("(") + 1 : stat.rindex(")")]
+                if name.startswith(JIT_THREADS):
+                    fields = stat[stat.rindex(")") + 2 :].split()
+                    total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def jvm_child() -> int | None:
+    """The pid of this process's ``java`` child (Spark's JVM), if it has one."""
+    with contextlib.suppress(psutil.Error):
+        for child in psutil.Process().children():
+            if child.name() == "java":
+                return child.pid
+    return None
 
 
 def _machine_busy() -> float:

@@ -45,10 +45,24 @@ def test_cpu_goal_passes_within_a_tenth_of_the_loop():
     assert rows == [["blockgz", "loop", "CPU/record 1.08×", "≤ 1.1× (issue 44)", "**PASS**"]]
 
 
+def test_the_jit_compilers_cpu_is_shown_apart_and_gates_nothing():
+    spark = [er.Run("spark", i, 5.0, {"jvm": 5.0, "workers": 2.4}, 1_000_000, jit) for i, jit in
+             enumerate([0.9, 0.6, 0.7], 1)]  # fmt: skip
+    table = er.summarize([*spark, *_runs("loop", [3.0], 6.0)])
+    assert table["spark"].jit_s == 0.7
+    assert round(table["spark"].compiled_us_per_record, 2) == 6.7
+    assert er.case_rows(table)[0][4] == "0.7"
+    rows = [r for r in er.target_rows(table) if r[0] == "spark" and r[1] == "loop"]
+    assert rows[-2:] == [
+        ["spark", "loop", "CPU/record 1.23×", "≤ 1.1× (issue 44)", "FAIL"],  # 7.4 / 6 µs
+        ["spark", "loop", "without JIT 1.12×", "(not a target)", "—"],  # 6.7 / 6 µs
+    ]
+
+
 def test_a_reference_that_did_not_run_gives_no_verdict():
     table = er.summarize(_runs("blockgz", [5.0], 8.0))
     assert er.target_rows(table) == []
-    assert er.case_rows(table)[0][4:] == ["—", "—"]
+    assert er.case_rows(table)[0][5:] == ["—", "—"]
 
 
 def test_the_module_examples_hold():
