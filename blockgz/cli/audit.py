@@ -84,8 +84,8 @@ def audit(target, topics, deep, repair, brokers, no_kafka, options, output, thre
       blockgz audit s3-sink.json --no-kafka --output json | jq '.jobs[0].findings'
     """
     from blockgz.errors import ConfigError
-    from blockgz.sink.export.archive_jobs import archive_jobs
     from blockgz.sink.jobconfig.config import ExportSettings
+    from blockgz.sink.status.archive_jobs import archive_jobs
 
     overrides = collect_options(None, options)
     if brokers:

@@ -1,6 +1,6 @@
 """``blockgz status``: an export job's health on one screen, and an exit code to alert on.
 
-The figures come from :func:`blockgz.sink.export.status.job_status`; this module parses the
+The figures come from :func:`blockgz.sink.status.job_status.job_status`; this module parses the
 options, prints the table (or JSON) on stdout and each issue in one line on stderr.
 """
 
@@ -81,9 +81,9 @@ def status(target, bootstrap_servers, options, output, max_lag, max_commit_age, 
           -O store.url=http://127.0.0.1:8333
     """
     from blockgz.errors import ConfigError
-    from blockgz.sink.export.archive_jobs import archive_jobs
-    from blockgz.sink.export.status import Issue, job_status
     from blockgz.sink.jobconfig.config import ExportSettings
+    from blockgz.sink.status.archive_jobs import archive_jobs
+    from blockgz.sink.status.job_status import Issue, job_status
 
     overrides = collect_options(None, options)
     if Path(target).is_file():

@@ -20,8 +20,8 @@ import uuid
 
 import pytest
 
-from blockgz.sink.export.status import job_status
 from blockgz.sink.jobconfig.config import ExportSettings
+from blockgz.sink.status.job_status import job_status
 from blockgz.store import open_store
 from testkit.kafka_data import read_exported
 from testkit.running_export import committed, export_while, wait_until

@@ -177,8 +177,8 @@ def test_read_only_keys_read_but_cannot_write(tmp_path, secure_s3, secure_bucket
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [expected[o] for o in range(50)]
 
-    from blockgz.sink.export.status import job_status
     from blockgz.sink.jobconfig.config import ExportSettings
+    from blockgz.sink.status.job_status import job_status
 
     report = job_status(
         ExportSettings.from_mapping(job_options(secure_bucket, reader_options)), kafka=False

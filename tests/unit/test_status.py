@@ -11,7 +11,8 @@ from click.testing import CliRunner
 
 from blockgz.cli import main
 from blockgz.errors import ConfigError
-from blockgz.sink.export.status import (
+from blockgz.sink.jobconfig.config import ExportSettings
+from blockgz.sink.status.job_status import (
     PROBLEM,
     WARNING,
     Issue,
@@ -20,7 +21,6 @@ from blockgz.sink.export.status import (
     assess,
     job_status,
 )
-from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.times import format_duration, parse_duration
 
 

@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-from blockgz.sink.export.status import (
+from blockgz.sink.jobconfig.config import ExportSettings
+from blockgz.sink.status.job_status import (
     PROBLEM,
     WARNING,
     PartitionStatus,
     StatusReport,
     assess,
 )
-from blockgz.sink.export.status_sources import mark_held
-from blockgz.sink.jobconfig.config import ExportSettings
+from blockgz.sink.status.sources import mark_held
 
 
 def report_of(*partitions: PartitionStatus) -> StatusReport:

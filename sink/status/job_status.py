@@ -32,7 +32,8 @@ from __future__ import annotations
 import time
 
 from blockgz.errors import BlockGzError, CorruptManifestError, NewerVersionError
-from blockgz.sink.export.status_report import (
+from blockgz.sink.jobconfig.config import ExportSettings
+from blockgz.sink.status.report import (
     HEALTHY,
     PROBLEM,
     WARNING,
@@ -41,14 +42,13 @@ from blockgz.sink.export.status_report import (
     StatusReport,
     assess,
 )
-from blockgz.sink.export.status_sources import (
+from blockgz.sink.status.sources import (
     mark_held,
     read_archive,
     read_kafka,
     read_leftovers,
     read_lives,
 )
-from blockgz.sink.jobconfig.config import ExportSettings
 
 __all__ = [
     "HEALTHY",

@@ -1,7 +1,7 @@
 """What ``blockgz status`` reports and how it is judged: a row per topic-partition
 (:class:`PartitionStatus`), :class:`Issue` lines, the :class:`StatusReport` with its JSON and
 exit code, and :func:`assess`, which turns a report's figures into issues.
-:mod:`blockgz.sink.export.status` fills one in for a job.
+:mod:`blockgz.sink.status.job_status` fills one in for a job.
 """
 
 from __future__ import annotations

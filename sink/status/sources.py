@@ -1,8 +1,8 @@
 """What ``blockgz status`` reads into its
-:class:`~blockgz.sink.export.status_report.StatusReport`: the catalog (committed offsets, first
+:class:`~blockgz.sink.status.report.StatusReport`: the catalog (committed offsets, first
 and last offsets, dead letters, commit times), each topic's lives, Kafka's watermarks and held
 records, and what a restart would remove (open multipart uploads, objects no manifest
-committed). :func:`~blockgz.sink.export.status.job_status` calls them in turn and assesses the
+committed). :func:`~blockgz.sink.status.job_status.job_status` calls them in turn and assesses the
 report.
 """
 
@@ -14,14 +14,14 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from blockgz.errors import BlockGzError, StoreAccessDeniedError
-from blockgz.sink.export.status_report import (
+from blockgz.sink.jobconfig.config import ExportSettings
+from blockgz.sink.status.report import (
     PROBLEM,
     WARNING,
     Issue,
     PartitionStatus,
     StatusReport,
 )
-from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.times import iso_seconds
 
 log = logging.getLogger("blockgz.status")
