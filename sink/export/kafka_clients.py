@@ -49,17 +49,19 @@ class DriverClients:
             return self._admin
 
     def consumer(self) -> Any:
-        """The shared consumer: no group membership, no commits, small fetches (only the first
-        record of a partition is ever read: its timestamp)."""
+        """The shared consumer: no group membership, no commits, the first-record reader's
+        small fetches (:func:`~blockgz.sink.kafka.ranges.first_record_settings`: only the first
+        record of a partition is ever read, its timestamp)."""
         with self._lock:
             if self._consumer is None:
                 from confluent_kafka import Consumer
 
-                conf = dict(self.client_config)
+                from blockgz.sink.kafka.ranges import first_record_settings
+
+                conf = first_record_settings(self.client_config)
                 conf.setdefault("group.id", GROUP_ID)
                 conf.update({"enable.auto.commit": False, "enable.partition.eof": False})
                 conf.setdefault("fetch.max.bytes", 1024 * 1024)
-                conf.setdefault("max.partition.fetch.bytes", 64 * 1024)
                 self._consumer = Consumer(conf)
                 self.made["consumer"] += 1
             return self._consumer

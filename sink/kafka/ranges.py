@@ -133,16 +133,31 @@ def new_consumer(config: SourceSettings) -> Any:
 FIRST_RECORD_READING = {"fetch.wait.max.ms": 10, "fetch.message.max.bytes": 64 * 1024}
 
 
+#: librdkafka's other name for a :data:`FIRST_RECORD_READING` setting (a job may use either).
+_ALIASES = {"fetch.message.max.bytes": "max.partition.fetch.bytes"}
+
+
+def first_record_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """librdkafka ``settings`` with :data:`FIRST_RECORD_READING` where they set none (under
+    either name).
+
+    >>> first_record_settings({"max.partition.fetch.bytes": 1024})
+    {'max.partition.fetch.bytes': 1024, 'fetch.wait.max.ms': 10}
+    """
+    out = dict(settings)
+    for key, value in FIRST_RECORD_READING.items():
+        if key not in out and _ALIASES.get(key) not in out:
+            out[key] = value
+    return out
+
+
 def first_record_consumer(config: SourceSettings) -> Any:
     """A consumer for reading partitions' first records (their timestamps) on the driver: the
     source's settings, with :data:`FIRST_RECORD_READING` where the job set none."""
     from confluent_kafka import Consumer
 
-    settings = config.consumer_config()
-    for key, value in FIRST_RECORD_READING.items():
-        settings.setdefault(key, value)
     with kafka_errors(config, "cannot create a consumer"):
-        return Consumer(settings)
+        return Consumer(first_record_settings(config.consumer_config()))
 
 
 def read_range_rows(options: Mapping[str, str], batches: Iterator[Any]) -> Iterator[Any]:
