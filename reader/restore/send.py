@@ -40,6 +40,12 @@ from blockgz.reader.reading.read_options import check_reader_options
 from blockgz.reader.restore.markers import admin_settings, delivered_so_far
 from blockgz.reader.restore.partitioner import partition_of
 from blockgz.reader.restore.produce import Failures, produce_block
+from blockgz.reader.restore.target_topics import (
+    check_partition_numbers,
+    check_target_access,
+    refuse_same_topic,
+    target_partitions,
+)
 from blockgz.reader.restore.value_bytes import KafkaBytes
 from blockgz.registry import RegistrySettings
 from blockgz.runtime.gc_control import fewer_collections
@@ -188,7 +194,7 @@ def send_records(
     :class:`~blockgz.kafka.access.QuietAdmin` of the target cluster to use (a restore shares
     one over its runs); one is made when ``None``.
     """
-    _refuse_same_topic(settings)
+    refuse_same_topic(settings.topic, settings.to_topic, allow=settings.allow_same_topic)
     deliveries = Failures()
     config = {
         "linger.ms": 20,
@@ -203,15 +209,15 @@ def send_records(
 
         # librdkafka's connection chatter kept off the terminal: failures are one line below
         admin = quiet_admin(admin_settings(config))
-    targets = _target_partitions(admin.client, config, settings.to_topic)
-    _check_target_access(admin, config, settings.to_topic, mark=settings.mark)
+    targets = target_partitions(admin.client, config, settings.to_topic)
+    check_target_access(admin, config, settings.to_topic, mark=settings.mark)
     sources = (
         settings.partitions
         if settings.partitions is not None
         else archive.partitions(settings.topic)
     )
     if not settings.by_key:
-        _check_partition_numbers(settings, sources, targets)
+        check_partition_numbers(settings.topic, settings.to_topic, sources, targets)
     job = _Sending(
         archive,
         settings,
@@ -223,26 +229,6 @@ def send_records(
     if settings.positions is not None:
         return _send_in_transactions(job, config, sources)
     return _send_with_markers(job, config, sources, targets)
-
-
-def _refuse_same_topic(settings: SendSettings) -> None:
-    if settings.to_topic == settings.topic and not settings.allow_same_topic:
-        raise ConfigError(
-            f"--to-topic {settings.to_topic!r} is the topic the archive holds; replaying into "
-            "it would append a second copy of its records (pass --allow-same-topic if that is "
-            "what you want)"
-        )
-
-
-def _check_partition_numbers(settings: SendSettings, sources: Iterable[int], targets: int) -> None:
-    """Partition to partition: every source partition needs one of its number in the target."""
-    missing = [p for p in sources if p >= targets]
-    if missing:
-        raise ConfigError(
-            f"topic {settings.to_topic!r} has {targets} partitions; partitions {missing} of "
-            f"{settings.topic!r} have no partition of the same number there (create it with "
-            "more partitions, or pass --by-key to spread records by key)"
-        )
 
 
 def _send_with_markers(
@@ -519,37 +505,4 @@ def _note_not_kept(record: Record, result: SendResult, topic: str, partition: in
             "LogAppendTime would replace them with the replay's time)",
             topic,
             partition,
-        )
-
-
-def _target_partitions(admin: Any, config: Mapping[str, Any], topic: str) -> int:
-    try:
-        metadata = admin.list_topics(timeout=15)  # all topics: asking for one may create it
-    except Exception as exc:  # KafkaException: the brokers cannot be reached
-        raise ReplayError(
-            f"cannot reach Kafka at {config.get('bootstrap.servers')}: {exc}"
-        ) from exc
-    found = metadata.topics.get(topic)
-    if found is None or found.error is not None or not found.partitions:
-        raise ConfigError(
-            f"topic {topic!r} does not exist at {config.get('bootstrap.servers')}; create it "
-            "first (blockgz replay does not create topics: their settings are yours to choose)"
-        )
-    return len(found.partitions)
-
-
-def _check_target_access(admin: Any, config: Mapping[str, Any], topic: str, *, mark: bool) -> None:
-    """The principal may WRITE the target topic, and READ it when the resume markers are read
-    back; a :class:`ReplayError` in one line naming the missing ACL."""
-    from blockgz.kafka.access import grant_hint, missing_operation, principal
-
-    needed = ["WRITE", "READ"] if mark else ["WRITE"]
-    denied = missing_operation(admin, [topic], needed, timeout_s=15)
-    if denied is not None:
-        who, operation = principal(config), denied[1]
-        why = " (a rerun reads its resume markers back; --no-marker needs WRITE only)"
-        raise ReplayError(
-            f"--to-topic {topic}: {who} may not {operation} it"
-            f"{why if operation == 'READ' else ''}; grant it {operation} "
-            f"({grant_hint(who, operation, topic)})"
         )

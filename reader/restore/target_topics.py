@@ -7,6 +7,12 @@ set on the topic itself are given, so the target broker's own defaults stay the 
 existing target must have at least the source's partitions (unless ``--by-key``); otherwise the
 restore is refused in one line saying what differs.
 
+A replay (:mod:`blockgz.reader.restore.send`) creates nothing: its one target topic must exist,
+must not be the archived topic itself unless asked, must have each source partition's number
+(unless ``--by-key``), and must be writable (and readable, for the resume markers) by the
+principal: :func:`refuse_same_topic`, :func:`target_partitions`,
+:func:`check_partition_numbers`, :func:`check_target_access`.
+
 >>> check_existing("orders", "orders_r", 2, 3, by_key=False)  # doctest: +ELLIPSIS
 Traceback (most recent call last):
 ...
@@ -16,11 +22,11 @@ blockgz.errors.RestoreError: topic 'orders_r' exists with 2 partitions; 'orders'
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from blockgz.errors import ReplayError, RestoreError
+from blockgz.errors import ConfigError, ReplayError, RestoreError
 
 _TIMEOUT_S = 30.0
 
@@ -184,3 +190,63 @@ def _wait_served(admin: Any, topics: list[str], bootstrap: str) -> None:
             )
         if pending:
             time.sleep(0.05)  # polling the broker, bounded by the deadline
+
+
+def refuse_same_topic(topic: str, to_topic: str, *, allow: bool) -> None:
+    """A replay into the archived topic itself appends a second copy: refused unless ``allow``.
+
+    >>> refuse_same_topic("orders", "orders_r", allow=False)
+    """
+    if to_topic == topic and not allow:
+        raise ConfigError(
+            f"--to-topic {to_topic!r} is the topic the archive holds; replaying into "
+            "it would append a second copy of its records (pass --allow-same-topic if that is "
+            "what you want)"
+        )
+
+
+def check_partition_numbers(
+    topic: str, to_topic: str, sources: Iterable[int], targets: int
+) -> None:
+    """Partition to partition: every source partition needs one of its number in the target."""
+    missing = [p for p in sources if p >= targets]
+    if missing:
+        raise ConfigError(
+            f"topic {to_topic!r} has {targets} partitions; partitions {missing} of "
+            f"{topic!r} have no partition of the same number there (create it with "
+            "more partitions, or pass --by-key to spread records by key)"
+        )
+
+
+def target_partitions(admin: Any, config: Mapping[str, Any], topic: str) -> int:
+    """The replay's target topic's partition count; it must exist (a replay creates none)."""
+    try:
+        metadata = admin.list_topics(timeout=15)  # all topics: asking for one may create it
+    except Exception as exc:  # KafkaException: the brokers cannot be reached
+        raise ReplayError(
+            f"cannot reach Kafka at {config.get('bootstrap.servers')}: {exc}"
+        ) from exc
+    found = metadata.topics.get(topic)
+    if found is None or found.error is not None or not found.partitions:
+        raise ConfigError(
+            f"topic {topic!r} does not exist at {config.get('bootstrap.servers')}; create it "
+            "first (blockgz replay does not create topics: their settings are yours to choose)"
+        )
+    return len(found.partitions)
+
+
+def check_target_access(admin: Any, config: Mapping[str, Any], topic: str, *, mark: bool) -> None:
+    """The principal may WRITE the target topic, and READ it when the resume markers are read
+    back; a :class:`ReplayError` in one line naming the missing ACL."""
+    from blockgz.kafka.access import grant_hint, missing_operation, principal
+
+    needed = ["WRITE", "READ"] if mark else ["WRITE"]
+    denied = missing_operation(admin, [topic], needed, timeout_s=15)
+    if denied is not None:
+        who, operation = principal(config), denied[1]
+        why = " (a rerun reads its resume markers back; --no-marker needs WRITE only)"
+        raise ReplayError(
+            f"--to-topic {topic}: {who} may not {operation} it"
+            f"{why if operation == 'READ' else ''}; grant it {operation} "
+            f"({grant_hint(who, operation, topic)})"
+        )
