@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -31,18 +31,11 @@ from pyspark.sql.datasource import (
     DataSourceStreamArrowWriter,
 )
 
-from blockgz.commits.catalog import compact_every
-from blockgz.commits.manifests import delete_written
-from blockgz.commits.writer_lease import DEFAULT_TTL_MS, Holder, Lease, lease_key
+from blockgz.commits.writer_lease import DEFAULT_TTL_MS
 from blockgz.errors import BlockGzError, ConfigError
-from blockgz.runtime.gc_control import settle as settle_heap
 from blockgz.sink.executor_env import CREDENTIALS_OPTION, apply_credentials
 from blockgz.sink.iceberg.settings import IcebergSettings
-from blockgz.sink.iceberg.table import ArchiveTable, commit_to_table
-from blockgz.sink.plugins import import_named
-from blockgz.sink.write.commit import TaskCommitMessage, write_manifest
 from blockgz.sink.write.config import SinkSettings
-from blockgz.sink.write.hooks import load_listener
 from blockgz.sink.write.options import (
     COMMIT_CHECK,
     COMMIT_CHECK_PREFIX,
@@ -50,7 +43,15 @@ from blockgz.sink.write.options import (
     LEASE_TOKEN,
     LEASE_TTL,
 )
-from blockgz.sink.write.task import write_task
+
+if TYPE_CHECKING:
+    from blockgz.sink.iceberg.table import ArchiveTable
+    from blockgz.sink.write.commit import TaskCommitMessage
+
+# Spark builds the writer in a Python process of its own when a query plans its first batch
+# (and for every batch job): this module imports only what validating the options needs, so
+# that process starts fast. What writes (executors) and what commits (the driver) is imported
+# where it runs.
 
 log = logging.getLogger("blockgz.sink")
 
@@ -98,6 +99,8 @@ class _Writer:
     def iceberg(self) -> ArchiveTable | None:
         """The Iceberg table each batch's files join (``blockgz.iceberg.table``), or ``None``."""
         if not hasattr(self, "_iceberg"):
+            from blockgz.sink.iceberg.table import ArchiveTable
+
             settings = self.iceberg_settings
             self._iceberg = None if settings is None else ArchiveTable.of(settings, self.config)
         return self._iceberg
@@ -105,16 +108,26 @@ class _Writer:
     def _driver_listener(self):
         """The listener told about commits, loaded once on the driver."""
         if not hasattr(self, "_listener"):
+            from blockgz.sink.write.hooks import load_listener
+
             self._listener = load_listener(self.config.listener, self.config.listener_options)
         return self._listener
 
     def write(self, iterator: Iterator[Any]) -> TaskCommitMessage:
+        from blockgz.runtime.gc_control import settle as settle_heap
+        from blockgz.sink.write.task import write_task
+
         # collections skip the worker's long-lived objects (blockgz.runtime.gc_control)
         settle_heap()
         apply_credentials(getattr(self, "credentials", {}))
         return write_task(self.config, iterator)
 
     def _commit(self, messages: list[TaskCommitMessage | None], batch_id: int | str) -> None:
+        from blockgz.commits.catalog import compact_every
+        from blockgz.commits.writer_lease import Lease, lease_key
+        from blockgz.sink.iceberg.table import commit_to_table
+        from blockgz.sink.write.commit import write_manifest
+
         manifests = self.config.manifest_log()
         if self.lease_token:  # still the one writer? (raises LeaseLostError if not)
             key = lease_key(self.config.layout, manifests.prefix, self.config.name)
@@ -139,6 +152,8 @@ class _Writer:
         the topic ids it returns go into the manifest."""
         if not self.commit_check:
             return {}
+        from blockgz.sink.plugins import import_named
+
         check = import_named(self.commit_check, COMMIT_CHECK, "module:function")
         done = [m for m in messages if m is not None]
         topics = {f.topic for m in done for f in m.files} | {
@@ -147,6 +162,8 @@ class _Writer:
         return dict(check(self.commit_check_options, manifests, batch_id, sorted(topics)))
 
     def _abort(self, messages: list[TaskCommitMessage | None], batch_id: int | str) -> None:
+        from blockgz.commits.manifests import delete_written
+
         store, prefix = self.config.make_store()
         if self.lease_token and not self._holds_lease(store, prefix):
             # Another export took the job over and may have committed objects under the same
@@ -161,6 +178,8 @@ class _Writer:
         log.warning("batch %s aborted: removed %d objects written by its tasks", batch_id, removed)
 
     def _holds_lease(self, store, prefix: str) -> bool:
+        from blockgz.commits.writer_lease import Holder, lease_key
+
         key = lease_key(self.config.layout, prefix, self.config.name)
         try:
             data, _ = store.get_versioned(key)

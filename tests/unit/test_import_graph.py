@@ -207,6 +207,16 @@ def test_importing_the_errors_loads_no_codec_and_no_numpy():
     assert not {"numpy", "isal", "deflate", "boto3", "blockgz.blocks.writer"} & loaded
 
 
+def test_the_sinks_data_source_loads_only_what_validating_its_options_needs():
+    """Spark builds the writer in a Python process of its own when a query plans its first
+    batch: writing (executors) and committing (the driver) load their modules where they run."""
+    loaded = python_loads("import blockgz.sink.write.datasource")
+    writing = {"blockgz.sink.write.task", "blockgz.sink.write.partition_writer", "boto3"}
+    committing = {"blockgz.sink.write.commit", "blockgz.sink.iceberg.table", "pyiceberg"}
+    assert not (writing | committing) & loaded
+    assert "blockgz.sink.write.config" in loaded  # the options are still checked there
+
+
 def test_cli_help_loads_neither_the_sink_nor_the_reader():
     loaded = python_loads(
         "from click.testing import CliRunner\n"
