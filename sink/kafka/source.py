@@ -264,6 +264,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._clock: Any = None  # driver only: held partitions' timestamps (HoldClock)
         self._pool: Any = None  # driver only: asks the live topic ids beside the offsets
         self._initial: dict | None = None  # the query's first offsets, once known
+        #: The partitions and latest offsets asked with the first offsets, for the
+        #: ``latestOffset`` Spark asks right after (then dropped): batch 0 asks once.
+        self._first_latest: tuple[list[TopicPartition], Offsets] | None = None
         #: Per partition, the records the last planned batch held back on purpose.
         self.held: Offsets = {}
 
@@ -296,12 +299,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         spec = self.config.starting
         if spec == "s3":
             spec = manifest_start(self.config.manifest_options, partitions)
-        earliest, latest = (
-            query_offsets(self.consumer, self.config, partitions, which)
-            if start_needs(spec, which)
+        earliest = (
+            query_offsets(self.consumer, self.config, partitions, EARLIEST)
+            if start_needs(spec, EARLIEST)
             else {}
-            for which in (EARLIEST, LATEST)
         )
+        # Asked even where the start does not need them: the first batch's end
+        # (latestOffset, asked right after) uses them rather than asking again.
+        latest = query_offsets(self.consumer, self.config, partitions, LATEST)
+        self._first_latest = (partitions, latest)
         start = resolve_start(
             spec,
             partitions,
@@ -329,8 +335,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise SourceError(f"the {SOURCE_NAME} source does not support the read limit {limit}")
         begin = offsets_from_json(start)
         lives = self._ask_lives()  # answered while the offsets are asked
-        partitions = current_partitions(self.consumer, self.config)
-        latest = query_offsets(self.consumer, self.config, partitions, LATEST)
+        first, self._first_latest = self._first_latest, None
+        if first is not None:  # the first batch: asked a moment ago with its start
+            partitions, latest = first
+        else:
+            partitions = current_partitions(self.consumer, self.config)
+            latest = query_offsets(self.consumer, self.config, partitions, LATEST)
         new = [tp for tp in partitions if tp not in begin]
         earliest_new = query_offsets(self.consumer, self.config, new, EARLIEST)
         self._check_lives(lives)  # before plan_end: a recreated topic is not data loss

@@ -385,11 +385,13 @@ def test_thousands_of_partitions_are_asked_in_chunks_and_the_start_once(fake):
     fake.latest = {("t", p): 3 for p in range(1_200)}
     r = reader(startingOffsets="earliest")
     start = r.initialOffset()
-    assert sorted(fake.listed) == [200, OFFSETS_CHUNK, OFFSETS_CHUNK]  # earliest only
+    chunks = [200, OFFSETS_CHUNK, OFFSETS_CHUNK]
+    assert sorted(fake.listed) == sorted(chunks * 2)  # the earliest, and the latest for batch 0
     fake.earliest = {tp: 1 for tp in fake.earliest}  # retention moved on meanwhile
     assert r.initialOffset() == start  # Spark asks again for the first batch: same answer
-    assert len(fake.listed) == 3
+    assert len(fake.listed) == 6
     end = r.latestOffset(start, ReadAllAvailable())
+    assert len(fake.listed) == 6  # batch 0's end: the latest offsets asked with its start
     assert koff.offsets_from_json(end) == fake.latest
     tasks = r.partitions(start, end)  # packed by 19 (no fewer than ks.MIN_TASKS = 64 tasks)
     assert [len(t.ranges) for t in tasks] == [19] * 63 + [3]
@@ -565,20 +567,32 @@ def test_a_recreated_topic_refuses_before_its_offsets_look_like_data_loss(fake, 
 
 @pytest.mark.parametrize(
     ("spec", "asked"),
-    [("earliest", [-2]), ("latest", [-1]), ({("t", 0): -1, ("t", 1): 7}, [-2, -1])],
+    [("earliest", [-2, -1]), ("latest", [-1]), ({("t", 0): -1, ("t", 1): 7}, [-2, -1])],
 )
-def test_the_start_asks_only_the_offsets_its_spec_needs(fake, spec, asked):
+def test_the_first_batch_asks_each_offset_and_the_metadata_once(fake, spec, asked):
     wanted: list[int] = []
-    ask = fake.offsets_for_times
+    ask, list_topics = fake.offsets_for_times, fake.list_topics
+    listed: list[float] = []
 
     def recording(tps: list[Any], timeout: float) -> list[Any]:
         wanted.extend({tp.offset for tp in tps})
         return ask(tps, timeout)
 
-    fake.offsets_for_times = recording
+    def metadata(timeout: float) -> Any:
+        listed.append(timeout)
+        return list_topics(timeout)
+
+    fake.offsets_for_times, fake.list_topics = recording, metadata
     r = reader()
     r.config = dataclasses.replace(r.config, starting=spec)
     start = r.initialOffset()
-    assert wanted == asked
+    assert r.latestOffset(start, ReadAllAvailable()) == {"t": {"0": 100, "1": 20}}
+    assert wanted == asked  # the start's offsets, and the latest for the end, once each
+    assert len(listed) == 1
     expected = {"earliest": {"0": 0, "1": 0}, "latest": {"0": 100, "1": 20}}
     assert start == {"t": expected[spec] if isinstance(spec, str) else {"0": 100, "1": 7}}
+    fake.latest = {("t", 0): 150, ("t", 1): 20}
+    later = r.latestOffset(start, ReadAllAvailable())  # a later batch asks afresh
+    assert later == {"t": {"0": 150, "1": 20}}
+    assert wanted == [*asked, -1]
+    assert len(listed) == 2
