@@ -232,6 +232,16 @@ def group_ranges(
     return groups
 
 
+@dataclass(frozen=True)
+class _FirstAsked:
+    """What a query's start was planned with: its partitions, their latest offsets and the
+    topic ids being asked (``None``: the run holds to none)."""
+
+    partitions: list[TopicPartition]
+    latest: Offsets
+    lives: Future[dict[str, str | None]] | None
+
+
 def start_needs(spec: StartSpec, which: int) -> bool:
     """Whether resolving ``startingOffsets`` ``spec`` needs the earliest (``which=-2``) or the
     latest (-1) offsets (each costs a ListOffsets request per 500 partitions).
@@ -264,9 +274,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._clock: Any = None  # driver only: held partitions' timestamps (HoldClock)
         self._pool: Any = None  # driver only: asks the live topic ids beside the offsets
         self._initial: dict | None = None  # the query's first offsets, once known
-        #: The partitions and latest offsets asked with the first offsets, for the
-        #: ``latestOffset`` Spark asks right after (then dropped): batch 0 asks once.
-        self._first_latest: tuple[list[TopicPartition], Offsets] | None = None
+        #: What the first offsets were asked with, for the ``latestOffset`` Spark asks right
+        #: after (then dropped): batch 0 asks each once.
+        self._first_asked: _FirstAsked | None = None
         #: Per partition, the records the last planned batch held back on purpose.
         self.held: Offsets = {}
 
@@ -292,6 +302,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._initial
 
     def _initial_offset(self) -> dict:
+        lives = self._ask_lives()  # answered while the offsets are asked
         partitions = current_partitions(self.consumer, self.config)
         if self.config.strategy == "assign" and len(partitions) < len(self.config.assigned):
             missing = sorted(set(self.config.assigned) - set(partitions))
@@ -307,7 +318,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Asked even where the start does not need them: the first batch's end
         # (latestOffset, asked right after) uses them rather than asking again.
         latest = query_offsets(self.consumer, self.config, partitions, LATEST)
-        self._first_latest = (partitions, latest)
+        self._first_asked = _FirstAsked(partitions, latest, lives)
         start = resolve_start(
             spec,
             partitions,
@@ -334,11 +345,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         else:
             raise SourceError(f"the {SOURCE_NAME} source does not support the read limit {limit}")
         begin = offsets_from_json(start)
-        lives = self._ask_lives()  # answered while the offsets are asked
-        first, self._first_latest = self._first_latest, None
+        first, self._first_asked = self._first_asked, None
         if first is not None:  # the first batch: asked a moment ago with its start
-            partitions, latest = first
+            partitions, latest, lives = first.partitions, first.latest, first.lives
         else:
+            lives = self._ask_lives()  # answered while the offsets are asked
             partitions = current_partitions(self.consumer, self.config)
             latest = query_offsets(self.consumer, self.config, partitions, LATEST)
         new = [tp for tp in partitions if tp not in begin]

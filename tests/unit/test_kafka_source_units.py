@@ -565,6 +565,29 @@ def test_a_recreated_topic_refuses_before_its_offsets_look_like_data_loss(fake, 
     r.stop()
 
 
+def test_the_first_batch_asks_the_live_ids_with_its_start_and_still_checks_them(fake, monkeypatch):
+    from blockgz.errors import TopicRecreatedError
+    from blockgz.sink.kafka import lives
+
+    asked: list[list[str]] = []
+
+    def live_ids(client: Any, topics: Any) -> dict[str, str | None]:
+        asked.append(sorted(topics))
+        return {"t": "NEW"}
+
+    monkeypatch.setattr(lives, "live_topic_ids", live_ids)
+    r = reader(**{kopt.TOPIC_IDS: json.dumps({"t": "OLD"})})
+    start = r.initialOffset()
+    assert asked == [["t"]]  # beside the start's offsets
+    with pytest.raises(TopicRecreatedError, match="its topic id is now NEW, not OLD"):
+        r.latestOffset(start, ReadAllAvailable())
+    assert asked == [["t"]]  # batch 0 checks that answer and asks no other
+    with pytest.raises(TopicRecreatedError):
+        r.latestOffset(start, ReadAllAvailable())  # a later batch asks again
+    assert asked == [["t"], ["t"]]
+    r.stop()
+
+
 @pytest.mark.parametrize(
     ("spec", "asked"),
     [("earliest", [-2, -1]), ("latest", [-1]), ({("t", 0): -1, ("t", 1): 7}, [-2, -1])],
