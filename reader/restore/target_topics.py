@@ -220,19 +220,14 @@ def check_partition_numbers(
 
 def target_partitions(admin: Any, config: Mapping[str, Any], topic: str) -> int:
     """The replay's target topic's partition count; it must exist (a replay creates none)."""
-    try:
-        metadata = admin.list_topics(timeout=15)  # all topics: asking for one may create it
-    except Exception as exc:  # KafkaException: the brokers cannot be reached
-        raise ReplayError(
-            f"cannot reach Kafka at {config.get('bootstrap.servers')}: {exc}"
-        ) from exc
-    found = metadata.topics.get(topic)
-    if found is None or found.error is not None or not found.partitions:
+    bootstrap = str(config.get("bootstrap.servers"))
+    count = existing_topics(admin, bootstrap).get(topic)
+    if not count:
         raise ConfigError(
-            f"topic {topic!r} does not exist at {config.get('bootstrap.servers')}; create it "
+            f"topic {topic!r} does not exist at {bootstrap}; create it "
             "first (blockgz replay does not create topics: their settings are yours to choose)"
         )
-    return len(found.partitions)
+    return count
 
 
 def check_target_access(admin: Any, config: Mapping[str, Any], topic: str, *, mark: bool) -> None:
