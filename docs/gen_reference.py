@@ -31,6 +31,7 @@ ANCHORS = {
     "#security": "../security.md",
     "#avro-and-converters": "../formats.md#avro-and-converters",
     "#exactly-once": "../export.md#exactly-once",
+    "#with-sparks-kafka-source": "../export.md#with-sparks-kafka-source",
     "#object-stores-and-s3-settings": "../storage.md",
 }
 

@@ -10,6 +10,9 @@ from blockgz.commits.manifests import new_epoch
 from blockgz.errors import CheckpointError, ExportFailed
 
 EPOCH_FILE = "blockgz-epoch"
+#: The ``readStream.format`` that read Kafka into this checkpoint (its offsets are that
+#: source's).
+SOURCE_FILE = "blockgz-source"
 
 
 #: Below this much free space the checkpoint's file system is called full: Spark writes an
@@ -101,3 +104,40 @@ def checkpoint_epoch(checkpoint: Path) -> str:
     tmp.write_text(epoch + "\n")
     tmp.replace(path)
     return epoch
+
+
+def checkpoint_source(checkpoint: Path, source: str) -> None:
+    """Record which source (``readStream.format``) reads Kafka into ``checkpoint``, or refuse
+    (:class:`CheckpointError`) another one than recorded: Spark does not let a query change
+    its source across a restart, and the offsets in the checkpoint are the recorded source's.
+    A checkpoint from before the record (none) takes ``source``.
+
+    >>> import tempfile
+    >>> place = Path(tempfile.mkdtemp())
+    >>> checkpoint_source(place, "blockgz-kafka"); checkpoint_source(place, "blockgz-kafka")
+    >>> checkpoint_source(place, "kafka")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    blockgz.errors.CheckpointError: checkpoint ... was started with the blockgz-kafka source...
+    """
+    path = checkpoint / SOURCE_FILE
+    if path.exists():
+        recorded = path.read_text().strip()
+        if recorded and recorded != source:
+            raise CheckpointError(
+                f"checkpoint {checkpoint} was started with the {recorded} source, and this run "
+                f"would read Kafka with the {source} source (blockgz.kafka.source, or Spark's "
+                "connector on the classpath or not): a query keeps its source across restarts. "
+                f"Set blockgz.kafka.source={_CHOICE.get(recorded, 'auto')} to go on with this "
+                "checkpoint, or give a new --checkpoint: a fresh checkpoint resumes each "
+                "partition from what the archive's manifests committed (blockgz.resume=archive)"
+            )
+        return
+    checkpoint.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(source + "\n")
+    tmp.replace(path)
+
+
+#: The ``blockgz.kafka.source`` value that picks each recorded source.
+_CHOICE = {"kafka": "spark", "blockgz-kafka": "blockgz"}

@@ -267,9 +267,17 @@ def default_master() -> str | None:
 
 def spark_conf_with_connector(job: ExportSettings) -> dict[str, str]:
     """The job's Spark settings, with Spark's Kafka connector on ``spark.jars`` when
-    ``blockgz.spark.kafka.jars`` asks for it (:mod:`blockgz.sink.spark_kafka`)."""
-    from blockgz.sink.spark_kafka import OPTION, connector_jars, with_jars
+    ``blockgz.spark.kafka.jars`` asks for it (:mod:`blockgz.sink.spark_kafka`) and the job may
+    read with Spark's source (``blockgz.kafka.source`` is not ``blockgz``)."""
+    from blockgz.sink.spark_kafka import DEFAULT, OPTION, connector_jars, with_jars
 
+    if job.kafka_source == "blockgz":
+        if job.spark_kafka_jars != DEFAULT:
+            log.warning(
+                "%s=%s is not used: blockgz.kafka.source=blockgz reads Kafka with blockgz's "
+                "source", OPTION, job.spark_kafka_jars,
+            )  # fmt: skip
+        return dict(job.spark_conf)
     jars = connector_jars(job.spark_kafka_jars)
     if jars:
         log.info(

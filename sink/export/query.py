@@ -44,9 +44,11 @@ def start_query(
     (:func:`~blockgz.sink.export.start.starting_offsets`). With ``topic_ids`` (those
     :func:`~blockgz.sink.export.topic_checks.check_topics` found), the sink checks before
     each manifest that every topic is still that life and records the ids."""
+    from blockgz.sink.export.checkpoint import checkpoint_source
     from blockgz.sink.session import has_spark_kafka
 
-    source = "kafka" if has_spark_kafka(spark) else "blockgz-kafka"
+    source = kafka_source(job.kafka_source, connector=has_spark_kafka(spark))
+    checkpoint_source(checkpoint, source)
     log.info(
         "reading Kafka with the %s source%s",
         "Spark Kafka" if source == "kafka" else "blockgz",
@@ -94,6 +96,33 @@ def start_query(
     else:
         writer = writer.trigger(processingTime=job.trigger_interval)
     return writer.start()
+
+
+#: The two sources' ``readStream.format`` names.
+SPARK_SOURCE, BLOCKGZ_SOURCE = "kafka", "blockgz-kafka"
+
+
+def kafka_source(choice: str, *, connector: bool) -> str:
+    """The ``readStream.format`` that reads Kafka for ``blockgz.kafka.source`` ``choice``
+    (``auto``, ``blockgz``, ``spark``), given whether Spark's Kafka ``connector`` is on the
+    classpath.
+
+    >>> kafka_source("auto", connector=True), kafka_source("blockgz", connector=True)
+    ('kafka', 'blockgz-kafka')
+    >>> kafka_source("spark", connector=False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    blockgz.errors.ConfigError: blockgz.kafka.source=spark, but Spark's Kafka connector is not...
+    """
+    if choice == "blockgz" or (choice == "auto" and not connector):
+        return BLOCKGZ_SOURCE
+    if choice == "auto" or connector:
+        return SPARK_SOURCE
+    raise ConfigError(
+        "blockgz.kafka.source=spark, but Spark's Kafka connector is not on the classpath: set "
+        "blockgz.spark.kafka.jars (auto, a version such as 4.2.0, or jar files), add it with "
+        "spark-submit --packages, or use blockgz.kafka.source=auto or blockgz"
+    )
 
 
 def spark_holding(

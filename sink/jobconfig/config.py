@@ -188,6 +188,9 @@ class ExportSettings:
     #: ``blockgz.executor.env.forward``: executors get the driver's AWS_* variables
     #: (:mod:`blockgz.sink.executor_env`); false leaves them to the nodes' own profile or role.
     forward_env: bool = True
+    #: ``blockgz.kafka.source``: which source reads Kafka (``auto``, ``blockgz``, ``spark``;
+    #: :func:`blockgz.sink.export.query.kafka_source`).
+    kafka_source: str = "auto"
     #: ``blockgz.spark.kafka.jars``: where Spark's Kafka connector comes from
     #: (:mod:`blockgz.sink.spark_kafka`); ``none`` adds no jar.
     spark_kafka_jars: str = "none"
@@ -246,6 +249,7 @@ class ExportSettings:
             share_topics=read(opts, "blockgz.share.topics"),
             preflight=read(opts, "blockgz.preflight"),
             forward_env=read(opts, "blockgz.executor.env.forward"),
+            kafka_source=read(opts, "blockgz.kafka.source"),
             spark_kafka_jars=parse_spark_kafka_jars(read(opts, "blockgz.spark.kafka.jars")),
             log_format=read(opts, "blockgz.log.format"),
             metrics_port=read(opts, "blockgz.metrics.port"),

@@ -20,6 +20,9 @@ DEFAULT_TRIGGER = "5 seconds"
 RESUME_CHOICES = ("archive", "checkpoint-only")
 #: ``blockgz.log.format``'s values (:mod:`blockgz.sink.jobconfig.events`).
 LOG_FORMATS = ("text", "json")
+#: ``blockgz.kafka.source``'s values: which source reads Kafka
+#: (:func:`blockgz.sink.export.query.kafka_source`).
+KAFKA_SOURCES = ("auto", "blockgz", "spark")
 
 
 _job = declarer("job", "blockgz")
@@ -43,6 +46,17 @@ JOB_OPTIONS = OptionSet(
         "",
         "instead of `--checkpoint`",
         shown="`checkpoints/<name>`",
+    ),
+    _job(
+        "blockgz.kafka.source",
+        "choice",
+        "auto",
+        "which source reads Kafka: `auto` is Spark's own when its connector is on the "
+        "classpath and blockgz's otherwise; `blockgz` is blockgz's always (it holds each "
+        "partition's partial file; see [With Spark's Kafka source](#with-sparks-kafka-source)); "
+        "`spark` is Spark's, an error without its connector. A checkpoint keeps the source it "
+        "was started with",
+        allowed=KAFKA_SOURCES,
     ),
     _job(
         "blockgz.tasks.read.kafka",

@@ -85,18 +85,62 @@ def test_export_once_reads_with_spark_kafka_source(connector, kafka, s3_server, 
     assert exported.written == listed, "objects outside the manifests"
 
 
-def export_once(config: Path, checkpoint: Path) -> str:
-    """Run ``blockgz export --once`` on ``local[2,3]``; its job log, checked for Spark's source."""
+def test_blockgzs_source_can_be_chosen_over_sparks_and_a_checkpoint_keeps_its_source(
+    connector, kafka, s3_server, bucket, tmp_path
+):
+    """With Spark's connector on the classpath (``spark.jars``, as a cluster's own jars would
+    put it), ``blockgz.kafka.source=blockgz`` still reads with blockgz's source; the checkpoint
+    then refuses Spark's, and nothing is archived twice."""
+    topic = "kafka_source_choice"
+    kafka.create_topic(topic, partitions=PARTITIONS)
+    produce_numbered(kafka.bootstrap_servers, topic, PARTITIONS, PER_PARTITION)
+    options = {
+        "name": "source-choice",
+        "topics": topic,
+        "kafka.bootstrap.servers": kafka.bootstrap_servers,
+        "s3.bucket.name": bucket,
+        **s3_options(s3_server.endpoint_url),
+        "flush.size": "7",
+        "spark.jars": ",".join(str(j) for j in connector),
+        "blockgz.kafka.source": "blockgz",
+    }
+    config = tmp_path / "job.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in options.items()))
+    checkpoint = tmp_path / "checkpoint"
+    job_log = export_once(config, checkpoint, source="blockgz")
+    assert "spark-sql-kafka-0-10_2.13-4.2.0.jar" not in job_log  # none added by blockgz
+
+    produce_numbered(kafka.bootstrap_servers, topic, PARTITIONS, MORE, start=PER_PARTITION)
+    config.write_text(config.read_text() + "blockgz.kafka.source=spark\n")
+    refused = run_export(config, checkpoint)
+    said = refused.stdout + refused.stderr
+    assert refused.returncode != 0, said[-3000:]
+    assert "was started with the blockgz-kafka source" in said, said[-3000:]
+    assert "Set blockgz.kafka.source=blockgz to go on with this checkpoint" in said
+    assert "Traceback" not in said  # one line, no stack
+
+    store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
+    read_exported(store, prefix).assert_exactly_once(PARTITIONS, PER_PARTITION)
+
+
+def run_export(config: Path, checkpoint: Path) -> subprocess.CompletedProcess[str]:
+    """``blockgz export --once`` on ``local[2,3]``, as a user runs it."""
     path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-    done = subprocess.run(
+    return subprocess.run(
         [BLOCKGZ, "export", str(config), "--checkpoint", str(checkpoint), "--once",
          "--master", "local[2,3]"],
         capture_output=True, text=True, timeout=300, check=False,
         env={**os.environ, **fake_aws_env(), "PYTHONPATH": path},
     )  # fmt: skip
+
+
+def export_once(config: Path, checkpoint: Path, *, source: str = "Spark Kafka") -> str:
+    """Run ``blockgz export --once``; its job log, checked for the ``source`` that read Kafka."""
+    done = run_export(config, checkpoint)
     log_file = checkpoint / "blockgz-export.log"
     job_log = log_file.read_text() if log_file.exists() else ""
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:] + job_log[-3000:]
-    assert "reading Kafka with the Spark Kafka source" in job_log, job_log[-3000:]
-    assert "spark-sql-kafka-0-10_2.13-4.2.0.jar" in job_log  # the jars it added, named
+    assert f"reading Kafka with the {source} source" in job_log, job_log[-3000:]
+    if source == "Spark Kafka":
+        assert "spark-sql-kafka-0-10_2.13-4.2.0.jar" in job_log  # the jars it added, named
     return job_log

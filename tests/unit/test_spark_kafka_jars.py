@@ -78,3 +78,68 @@ def test_a_running_held_export_sets_sparks_trigger_limits_and_a_once_run_does_no
     assert spark_holding(job, job.source_options, once=True) == {}
     given = {**job.source_options, "maxTriggerDelay": "2m"}
     assert spark_holding(job, given, once=False) == {"minOffsetsPerTrigger": "300"}
+
+
+# -- blockgz.kafka.source: which source reads Kafka ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("choice", "connector", "source"),
+    [
+        ("auto", True, "kafka"),
+        ("auto", False, "blockgz-kafka"),
+        ("blockgz", True, "blockgz-kafka"),
+        ("blockgz", False, "blockgz-kafka"),
+        ("spark", True, "kafka"),
+    ],
+)
+def test_the_source_follows_the_choice_and_the_classpath(choice, connector, source):
+    from blockgz.sink.export.query import kafka_source
+
+    job = ExportSettings.from_mapping({**BASE, "blockgz.kafka.source": choice})
+    assert kafka_source(job.kafka_source, connector=connector) == source
+
+
+def test_spark_without_its_connector_is_refused_saying_how_to_add_it():
+    from blockgz.sink.export.query import kafka_source
+
+    with pytest.raises(ConfigError, match=r"set blockgz\.spark\.kafka\.jars .* spark-submit"):
+        kafka_source("spark", connector=False)
+
+
+def test_an_unknown_source_is_refused_naming_the_choices():
+    with pytest.raises(ConfigError, match="auto, blockgz, spark"):
+        ExportSettings.from_mapping({**BASE, "blockgz.kafka.source": "java"})
+    assert ExportSettings.from_mapping(BASE).kafka_source == "auto"
+
+
+def test_blockgzs_source_adds_no_connector_and_says_the_jars_are_unused(tmp_path, caplog):
+    jar = tmp_path / "spark-sql-kafka-0-10_2.13-4.2.0.jar"
+    jar.write_text("")
+    job = ExportSettings.from_mapping(
+        {**BASE, "blockgz.kafka.source": "blockgz", "blockgz.spark.kafka.jars": str(jar)}
+    )
+    assert "spark.jars" not in spark_conf_with_connector(job)
+    assert "blockgz.spark.kafka.jars=" in caplog.text and "is not used" in caplog.text
+
+
+def test_a_checkpoint_keeps_the_source_it_was_started_with(tmp_path):
+    from blockgz.errors import CheckpointError
+    from blockgz.sink.export.checkpoint import SOURCE_FILE, checkpoint_source
+
+    old = tmp_path / "old"  # written before the source was recorded: takes this run's
+    (old / "offsets").mkdir(parents=True)
+    checkpoint_source(old, "kafka")
+    assert (old / SOURCE_FILE).read_text() == "kafka\n"
+    checkpoint_source(old, "kafka")  # the same source again: on it goes
+    with pytest.raises(CheckpointError) as refused:
+        checkpoint_source(old, "blockgz-kafka")
+    message = str(refused.value)
+    assert "started with the kafka source" in message
+    assert "Set blockgz.kafka.source=spark to go on" in message
+    assert "or give a new --checkpoint" in message
+    assert (old / SOURCE_FILE).read_text() == "kafka\n"  # the refusal changed nothing
+    fresh = tmp_path / "fresh"
+    checkpoint_source(fresh, "blockgz-kafka")
+    with pytest.raises(CheckpointError, match=r"blockgz\.kafka\.source=blockgz to go on"):
+        checkpoint_source(fresh, "kafka")
