@@ -232,14 +232,26 @@ def group_ranges(
     return groups
 
 
+#: How long the answers asked with a query's start may stand in for the first batch's own.
+FIRST_ASKED_FOR_S = 5.0
+
+
 @dataclass(frozen=True)
 class _FirstAsked:
     """What a query's start was planned with: its partitions, their latest offsets and the
-    topic ids being asked (``None``: the run holds to none)."""
+    topic ids being asked (``None``: the run holds to none), at ``asked_at`` (monotonic s).
+    They stand in for the answers of the batch that begins at that start, planned right
+    after; for no other batch (a replayed batch 0 asks the start without planning a batch)."""
 
+    start: dict
     partitions: list[TopicPartition]
     latest: Offsets
     lives: Future[dict[str, str | None]] | None
+    asked_at: float
+
+    def serve(self, start: dict) -> bool:
+        """Whether these answers may plan the batch that begins at ``start`` now."""
+        return start == self.start and time.monotonic() - self.asked_at < FIRST_ASKED_FOR_S
 
 
 def start_needs(spec: StartSpec, which: int) -> bool:
@@ -318,15 +330,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         # Asked even where the start does not need them: the first batch's end
         # (latestOffset, asked right after) uses them rather than asking again.
         latest = query_offsets(self.consumer, self.config, partitions, LATEST)
-        self._first_asked = _FirstAsked(partitions, latest, lives)
-        start = resolve_start(
-            spec,
-            partitions,
-            earliest,
-            latest,
-            every_partition=self.config.strategy == "assign",
+        start = offsets_to_json(
+            resolve_start(
+                spec,
+                partitions,
+                earliest,
+                latest,
+                every_partition=self.config.strategy == "assign",
+            )
         )
-        return offsets_to_json(start)
+        self._first_asked = _FirstAsked(start, partitions, latest, lives, time.monotonic())
+        return start
 
     def getDefaultReadLimit(self) -> ReadLimit:
         if self.config.max_offsets_per_trigger is None:
@@ -346,7 +360,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise SourceError(f"the {SOURCE_NAME} source does not support the read limit {limit}")
         begin = offsets_from_json(start)
         first, self._first_asked = self._first_asked, None
-        if first is not None:  # the first batch: asked a moment ago with its start
+        if first is not None and first.serve(start):  # the first batch: asked with its start
             partitions, latest, lives = first.partitions, first.latest, first.lives
         else:
             lives = self._ask_lives()  # answered while the offsets are asked

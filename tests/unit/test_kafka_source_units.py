@@ -565,6 +565,30 @@ def test_a_recreated_topic_refuses_before_its_offsets_look_like_data_loss(fake, 
     r.stop()
 
 
+def test_the_starts_answers_plan_only_the_batch_that_begins_there_and_only_soon(fake, monkeypatch):
+    listed: list[int] = []
+    ask = fake.offsets_for_times
+
+    def recording(tps: list[Any], timeout: float) -> list[Any]:
+        listed.extend({tp.offset for tp in tps})
+        return ask(tps, timeout)
+
+    fake.offsets_for_times = recording
+    # a restart replays batch 0: Spark asks the start and plans no batch from it
+    replayed = reader(startingOffsets="earliest")
+    replayed.initialOffset()
+    fake.latest = {("t", 0): 150, ("t", 1): 20}
+    batch_1 = replayed.latestOffset({"t": {"0": 100, "1": 20}}, ReadAllAvailable())
+    assert batch_1 == {"t": {"0": 150, "1": 20}}  # asked afresh, not the start's answer
+    assert listed == [-2, -1, -1]
+
+    monkeypatch.setattr(ks, "FIRST_ASKED_FOR_S", 0.0)  # the first batch planned too late
+    late = reader(startingOffsets="earliest")
+    start = late.initialOffset()
+    fake.latest = {("t", 0): 170, ("t", 1): 20}
+    assert late.latestOffset(start, ReadAllAvailable()) == {"t": {"0": 170, "1": 20}}
+
+
 def test_the_first_batch_asks_the_live_ids_with_its_start_and_still_checks_them(fake, monkeypatch):
     from blockgz.errors import TopicRecreatedError
     from blockgz.sink.kafka import lives
