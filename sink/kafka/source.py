@@ -298,6 +298,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         state["_admin"] = None
         state["_clock"] = None
         state["_pool"] = None
+        state["_first_asked"] = None  # driver only: its topic-id answer is a Future
         return state
 
     @property

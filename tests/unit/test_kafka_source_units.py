@@ -427,9 +427,12 @@ def test_trigger_available_now_freezes_the_target(fake):
     assert r.latestOffset(end, ReadAllAvailable()) == end
 
 
-def test_reader_pickles_without_its_consumer(fake):
-    r = reader()
-    r.initialOffset()
+def test_reader_pickles_without_its_consumer(fake, monkeypatch):
+    from blockgz.sink.kafka import lives
+
+    monkeypatch.setattr(lives, "live_topic_ids", lambda client, topics: {"t": "ID"})
+    r = reader(**{kopt.TOPIC_IDS: json.dumps({"t": "ID"})})
+    r.initialOffset()  # the topic ids are being asked on a thread (a Future is kept)
     assert r._consumer is fake
     copy = pickle.loads(pickle.dumps(r))
     assert copy._consumer is None and copy.config == r.config
