@@ -20,16 +20,20 @@ from testkit.s3 import s3_options
 pytestmark = pytest.mark.slow
 
 
-def produce_orders(bootstrap: str, topic: str, first: int, count: int) -> None:
+def produce_orders(
+    bootstrap: str, topic: str, first: int, count: int, *, together: bool = False
+) -> None:
     """Orders ``first..first+count-1`` (Connect JSON, key ``k<n>``, ``T0 + n`` seconds) into
-    partition 0, one record per Kafka batch, so order ``n`` lands at offset ``n``."""
+    partition 0, one record per Kafka batch, so order ``n`` lands at offset ``n``. With
+    ``together``, all in one Kafka batch instead: the broker appends them at once, so no
+    micro-batch can see only some of them."""
     from confluent_kafka import Producer
 
     producer = Producer(
         {
             "bootstrap.servers": bootstrap,
-            "linger.ms": 0,
-            "batch.num.messages": 1,
+            "linger.ms": 60_000 if together else 0,  # flush() sends them, in one batch
+            "batch.num.messages": count if together else 1,
             "max.in.flight.requests.per.connection": 1,
         }
     )
@@ -197,7 +201,8 @@ def test_the_first_batch_after_idle_triggers_is_counted_in_metrics_log_and_summa
             (query,) = spark.streams.active
             first = max(_ran_batches(query))
             until(lambda: _idle_after(query, first), "an idle trigger reported")
-            produce_orders(kafka.bootstrap_servers, topic, 10, 5)
+            # in one Kafka batch: a 300 ms trigger must not plan a batch of only some of them
+            produce_orders(kafka.bootstrap_servers, topic, 10, 5, together=True)
             until(lambda: first + 1 in _ran_batches(query), "the next batch ran")
             manifests = len(job.sink.manifest_log().keys())
             assert job.sink.manifest_log().committed_offsets()[topic] == {0: 15}
