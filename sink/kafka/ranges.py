@@ -72,12 +72,19 @@ def kafka_errors(config: SourceSettings, what: str) -> Iterator[None]:
 #: librdkafka's answers while a broker restarts or a leader moves: worth asking again.
 #: ``_UNKNOWN_PARTITION`` is its local answer for a partition its metadata lost while the
 #: broker was away (seen in a restart test); the deadline still ends a partition that is gone.
+#: ``FENCED_LEADER_EPOCH``: a broker killed and restarted with its data bumps the leader epoch,
+#: and a ListOffsets sent with the epoch of the metadata before gets this until librdkafka has
+#: refreshed it (seen in ``test_real_broker.py``'s restart; Kafka's client retries it too), as
+#: ``UNKNOWN_LEADER_EPOCH`` and ``OFFSET_NOT_AVAILABLE`` (a leader elected, its offsets not yet).
 _TRANSIENT = (
     "_TRANSPORT",
     "_ALL_BROKERS_DOWN",
     "_UNKNOWN_PARTITION",
     "LEADER_NOT_AVAILABLE",
     "NOT_LEADER_FOR_PARTITION",
+    "FENCED_LEADER_EPOCH",
+    "UNKNOWN_LEADER_EPOCH",
+    "OFFSET_NOT_AVAILABLE",
 )
 
 

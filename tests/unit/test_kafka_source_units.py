@@ -646,3 +646,38 @@ def test_the_first_batch_asks_each_offset_and_the_metadata_once(fake, spec, aske
     assert later == {"t": {"0": 150, "1": 20}}
     assert wanted == [*asked, -1]
     assert len(listed) == 2
+
+
+@pytest.mark.parametrize("code", ["FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "_TRANSPORT"])
+def test_a_restarted_brokers_answers_are_asked_again(code, monkeypatch):
+    """A broker killed and restarted with its data bumps the leader epoch: ListOffsets sent
+    with the old epoch fails until librdkafka refreshes its metadata (seen in a CI run)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    monkeypatch.setattr(kranges.time, "sleep", lambda s: None)
+    answers: list[Any] = [KafkaException(KafkaError(getattr(KafkaError, code))), 42]
+
+    def ask() -> Any:
+        answer = answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    config = kopt.parse_options({**BASE, "subscribe": "t"})
+    assert kranges.asking_again(config, "cannot list offsets", ask) == 42
+    assert answers == []
+
+
+def test_any_other_answer_is_a_source_error_at_once():
+    from confluent_kafka import KafkaError, KafkaException
+
+    calls: list[int] = []
+
+    def ask() -> Any:
+        calls.append(1)
+        raise KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
+
+    config = kopt.parse_options({**BASE, "subscribe": "t"})
+    with pytest.raises(SourceError, match="cannot list offsets from Kafka at"):
+        kranges.asking_again(config, "cannot list offsets", ask)
+    assert calls == [1]
