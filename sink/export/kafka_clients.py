@@ -50,13 +50,13 @@ class DriverClients:
 
     def consumer(self) -> Any:
         """The shared consumer: no group membership, no commits, the first-record reader's
-        small fetches (:func:`~blockgz.sink.kafka.ranges.first_record_settings`: only the first
+        small fetches (:func:`~blockgz.sink.kafka.clients.first_record_settings`: only the first
         record of a partition is ever read, its timestamp)."""
         with self._lock:
             if self._consumer is None:
                 from confluent_kafka import Consumer
 
-                from blockgz.sink.kafka.ranges import first_record_settings
+                from blockgz.sink.kafka.clients import first_record_settings
 
                 conf = first_record_settings(self.client_config)
                 conf.setdefault("group.id", GROUP_ID)

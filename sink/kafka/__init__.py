@@ -2,6 +2,8 @@
 
 * :mod:`blockgz.sink.kafka.options` validates the source's options (Spark's Kafka source names);
 * :mod:`blockgz.sink.kafka.offsets` plans where a query starts and how far each micro-batch reads;
+* :mod:`blockgz.sink.kafka.clients` makes its consumers and asks Kafka again through a broker
+  restart;
 * :mod:`blockgz.sink.kafka.ranges` reads one topic-partition's offset range as Arrow batches;
 * :mod:`blockgz.sink.kafka.source` is the Spark data source itself.
 

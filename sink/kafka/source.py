@@ -66,6 +66,7 @@ from pyspark.sql.streaming.datasource import (
 
 from blockgz.errors import SourceError, TopicRecreatedError
 from blockgz.runtime.gc_control import settle as settle_heap
+from blockgz.sink.kafka.clients import asking_again, first_record_consumer, new_consumer
 from blockgz.sink.kafka.holding import (
     HoldRules,
     Remainder,
@@ -94,13 +95,7 @@ from blockgz.sink.kafka.options import (
     TopicPartition,
     parse_options,
 )
-from blockgz.sink.kafka.ranges import (
-    Range,
-    asking_again,
-    first_record_consumer,
-    new_consumer,
-    read_ranges,
-)
+from blockgz.sink.kafka.ranges import Range, read_ranges
 from blockgz.sink.records import kafka_schema_ddl
 
 log = logging.getLogger("blockgz.kafka_source")

@@ -8,9 +8,9 @@ import uuid
 
 import pytest
 
+from blockgz.sink.kafka.clients import first_record_consumer, new_consumer
 from blockgz.sink.kafka.oldest import HoldClock
 from blockgz.sink.kafka.options import parse_options
-from blockgz.sink.kafka.ranges import first_record_consumer, new_consumer
 
 BASE = 1_795_305_600_000
 

@@ -18,6 +18,7 @@ confluent_kafka = pytest.importorskip("confluent_kafka")
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows  # noqa: E402
 
 from blockgz.errors import ConfigError, DataLossError, SourceError  # noqa: E402
+from blockgz.sink.kafka import clients as kclients  # noqa: E402
 from blockgz.sink.kafka import offsets as koff  # noqa: E402
 from blockgz.sink.kafka import options as kopt  # noqa: E402
 from blockgz.sink.kafka import ranges as kranges  # noqa: E402
@@ -654,7 +655,7 @@ def test_a_restarted_brokers_answers_are_asked_again(code, monkeypatch):
     with the old epoch fails until librdkafka refreshes its metadata (seen in a CI run)."""
     from confluent_kafka import KafkaError, KafkaException
 
-    monkeypatch.setattr(kranges.time, "sleep", lambda s: None)
+    monkeypatch.setattr(kclients.time, "sleep", lambda s: None)
     answers: list[Any] = [KafkaException(KafkaError(getattr(KafkaError, code))), 42]
 
     def ask() -> Any:
@@ -664,7 +665,7 @@ def test_a_restarted_brokers_answers_are_asked_again(code, monkeypatch):
         return answer
 
     config = kopt.parse_options({**BASE, "subscribe": "t"})
-    assert kranges.asking_again(config, "cannot list offsets", ask) == 42
+    assert kclients.asking_again(config, "cannot list offsets", ask) == 42
     assert answers == []
 
 
@@ -679,5 +680,5 @@ def test_any_other_answer_is_a_source_error_at_once():
 
     config = kopt.parse_options({**BASE, "subscribe": "t"})
     with pytest.raises(SourceError, match="cannot list offsets from Kafka at"):
-        kranges.asking_again(config, "cannot list offsets", ask)
+        kclients.asking_again(config, "cannot list offsets", ask)
     assert calls == [1]
