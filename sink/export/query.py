@@ -25,6 +25,8 @@ log = logging.getLogger("blockgz.export")
 
 #: The sink's input reader when its tasks read their Kafka ranges themselves.
 RANGE_READER = "blockgz.sink.kafka.ranges:read_range_rows"
+#: The two sources' ``readStream.format`` names.
+SPARK_SOURCE, BLOCKGZ_SOURCE = "kafka", "blockgz-kafka"
 
 
 def start_query(
@@ -51,21 +53,21 @@ def start_query(
     checkpoint_source(checkpoint, source)
     log.info(
         "reading Kafka with the %s source%s",
-        "Spark Kafka" if source == "kafka" else "blockgz",
+        "Spark Kafka" if source == SPARK_SOURCE else "blockgz",
         f", {where}" if where else "",
         extra=event("start", source=source, resume=where or "the checkpoint", name=job.name),
     )
-    tasks_read_kafka = source == "blockgz-kafka" and job.tasks_read_kafka
-    if source == "kafka":  # the Java client's setting names
+    tasks_read_kafka = source == BLOCKGZ_SOURCE and job.tasks_read_kafka
+    if source == SPARK_SOURCE:  # the Java client's setting names
         from blockgz.sink.spark_kafka import source_options as java_source_options
 
         source_options = {**source_options, **spark_holding(job, source_options, once=once)}
         source_options = java_source_options(source_options)
-    if source == "blockgz-kafka" and topic_ids:  # it checks them before planning each batch
+    if source == BLOCKGZ_SOURCE and topic_ids:  # it checks them before planning each batch
         from blockgz.sink.kafka.options import TOPIC_IDS
 
         source_options = {**source_options, TOPIC_IDS: json.dumps(dict(topic_ids))}
-    if source == "blockgz-kafka":  # it holds partial files back by the sink's rotation
+    if source == BLOCKGZ_SOURCE:  # it holds partial files back by the sink's rotation
         from blockgz.sink.kafka.holding import HOLD_RULES, rules_of
 
         source_options = {**source_options, HOLD_RULES: rules_of(job.sink).to_json()}
@@ -96,10 +98,6 @@ def start_query(
     else:
         writer = writer.trigger(processingTime=job.trigger_interval)
     return writer.start()
-
-
-#: The two sources' ``readStream.format`` names.
-SPARK_SOURCE, BLOCKGZ_SOURCE = "kafka", "blockgz-kafka"
 
 
 def kafka_source(choice: str, *, connector: bool) -> str:
