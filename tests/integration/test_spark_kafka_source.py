@@ -54,19 +54,12 @@ def test_export_once_reads_with_spark_kafka_source(connector, kafka, s3_server, 
     topic = "spark_kafka_source"
     kafka.create_topic(topic, partitions=PARTITIONS)
     produce_numbered(kafka.bootstrap_servers, topic, PARTITIONS, PER_PARTITION)
-    options = {
-        "name": "spark-kafka",
-        "topics": topic,
-        "kafka.bootstrap.servers": kafka.bootstrap_servers,
-        "s3.bucket.name": bucket,
-        **s3_options(s3_server.endpoint_url),
+    options = job_options("spark-kafka", topic, kafka, s3_server, bucket) | {
         "s3.compression.type": "blockgzip",
-        "flush.size": "7",
         "maxOffsetsPerTrigger": "30",  # several batches
         "blockgz.spark.kafka.jars": CONNECTOR,
     }
-    config = tmp_path / "job.properties"
-    config.write_text("".join(f"{k}={v}\n" for k, v in options.items()))
+    config = write_config(tmp_path / "job.properties", options)
     export_once(config, tmp_path / "checkpoint")
     # More records, and a fresh checkpoint: the job resumes from what the manifests committed,
     # handing Spark's source per-partition startingOffsets.
@@ -94,18 +87,11 @@ def test_blockgzs_source_can_be_chosen_over_sparks_and_a_checkpoint_keeps_its_so
     topic = "kafka_source_choice"
     kafka.create_topic(topic, partitions=PARTITIONS)
     produce_numbered(kafka.bootstrap_servers, topic, PARTITIONS, PER_PARTITION)
-    options = {
-        "name": "source-choice",
-        "topics": topic,
-        "kafka.bootstrap.servers": kafka.bootstrap_servers,
-        "s3.bucket.name": bucket,
-        **s3_options(s3_server.endpoint_url),
-        "flush.size": "7",
+    options = job_options("source-choice", topic, kafka, s3_server, bucket) | {
         "spark.jars": ",".join(str(j) for j in connector),
         "blockgz.kafka.source": "blockgz",
     }
-    config = tmp_path / "job.properties"
-    config.write_text("".join(f"{k}={v}\n" for k, v in options.items()))
+    config = write_config(tmp_path / "job.properties", options)
     checkpoint = tmp_path / "checkpoint"
     job_log = export_once(config, checkpoint, source="blockgz")
     assert "spark-sql-kafka-0-10_2.13-4.2.0.jar" not in job_log  # none added by blockgz
@@ -121,6 +107,24 @@ def test_blockgzs_source_can_be_chosen_over_sparks_and_a_checkpoint_keeps_its_so
 
     store, prefix = open_store(f"s3://{bucket}", s3_options(s3_server.endpoint_url))
     read_exported(store, prefix).assert_exactly_once(PARTITIONS, PER_PARTITION)
+
+
+def job_options(name: str, topic: str, kafka, s3_server, bucket: str) -> dict[str, str]:
+    """An export job of ``topic`` into ``bucket`` on the local servers, 7 records a file."""
+    return {
+        "name": name,
+        "topics": topic,
+        "kafka.bootstrap.servers": kafka.bootstrap_servers,
+        "s3.bucket.name": bucket,
+        **s3_options(s3_server.endpoint_url),
+        "flush.size": "7",
+    }
+
+
+def write_config(path: Path, options: dict[str, str]) -> Path:
+    """``options`` as a ``.properties`` job config at ``path``."""
+    path.write_text("".join(f"{k}={v}\n" for k, v in options.items()))
+    return path
 
 
 def run_export(config: Path, checkpoint: Path) -> subprocess.CompletedProcess[str]:

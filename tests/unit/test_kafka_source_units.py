@@ -545,19 +545,28 @@ def test_starting_offsets_s3_needs_a_sink_target():
         parse_options({"kafka.bootstrap.servers": "x:1", "subscribe": "t", "startingOffsets": "s3"})
 
 
-def test_a_recreated_topic_refuses_before_its_offsets_look_like_data_loss(fake, monkeypatch):
+@pytest.fixture
+def asked(monkeypatch) -> list[list[str]]:
+    """The topics each question for the live topic ids named; each answer: topic t is now the
+    life with id NEW."""
+    from blockgz.sink.kafka import lives
+
+    topics_asked: list[list[str]] = []
+
+    def live_ids(client: Any, topics: Any) -> dict[str, str | None]:
+        topics_asked.append(sorted(topics))
+        return {"t": "NEW"}
+
+    monkeypatch.setattr(lives, "live_topic_ids", live_ids)
+    return topics_asked
+
+
+def test_a_recreated_topic_refuses_before_its_offsets_look_like_data_loss(fake, monkeypatch, asked):
     """The live ids are asked beside the offsets, and checked before the end is planned: a
     topic recreated under its name (offsets back at 0) stops the query as a new life."""
     from blockgz.errors import TopicRecreatedError
     from blockgz.sink.kafka import lives
 
-    asked: list[list[str]] = []
-
-    def live_ids(client: Any, topics: Any) -> dict[str, str | None]:
-        asked.append(sorted(topics))
-        return {"t": "NEW"}
-
-    monkeypatch.setattr(lives, "live_topic_ids", live_ids)
     r = reader(**{kopt.TOPIC_IDS: json.dumps({"t": "OLD"})})
     went_back = {"t": {"0": 500, "1": 20}}  # partition 0's latest (100) is below its start
     with pytest.raises(TopicRecreatedError, match="its topic id is now NEW, not OLD"):
@@ -593,17 +602,9 @@ def test_the_starts_answers_plan_only_the_batch_that_begins_there_and_only_soon(
     assert late.latestOffset(start, ReadAllAvailable()) == {"t": {"0": 170, "1": 20}}
 
 
-def test_the_first_batch_asks_the_live_ids_with_its_start_and_still_checks_them(fake, monkeypatch):
+def test_the_first_batch_asks_the_live_ids_with_its_start_and_still_checks_them(fake, asked):
     from blockgz.errors import TopicRecreatedError
-    from blockgz.sink.kafka import lives
 
-    asked: list[list[str]] = []
-
-    def live_ids(client: Any, topics: Any) -> dict[str, str | None]:
-        asked.append(sorted(topics))
-        return {"t": "NEW"}
-
-    monkeypatch.setattr(lives, "live_topic_ids", live_ids)
     r = reader(**{kopt.TOPIC_IDS: json.dumps({"t": "OLD"})})
     start = r.initialOffset()
     assert asked == [["t"]]  # beside the start's offsets
