@@ -105,6 +105,9 @@ RANGE_SCHEMA_DDL = "topic STRING, partition INT, startOffset BIGINT, endOffset B
 RANGE_COLUMNS = ("topic", "partition", "startOffset", "endOffset")
 #: With held partial files, at most this many files closed by time per partition and batch.
 MAX_TIME_CUTS = 8
+#: How long a running export's batch waits for a large read of first records (their times
+#: say when a partial file closes); the read goes on, and the next batch plans with it.
+FIRST_TIMES_WAIT_S = 0.0
 #: Ranges are packed into fewer tasks only beyond this many, so a batch of few partitions keeps
 #: a task each (as many as a large cluster has cores).
 MIN_TASKS = 64
@@ -284,6 +287,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         #: What the first offsets were asked with, for the ``latestOffset`` Spark asks right
         #: after (then dropped): batch 0 asks each once.
         self._first_asked: _FirstAsked | None = None
+        self._planned = False  # whether this run has planned a batch's end
         #: Per partition, the records the last planned batch held back on purpose.
         self.held: Offsets = {}
 
@@ -356,6 +360,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise SourceError(f"the {SOURCE_NAME} source does not support the read limit {limit}")
         begin = offsets_from_json(start)
         first, self._first_asked = self._first_asked, None
+        first_batch, self._planned = not self._planned, True  # this run's: Spark plans after
         if first is not None and first.serve(start):  # the first batch: asked with its start
             partitions, latest, lives = first.partitions, first.latest, first.lives
         else:
@@ -375,7 +380,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
         rules = self._hold_rules()
         if rules is not None:
-            end = self._hold(begin, end, rules)
+            end = self._hold(begin, end, rules, first_batch=first_batch)
         flush_size = rules.flush_size if rules is not None else None
         return offsets_to_json(cap_rows(begin, end, max_rows, flush_size=flush_size))
 
@@ -387,11 +392,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return rules
         return None
 
-    def _hold(self, begin: Offsets, end: Offsets, rules: HoldRules) -> Offsets:
+    def _hold(
+        self, begin: Offsets, end: Offsets, rules: HoldRules, *, first_batch: bool = False
+    ) -> Offsets:
         """``end`` cut back so each partition's batch ends where one of its files closes
         (:func:`~blockgz.sink.kafka.holding.plan_partition`); records past it stay in Kafka.
         A partition whose partial file closed by time is planned again from that cut (up to
-        :data:`MAX_TIME_CUTS` files a batch), so a backlog is read in few batches."""
+        :data:`MAX_TIME_CUTS` files a batch), so a backlog is read in few batches.
+        ``first_batch``: this run's first, after which Spark plans the query (a large read
+        of first records then starts at the next batch, not beside that planning)."""
         from blockgz.sink.kafka.oldest import HoldClock
 
         if self._clock is None:
@@ -407,12 +416,22 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         }
         self._clock.forget(todo)
         planned = dict(end)
+        # A running export's batch waits little for the first records of thousands of
+        # partitions: those not read yet are held until the next batch. A --once run, which
+        # ends when a batch plans nothing, and a backlog's later cuts wait for the answers.
+        wait_s = FIRST_TIMES_WAIT_S if self._target is None else None
         for _ in range(MAX_TIME_CUTS):
-            cuts = self._plan_remainders(todo, rules, planned)
+            cuts = self._plan_remainders(todo, rules, planned, wait_s, later=first_batch)
+            wait_s = None
             todo = {tp: Remainder(cut, todo[tp].latest) for tp, cut in cuts.items()}
             if not todo:
                 break
         self.held = held_counts(begin, end, planned)
+        if self._clock.reading():
+            log.info(
+                "held until the next batch: %d partitions whose first records are being read",
+                self._clock.reading(),
+            )
         if self.held:
             log.info(
                 "held: %d records of %d partitions waiting for %s",
@@ -423,10 +442,18 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return planned
 
     def _plan_remainders(
-        self, parts: dict[TopicPartition, Remainder], rules: HoldRules, planned: Offsets
+        self,
+        parts: dict[TopicPartition, Remainder],
+        rules: HoldRules,
+        planned: Offsets,
+        wait_s: float | None = None,
+        *,
+        later: bool = False,
     ) -> Offsets:
         """Plan ``parts`` into ``planned``; return the partitions whose partial file a
-        ``rotate.interval.ms`` cut closed with records after it (at that cut)."""
+        ``rotate.interval.ms`` cut closed with records after it (at that cut). ``wait_s``:
+        how long to wait for a large read of first records (``None``: until it ends);
+        ``later``: start such a read at the next batch (see ``HoldClock.first_times``)."""
         partial = {
             tp: part.full_end(rules.flush_size)
             for tp, part in parts.items()
@@ -434,7 +461,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         }
         for tp in parts.keys() - partial.keys():
             planned[tp] = parts[tp].latest
-        firsts = self._clock.first_times(partial) if rules.timed else {}
+        firsts = self._clock.first_times(partial, wait_s=wait_s, later=later) if rules.timed else {}
         cuts: dict[TopicPartition, int] = {}
         if rules.rotate_interval_ms and not rules.wallclock:
             due = {tp: ms + rules.rotate_interval_ms for tp, ms in firsts.items()}
@@ -513,6 +540,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         pool, self._pool = self._pool, None
         if pool is not None:
             pool.shutdown(wait=False)
+        clock, self._clock = self._clock, None
+        if clock is not None:
+            clock.close()
         consumer, self._consumer = self._consumer, None
         if consumer is not None:
             with contextlib.suppress(Exception):

@@ -43,3 +43,33 @@ def test_first_times_and_time_cuts_follow_the_partial_file(kafka, readers):
             clock.forget(offsets)
     finally:
         consumer.close()
+
+
+def test_first_times_read_in_the_background_serve_the_next_batch(kafka, monkeypatch):
+    """A running export's large read (here: any read) goes on a thread of lower priority with
+    consumers of its own, and a later call plans with its answers."""
+    from confluent_kafka import Producer
+
+    from blockgz.sink.kafka import oldest
+
+    monkeypatch.setattr(oldest, "BACKGROUND_FROM", 0)
+    topic = "hold_clock_bg_" + uuid.uuid4().hex[:8]
+    kafka.create_topic(topic, partitions=3)
+    producer = Producer({"bootstrap.servers": kafka.bootstrap_servers, "linger.ms": 0})
+    for p in range(3):
+        for i in range(5):
+            producer.produce(topic, b"v", partition=p, timestamp=BASE + p * 1_000 + i)
+    assert producer.flush(30) == 0
+    config = parse_options({"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": topic})
+    consumer = new_consumer(config)
+    clock = HoldClock(consumer, timeout_s=10, new_consumer=lambda: first_record_consumer(config))
+    try:
+        offsets = {(topic, p): 2 for p in range(3)}
+        assert clock.first_times(offsets, wait_s=0.0, later=True) == {}  # the query's first
+        assert clock.reading() == 3
+        firsts = clock.first_times(offsets, wait_s=30.0)  # started now, waited for here
+        assert firsts == {(topic, p): BASE + p * 1_000 + 2 for p in range(3)}
+        assert clock.reading() == 0
+    finally:
+        clock.close()
+        consumer.close()

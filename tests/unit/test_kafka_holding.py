@@ -139,13 +139,18 @@ class _Times:
     def __init__(self, latest: int, gone: tuple = ()):
         self.latest = latest
         self.asked: list[int] = []
+        self.waits: list[tuple] = []  # each first_times call's wait_s and later
         self.gone = set(gone)  # partitions whose offset retention deleted
 
     def forget(self, keep):
         pass
 
-    def first_times(self, offsets):
+    def reading(self):
+        return 0
+
+    def first_times(self, offsets, wait_s=None, later=False):
         self.asked += list(offsets.values())
+        self.waits.append((wait_s, later))
         return {tp: off * 100 for tp, off in offsets.items()}
 
     def time_cuts(self, offsets, due, ends=None):
@@ -171,6 +176,25 @@ def test_a_backlog_closes_several_files_by_time_in_one_batch():
     planned = reader._hold({("t", 0): 0}, {("t", 0): 35}, rules)
     assert planned == {("t", 0): 30} and reader.held == {("t", 0): 5}
     assert reader._clock.asked == [0, 10, 20, 30]
+
+
+def test_only_a_running_exports_first_look_at_its_partial_files_waits_little():
+    """The first round of a running export's batch waits at most FIRST_TIMES_WAIT_S for a large
+    read of first records; a backlog's later cuts and a --once run (a frozen end) wait for it."""
+    from blockgz.sink.kafka.source import FIRST_TIMES_WAIT_S
+
+    rules = HoldRules(flush_size=1000, rotate_interval_ms=1000)
+    running = reader_with(_Times(latest=35), rules)
+    running._hold({("t", 0): 0}, {("t", 0): 35}, rules)
+    assert running._clock.waits == [(FIRST_TIMES_WAIT_S, False)] + [(None, False)] * 3
+    once = reader_with(_Times(latest=35), rules)
+    once._target = {("t", 0): 35}
+    once._hold({("t", 0): 0}, {("t", 0): 35}, rules)
+    assert once._clock.waits == [(None, False)] * 4
+    # a query's first batch, which Spark's planning of the query follows: the read starts later
+    first = reader_with(_Times(latest=35), rules)
+    first._hold({("t", 0): 0}, {("t", 0): 35}, rules, first_batch=True)
+    assert first._clock.waits[0] == (FIRST_TIMES_WAIT_S, True)
 
 
 def test_partitions_without_new_records_or_gone_back_are_left_alone():

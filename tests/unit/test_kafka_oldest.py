@@ -158,3 +158,100 @@ def test_a_partition_with_no_cut_is_asked_again_only_when_its_end_moves():
     clock.forget({})
     clock.time_cuts(starts, due)  # no ends given: asked as before
     assert index.asked == [2, 1, 2]
+
+
+@dataclass
+class GatedConsumer(ChunkConsumer):
+    """A :class:`ChunkConsumer` whose reads wait until ``gate`` is set: a slow broker."""
+
+    gate: Any = None
+    nice: int | None = None  # the reading thread's niceness
+
+    def consume(self, num_messages: int, timeout: float) -> list[Message]:
+        import os
+        import threading
+
+        self.nice = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+        self.gate.wait(timeout=30)
+        return super().consume(num_messages, timeout)
+
+
+def test_a_large_read_of_first_records_goes_on_while_the_batch_plans_without_it():
+    """A running export's batch waits at most ``wait_s`` for thousands of first records; the
+    read goes on, and a later batch plans with its answers without asking again."""
+    import threading
+
+    gate = threading.Event()
+    made: list[GatedConsumer] = []
+
+    def new_consumer() -> GatedConsumer:
+        made.append(GatedConsumer(gate=gate))
+        return made[-1]
+
+    clock = oldest.HoldClock(ChunkConsumer(), timeout_s=30, new_consumer=new_consumer)
+    wanted = {("t", p): p for p in range(oldest.BACKGROUND_FROM + 1)}
+    try:
+        assert clock.first_times(wanted, wait_s=0.0) == {}  # nothing waited for
+        assert clock.reading() == len(wanted)
+        assert clock.first_times(wanted, wait_s=0.0) == {}  # still going: not asked twice
+        gate.set()
+        found = clock.first_times(wanted, wait_s=30.0)
+        assert found == {tp: 1_000 + offset for tp, offset in wanted.items()}
+        assert clock.reading() == 0
+        assert [c.assigned for c in made] == [[oldest.OFFSETS_CHUNK], [1]]  # one read, once
+        # it leaves the CPU to the query's planning: its threads run at a lower priority
+        assert all(c.nice is not None and c.nice >= oldest.BACKGROUND_NICE for c in made)
+    finally:
+        gate.set()
+        clock.close()
+
+
+def test_a_small_read_or_one_without_a_wait_is_answered_in_the_call():
+    """At most :data:`BACKGROUND_FROM` partitions is one consumer's fetch, and ``--once`` runs
+    pass no wait: both plan with every answer, as before."""
+    made: list[ChunkConsumer] = []
+
+    def new_consumer() -> ChunkConsumer:
+        made.append(ChunkConsumer())
+        return made[-1]
+
+    clock = oldest.HoldClock(ChunkConsumer(), timeout_s=30, new_consumer=new_consumer)
+    small = {("t", p): p for p in range(oldest.BACKGROUND_FROM)}
+    assert len(clock.first_times(small, wait_s=0.0)) == len(small)
+    large = {("u", p): p for p in range(oldest.BACKGROUND_FROM * 2)}
+    assert len(clock.first_times(large)) == len(large)
+    assert clock.reading() == 0
+
+
+def test_a_failed_background_read_leaves_its_partitions_to_be_asked_again():
+    def broken() -> Any:
+        raise confluent_kafka.KafkaException("broker down")
+
+    clock = oldest.HoldClock(ChunkConsumer(), timeout_s=30, new_consumer=broken)
+    wanted = {("t", p): 0 for p in range(oldest.BACKGROUND_FROM + 1)}
+    try:
+        assert clock.first_times(wanted, wait_s=30.0) == {}  # the read failed: none known
+        clock.new_consumer = lambda: ChunkConsumer()
+        assert len(clock.first_times(wanted, wait_s=30.0)) == len(wanted)  # asked again
+    finally:
+        clock.close()
+
+
+def test_a_read_asked_for_later_starts_at_the_next_call():
+    """A query's first batch is followed by Spark planning the query: its large read waits
+    for the next batch to start, and the batch after that plans with it."""
+    made: list[ChunkConsumer] = []
+
+    def new_consumer() -> ChunkConsumer:
+        made.append(ChunkConsumer())
+        return made[-1]
+
+    clock = oldest.HoldClock(ChunkConsumer(), timeout_s=30, new_consumer=new_consumer)
+    wanted = {("t", p): p for p in range(oldest.BACKGROUND_FROM + 1)}
+    try:
+        assert clock.first_times(wanted, wait_s=0.0, later=True) == {}
+        assert made == [] and clock.reading() == len(wanted)  # not started
+        assert len(clock.first_times(wanted, wait_s=30.0)) == len(wanted)  # started, waited
+        assert [c.assigned for c in made] == [[oldest.OFFSETS_CHUNK], [1]]  # once
+    finally:
+        clock.close()
