@@ -315,7 +315,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _initial_offset(self) -> dict:
         lives = self._ask_lives()  # answered while the offsets are asked
-        partitions = current_partitions(self.consumer, self.config)
+        frozen = self._target  # --once: the end Spark froze a moment ago, asked with its own
+        partitions = (
+            current_partitions(self.consumer, self.config) if frozen is None else sorted(frozen)
+        )
         if self.config.strategy == "assign" and len(partitions) < len(self.config.assigned):
             missing = sorted(set(self.config.assigned) - set(partitions))
             raise SourceError(f"assigned partitions do not exist: {tp_names(missing)}")
@@ -328,8 +331,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             else {}
         )
         # Asked even where the start does not need them: the first batch's end
-        # (latestOffset, asked right after) uses them rather than asking again.
-        latest = query_offsets(self.consumer, self.config, partitions, LATEST)
+        # (latestOffset, asked right after) uses them rather than asking again. A --once run
+        # reads no further than its frozen end, which stands in for them.
+        latest = (
+            query_offsets(self.consumer, self.config, partitions, LATEST)
+            if frozen is None
+            else frozen
+        )
         start = offsets_to_json(
             resolve_start(
                 spec,

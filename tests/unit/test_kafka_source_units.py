@@ -617,24 +617,38 @@ def test_the_first_batch_asks_the_live_ids_with_its_start_and_still_checks_them(
     r.stop()
 
 
+@dataclass
+class Questions:
+    """What the fake broker was asked: the offsets (-2 earliest, -1 latest) of each
+    ListOffsets, and each metadata request's timeout."""
+
+    offsets: list[int] = field(default_factory=list)
+    metadata: list[float] = field(default_factory=list)
+
+
+@pytest.fixture
+def questions(fake) -> Questions:
+    asked = Questions()
+    ask, list_topics = fake.offsets_for_times, fake.list_topics
+
+    def recording(tps: list[Any], timeout: float) -> list[Any]:
+        asked.offsets.extend({tp.offset for tp in tps})
+        return ask(tps, timeout)
+
+    def metadata(timeout: float) -> Any:
+        asked.metadata.append(timeout)
+        return list_topics(timeout)
+
+    fake.offsets_for_times, fake.list_topics = recording, metadata
+    return asked
+
+
 @pytest.mark.parametrize(
     ("spec", "asked"),
     [("earliest", [-2, -1]), ("latest", [-1]), ({("t", 0): -1, ("t", 1): 7}, [-2, -1])],
 )
-def test_the_first_batch_asks_each_offset_and_the_metadata_once(fake, spec, asked):
-    wanted: list[int] = []
-    ask, list_topics = fake.offsets_for_times, fake.list_topics
-    listed: list[float] = []
-
-    def recording(tps: list[Any], timeout: float) -> list[Any]:
-        wanted.extend({tp.offset for tp in tps})
-        return ask(tps, timeout)
-
-    def metadata(timeout: float) -> Any:
-        listed.append(timeout)
-        return list_topics(timeout)
-
-    fake.offsets_for_times, fake.list_topics = recording, metadata
+def test_the_first_batch_asks_each_offset_and_the_metadata_once(fake, spec, asked, questions):
+    wanted, listed = questions.offsets, questions.metadata
     r = reader()
     r.config = dataclasses.replace(r.config, starting=spec)
     start = r.initialOffset()
@@ -648,6 +662,22 @@ def test_the_first_batch_asks_each_offset_and_the_metadata_once(fake, spec, aske
     assert later == {"t": {"0": 150, "1": 20}}
     assert wanted == [*asked, -1]
     assert len(listed) == 2
+
+
+@pytest.mark.parametrize(("spec", "asked"), [("earliest", [-1, -2]), ("latest", [-1])])
+def test_a_once_run_starts_from_the_end_it_froze_without_asking_it_again(
+    fake, spec, asked, questions
+):
+    """``--once``: Spark freezes the end (``prepareForTriggerAvailableNow``: the metadata and
+    the latest offsets), then asks the start, which plans from that end."""
+    r = reader(startingOffsets=spec)
+    r.prepareForTriggerAvailableNow()
+    fake.latest[("t", 0)] = 500  # arrives after the end was frozen
+    start = r.initialOffset()
+    end = r.latestOffset(start, ReadAllAvailable())
+    assert questions.offsets == asked and len(questions.metadata) == 1
+    assert end == {"t": {"0": 100, "1": 20}}
+    assert start == ({"t": {"0": 0, "1": 0}} if spec == "earliest" else end)
 
 
 @pytest.mark.parametrize("code", ["FENCED_LEADER_EPOCH", "UNKNOWN_LEADER_EPOCH", "_TRANSPORT"])
