@@ -15,10 +15,7 @@ Example (with a broker)::
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent import futures
@@ -39,8 +36,6 @@ OFFSETS_PARALLEL = 4
 #: A read of more first records than this may go on in the background
 #: (:meth:`HoldClock.first_times`); one of at most this many is one consumer's fetch.
 BACKGROUND_FROM = OFFSETS_CHUNK
-#: The niceness a background read runs at (0 is normal, 19 the lowest).
-BACKGROUND_NICE = 10
 #: What a read of first records answers: the times found and the partitions found gone.
 _Read: TypeAlias = "tuple[dict[TopicPartition, int], set[TopicPartition]] | None"
 
@@ -168,14 +163,6 @@ def offsets_at_times(
     }
 
 
-def _yield_the_cpu() -> None:
-    """Lower the calling thread's scheduling priority (Linux: per thread; the threads it
-    starts, librdkafka's included, inherit it), so a background read leaves the CPU to the
-    query's planning in the JVM beside it. Where that is not possible, nothing changes."""
-    with contextlib.suppress(AttributeError, OSError):
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), BACKGROUND_NICE)
-
-
 class HoldClock:
     """The first-record times and time cuts of partial files, cached per partition."""
 
@@ -258,9 +245,7 @@ class HoldClock:
     def _start(self, wanted: dict[TopicPartition, int]) -> None:
         """Read ``wanted``'s first records on the clock's thread."""
         if self._reader is None:
-            self._reader = ThreadPoolExecutor(
-                1, thread_name_prefix="blockgz-first-records", initializer=_yield_the_cpu
-            )
+            self._reader = ThreadPoolExecutor(1, thread_name_prefix="blockgz-first-records")
         self._reading.append((self._reader.submit(self._read, wanted), wanted))
 
     def _read(self, wanted: dict[TopicPartition, int]) -> _Read:

@@ -46,7 +46,7 @@ def test_first_times_and_time_cuts_follow_the_partial_file(kafka, readers):
 
 
 def test_first_times_read_in_the_background_serve_the_next_batch(kafka, monkeypatch):
-    """A running export's large read (here: any read) goes on a thread of lower priority with
+    """A running export's large read (here: any read) goes on a thread of its own with
     consumers of its own, and a later call plans with its answers."""
     from confluent_kafka import Producer
 
