@@ -106,7 +106,8 @@ RANGE_COLUMNS = ("topic", "partition", "startOffset", "endOffset")
 #: With held partial files, at most this many files closed by time per partition and batch.
 MAX_TIME_CUTS = 8
 #: How long a running export's batch waits for a large read of first records (their times
-#: say when a partial file closes); the read goes on, and the next batch plans with it.
+#: say when a partial file closes); the read goes on, and a later batch plans with it. No
+#: wait: 0.1 s made batch 0 at 10,000 partitions 0.13 s slower and answered none sooner.
 FIRST_TIMES_WAIT_S = 0.0
 #: Ranges are packed into fewer tasks only beyond this many, so a batch of few partitions keeps
 #: a task each (as many as a large cluster has cores).
@@ -424,8 +425,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         }
         self._clock.forget(todo)
         planned = dict(end)
-        # A running export's batch waits little for the first records of thousands of
-        # partitions: those not read yet are held until the next batch. A --once run, which
+        # A running export's batch does not wait for the first records of thousands of
+        # partitions: those not read yet are held until a later batch. A --once run, which
         # ends when a batch plans nothing, and a backlog's later cuts wait for the answers.
         wait_s = FIRST_TIMES_WAIT_S if self._target is None else None
         for _ in range(MAX_TIME_CUTS):
@@ -437,7 +438,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.held = held_counts(begin, end, planned)
         if self._clock.reading():
             log.info(
-                "held until the next batch: %d partitions whose first records are being read",
+                "held until their first records are read (in the background): %d partitions",
                 self._clock.reading(),
             )
         if self.held:
