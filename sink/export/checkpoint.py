@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from blockgz.commits.manifests import new_epoch
@@ -106,16 +107,18 @@ def checkpoint_epoch(checkpoint: Path) -> str:
     return epoch
 
 
-def checkpoint_source(checkpoint: Path, source: str) -> None:
+def checkpoint_source(checkpoint: Path, source: str, *, choice_of: Mapping[str, str]) -> None:
     """Record which source (``readStream.format``) reads Kafka into ``checkpoint``, or refuse
     (:class:`CheckpointError`) another one than recorded: Spark does not let a query change
     its source across a restart, and the offsets in the checkpoint are the recorded source's.
-    A checkpoint from before the record (none) takes ``source``.
+    A checkpoint from before the record (none) takes ``source``. ``choice_of`` gives the
+    ``blockgz.kafka.source`` value that picks each source, for the refusal.
 
     >>> import tempfile
-    >>> place = Path(tempfile.mkdtemp())
-    >>> checkpoint_source(place, "blockgz-kafka"); checkpoint_source(place, "blockgz-kafka")
-    >>> checkpoint_source(place, "kafka")  # doctest: +ELLIPSIS
+    >>> place, choices = Path(tempfile.mkdtemp()), {"kafka": "spark", "blockgz-kafka": "blockgz"}
+    >>> for _ in range(2):  # the same source again: on it goes
+    ...     checkpoint_source(place, "blockgz-kafka", choice_of=choices)
+    >>> checkpoint_source(place, "kafka", choice_of=choices)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
     blockgz.errors.CheckpointError: checkpoint ... was started with the blockgz-kafka source...
@@ -128,7 +131,7 @@ def checkpoint_source(checkpoint: Path, source: str) -> None:
                 f"checkpoint {checkpoint} was started with the {recorded} source, and this run "
                 f"would read Kafka with the {source} source (blockgz.kafka.source, or Spark's "
                 "connector on the classpath or not): a query keeps its source across restarts. "
-                f"Set blockgz.kafka.source={_CHOICE.get(recorded, 'auto')} to go on with this "
+                f"Set blockgz.kafka.source={choice_of.get(recorded, 'auto')} to go on with this "
                 "checkpoint, or give a new --checkpoint: a fresh checkpoint resumes each "
                 "partition from what the archive's manifests committed (blockgz.resume=archive)"
             )
@@ -137,7 +140,3 @@ def checkpoint_source(checkpoint: Path, source: str) -> None:
     tmp = path.with_suffix(".tmp")
     tmp.write_text(source + "\n")
     tmp.replace(path)
-
-
-#: The ``blockgz.kafka.source`` value that picks each recorded source.
-_CHOICE = {"kafka": "spark", "blockgz-kafka": "blockgz"}

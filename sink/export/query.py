@@ -19,6 +19,7 @@ from blockgz.sink.executor_env import credentials_option
 from blockgz.sink.export.topic_checks import commit_check_options
 from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.sink.jobconfig.events import event
+from blockgz.sink.kafka.options import SOURCE_NAME
 from blockgz.sink.write.options import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
 
 log = logging.getLogger("blockgz.export")
@@ -26,7 +27,9 @@ log = logging.getLogger("blockgz.export")
 #: The sink's input reader when its tasks read their Kafka ranges themselves.
 RANGE_READER = "blockgz.sink.kafka.ranges:read_range_rows"
 #: The two sources' ``readStream.format`` names.
-SPARK_SOURCE, BLOCKGZ_SOURCE = "kafka", "blockgz-kafka"
+SPARK_SOURCE, BLOCKGZ_SOURCE = "kafka", SOURCE_NAME
+#: The ``blockgz.kafka.source`` value that picks each source (:func:`kafka_source`).
+CHOICE_OF = {SPARK_SOURCE: "spark", BLOCKGZ_SOURCE: "blockgz"}
 
 
 def start_query(
@@ -50,7 +53,7 @@ def start_query(
     from blockgz.sink.session import has_spark_kafka
 
     source = kafka_source(job.kafka_source, connector=has_spark_kafka(spark))
-    checkpoint_source(checkpoint, source)
+    checkpoint_source(checkpoint, source, choice_of=CHOICE_OF)
     log.info(
         "reading Kafka with the %s source%s",
         "Spark Kafka" if source == SPARK_SOURCE else "blockgz",
@@ -112,7 +115,7 @@ def kafka_source(choice: str, *, connector: bool) -> str:
     ...
     blockgz.errors.ConfigError: blockgz.kafka.source=spark, but Spark's Kafka connector is not...
     """
-    if choice == "blockgz" or (choice == "auto" and not connector):
+    if choice == CHOICE_OF[BLOCKGZ_SOURCE] or (choice == "auto" and not connector):
         return BLOCKGZ_SOURCE
     if choice == "auto" or connector:
         return SPARK_SOURCE

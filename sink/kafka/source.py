@@ -436,10 +436,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             if not todo:
                 break
         self.held = held_counts(begin, end, planned)
-        if self._clock.reading():
+        if reading := self._clock.reading():
             log.info(
                 "held until their first records are read (in the background): %d partitions",
-                self._clock.reading(),
+                reading,
             )
         if self.held:
             log.info(

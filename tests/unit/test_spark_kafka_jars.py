@@ -125,7 +125,12 @@ def test_blockgzs_source_adds_no_connector_and_says_the_jars_are_unused(tmp_path
 
 def test_a_checkpoint_keeps_the_source_it_was_started_with(tmp_path):
     from blockgz.errors import CheckpointError
-    from blockgz.sink.export.checkpoint import SOURCE_FILE, checkpoint_source
+    from blockgz.sink.export.checkpoint import SOURCE_FILE
+    from blockgz.sink.export.checkpoint import checkpoint_source as record
+    from blockgz.sink.export.query import CHOICE_OF
+
+    def checkpoint_source(place, source):
+        return record(place, source, choice_of=CHOICE_OF)
 
     old = tmp_path / "old"  # written before the source was recorded: takes this run's
     (old / "offsets").mkdir(parents=True)
