@@ -5,6 +5,9 @@
 * :mod:`blockgz.sink.kafka.clients` makes its consumers and asks Kafka again through a broker
   restart;
 * :mod:`blockgz.sink.kafka.ranges` reads one topic-partition's offset range as Arrow batches;
+* :mod:`blockgz.sink.kafka.holding` (the rules), :mod:`blockgz.sink.kafka.oldest` (the times
+  they need, from Kafka) and :mod:`blockgz.sink.kafka.held_ends` (the two together) plan how
+  far a batch reads when partial files are held;
 * :mod:`blockgz.sink.kafka.source` is the Spark data source itself.
 
 Nothing here imports the sink's writer (``blockgz.sink.write``), and the writer does not import

@@ -67,13 +67,8 @@ from pyspark.sql.streaming.datasource import (
 from blockgz.errors import SourceError, TopicRecreatedError
 from blockgz.runtime.gc_control import settle as settle_heap
 from blockgz.sink.kafka.clients import asking_again, first_record_consumer, new_consumer
-from blockgz.sink.kafka.holding import (
-    HoldRules,
-    Remainder,
-    held_counts,
-    holding,
-    plan_partition,
-)
+from blockgz.sink.kafka.held_ends import plan_held
+from blockgz.sink.kafka.holding import HoldRules, held_counts, holding
 from blockgz.sink.kafka.offsets import (
     cap_rows,
     manifest_start,
@@ -103,8 +98,6 @@ log = logging.getLogger("blockgz.kafka_source")
 #: The rows of ``blockgz.emit=ranges``: one per task, the offsets ``[startOffset, endOffset)``.
 RANGE_SCHEMA_DDL = "topic STRING, partition INT, startOffset BIGINT, endOffset BIGINT"
 RANGE_COLUMNS = ("topic", "partition", "startOffset", "endOffset")
-#: With held partial files, at most this many files closed by time per partition and batch.
-MAX_TIME_CUTS = 8
 #: How long a running export's batch waits for a large read of first records (their times
 #: say when a partial file closes); the read goes on, and a later batch plans with it. No
 #: wait: 0.1 s made batch 0 at 10,000 partitions 0.13 s slower and answered none sooner.
@@ -405,11 +398,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self, begin: Offsets, end: Offsets, rules: HoldRules, *, first_batch: bool = False
     ) -> Offsets:
         """``end`` cut back so each partition's batch ends where one of its files closes
-        (:func:`~blockgz.sink.kafka.holding.plan_partition`); records past it stay in Kafka.
-        A partition whose partial file closed by time is planned again from that cut (up to
-        :data:`MAX_TIME_CUTS` files a batch), so a backlog is read in few batches.
-        ``first_batch``: this run's first, after which Spark plans the query (a large read
-        of first records then starts at the next batch, not beside that planning)."""
+        (:func:`~blockgz.sink.kafka.held_ends.plan_held`); records past it stay in Kafka and
+        are counted in :attr:`held`. ``first_batch``: this run's first, after which Spark
+        plans the query (a large read of first records then starts at the next batch, not
+        beside that planning)."""
         from blockgz.sink.kafka.oldest import HoldClock
 
         if self._clock is None:
@@ -418,23 +410,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 timeout_s=min(2.0, self.config.timeout_s),
                 new_consumer=lambda: first_record_consumer(self.config),
             )
-        todo = {
-            tp: Remainder(begin[tp], stop)
-            for tp, stop in end.items()
-            if tp in begin and stop > begin[tp]  # new partitions, or offsets gone back: as is
-        }
-        self._clock.forget(todo)
-        planned = dict(end)
         # A running export's batch does not wait for the first records of thousands of
         # partitions: those not read yet are held until a later batch. A --once run, which
-        # ends when a batch plans nothing, and a backlog's later cuts wait for the answers.
+        # ends when a batch plans nothing, waits for the answers.
         wait_s = FIRST_TIMES_WAIT_S if self._target is None else None
-        for _ in range(MAX_TIME_CUTS):
-            cuts = self._plan_remainders(todo, rules, planned, wait_s, later=first_batch)
-            wait_s = None
-            todo = {tp: Remainder(cut, todo[tp].latest) for tp, cut in cuts.items()}
-            if not todo:
-                break
+        planned = plan_held(self._clock, begin, end, rules, wait_s=wait_s, later=first_batch)
         self.held = held_counts(begin, end, planned)
         if reading := self._clock.reading():
             log.info(
@@ -449,45 +429,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 rules.waiting_for(),
             )
         return planned
-
-    def _plan_remainders(
-        self,
-        parts: dict[TopicPartition, Remainder],
-        rules: HoldRules,
-        planned: Offsets,
-        wait_s: float | None = None,
-        *,
-        later: bool = False,
-    ) -> Offsets:
-        """Plan ``parts`` into ``planned``; return the partitions whose partial file a
-        ``rotate.interval.ms`` cut closed with records after it (at that cut). ``wait_s``:
-        how long to wait for a large read of first records (``None``: until it ends);
-        ``later``: start such a read at the next batch (see ``HoldClock.first_times``)."""
-        partial = {
-            tp: part.full_end(rules.flush_size)
-            for tp, part in parts.items()
-            if part.full_end(rules.flush_size) < part.latest
-        }
-        for tp in parts.keys() - partial.keys():
-            planned[tp] = parts[tp].latest
-        firsts = self._clock.first_times(partial, wait_s=wait_s, later=later) if rules.timed else {}
-        cuts: dict[TopicPartition, int] = {}
-        if rules.rotate_interval_ms and not rules.wallclock:
-            due = {tp: ms + rules.rotate_interval_ms for tp, ms in firsts.items()}
-            ends = {tp: parts[tp].latest for tp in partial}
-            cuts = self._clock.time_cuts(partial, due, ends)
-        now_ms = int(time.time() * 1000)
-        again: Offsets = {}
-        for tp in partial:
-            if tp in self._clock.gone:  # its offset was deleted: the range's read reports it
-                planned[tp] = parts[tp].latest
-                continue
-            planned[tp], _ = plan_partition(
-                parts[tp], rules, first_ms=firsts.get(tp), time_cut=cuts.get(tp), now_ms=now_ms
-            )
-            if planned[tp] == cuts.get(tp) and planned[tp] < parts[tp].latest:
-                again[tp] = planned[tp]
-        return again
 
     def _ask_lives(self) -> Future[dict[str, str | None]] | None:
         """The live ids of the run's topics, asked on a thread (``None``: the run holds to no
