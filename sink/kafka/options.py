@@ -249,6 +249,17 @@ class SourceSettings:
     def timeout_s(self) -> float:
         return self.poll_timeout_ms / 1000
 
+    @property
+    def read_committed(self) -> bool:
+        """Whether the source reads as ``isolation.level=read_committed`` (its default is
+        ``read_uncommitted``, as Spark's Kafka source reads).
+
+        >>> SourceSettings("k:9092", "subscribe", kafka={"isolation.level": "read_committed"}
+        ...                ).read_committed
+        True
+        """
+        return str(self.kafka.get("isolation.level", "")).lower() == "read_committed"
+
     def client_config(self) -> dict[str, Any]:
         """The ``kafka.*`` settings (prefix removed) plus the brokers: any librdkafka client."""
         return {**self.kafka, "bootstrap.servers": self.bootstrap_servers}

@@ -272,7 +272,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def __init__(self, config: SourceSettings) -> None:
         self.config = config
         self._consumer: Any = None  # driver only; never pickled
-        self._admin: Any = None  # driver only (the topic ids); never pickled
+        self._admin: Any = None  # driver only (topic ids, time cuts); never pickled
         self._target: Offsets | None = None  # Trigger.AvailableNow's frozen end
         self._latest: Offsets = {}
         self._clock: Any = None  # driver only: held partitions' timestamps (HoldClock)
@@ -299,6 +299,15 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if self._consumer is None:
             self._consumer = new_consumer(self.config)
         return self._consumer
+
+    @property
+    def admin(self) -> Any:
+        """The driver's admin client: the live topic ids, and held partitions' time cuts."""
+        if self._admin is None:
+            from blockgz.sink.kafka.lives import shared_admin
+
+            self._admin = shared_admin(self.config.admin_config())
+        return self._admin
 
     def initialOffset(self) -> dict:
         """Where the query starts. Asked once: Spark asks again when it plans the first batch
@@ -409,6 +418,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 self.consumer,
                 timeout_s=min(2.0, self.config.timeout_s),
                 new_consumer=lambda: first_record_consumer(self.config),
+                admin=self.admin,
+                committed=self.config.read_committed,
             )
         # A running export's batch does not wait for the first records of thousands of
         # partitions: those not read yet are held until a later batch. A --once run, which
@@ -435,13 +446,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         ids), so the broker's answer costs no time beside the offsets' requests."""
         if not self.config.topic_ids:
             return None
-        from blockgz.sink.kafka.lives import live_topic_ids, shared_admin
+        from blockgz.sink.kafka.lives import live_topic_ids
 
-        if self._admin is None:
-            self._admin = shared_admin(self.config.admin_config())
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="blockgz-lives")
-        return self._pool.submit(live_topic_ids, self._admin, self.config.topic_ids)
+        return self._pool.submit(live_topic_ids, self.admin, self.config.topic_ids)
 
     def _check_lives(self, lives: Future[dict[str, str | None]] | None) -> None:
         """Before planning a batch: each topic still has the id the run started with, or the

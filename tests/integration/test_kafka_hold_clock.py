@@ -15,9 +15,13 @@ from blockgz.sink.kafka.options import parse_options
 BASE = 1_795_305_600_000
 
 
-@pytest.mark.parametrize("readers", ["shared", "one per chunk"])
+@pytest.mark.parametrize("readers", ["shared", "one per chunk", "cuts with times"])
 def test_first_times_and_time_cuts_follow_the_partial_file(kafka, readers):
+    """With an admin client ("cuts with times") a file that starts at a time cut takes that
+    record's time from the cut's answer: of the four starts, only 0 and 250 are read."""
     from confluent_kafka import Producer
+
+    from blockgz.sink.kafka.lives import shared_admin
 
     topic = "hold_clock_" + uuid.uuid4().hex[:8]
     kafka.create_topic(topic, partitions=2)
@@ -29,8 +33,16 @@ def test_first_times_and_time_cuts_follow_the_partial_file(kafka, readers):
     config = parse_options({"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": topic})
     consumer = new_consumer(config)
     try:
-        fresh = (lambda: first_record_consumer(config)) if readers == "one per chunk" else None
-        clock = HoldClock(consumer, new_consumer=fresh)
+        made: list[object] = []
+
+        def fresh() -> object:
+            made.append(first_record_consumer(config))
+            return made[-1]
+
+        admin = shared_admin(config.admin_config()) if readers == "cuts with times" else None
+        clock = HoldClock(
+            consumer, new_consumer=None if readers == "shared" else fresh, admin=admin
+        )
         tps = [(topic, 0), (topic, 1)]
         for start in (0, 100, 200, 250):  # the partial file moves on, batch after batch
             offsets = dict.fromkeys(tps, start)
@@ -41,6 +53,7 @@ def test_first_times_and_time_cuts_follow_the_partial_file(kafka, readers):
             want = start + 100 if start + 100 < 300 else None
             assert cuts == ({} if want is None else dict.fromkeys(tps, want)), start
             clock.forget(offsets)
+        assert len(made) == {"shared": 0, "one per chunk": 4, "cuts with times": 2}[readers]
     finally:
         consumer.close()
 

@@ -197,6 +197,32 @@ def test_only_a_running_exports_first_look_at_its_partial_files_waits_little():
     assert first._clock.waits[0] == (FIRST_TIMES_WAIT_S, True)
 
 
+@pytest.mark.parametrize("isolation, committed", [(None, False), ("read_committed", True)])
+def test_the_clock_asks_time_cuts_through_the_drivers_admin_client(
+    monkeypatch, isolation, committed
+):
+    """The cuts come with their records' times through the admin client, asked at the
+    source's isolation level (a read_committed source: up to the last stable offset)."""
+    from blockgz.sink.kafka import oldest
+    from blockgz.sink.kafka.source import KafkaStreamReader
+
+    made: list[dict] = []
+
+    def clock(consumer, **kwargs):
+        made.append(kwargs)
+        return _Times(latest=35)
+
+    monkeypatch.setattr(oldest, "HoldClock", clock)
+    options = {"kafka.bootstrap.servers": "b:9092", "subscribe": "t"}
+    if isolation:
+        options["kafka.isolation.level"] = isolation
+    reader = KafkaStreamReader(parse_options(options))
+    reader._consumer = reader._admin = admin = object()
+    rules = HoldRules(flush_size=1000, rotate_interval_ms=1000)
+    reader._hold({("t", 0): 0}, {("t", 0): 35}, rules)
+    assert [(m["admin"], m["committed"]) for m in made] == [(admin, committed)]
+
+
 def test_partitions_without_new_records_or_gone_back_are_left_alone():
     rules = HoldRules(flush_size=10, rotate_interval_ms=1000)
     reader = reader_with(_Times(latest=0), rules)

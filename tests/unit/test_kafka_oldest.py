@@ -161,6 +161,88 @@ def test_a_partition_with_no_cut_is_asked_again_only_when_its_end_moves():
 
 
 @dataclass
+class Answer:
+    """What an admin client's ``list_offsets`` future gives: ``ListOffsetsResultInfo``."""
+
+    offset: int
+    timestamp: int
+
+
+@dataclass
+class Settled:
+    """A future that has its answer."""
+
+    value: Any
+
+    def result(self, timeout: float | None = None) -> Any:
+        return self.value
+
+
+@dataclass
+class AdminTimeIndex:
+    """An admin client answering ListOffsets by time from ``records`` (partition ->
+    [timestamps by offset]) with the found record's time, as Kafka does."""
+
+    records: dict[int, list[int]]
+    asked: list[int] = field(default_factory=list)  # partitions per request
+    levels: list[Any] = field(default_factory=list)
+
+    def list_offsets(self, specs: dict[Any, Any], *, isolation_level: Any, request_timeout: float):
+        self.asked.append(len(specs))
+        self.levels.append(isolation_level)
+        out = {}
+        for tp, spec in specs.items():
+            times = self.records[tp.partition]
+            at = next((o for o, ms in enumerate(times) if ms >= spec.timestamp), -1)
+            out[tp] = Settled(Answer(at, times[at] if at >= 0 else -1))
+        return out
+
+
+def test_cuts_come_with_their_records_times_in_chunks():
+    index = AdminTimeIndex({p: [100, 200, 300] for p in range(1_001)})
+    found = oldest.cuts_at_times(index, {("t", p): 150 + p % 2 * 100 for p in range(1_001)}, 2.0)
+    assert sorted(index.asked) == [1, oldest.OFFSETS_CHUNK, oldest.OFFSETS_CHUNK]
+    assert found[("t", 0)] == (1, 200) and found[("t", 1)] == (2, 300)
+    assert oldest.cuts_at_times(index, {("t", 0): 999}, 2.0) == {}  # no such record yet
+    committed = confluent_kafka.IsolationLevel.READ_COMMITTED
+    assert index.levels[-1] != committed
+    oldest.cuts_at_times(index, {("t", 0): 150}, 2.0, committed=True)
+    assert index.levels[-1] == committed
+
+
+def test_a_file_that_starts_at_a_time_cut_needs_no_read_of_its_first_record():
+    """The batch ends at the cut; the file after it starts with the cut's record, whose time
+    came with the cut. Without an admin client that record was read (a consumer's fetch)."""
+    consumer = ChunkConsumer()  # reads record o's time as 1,000 + o
+    index = AdminTimeIndex({0: [1_000, 1_100, 1_300], 1: [1_000, 1_050, 1_090]})
+    clock = oldest.HoldClock(consumer, admin=index)
+    starts = {("t", 0): 0, ("t", 1): 0}
+    assert clock.first_times(starts) == {("t", 0): 1_000, ("t", 1): 1_000}
+    assert consumer.assigned == [2]
+    due = {("t", 0): 1_200, ("t", 1): 1_200}
+    assert clock.time_cuts(starts, due, {("t", 0): 3, ("t", 1): 3}) == {("t", 0): 2}
+    after = {("t", 0): 2, ("t", 1): 0}  # partition 0's next file starts at its cut
+    assert clock.first_times(after) == {("t", 0): 1_300, ("t", 1): 1_000}
+    assert consumer.assigned == [2]  # nothing read: the cut's time, and the cache
+    assert clock.first_times({("t", 0): 1}) == {("t", 0): 1_001}  # elsewhere: read
+    assert consumer.assigned == [2, 1]
+    clock.forget({})
+    assert clock.first_times({("t", 0): 2}) == {("t", 0): 1_002}  # forgotten: read again
+    assert consumer.assigned == [2, 1, 1]
+
+
+def test_a_read_first_record_time_is_not_replaced_by_the_cuts():
+    """What a consumer read at an offset is what the sink writes first there (a transaction
+    marker at the cut is skipped), so it stands over the cut's time."""
+    consumer = ChunkConsumer()
+    index = AdminTimeIndex({0: [1_000, 1_500]})
+    clock = oldest.HoldClock(consumer, admin=index)
+    assert clock.first_times({("t", 0): 1}) == {("t", 0): 1_001}
+    assert clock.time_cuts({("t", 0): 0}, {("t", 0): 1_200}, {("t", 0): 2}) == {("t", 0): 1}
+    assert clock.first_times({("t", 0): 1}) == {("t", 0): 1_001}
+
+
+@dataclass
 class GatedConsumer(ChunkConsumer):
     """A :class:`ChunkConsumer` whose reads wait until ``gate`` is set: a slow broker."""
 
