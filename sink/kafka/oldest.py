@@ -172,7 +172,8 @@ def cuts_at_times(
 ) -> dict[TopicPartition, tuple[int, int]]:
     """Per partition, the first offset whose timestamp is at least the given ms, and that
     record's own timestamp (-1 if it has none); partitions with no such record yet are left
-    out. ``committed``: as a ``read_committed`` consumer would ask (up to the last stable
+    out, as are partitions Kafka answered with an error (unless all were: then that error is
+    raised). ``committed``: as a ``read_committed`` consumer would ask (up to the last stable
     offset).
 
     Kafka's ListOffsets answers both, but the consumer's ``offsets_for_times`` keeps only the
@@ -181,7 +182,7 @@ def cuts_at_times(
     request's partitions) and all sent before any answer is awaited: the admin client does
     not block.
     """
-    from confluent_kafka import IsolationLevel
+    from confluent_kafka import IsolationLevel, KafkaException
     from confluent_kafka import TopicPartition as KafkaPartition
     from confluent_kafka.admin import OffsetSpec
 
@@ -199,11 +200,18 @@ def cuts_at_times(
         for at in range(0, len(asked), OFFSETS_CHUNK)
     ]
     found: dict[TopicPartition, tuple[int, int]] = {}
+    failed: list[KafkaException] = []
     for answers in pending:
         for tp, answer in answers.items():
-            info = answer.result(timeout=timeout_s * 2)
+            try:
+                info = answer.result(timeout=timeout_s * 2)
+            except KafkaException as exc:  # this partition's error: left out, as the
+                failed.append(exc)  # consumer's offsets_for_times leaves it out
+                continue
             if info.offset >= 0:
                 found[(tp.topic, tp.partition)] = (info.offset, info.timestamp)
+    if failed and len(failed) == len(asked):
+        raise failed[0]  # the request itself failed (no broker): the caller asks again
     return found
 
 

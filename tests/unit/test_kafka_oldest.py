@@ -170,11 +170,13 @@ class Answer:
 
 @dataclass
 class Settled:
-    """A future that has its answer."""
+    """A future that has its answer (or its error)."""
 
     value: Any
 
     def result(self, timeout: float | None = None) -> Any:
+        if isinstance(self.value, Exception):
+            raise self.value
         return self.value
 
 
@@ -186,12 +188,19 @@ class AdminTimeIndex:
     records: dict[int, list[int]]
     asked: list[int] = field(default_factory=list)  # partitions per request
     levels: list[Any] = field(default_factory=list)
+    failing: set[int] = field(default_factory=set)  # partitions answered with an error
 
     def list_offsets(self, specs: dict[Any, Any], *, isolation_level: Any, request_timeout: float):
         self.asked.append(len(specs))
         self.levels.append(isolation_level)
-        out = {}
+        out: dict[Any, Settled] = {}
         for tp, spec in specs.items():
+            if tp.partition in self.failing:
+                error = confluent_kafka.KafkaError(
+                    confluent_kafka.KafkaError.NOT_LEADER_FOR_PARTITION
+                )
+                out[tp] = Settled(confluent_kafka.KafkaException(error))
+                continue
             times = self.records[tp.partition]
             at = next((o for o, ms in enumerate(times) if ms >= spec.timestamp), -1)
             out[tp] = Settled(Answer(at, times[at] if at >= 0 else -1))
@@ -208,6 +217,19 @@ def test_cuts_come_with_their_records_times_in_chunks():
     assert index.levels[-1] != committed
     oldest.cuts_at_times(index, {("t", 0): 150}, 2.0, committed=True)
     assert index.levels[-1] == committed
+
+
+def test_a_partition_answered_with_an_error_is_left_out_unless_all_were():
+    """As the consumer's offsets_for_times leaves it out; every partition failing is the
+    request failing (no broker), which the clock logs and asks again at the next batch."""
+    index = AdminTimeIndex({0: [100, 200], 1: [100, 200]}, failing={1})
+    assert oldest.cuts_at_times(index, {("t", 0): 150, ("t", 1): 150}, 2.0) == {("t", 0): (1, 200)}
+    with pytest.raises(confluent_kafka.KafkaException):
+        oldest.cuts_at_times(index, {("t", 1): 150}, 2.0)
+    clock = oldest.HoldClock(ChunkConsumer(), admin=index)
+    assert clock.time_cuts({("t", 1): 0}, {("t", 1): 150}, {("t", 1): 2}) == {}
+    index.failing.clear()  # not settled as "no cut": asked again while the end holds
+    assert clock.time_cuts({("t", 1): 0}, {("t", 1): 150}, {("t", 1): 2}) == {("t", 1): 1}
 
 
 def test_a_file_that_starts_at_a_time_cut_needs_no_read_of_its_first_record():
