@@ -68,11 +68,8 @@ def _plan_remainders(
     ``rotate.interval.ms`` cut closed with records after it (at that cut). ``wait_s``:
     how long to wait for a large read of first records (``None``: until it ends);
     ``later``: start such a read at the next batch (see ``HoldClock.first_times``)."""
-    partial = {
-        tp: part.full_end(rules.flush_size)
-        for tp, part in parts.items()
-        if part.full_end(rules.flush_size) < part.latest
-    }
+    full_ends = {tp: part.full_end(rules.flush_size) for tp, part in parts.items()}
+    partial = {tp: full for tp, full in full_ends.items() if full < parts[tp].latest}
     for tp in parts.keys() - partial.keys():
         planned[tp] = parts[tp].latest
     firsts = clock.first_times(partial, wait_s=wait_s, later=later) if rules.timed else {}

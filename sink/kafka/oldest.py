@@ -239,6 +239,8 @@ class HoldClock:
         self.committed = committed
         self._times: dict[TopicPartition, tuple[int, int]] = {}  # tp -> (offset, ms)
         #: tp -> (offset, ms): a time cut's record, the first of the file that starts there.
+        #: Kept apart from ``_times`` (the current file's), which a batch capped short of the
+        #: cut (``maxOffsetsPerTrigger``) still needs at the next one.
         self._cut_times: dict[TopicPartition, tuple[int, int]] = {}
         self._cuts: dict[TopicPartition, tuple[int, int]] = {}  # tp -> (offset, cut)
         #: tp -> (offset, time, end): asked at that end, no record at or after the time.

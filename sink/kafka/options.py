@@ -41,6 +41,9 @@ FETCH_QUEUE_BACKOFF_MS = 10
 QUEUE_KBYTES = 2048
 
 STRATEGIES = ("subscribe", "subscribePattern", "assign")
+#: The source's ``isolation.level`` where ``kafka.isolation.level`` is not set: Spark's Kafka
+#: source reads as Java's consumer does, librdkafka's default is ``read_committed``.
+DEFAULT_ISOLATION = "read_uncommitted"
 #: librdkafka's consumer-only settings an export may carry in ``kafka.*``: left out of an admin
 #: client's configuration (:meth:`SourceSettings.admin_config`).
 CONSUMER_ONLY = frozenset(
@@ -251,14 +254,15 @@ class SourceSettings:
 
     @property
     def read_committed(self) -> bool:
-        """Whether the source reads as ``isolation.level=read_committed`` (its default is
-        ``read_uncommitted``, as Spark's Kafka source reads).
+        """Whether the source reads as ``isolation.level=read_committed`` (not the
+        :data:`DEFAULT_ISOLATION`).
 
         >>> SourceSettings("k:9092", "subscribe", kafka={"isolation.level": "read_committed"}
         ...                ).read_committed
         True
         """
-        return str(self.kafka.get("isolation.level", "")).lower() == "read_committed"
+        level = self.kafka.get("isolation.level", DEFAULT_ISOLATION)
+        return str(level).lower() == "read_committed"
 
     def client_config(self) -> dict[str, Any]:
         """The ``kafka.*`` settings (prefix removed) plus the brokers: any librdkafka client."""
@@ -276,7 +280,7 @@ class SourceSettings:
 
     def consumer_config(self) -> dict[str, Any]:
         """librdkafka settings of a consumer that only assigns, reads and never commits."""
-        config: dict[str, Any] = {"isolation.level": "read_uncommitted", **self.kafka}
+        config: dict[str, Any] = {"isolation.level": DEFAULT_ISOLATION, **self.kafka}
         config.setdefault("group.id", f"{self.group_id_prefix}-{uuid.uuid4()}")
         # librdkafka >= 2.4 postpones a partition's next fetch by this much (1 s by default)
         # once its local queue holds queued.min.messages (100k): a task reading a range longer
