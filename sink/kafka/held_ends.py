@@ -7,7 +7,7 @@ The ``blockgz-kafka`` source (:mod:`blockgz.sink.kafka.source`) plans each batch
 
 Example (with a broker)::
 
-    clock = HoldClock(consumer, new_consumer=lambda: first_record_consumer(config))
+    clock = HoldClock(consumer, admin=admin, new_consumer=lambda: first_record_consumer(config))
     plan_held(clock, {("orders", 0): 1200}, {("orders", 0): 1750}, rules)
     # {("orders", 0): 1700}: the file from 1200 closed by time at 1700; 50 records wait
 """

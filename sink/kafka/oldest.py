@@ -9,7 +9,7 @@ asked again each batch), so a steady partition costs nothing between files.
 
 Example (with a broker)::
 
-    clock = HoldClock(consumer, timeout_s=2.0)
+    clock = HoldClock(consumer, admin=admin, timeout_s=2.0)
     clock.first_times({("orders", 0): 1200})  # {("orders", 0): 1764130000123} (ms)
 """
 
@@ -147,22 +147,6 @@ def offsets_for_times(consumer: Any, asked: Sequence[Any], timeout_s: float) -> 
         return [tp for answer in pool.map(ask, chunks) for tp in answer]
 
 
-def offsets_at_times(
-    consumer: Any, times: Mapping[TopicPartition, int], timeout_s: float
-) -> dict[TopicPartition, int]:
-    """Per partition, the first offset whose timestamp is at least the given ms (Kafka's
-    ListOffsets by time); partitions with no such record yet are left out."""
-    from confluent_kafka import TopicPartition as KafkaPartition
-
-    if not times:
-        return {}
-    asked = [KafkaPartition(t, p, ms) for (t, p), ms in times.items()]
-    answers = offsets_for_times(consumer, asked, timeout_s)
-    return {
-        (tp.topic, tp.partition): tp.offset for tp in answers if tp.error is None and tp.offset >= 0
-    }
-
-
 def cuts_at_times(
     admin: Any,
     times: Mapping[TopicPartition, int],
@@ -223,8 +207,8 @@ class HoldClock:
         consumer: Any,
         timeout_s: float = 2.0,
         *,
+        admin: Any,
         new_consumer: Callable[[], Any] | None = None,
-        admin: Any = None,
         committed: bool = False,
     ) -> None:
         self.consumer = consumer
@@ -232,8 +216,8 @@ class HoldClock:
         #: Makes the consumers first records are read with (one per chunk; see
         #: :func:`first_record_times`); ``None``: read with ``consumer``.
         self.new_consumer = new_consumer
-        #: Asks the time cuts with their records' times (:func:`cuts_at_times`); ``None``:
-        #: ``consumer`` asks the offsets alone.
+        #: The admin client that asks the time cuts with their records' times
+        #: (:func:`cuts_at_times`).
         self.admin = admin
         #: The time cuts are asked as a ``read_committed`` consumer would.
         self.committed = committed
@@ -385,7 +369,7 @@ class HoldClock:
     ) -> dict[TopicPartition, tuple[int, int]]:
         """Each partition's time cut and its record's time (-1: not known).
 
-        With an admin client, the time comes with the cut. A batch that ends at a cut then
+        The time comes with the cut. A batch that ends at a cut then
         knows the first-record time of the file after it without reading that record: at
         10,000 partitions, reading the ~600 such records of each later batch took 0.26-0.36 s
         of its planning. The time is Kafka's for the record at the cut; where that record is
@@ -393,10 +377,7 @@ class HoldClock:
         ``read_committed``), the next record's time would be the file's first, so such a file
         may close by time a little earlier or later than the rule says (never a record lost).
         """
-        if self.admin is not None:
-            return cuts_at_times(self.admin, times, self.timeout_s, committed=self.committed)
-        found = offsets_at_times(self.consumer, times, self.timeout_s)
-        return {tp: (cut, -1) for tp, cut in found.items()}
+        return cuts_at_times(self.admin, times, self.timeout_s, committed=self.committed)
 
     def _cut_settled(
         self, tp: TopicPartition, offset: int, ms: int, ends: Mapping[TopicPartition, int] | None

@@ -15,10 +15,11 @@ from blockgz.sink.kafka.options import parse_options
 BASE = 1_795_305_600_000
 
 
-@pytest.mark.parametrize("readers", ["shared", "one per chunk", "cuts with times"])
+@pytest.mark.parametrize("readers", ["shared", "one per chunk"])
 def test_first_times_and_time_cuts_follow_the_partial_file(kafka, readers):
-    """With an admin client ("cuts with times") a file that starts at a time cut takes that
-    record's time from the cut's answer: of the four starts, only 0 and 250 are read."""
+    """First records read on the clock's consumer ("shared") or on one of their own per chunk.
+    A file that starts at a time cut takes that record's time from the cut's answer (the
+    admin client's ListOffsets by time): of the four starts, only 0 and 250 are read."""
     from confluent_kafka import Producer
 
     from blockgz.sink.kafka.lives import shared_admin
@@ -39,9 +40,10 @@ def test_first_times_and_time_cuts_follow_the_partial_file(kafka, readers):
             made.append(first_record_consumer(config))
             return made[-1]
 
-        admin = shared_admin(config.admin_config()) if readers == "cuts with times" else None
         clock = HoldClock(
-            consumer, new_consumer=None if readers == "shared" else fresh, admin=admin
+            consumer,
+            admin=shared_admin(config.admin_config()),
+            new_consumer=None if readers == "shared" else fresh,
         )
         tps = [(topic, 0), (topic, 1)]
         for start in (0, 100, 200, 250):  # the partial file moves on, batch after batch
@@ -53,7 +55,7 @@ def test_first_times_and_time_cuts_follow_the_partial_file(kafka, readers):
             want = start + 100 if start + 100 < 300 else None
             assert cuts == ({} if want is None else dict.fromkeys(tps, want)), start
             clock.forget(offsets)
-        assert len(made) == {"shared": 0, "one per chunk": 4, "cuts with times": 2}[readers]
+        assert len(made) == {"shared": 0, "one per chunk": 2}[readers]
     finally:
         consumer.close()
 
@@ -64,6 +66,7 @@ def test_first_times_read_in_the_background_serve_the_next_batch(kafka, monkeypa
     from confluent_kafka import Producer
 
     from blockgz.sink.kafka import oldest
+    from blockgz.sink.kafka.lives import shared_admin
 
     monkeypatch.setattr(oldest, "BACKGROUND_FROM", 0)
     topic = "hold_clock_bg_" + uuid.uuid4().hex[:8]
@@ -75,7 +78,12 @@ def test_first_times_read_in_the_background_serve_the_next_batch(kafka, monkeypa
     assert producer.flush(30) == 0
     config = parse_options({"kafka.bootstrap.servers": kafka.bootstrap_servers, "subscribe": topic})
     consumer = new_consumer(config)
-    clock = HoldClock(consumer, timeout_s=10, new_consumer=lambda: first_record_consumer(config))
+    clock = HoldClock(
+        consumer,
+        timeout_s=10,
+        admin=shared_admin(config.admin_config()),
+        new_consumer=lambda: first_record_consumer(config),
+    )
     try:
         offsets = {(topic, p): 2 for p in range(3)}
         assert clock.first_times(offsets, wait_s=0.0, later=True) == {}  # the query's first

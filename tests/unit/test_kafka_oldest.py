@@ -105,59 +105,12 @@ def test_first_record_times_stops_at_its_deadline_between_chunks():
     assert consumer.assigned == []  # nothing asked once the time is up
 
 
-def test_offsets_by_time_are_asked_in_chunks():
-    consumer = ChunkConsumer()
-    cuts = oldest.offsets_at_times(consumer, {("t", p): 5 for p in range(1_001)}, 2.0)
-    assert sorted(consumer.listed) == [1, oldest.OFFSETS_CHUNK, oldest.OFFSETS_CHUNK]
-    assert len(cuts) == 1_001 and set(cuts.values()) == {7}
-
-
 def test_chunks_asked_at_once_answer_in_the_order_asked():
     consumer = ChunkConsumer()
     asked = [confluent_kafka.TopicPartition("t", p, -1) for p in range(2_345)]
     answers = oldest.offsets_for_times(consumer, asked, 2.0)
     assert [tp.partition for tp in answers] == list(range(2_345))
     assert oldest.offsets_for_times(consumer, [], 2.0) == []
-
-
-@dataclass
-class TimeIndex:
-    """Answers ListOffsets by time from ``records`` (partition -> [timestamps by offset])."""
-
-    records: dict[int, list[int]]
-    asked: list[int] = field(default_factory=list)  # partitions per request
-
-    def offsets_for_times(self, tps: list[Any], timeout: float) -> list[Any]:
-        self.asked.append(len(tps))
-        out = []
-        for tp in tps:
-            times = self.records[tp.partition]
-            at = next((o for o, ms in enumerate(times) if ms >= tp.offset), -1)
-            out.append(confluent_kafka.TopicPartition(tp.topic, tp.partition, at))
-        return out
-
-
-def test_a_partition_with_no_cut_is_asked_again_only_when_its_end_moves():
-    """A held partition whose time has not come has no cut below its end; until records
-    arrive after that end, asking again could only give the same answer."""
-    index = TimeIndex({0: [100, 110], 1: [100, 200]})
-    clock = oldest.HoldClock(index)
-    starts, due = {("t", 0): 0, ("t", 1): 0}, {("t", 0): 150, ("t", 1): 150}
-    ends = {("t", 0): 2, ("t", 1): 2}
-    assert clock.time_cuts(starts, due, ends) == {("t", 1): 1}
-    assert index.asked == [2]
-    assert clock.time_cuts(starts, due, ends) == {("t", 1): 1}
-    assert index.asked == [2]  # partition 0: no record since; partition 1: its cut is known
-    index.records[0].append(160)  # a record after the end: partition 0 is asked again
-    assert clock.time_cuts(starts, due, {("t", 0): 3, ("t", 1): 2}) == {("t", 0): 2, ("t", 1): 1}
-    assert index.asked == [2, 1]
-    assert clock.time_cuts(starts, {**due, ("t", 0): 170}, {("t", 0): 3, ("t", 1): 2}) == {
-        ("t", 0): 2,
-        ("t", 1): 1,
-    }  # a found cut holds while its file's start holds
-    clock.forget({})
-    clock.time_cuts(starts, due)  # no ends given: asked as before
-    assert index.asked == [2, 1, 2]
 
 
 @dataclass
@@ -205,6 +158,36 @@ class AdminTimeIndex:
             at = next((o for o, ms in enumerate(times) if ms >= spec.timestamp), -1)
             out[tp] = Settled(Answer(at, times[at] if at >= 0 else -1))
         return out
+
+
+class NeverAsked:
+    """The admin client of a clock that plans first records only: asking it a cut fails."""
+
+    def list_offsets(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("no time cut was asked for")
+
+
+def test_a_partition_with_no_cut_is_asked_again_only_when_its_end_moves():
+    """A held partition whose time has not come has no cut below its end; until records
+    arrive after that end, asking again could only give the same answer."""
+    index = AdminTimeIndex({0: [100, 110], 1: [100, 200]})
+    clock = oldest.HoldClock(ChunkConsumer(), admin=index)
+    starts, due = {("t", 0): 0, ("t", 1): 0}, {("t", 0): 150, ("t", 1): 150}
+    ends = {("t", 0): 2, ("t", 1): 2}
+    assert clock.time_cuts(starts, due, ends) == {("t", 1): 1}
+    assert index.asked == [2]
+    assert clock.time_cuts(starts, due, ends) == {("t", 1): 1}
+    assert index.asked == [2]  # partition 0: no record since; partition 1: its cut is known
+    index.records[0].append(160)  # a record after the end: partition 0 is asked again
+    assert clock.time_cuts(starts, due, {("t", 0): 3, ("t", 1): 2}) == {("t", 0): 2, ("t", 1): 1}
+    assert index.asked == [2, 1]
+    assert clock.time_cuts(starts, {**due, ("t", 0): 170}, {("t", 0): 3, ("t", 1): 2}) == {
+        ("t", 0): 2,
+        ("t", 1): 1,
+    }  # a found cut holds while its file's start holds
+    clock.forget({})
+    clock.time_cuts(starts, due)  # no ends given: asked as before
+    assert index.asked == [2, 1, 2]
 
 
 def test_cuts_come_with_their_records_times_in_chunks():
@@ -287,7 +270,9 @@ def test_a_large_read_of_first_records_goes_on_while_the_batch_plans_without_it(
         made.append(GatedConsumer(gate=gate))
         return made[-1]
 
-    clock = oldest.HoldClock(ChunkConsumer(), timeout_s=30, new_consumer=new_consumer)
+    clock = oldest.HoldClock(
+        ChunkConsumer(), timeout_s=30, admin=NeverAsked(), new_consumer=new_consumer
+    )
     wanted = {("t", p): p for p in range(oldest.BACKGROUND_FROM + 1)}
     try:
         assert clock.first_times(wanted, wait_s=0.0) == {}  # nothing waited for
@@ -312,7 +297,9 @@ def test_a_small_read_or_one_without_a_wait_is_answered_in_the_call():
         made.append(ChunkConsumer())
         return made[-1]
 
-    clock = oldest.HoldClock(ChunkConsumer(), timeout_s=30, new_consumer=new_consumer)
+    clock = oldest.HoldClock(
+        ChunkConsumer(), timeout_s=30, admin=NeverAsked(), new_consumer=new_consumer
+    )
     small = {("t", p): p for p in range(oldest.BACKGROUND_FROM)}
     assert len(clock.first_times(small, wait_s=0.0)) == len(small)
     large = {("u", p): p for p in range(oldest.BACKGROUND_FROM * 2)}
@@ -324,7 +311,7 @@ def test_a_failed_background_read_leaves_its_partitions_to_be_asked_again():
     def broken() -> Any:
         raise confluent_kafka.KafkaException("broker down")
 
-    clock = oldest.HoldClock(ChunkConsumer(), timeout_s=30, new_consumer=broken)
+    clock = oldest.HoldClock(ChunkConsumer(), timeout_s=30, admin=NeverAsked(), new_consumer=broken)
     wanted = {("t", p): 0 for p in range(oldest.BACKGROUND_FROM + 1)}
     try:
         assert clock.first_times(wanted, wait_s=30.0) == {}  # the read failed: none known
@@ -343,7 +330,9 @@ def test_a_read_asked_for_later_starts_at_the_next_call():
         made.append(ChunkConsumer())
         return made[-1]
 
-    clock = oldest.HoldClock(ChunkConsumer(), timeout_s=30, new_consumer=new_consumer)
+    clock = oldest.HoldClock(
+        ChunkConsumer(), timeout_s=30, admin=NeverAsked(), new_consumer=new_consumer
+    )
     wanted = {("t", p): p for p in range(oldest.BACKGROUND_FROM + 1)}
     try:
         assert clock.first_times(wanted, wait_s=0.0, later=True) == {}
