@@ -37,6 +37,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,9 @@ class Result:
     status_code: int = 0
     audit_s: float = 0.0
     audit_code: int = 0
+    #: From the export's ``start`` line (just before Spark starts the query) to the end of its
+    #: first batch (Spark's start of it + ``triggerExecution``); -1 if not seen.
+    first_batch_done_s: float = -1.0
 
 
 def make_topics(kafka: ApacheKafka, prefix: str, partitions: int) -> list[str]:
@@ -285,6 +289,7 @@ def feeder(kafka: ApacheKafka, topics: list[str], checkpoint: Path) -> Any:
 def parse_events(lines: list[str], result: Result) -> None:
     """The ``batch`` and ``snapshot`` events of the export's JSON log lines."""
     seen: set[int] = set()
+    query_started: datetime | None = None
     for line in lines:
         start = line.find("{")
         if start < 0:
@@ -296,9 +301,16 @@ def parse_events(lines: list[str], result: Result) -> None:
         event = record.get("event") if isinstance(record, dict) else None
         if not isinstance(event, dict):
             continue
-        if event.get("kind") == "batch" and event.get("batch") not in seen:
+        if event.get("kind") == "start" and "time" in record:
+            query_started = datetime.fromisoformat(record["time"])
+        elif event.get("kind") == "batch" and event.get("batch") not in seen:
             seen.add(event["batch"])
-            result.batches.append(dict(event.get("duration_ms") or {}))
+            durations = dict(event.get("duration_ms") or {})
+            result.batches.append(durations)
+            if len(seen) == 1 and query_started is not None and event.get("started"):
+                began = datetime.fromisoformat(event["started"].replace("Z", "+00:00"))
+                done = began.timestamp() + durations.get("triggerExecution", 0) / 1000
+                result.first_batch_done_s = done - query_started.timestamp()
         elif event.get("kind") == "snapshot":
             result.snapshot_ms.append(int(event.get("ms", 0)))
 
@@ -392,6 +404,7 @@ def row(result: Result) -> dict[str, Any]:
         "partitions": result.partitions,
         "batches": len(result.batches),
         "planning_first_ms": plans[0] if plans else 0,
+        "first_batch_done_s": result.first_batch_done_s,
         "planning_later_median_ms": int(statistics.median(later)) if later else 0,
         "planning_later_max_ms": max(later, default=0),
         "latestOffset_later_median_ms": int(
@@ -432,6 +445,7 @@ def render(rows: list[dict[str, Any]]) -> str:
     labels = [
         ("batches", "batches", "{:,}"),
         ("planning_first_ms", "planning of the first batch, ms", "{:,}"),
+        ("first_batch_done_s", "first batch done, s after the query's start", "{:,.2f}"),
         ("planning_later_median_ms", "planning of later batches, median, ms", "{:,}"),
         ("planning_later_max_ms", "planning of later batches, max, ms", "{:,}"),
         ("latestOffset_later_median_ms", "  of which latestOffset, median, ms", "{:,}"),

@@ -50,9 +50,10 @@ def start_query(
     :func:`~blockgz.sink.export.topic_checks.check_topics` found), the sink checks before
     each manifest that every topic is still that life and records the ids."""
     from blockgz.sink.export.checkpoint import checkpoint_source
-    from blockgz.sink.session import has_spark_kafka
+    from blockgz.sink.session import has_spark_kafka, warm_planner
 
     source = kafka_source(job.kafka_source, connector=has_spark_kafka(spark))
+    warm_planner(spark)  # beside the source's start, not in the first batch's planning
     checkpoint_source(checkpoint, source, choice_of=CHOICE_OF)
     log.info(
         "reading Kafka with the %s source%s",

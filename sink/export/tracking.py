@@ -153,6 +153,7 @@ class ProgressTracker:
                     batch=progress["batchId"],
                     records=records,
                     spark_rows=progress.get("numInputRows"),
+                    started=progress.get("timestamp"),  # when Spark's trigger began (UTC)
                     duration_ms=progress.get("durationMs") or {},
                 ),
             )

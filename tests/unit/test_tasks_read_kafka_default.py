@@ -51,7 +51,10 @@ def test_the_batch_line_and_the_result_count_records_when_spark_rows_are_ranges(
     tracker.manifests.read_batch = {0: _manifest(0, 1234, dead=2)}.get
     tracker.watermarks.refresh = lambda partitions, now=False: {}
     with caplog.at_level(logging.INFO, logger="blockgz.export"):
-        tracker.update([{"batchId": 0, "numInputRows": 1, "durationMs": {"addBatch": 1500}}])
+        tracker.update([
+            {"batchId": 0, "numInputRows": 1, "durationMs": {"addBatch": 1500},
+             "timestamp": "2026-12-05T23:00:00.000Z"},
+        ])  # fmt: skip
         tracker.update([{"batchId": 1, "numInputRows": 0}])  # an idle trigger: no batch
         tracker.update([{"batchId": 2, "numInputRows": 1, "durationMs": {"addBatch": 9}}])
     lines = [r for r in caplog.records if r.getMessage().startswith("batch ")]
@@ -61,6 +64,7 @@ def test_the_batch_line_and_the_result_count_records_when_spark_rows_are_ranges(
     ]
     first = lines[0].event  # type: ignore[attr-defined]
     assert (first["records"], first["spark_rows"]) == (1236, 1)
+    assert first["started"] == "2026-12-05T23:00:00.000Z"  # when Spark began the batch
     assert tracker.result.records == 1236 and tracker.result.dead_letters == 2
 
 
