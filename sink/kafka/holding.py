@@ -11,7 +11,8 @@ so that a batch reads a partition only as far as its files would be closed by Co
   the partial file starting at the remainder's first record ``r`` closes at the first record
   whose Kafka timestamp is at least ``ts(r) + rotate.interval.ms`` (Confluent's rule: that
   record does not fit the file and starts the next one). That record is found with one
-  ``offsets_for_times`` request, so the batch reads up to (not including) it. With
+  ListOffsets-by-time request (:func:`~blockgz.sink.kafka.oldest.cuts_at_times`), so the batch
+  reads up to (not including) it. With
   ``timestamp.extractor=Wallclock`` the interval counts wall-clock time: the remainder is read
   whole once its first record is that old;
 * ``rotate.schedule.interval.ms``: the remainder is read whole once a scheduled boundary (from

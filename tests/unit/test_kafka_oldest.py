@@ -161,7 +161,8 @@ class AdminTimeIndex:
 
 
 class NeverAsked:
-    """The admin client of a clock that plans first records only: asking it a cut fails."""
+    """The admin client of a clock whose test plans first records only (no time cut is asked;
+    one asked anyway would be logged by ``time_cuts`` and found by no cut)."""
 
     def list_offsets(self, *args: Any, **kwargs: Any) -> Any:
         raise AssertionError("no time cut was asked for")
