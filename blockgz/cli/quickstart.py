@@ -113,6 +113,7 @@ def run_quickstart(
     from blockgz.local_servers import LocalSchemaRegistry, MotoS3
     from blockgz.local_servers.seaweed import SeaweedS3
     from blockgz.reader import open_archive
+    from blockgz.reader.reading.read_options import READER_OPTIONS
     from blockgz.sink.export.job import run_export
     from blockgz.sink.jobconfig.config import ExportSettings
 
@@ -232,7 +233,10 @@ def run_quickstart(
                 f"--topic {TOPIC} --partition 0 --offset {seek_offset} --count 1 "
                 f"s3://{BUCKET}`):",
             )
-            options = ExportSettings.from_file(blockgz_path).sink_options
+            # What the command above passes: the reader's own settings of the job's config
+            # (the store's, topics.dir), not the export's, which it would warn it ignores.
+            sink_options = ExportSettings.from_file(blockgz_path).sink_options
+            options = {k: v for k, v in sink_options.items() if READER_OPTIONS.declared(k)}
             with open_archive(f"s3://{BUCKET}", options) as archive:
                 for record in archive.seek(TOPIC, 0, seek_offset, count=1):
                     console.print(f"   offset {record.offset}: {record.value.decode()}")

@@ -365,6 +365,8 @@ def test_quickstart_command_on_a_cluster_explains_and_finds_three_objects(spark_
     assert 'offset 4: {"f1":"value5"}' in text
     assert "offset 3:" not in text and "offset 5:" not in text
     assert re.search(r"read: [^\n]*\b1 ranged GET \(", text), text
+    # The seek passes the reader's settings only, as the printed command does: no warning.
+    assert "does not read" not in done.stdout + done.stderr, done.stderr[-2000:]
 
 
 HOSTILE = ["../../etc", "a/b", "x=y", "..", "%2F", "new\nline", "", "Ünïcödé"]
