@@ -264,11 +264,6 @@ def snapshotter_for(
     )  # fmt: skip
 
 
-#: Partitions asked for their watermarks in one request per leader (:meth:`Watermarks.read`;
-#: librdkafka's work per ListOffsets request grows with the square of its partitions).
-WATERMARK_CHUNK = 500
-
-
 class Watermarks:
     """Kafka's low and high watermarks per topic-partition, read with one consumer (made on
     first use; ``clients``' when given, closed by their owner); :meth:`refresh` rereads the
@@ -286,30 +281,28 @@ class Watermarks:
 
     def read(self, partitions, *, timeout_s: float = 2.0) -> dict[tuple[str, int], tuple[int, int]]:
         """``(low, high)`` of each of ``partitions`` now; raises ``KafkaException`` when the
-        brokers do not answer within ``timeout_s`` (per request of up to
-        :data:`WATERMARK_CHUNK` partitions) or a partition is unknown.
+        brokers do not answer within ``timeout_s`` (per request) or a partition is unknown.
 
         The same ListOffsets requests as ``get_watermark_offsets`` (log start and end, at the
-        consumer's isolation level), but batched: two per leader and chunk, not two per
-        partition (10,000 partitions one by one took ~12 s)."""
+        consumer's isolation level), but batched as the source asks its start offsets
+        (:func:`~blockgz.sink.kafka.oldest.offsets_for_times`: chunks of partitions, a few at
+        a time), not two requests per partition (10,000 partitions one by one took ~12 s)."""
         from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, KafkaException, TopicPartition
+
+        from blockgz.sink.kafka.oldest import offsets_for_times
 
         consumer = self._clients.consumer()
         wanted = list(partitions)
-        found: dict[tuple[str, int], tuple[int, int]] = {}
-        for start in range(0, len(wanted), WATERMARK_CHUNK):
-            chunk = wanted[start : start + WATERMARK_CHUNK]
-            ends = []
-            for spec in (OFFSET_BEGINNING, OFFSET_END):
-                asked = [TopicPartition(t, p, spec) for t, p in chunk]
-                answers = consumer.offsets_for_times(asked, timeout=timeout_s)
-                for answer in answers:
-                    if answer.error is not None:
-                        raise KafkaException(answer.error)
-                ends.append({(a.topic, a.partition): a.offset for a in answers})
-            for key in chunk:
-                found[key] = (ends[0][key], ends[1][key])
-                self.latest[key] = ends[1][key]
+        ends = []
+        for spec in (OFFSET_BEGINNING, OFFSET_END):
+            asked = [TopicPartition(t, p, spec) for t, p in wanted]
+            answers = offsets_for_times(consumer, asked, timeout_s)
+            for answer in answers:
+                if answer.error is not None:
+                    raise KafkaException(answer.error)
+            ends.append({(a.topic, a.partition): a.offset for a in answers})
+        found = {key: (ends[0][key], ends[1][key]) for key in wanted}
+        self.latest.update((key, high) for key, (_, high) in found.items())
         return found
 
     def refresh(self, partitions, *, now: bool = False) -> dict[tuple[str, int], int]:

@@ -3,9 +3,11 @@ offset (one fetch per partition), and the first offset at or after a time (ListO
 of :data:`OFFSETS_CHUNK` partitions, which also answer that record's time).
 
 :func:`first_record_times` is shared with the export's lag-in-seconds figure
-(:mod:`blockgz.sink.export.record_times`). :class:`HoldClock` caches both answers per partition
-until the offset they were asked at moves (a found time cut never changes; a missing one is
-asked again each batch), so a steady partition costs nothing between files.
+(:mod:`blockgz.sink.export.record_times`), :func:`offsets_for_times` with the source's start
+offsets and the export's watermarks (:class:`blockgz.sink.export.tracking.Watermarks`).
+:class:`HoldClock` caches both answers per partition until the offset they were asked at moves
+(a found time cut never changes; a missing one is asked again each batch), so a steady
+partition costs nothing between files.
 
 Example (with a broker)::
 
