@@ -135,7 +135,10 @@ def committed_records(sink_config, store, prefix: str) -> int:
     return sum(offsets.get(TOPIC, {}).values())
 
 
-def write_config(path: Path, kafka, s3, bucket: str, flush_size: int) -> Path:
+def write_config(
+    path: Path, kafka, s3, bucket: str, flush_size: int, extra: dict[str, str] | None = None
+) -> Path:
+    """The export's properties file; ``extra`` (``--set``) adds or overrides settings."""
     from testkit.s3 import s3_options
 
     settings = {
@@ -148,6 +151,7 @@ def write_config(path: Path, kafka, s3, bucket: str, flush_size: int) -> Path:
         "flush.size": str(flush_size),
         "blockgz.trigger.interval": "5 seconds",
         "maxOffsetsPerTrigger": "200000",
+        **(extra or {}),
     }
     path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
     return path
@@ -176,7 +180,9 @@ def run(args: argparse.Namespace) -> str:
         bucket = "soak"
         s3.client().create_bucket(Bucket=bucket)
         kafka.create_topic(TOPIC, partitions=args.partitions)
-        config = write_config(work / "soak.properties", kafka, s3, bucket, args.flush_size)
+        config = write_config(
+            work / "soak.properties", kafka, s3, bucket, args.flush_size, dict(args.set)
+        )
         options = s3_options(s3.endpoint_url)
         store, prefix = open_store(f"s3://{bucket}", options)
         sink_config = SinkSettings.from_options({"s3.bucket.name": bucket, "name": "soak"})
@@ -279,6 +285,11 @@ def report(args, samples, started, produced, drained_in, counts: dict[str, int])
         f"- samples every {args.sample:.0f} s; slopes are least-squares lines after the first "
         f"{args.warmup:g} min (warm-up: JVM heaps and Python workers grow to their working size)",
         "- reproduce: `make soak` (or `.venv/bin/python -m benchmarks.soak --minutes N`)",
+        *(
+            [f"- settings added to the export's: {', '.join(f'`{k}={v}`' for k, v in args.set)}"]
+            if args.set
+            else []
+        ),
         "",
         "| process group | PSS at warm-up end MB | PSS at the end MB | slope MB/hour |",
         "|---|---|---|---|",
@@ -304,6 +315,13 @@ def report(args, samples, started, produced, drained_in, counts: dict[str, int])
     return "\n".join(lines) + "\n"
 
 
+def _setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: expected KEY=VALUE")
+    return key.strip(), value.strip()
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=30)
@@ -313,6 +331,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sample", type=float, default=15, help="seconds between samples")
     parser.add_argument("--warmup", type=float, default=None, help="minutes [a sixth of the run]")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "soak.md")
+    parser.add_argument(
+        "--set",
+        type=_setting,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a setting added to the export's (e.g. spark.driver.memory=512m); repeatable",
+    )
     args = parser.parse_args(argv)
     if args.warmup is None:
         args.warmup = args.minutes / 6
