@@ -20,7 +20,13 @@ from blockgz.sink.export.topic_checks import commit_check_options
 from blockgz.sink.jobconfig.config import ExportSettings
 from blockgz.sink.jobconfig.events import event
 from blockgz.sink.kafka.options import SOURCE_NAME
-from blockgz.sink.write.options import INPUT_PREFIX, INPUT_READER, LEASE_TOKEN, LEASE_TTL
+from blockgz.sink.write.options import (
+    INPUT_PREFIX,
+    INPUT_READER,
+    INPUT_TOPIC,
+    LEASE_TOKEN,
+    LEASE_TTL,
+)
 
 log = logging.getLogger("blockgz.export")
 
@@ -30,6 +36,23 @@ RANGE_READER = "blockgz.sink.kafka.ranges:read_range_rows"
 SPARK_SOURCE, BLOCKGZ_SOURCE = "kafka", SOURCE_NAME
 #: The ``blockgz.kafka.source`` value that picks each source (:func:`kafka_source`).
 CHOICE_OF = {SPARK_SOURCE: "spark", BLOCKGZ_SOURCE: "blockgz"}
+
+
+def rows_read(job: ExportSettings) -> tuple[tuple[str, ...] | None, str | None]:
+    """The Kafka columns the query hands the sink (``None``: all), and the topic the sink
+    puts back when they leave ``topic`` out: a job of one named topic, whose every row is that
+    topic's, so Spark does not copy its name into every row.
+
+    >>> job = ExportSettings.from_mapping({"name": "j", "topics": "orders", "path": "/tmp/x",
+    ...                                    "kafka.bootstrap.servers": "localhost:9092"})
+    >>> rows_read(job)
+    (('value', 'partition', 'offset', 'timestamp', 'timestampType'), 'orders')
+    """
+    columns = job.sink.columns_read()
+    topics = job.topics
+    if columns is None or len(topics) != 1:
+        return columns, None
+    return tuple(c for c in columns if c != "topic"), topics[0]
 
 
 def start_query(
@@ -88,7 +111,9 @@ def start_query(
         reader = reader.option("blockgz.emit", "ranges")
         sink_options.update(range_reading_options(source_options))
     frame = reader.load()
-    columns = None if tasks_read_kafka else job.sink.columns_read()
+    columns, one_topic = (None, None) if tasks_read_kafka else rows_read(job)
+    if one_topic is not None:  # the tasks put it back (blockgz.sink.write.task.with_topic)
+        sink_options[INPUT_TOPIC] = one_topic
     if columns is not None:
         frame = frame.select(*columns)
     writer = (

@@ -40,6 +40,7 @@ from blockgz.sink.write.options import (
     COMMIT_CHECK,
     COMMIT_CHECK_PREFIX,
     INPUT_READER,
+    INPUT_TOPIC,
     LEASE_TOKEN,
     LEASE_TTL,
 )
@@ -58,10 +59,12 @@ log = logging.getLogger("blockgz.sink")
 REQUIRED_COLUMNS = ("value", "topic", "partition", "offset")
 
 
-def _check_schema(schema, config: SinkSettings) -> None:
+def _check_schema(schema, config: SinkSettings, *, topic_given: bool = False) -> None:
+    """Refuse rows without Kafka's columns; ``topic_given``: the export named the one topic
+    (:data:`~blockgz.sink.write.options.INPUT_TOPIC`), so rows need no ``topic``."""
     if config.input_reader:
         return  # the input reader turns whatever the rows are into Kafka records
-    names = set(schema.fieldNames())
+    names = set(schema.fieldNames()) | ({"topic"} if topic_given else set())
     missing = [c for c in REQUIRED_COLUMNS if c not in names]
     if missing:
         raise ConfigError(
@@ -77,7 +80,9 @@ class _Writer:
         # Set by ``blockgz export``: the driver's AWS credentials, set in each task's worker.
         self.credentials = {CREDENTIALS_OPTION: str(options.get(CREDENTIALS_OPTION, "") or "")}
         self.iceberg_settings = IcebergSettings.from_options(options)
-        _check_schema(schema, self.config)
+        # Set by ``blockgz export`` for a job of one named topic: the rows' topic.
+        self.input_topic = str(options.get(INPUT_TOPIC, "") or "")
+        _check_schema(schema, self.config, topic_given=bool(self.input_topic))
         # Set by ``blockgz export``: the lease this job holds, checked before each manifest.
         self.lease_token = str(options.get(LEASE_TOKEN, "") or "")
         self.lease_ttl_ms = int(options.get(LEASE_TTL, DEFAULT_TTL_MS) or DEFAULT_TTL_MS)
@@ -115,11 +120,13 @@ class _Writer:
 
     def write(self, iterator: Iterator[Any]) -> TaskCommitMessage:
         from blockgz.runtime.gc_control import settle as settle_heap
-        from blockgz.sink.write.task import write_task
+        from blockgz.sink.write.task import with_topic, write_task
 
         # collections skip the worker's long-lived objects (blockgz.runtime.gc_control)
         settle_heap()
         apply_credentials(getattr(self, "credentials", {}))
+        if getattr(self, "input_topic", ""):
+            iterator = with_topic(iterator, self.input_topic)
         return write_task(self.config, iterator)
 
     def _commit(self, messages: list[TaskCommitMessage | None], batch_id: int | str) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -35,6 +35,30 @@ log = logging.getLogger("blockgz.sink")
 
 #: Writers a task closes at once when a micro-batch ends (their PUTs overlap).
 CLOSE_THREADS = 8
+
+
+def with_topic(batches: Iterable[Any], topic: str) -> Iterator[Any]:
+    """The Arrow batches, each with a ``topic`` column of ``topic`` where it has none.
+
+    The export leaves the column out of a one-topic job's rows
+    (:data:`~blockgz.sink.write.options.INPUT_TOPIC`): Spark would copy the name into every
+    row's Arrow batch. Here it is one array, sliced to each batch's length.
+
+    >>> import pyarrow as pa
+    >>> rows = pa.RecordBatch.from_pydict({"value": [b"a", b"b"], "partition": [0, 0]})
+    >>> next(with_topic([rows], "orders")).column("topic").to_pylist()
+    ['orders', 'orders']
+    """
+    import pyarrow as pa
+
+    column = pa.array([], pa.string())
+    for batch in batches:
+        if "topic" in batch.schema.names:
+            yield batch
+            continue
+        if len(column) < batch.num_rows:
+            column = pa.array([topic] * batch.num_rows, pa.string())
+        yield batch.append_column("topic", column.slice(0, batch.num_rows))
 
 
 def records_of(batch) -> Iterator[KafkaRecord]:
