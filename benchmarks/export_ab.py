@@ -38,7 +38,7 @@ from benchmarks import process_usage as pu
 from benchmarks import test_export_bench as bench
 from testkit.s3 import s3_options
 
-CASES = ("json", "text", "spark", "sparkarrow", "blockgz", "rows", "loop")
+CASES = ("json", "text", "spark", "sparkpattern", "sparkarrow", "blockgz", "rows", "loop")
 #: S': Spark's Arrow batches with no byte limit, so Spark does not measure the batch after
 #: every row (it skips that at exactly ``Int.MaxValue``); docs/export.md says when to use it.
 NO_BATCH_BYTES = {"spark.sql.execution.arrow.maxBytesPerBatch": "2147483647"}
@@ -76,8 +76,10 @@ def _run_case(case, spark, kafka, s3, data: eb.Dataset, base: Path, index: int):
         shutil.rmtree(out, ignore_errors=True)
         return count, None
     bucket = bench.new_bucket(s3, f"ab-{case}-{index}")
-    plan = {"blockgz": "tasks", "rows": "rows", "spark": "spark", "sparkarrow": "spark"}[case]
-    job = bench.job_config(kafka, s3, bucket, topic, plan)
+    plan = {"blockgz": "tasks", "rows": "rows", "sparkpattern": "spark"}.get(case, "spark")
+    # S'': one topic by pattern, so the rows keep `topic` (query.rows_read), as with several.
+    pattern = case == "sparkpattern"
+    job = bench.job_config(kafka, s3, bucket, topic, plan, pattern=pattern)
     checkpoint = base / f"ck-{case}-{index}"
     if case == "sparkarrow":  # the shared session's SQL conf, for this run only
         before = {k: spark.conf.get(k) for k in NO_BATCH_BYTES}

@@ -175,11 +175,16 @@ def new_bucket(s3, name: str) -> str:
     return name
 
 
-def job_config(kafka, s3, bucket: str, topic: str, plan: str = "rows", extra=None):
+def job_config(
+    kafka, s3, bucket: str, topic: str, plan: str = "rows", extra=None, *, pattern: bool = False
+):
     """The export job of cases S and A: JSON values, block-GZIP, default partitioner, no
     flush.size (so one object per partition per micro-batch). ``plan``: ``rows`` (A),
     ``tasks`` (A': the sink tasks read Kafka) or ``spark`` (S: Spark's Kafka source);
-    ``extra``: more options (the transforms case's chain)."""
+    ``extra``: more options (the transforms case's chain); ``pattern``: subscribe by
+    ``topics.regex`` (the rows then keep their ``topic`` column)."""
+    import re
+
     from blockgz.sink.jobconfig.config import ExportSettings
 
     return ExportSettings.from_mapping(
@@ -187,7 +192,7 @@ def job_config(kafka, s3, bucket: str, topic: str, plan: str = "rows", extra=Non
             "blockgz.tasks.read.kafka": "true" if plan == "tasks" else "false",
             "blockgz.spark.kafka.jars": eb.SPARK_KAFKA_JARS if plan == "spark" else "none",
             "name": JOB_NAME,
-            "topics": topic,
+            **({"topics.regex": re.escape(topic)} if pattern else {"topics": topic}),
             "kafka.bootstrap.servers": kafka.bootstrap_servers,
             "s3.bucket.name": bucket,
             **s3_options(s3.endpoint_url),
