@@ -208,11 +208,13 @@ def jit_cpu_s(pid: int) -> float:
 
 
 def jvm_child() -> int | None:
-    """The pid of this process's ``java`` child (Spark's JVM), if it has one."""
+    """The pid of this process's Spark JVM (a ``java`` child running ``SparkSubmit``), if it
+    has one; a broker started by the benchmark is another ``java`` child."""
     with contextlib.suppress(psutil.Error):
         for child in psutil.Process().children():
-            if child.name() == "java":
-                return child.pid
+            with contextlib.suppress(psutil.Error):
+                if child.name() == "java" and "SparkSubmit" in " ".join(child.cmdline()):
+                    return child.pid
     return None
 
 

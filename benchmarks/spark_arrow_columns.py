@@ -21,6 +21,7 @@ from collections.abc import Iterator
 import psutil
 
 from benchmarks import export_support as eb
+from benchmarks import process_usage as pu
 
 #: The sink's columns by default, then without ``topic`` (one-topic job), then without
 #: ``timestampType`` too (``store.kafka.timestamps=false``), then the default columns with
@@ -39,14 +40,6 @@ def _count_rows(batches: Iterator) -> Iterator:
     import pyarrow as pa
 
     yield pa.RecordBatch.from_pydict({"n": [sum(b.num_rows for b in batches)]})
-
-
-def _spark_jvm() -> psutil.Process:
-    """The Spark driver JVM among this process's children (the broker is another ``java``)."""
-    for child in psutil.Process().children():
-        if child.name() == "java" and "SparkSubmit" in " ".join(child.cmdline()):
-            return child
-    raise RuntimeError("no Spark JVM among this process's children")
 
 
 def _cpu_s(jvm: psutil.Process) -> tuple[float, float]:
@@ -81,7 +74,10 @@ def main() -> None:
             app_name="blockgz-arrow-columns",
             conf=with_jars(conf, connector_jars(eb.SPARK_KAFKA_JARS)),
         )
-        jvm = _spark_jvm()
+        pid = pu.jvm_child()
+        if pid is None:
+            raise RuntimeError("no Spark JVM among this process's children")
+        jvm = psutil.Process(pid)
         names = list(VARIANTS)
         try:
             for r in range(args.rounds + 1):
