@@ -16,7 +16,6 @@ one SparkSession, with Spark's Kafka connector on ``spark.jars``, serves H, S an
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
 import time
@@ -118,20 +117,6 @@ def spark(report):
     session.stop()
 
 
-@contextlib.contextmanager
-def blockgz_kafka_source() -> Iterator[None]:
-    """Make the export read with blockgz-kafka although the session has Spark's connector (the
-    export picks Spark's source whenever it is on the classpath)."""
-    import blockgz.sink.session
-
-    found = blockgz.sink.session.has_spark_kafka
-    blockgz.sink.session.has_spark_kafka = lambda _spark: False
-    try:
-        yield
-    finally:
-        blockgz.sink.session.has_spark_kafka = found
-
-
 @pytest.fixture(scope="module")
 def warm_spark(spark, kafka, s3, tmp_path_factory, report):
     """Run each Spark path once on a small topic, so no case pays the first-use costs."""
@@ -140,11 +125,8 @@ def warm_spark(spark, kafka, s3, tmp_path_factory, report):
     base = tmp_path_factory.mktemp("warmup")
     job = job_config(kafka, s3, new_bucket(s3, "bench-warmup"), WARMUP_TOPIC)
     tasks = job_config(kafka, s3, new_bucket(s3, "bench-warmup-tasks"), WARMUP_TOPIC, "tasks")
-    with blockgz_kafka_source():
-        fixed["warmup_blockgz_s"] = _timed(lambda: run_blockgz(spark, job, base / "ckpt-a"))[1]
-        fixed["warmup_blockgz_tasks_s"] = _timed(
-            lambda: run_blockgz(spark, tasks, base / "ckpt-t")
-        )[1]
+    fixed["warmup_blockgz_s"] = _timed(lambda: run_blockgz(spark, job, base / "ckpt-a"))[1]
+    fixed["warmup_blockgz_tasks_s"] = _timed(lambda: run_blockgz(spark, tasks, base / "ckpt-t"))[1]
     spark_job = job_config(kafka, s3, new_bucket(s3, "bench-warmup-spark"), WARMUP_TOPIC, "spark")
     fixed["warmup_blockgz_spark_s"] = _timed(
         lambda: run_blockgz(spark, spark_job, base / "ckpt-s")
@@ -190,6 +172,9 @@ def job_config(
     return ExportSettings.from_mapping(
         {
             "blockgz.tasks.read.kafka": "true" if plan == "tasks" else "false",
+            # The source by name: the session has Spark's connector for S, and "auto" would
+            # pick it for every case.
+            "blockgz.kafka.source": "spark" if plan == "spark" else "blockgz",
             "blockgz.spark.kafka.jars": eb.SPARK_KAFKA_JARS if plan == "spark" else "none",
             "name": JOB_NAME,
             **({"topics.regex": re.escape(topic)} if pattern else {"topics": topic}),
@@ -330,8 +315,7 @@ def test_export_blockgz(
         job = jobs[i] = job_config(kafka, s3, bucket, dataset.topic, plan)
         return lambda: run_blockgz(warm_spark, job, tmp_path / f"ckpt-{i}")
 
-    with contextlib.nullcontext() if plan == "spark" else blockgz_kafka_source():
-        rounds = measure(benchmark, servers, prepare)
+    rounds = measure(benchmark, servers, prepare)
     result, job = rounds[-1].value, jobs[rounds[-1].index]
     store, prefix = job.sink.make_store()
     try:
@@ -473,10 +457,9 @@ def test_export_transforms(
         chain = THREE_TRANSFORMS if case == "three" else None
         job = jobs[case] = job_config(kafka, s3, bucket, dataset.topic, "tasks", chain)
         sampler = pu.TreeSampler(servers).start()
-        with blockgz_kafka_source():
-            result, seconds = _timed(
-                lambda: run_blockgz(warm_spark, job, tmp_path / f"ckpt-{case}-{i}")
-            )
+        result, seconds = _timed(
+            lambda: run_blockgz(warm_spark, job, tmp_path / f"ckpt-{case}-{i}")
+        )
         usages[case].append(sampler.stop())
         assert result.records == dataset.records
         return seconds
