@@ -67,7 +67,7 @@ bench: $(STAMP)
 # and blockgz-kafka) vs a plain confluent-kafka loop, on Apache Kafka 4.1 and SeaweedFS S3;
 # interleaved, an uncounted warm-up round, medians of 3, CPU per record, targets PASS/FAIL.
 bench-export: $(STAMP)
-	PYTHONPATH=. $(BIN)/python -m benchmarks.export_ab --rounds 3
+	PYTHONPATH=. $(BIN)/python -m benchmarks.export_ab --rounds 5
 
 # The same cases as pytest-benchmark runs them, one counted round each, with memory and the
 # long report (benchmarks/results/export.md).

@@ -202,7 +202,7 @@ def main() -> None:
             spark.stop()
             shutil.rmtree(base, ignore_errors=True)
     in_order = sorted(runs, key=lambda run: cases.index(run.case))  # the table in --cases order
-    text = er.render(er.summarize(in_order), args.rounds, args.warmup)
+    text = er.render(er.summarize(in_order), args.rounds, args.warmup, in_order)
     text += (
         f"\nIdle CPU before the counted rounds ({IDLE_S:g} s, CPU-s per s of wall): "
         + ", ".join(f"{g} {rate:.3f}" for g, rate in idle.items())

@@ -168,6 +168,47 @@ def target_rows(table: dict[str, CaseSummary]) -> list[list[str]]:
     return rows
 
 
+def paired_ratios(runs: Iterable[Run]) -> list[list[str]]:
+    """Each issue 44 goal's ratio round by round (a case against its reference in the same
+    round, minutes apart), so the report shows how far the host's noise moves it: the
+    verdicts above use the medians, this says how much to trust them.
+
+    >>> runs = [Run("blockgz", 1, 4.0, {"w": 6.0}, 10), Run("json", 1, 6.0, {"w": 8.0}, 10),
+    ...         Run("blockgz", 2, 5.0, {"w": 7.0}, 10), Run("json", 2, 6.5, {"w": 9.0}, 10)]
+    >>> paired_ratios(runs)
+    [['blockgz', 'json', 'speed', '1.50×, 1.30×', '1.30–1.50×', '1 of 2']]
+    """
+    by_round: dict[int, dict[str, Run]] = {}
+    for run in runs:
+        by_round.setdefault(run.round, {})[run.case] = run
+    goals = [(c, r, "speed", need) for c, r, need in SPEED_GOALS]
+    goals += [(c, r, "CPU/record", most) for c, r, most in CPU_GOALS]
+    rows = []
+    for case, reference, kind, bound in goals:
+        ratios = []
+        for cases in by_round.values():
+            if case in cases and reference in cases:
+                mine, theirs = cases[case], cases[reference]
+                if kind == "speed":
+                    ratios.append(theirs.wall_s / mine.wall_s)
+                else:
+                    ratios.append(sum(mine.cpu_s.values()) / sum(theirs.cpu_s.values()))
+        if not ratios:
+            continue
+        met = sum(x >= bound if kind == "speed" else x <= bound for x in ratios)
+        rows.append(
+            [
+                case,
+                reference,
+                kind,
+                ", ".join(f"{x:.2f}×" for x in ratios),
+                f"{min(ratios):.2f}–{max(ratios):.2f}×",
+                f"{met} of {len(ratios)}",
+            ]
+        )
+    return rows
+
+
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     return [
         "| " + " | ".join(header) + " |",
@@ -176,8 +217,11 @@ def _table(header: list[str], rows: list[list[str]]) -> list[str]:
     ]
 
 
-def render(table: dict[str, CaseSummary], rounds: int, warmup: str) -> str:
-    """The report: the cases' medians, then the targets."""
+def render(
+    table: dict[str, CaseSummary], rounds: int, warmup: str, runs: Iterable[Run] = ()
+) -> str:
+    """The report: the cases' medians, then the targets, then (given the ``runs``) each
+    goal's ratio round by round (:func:`paired_ratios`)."""
     records = next(iter(table.values())).records if table else 0
     head = (
         f"{records:,} records; cases interleaved (rotated each round), {rounds} counted rounds "
@@ -197,5 +241,19 @@ def render(table: dict[str, CaseSummary], rounds: int, warmup: str) -> str:
             "",
             *_table(target_header, target_rows(table)),
             "",
+            *_paired_section(list(runs)),
         ]
     )
+
+
+def _paired_section(runs: list[Run]) -> list[str]:
+    rows = paired_ratios(runs)
+    if not rows:
+        return []
+    header = ["case", "vs", "ratio of", "round by round", "range", "rounds meeting the goal"]
+    return [
+        "Each issue 44 goal round by round (the case and its reference in the same round):",
+        "",
+        *_table(header, rows),
+        "",
+    ]

@@ -67,3 +67,18 @@ def test_a_reference_that_did_not_run_gives_no_verdict():
 
 def test_the_module_examples_hold():
     assert doctest.testmod(er).failed == 0
+
+
+def test_each_goal_round_by_round_shows_the_spread_behind_the_median():
+    runs = [
+        *_runs("json", [8.0, 7.0, 9.0], 9.0),
+        *_runs("blockgz", [5.0, 5.0, 5.0], 7.0),
+        *_runs("loop", [3.0, 3.0, 3.0], 6.0),
+    ]
+    rows = {(r[0], r[2]): r[3:] for r in er.paired_ratios(runs)}
+    assert rows[("blockgz", "speed")] == ["1.60×, 1.40×, 1.80×", "1.40–1.80×", "2 of 3"]
+    assert rows[("blockgz", "CPU/record")] == ["1.17×, 1.17×, 1.17×", "1.17–1.17×", "0 of 3"]
+    assert ("spark", "CPU/record") not in rows  # a case that did not run has no row
+    text = er.render(er.summarize(runs), rounds=3, warmup="full", runs=runs)
+    assert "| blockgz | json | speed | 1.60×, 1.40×, 1.80× | 1.40–1.80× | 2 of 3 |" in text
+    assert "round by round" not in er.render(er.summarize(runs), rounds=3, warmup="full")
