@@ -4,8 +4,8 @@ and with Spark's per-row Arrow byte check on or off (issue 44, case S's gap).
 A batch read of ``make bench-export``'s topic (1M records, 4 partitions, ~250-byte JSON values)
 through ``mapInArrow`` into a Python function that only counts rows: the same Arrow writer the
 export's Python data source sink is fed by, without the sink's own work. Variants run
-interleaved (rotated each round) after an uncounted warm-up round; the JVM's CPU is read from
-the Spark JVM's ``/proc`` times, the Python workers' from its children. ::
+interleaved (rotated each round) after an uncounted warm-up round; the JVM's and its Python
+workers' CPU are sampled by :class:`benchmarks.process_usage.TreeSampler`. ::
 
     PYTHONPATH=. .venv/bin/python -m benchmarks.spark_arrow_columns --rounds 3
 """
@@ -15,10 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import time
 from collections.abc import Iterator
-
-import psutil
 
 from benchmarks import export_support as eb
 from benchmarks import process_usage as pu
@@ -42,19 +39,6 @@ def _count_rows(batches: Iterator) -> Iterator:
     yield pa.RecordBatch.from_pydict({"n": [sum(b.num_rows for b in batches)]})
 
 
-def _cpu_s(jvm: psutil.Process) -> tuple[float, float]:
-    """CPU seconds so far of the JVM and of its Python workers."""
-    times = jvm.cpu_times()
-    workers = 0.0
-    for child in jvm.children(recursive=True):
-        try:
-            t = child.cpu_times()
-        except psutil.NoSuchProcess:
-            continue
-        workers += t.user + t.system
-    return times.user + times.system, workers
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -74,10 +58,9 @@ def main() -> None:
             app_name="blockgz-arrow-columns",
             conf=with_jars(conf, connector_jars(eb.SPARK_KAFKA_JARS)),
         )
-        pid = pu.jvm_child()
-        if pid is None:
+        if pu.jvm_child() is None:
             raise RuntimeError("no Spark JVM among this process's children")
-        jvm = psutil.Process(pid)
+        servers = {"kafka": kafka._process.pid}  # the broker's CPU apart from the JVM's
         names = list(VARIANTS)
         try:
             for r in range(args.rounds + 1):
@@ -94,19 +77,17 @@ def main() -> None:
                         .load()
                         .select(*columns)
                     )
-                    jvm0, workers0 = _cpu_s(jvm)
-                    started = time.perf_counter()
+                    sampler = pu.TreeSampler(servers).start()
                     rows = frame.mapInArrow(_count_rows, "n long").groupBy().sum("n").first()[0]
-                    wall = time.perf_counter() - started
-                    jvm1, workers1 = _cpu_s(jvm)
+                    usage = sampler.stop()
                     assert rows == data.records, f"{name}: {rows:,} of {data.records:,} rows"
-                    jvm_us = (jvm1 - jvm0) / rows * 1e6
+                    jvm_us = usage.cpu_s["jvm"] / rows * 1e6
                     if r > 0:
                         per_jvm[name].append(jvm_us)
                     print(
                         f"{'warm-up' if r == 0 else f'round {r}':8s} {name:20s} "
                         f"JVM {jvm_us:5.2f} µs/record  workers "
-                        f"{(workers1 - workers0) / rows * 1e6:4.2f}  wall {wall:5.2f} s  "
+                        f"{usage.cpu_s['workers'] / rows * 1e6:4.2f}  wall {usage.wall_s:5.2f} s  "
                         f"load {os.getloadavg()[0]:.2f}",
                         flush=True,
                     )

@@ -34,3 +34,20 @@ def arrow_batches(records: list[KafkaRecord], sizes: list[int] | None = None) ->
             ]
         batches.append(pa.RecordBatch.from_pydict(columns, schema=schema))
     return batches
+
+
+def spark_kafka_rows(*columns: str):
+    """The Spark ``StructType`` of Kafka rows with ``columns`` (Spark's Kafka source's types),
+    as a write task's schema: ``spark_kafka_rows("value", "partition", "offset")``."""
+    from pyspark.sql import types as t
+
+    kinds = {
+        "key": t.BinaryType(),
+        "value": t.BinaryType(),
+        "topic": t.StringType(),
+        "partition": t.IntegerType(),
+        "offset": t.LongType(),
+        "timestamp": t.TimestampType(),
+        "timestampType": t.IntegerType(),
+    }
+    return t.StructType([t.StructField(name, kinds[name]) for name in columns])

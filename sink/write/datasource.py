@@ -125,7 +125,7 @@ class _Writer:
         # collections skip the worker's long-lived objects (blockgz.runtime.gc_control)
         settle_heap()
         apply_credentials(getattr(self, "credentials", {}))
-        if getattr(self, "input_topic", ""):
+        if self.input_topic:
             iterator = with_topic(iterator, self.input_topic)
         return write_task(self.config, iterator)
 

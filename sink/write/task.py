@@ -51,13 +51,14 @@ def with_topic(batches: Iterable[Any], topic: str) -> Iterator[Any]:
     """
     import pyarrow as pa
 
+    name = pa.scalar(topic, pa.string())
     column = pa.array([], pa.string())
     for batch in batches:
         if "topic" in batch.schema.names:
             yield batch
             continue
         if len(column) < batch.num_rows:
-            column = pa.array([topic] * batch.num_rows, pa.string())
+            column = pa.repeat(name, batch.num_rows)
         yield batch.append_column("topic", column.slice(0, batch.num_rows))
 
 

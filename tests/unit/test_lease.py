@@ -138,27 +138,12 @@ def test_the_sink_commits_only_while_it_holds_the_lease_and_a_fenced_abort_delet
     the lease it raises, writes no manifest, and its abort leaves the objects alone (the new
     holder may have committed the same keys)."""
     pytest.importorskip("pyspark")
-    from pyspark.sql.types import (
-        BinaryType,
-        IntegerType,
-        LongType,
-        StringType,
-        StructField,
-        StructType,
-    )
-
     from blockgz.sink.write.commit import TaskCommitMessage
     from blockgz.sink.write.datasource import BlockGzStreamWriter
     from blockgz.written.files import WrittenFile
+    from testkit.batches import spark_kafka_rows
 
-    schema = StructType(
-        [
-            StructField("value", BinaryType()),
-            StructField("topic", StringType()),
-            StructField("partition", IntegerType()),
-            StructField("offset", LongType()),
-        ]
-    )
+    schema = spark_kafka_rows("value", "topic", "partition", "offset")
     store = LocalStore(tmp_path)
     mine = Lease(store, KEY)
     mine.acquire()

@@ -8,14 +8,6 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from pyspark.sql.types import (
-    BinaryType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-)
 
 from blockgz.errors import ConfigError
 from blockgz.sink.export.query import rows_read
@@ -24,17 +16,11 @@ from blockgz.sink.records import KafkaRecord
 from blockgz.sink.write.datasource import BlockGzStreamWriter
 from blockgz.sink.write.options import INPUT_TOPIC
 from blockgz.sink.write.task import with_topic
-from testkit.batches import arrow_batches
+from testkit.batches import arrow_batches, spark_kafka_rows
 
 T0 = 1_700_000_000_000
 #: Kafka's columns but ``topic``, as a one-topic job hands them to the sink.
-KAFKA_ROWS = StructType(
-    [
-        StructField("value", BinaryType()),
-        StructField("partition", IntegerType()),
-        StructField("offset", LongType()),
-    ]
-)
+KAFKA_ROWS = spark_kafka_rows("value", "partition", "offset")
 BROKERS = {"kafka.bootstrap.servers": "127.0.0.1:9", "name": "j", "path": "/tmp/x"}
 
 
@@ -97,7 +83,7 @@ def test_rows_without_the_topic_land_byte_for_byte_as_whole_rows(tmp_path, compr
     options = {"format.class": "json", "s3.compression.type": compression, "flush.size": "50"}
     whole, cut = tmp_path / "whole", tmp_path / "cut"
     schema = KAFKA_ROWS  # the writer checks the schema's names; the batches carry the data
-    full_rows = StructType([*schema, StructField("topic", StringType())])
+    full_rows = spark_kafka_rows("value", "partition", "offset", "topic")
     BlockGzStreamWriter({"path": str(whole), **options}, full_rows).write(iter(batches))
     without = [b.drop_columns(["topic"]) for b in batches]
     writer = BlockGzStreamWriter({"path": str(cut), INPUT_TOPIC: "orders", **options}, schema)
