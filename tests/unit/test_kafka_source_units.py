@@ -300,6 +300,7 @@ class FakeConsumer:
     asked: list[int] = field(default_factory=list)
     listed: list[int] = field(default_factory=list)  # partitions per offsets_for_times request
     closed: bool = False
+    out_of_range: bool = False  # an offset before the earliest was assigned
 
     def list_topics(self, timeout: float) -> Any:
         topics: dict[str, Any] = {}
@@ -324,9 +325,14 @@ class FakeConsumer:
 
     def assign(self, tps: list[Any]) -> None:
         self.assigned.append(tps)
+        self.out_of_range = any(tp.offset < self.earliest[tp.topic, tp.partition] for tp in tps)
 
     def consume(self, num_messages: int, timeout: float) -> list[FakeMessage]:
         self.asked.append(num_messages)
+        if self.out_of_range:  # as librdkafka under auto.offset.reset=error
+            self.out_of_range = False
+            reset = confluent_kafka.KafkaError(confluent_kafka.KafkaError._AUTO_OFFSET_RESET)
+            return [FakeMessage(-1001, _error=reset)]
         batch, self.log = self.log[:num_messages], self.log[num_messages:]
         return batch
 
