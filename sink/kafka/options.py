@@ -40,6 +40,15 @@ FETCH_QUEUE_BACKOFF_MS = 10
 #: 2 MiB bounds the over-read to ~3 MiB (74.7k records) and keeps a fetch in flight.
 QUEUE_KBYTES = 2048
 
+#: librdkafka's ``reconnect.backoff.ms`` for every client the export makes, unless the job
+#: sets it. A new client's first request goes out on its bootstrap connection; librdkafka
+#: (2.10 on, 2.16 here) retires that connection once the broker's id is known, the request is
+#: lost ("Broker handle destroyed without termination") and is sent again only after a pause
+#: that follows this setting: the first request of a new client took 54-55 ms (median of 25)
+#: at librdkafka's 100 ms, 14-16 ms at 10. Reconnecting to a broker that is down still backs
+#: off exponentially, up to ``reconnect.backoff.max.ms``.
+RECONNECT_BACKOFF_MS = 10
+
 STRATEGIES = ("subscribe", "subscribePattern", "assign")
 #: The source's ``isolation.level`` where ``kafka.isolation.level`` is not set: Spark's Kafka
 #: source reads as Java's consumer does, librdkafka's default is ``read_committed``.
@@ -265,8 +274,13 @@ class SourceSettings:
         return str(level).lower() == "read_committed"
 
     def client_config(self) -> dict[str, Any]:
-        """The ``kafka.*`` settings (prefix removed) plus the brokers: any librdkafka client."""
-        return {**self.kafka, "bootstrap.servers": self.bootstrap_servers}
+        """The ``kafka.*`` settings (prefix removed) plus the brokers: any librdkafka client
+        (with :data:`RECONNECT_BACKOFF_MS` unless the job sets its own)."""
+        return {
+            "reconnect.backoff.ms": RECONNECT_BACKOFF_MS,
+            **self.kafka,
+            "bootstrap.servers": self.bootstrap_servers,
+        }
 
     def admin_config(self) -> dict[str, Any]:
         """:meth:`client_config` without the consumer's own settings, which an admin client
@@ -274,7 +288,7 @@ class SourceSettings:
 
         >>> settings = SourceSettings("k:9092", "subscribe", kafka={"isolation.level": "x"})
         >>> settings.admin_config()
-        {'bootstrap.servers': 'k:9092'}
+        {'reconnect.backoff.ms': 10, 'bootstrap.servers': 'k:9092'}
         """
         return {k: v for k, v in self.client_config().items() if k not in CONSUMER_ONLY}
 
@@ -287,6 +301,7 @@ class SourceSettings:
         # than that then waits with an empty queue. 10 ms reads a 250k range 2.2x faster here.
         config.setdefault("fetch.queue.backoff.ms", FETCH_QUEUE_BACKOFF_MS)
         config.setdefault("queued.max.messages.kbytes", QUEUE_KBYTES)
+        config.setdefault("reconnect.backoff.ms", RECONNECT_BACKOFF_MS)
         config.update(
             {
                 "bootstrap.servers": self.bootstrap_servers,

@@ -229,6 +229,7 @@ def test_a_pasted_connect_config_reaches_the_source_and_the_dead_letter_producer
     )
     client = job.source.client_config()
     assert client == {
+        "reconnect.backoff.ms": 10,  # blockgz's default (sink/kafka/options.py)
         "bootstrap.servers": "b:9093",
         "isolation.level": "read_committed",
         "security.protocol": "SASL_SSL",

@@ -132,6 +132,17 @@ def test_range_consumers_prefetch_little_past_the_range():
     assert mine.consumer_config()["queued.max.messages.kbytes"] == "65536"
 
 
+def test_new_clients_send_a_lost_first_request_again_soon():
+    """librdkafka loses a new client's first request with its bootstrap connection and sends
+    it again after a pause that follows reconnect.backoff.ms; a user's value wins."""
+    for settings in (config(subscribe="t").client_config(), config(subscribe="t").admin_config()):
+        assert settings["reconnect.backoff.ms"] == 10
+    assert config(subscribe="t").consumer_config()["reconnect.backoff.ms"] == 10
+    mine = config(subscribe="t", **{"kafka.reconnect.backoff.ms": "100"})
+    assert mine.client_config()["reconnect.backoff.ms"] == "100"
+    assert mine.consumer_config()["reconnect.backoff.ms"] == "100"
+
+
 def test_data_source_schema_and_name():
     source = ks.KafkaDataSource({**BASE, "subscribe": "t", "includeHeaders": "true"})
     assert ks.KafkaDataSource.name() == "blockgz-kafka"
