@@ -181,16 +181,11 @@ def _read_range(consumer: Any, config: SourceSettings, part: OffsetRange) -> Ite
     from confluent_kafka import TopicPartition as KafkaTP
 
     tp = (part.topic, part.partition)
-    # Assigned at the planned start without asking the watermarks first, as read_together
-    # does: a start Kafka no longer has comes back as an offset-reset error
-    # (auto.offset.reset=error, then _seek), an end past the partition's as its
-    # end-of-partition event; both are checked below. Asking first cost each range a
-    # ListOffsets request, and 4 ranges in 48 waited 0.7 s for it: a new consumer's first
-    # leader lookup went out on its bootstrap connection, librdkafka 2.16 retired that
-    # connection once it knew the broker's id, the request was lost ("Broker handle destroyed
-    # without termination"), and the watermark query asked again only ~0.65 s later. A
-    # fetch's leader lookup is asked again sooner: no warm task of 64 since took over
-    # 0.21 s to its first 10,000 records.
+    # Assigned at the planned start, as read_together does, without asking the watermarks
+    # first: a start Kafka no longer has comes back as an offset-reset error (then _seek), an
+    # end past the partition's as its end-of-partition event. Asking first cost each range a
+    # ListOffsets request whose leader lookup librdkafka 2.16 can lose with a new consumer's
+    # bootstrap connection: 4 ranges in 48 waited 0.7 s (benchmarks/README.md, issue 44).
     position = part.start
     if position < part.end:
         with kafka_errors(config, f"cannot assign {tp_name(tp)}"):
