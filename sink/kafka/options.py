@@ -293,18 +293,17 @@ class SourceSettings:
         return {k: v for k, v in self.client_config().items() if k not in CONSUMER_ONLY}
 
     def consumer_config(self) -> dict[str, Any]:
-        """librdkafka settings of a consumer that only assigns, reads and never commits."""
-        config: dict[str, Any] = {"isolation.level": DEFAULT_ISOLATION, **self.kafka}
+        """librdkafka settings of a consumer that only assigns, reads and never commits
+        (:meth:`client_config`'s, and the consumer's own defaults)."""
+        config: dict[str, Any] = {"isolation.level": DEFAULT_ISOLATION, **self.client_config()}
         config.setdefault("group.id", f"{self.group_id_prefix}-{uuid.uuid4()}")
         # librdkafka >= 2.4 postpones a partition's next fetch by this much (1 s by default)
         # once its local queue holds queued.min.messages (100k): a task reading a range longer
         # than that then waits with an empty queue. 10 ms reads a 250k range 2.2x faster here.
         config.setdefault("fetch.queue.backoff.ms", FETCH_QUEUE_BACKOFF_MS)
         config.setdefault("queued.max.messages.kbytes", QUEUE_KBYTES)
-        config.setdefault("reconnect.backoff.ms", RECONNECT_BACKOFF_MS)
         config.update(
             {
-                "bootstrap.servers": self.bootstrap_servers,
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
                 "enable.partition.eof": True,
